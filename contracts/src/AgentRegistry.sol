@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IAgentRegistry} from "./interfaces/IAgentRegistry.sol";
+
+/// @title AgentRegistry
+/// @notice See {IAgentRegistry}.
+///
+/// @dev Two indexes are kept in step: each agent's capability list and each
+/// capability's agent list, both with 1-based positions so removal is a
+/// swap-and-pop in O(1). `_offers[agent][capability]` holds the price and both
+/// positions in one slot.
+contract AgentRegistry is IAgentRegistry {
+    /// @inheritdoc IAgentRegistry
+    uint256 public constant override MAX_CAPABILITIES = 32;
+
+    /// @dev One slot: price (128) | position in the agent's list (64) | position in the capability's list (64).
+    struct Offer {
+        uint128 price;
+        uint64 capPos; // 1-based index into _capabilitiesOf[agent]; 0 = not offered
+        uint64 agentPos; // 1-based index into _agentsFor[capability]
+    }
+
+    struct Agent {
+        AgentStatus status;
+        string metadataURI;
+        bytes32[] capabilities;
+    }
+
+    mapping(address agent => Agent) private _agents;
+    mapping(address agent => mapping(bytes32 capability => Offer)) private _offers;
+    mapping(bytes32 capability => address[]) private _agentsFor;
+    uint256 private _agentCount;
+
+    /*//////////////////////////////////////////////////////////////
+                                WRITES
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IAgentRegistry
+    function register(string calldata metadataURI, bytes32[] calldata capabilities, uint128[] calldata prices)
+        external
+        override
+    {
+        Agent storage a = _agents[msg.sender];
+        if (a.status != AgentStatus.None) revert AgentRegistryAlreadyRegistered(msg.sender);
+        if (capabilities.length != prices.length) {
+            revert AgentRegistryLengthMismatch(capabilities.length, prices.length);
+        }
+        if (capabilities.length == 0 || capabilities.length > MAX_CAPABILITIES) {
+            revert AgentRegistryCapabilityCount(capabilities.length, MAX_CAPABILITIES);
+        }
+        if (bytes(metadataURI).length == 0) revert AgentRegistryEmptyMetadata();
+
+        a.status = AgentStatus.Active;
+        a.metadataURI = metadataURI;
+        _agentCount += 1;
+        emit AgentRegistered(msg.sender, metadataURI);
+        for (uint256 i; i < capabilities.length; ++i) {
+            _addOffer(msg.sender, a, capabilities[i], prices[i]);
+        }
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function addCapability(bytes32 capability, uint128 price) external override {
+        Agent storage a = _registered(msg.sender);
+        if (a.capabilities.length >= MAX_CAPABILITIES) {
+            revert AgentRegistryCapabilityCount(a.capabilities.length + 1, MAX_CAPABILITIES);
+        }
+        _addOffer(msg.sender, a, capability, price);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function updatePrice(bytes32 capability, uint128 price) external override {
+        _registered(msg.sender);
+        Offer storage o = _offers[msg.sender][capability];
+        if (o.capPos == 0) revert AgentRegistryUnknownCapability(capability);
+        if (price == 0) revert AgentRegistryZeroPrice(capability);
+        o.price = price;
+        emit CapabilitySet(msg.sender, capability, price);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function removeCapability(bytes32 capability) external override {
+        Agent storage a = _registered(msg.sender);
+        if (_offers[msg.sender][capability].capPos == 0) revert AgentRegistryUnknownCapability(capability);
+        if (a.capabilities.length == 1) revert AgentRegistryCapabilityCount(0, MAX_CAPABILITIES);
+        _removeOffer(msg.sender, a, capability);
+        emit CapabilityRemoved(msg.sender, capability);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function setMetadataURI(string calldata metadataURI) external override {
+        Agent storage a = _registered(msg.sender);
+        if (bytes(metadataURI).length == 0) revert AgentRegistryEmptyMetadata();
+        a.metadataURI = metadataURI;
+        emit MetadataUpdated(msg.sender, metadataURI);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function pause() external override {
+        Agent storage a = _registered(msg.sender);
+        if (a.status != AgentStatus.Active) revert AgentRegistryInvalidStatus(msg.sender, a.status);
+        a.status = AgentStatus.Paused;
+        emit AgentPaused(msg.sender);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function resume() external override {
+        Agent storage a = _registered(msg.sender);
+        if (a.status != AgentStatus.Paused) revert AgentRegistryInvalidStatus(msg.sender, a.status);
+        a.status = AgentStatus.Active;
+        emit AgentResumed(msg.sender);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function leave() external override {
+        Agent storage a = _registered(msg.sender);
+        while (a.capabilities.length != 0) {
+            _removeOffer(msg.sender, a, a.capabilities[a.capabilities.length - 1]);
+        }
+        delete _agents[msg.sender];
+        _agentCount -= 1;
+        emit AgentLeft(msg.sender);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                VIEWS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IAgentRegistry
+    function getAgent(address agent) external view override returns (AgentView memory v) {
+        Agent storage a = _agents[agent];
+        v.status = a.status;
+        v.metadataURI = a.metadataURI;
+        v.capabilities = a.capabilities;
+        v.prices = new uint128[](a.capabilities.length);
+        for (uint256 i; i < a.capabilities.length; ++i) {
+            v.prices[i] = _offers[agent][a.capabilities[i]].price;
+        }
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function isActive(address agent) external view override returns (bool) {
+        return _agents[agent].status == AgentStatus.Active;
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function priceOf(address agent, bytes32 capability) external view override returns (bool offered, uint128 price) {
+        Offer storage o = _offers[agent][capability];
+        return (o.capPos != 0, o.price);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function agentsFor(bytes32 capability) external view override returns (address[] memory) {
+        return _agentsFor[capability];
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function cheapestActive(bytes32 capability) external view override returns (address best, uint128 bestPrice) {
+        address[] storage list = _agentsFor[capability];
+        for (uint256 i; i < list.length; ++i) {
+            address candidate = list[i];
+            if (_agents[candidate].status != AgentStatus.Active) continue;
+            uint128 price = _offers[candidate][capability].price;
+            if (best == address(0) || price < bestPrice || (price == bestPrice && candidate < best)) {
+                best = candidate;
+                bestPrice = price;
+            }
+        }
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function agentCount() external view override returns (uint256) {
+        return _agentCount;
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                            INTERNALS
+    //////////////////////////////////////////////////////////////*/
+
+    function _registered(address agent) private view returns (Agent storage a) {
+        a = _agents[agent];
+        if (a.status == AgentStatus.None) revert AgentRegistryNotRegistered(agent);
+    }
+
+    function _addOffer(address agent, Agent storage a, bytes32 capability, uint128 price) private {
+        if (capability == bytes32(0)) revert AgentRegistryEmptyCapability();
+        if (price == 0) revert AgentRegistryZeroPrice(capability);
+        Offer storage o = _offers[agent][capability];
+        if (o.capPos != 0) revert AgentRegistryDuplicateCapability(capability);
+
+        a.capabilities.push(capability);
+        address[] storage list = _agentsFor[capability];
+        list.push(agent);
+        o.price = price;
+        o.capPos = uint64(a.capabilities.length);
+        o.agentPos = uint64(list.length);
+        emit CapabilitySet(agent, capability, price);
+    }
+
+    function _removeOffer(address agent, Agent storage a, bytes32 capability) private {
+        Offer memory o = _offers[agent][capability];
+
+        // Swap-and-pop out of the agent's capability list.
+        uint256 lastCap = a.capabilities.length;
+        if (o.capPos != lastCap) {
+            bytes32 moved = a.capabilities[lastCap - 1];
+            a.capabilities[o.capPos - 1] = moved;
+            _offers[agent][moved].capPos = o.capPos;
+        }
+        a.capabilities.pop();
+
+        // Swap-and-pop out of the capability's agent list.
+        address[] storage list = _agentsFor[capability];
+        uint256 lastAgent = list.length;
+        if (o.agentPos != lastAgent) {
+            address movedAgent = list[lastAgent - 1];
+            list[o.agentPos - 1] = movedAgent;
+            _offers[movedAgent][capability].agentPos = o.agentPos;
+        }
+        list.pop();
+
+        delete _offers[agent][capability];
+    }
+}

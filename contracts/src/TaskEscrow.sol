@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
+import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
+
+import {ITaskEscrow} from "./interfaces/ITaskEscrow.sol";
+
+/// @title TaskEscrow
+/// @notice See {ITaskEscrow}.
+///
+/// @dev Storage layout: one slot per task, `_taskHashes[taskId]`, holding
+/// `keccak256(abi.encode(Task))`. A terminal task keeps a non-zero hash, so a
+/// reference can never be reused and a settled task can never be paid again.
+/// The task id is `uint256(keccak256(abi.encode(funder, ref)))`: the existence
+/// check of the id is the idempotency check of the reference, at no extra slot.
+contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTransient {
+    using SafeERC20 for IERC20;
+
+    /// @notice Basis points in a whole.
+    uint16 public constant BPS = 10_000;
+    /// @notice Shortest review or dispute window.
+    uint32 public constant MIN_WINDOW = 1 minutes;
+    /// @notice Longest review, dispute or appeal window.
+    uint32 public constant MAX_WINDOW = 30 days;
+    /// @notice Furthest a deadline may lie in the future.
+    uint40 public constant MAX_DEADLINE_HORIZON = 365 days;
+
+    /// @dev Words in an ABI-encoded {Task}; a memory {Task} has the same layout.
+    uint256 private constant TASK_WORDS = 13;
+
+    IERC20 private immutable _token;
+
+    address public override arbiter;
+    address public override pendingArbiter;
+    address public override appealArbiter;
+    address public override pendingAppealArbiter;
+    uint32 public override disputeWindow;
+    uint32 public override appealWindow;
+
+    mapping(uint256 taskId => bytes32 stateHash) private _taskHashes;
+
+    /// @param token_ The settlement token (6-decimal USDC on live chains).
+    /// @param owner_ May pause, rotate arbiters and set windows.
+    /// @param arbiter_ Rules on disputes.
+    /// @param appealArbiter_ Rules on appeals.
+    constructor(
+        address token_,
+        address owner_,
+        address arbiter_,
+        address appealArbiter_,
+        uint32 disputeWindow_,
+        uint32 appealWindow_
+    ) Ownable(owner_) {
+        if (token_ == address(0) || arbiter_ == address(0) || appealArbiter_ == address(0)) {
+            revert TaskEscrowZeroAddress();
+        }
+        _token = IERC20(token_);
+        arbiter = arbiter_;
+        appealArbiter = appealArbiter_;
+        _setWindows(disputeWindow_, appealWindow_);
+        emit ArbiterChanged(address(0), arbiter_);
+        emit AppealArbiterChanged(address(0), appealArbiter_);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                            CREATION
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc ITaskEscrow
+    function createTask(CreateParams calldata p) external override nonReentrant whenNotPaused returns (uint256) {
+        return _create(p);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function createTaskWithPermit(CreateParams calldata p, uint256 permitDeadline, uint8 v, bytes32 r, bytes32 s)
+        external
+        override
+        nonReentrant
+        whenNotPaused
+        returns (uint256)
+    {
+        // A permit someone else already submitted (front-running) must not block
+        // creation: if it fails, the allowance check in transferFrom decides.
+        try IERC20Permit(address(_token)).permit(msg.sender, address(this), p.amount, permitDeadline, v, r, s) {}
+            catch {}
+        return _create(p);
+    }
+
+    function _create(CreateParams calldata p) private returns (uint256 taskId) {
+        // Checks
+        if (p.amount == 0) revert TaskEscrowZeroAmount();
+        if (p.client == address(0) || p.executor == address(0)) revert TaskEscrowZeroAddress();
+        if (p.executor == p.client || p.executor == msg.sender) revert TaskEscrowSelfDealing(p.executor);
+        _checkDeadline(p.deadline);
+        if (p.reviewWindow < MIN_WINDOW || p.reviewWindow > MAX_WINDOW) revert TaskEscrowInvalidWindow(p.reviewWindow);
+
+        taskId = uint256(keccak256(abi.encode(msg.sender, p.ref)));
+        if (_taskHashes[taskId] != 0) revert TaskEscrowDuplicateReference(msg.sender, p.ref);
+
+        // Effects
+        Task memory t = Task({
+            funder: msg.sender,
+            client: p.client,
+            executor: p.executor,
+            amount: p.amount,
+            deadline: p.deadline,
+            updatedAt: uint40(block.timestamp),
+            reviewWindow: p.reviewWindow,
+            disputeWindow: disputeWindow,
+            appealWindow: appealWindow,
+            executorShareBps: 0,
+            status: Status.Created,
+            specHash: keccak256(bytes(p.specURI)),
+            resultHash: bytes32(0)
+        });
+        _store(taskId, t);
+        emit TaskCreated(taskId, p.planId, p.parentId, p.ref, t, p.specURI);
+
+        // Interactions: pull the funds and insist the exact amount arrived.
+        uint256 balanceBefore = _token.balanceOf(address(this));
+        _token.safeTransferFrom(msg.sender, address(this), p.amount);
+        uint256 received = _token.balanceOf(address(this)) - balanceBefore;
+        if (received != p.amount) revert TaskEscrowTransferMismatch(p.amount, received);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                            LIFECYCLE
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc ITaskEscrow
+    function acceptTask(uint256 taskId, Task calldata task) external override {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Created);
+        if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
+
+        t.status = Status.Accepted;
+        t.updatedAt = uint40(block.timestamp);
+        _store(taskId, t);
+        emit TaskAccepted(taskId, msg.sender, t.updatedAt);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function completeTask(uint256 taskId, Task calldata task, string calldata resultURI) external override {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Accepted);
+        if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
+
+        t.status = Status.Completed;
+        t.updatedAt = uint40(block.timestamp);
+        t.resultHash = keccak256(bytes(resultURI));
+        _store(taskId, t);
+        emit TaskCompleted(taskId, msg.sender, t.resultHash, resultURI, t.updatedAt);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function approvePayment(uint256 taskId, Task calldata task) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Completed);
+        _settle(taskId, t, BPS, Settlement.Approved);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function releasePayment(uint256 taskId, Task calldata task) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        _requireStatus(taskId, t, Status.Completed);
+        uint256 reviewEnd = uint256(t.updatedAt) + t.reviewWindow;
+        if (block.timestamp <= reviewEnd) revert TaskEscrowTooEarly(reviewEnd + 1);
+        _settle(taskId, t, BPS, Settlement.AutoReleased);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function disputeTask(uint256 taskId, Task calldata task, string calldata reasonURI) external override {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Completed);
+        uint256 reviewEnd = uint256(t.updatedAt) + t.reviewWindow;
+        if (block.timestamp > reviewEnd) revert TaskEscrowTooLate(reviewEnd);
+
+        t.status = Status.Disputed;
+        t.updatedAt = uint40(block.timestamp);
+        _store(taskId, t);
+        emit TaskDisputed(taskId, msg.sender, reasonURI, t.updatedAt);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function resolveDispute(
+        uint256 taskId,
+        Task calldata task,
+        uint16 executorShareBps,
+        string calldata rationaleURI
+    ) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != arbiter) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Disputed);
+        uint256 disputeEnd = uint256(t.updatedAt) + t.disputeWindow;
+        if (block.timestamp > disputeEnd) revert TaskEscrowTooLate(disputeEnd);
+        if (executorShareBps > BPS) revert TaskEscrowInvalidShare(executorShareBps);
+
+        emit DisputeRuled(taskId, msg.sender, executorShareBps, rationaleURI, uint40(block.timestamp));
+        if (t.appealWindow == 0) {
+            _settle(taskId, t, executorShareBps, Settlement.Ruling);
+        } else {
+            t.status = Status.Ruled;
+            t.updatedAt = uint40(block.timestamp);
+            t.executorShareBps = executorShareBps;
+            _store(taskId, t);
+        }
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function appealRuling(uint256 taskId, Task calldata task, string calldata reasonURI) external override {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.client && msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Ruled);
+        uint256 appealEnd = uint256(t.updatedAt) + t.appealWindow;
+        if (block.timestamp > appealEnd) revert TaskEscrowTooLate(appealEnd);
+
+        t.status = Status.Appealed;
+        t.updatedAt = uint40(block.timestamp);
+        _store(taskId, t);
+        emit RulingAppealed(taskId, msg.sender, reasonURI, t.updatedAt);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function resolveAppeal(
+        uint256 taskId,
+        Task calldata task,
+        uint16 executorShareBps,
+        string calldata rationaleURI
+    ) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != appealArbiter) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Appealed);
+        uint256 appealDecisionEnd = uint256(t.updatedAt) + t.disputeWindow;
+        if (block.timestamp > appealDecisionEnd) revert TaskEscrowTooLate(appealDecisionEnd);
+        if (executorShareBps > BPS) revert TaskEscrowInvalidShare(executorShareBps);
+
+        emit AppealRuled(taskId, msg.sender, executorShareBps, rationaleURI, uint40(block.timestamp));
+        _settle(taskId, t, executorShareBps, Settlement.AppealRuling);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function finalizeRuling(uint256 taskId, Task calldata task) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        uint256 end;
+        if (t.status == Status.Ruled) {
+            end = uint256(t.updatedAt) + t.appealWindow;
+        } else if (t.status == Status.Appealed) {
+            end = uint256(t.updatedAt) + t.disputeWindow;
+        } else {
+            revert TaskEscrowInvalidStatus(taskId, t.status);
+        }
+        if (block.timestamp <= end) revert TaskEscrowTooEarly(end + 1);
+        _settle(taskId, t, t.executorShareBps, Settlement.RulingFinalized);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function claimDisputeDefault(uint256 taskId, Task calldata task) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        _requireStatus(taskId, t, Status.Disputed);
+        uint256 disputeEnd = uint256(t.updatedAt) + t.disputeWindow;
+        if (block.timestamp <= disputeEnd) revert TaskEscrowTooEarly(disputeEnd + 1);
+        _settle(taskId, t, 0, Settlement.DisputeDefault);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function refundExpired(uint256 taskId, Task calldata task) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        if (t.status != Status.Created && t.status != Status.Accepted) {
+            revert TaskEscrowInvalidStatus(taskId, t.status);
+        }
+        if (block.timestamp <= t.deadline) revert TaskEscrowTooEarly(uint256(t.deadline) + 1);
+        _settle(taskId, t, 0, Settlement.Expired);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function cancelTask(uint256 taskId, Task calldata task) external override nonReentrant {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Created);
+        _settle(taskId, t, 0, Settlement.Cancelled);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function reassignTask(uint256 taskId, Task calldata task, address newExecutor, uint40 newDeadline)
+        external
+        override
+    {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
+        if (t.status == Status.Accepted) {
+            // An accepted task can only be taken away once its executor let it go stale.
+            if (block.timestamp <= t.deadline) revert TaskEscrowTooEarly(uint256(t.deadline) + 1);
+        } else if (t.status != Status.Created) {
+            revert TaskEscrowInvalidStatus(taskId, t.status);
+        }
+        if (newExecutor == address(0)) revert TaskEscrowZeroAddress();
+        if (newExecutor == t.client || newExecutor == t.funder) revert TaskEscrowSelfDealing(newExecutor);
+        _checkDeadline(newDeadline);
+
+        address previous = t.executor;
+        t.executor = newExecutor;
+        t.deadline = newDeadline;
+        t.status = Status.Created;
+        t.updatedAt = uint40(block.timestamp);
+        _store(taskId, t);
+        emit TaskReassigned(taskId, previous, newExecutor, newDeadline, t.updatedAt);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                ADMIN
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc ITaskEscrow
+    function pause() external override onlyOwner {
+        _pause();
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function unpause() external override onlyOwner {
+        _unpause();
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function proposeArbiter(address newArbiter) external override onlyOwner {
+        if (newArbiter == address(0)) revert TaskEscrowZeroAddress();
+        pendingArbiter = newArbiter;
+        emit ArbiterProposed(arbiter, newArbiter);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function acceptArbiter() external override {
+        if (msg.sender != pendingArbiter) revert TaskEscrowNotPending(msg.sender);
+        emit ArbiterChanged(arbiter, msg.sender);
+        arbiter = msg.sender;
+        pendingArbiter = address(0);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function proposeAppealArbiter(address newAppealArbiter) external override onlyOwner {
+        if (newAppealArbiter == address(0)) revert TaskEscrowZeroAddress();
+        pendingAppealArbiter = newAppealArbiter;
+        emit AppealArbiterProposed(appealArbiter, newAppealArbiter);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function acceptAppealArbiter() external override {
+        if (msg.sender != pendingAppealArbiter) revert TaskEscrowNotPending(msg.sender);
+        emit AppealArbiterChanged(appealArbiter, msg.sender);
+        appealArbiter = msg.sender;
+        pendingAppealArbiter = address(0);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function setWindows(uint32 disputeWindow_, uint32 appealWindow_) external override onlyOwner {
+        _setWindows(disputeWindow_, appealWindow_);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                VIEWS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc ITaskEscrow
+    function token() external view override returns (address) {
+        return address(_token);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function taskHash(uint256 taskId) external view override returns (bytes32) {
+        return _taskHashes[taskId];
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function hashTask(Task calldata task) external pure override returns (bytes32) {
+        return keccak256(abi.encode(task));
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function taskIdFor(address funder, bytes32 ref) external pure override returns (uint256) {
+        return uint256(keccak256(abi.encode(funder, ref)));
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                            INTERNALS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @dev Copies `task` to memory and checks it against the stored hash.
+    function _load(uint256 taskId, Task calldata task) private view returns (Task memory t) {
+        bytes32 stored = _taskHashes[taskId];
+        if (stored == 0) revert TaskEscrowUnknownTask(taskId);
+        t = task;
+        if (_hash(t) != stored) revert TaskEscrowStaleTask(taskId);
+    }
+
+    function _store(uint256 taskId, Task memory t) private {
+        _taskHashes[taskId] = _hash(t);
+    }
+
+    /// @dev A memory {Task} is 13 clean words, laid out exactly as `abi.encode(Task)`,
+    /// so hashing the memory in place equals `keccak256(abi.encode(t))` without a copy.
+    function _hash(Task memory t) private pure returns (bytes32 h) {
+        assembly ("memory-safe") {
+            h := keccak256(t, mul(TASK_WORDS, 32))
+        }
+    }
+
+    function _requireStatus(uint256 taskId, Task memory t, Status expected) private pure {
+        if (t.status != expected) revert TaskEscrowInvalidStatus(taskId, t.status);
+    }
+
+    function _checkDeadline(uint40 deadline) private view {
+        if (deadline <= block.timestamp || deadline > block.timestamp + MAX_DEADLINE_HORIZON) {
+            revert TaskEscrowInvalidDeadline(deadline);
+        }
+    }
+
+    function _setWindows(uint32 disputeWindow_, uint32 appealWindow_) private {
+        if (disputeWindow_ < MIN_WINDOW || disputeWindow_ > MAX_WINDOW) revert TaskEscrowInvalidWindow(disputeWindow_);
+        if (appealWindow_ > MAX_WINDOW) revert TaskEscrowInvalidWindow(appealWindow_);
+        disputeWindow = disputeWindow_;
+        appealWindow = appealWindow_;
+        emit WindowsUpdated(disputeWindow_, appealWindow_);
+    }
+
+    /// @dev Ends a task: `executorShareBps` of the amount to the executor, the rest
+    /// to the funder. The terminal status follows from the shares.
+    function _settle(uint256 taskId, Task memory t, uint16 executorShareBps, Settlement how) private {
+        uint128 toExecutor = uint128((uint256(t.amount) * executorShareBps) / BPS);
+        uint128 toFunder = t.amount - toExecutor;
+
+        Status terminal;
+        if (how == Settlement.Cancelled) terminal = Status.Cancelled;
+        else if (how == Settlement.Expired) terminal = Status.Expired;
+        else if (toFunder == 0) terminal = Status.Paid;
+        else if (toExecutor == 0) terminal = Status.Refunded;
+        else terminal = Status.Split;
+
+        // Effects
+        t.status = terminal;
+        t.updatedAt = uint40(block.timestamp);
+        t.executorShareBps = executorShareBps;
+        _store(taskId, t);
+        emit TaskSettled(taskId, terminal, how, toExecutor, toFunder, t.updatedAt);
+
+        // Interactions
+        if (toExecutor != 0) _token.safeTransfer(t.executor, toExecutor);
+        if (toFunder != 0) _token.safeTransfer(t.funder, toFunder);
+    }
+}
