@@ -157,7 +157,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         t.updatedAt = uint40(block.timestamp);
         t.resultHash = keccak256(bytes(resultURI));
         _store(taskId, t);
-        emit TaskCompleted(taskId, msg.sender, t.resultHash, resultURI, t.updatedAt);
+        emit TaskCompleted(taskId, msg.sender, resultURI, t.updatedAt);
     }
 
     /// @inheritdoc ITaskEscrow

@@ -93,9 +93,10 @@ interface ITaskEscrow {
     /// @notice The executor accepted the task.
     event TaskAccepted(uint256 indexed taskId, address indexed executor, uint40 at);
 
-    /// @notice The executor delivered; the review window starts at `at`.
+    /// @notice The executor delivered; the review window starts at `at`. The stored
+    /// result hash is `keccak256(bytes(resultURI))`.
     event TaskCompleted(
-        uint256 indexed taskId, address indexed executor, bytes32 resultHash, string resultURI, uint40 at
+        uint256 indexed taskId, address indexed executor, string resultURI, uint40 at
     );
 
     /// @notice The client disputed the result; the dispute window starts at `at`.
