@@ -1,1 +1,62 @@
-//! placeholder
+//! Local chain tooling for Tessera.
+//!
+//! - [`chain`]: start anvil (deterministic mnemonic, chosen or free port,
+//!   optional state file); the process is killed when the handle drops, so it
+//!   is stopped on every exit path, errors and panics included;
+//! - [`actors`]: the well-known role accounts of a local chain and a provider
+//!   whose wallet signs for all of them;
+//! - [`deploy`]: deploy MockUSDC, AgentRegistry and TaskEscrow from Rust, fund
+//!   sponsors, register the demo agents and write the deployment record;
+//! - [`demo`]: one full task lifecycle, printed step by step;
+//! - [`gas`]: the gas bench (receipt `gasUsed` per lifecycle step).
+
+pub mod actors;
+pub mod chain;
+pub mod demo;
+pub mod deploy;
+pub mod gas;
+pub mod lifecycle;
+
+/// Errors of the local chain tooling.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// anvil could not be found or started.
+    #[error(transparent)]
+    Chain(#[from] chain::ChainError),
+    /// An escrow call failed.
+    #[error(transparent)]
+    Escrow(#[from] tessera_bindings::client::ClientError),
+    /// A contract call (deploy, registry, token) failed.
+    #[error("{context}: {source}")]
+    Contract {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: tessera_bindings::client::ClientError,
+    },
+    /// An RPC request failed.
+    #[error("rpc: {0}")]
+    Rpc(#[from] alloy::transports::TransportError),
+    /// The deployment record could not be written.
+    #[error(transparent)]
+    Deployment(#[from] tessera_bindings::deployment::DeploymentError),
+    /// A key could not be derived or used.
+    #[error("key: {0}")]
+    Key(String),
+    /// Writing a report failed.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Attaches context to a failed contract call.
+pub(crate) fn contract_err(context: impl Into<String>) -> impl FnOnce(alloy::contract::Error) -> Error {
+    let context = context.into();
+    move |err| Error::Contract { context, source: tessera_bindings::client::map_call(err) }
+}

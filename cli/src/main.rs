@@ -1,1 +1,12 @@
-fn main() {}
+//! `tessera`: the one command line of the project.
+
+mod cli;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> eyre::Result<()> {
+    let args = cli::Cli::parse();
+    cli::init_tracing(args.verbosity());
+    args.run().await
+}

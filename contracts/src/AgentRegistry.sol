@@ -156,15 +156,15 @@ contract AgentRegistry is IAgentRegistry {
     }
 
     /// @inheritdoc IAgentRegistry
-    function cheapestActive(bytes32 capability) external view override returns (address best, uint128 bestPrice) {
+    function cheapestActive(bytes32 capability) external view override returns (address agent, uint128 price) {
         address[] storage list = _agentsFor[capability];
         for (uint256 i; i < list.length; ++i) {
             address candidate = list[i];
             if (_agents[candidate].status != AgentStatus.Active) continue;
-            uint128 price = _offers[candidate][capability].price;
-            if (best == address(0) || price < bestPrice || (price == bestPrice && candidate < best)) {
-                best = candidate;
-                bestPrice = price;
+            uint128 offer = _offers[candidate][capability].price;
+            if (agent == address(0) || offer < price || (offer == price && candidate < agent)) {
+                agent = candidate;
+                price = offer;
             }
         }
     }

@@ -57,7 +57,7 @@ interface ITaskEscrow {
         uint32 reviewWindow; // seconds the client has to approve or dispute a completed task
         uint32 disputeWindow; // seconds an arbiter has to rule (snapshot at creation)
         uint32 appealWindow; // seconds to appeal a ruling (snapshot at creation)
-        uint16 executorShareBps; // the pending ruling while Ruled or Appealed, else 0
+        uint16 executorShareBps; // the ruling while Ruled or Appealed; once settled, the share applied
         Status status;
         bytes32 specHash; // keccak256 of the spec URI
         bytes32 resultHash; // keccak256 of the result URI, once completed

@@ -1,0 +1,214 @@
+//! Deploying the contracts to a chain and preparing it for the demo.
+
+use alloy::{
+    primitives::{Address, U256},
+    providers::{DynProvider, Provider},
+};
+use serde_json::json;
+use tessera_bindings::{
+    AgentRegistry, MockUSDC, TaskEscrow, capability, client::ClientError, deployment::Deployment,
+};
+
+use crate::{Error, actors::Actors, contract_err};
+
+/// What to deploy with.
+#[derive(Debug, Clone)]
+pub struct DeployConfig {
+    /// Seconds the arbiter has to rule on a dispute.
+    pub dispute_window: u32,
+    /// Seconds to appeal a ruling (0 makes rulings final at once).
+    pub appeal_window: u32,
+    /// MockUSDC minted to the sponsor, in base units (6 decimals).
+    pub sponsor_funds: U256,
+}
+
+impl Default for DeployConfig {
+    fn default() -> Self {
+        Self {
+            dispute_window: 24 * 3600,
+            appeal_window: 24 * 3600,
+            sponsor_funds: U256::from(1_000_000u64 * 1_000_000), // 1,000,000 USDC
+        }
+    }
+}
+
+/// One demo executor agent: which account, its card, its offers.
+#[derive(Debug, Clone)]
+pub struct DemoAgent {
+    /// Index into [`Actors::agents`].
+    pub account: usize,
+    /// Short id, also in its card.
+    pub id: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// (capability, price in USDC base units).
+    pub offers: &'static [(&'static str, u128)],
+}
+
+/// The demo agents. Two offer `summarize` so the cheapest-active choice matters.
+pub const DEMO_AGENTS: &[DemoAgent] = &[
+    DemoAgent {
+        account: 0,
+        id: "summarizer-a",
+        description: "Extractive summaries by sentence scoring; also lists named entities",
+        offers: &[("summarize", 500_000), ("extract-entities", 300_000)],
+    },
+    DemoAgent {
+        account: 1,
+        id: "summarizer-b",
+        description: "Extractive summaries by sentence scoring",
+        offers: &[("summarize", 400_000)],
+    },
+    DemoAgent {
+        account: 2,
+        id: "translator",
+        description: "Glossary translation between English, French and Spanish",
+        offers: &[("translate", 800_000)],
+    },
+    DemoAgent {
+        account: 3,
+        id: "sentiment",
+        description: "Lexicon sentiment classification",
+        offers: &[("sentiment-classify", 200_000)],
+    },
+    DemoAgent {
+        account: 4,
+        id: "extractor",
+        description: "Named-entity extraction",
+        offers: &[("extract-entities", 250_000)],
+    },
+];
+
+impl DemoAgent {
+    /// The agent card as a `data:` URI (what the registry's metadata URI holds).
+    pub fn card_uri(&self) -> String {
+        let card = json!({
+            "id": self.id,
+            "description": self.description,
+            "role": "executor",
+            "model": "offline",
+            "capabilities": self.offers.iter()
+                .map(|(c, p)| json!({"name": c, "price": p.to_string()}))
+                .collect::<Vec<_>>(),
+        });
+        format!("data:application/json,{card}")
+    }
+}
+
+/// Deploys MockUSDC, AgentRegistry and TaskEscrow, mints the sponsor's funds and
+/// returns the deployment record.
+pub async fn deploy(
+    provider: &DynProvider,
+    actors: &Actors,
+    cfg: &DeployConfig,
+) -> Result<Deployment, Error> {
+    let owner = actors.deployer.address();
+    let chain_id = provider.get_chain_id().await?;
+
+    let usdc_receipt = deploy_receipt(
+        MockUSDC::deploy_builder(provider, owner).from(owner),
+        "deploying MockUSDC",
+    )
+    .await?;
+    let token = usdc_receipt.contract_address.expect("deploy receipt has an address");
+    let deploy_block = usdc_receipt.block_number.expect("mined receipt has a block");
+
+    let registry_receipt =
+        deploy_receipt(AgentRegistry::deploy_builder(provider).from(owner), "deploying AgentRegistry")
+            .await?;
+    let agent_registry = registry_receipt.contract_address.expect("deploy receipt has an address");
+
+    let escrow_receipt = deploy_receipt(
+        TaskEscrow::deploy_builder(
+            provider,
+            token,
+            owner,
+            actors.arbiter.address(),
+            actors.appeal_arbiter.address(),
+            cfg.dispute_window,
+            cfg.appeal_window,
+        )
+        .from(owner),
+        "deploying TaskEscrow",
+    )
+    .await?;
+    let task_escrow = escrow_receipt.contract_address.expect("deploy receipt has an address");
+
+    let usdc = MockUSDC::new(token, provider);
+    confirm(
+        usdc.mint(actors.sponsor.address(), cfg.sponsor_funds).from(owner).send().await,
+        "minting sponsor funds",
+    )
+    .await?;
+
+    let deployment = Deployment {
+        chain_id,
+        deploy_block,
+        task_escrow,
+        agent_registry,
+        token,
+        owner,
+        arbiter: actors.arbiter.address(),
+        appeal_arbiter: actors.appeal_arbiter.address(),
+    };
+    tracing::info!(?deployment, "deployed");
+    Ok(deployment)
+}
+
+/// Registers the demo agents (skipping any already registered).
+pub async fn register_demo_agents(
+    provider: &DynProvider,
+    actors: &Actors,
+    registry: Address,
+) -> Result<(), Error> {
+    let registry = AgentRegistry::new(registry, provider);
+    for agent in DEMO_AGENTS {
+        let from = actors.agent(agent.account);
+        let status = registry.getAgent(from).call().await.map_err(contract_err("reading agent"))?.status;
+        if status != 0 {
+            continue;
+        }
+        let caps = agent
+            .offers
+            .iter()
+            .map(|(c, _)| capability::encode(c).expect("demo capability names are valid"))
+            .collect::<Vec<_>>();
+        let prices = agent.offers.iter().map(|(_, p)| *p).collect::<Vec<_>>();
+        confirm(
+            registry.register(agent.card_uri(), caps, prices).from(from).send().await,
+            format!("registering {}", agent.id),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn deploy_receipt<D: alloy::contract::CallDecoder + Unpin>(
+    builder: alloy::contract::CallBuilder<&DynProvider, D>,
+    context: &str,
+) -> Result<alloy::rpc::types::TransactionReceipt, Error> {
+    confirm(builder.send().await, context).await
+}
+
+/// Waits for a sent transaction and insists it succeeded.
+pub(crate) async fn confirm(
+    sent: Result<
+        alloy::providers::PendingTransactionBuilder<alloy::network::Ethereum>,
+        alloy::contract::Error,
+    >,
+    context: impl Into<String>,
+) -> Result<alloy::rpc::types::TransactionReceipt, Error> {
+    let context = context.into();
+    let pending = sent.map_err(contract_err(context.clone()))?;
+    let receipt = pending
+        .get_receipt()
+        .await
+        .map_err(|e| Error::Contract { context: context.clone(), source: ClientError::Pending(e) })?;
+    if !receipt.status() {
+        return Err(Error::Contract {
+            context,
+            source: ClientError::Reverted(receipt.transaction_hash),
+        });
+    }
+    Ok(receipt)
+}

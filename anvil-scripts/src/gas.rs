@@ -1,0 +1,202 @@
+//! The gas bench: every lifecycle path on a fresh local chain, measured from
+//! transaction receipts (`gasUsed`, which includes the 21,000 base fee, calldata
+//! and refunds — what a sender pays for).
+
+use alloy::providers::DynProvider;
+use serde::Serialize;
+use tessera_bindings::deployment::Deployment;
+
+use crate::{
+    Error,
+    actors::Actors,
+    lifecycle::{Driver, Step, spec_of_len},
+};
+
+/// Task amount used throughout (2.5 USDC).
+const AMOUNT: u128 = 2_500_000;
+/// Gas of one create→accept→complete→approve lifecycle on the contract this
+/// design descends from (strings in storage), for the comparison line.
+pub const REFERENCE_LIFECYCLE_GAS: u64 = 454_000;
+
+/// One lifecycle's total and its parts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Lifecycle {
+    /// Scenario name.
+    pub scenario: String,
+    /// Spec URI length in bytes.
+    pub spec_len: usize,
+    /// create + accept + complete + approve.
+    pub total: u64,
+}
+
+/// Everything the bench measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct GasReport {
+    /// Every mined step.
+    pub steps: Vec<Step>,
+    /// Lifecycle totals of the permit happy path.
+    pub lifecycles: Vec<Lifecycle>,
+    /// Extra create gas per spec-URI byte (repeat runs, 600 vs 60 bytes).
+    pub spec_uri_gas_per_byte: f64,
+    /// Repeat-run lifecycle total with a 60-byte spec URI.
+    pub happy_path_repeat_total: u64,
+    /// That total as a fraction of [`REFERENCE_LIFECYCLE_GAS`].
+    pub ratio_to_reference: f64,
+}
+
+/// Runs every scenario on `deployment` (a fresh one: the first run is measured cold).
+pub async fn run(
+    provider: DynProvider,
+    actors: &Actors,
+    deployment: &Deployment,
+) -> Result<GasReport, Error> {
+    let mut d = Driver::new(provider, actors, deployment);
+    let exec = actors.agent(0);
+    let other = actors.agent(1);
+    let client = actors.client.address();
+    let anyone = actors.agents[4].address();
+    let mut lifecycles = Vec::new();
+
+    // Permit happy path, short and long spec, first and repeat run.
+    for (len, run) in [(60, "first"), (60, "repeat"), (600, "first"), (600, "repeat")] {
+        let name = format!("happy path, permit, {len}-byte spec, {run} run");
+        d.scenario(&name);
+        let start = d.steps.len();
+        let params = d.params(if run == "first" && len == 600 { other } else { exec }, AMOUNT, spec_of_len(len)).await?;
+        let mut rec = d.create_with_permit(params).await?;
+        d.deliver(&mut rec, "data:text/plain,- point one\n- point two\n- point three").await?;
+        let r = d.escrow.approve(client, &mut rec).await?;
+        d.record("approvePayment", &r);
+        let total = d.steps[start..].iter().map(|s| s.gas).sum();
+        lifecycles.push(Lifecycle { scenario: name, spec_len: len, total });
+    }
+
+    // Prior-approval path.
+    d.scenario("happy path, prior approval, 60-byte spec");
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_approval(params).await?;
+    d.deliver(&mut rec, "data:text/plain,done").await?;
+    let r = d.escrow.approve(client, &mut rec).await?;
+    d.record("approvePayment", &r);
+
+    // Auto-release after the review window.
+    d.scenario("auto-release after review window");
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_permit(params).await?;
+    d.deliver(&mut rec, "data:text/plain,done").await?;
+    d.advance(3601).await?;
+    let r = d.escrow.release(anyone, &mut rec).await?;
+    d.record("releasePayment", &r);
+
+    // Verdicts with an appeal window: ruling, then finalize after the window.
+    let arbiter = actors.arbiter.address();
+    for (kind, bps) in [("executor", 10_000u16), ("client", 0), ("split 60/40", 6_000)] {
+        d.scenario(format!("dispute, verdict {kind}, finalized after appeal window"));
+        let mut rec = d.disputed(exec, AMOUNT).await?;
+        let r = d.escrow.resolve(arbiter, &mut rec, bps, "data:text/plain,rationale").await?;
+        d.record("resolveDispute", &r);
+        d.advance(u64::from(rec.task.appealWindow) + 1).await?;
+        let r = d.escrow.finalize(anyone, &mut rec).await?;
+        d.record("finalizeRuling", &r);
+    }
+
+    // Appeal that overturns the ruling.
+    d.scenario("dispute, ruling for client, appealed, appeal for executor");
+    let mut rec = d.disputed(exec, AMOUNT).await?;
+    let r = d.escrow.resolve(arbiter, &mut rec, 0, "data:text/plain,refund").await?;
+    d.record("resolveDispute", &r);
+    let r = d.escrow.appeal(exec, &mut rec, "data:text/plain,the summary was on topic").await?;
+    d.record("appealRuling", &r);
+    let r = d
+        .escrow
+        .resolve_appeal(actors.appeal_arbiter.address(), &mut rec, 10_000, "data:text/plain,pay")
+        .await?;
+    d.record("resolveAppeal", &r);
+
+    // Dispute the arbiter never rules on.
+    d.scenario("dispute left unruled, default refund");
+    let mut rec = d.disputed(exec, AMOUNT).await?;
+    d.advance(u64::from(rec.task.disputeWindow) + 1).await?;
+    let r = d.escrow.claim_default(anyone, &mut rec).await?;
+    d.record("claimDisputeDefault", &r);
+
+    // Verdicts final at once (appeal window zero).
+    let escrow = d.escrow.contract().clone();
+    let dispute_window = escrow.disputeWindow().call().await.map_err(crate::contract_err("reading windows"))?;
+    crate::deploy::confirm(
+        escrow.setWindows(dispute_window, 0).from(actors.deployer.address()).send().await,
+        "setting the appeal window to zero",
+    )
+    .await?;
+    for (kind, bps) in [("executor", 10_000u16), ("client", 0), ("split 60/40", 6_000)] {
+        d.scenario(format!("dispute, verdict {kind}, final at once"));
+        let mut rec = d.disputed(exec, AMOUNT).await?;
+        let r = d.escrow.resolve(arbiter, &mut rec, bps, "data:text/plain,rationale").await?;
+        d.record("resolveDispute", &r);
+    }
+
+    // Expiry refund, cancel, reassign.
+    d.scenario("expiry refund");
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_permit(params).await?;
+    d.advance(24 * 3600 + 1).await?;
+    let r = d.escrow.refund_expired(anyone, &mut rec).await?;
+    d.record("refundExpired", &r);
+
+    d.scenario("cancel before acceptance");
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_permit(params).await?;
+    let r = d.escrow.cancel(client, &mut rec).await?;
+    d.record("cancelTask", &r);
+
+    d.scenario("reassign a never-accepted task");
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_permit(params).await?;
+    let deadline = d.now().await? + 2 * 24 * 3600;
+    let r = d.escrow.reassign(client, &mut rec, other, deadline).await?;
+    d.record("reassignTask", &r);
+
+    let create_gas = |scenario: &str| {
+        d.steps.iter().find(|s| s.scenario == scenario && s.step == "createTaskWithPermit").map(|s| s.gas)
+    };
+    let short = create_gas("happy path, permit, 60-byte spec, repeat run").unwrap_or_default();
+    let long = create_gas("happy path, permit, 600-byte spec, repeat run").unwrap_or_default();
+    let spec_uri_gas_per_byte = (long as f64 - short as f64) / 540.0;
+    let happy_path_repeat_total = lifecycles[1].total;
+    Ok(GasReport {
+        steps: d.steps,
+        lifecycles,
+        spec_uri_gas_per_byte,
+        happy_path_repeat_total,
+        ratio_to_reference: happy_path_repeat_total as f64 / REFERENCE_LIFECYCLE_GAS as f64,
+    })
+}
+
+impl GasReport {
+    /// The report as a plain-text table.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let width = self.steps.iter().map(|s| s.scenario.len()).max().unwrap_or(10);
+        out += &format!("{:width$}  {:<22} {:>9}\n", "scenario", "step", "gasUsed");
+        out += &format!("{}\n", "-".repeat(width + 34));
+        let mut last = "";
+        for s in &self.steps {
+            let name = if s.scenario == last { "" } else { s.scenario.as_str() };
+            out += &format!("{name:width$}  {:<22} {:>9}\n", s.step, s.gas);
+            last = &s.scenario;
+        }
+        out += "\nlifecycle totals (create + accept + complete + approve):\n";
+        for l in &self.lifecycles {
+            out += &format!("  {:<50} {:>9}\n", l.scenario, l.total);
+        }
+        out += &format!(
+            "\nhappy path, repeat run: {} gas = {:.2} x the {} of the reference design (target <= 200,000)\n",
+            self.happy_path_repeat_total, self.ratio_to_reference, REFERENCE_LIFECYCLE_GAS
+        );
+        out += &format!(
+            "spec-URI slope: {:.1} gas per byte (target <= 30; reference ~723)\n",
+            self.spec_uri_gas_per_byte
+        );
+        out
+    }
+}

@@ -1,0 +1,320 @@
+//! A typed escrow client: sends each lifecycle call from the right account,
+//! waits for the receipt, decodes reverts, and folds the emitted events into the
+//! caller's [`TaskRecord`] so the next call carries the exact state the
+//! contract hashed.
+
+use alloy::{
+    contract::{CallBuilder, CallDecoder},
+    network::Ethereum,
+    primitives::{Address, B256, TxHash, U256},
+    providers::{DynProvider, Provider},
+    rpc::types::{Filter, TransactionReceipt},
+    signers::local::PrivateKeySigner,
+};
+
+use crate::{
+    ITaskEscrow::CreateParams,
+    MockUSDC,
+    TaskEscrow::{self, TaskEscrowInstance},
+    permit::{PermitSignature, TokenDomain, sign_permit},
+    revert::{self, ContractRevert},
+    task::{FoldError, TaskRecord, created_in, hash_task},
+};
+
+/// Why an escrow call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The contract reverted with one of its declared errors.
+    #[error("{0}")]
+    Revert(ContractRevert),
+    /// The call failed for another reason (transport, gas estimation, unknown revert).
+    #[error("contract call failed: {0}")]
+    Call(#[from] alloy::contract::Error),
+    /// The transaction was sent but failed to confirm.
+    #[error("transaction did not confirm: {0}")]
+    Pending(#[from] alloy::providers::PendingTransactionError),
+    /// The transaction was mined but reverted.
+    #[error("transaction {0} reverted")]
+    Reverted(TxHash),
+    /// An RPC request failed.
+    #[error("rpc: {0}")]
+    Rpc(#[from] alloy::transports::TransportError),
+    /// The events did not fold into a valid task.
+    #[error(transparent)]
+    Fold(#[from] FoldError),
+    /// A create transaction emitted no `TaskCreated`.
+    #[error("transaction {0} created no task")]
+    NoTaskCreated(TxHash),
+    /// Signing a permit failed.
+    #[error("signing permit: {0}")]
+    Sign(#[from] alloy::signers::Error),
+}
+
+impl ClientError {
+    /// The decoded contract error, if the failure was one.
+    pub fn revert(&self) -> Option<&ContractRevert> {
+        match self {
+            Self::Revert(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// Sends escrow calls through a provider whose wallet holds the callers' keys.
+#[derive(Debug, Clone)]
+pub struct EscrowClient {
+    provider: DynProvider,
+    escrow: TaskEscrowInstance<DynProvider>,
+}
+
+impl EscrowClient {
+    /// A client for the escrow at `escrow`.
+    pub fn new(provider: DynProvider, escrow: Address) -> Self {
+        Self { escrow: TaskEscrow::new(escrow, provider.clone()), provider }
+    }
+
+    /// The escrow's address.
+    pub fn address(&self) -> Address {
+        *self.escrow.address()
+    }
+
+    /// The contract instance, for calls this client does not wrap.
+    pub fn contract(&self) -> &TaskEscrowInstance<DynProvider> {
+        &self.escrow
+    }
+
+    /// Creates a task funded from `from`'s prior token approval.
+    pub async fn create(
+        &self,
+        from: Address,
+        params: CreateParams,
+    ) -> Result<(TaskRecord, TransactionReceipt), ClientError> {
+        let receipt = self.submit(self.escrow.createTask(params).from(from)).await?;
+        let record = created_in(self.address(), &receipt)
+            .ok_or(ClientError::NoTaskCreated(receipt.transaction_hash))?;
+        Ok((record, receipt))
+    }
+
+    /// Creates a task in one transaction with a permit signed by `signer`.
+    pub async fn create_with_permit(
+        &self,
+        signer: &PrivateKeySigner,
+        domain: &TokenDomain,
+        params: CreateParams,
+        permit_deadline: U256,
+    ) -> Result<(TaskRecord, TransactionReceipt), ClientError> {
+        let token = MockUSDC::new(domain.token, &self.provider);
+        let nonce = token.nonces(signer.address()).call().await.map_err(self::map_call)?;
+        let PermitSignature { deadline, v, r, s } = sign_permit(
+            signer,
+            domain,
+            self.address(),
+            U256::from(params.amount),
+            nonce,
+            permit_deadline,
+        )?;
+        let call = self.escrow.createTaskWithPermit(params, deadline, v, r, s).from(signer.address());
+        let receipt = self.submit(call).await?;
+        let record = created_in(self.address(), &receipt)
+            .ok_or(ClientError::NoTaskCreated(receipt.transaction_hash))?;
+        Ok((record, receipt))
+    }
+
+    /// The executor accepts.
+    pub async fn accept(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.acceptTask(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The executor delivers `result_uri`.
+    pub async fn complete(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        result_uri: &str,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call =
+            self.escrow.completeTask(rec.id, rec.task.clone(), result_uri.to_owned()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The client approves and pays.
+    pub async fn approve(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.approvePayment(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// Anyone releases payment after the review window.
+    pub async fn release(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.releasePayment(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The client disputes with a reason URI.
+    pub async fn dispute(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        reason_uri: &str,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call =
+            self.escrow.disputeTask(rec.id, rec.task.clone(), reason_uri.to_owned()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The arbiter rules: `executor_share_bps` of the amount to the executor.
+    pub async fn resolve(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        executor_share_bps: u16,
+        rationale_uri: &str,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self
+            .escrow
+            .resolveDispute(rec.id, rec.task.clone(), executor_share_bps, rationale_uri.to_owned())
+            .from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The client or the executor appeals a ruling.
+    pub async fn appeal(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        reason_uri: &str,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call =
+            self.escrow.appealRuling(rec.id, rec.task.clone(), reason_uri.to_owned()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The appeal arbiter rules, finally.
+    pub async fn resolve_appeal(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        executor_share_bps: u16,
+        rationale_uri: &str,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self
+            .escrow
+            .resolveAppeal(rec.id, rec.task.clone(), executor_share_bps, rationale_uri.to_owned())
+            .from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// Anyone settles a ruling that stands.
+    pub async fn finalize(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.finalizeRuling(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// Anyone refunds a dispute left unruled past its window.
+    pub async fn claim_default(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.claimDisputeDefault(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// Anyone refunds a task past its deadline.
+    pub async fn refund_expired(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.refundExpired(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The client cancels before acceptance.
+    pub async fn cancel(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let call = self.escrow.cancelTask(rec.id, rec.task.clone()).from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// The client re-routes the task to another executor.
+    pub async fn reassign(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        new_executor: Address,
+        new_deadline: u64,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let deadline = alloy::primitives::aliases::U40::from(new_deadline);
+        let call = self
+            .escrow
+            .reassignTask(rec.id, rec.task.clone(), new_executor, deadline)
+            .from(from);
+        self.submit_and_fold(call, rec).await
+    }
+
+    /// Rebuilds a task from its logs since `from_block` and checks the result
+    /// against the hash the contract stores.
+    pub async fn fetch(&self, id: U256, from_block: u64) -> Result<TaskRecord, ClientError> {
+        let filter = Filter::new()
+            .address(self.address())
+            .topic1(B256::from(id))
+            .from_block(from_block);
+        let logs = self.provider.get_logs(&filter).await?;
+        let record = TaskRecord::from_logs(id, &logs)?;
+        let stored = self.escrow.taskHash(id).call().await.map_err(map_call)?;
+        if stored != hash_task(&record.task) {
+            return Err(FoldError::HashMismatch(id).into());
+        }
+        Ok(record)
+    }
+
+    async fn submit_and_fold<D: CallDecoder + Unpin>(
+        &self,
+        call: CallBuilder<&DynProvider, D, Ethereum>,
+        rec: &mut TaskRecord,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let receipt = self.submit(call).await?;
+        rec.apply_receipt(self.address(), &receipt)?;
+        Ok(receipt)
+    }
+
+    async fn submit<D: CallDecoder + Unpin>(
+        &self,
+        call: CallBuilder<&DynProvider, D, Ethereum>,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let pending = call.send().await.map_err(map_call)?;
+        let receipt = pending.get_receipt().await?;
+        if !receipt.status() {
+            return Err(ClientError::Reverted(receipt.transaction_hash));
+        }
+        Ok(receipt)
+    }
+}
+
+/// Turns a contract error into a typed revert when it is one of ours.
+pub fn map_call(err: alloy::contract::Error) -> ClientError {
+    match revert::decode(&err) {
+        Some(r) => ClientError::Revert(r),
+        None => ClientError::Call(err),
+    }
+}

@@ -1,0 +1,118 @@
+//! The deployment record: where the contracts live and from which block to
+//! read their events. Written by `anvil-scripts` (or any deploy), read by every
+//! service.
+
+use std::path::Path;
+
+use alloy::primitives::Address;
+use serde::{Deserialize, Serialize};
+
+/// Where one deployment of the Tessera contracts lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Deployment {
+    /// Chain id the contracts are on.
+    pub chain_id: u64,
+    /// Block of the first deployment transaction: indexers start here.
+    pub deploy_block: u64,
+    /// The escrow.
+    pub task_escrow: Address,
+    /// The agent registry.
+    pub agent_registry: Address,
+    /// The settlement token (MockUSDC on local chains).
+    pub token: Address,
+    /// Owner of the escrow (pauses, rotates arbiters).
+    pub owner: Address,
+    /// Arbiter at deployment time.
+    pub arbiter: Address,
+    /// Appeal arbiter at deployment time.
+    pub appeal_arbiter: Address,
+}
+
+/// Why a deployment record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum DeploymentError {
+    /// The file could not be read or written.
+    #[error("deployment file {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid deployment record.
+    #[error("deployment file {path} is not a valid deployment record: {source}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Deployment {
+    /// Reads a record from a JSON file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, DeploymentError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| DeploymentError::Io { path: path.display().to_string(), source })?;
+        serde_json::from_str(&text)
+            .map_err(|source| DeploymentError::Parse { path: path.display().to_string(), source })
+    }
+
+    /// Writes the record as pretty JSON, atomically (temp file, then rename), so
+    /// a reader never sees half a file.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), DeploymentError> {
+        let path = path.as_ref();
+        let io = |source| DeploymentError::Io { path: path.display().to_string(), source };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).expect("a deployment always serializes");
+        std::fs::write(&tmp, text + "\n").map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Deployment {
+        Deployment {
+            chain_id: 31337,
+            deploy_block: 1,
+            task_escrow: Address::repeat_byte(1),
+            agent_registry: Address::repeat_byte(2),
+            token: Address::repeat_byte(3),
+            owner: Address::repeat_byte(4),
+            arbiter: Address::repeat_byte(5),
+            appeal_arbiter: Address::repeat_byte(6),
+        }
+    }
+
+    #[test]
+    fn save_then_load_round_trips() {
+        let dir = std::env::temp_dir().join(format!("tessera-deploy-{}", std::process::id()));
+        let path = dir.join("nested/deployment.json");
+        sample().save(&path).unwrap();
+        assert_eq!(Deployment::load(&path).unwrap(), sample());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn load_reports_bad_files() {
+        let missing = Deployment::load("/nonexistent/deployment.json").unwrap_err();
+        assert!(matches!(missing, DeploymentError::Io { .. }), "{missing}");
+        let dir = std::env::temp_dir().join(format!("tessera-deploy-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.json");
+        std::fs::write(&path, r#"{"chainId": 1}"#).unwrap();
+        let err = Deployment::load(&path).unwrap_err();
+        assert!(err.to_string().contains("not a valid deployment record"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,101 @@
+//! Typed decoding of contract reverts.
+//!
+//! A revert from any Tessera call may carry an error of the escrow, of the
+//! registry, or of the token (ERC-20 errors bubble up through the escrow's
+//! SafeERC20 calls). [`decode`] turns the raw revert data into one typed enum so
+//! callers match on `TaskEscrowInvalidStatus { .. }` rather than on strings.
+
+use alloy::{primitives::Bytes, sol_types::SolInterface};
+
+use crate::{AgentRegistry, MockUSDC, TaskEscrow};
+
+/// A decoded revert of one of the Tessera contracts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContractRevert {
+    /// An error declared by the escrow (or inherited: ownership, pausing, reentrancy).
+    Escrow(TaskEscrow::TaskEscrowErrors),
+    /// An error declared by the agent registry.
+    Registry(AgentRegistry::AgentRegistryErrors),
+    /// An error of the settlement token (e.g. insufficient allowance).
+    Token(MockUSDC::MockUSDCErrors),
+}
+
+impl ContractRevert {
+    /// Decodes raw revert data; `None` if no Tessera contract declares it.
+    pub fn from_revert_data(data: &[u8]) -> Option<Self> {
+        if let Ok(e) = TaskEscrow::TaskEscrowErrors::abi_decode(data) {
+            return Some(Self::Escrow(e));
+        }
+        if let Ok(e) = AgentRegistry::AgentRegistryErrors::abi_decode(data) {
+            return Some(Self::Registry(e));
+        }
+        MockUSDC::MockUSDCErrors::abi_decode(data).ok().map(Self::Token)
+    }
+
+    /// The error's name, e.g. `TaskEscrowInvalidStatus`.
+    pub fn name(&self) -> String {
+        let debug = format!("{self:?}");
+        // `Escrow(TaskEscrowInvalidStatus(TaskEscrowInvalidStatus { .. }))` → the inner variant.
+        debug.split('(').nth(1).unwrap_or(&debug).trim_end_matches(')').to_owned()
+    }
+}
+
+impl std::fmt::Display for ContractRevert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Escrow(e) => write!(f, "TaskEscrow reverted: {e:?}"),
+            Self::Registry(e) => write!(f, "AgentRegistry reverted: {e:?}"),
+            Self::Token(e) => write!(f, "token reverted: {e:?}"),
+        }
+    }
+}
+
+/// Decodes the revert carried by a contract call error, if it is one of ours.
+pub fn decode(err: &alloy::contract::Error) -> Option<ContractRevert> {
+    err.as_revert_data().and_then(|data: Bytes| ContractRevert::from_revert_data(&data))
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::{
+        primitives::{U256, address},
+        sol_types::SolError,
+    };
+
+    use super::*;
+    use crate::TaskEscrow::TaskEscrowErrors;
+
+    #[test]
+    fn decodes_escrow_errors_with_arguments() {
+        let err = TaskEscrow::TaskEscrowInvalidStatus { taskId: U256::from(7), status: 3 };
+        let decoded = ContractRevert::from_revert_data(&err.abi_encode()).unwrap();
+        assert_eq!(decoded, ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowInvalidStatus(err)));
+        assert_eq!(decoded.name(), "TaskEscrowInvalidStatus");
+    }
+
+    #[test]
+    fn decodes_registry_and_token_errors() {
+        let reg = AgentRegistry::AgentRegistryNotRegistered {
+            agent: address!("0x00000000000000000000000000000000000000aa"),
+        };
+        assert!(matches!(
+            ContractRevert::from_revert_data(&reg.abi_encode()),
+            Some(ContractRevert::Registry(_))
+        ));
+        let tok = MockUSDC::ERC20InsufficientAllowance {
+            spender: address!("0x00000000000000000000000000000000000000bb"),
+            allowance: U256::ZERO,
+            needed: U256::from(1),
+        };
+        assert!(matches!(
+            ContractRevert::from_revert_data(&tok.abi_encode()),
+            Some(ContractRevert::Token(_))
+        ));
+    }
+
+    #[test]
+    fn unknown_data_is_none() {
+        assert_eq!(ContractRevert::from_revert_data(&[0xde, 0xad, 0xbe, 0xef]), None);
+        assert_eq!(ContractRevert::from_revert_data(&[]), None);
+    }
+}

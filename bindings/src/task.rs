@@ -1,0 +1,368 @@
+//! Rebuilding a task from its events.
+//!
+//! The escrow stores only `keccak256(abi.encode(Task))` per task and every call
+//! takes the full [`Task`]; each transition emits an event carrying what changed.
+//! [`TaskRecord`] folds those events back into the exact [`Task`] the contract
+//! hashed, validating each transition on the way, so callers can act on a task
+//! and indexers can rebuild state with no `eth_call`.
+//!
+//! How each event changes the task (`at` is the event's timestamp field):
+//!
+//! | event | status | other fields |
+//! |---|---|---|
+//! | `TaskCreated` | Created | the full initial `Task` is in the event |
+//! | `TaskAccepted` | Accepted | `updatedAt = at` |
+//! | `TaskCompleted` | Completed | `updatedAt = at`, `resultHash = keccak256(resultURI)` |
+//! | `TaskDisputed` | Disputed | `updatedAt = at` |
+//! | `DisputeRuled` | Ruled | `updatedAt = at`, `executorShareBps` |
+//! | `RulingAppealed` | Appealed | `updatedAt = at` |
+//! | `AppealRuled` | (unchanged) | `executorShareBps`; `TaskSettled` follows |
+//! | `TaskReassigned` | Created | `executor`, `deadline`, `updatedAt = at` |
+//! | `TaskSettled` | the event's status | `updatedAt = at`; `executorShareBps` = 10000 when approved or auto-released, the ruling's share after a ruling, 0 for a default, cancel or expiry |
+
+use alloy::{
+    primitives::{Address, B256, U256, keccak256},
+    rpc::types::{Log, TransactionReceipt},
+    sol_types::{SolEvent, SolValue},
+};
+
+use crate::{
+    ITaskEscrow::Task,
+    TaskEscrow::{self, TaskEscrowEvents},
+};
+
+/// The escrow's task statuses (`ITaskEscrow.Status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Status {
+    /// No such task.
+    None = 0,
+    /// Funded, waiting for the executor to accept.
+    Created = 1,
+    /// Accepted, waiting for delivery.
+    Accepted = 2,
+    /// Delivered, in its review window.
+    Completed = 3,
+    /// Disputed by the client, waiting for the arbiter.
+    Disputed = 4,
+    /// Ruled, in its appeal window.
+    Ruled = 5,
+    /// Appealed, waiting for the appeal arbiter.
+    Appealed = 6,
+    /// Terminal: the executor received the whole amount.
+    Paid = 7,
+    /// Terminal: the funder received the whole amount back after a dispute.
+    Refunded = 8,
+    /// Terminal: the amount was split between executor and funder.
+    Split = 9,
+    /// Terminal: cancelled before acceptance; funder refunded.
+    Cancelled = 10,
+    /// Terminal: deadline passed before completion; funder refunded.
+    Expired = 11,
+}
+
+impl Status {
+    /// Every status, in contract order.
+    pub const ALL: [Self; 12] = [
+        Self::None,
+        Self::Created,
+        Self::Accepted,
+        Self::Completed,
+        Self::Disputed,
+        Self::Ruled,
+        Self::Appealed,
+        Self::Paid,
+        Self::Refunded,
+        Self::Split,
+        Self::Cancelled,
+        Self::Expired,
+    ];
+
+    /// Whether the task is over and holds no funds.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Paid | Self::Refunded | Self::Split | Self::Cancelled | Self::Expired)
+    }
+
+    /// The status name as the contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "None",
+            Self::Created => "Created",
+            Self::Accepted => "Accepted",
+            Self::Completed => "Completed",
+            Self::Disputed => "Disputed",
+            Self::Ruled => "Ruled",
+            Self::Appealed => "Appealed",
+            Self::Paid => "Paid",
+            Self::Refunded => "Refunded",
+            Self::Split => "Split",
+            Self::Cancelled => "Cancelled",
+            Self::Expired => "Expired",
+        }
+    }
+}
+
+impl TryFrom<u8> for Status {
+    type Error = FoldError;
+    fn try_from(v: u8) -> Result<Self, FoldError> {
+        Self::ALL.get(v as usize).copied().ok_or(FoldError::UnknownStatus(v))
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an event could not be applied to a task.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FoldError {
+    /// The event belongs to another task.
+    #[error("event for task {event} applied to task {task}")]
+    WrongTask {
+        /// The task being folded.
+        task: U256,
+        /// The task the event names.
+        event: U256,
+    },
+    /// The event is not allowed from the task's current status.
+    #[error("{event} is not allowed from status {from}")]
+    InvalidTransition {
+        /// Status before the event.
+        from: Status,
+        /// The event's name.
+        event: &'static str,
+    },
+    /// A status byte outside the contract's enum.
+    #[error("unknown status {0}")]
+    UnknownStatus(u8),
+    /// A task's history must start with `TaskCreated`.
+    #[error("no TaskCreated event for task {0}")]
+    NotCreated(U256),
+    /// The folded task does not hash to what the contract stores.
+    #[error("task {0}: folded state does not match the stored hash")]
+    HashMismatch(U256),
+}
+
+/// A task as rebuilt from its events: the contract's [`Task`] plus what only
+/// events carry (plan, parent, reference, URIs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    /// The task id.
+    pub id: U256,
+    /// The plan the task belongs to.
+    pub plan_id: B256,
+    /// The parent task id (zero for a root task).
+    pub parent_id: U256,
+    /// The funder's reference the id derives from.
+    pub reference: B256,
+    /// The spec envelope URI.
+    pub spec_uri: String,
+    /// The result URI, once delivered.
+    pub result_uri: Option<String>,
+    /// The state the contract hashes.
+    pub task: Task,
+}
+
+impl TaskRecord {
+    /// Starts a record from its creation event.
+    pub fn from_created(ev: &TaskEscrow::TaskCreated) -> Self {
+        Self {
+            id: ev.taskId,
+            plan_id: ev.planId,
+            parent_id: ev.parentId,
+            reference: ev.r#ref,
+            spec_uri: ev.specURI.clone(),
+            result_uri: None,
+            task: ev.task.clone(),
+        }
+    }
+
+    /// The current status.
+    pub fn status(&self) -> Status {
+        Status::try_from(self.task.status).unwrap_or(Status::None)
+    }
+
+    /// `keccak256(abi.encode(task))`: what the contract stores for this task.
+    pub fn hash(&self) -> B256 {
+        hash_task(&self.task)
+    }
+
+    /// The task id an event refers to, if it is a task event.
+    pub fn event_task_id(ev: &TaskEscrowEvents) -> Option<U256> {
+        use TaskEscrowEvents as E;
+        Some(match ev {
+            E::TaskCreated(e) => e.taskId,
+            E::TaskAccepted(e) => e.taskId,
+            E::TaskCompleted(e) => e.taskId,
+            E::TaskDisputed(e) => e.taskId,
+            E::DisputeRuled(e) => e.taskId,
+            E::RulingAppealed(e) => e.taskId,
+            E::AppealRuled(e) => e.taskId,
+            E::TaskReassigned(e) => e.taskId,
+            E::TaskSettled(e) => e.taskId,
+            _ => return None,
+        })
+    }
+
+    /// Applies one escrow event, checking that the transition is allowed.
+    /// Events that are not about tasks (admin events) are ignored.
+    pub fn apply(&mut self, ev: &TaskEscrowEvents) -> Result<(), FoldError> {
+        use Status as S;
+        use TaskEscrowEvents as E;
+        let Some(id) = Self::event_task_id(ev) else { return Ok(()) };
+        if id != self.id {
+            return Err(FoldError::WrongTask { task: self.id, event: id });
+        }
+        let from = self.status();
+        let bad = |event| Err(FoldError::InvalidTransition { from, event });
+        let t = &mut self.task;
+        match ev {
+            E::TaskCreated(_) => return bad("TaskCreated"),
+            E::TaskAccepted(e) => {
+                if from != S::Created {
+                    return bad("TaskAccepted");
+                }
+                t.status = S::Accepted as u8;
+                t.updatedAt = e.at;
+            }
+            E::TaskCompleted(e) => {
+                if from != S::Accepted {
+                    return bad("TaskCompleted");
+                }
+                t.status = S::Completed as u8;
+                t.updatedAt = e.at;
+                t.resultHash = keccak256(e.resultURI.as_bytes());
+                self.result_uri = Some(e.resultURI.clone());
+            }
+            E::TaskDisputed(e) => {
+                if from != S::Completed {
+                    return bad("TaskDisputed");
+                }
+                t.status = S::Disputed as u8;
+                t.updatedAt = e.at;
+            }
+            E::DisputeRuled(e) => {
+                if from != S::Disputed {
+                    return bad("DisputeRuled");
+                }
+                t.status = S::Ruled as u8;
+                t.updatedAt = e.at;
+                t.executorShareBps = e.executorShareBps;
+            }
+            E::RulingAppealed(e) => {
+                if from != S::Ruled {
+                    return bad("RulingAppealed");
+                }
+                t.status = S::Appealed as u8;
+                t.updatedAt = e.at;
+            }
+            E::AppealRuled(e) => {
+                if from != S::Appealed {
+                    return bad("AppealRuled");
+                }
+                t.executorShareBps = e.executorShareBps;
+            }
+            E::TaskReassigned(e) => {
+                if from != S::Created && from != S::Accepted {
+                    return bad("TaskReassigned");
+                }
+                t.executor = e.newExecutor;
+                t.deadline = e.newDeadline;
+                t.status = S::Created as u8;
+                t.updatedAt = e.at;
+            }
+            E::TaskSettled(e) => {
+                let to = Status::try_from(e.status)?;
+                let allowed = match e.settlement {
+                    // Approved | AutoReleased
+                    0 | 1 => from == S::Completed && to == S::Paid,
+                    // Ruling: in the same transaction as DisputeRuled
+                    2 => from == S::Ruled && matches!(to, S::Paid | S::Refunded | S::Split),
+                    // AppealRuling
+                    3 => from == S::Appealed && matches!(to, S::Paid | S::Refunded | S::Split),
+                    // RulingFinalized
+                    4 => {
+                        matches!(from, S::Ruled | S::Appealed)
+                            && matches!(to, S::Paid | S::Refunded | S::Split)
+                    }
+                    // DisputeDefault
+                    5 => from == S::Disputed && to == S::Refunded,
+                    // Cancelled
+                    6 => from == S::Created && to == S::Cancelled,
+                    // Expired
+                    7 => matches!(from, S::Created | S::Accepted) && to == S::Expired,
+                    _ => false,
+                };
+                if !allowed {
+                    return bad("TaskSettled");
+                }
+                if u128::from(e.executorAmount) + u128::from(e.funderAmount) != t.amount {
+                    return bad("TaskSettled");
+                }
+                t.executorShareBps = match e.settlement {
+                    0 | 1 => 10_000,
+                    2..=4 => t.executorShareBps,
+                    _ => 0,
+                };
+                t.status = to as u8;
+                t.updatedAt = e.at;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Folds a task's whole history (its logs in chain order).
+    pub fn from_logs<'a>(id: U256, logs: impl IntoIterator<Item = &'a Log>) -> Result<Self, FoldError> {
+        let mut record: Option<Self> = None;
+        for log in logs {
+            let Some(ev) = decode_log(log) else { continue };
+            if Self::event_task_id(&ev) != Some(id) {
+                continue;
+            }
+            match (&mut record, &ev) {
+                (None, TaskEscrowEvents::TaskCreated(created)) => {
+                    record = Some(Self::from_created(created));
+                }
+                (None, _) => return Err(FoldError::NotCreated(id)),
+                (Some(r), ev) => r.apply(ev)?,
+            }
+        }
+        record.ok_or(FoldError::NotCreated(id))
+    }
+
+    /// Applies the escrow events of a receipt that concern this task.
+    pub fn apply_receipt(&mut self, escrow: Address, receipt: &TransactionReceipt) -> Result<(), FoldError> {
+        for log in receipt.inner.logs() {
+            if log.address() != escrow {
+                continue;
+            }
+            if let Some(ev) = decode_log(log) {
+                if Self::event_task_id(&ev) == Some(self.id) {
+                    self.apply(&ev)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `keccak256(abi.encode(task))`, the value `TaskEscrow.taskHash` stores.
+pub fn hash_task(task: &Task) -> B256 {
+    keccak256(task.abi_encode())
+}
+
+/// Decodes an escrow log, `None` if it is not one of the escrow's events.
+pub fn decode_log(log: &Log) -> Option<TaskEscrowEvents> {
+    use alloy::sol_types::SolEventInterface;
+    TaskEscrowEvents::decode_log(&log.inner).ok().map(|l| l.data)
+}
+
+/// Finds the `TaskCreated` event in a receipt (the one a create call emitted).
+pub fn created_in(escrow: Address, receipt: &TransactionReceipt) -> Option<TaskRecord> {
+    receipt.inner.logs().iter().filter(|l| l.address() == escrow).find_map(|l| {
+        TaskEscrow::TaskCreated::decode_log(&l.inner).ok().map(|e| TaskRecord::from_created(&e.data))
+    })
+}

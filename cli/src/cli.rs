@@ -1,0 +1,228 @@
+//! Argument parsing and dispatch for the `tessera` binary.
+
+use std::path::PathBuf;
+
+use alloy::transports::http::reqwest::Url;
+use clap::{Args, Parser, Subcommand};
+use eyre::{Context, Result};
+use tessera_anvil::{
+    actors::Actors,
+    chain::{ChainOptions, DEV_MNEMONIC, LocalChain},
+    deploy::{self, DeployConfig},
+};
+
+/// Tessera: composite agent work, planned, approved and settled through an
+/// on-chain escrow.
+#[derive(Debug, Parser)]
+#[command(name = "tessera", version, about, long_about = None, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// More log output (-v info, -vv debug); logs go to stderr.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start a local chain, deploy, register demo agents and run one task
+    /// lifecycle, printing each transaction; the chain is stopped at the end.
+    Demo(ChainArgs),
+    /// Start a local chain with the contracts deployed and demo agents
+    /// registered, write the deployment file, and keep running until Ctrl-C.
+    Chain {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Where to write the deployment record.
+        #[arg(long, default_value = "deployment.json")]
+        deployment: PathBuf,
+    },
+    /// Deploy the contracts to a running chain and write the deployment file.
+    Deploy {
+        /// JSON-RPC endpoint of the chain.
+        #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+        rpc_url: Url,
+        /// Mnemonic of the role accounts (see `anvil-scripts` docs for the
+        /// index of each role); anvil's dev mnemonic by default.
+        #[arg(long, env = "TESSERA_MNEMONIC", hide_env_values = true, default_value = DEV_MNEMONIC)]
+        mnemonic: String,
+        /// Where to write the deployment record.
+        #[arg(long, default_value = "deployment.json")]
+        deployment: PathBuf,
+        /// Also register the demo agents.
+        #[arg(long)]
+        demo_agents: bool,
+        #[command(flatten)]
+        config: DeployArgs,
+    },
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Receipt gas of every lifecycle path on a fresh local chain.
+    Gas {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+/// Where and how to start anvil.
+#[derive(Debug, Args)]
+struct ChainArgs {
+    /// Port for anvil (a free port when omitted).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Load chain state from this file and keep saving it there.
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// The anvil binary (default: $TESSERA_ANVIL, the project's .tools/, then $PATH).
+    #[arg(long, env = "TESSERA_ANVIL")]
+    anvil: Option<PathBuf>,
+}
+
+impl ChainArgs {
+    fn options(&self) -> ChainOptions {
+        ChainOptions {
+            port: self.port,
+            state_file: self.state.clone(),
+            anvil: self.anvil.clone(),
+            ..ChainOptions::default()
+        }
+    }
+}
+
+/// Escrow settings for a deployment.
+#[derive(Debug, Args)]
+struct DeployArgs {
+    /// Seconds the arbiter has to rule on a dispute.
+    #[arg(long, default_value_t = 86_400)]
+    dispute_window: u32,
+    /// Seconds to appeal a ruling (0 makes rulings final at once).
+    #[arg(long, default_value_t = 86_400)]
+    appeal_window: u32,
+}
+
+impl DeployArgs {
+    fn config(&self) -> DeployConfig {
+        DeployConfig {
+            dispute_window: self.dispute_window,
+            appeal_window: self.appeal_window,
+            ..DeployConfig::default()
+        }
+    }
+}
+
+impl Cli {
+    pub(crate) fn verbosity(&self) -> u8 {
+        self.verbose
+    }
+
+    pub(crate) async fn run(self) -> Result<()> {
+        match self.command {
+            Command::Demo(chain) => {
+                let outcome = until_interrupted(tessera_anvil::demo::run(&chain.options())).await?;
+                print!("{}", outcome.transcript);
+            }
+            Command::Chain { chain, deployment } => {
+                let running = LocalChain::start(&chain.options())?;
+                let actors = Actors::from_keys(&running.keys())?;
+                let provider = actors.provider(running.endpoint_url());
+                let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+                deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
+                record.save(&deployment)?;
+                println!(
+                    "anvil on {} (ws {}), chain id {}; deployment written to {}. Ctrl-C to stop.",
+                    running.endpoint_url(),
+                    running.ws_endpoint(),
+                    running.chain_id(),
+                    deployment.display()
+                );
+                shutdown_signal().await;
+                drop(running);
+                println!("anvil stopped");
+            }
+            Command::Deploy { rpc_url, mnemonic, deployment, demo_agents, config } => {
+                let actors = Actors::from_mnemonic(&mnemonic)?;
+                let provider = actors.provider(rpc_url.clone());
+                let record = deploy::deploy(&provider, &actors, &config.config())
+                    .await
+                    .wrap_err_with(|| format!("deploying to {rpc_url}"))?;
+                if demo_agents {
+                    deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
+                }
+                record.save(&deployment)?;
+                println!("{}", serde_json::to_string_pretty(&record)?);
+            }
+            Command::Bench(BenchCommand::Gas { chain, json }) => {
+                let report = until_interrupted(async {
+                    let running = LocalChain::start(&chain.options())?;
+                    let actors = Actors::from_keys(&running.keys())?;
+                    let provider = actors.provider(running.endpoint_url());
+                    let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+                    tessera_anvil::gas::run(provider, &actors, &record).await
+                })
+                .await?;
+                print!("{}", report.table());
+                if let Some(path) = json {
+                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
+                        .wrap_err_with(|| format!("writing {}", path.display()))?;
+                    println!("report written to {}", path.display());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `work`, abandoning it on Ctrl-C or SIGTERM; abandoning drops whatever
+/// it owns, so an anvil it started is stopped either way.
+async fn until_interrupted<T>(
+    work: impl Future<Output = Result<T, tessera_anvil::Error>>,
+) -> Result<T> {
+    tokio::select! {
+        out = work => Ok(out?),
+        () = shutdown_signal() => eyre::bail!("interrupted"),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// Logs to stderr; `RUST_LOG` overrides the verbosity flag.
+pub(crate) fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

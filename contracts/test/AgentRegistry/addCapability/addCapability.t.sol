@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
+import {RegistryBase} from "../RegistryBase.t.sol";
+
+contract AddCapability_Unit_Test is RegistryBase {
+    function test_RevertWhen_CallerNeverRegistered() public {
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
+        vm.prank(stranger);
+        registry.addCapability(CAP_A, PRICE_A);
+    }
+
+    function test_RevertWhen_CallerLeft() public {
+        _registerDefault(agent);
+        vm.prank(agent);
+        registry.leave();
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, agent));
+        vm.prank(agent);
+        registry.addCapability(CAP_C, PRICE_C);
+    }
+
+    function test_RevertWhen_AtMaxCapabilities() public {
+        (bytes32[] memory caps, uint128[] memory prices) = _manyOffers(32);
+        _register(agent, caps, prices);
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryCapabilityCount.selector, 33, 32));
+        vm.prank(agent);
+        registry.addCapability(CAP_A, PRICE_A);
+    }
+
+    function test_RevertWhen_CapabilityZero() public {
+        _registerDefault(agent);
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryEmptyCapability.selector));
+        vm.prank(agent);
+        registry.addCapability(bytes32(0), PRICE_A);
+    }
+
+    function test_RevertWhen_PriceZero() public {
+        _registerDefault(agent);
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryZeroPrice.selector, CAP_C));
+        vm.prank(agent);
+        registry.addCapability(CAP_C, 0);
+    }
+
+    function test_RevertWhen_AlreadyOffered() public {
+        _registerDefault(agent);
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryDuplicateCapability.selector, CAP_B));
+        vm.prank(agent);
+        registry.addCapability(CAP_B, PRICE_C);
+    }
+
+    function test_addCapability_AppendsOffer() public {
+        _registerDefault(agent);
+        _register(agent2, _caps(CAP_C), _prices(PRICE_A));
+
+        vm.expectEmit(address(registry));
+        emit IAgentRegistry.CapabilitySet(agent, CAP_C, PRICE_C);
+        vm.prank(agent);
+        registry.addCapability(CAP_C, PRICE_C);
+
+        IAgentRegistry.AgentView memory v = registry.getAgent(agent);
+        assertEq(v.capabilities.length, 3, "capability count");
+        assertEq(v.capabilities[2], CAP_C, "appended last");
+        assertEq(v.prices[2], PRICE_C, "price appended");
+        address[] memory forC = registry.agentsFor(CAP_C);
+        assertEq(forC.length, 2, "agents for C");
+        assertEq(forC[1], agent, "appended to agent list");
+        _assertConsistent(agent);
+        _assertConsistent(agent2);
+        assertEq(registry.agentCount(), 2, "agentCount unchanged");
+    }
+
+    function test_addCapability_WhilePaused() public {
+        _registerDefault(agent);
+        vm.prank(agent);
+        registry.pause();
+        vm.prank(agent);
+        registry.addCapability(CAP_C, PRICE_C);
+        _assertOffered(agent, CAP_C, PRICE_C);
+        _assertStatus(agent, IAgentRegistry.AgentStatus.Paused);
+    }
+
+    function test_addCapability_UpToMax() public {
+        (bytes32[] memory caps, uint128[] memory prices) = _manyOffers(31);
+        _register(agent, caps, prices);
+        vm.prank(agent);
+        registry.addCapability(CAP_A, PRICE_A);
+        assertEq(registry.getAgent(agent).capabilities.length, 32, "capability count");
+        _assertOffered(agent, CAP_A, PRICE_A);
+    }
+}

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
+import {RegistryBase} from "../RegistryBase.t.sol";
+
+contract Resume_Unit_Test is RegistryBase {
+    function test_RevertWhen_CallerNotRegistered() public {
+        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
+        vm.prank(stranger);
+        registry.resume();
+    }
+
+    function test_RevertWhen_CallerActive() public {
+        _registerDefault(agent);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IAgentRegistry.AgentRegistryInvalidStatus.selector, agent, IAgentRegistry.AgentStatus.Active
+            )
+        );
+        vm.prank(agent);
+        registry.resume();
+    }
+
+    function test_resume_MarksActive() public {
+        _registerDefault(agent);
+        vm.startPrank(agent);
+        registry.pause();
+        registry.updatePrice(CAP_A, PRICE_C);
+        vm.stopPrank();
+
+        vm.expectEmit(address(registry));
+        emit IAgentRegistry.AgentResumed(agent);
+        vm.prank(agent);
+        registry.resume();
+
+        _assertStatus(agent, IAgentRegistry.AgentStatus.Active);
+        _assertOffered(agent, CAP_A, PRICE_C);
+        _assertOffered(agent, CAP_B, PRICE_B);
+        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        assertEq(best, agent, "eligible again");
+        assertEq(price, PRICE_C, "price set while paused");
+        assertEq(registry.agentCount(), 1, "agentCount unchanged");
+    }
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+
+import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {TaskEscrow} from "../../../src/TaskEscrow.sol";
+import {MockUSDC} from "../../../src/mocks/MockUSDC.sol";
+import {EscrowStore} from "../stores/EscrowStore.sol";
+import {EscrowBaseHandler} from "./EscrowBaseHandler.sol";
+
+/// @notice Creates tasks (plain, with a permit, with a front-run permit),
+/// tries to reuse references, and plays the owner: windows and pause.
+contract EscrowCreateHandler is EscrowBaseHandler {
+    uint256 internal constant MAX_AMOUNT = 1e12; // 1M USDC
+    uint256 internal constant MAX_DEADLINE = 7 days;
+    uint32 internal constant MAX_REVIEW = 3 days;
+
+    constructor(TaskEscrow escrow_, MockUSDC usdc_, EscrowStore store_, address owner_)
+        EscrowBaseHandler(escrow_, usdc_, store_, owner_)
+    {}
+
+    /*//////////////////////////////////////////////////////////////
+                                CREATION
+    //////////////////////////////////////////////////////////////*/
+
+    /// @param permitMode 0: prior approval; 1: permit; 2: permit already submitted (front-run).
+    function createTask(
+        uint256 funderSeed,
+        uint256 clientSeed,
+        uint256 executorSeed,
+        uint256 amountSeed,
+        uint256 deadlineSeed,
+        uint256 reviewSeed,
+        bytes32 ref,
+        uint8 permitMode
+    ) external instrument("createTask") {
+        address funder = _actor(_funders, funderSeed);
+        ITaskEscrow.CreateParams memory p = _params(funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
+        p.reviewWindow = uint32(bound(reviewSeed, 1 minutes, MAX_REVIEW));
+        // A fresh reference for this funder.
+        while (escrow.taskHash(escrow.taskIdFor(funder, ref)) != 0) {
+            ref = keccak256(abi.encode(ref));
+        }
+        p.ref = ref;
+
+        if (escrow.paused()) {
+            // Creation is the one thing a pause stops; then the owner lifts it.
+            vm.prank(funder);
+            try escrow.createTask(p) {
+                store.recordUnexpectedSuccess();
+            } catch (bytes memory err) {
+                if (keccak256(err) == keccak256(abi.encodeWithSelector(Pausable.EnforcedPause.selector))) {
+                    store.recordExpectedRevert();
+                } else {
+                    store.recordWrongRevert(err);
+                }
+            }
+            vm.prank(owner);
+            escrow.unpause();
+            return;
+        }
+
+        ITaskEscrow.Task memory t = ITaskEscrow.Task({
+            funder: funder,
+            client: p.client,
+            executor: p.executor,
+            amount: p.amount,
+            deadline: p.deadline,
+            updatedAt: uint40(block.timestamp),
+            reviewWindow: p.reviewWindow,
+            disputeWindow: escrow.disputeWindow(),
+            appealWindow: escrow.appealWindow(),
+            executorShareBps: 0,
+            status: ITaskEscrow.Status.Created,
+            specHash: keccak256(bytes(p.specURI)),
+            resultHash: bytes32(0)
+        });
+
+        uint256 id;
+        permitMode %= 3;
+        if (permitMode == 0) {
+            _observeStart();
+            vm.prank(funder);
+            id = escrow.createTask(p);
+        } else {
+            vm.prank(funder);
+            usdc.approve(address(escrow), 0);
+            uint256 permitDeadline = block.timestamp + 1 hours;
+            (uint8 v, bytes32 r, bytes32 s) = _signPermit(funder, p.amount, permitDeadline);
+            if (permitMode == 2) usdc.permit(funder, address(escrow), p.amount, permitDeadline, v, r, s);
+            _observeStart();
+            vm.prank(funder);
+            id = escrow.createTaskWithPermit(p, permitDeadline, v, r, s);
+        }
+        store.addTask(id, ref, t);
+        _observeEnd(id, ITaskEscrow.Status.None);
+        if (permitMode != 0) {
+            vm.prank(funder);
+            usdc.approve(address(escrow), type(uint256).max);
+        }
+    }
+
+    /// @notice Re-creating with a (funder, ref) already used must always revert.
+    function attemptDuplicateRef(
+        uint256 taskSeed,
+        uint256 clientSeed,
+        uint256 executorSeed,
+        uint256 amountSeed,
+        uint256 deadlineSeed
+    ) external instrument("attemptDuplicateRef") {
+        uint256 n = store.taskCount();
+        if (n == 0) return;
+        uint256 id = store.taskIdAt(taskSeed % n);
+        EscrowStore.Record memory rec = store.record(id);
+        ITaskEscrow.CreateParams memory p = _params(rec.funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
+        p.ref = rec.ref;
+        bytes memory expected = escrow.paused()
+            ? abi.encodeWithSelector(Pausable.EnforcedPause.selector)
+            : abi.encodeWithSelector(ITaskEscrow.TaskEscrowDuplicateReference.selector, rec.funder, rec.ref);
+        uint256 unexpectedBefore = store.unexpectedSuccesses();
+        _expectRejected(rec.funder, abi.encodeCall(ITaskEscrow.createTask, (p)), expected, id);
+        if (store.unexpectedSuccesses() != unexpectedBefore) store.recordDuplicateRefAccepted();
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                OWNER
+    //////////////////////////////////////////////////////////////*/
+
+    /// @notice New dispute and appeal windows for tasks created from now on;
+    /// one time in three the appeal window is zero (rulings final at once).
+    function setWindows(uint256 disputeSeed, uint256 appealSeed) external instrument("setWindows") {
+        uint32 disputeWindow = uint32(bound(disputeSeed, 1 minutes, 4 days));
+        uint32 appealWindow = appealSeed % 3 == 0 ? 0 : uint32(bound(appealSeed, 1, 3 days));
+        vm.prank(owner);
+        escrow.setWindows(disputeWindow, appealWindow);
+    }
+
+    /// @notice Pauses or unpauses task creation.
+    function togglePause() external instrument("togglePause") {
+        bool paused = escrow.paused();
+        vm.prank(owner);
+        if (paused) escrow.unpause();
+        else escrow.pause();
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                HELPERS
+    //////////////////////////////////////////////////////////////*/
+
+    function _params(
+        address funder,
+        uint256 clientSeed,
+        uint256 executorSeed,
+        uint256 amountSeed,
+        uint256 deadlineSeed
+    ) internal view returns (ITaskEscrow.CreateParams memory p) {
+        address client = _pickClient(clientSeed);
+        // One task in four has a tiny amount, so small shares round down to zero.
+        uint256 amount = amountSeed % 4 == 0 ? bound(amountSeed, 1, 100) : bound(amountSeed, 1, MAX_AMOUNT);
+        p = ITaskEscrow.CreateParams({
+            ref: bytes32(0),
+            planId: keccak256(abi.encode("plan", clientSeed % 3)),
+            parentId: store.taskCount() == 0 ? 0 : store.taskIdAt(deadlineSeed % store.taskCount()),
+            client: client,
+            executor: _pickExecutor(executorSeed, funder, client),
+            amount: uint128(amount),
+            deadline: uint40(block.timestamp + bound(deadlineSeed, 1, MAX_DEADLINE)),
+            reviewWindow: 1 days,
+            specURI: amountSeed % 2 == 0 ? "ipfs://spec-a" : "data:application/json,{\"spec\":\"b\"}"
+        });
+    }
+
+    function _signPermit(address funder, uint256 value, uint256 deadline)
+        internal
+        view
+        returns (uint8 v, bytes32 r, bytes32 s)
+    {
+        bytes32 typehash =
+            keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
+        bytes32 structHash =
+            keccak256(abi.encode(typehash, funder, address(escrow), value, usdc.nonces(funder), deadline));
+        bytes32 digest = keccak256(abi.encodePacked("\x19\x01", usdc.DOMAIN_SEPARATOR(), structHash));
+        (v, r, s) = vm.sign(_keys[funder], digest);
+    }
+}
