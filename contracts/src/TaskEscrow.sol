@@ -393,11 +393,18 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
                             INTERNALS
     //////////////////////////////////////////////////////////////*/
 
-    /// @dev Copies `task` to memory and checks it against the stored hash.
+    /// @dev Copies `task` to memory and checks it against the stored hash. The copy
+    /// is raw (no per-field ABI validation): the stored hash was computed from
+    /// clean values, so any non-canonical encoding (dirty address bits, an
+    /// out-of-range status) hashes differently and is rejected as stale.
     function _load(uint256 taskId, Task calldata task) private view returns (Task memory t) {
         bytes32 stored = _taskHashes[taskId];
         if (stored == 0) revert TaskEscrowUnknownTask(taskId);
-        t = task;
+        assembly ("memory-safe") {
+            t := mload(0x40)
+            calldatacopy(t, task, mul(TASK_WORDS, 32))
+            mstore(0x40, add(t, mul(TASK_WORDS, 32)))
+        }
         if (_hash(t) != stored) revert TaskEscrowStaleTask(taskId);
     }
 

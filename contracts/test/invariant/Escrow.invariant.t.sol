@@ -34,35 +34,33 @@ contract Escrow_Invariant_Test is Base {
         }
         initialSupply = usdc.totalSupply();
 
-        bytes4[] memory createSelectors = new bytes4[](4);
-        createSelectors[0] = EscrowCreateHandler.createTask.selector;
-        createSelectors[1] = EscrowCreateHandler.attemptDuplicateRef.selector;
-        createSelectors[2] = EscrowCreateHandler.setWindows.selector;
-        createSelectors[3] = EscrowCreateHandler.togglePause.selector;
-        targetContract(address(createHandler));
-        targetSelector(FuzzSelector({addr: address(createHandler), selectors: createSelectors}));
-
-        bytes4[] memory lifecycleSelectors = new bytes4[](18);
-        lifecycleSelectors[0] = EscrowLifecycleHandler.acceptTask.selector;
-        lifecycleSelectors[1] = EscrowLifecycleHandler.completeTask.selector;
-        lifecycleSelectors[2] = EscrowLifecycleHandler.approvePayment.selector;
-        lifecycleSelectors[3] = EscrowLifecycleHandler.releasePayment.selector;
-        lifecycleSelectors[4] = EscrowLifecycleHandler.disputeTask.selector;
-        lifecycleSelectors[5] = EscrowLifecycleHandler.resolveDispute.selector;
-        lifecycleSelectors[6] = EscrowLifecycleHandler.appealRuling.selector;
-        lifecycleSelectors[7] = EscrowLifecycleHandler.resolveAppeal.selector;
-        lifecycleSelectors[8] = EscrowLifecycleHandler.finalizeRuling.selector;
-        lifecycleSelectors[9] = EscrowLifecycleHandler.claimDisputeDefault.selector;
-        lifecycleSelectors[10] = EscrowLifecycleHandler.refundExpired.selector;
-        lifecycleSelectors[11] = EscrowLifecycleHandler.cancelTask.selector;
-        lifecycleSelectors[12] = EscrowLifecycleHandler.reassignTask.selector;
-        lifecycleSelectors[13] = EscrowLifecycleHandler.warp.selector;
-        lifecycleSelectors[14] = EscrowLifecycleHandler.warpToBoundary.selector;
-        lifecycleSelectors[15] = EscrowLifecycleHandler.attemptInvalidStatus.selector;
-        lifecycleSelectors[16] = EscrowLifecycleHandler.attemptOutOfWindow.selector;
-        lifecycleSelectors[17] = EscrowLifecycleHandler.attemptForged.selector;
-        targetContract(address(lifecycleHandler));
-        targetSelector(FuzzSelector({addr: address(lifecycleHandler), selectors: lifecycleSelectors}));
+        // Selectors are weighted by repeating them: creation and the steps that
+        // lead deeper into the lifecycle (dispute, ruling, appeal) come up more
+        // often, so runs of 100 calls reach every status.
+        _target(address(createHandler), EscrowCreateHandler.createTask.selector, 4);
+        _target(address(createHandler), EscrowCreateHandler.attemptDuplicateRef.selector, 1);
+        _target(address(createHandler), EscrowCreateHandler.setWindows.selector, 1);
+        _target(address(createHandler), EscrowCreateHandler.togglePause.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.acceptTask.selector, 3);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.completeTask.selector, 3);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.approvePayment.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.releasePayment.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.disputeTask.selector, 3);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.resolveDispute.selector, 3);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.appealRuling.selector, 3);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.resolveAppeal.selector, 2);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.finalizeRuling.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.claimDisputeDefault.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.refundExpired.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.cancelTask.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.reassignTask.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.warp.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.warpToBoundary.selector, 2);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptInvalidStatus.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptOutOfWindow.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptForged.selector, 1);
+        _commitTargets(address(createHandler));
+        _commitTargets(address(lifecycleHandler));
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -234,6 +232,20 @@ contract Escrow_Invariant_Test is Base {
     /*//////////////////////////////////////////////////////////////
                                 HELPERS
     //////////////////////////////////////////////////////////////*/
+
+    mapping(address handler => bytes4[]) internal _selectors;
+
+    /// @dev Adds `selector` of `handler` `weight` times (forge picks uniformly among entries).
+    function _target(address handler, bytes4 selector, uint256 weight) internal {
+        for (uint256 i; i < weight; ++i) {
+            _selectors[handler].push(selector);
+        }
+    }
+
+    function _commitTargets(address handler) internal {
+        targetContract(handler);
+        targetSelector(FuzzSelector({addr: handler, selectors: _selectors[handler]}));
+    }
 
     function _terminal(ITaskEscrow.Status s) internal pure returns (bool) {
         return s >= ITaskEscrow.Status.Paid;

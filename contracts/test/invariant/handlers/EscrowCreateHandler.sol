@@ -165,7 +165,7 @@ contract EscrowCreateHandler is EscrowBaseHandler {
             client: client,
             executor: _pickExecutor(executorSeed, funder, client),
             amount: uint128(amount),
-            deadline: uint40(block.timestamp + bound(deadlineSeed, 1, MAX_DEADLINE)),
+            deadline: uint40(block.timestamp + bound(deadlineSeed, 1 hours, MAX_DEADLINE)),
             reviewWindow: 1 days,
             specURI: amountSeed % 2 == 0 ? "ipfs://spec-a" : "data:application/json,{\"spec\":\"b\"}"
         });

@@ -14,7 +14,7 @@ import {EscrowBaseHandler} from "./EscrowBaseHandler.sol";
 /// they were, with exactly the expected error. `warp*` move the clock forward.
 contract EscrowLifecycleHandler is EscrowBaseHandler {
     uint256 internal constant MAX_DEADLINE = 7 days;
-    uint256 internal constant MAX_WARP = 2 days;
+    uint256 internal constant MAX_WARP = 1 days;
 
     address internal immutable _stranger;
 
