@@ -99,8 +99,19 @@ impl Actors {
     }
 
     /// An HTTP provider that signs for every role.
+    ///
+    /// Nonces are read from the node's pending state for every transaction: a
+    /// cached nonce would be consumed by a call that fails gas estimation (a
+    /// revert), leaving a gap that stalls every later transaction of the account.
     pub fn provider(&self, url: Url) -> DynProvider {
-        ProviderBuilder::new().wallet(self.wallet()).connect_http(url).erased()
+        ProviderBuilder::new()
+            .disable_recommended_fillers()
+            .with_gas_estimation()
+            .with_simple_nonce_management()
+            .fetch_chain_id()
+            .wallet(self.wallet())
+            .connect_http(url)
+            .erased()
     }
 
     /// The address of demo agent `i`.

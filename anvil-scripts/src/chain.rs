@@ -65,9 +65,10 @@ impl LocalChain {
             anvil = anvil.block_time(secs);
         }
         anvil = anvil.arg("--accounts").arg(opts.accounts.unwrap_or(12).max(10).to_string());
-        let instance = anvil
-            .try_spawn()
-            .map_err(|e| ChainError::Spawn { path: path.display().to_string(), message: e.to_string() })?;
+        let instance = anvil.try_spawn().map_err(|e| ChainError::Spawn {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         tracing::debug!(endpoint = %instance.endpoint(), "anvil started");
         Ok(Self { instance })
     }

@@ -31,13 +31,21 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     let actors = Actors::from_keys(&chain.keys())?;
     let provider = actors.provider(chain.endpoint_url());
     let mut out = String::new();
-    let _ = writeln!(out, "anvil listening on {} (chain id {})", chain.endpoint_url(), chain.chain_id());
+    let _ = writeln!(
+        out,
+        "anvil listening on {} (chain id {})",
+        chain.endpoint_url(),
+        chain.chain_id()
+    );
 
     let deployment = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
     let _ = writeln!(
         out,
         "deployed at block {}: TaskEscrow {}, AgentRegistry {}, MockUSDC {}",
-        deployment.deploy_block, deployment.task_escrow, deployment.agent_registry, deployment.token
+        deployment.deploy_block,
+        deployment.task_escrow,
+        deployment.agent_registry,
+        deployment.token
     );
     deploy::register_demo_agents(&provider, &actors, deployment.agent_registry).await?;
     let registry = AgentRegistry::new(deployment.agent_registry, &provider);
@@ -61,7 +69,11 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     let params = d.params(cheapest.agent, cheapest.price, spec.to_owned()).await?;
     let before = d.balance(cheapest.agent).await?;
     let mut rec = d.create_with_permit(params).await?;
-    d.deliver(&mut rec, "data:text/plain,- escrow per sub-task\n- review before payment\n- lineage from events").await?;
+    d.deliver(
+        &mut rec,
+        "data:text/plain,- escrow per sub-task\n- review before payment\n- lineage from events",
+    )
+    .await?;
     let r = d.escrow.approve(actors.client.address(), &mut rec).await?;
     d.record("approvePayment", &r);
     let after = d.balance(cheapest.agent).await?;

@@ -105,17 +105,17 @@ pub async fn deploy(
     let owner = actors.deployer.address();
     let chain_id = provider.get_chain_id().await?;
 
-    let usdc_receipt = deploy_receipt(
-        MockUSDC::deploy_builder(provider, owner).from(owner),
-        "deploying MockUSDC",
-    )
-    .await?;
+    let usdc_receipt =
+        deploy_receipt(MockUSDC::deploy_builder(provider, owner).from(owner), "deploying MockUSDC")
+            .await?;
     let token = usdc_receipt.contract_address.expect("deploy receipt has an address");
     let deploy_block = usdc_receipt.block_number.expect("mined receipt has a block");
 
-    let registry_receipt =
-        deploy_receipt(AgentRegistry::deploy_builder(provider).from(owner), "deploying AgentRegistry")
-            .await?;
+    let registry_receipt = deploy_receipt(
+        AgentRegistry::deploy_builder(provider).from(owner),
+        "deploying AgentRegistry",
+    )
+    .await?;
     let agent_registry = registry_receipt.contract_address.expect("deploy receipt has an address");
 
     let escrow_receipt = deploy_receipt(
@@ -164,7 +164,8 @@ pub async fn register_demo_agents(
     let registry = AgentRegistry::new(registry, provider);
     for agent in DEMO_AGENTS {
         let from = actors.agent(agent.account);
-        let status = registry.getAgent(from).call().await.map_err(contract_err("reading agent"))?.status;
+        let status =
+            registry.getAgent(from).call().await.map_err(contract_err("reading agent"))?.status;
         if status != 0 {
             continue;
         }
@@ -200,10 +201,10 @@ pub(crate) async fn confirm(
 ) -> Result<alloy::rpc::types::TransactionReceipt, Error> {
     let context = context.into();
     let pending = sent.map_err(contract_err(context.clone()))?;
-    let receipt = pending
-        .get_receipt()
-        .await
-        .map_err(|e| Error::Contract { context: context.clone(), source: ClientError::Pending(e) })?;
+    let receipt = pending.get_receipt().await.map_err(|e| Error::Contract {
+        context: context.clone(),
+        source: ClientError::Pending(e),
+    })?;
     if !receipt.status() {
         return Err(Error::Contract {
             context,

@@ -140,7 +140,8 @@ pub async fn run(
 
     // Verdicts final at once (appeal window zero).
     let escrow = d.escrow.contract().clone();
-    let dispute_window = escrow.disputeWindow().call().await.map_err(crate::contract_err("reading windows"))?;
+    let dispute_window =
+        escrow.disputeWindow().call().await.map_err(crate::contract_err("reading windows"))?;
     crate::deploy::confirm(
         escrow.setWindows(dispute_window, 0).from(actors.deployer.address()).send().await,
         "setting the appeal window to zero",
@@ -175,7 +176,10 @@ pub async fn run(
     d.record("reassignTask", &r);
 
     let create_gas = |scenario: &str| {
-        d.steps.iter().find(|s| s.scenario == scenario && s.step == "createTaskWithPermit").map(|s| s.gas)
+        d.steps
+            .iter()
+            .find(|s| s.scenario == scenario && s.step == "createTaskWithPermit")
+            .map(|s| s.gas)
     };
     let short = create_gas("happy path, permit, 60-byte spec, steady state").unwrap_or_default();
     let long = create_gas("happy path, permit, 600-byte spec, steady state").unwrap_or_default();

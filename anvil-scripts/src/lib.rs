@@ -56,7 +56,9 @@ pub enum Error {
 }
 
 /// Attaches context to a failed contract call.
-pub(crate) fn contract_err(context: impl Into<String>) -> impl FnOnce(alloy::contract::Error) -> Error {
+pub(crate) fn contract_err(
+    context: impl Into<String>,
+) -> impl FnOnce(alloy::contract::Error) -> Error {
     let context = context.into();
     move |err| Error::Contract { context, source: tessera_bindings::client::map_call(err) }
 }

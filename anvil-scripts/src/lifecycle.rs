@@ -95,7 +95,9 @@ impl<'a> Driver<'a> {
 
     /// Moves the chain's clock forward and mines a block.
     pub async fn advance(&self, secs: u64) -> Result<(), Error> {
-        self.provider.raw_request::<_, serde_json::Value>("evm_increaseTime".into(), (secs,)).await?;
+        self.provider
+            .raw_request::<_, serde_json::Value>("evm_increaseTime".into(), (secs,))
+            .await?;
         self.provider.raw_request::<_, serde_json::Value>("evm_mine".into(), ()).await?;
         Ok(())
     }
@@ -134,7 +136,10 @@ impl<'a> Driver<'a> {
     }
 
     /// The sponsor approves the escrow for `amount`, then creates the task.
-    pub async fn create_with_approval(&mut self, params: CreateParams) -> Result<TaskRecord, Error> {
+    pub async fn create_with_approval(
+        &mut self,
+        params: CreateParams,
+    ) -> Result<TaskRecord, Error> {
         let sponsor = self.actors.sponsor.address();
         let usdc = MockUSDC::new(self.deployment.token, &self.provider);
         let receipt = confirm(

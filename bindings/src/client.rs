@@ -21,6 +21,9 @@ use crate::{
     task::{FoldError, TaskRecord, created_in, hash_task},
 };
 
+/// How long to wait for a sent transaction's receipt before giving up.
+pub const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Why an escrow call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -113,7 +116,8 @@ impl EscrowClient {
             nonce,
             permit_deadline,
         )?;
-        let call = self.escrow.createTaskWithPermit(params, deadline, v, r, s).from(signer.address());
+        let call =
+            self.escrow.createTaskWithPermit(params, deadline, v, r, s).from(signer.address());
         let receipt = self.submit(call).await?;
         let record = created_in(self.address(), &receipt)
             .ok_or(ClientError::NoTaskCreated(receipt.transaction_hash))?;
@@ -265,20 +269,16 @@ impl EscrowClient {
         new_deadline: u64,
     ) -> Result<TransactionReceipt, ClientError> {
         let deadline = alloy::primitives::aliases::U40::from(new_deadline);
-        let call = self
-            .escrow
-            .reassignTask(rec.id, rec.task.clone(), new_executor, deadline)
-            .from(from);
+        let call =
+            self.escrow.reassignTask(rec.id, rec.task.clone(), new_executor, deadline).from(from);
         self.submit_and_fold(call, rec).await
     }
 
     /// Rebuilds a task from its logs since `from_block` and checks the result
     /// against the hash the contract stores.
     pub async fn fetch(&self, id: U256, from_block: u64) -> Result<TaskRecord, ClientError> {
-        let filter = Filter::new()
-            .address(self.address())
-            .topic1(B256::from(id))
-            .from_block(from_block);
+        let filter =
+            Filter::new().address(self.address()).topic1(B256::from(id)).from_block(from_block);
         let logs = self.provider.get_logs(&filter).await?;
         let record = TaskRecord::from_logs(id, &logs)?;
         let stored = self.escrow.taskHash(id).call().await.map_err(map_call)?;
@@ -303,7 +303,7 @@ impl EscrowClient {
         call: CallBuilder<&DynProvider, D, Ethereum>,
     ) -> Result<TransactionReceipt, ClientError> {
         let pending = call.send().await.map_err(map_call)?;
-        let receipt = pending.get_receipt().await?;
+        let receipt = pending.with_timeout(Some(RECEIPT_TIMEOUT)).get_receipt().await?;
         if !receipt.status() {
             return Err(ClientError::Reverted(receipt.transaction_hash));
         }

@@ -87,8 +87,8 @@ mod tests {
             token: address!("0x00000000000000000000000000000000000000c0"),
         };
         let spender = address!("0x00000000000000000000000000000000000000e5");
-        let sig =
-            sign_permit(&signer, &domain, spender, U256::from(5), U256::ZERO, U256::from(9)).unwrap();
+        let sig = sign_permit(&signer, &domain, spender, U256::from(5), U256::ZERO, U256::from(9))
+            .unwrap();
         assert!(sig.v == 27 || sig.v == 28);
         let permit = Permit {
             owner: signer.address(),

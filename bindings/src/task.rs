@@ -315,7 +315,10 @@ impl TaskRecord {
     }
 
     /// Folds a task's whole history (its logs in chain order).
-    pub fn from_logs<'a>(id: U256, logs: impl IntoIterator<Item = &'a Log>) -> Result<Self, FoldError> {
+    pub fn from_logs<'a>(
+        id: U256,
+        logs: impl IntoIterator<Item = &'a Log>,
+    ) -> Result<Self, FoldError> {
         let mut record: Option<Self> = None;
         for log in logs {
             let Some(ev) = decode_log(log) else { continue };
@@ -334,7 +337,11 @@ impl TaskRecord {
     }
 
     /// Applies the escrow events of a receipt that concern this task.
-    pub fn apply_receipt(&mut self, escrow: Address, receipt: &TransactionReceipt) -> Result<(), FoldError> {
+    pub fn apply_receipt(
+        &mut self,
+        escrow: Address,
+        receipt: &TransactionReceipt,
+    ) -> Result<(), FoldError> {
         for log in receipt.inner.logs() {
             if log.address() != escrow {
                 continue;
@@ -363,6 +370,8 @@ pub fn decode_log(log: &Log) -> Option<TaskEscrowEvents> {
 /// Finds the `TaskCreated` event in a receipt (the one a create call emitted).
 pub fn created_in(escrow: Address, receipt: &TransactionReceipt) -> Option<TaskRecord> {
     receipt.inner.logs().iter().filter(|l| l.address() == escrow).find_map(|l| {
-        TaskEscrow::TaskCreated::decode_log(&l.inner).ok().map(|e| TaskRecord::from_created(&e.data))
+        TaskEscrow::TaskCreated::decode_log(&l.inner)
+            .ok()
+            .map(|e| TaskRecord::from_created(&e.data))
     })
 }

@@ -164,7 +164,8 @@ impl Cli {
                     let running = LocalChain::start(&chain.options())?;
                     let actors = Actors::from_keys(&running.keys())?;
                     let provider = actors.provider(running.endpoint_url());
-                    let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+                    let record =
+                        deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
                     tessera_anvil::gas::run(provider, &actors, &record).await
                 })
                 .await?;

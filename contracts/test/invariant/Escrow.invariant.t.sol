@@ -59,6 +59,7 @@ contract Escrow_Invariant_Test is Base {
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptInvalidStatus.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptOutOfWindow.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptForged.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptUnauthorized.selector, 1);
         _commitTargets(address(createHandler));
         _commitTargets(address(lifecycleHandler));
     }
@@ -88,8 +89,11 @@ contract Escrow_Invariant_Test is Base {
             EscrowStore.Record memory r = records[i];
             assertEq(r.funded, tasks[i].amount, "funded == amount");
             uint256 out = uint256(r.paidOut) + r.refunded + r.misdirected;
-            if (_terminal(tasks[i].status)) assertEq(out, r.funded, "terminal: paid out + refunded == funded");
-            else assertEq(out, 0, "open: nothing paid out");
+            if (_terminal(tasks[i].status)) {
+                assertEq(out, r.funded, "terminal: paid out + refunded == funded");
+            } else {
+                assertEq(out, 0, "open: nothing paid out");
+            }
         }
     }
 
@@ -117,21 +121,25 @@ contract Escrow_Invariant_Test is Base {
             EscrowStore.Record memory r = records[i];
             assertLe(r.settlements, 1, "settled at most once");
             assertEq(r.settlements, _terminal(tasks[i].status) ? 1 : 0, "settled iff terminal");
-            assertLe(uint256(r.paidOut) + r.refunded + r.misdirected, tasks[i].amount, "never more out than in");
+            assertLe(
+                uint256(r.paidOut) + r.refunded + r.misdirected, tasks[i].amount, "never more out than in"
+            );
         }
     }
 
     /// @dev 5. Every token that left the escrow went to that task's funder or
     /// executor, and the funder's side of a settlement went to the funder.
     function invariant_refundsOnlyToFunder() external view {
-        (uint256[] memory ids, ITaskEscrow.Task[] memory tasks, EscrowStore.Record[] memory records) = store.all();
+        (uint256[] memory ids, ITaskEscrow.Task[] memory tasks, EscrowStore.Record[] memory records) =
+            store.all();
         EscrowStore.Outflow[] memory outs = store.outflows();
         for (uint256 i; i < outs.length; ++i) {
             uint256 k;
             while (k < ids.length && ids[k] != outs[i].taskId) ++k;
             assertTrue(k < ids.length, "outflow for a known task");
             assertTrue(
-                outs[i].to == tasks[k].funder || outs[i].to == tasks[k].executor, "outflow only to funder or executor"
+                outs[i].to == tasks[k].funder || outs[i].to == tasks[k].executor,
+                "outflow only to funder or executor"
             );
         }
         for (uint256 i; i < tasks.length; ++i) {
@@ -159,13 +167,19 @@ contract Escrow_Invariant_Test is Base {
             ITaskEscrow.Task memory t = tasks[i];
             if (!_terminal(t.status)) continue;
             EscrowStore.Record memory r = records[i];
-            assertEq(uint256(r.settledExecutorAmount) + r.settledFunderAmount, t.amount, "shares sum to amount");
-            assertEq(r.settledExecutorAmount, (uint256(t.amount) * t.executorShareBps) / BPS, "executor share");
+            assertEq(
+                uint256(r.settledExecutorAmount) + r.settledFunderAmount, t.amount, "shares sum to amount"
+            );
+            assertEq(
+                r.settledExecutorAmount, (uint256(t.amount) * t.executorShareBps) / BPS, "executor share"
+            );
             assertEq(r.paidOut, r.settledExecutorAmount, "executor got its share");
             assertEq(r.refunded, r.settledFunderAmount, "funder got its share");
             assertEq(r.settledStatus, uint8(t.status), "settled status");
             if (t.status == ITaskEscrow.Status.Split) {
-                assertTrue(r.settledExecutorAmount != 0 && r.settledFunderAmount != 0, "split: both sides paid");
+                assertTrue(
+                    r.settledExecutorAmount != 0 && r.settledFunderAmount != 0, "split: both sides paid"
+                );
             } else if (t.status == ITaskEscrow.Status.Paid) {
                 assertEq(r.settledFunderAmount, 0, "paid: nothing to the funder");
             } else if (t.status == ITaskEscrow.Status.Refunded) {
@@ -182,14 +196,18 @@ contract Escrow_Invariant_Test is Base {
         (uint256[] memory ids,, EscrowStore.Record[] memory records) = store.all();
         for (uint256 i; i < ids.length; ++i) {
             assertEq(
-                uint256(keccak256(abi.encode(records[i].funder, records[i].ref))), ids[i], "id == H(funder, ref)"
+                uint256(keccak256(abi.encode(records[i].funder, records[i].ref))),
+                ids[i],
+                "id == H(funder, ref)"
             );
             for (uint256 j = i + 1; j < ids.length; ++j) {
                 assertNotEq(ids[i], ids[j], "ids distinct");
             }
         }
         if (ids.length != 0) {
-            assertEq(escrow.taskIdFor(records[0].funder, records[0].ref), ids[0], "taskIdFor(funder, ref) == id");
+            assertEq(
+                escrow.taskIdFor(records[0].funder, records[0].ref), ids[0], "taskIdFor(funder, ref) == id"
+            );
         }
     }
 
@@ -197,10 +215,14 @@ contract Escrow_Invariant_Test is Base {
     function invariant_storedHashMatchesGhost() external view {
         (uint256[] memory ids, ITaskEscrow.Task[] memory tasks,) = store.all();
         for (uint256 i; i < ids.length; ++i) {
-            assertEq(escrow.taskHash(ids[i]), keccak256(abi.encode(tasks[i])), "stored hash == keccak256(ghost)");
+            assertEq(
+                escrow.taskHash(ids[i]), keccak256(abi.encode(tasks[i])), "stored hash == keccak256(ghost)"
+            );
         }
         if (ids.length != 0) {
-            assertEq(escrow.hashTask(tasks[0]), keccak256(abi.encode(tasks[0])), "hashTask == keccak256(task)");
+            assertEq(
+                escrow.hashTask(tasks[0]), keccak256(abi.encode(tasks[0])), "hashTask == keccak256(task)"
+            );
         }
     }
 
@@ -236,23 +258,34 @@ contract Escrow_Invariant_Test is Base {
     mapping(address handler => bytes4[]) internal _selectors;
 
     /// @dev Adds `selector` of `handler` `weight` times (forge picks uniformly among entries).
-    function _target(address handler, bytes4 selector, uint256 weight) internal {
+    function _target(
+        address handler,
+        bytes4 selector,
+        uint256 weight
+    ) internal {
         for (uint256 i; i < weight; ++i) {
             _selectors[handler].push(selector);
         }
     }
 
-    function _commitTargets(address handler) internal {
+    function _commitTargets(
+        address handler
+    ) internal {
         targetContract(handler);
         targetSelector(FuzzSelector({addr: handler, selectors: _selectors[handler]}));
     }
 
-    function _terminal(ITaskEscrow.Status s) internal pure returns (bool) {
+    function _terminal(
+        ITaskEscrow.Status s
+    ) internal pure returns (bool) {
         return s >= ITaskEscrow.Status.Paid;
     }
 
     /// @dev The allowed set of status transitions.
-    function _allowed(ITaskEscrow.Status from, ITaskEscrow.Status to) internal pure returns (bool) {
+    function _allowed(
+        ITaskEscrow.Status from,
+        ITaskEscrow.Status to
+    ) internal pure returns (bool) {
         if (from == ITaskEscrow.Status.None) return to == ITaskEscrow.Status.Created;
         if (from == ITaskEscrow.Status.Created) {
             return to == ITaskEscrow.Status.Accepted || to == ITaskEscrow.Status.Cancelled
@@ -269,20 +302,29 @@ contract Escrow_Invariant_Test is Base {
             // Ruled; Paid/Refunded/Split when the appeal window is zero; Refunded by default.
             return to == ITaskEscrow.Status.Ruled || _settledByRuling(to);
         }
-        if (from == ITaskEscrow.Status.Ruled) return to == ITaskEscrow.Status.Appealed || _settledByRuling(to);
+        if (from == ITaskEscrow.Status.Ruled) {
+            return to == ITaskEscrow.Status.Appealed || _settledByRuling(to);
+        }
         if (from == ITaskEscrow.Status.Appealed) return _settledByRuling(to);
         return false; // terminal: nothing
     }
 
-    function _settledByRuling(ITaskEscrow.Status s) internal pure returns (bool) {
-        return s == ITaskEscrow.Status.Paid || s == ITaskEscrow.Status.Refunded || s == ITaskEscrow.Status.Split;
+    function _settledByRuling(
+        ITaskEscrow.Status s
+    ) internal pure returns (bool) {
+        return
+            s == ITaskEscrow.Status.Paid || s == ITaskEscrow.Status.Refunded || s == ITaskEscrow.Status.Split;
     }
 
-    function _digits(uint256 v) internal pure returns (string memory) {
+    function _digits(
+        uint256 v
+    ) internal pure returns (string memory) {
         return v < 10 ? string(abi.encodePacked(bytes1(uint8(48 + v)))) : string.concat("1", _digits(v - 10));
     }
 
-    function _hex(bytes memory data) internal pure returns (string memory) {
+    function _hex(
+        bytes memory data
+    ) internal pure returns (string memory) {
         bytes memory alphabet = "0123456789abcdef";
         bytes memory out = new bytes(2 + data.length * 2);
         out[0] = "0";

@@ -48,7 +48,10 @@ contract Registry_Invariant_Test is Test {
     }
 
     /// @dev The pool index of `cap`, or 5 if it is not in the pool.
-    function _capIndex(Ghost memory g, bytes32 cap) internal pure returns (uint256 c) {
+    function _capIndex(
+        Ghost memory g,
+        bytes32 cap
+    ) internal pure returns (uint256 c) {
         for (; c < 5; ++c) {
             if (g.caps[c] == cap) return c;
         }
@@ -85,7 +88,9 @@ contract Registry_Invariant_Test is Test {
         uint256 registered;
         for (uint256 i; i < g.agents.length; ++i) {
             if (g.statuses[i] != IAgentRegistry.AgentStatus.None) ++registered;
-            assertEq(registry.isActive(g.agents[i]), g.statuses[i] == IAgentRegistry.AgentStatus.Active, "isActive");
+            assertEq(
+                registry.isActive(g.agents[i]), g.statuses[i] == IAgentRegistry.AgentStatus.Active, "isActive"
+            );
         }
         assertEq(registry.agentCount(), registered, "agentCount == registered agents");
     }

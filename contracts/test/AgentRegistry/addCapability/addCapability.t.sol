@@ -44,7 +44,9 @@ contract AddCapability_Unit_Test is RegistryBase {
 
     function test_RevertWhen_AlreadyOffered() public {
         _registerDefault(agent);
-        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryDuplicateCapability.selector, CAP_B));
+        vm.expectRevert(
+            abi.encodeWithSelector(IAgentRegistry.AgentRegistryDuplicateCapability.selector, CAP_B)
+        );
         vm.prank(agent);
         registry.addCapability(CAP_B, PRICE_C);
     }

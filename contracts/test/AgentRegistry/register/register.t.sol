@@ -57,7 +57,9 @@ contract Register_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_CapabilityRepeated() public {
-        vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryDuplicateCapability.selector, CAP_A));
+        vm.expectRevert(
+            abi.encodeWithSelector(IAgentRegistry.AgentRegistryDuplicateCapability.selector, CAP_A)
+        );
         _register(agent, _caps(CAP_A, CAP_B, CAP_A), _prices(PRICE_A, PRICE_B, PRICE_C));
     }
 

@@ -37,8 +37,14 @@ contract UpdatePrice_Unit_Test is RegistryBase {
 
         _assertOffered(agent, CAP_A, PRICE_C);
         _assertOffered(agent, CAP_B, PRICE_B);
-        assertEq(keccak256(abi.encode(registry.getAgent(agent).capabilities)), keccak256(abi.encode(before)), "caps");
-        assertEq(keccak256(abi.encode(registry.agentsFor(CAP_A))), keccak256(abi.encode(agentsBefore)), "agents");
+        assertEq(
+            keccak256(abi.encode(registry.getAgent(agent).capabilities)),
+            keccak256(abi.encode(before)),
+            "caps"
+        );
+        assertEq(
+            keccak256(abi.encode(registry.agentsFor(CAP_A))), keccak256(abi.encode(agentsBefore)), "agents"
+        );
         _assertConsistent(agent);
     }
 

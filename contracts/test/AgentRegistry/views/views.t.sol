@@ -38,7 +38,9 @@ contract Views_Unit_Test is RegistryBase {
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();
-        assertEq(uint256(registry.getAgent(agent).status), uint256(IAgentRegistry.AgentStatus.Paused), "status");
+        assertEq(
+            uint256(registry.getAgent(agent).status), uint256(IAgentRegistry.AgentStatus.Paused), "status"
+        );
     }
 
     /*//////////////////////////////////////////////////////////////

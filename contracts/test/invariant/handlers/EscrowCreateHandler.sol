@@ -16,9 +16,12 @@ contract EscrowCreateHandler is EscrowBaseHandler {
     uint256 internal constant MAX_DEADLINE = 7 days;
     uint32 internal constant MAX_REVIEW = 3 days;
 
-    constructor(TaskEscrow escrow_, MockUSDC usdc_, EscrowStore store_, address owner_)
-        EscrowBaseHandler(escrow_, usdc_, store_, owner_)
-    {}
+    constructor(
+        TaskEscrow escrow_,
+        MockUSDC usdc_,
+        EscrowStore store_,
+        address owner_
+    ) EscrowBaseHandler(escrow_, usdc_, store_, owner_) {}
 
     /*//////////////////////////////////////////////////////////////
                                 CREATION
@@ -36,7 +39,8 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         uint8 permitMode
     ) external instrument("createTask") {
         address funder = _actor(_funders, funderSeed);
-        ITaskEscrow.CreateParams memory p = _params(funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
+        ITaskEscrow.CreateParams memory p =
+            _params(funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
         p.reviewWindow = uint32(bound(reviewSeed, 1 minutes, MAX_REVIEW));
         // A fresh reference for this funder.
         while (escrow.taskHash(escrow.taskIdFor(funder, ref)) != 0) {
@@ -113,7 +117,8 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         if (n == 0) return;
         uint256 id = store.taskIdAt(taskSeed % n);
         EscrowStore.Record memory rec = store.record(id);
-        ITaskEscrow.CreateParams memory p = _params(rec.funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
+        ITaskEscrow.CreateParams memory p =
+            _params(rec.funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
         p.ref = rec.ref;
         bytes memory expected = escrow.paused()
             ? abi.encodeWithSelector(Pausable.EnforcedPause.selector)
@@ -129,7 +134,10 @@ contract EscrowCreateHandler is EscrowBaseHandler {
 
     /// @notice New dispute and appeal windows for tasks created from now on;
     /// one time in three the appeal window is zero (rulings final at once).
-    function setWindows(uint256 disputeSeed, uint256 appealSeed) external instrument("setWindows") {
+    function setWindows(
+        uint256 disputeSeed,
+        uint256 appealSeed
+    ) external instrument("setWindows") {
         uint32 disputeWindow = uint32(bound(disputeSeed, 1 minutes, 4 days));
         uint32 appealWindow = appealSeed % 3 == 0 ? 0 : uint32(bound(appealSeed, 1, 3 days));
         vm.prank(owner);
@@ -171,11 +179,11 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         });
     }
 
-    function _signPermit(address funder, uint256 value, uint256 deadline)
-        internal
-        view
-        returns (uint8 v, bytes32 r, bytes32 s)
-    {
+    function _signPermit(
+        address funder,
+        uint256 value,
+        uint256 deadline
+    ) internal view returns (uint8 v, bytes32 r, bytes32 s) {
         bytes32 typehash =
             keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
         bytes32 structHash =

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
 import {TaskEscrow} from "../../../src/TaskEscrow.sol";
 import {MockUSDC} from "../../../src/mocks/MockUSDC.sol";
@@ -18,9 +20,12 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
 
     address internal immutable _stranger;
 
-    constructor(TaskEscrow escrow_, MockUSDC usdc_, EscrowStore store_, address owner_)
-        EscrowBaseHandler(escrow_, usdc_, store_, owner_)
-    {
+    constructor(
+        TaskEscrow escrow_,
+        MockUSDC usdc_,
+        EscrowStore store_,
+        address owner_
+    ) EscrowBaseHandler(escrow_, usdc_, store_, owner_) {
         _stranger = _named("inv-stranger");
     }
 
@@ -28,26 +33,38 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                                 TIME
     //////////////////////////////////////////////////////////////*/
 
-    function warp(uint256 seed) external instrument("warp") {
+    function warp(
+        uint256 seed
+    ) external instrument("warp") {
         _setTime(store.time() + bound(seed, 0, MAX_WARP));
     }
 
     /// @notice Warps to the exact second a window of some open task ends, or
-    /// one second after, so boundaries get hit.
-    function warpToBoundary(uint256 taskSeed, bool after_) external instrument("warpToBoundary") {
-        (bool found,, ITaskEscrow.Task memory t) = _pick(taskSeed, _isOpen);
+    /// one second after, then checks that task's out-of-window call is
+    /// rejected right at the boundary.
+    function warpToBoundary(
+        uint256 taskSeed,
+        bool after_
+    ) external instrument("warpToBoundary") {
+        (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isOpen);
         if (!found) return;
         uint256 target = _windowEnd(t) + (after_ ? 1 : 0);
-        if (target > store.time()) _setTime(target);
+        if (target < store.time()) return;
+        _setTime(target);
+        _attemptOutOfWindow(id, t, after_);
     }
 
-    function _setTime(uint256 t) internal {
+    function _setTime(
+        uint256 t
+    ) internal {
         store.setTime(t);
         vm.warp(t);
     }
 
     /// @dev The end of the window the task's status is waiting on.
-    function _windowEnd(ITaskEscrow.Task memory t) internal pure returns (uint256) {
+    function _windowEnd(
+        ITaskEscrow.Task memory t
+    ) internal pure returns (uint256) {
         ITaskEscrow.Status s = t.status;
         if (s == ITaskEscrow.Status.Created || s == ITaskEscrow.Status.Accepted) return t.deadline;
         if (s == ITaskEscrow.Status.Completed) return uint256(t.updatedAt) + t.reviewWindow;
@@ -59,75 +76,112 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                         PRECONDITIONS (the model)
     //////////////////////////////////////////////////////////////*/
 
-    function _any(ITaskEscrow.Task memory) internal pure returns (bool) {
+    function _any(
+        ITaskEscrow.Task memory
+    ) internal pure returns (bool) {
         return true;
     }
 
-    function _isOpen(ITaskEscrow.Task memory t) internal pure returns (bool) {
+    function _isOpen(
+        ITaskEscrow.Task memory t
+    ) internal pure returns (bool) {
         return !_isTerminal(t.status);
     }
 
-    function _before(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _before(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return block.timestamp <= _windowEnd(t);
     }
 
-    function _canAccept(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canAccept(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Created && _before(t);
     }
 
-    function _canComplete(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canComplete(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Accepted && _before(t);
     }
 
-    function _isCompleted(ITaskEscrow.Task memory t) internal pure returns (bool) {
+    function _isCompleted(
+        ITaskEscrow.Task memory t
+    ) internal pure returns (bool) {
         return t.status == ITaskEscrow.Status.Completed;
     }
 
-    function _canRelease(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canRelease(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Completed && !_before(t);
     }
 
-    function _canDispute(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canDispute(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Completed && _before(t);
     }
 
-    function _canResolveDispute(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canResolveDispute(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Disputed && _before(t);
     }
 
-    function _canAppeal(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canAppeal(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Ruled && _before(t);
     }
 
-    function _canResolveAppeal(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canResolveAppeal(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Appealed && _before(t);
     }
 
-    function _canFinalize(ITaskEscrow.Task memory t) internal view returns (bool) {
-        return (t.status == ITaskEscrow.Status.Ruled || t.status == ITaskEscrow.Status.Appealed) && !_before(t);
+    function _canFinalize(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
+        return
+            (t.status == ITaskEscrow.Status.Ruled || t.status == ITaskEscrow.Status.Appealed) && !_before(t);
     }
 
-    function _canClaimDefault(ITaskEscrow.Task memory t) internal view returns (bool) {
+    function _canClaimDefault(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Disputed && !_before(t);
     }
 
-    function _canRefundExpired(ITaskEscrow.Task memory t) internal view returns (bool) {
-        return (t.status == ITaskEscrow.Status.Created || t.status == ITaskEscrow.Status.Accepted) && !_before(t);
+    function _canRefundExpired(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
+        return
+            (t.status == ITaskEscrow.Status.Created || t.status == ITaskEscrow.Status.Accepted) && !_before(t);
     }
 
-    function _isCreated(ITaskEscrow.Task memory t) internal pure returns (bool) {
+    function _isCreated(
+        ITaskEscrow.Task memory t
+    ) internal pure returns (bool) {
         return t.status == ITaskEscrow.Status.Created;
     }
 
-    function _canReassign(ITaskEscrow.Task memory t) internal view returns (bool) {
-        return t.status == ITaskEscrow.Status.Created || (t.status == ITaskEscrow.Status.Accepted && !_before(t));
+    function _canReassign(
+        ITaskEscrow.Task memory t
+    ) internal view returns (bool) {
+        return
+            t.status == ITaskEscrow.Status.Created || (t.status == ITaskEscrow.Status.Accepted && !_before(t));
     }
 
     /*//////////////////////////////////////////////////////////////
                                 LIFECYCLE
     //////////////////////////////////////////////////////////////*/
 
-    function acceptTask(uint256 taskSeed) external instrument("acceptTask") {
+    function acceptTask(
+        uint256 taskSeed
+    ) external instrument("acceptTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canAccept);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -139,7 +193,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function completeTask(uint256 taskSeed, bool otherResult) external instrument("completeTask") {
+    function completeTask(
+        uint256 taskSeed,
+        bool otherResult
+    ) external instrument("completeTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canComplete);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -153,7 +210,9 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function approvePayment(uint256 taskSeed) external instrument("approvePayment") {
+    function approvePayment(
+        uint256 taskSeed
+    ) external instrument("approvePayment") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isCompleted);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -163,7 +222,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, BPS, ITaskEscrow.Settlement.Approved));
     }
 
-    function releasePayment(uint256 taskSeed, uint256 callerSeed) external instrument("releasePayment") {
+    function releasePayment(
+        uint256 taskSeed,
+        uint256 callerSeed
+    ) external instrument("releasePayment") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canRelease);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -173,7 +235,9 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, BPS, ITaskEscrow.Settlement.AutoReleased));
     }
 
-    function disputeTask(uint256 taskSeed) external instrument("disputeTask") {
+    function disputeTask(
+        uint256 taskSeed
+    ) external instrument("disputeTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canDispute);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -185,7 +249,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function resolveDispute(uint256 taskSeed, uint256 bpsSeed) external instrument("resolveDispute") {
+    function resolveDispute(
+        uint256 taskSeed,
+        uint256 bpsSeed
+    ) external instrument("resolveDispute") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canResolveDispute);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -203,7 +270,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function appealRuling(uint256 taskSeed, bool byExecutor) external instrument("appealRuling") {
+    function appealRuling(
+        uint256 taskSeed,
+        bool byExecutor
+    ) external instrument("appealRuling") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canAppeal);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -215,7 +285,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function resolveAppeal(uint256 taskSeed, uint256 bpsSeed) external instrument("resolveAppeal") {
+    function resolveAppeal(
+        uint256 taskSeed,
+        uint256 bpsSeed
+    ) external instrument("resolveAppeal") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canResolveAppeal);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -226,7 +299,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, bps, ITaskEscrow.Settlement.AppealRuling));
     }
 
-    function finalizeRuling(uint256 taskSeed, uint256 callerSeed) external instrument("finalizeRuling") {
+    function finalizeRuling(
+        uint256 taskSeed,
+        uint256 callerSeed
+    ) external instrument("finalizeRuling") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canFinalize);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -236,7 +312,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, t.executorShareBps, ITaskEscrow.Settlement.RulingFinalized));
     }
 
-    function claimDisputeDefault(uint256 taskSeed, uint256 callerSeed) external instrument("claimDisputeDefault") {
+    function claimDisputeDefault(
+        uint256 taskSeed,
+        uint256 callerSeed
+    ) external instrument("claimDisputeDefault") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canClaimDefault);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -246,7 +325,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.DisputeDefault));
     }
 
-    function refundExpired(uint256 taskSeed, uint256 callerSeed) external instrument("refundExpired") {
+    function refundExpired(
+        uint256 taskSeed,
+        uint256 callerSeed
+    ) external instrument("refundExpired") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canRefundExpired);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -256,7 +338,9 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.Expired));
     }
 
-    function cancelTask(uint256 taskSeed) external instrument("cancelTask") {
+    function cancelTask(
+        uint256 taskSeed
+    ) external instrument("cancelTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isCreated);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -266,10 +350,11 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.Cancelled));
     }
 
-    function reassignTask(uint256 taskSeed, uint256 executorSeed, uint256 deadlineSeed)
-        external
-        instrument("reassignTask")
-    {
+    function reassignTask(
+        uint256 taskSeed,
+        uint256 executorSeed,
+        uint256 deadlineSeed
+    ) external instrument("reassignTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canReassign);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -289,56 +374,65 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                             REJECTED CALLS
     //////////////////////////////////////////////////////////////*/
 
-    /// @notice A lifecycle call whose status does not fit the task, made by the
-    /// right actor: must revert with TaskEscrowInvalidStatus(id, status). On a
-    /// terminal task every call is such a call (so nothing pays twice).
-    function attemptInvalidStatus(uint256 taskSeed, uint256 fnSeed) external instrument("attemptInvalidStatus") {
+    /// @notice Every lifecycle call whose status does not fit the task, each
+    /// made by the actor it requires: all must revert with
+    /// TaskEscrowInvalidStatus(id, status). On a terminal task that is every
+    /// call (so nothing settles twice).
+    function attemptInvalidStatus(
+        uint256 taskSeed
+    ) external instrument("attemptInvalidStatus") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _any);
         if (!found) return;
-        for (uint256 k; k < 13; ++k) {
-            uint256 fn = (fnSeed % 13 + k) % 13;
+        bytes memory expected =
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidStatus.selector, id, t.status);
+        for (uint256 fn; fn < 13; ++fn) {
             if (_statusFits(fn, t.status)) continue;
             (address caller, bytes memory data) = _lifecycleCall(fn, id, t);
-            _expectRejected(
-                caller,
-                data,
-                abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidStatus.selector, id, t.status),
-                id
-            );
-            return;
+            _expectRejected(caller, data, expected, id);
         }
     }
 
     /// @notice The call on the wrong side of the task's current window: too
     /// early (TaskEscrowTooEarly(end + 1)) or too late (TaskEscrowTooLate(end)).
-    function attemptOutOfWindow(uint256 taskSeed, bool viaReassign) external instrument("attemptOutOfWindow") {
+    function attemptOutOfWindow(
+        uint256 taskSeed,
+        bool alternative
+    ) external instrument("attemptOutOfWindow") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isOpen);
         if (!found) return;
+        _attemptOutOfWindow(id, t, alternative);
+    }
+
+    function _attemptOutOfWindow(
+        uint256 id,
+        ITaskEscrow.Task memory t,
+        bool alternative
+    ) internal {
         uint256 end = _windowEnd(t);
         ITaskEscrow.Status s = t.status;
-        bytes memory tooEarly = abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooEarly.selector, end + 1);
-        bytes memory tooLate = abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooLate.selector, end);
         if (block.timestamp <= end) {
+            bytes memory tooEarly = abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooEarly.selector, end + 1);
+            bytes memory data;
             if (s == ITaskEscrow.Status.Created) {
-                _expectRejected(_stranger, abi.encodeCall(ITaskEscrow.refundExpired, (id, t)), tooEarly, id);
+                data = abi.encodeCall(ITaskEscrow.refundExpired, (id, t));
             } else if (s == ITaskEscrow.Status.Accepted) {
-                if (viaReassign) {
-                    bytes memory data = abi.encodeCall(
-                        ITaskEscrow.reassignTask,
-                        (id, t, _pickExecutor(taskSeed, t.funder, t.client), uint40(block.timestamp + 1 days))
+                if (alternative) {
+                    address e = _pickExecutor(id, t.funder, t.client);
+                    data = abi.encodeCall(
+                        ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days))
                     );
                     _expectRejected(t.client, data, tooEarly, id);
-                } else {
-                    _expectRejected(_stranger, abi.encodeCall(ITaskEscrow.refundExpired, (id, t)), tooEarly, id);
+                    return;
                 }
+                data = abi.encodeCall(ITaskEscrow.refundExpired, (id, t));
             } else if (s == ITaskEscrow.Status.Completed) {
-                _expectRejected(_stranger, abi.encodeCall(ITaskEscrow.releasePayment, (id, t)), tooEarly, id);
+                data = abi.encodeCall(ITaskEscrow.releasePayment, (id, t));
             } else if (s == ITaskEscrow.Status.Disputed) {
-                _expectRejected(_stranger, abi.encodeCall(ITaskEscrow.claimDisputeDefault, (id, t)), tooEarly, id);
+                data = abi.encodeCall(ITaskEscrow.claimDisputeDefault, (id, t));
             } else {
-                // Ruled, Appealed
-                _expectRejected(_stranger, abi.encodeCall(ITaskEscrow.finalizeRuling, (id, t)), tooEarly, id);
+                data = abi.encodeCall(ITaskEscrow.finalizeRuling, (id, t)); // Ruled, Appealed
             }
+            _expectRejected(_stranger, data, tooEarly, id);
         } else {
             address caller;
             bytes memory data;
@@ -351,25 +445,74 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
             } else if (s == ITaskEscrow.Status.Disputed) {
                 (caller, data) = (arbiter, abi.encodeCall(ITaskEscrow.resolveDispute, (id, t, 5000, "late")));
             } else if (s == ITaskEscrow.Status.Ruled) {
-                (caller, data) = (
-                    viaReassign ? t.executor : t.client,
-                    abi.encodeCall(ITaskEscrow.appealRuling, (id, t, "late"))
-                );
+                caller = alternative ? t.executor : t.client;
+                data = abi.encodeCall(ITaskEscrow.appealRuling, (id, t, "late"));
             } else {
-                (caller, data) = (appealArbiter, abi.encodeCall(ITaskEscrow.resolveAppeal, (id, t, 5000, "late")));
+                (caller, data) =
+                (appealArbiter, abi.encodeCall(ITaskEscrow.resolveAppeal, (id, t, 5000, "late")));
             }
-            _expectRejected(caller, data, tooLate, id);
+            _expectRejected(
+                caller, data, abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooLate.selector, end), id
+            );
+        }
+    }
+
+    /// @notice Every role-gated call made by someone without the role (a
+    /// stranger, the owner, an arbiter, or another party of the task): all
+    /// must revert with TaskEscrowUnauthorized(caller), whatever the status.
+    /// The owner-only pause must revert for anyone else.
+    function attemptUnauthorized(
+        uint256 taskSeed,
+        uint256 actorSeed
+    ) external instrument("attemptUnauthorized") {
+        (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _any);
+        if (!found) return;
+        address[7] memory people = [_stranger, owner, arbiter, appealArbiter, t.funder, t.client, t.executor];
+        // Role-gated lifecycle functions: accept, complete, approve, dispute,
+        // resolveDispute, appeal, resolveAppeal, cancel, reassign.
+        uint8[9] memory gated = [0, 1, 2, 4, 5, 6, 7, 11, 12];
+        for (uint256 g; g < gated.length; ++g) {
+            (address allowed, bytes memory data) = _lifecycleCall(gated[g], id, t);
+            // Appeals are open to the client and the executor.
+            address who =
+                _someoneElse(people, actorSeed % 7 + g, allowed, gated[g] == 6 ? t.executor : allowed);
+            _expectRejected(
+                who, data, abi.encodeWithSelector(ITaskEscrow.TaskEscrowUnauthorized.selector, who), id
+            );
+        }
+        address notOwner = _someoneElse(people, actorSeed, owner, owner);
+        _expectRejected(
+            notOwner,
+            abi.encodeCall(ITaskEscrow.pause, ()),
+            abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, notOwner),
+            id
+        );
+    }
+
+    /// @dev Someone from `people`, starting at a random one, who is neither `a` nor `b`.
+    function _someoneElse(
+        address[7] memory people,
+        uint256 seed,
+        address a,
+        address b
+    ) internal pure returns (address who) {
+        for (uint256 k; k < 7; ++k) {
+            who = people[(seed % 7 + k) % 7];
+            if (who != a && who != b) return who;
         }
     }
 
     /// @notice A call with a task that differs from the stored one in a single
-    /// field must revert with TaskEscrowStaleTask; an id nobody created, with
-    /// TaskEscrowUnknownTask.
-    function attemptForged(uint256 taskSeed, uint256 fieldSeed) external instrument("attemptForged") {
+    /// field, or that is the stored task encoded non-canonically (dirty high
+    /// bits in an address, an out-of-range status), must revert with
+    /// TaskEscrowStaleTask; an id nobody created, with TaskEscrowUnknownTask.
+    function attemptForged(
+        uint256 taskSeed,
+        uint256 fieldSeed
+    ) external instrument("attemptForged") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _any);
         if (!found) return;
-        ITaskEscrow.Task memory f = abi.decode(abi.encode(t), (ITaskEscrow.Task));
-        uint256 field = fieldSeed % 10;
+        uint256 field = fieldSeed % 12;
         if (field == 9) {
             uint256 unknown = uint256(keccak256(abi.encode(id, fieldSeed)));
             _expectRejected(
@@ -380,6 +523,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
             );
             return;
         }
+        ITaskEscrow.Task memory f = abi.decode(abi.encode(t), (ITaskEscrow.Task));
         if (field == 0) f.funder = _stranger;
         else if (field == 1) f.executor = f.client;
         else if (field == 2) f.amount ^= 1;
@@ -388,11 +532,23 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         else if (field == 5) f.executorShareBps ^= 1;
         else if (field == 6) f.status = ITaskEscrow.Status((uint8(f.status) + 1 + fieldSeed % 11) % 12);
         else if (field == 7) f.resultHash ^= bytes32(uint256(1));
-        else f.disputeWindow ^= 1;
+        else if (field == 8) f.disputeWindow ^= 1;
         // Any lifecycle function loads the task first; use the permissionless ones.
         bytes memory data = fieldSeed % 2 == 0
             ? abi.encodeCall(ITaskEscrow.refundExpired, (id, f))
             : abi.encodeCall(ITaskEscrow.finalizeRuling, (id, f));
+        if (field >= 10) {
+            // The stored task, dirtied in its raw encoding: selector, id, then 13 words.
+            uint256 word = field == 10 ? 10 : (fieldSeed / 12) % 3; // status, or funder/client/executor
+            uint256 dirt = field == 10 ? 12 + (fieldSeed >> 8) % 244 : 1 << (160 + (fieldSeed >> 8) % 96);
+            assembly ("memory-safe") {
+                let p := add(add(data, 0x44), mul(word, 0x20)) // 0x20 length + 4 selector + 0x20 id
+                let v := mload(p)
+                switch eq(word, 10)
+                case 1 { mstore(p, dirt) }
+                default { mstore(p, or(v, dirt)) }
+            }
+        }
         _expectRejected(
             _stranger, data, abi.encodeWithSelector(ITaskEscrow.TaskEscrowStaleTask.selector, id), id
         );
@@ -435,13 +591,19 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                                 HELPERS
     //////////////////////////////////////////////////////////////*/
 
-    function _commit(uint256 id, ITaskEscrow.Status from, ITaskEscrow.Task memory t) internal {
+    function _commit(
+        uint256 id,
+        ITaskEscrow.Status from,
+        ITaskEscrow.Task memory t
+    ) internal {
         store.setTask(id, t);
         _observeEnd(id, from);
     }
 
     /// @dev A ruling: all to the funder, all to the executor, or anything between.
-    function _share(uint256 seed) internal pure returns (uint16) {
+    function _share(
+        uint256 seed
+    ) internal pure returns (uint16) {
         uint256 kind = seed % 4;
         if (kind == 0) return 0;
         if (kind == 1) return BPS;
@@ -449,7 +611,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Permissionless calls come from anyone: a stranger or one of the parties.
-    function _anyone(uint256 seed, ITaskEscrow.Task memory t) internal view returns (address) {
+    function _anyone(
+        uint256 seed,
+        ITaskEscrow.Task memory t
+    ) internal view returns (address) {
         uint256 k = seed % 4;
         if (k == 0) return _stranger;
         if (k == 1) return t.client;
@@ -458,7 +623,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Whether lifecycle function `fn` accepts a task in status `s` (time aside).
-    function _statusFits(uint256 fn, ITaskEscrow.Status s) internal pure returns (bool) {
+    function _statusFits(
+        uint256 fn,
+        ITaskEscrow.Status s
+    ) internal pure returns (bool) {
         if (fn == 0 || fn == 11) return s == ITaskEscrow.Status.Created; // accept, cancel
         if (fn == 1) return s == ITaskEscrow.Status.Accepted; // complete
         if (fn <= 4) return s == ITaskEscrow.Status.Completed; // approve, release, dispute
@@ -470,11 +638,11 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Lifecycle function `fn` on task `t`, called by the actor it requires.
-    function _lifecycleCall(uint256 fn, uint256 id, ITaskEscrow.Task memory t)
-        internal
-        view
-        returns (address caller, bytes memory data)
-    {
+    function _lifecycleCall(
+        uint256 fn,
+        uint256 id,
+        ITaskEscrow.Task memory t
+    ) internal view returns (address caller, bytes memory data) {
         if (fn == 0) return (t.executor, abi.encodeCall(ITaskEscrow.acceptTask, (id, t)));
         if (fn == 1) return (t.executor, abi.encodeCall(ITaskEscrow.completeTask, (id, t, "r")));
         if (fn == 2) return (t.client, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)));
@@ -488,6 +656,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (fn == 10) return (_stranger, abi.encodeCall(ITaskEscrow.refundExpired, (id, t)));
         if (fn == 11) return (t.client, abi.encodeCall(ITaskEscrow.cancelTask, (id, t)));
         address e = _pickExecutor(id, t.funder, t.client);
-        return (t.client, abi.encodeCall(ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days))));
+        return
+            (t.client, abi.encodeCall(ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days))));
     }
 }

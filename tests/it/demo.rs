@@ -1,0 +1,27 @@
+//! `make demo` end to end: it must succeed and leave no chain behind.
+
+use tessera_anvil::chain::ChainOptions;
+
+#[tokio::test]
+async fn demo_runs_a_lifecycle_and_stops_its_chain() {
+    // Pick a free port so we can check afterwards that nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let outcome =
+        tessera_anvil::demo::run(&ChainOptions { port: Some(port), ..Default::default() })
+            .await
+            .expect("demo runs");
+    for step in ["createTaskWithPermit", "acceptTask", "completeTask", "approvePayment"] {
+        assert!(outcome.transcript.contains(step), "missing {step} in:\n{}", outcome.transcript);
+    }
+    assert!(outcome.transcript.contains("status Paid"), "{}", outcome.transcript);
+    assert_eq!(
+        outcome.executor_paid,
+        alloy::primitives::U256::from(400_000u64),
+        "cheapest summarizer's price"
+    );
+    // anvil was killed when the demo returned: the port is free again.
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "anvil still listening on {port}"
+    );
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests over a real anvil chain.
+
+mod demo;
+mod lifecycle;
+mod registry;
