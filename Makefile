@@ -3,6 +3,7 @@
 #   make demo        start anvil, deploy, register demo agents, run one lifecycle
 #   make test        everything a reviewer would run (see `test` below)
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
+#   make coverage    forge coverage of the contracts
 #
 # Every target depends on `toolchain`, which installs pinned foundry binaries,
 # the npm solc compiler and Solidity libraries into .tools/ (git-ignored).
@@ -13,20 +14,18 @@ SHELL := bash
 
 ROOT      := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 TOOLS     := $(ROOT)/.tools
-TOOLS_BIN := $(TOOLS)/node_modules/.bin-tessera
 STAMP     := $(TOOLS)/.installed
 FORGE     := $(TOOLS)/node_modules/@foundry-rs/forge-linux-amd64/bin/forge
 ANVIL     := $(TOOLS)/node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil
 CAST      := $(TOOLS)/node_modules/@foundry-rs/cast-linux-amd64/bin/cast
 CARGO     ?= cargo
-FOUNDRY_PROFILE_CI := ci
 
 export PATH := $(dir $(FORGE)):$(dir $(ANVIL)):$(dir $(CAST)):$(PATH)
 export TESSERA_ANVIL := $(ANVIL)
 
-.PHONY: help toolchain check-prereqs contracts bindings bindings-check forge-test \
-        forge-fmt-check gas-snapshot-check coverage rust-fmt-check clippy rust-test \
-        test demo bench-gas clean
+.PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
+        clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
+        chain bench-gas clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -50,3 +49,86 @@ $(STAMP): tools/package.json tools/package-lock.json
 	@touch $@
 
 toolchain: check-prereqs $(STAMP) ## install pinned forge/anvil/cast/solc into .tools/ (idempotent)
+
+# --- contracts and bindings -------------------------------------------------
+
+# Source contracts only: the bindings do not depend on the tests.
+FORGE_SRC_BUILD = cd contracts && $(FORGE) build --skip test --skip script
+
+contracts: toolchain ## compile the contracts
+	@$(FORGE_SRC_BUILD)
+
+bindings: toolchain ## refresh bindings/artifacts from a fresh forge build
+	@$(FORGE_SRC_BUILD) --out out --cache-path cache >/dev/null
+	@node tools/export-artifacts.mjs contracts/out bindings/artifacts
+	@echo "bindings/artifacts refreshed"
+
+bindings-check: toolchain ## fail if bindings/artifacts differ from a fresh forge build
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  (cd contracts && $(FORGE) build --skip test --skip script --out "$$tmp/out" --cache-path "$$tmp/cache" >/dev/null); \
+	  node tools/export-artifacts.mjs "$$tmp/out" "$$tmp/artifacts"; \
+	  if ! diff -r -q "$$tmp/artifacts" bindings/artifacts; then \
+	    echo "error: bindings/artifacts are stale: run 'make bindings' and commit the result" >&2; exit 1; \
+	  fi
+	@echo "bindings/artifacts match a fresh forge build"
+
+# --- style ---------------------------------------------------------------------
+
+fmt: toolchain ## format Rust and Solidity
+	@$(CARGO) fmt --all
+	@cd contracts && $(FORGE) fmt
+
+fmt-check: toolchain ## check formatting of Rust and Solidity
+	@$(CARGO) fmt --all -- --check
+	@cd contracts && $(FORGE) fmt --check
+
+lint: toolchain ## forge lint on the contract sources
+	@cd contracts && $(FORGE) lint src
+
+clippy: toolchain
+	@$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# --- tests ---------------------------------------------------------------------
+
+forge-test: toolchain ## forge unit, fuzz and invariant suites (ci profile: 512 fuzz runs, 256 x 100 invariant runs)
+	@cd contracts && FOUNDRY_PROFILE=ci $(FORGE) test
+
+# The snapshot covers unit and fuzz tests under the default profile (fixed seed),
+# not the invariant campaigns.
+SNAPSHOT = cd contracts && $(FORGE) snapshot --no-match-path 'test/invariant/*'
+
+gas-snapshot: toolchain ## rewrite contracts/.gas-snapshot
+	@$(SNAPSHOT)
+
+gas-snapshot-check: toolchain ## fail if gas differs from contracts/.gas-snapshot
+	@$(SNAPSHOT) --check
+
+# forge's coverage analysis resolves library imports only through absolute
+# paths, so they are given here rather than in foundry.toml.
+coverage: toolchain ## line and branch coverage of the contracts
+	@cd contracts && $(FORGE) coverage --report summary --no-match-coverage 'test/|mocks/' \
+	  --lib-paths $(TOOLS)/node_modules \
+	  --remappings @openzeppelin/contracts/=$(TOOLS)/node_modules/@openzeppelin/contracts/
+
+rust-test: toolchain ## Rust unit tests and end-to-end tests on anvil
+	@$(CARGO) test --workspace --locked
+
+test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check rust-test ## everything a reviewer runs
+	@echo "make test: all checks passed"
+
+# --- running -------------------------------------------------------------------
+
+demo: toolchain ## anvil + deploy + demo agents + one task lifecycle, then stop anvil
+	@$(CARGO) run --quiet --locked -p tessera -- demo
+
+chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes deployment.json)
+	@$(CARGO) run --quiet --locked -p tessera -- chain
+
+bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench gas --json $(BENCH_DIR)/gas.json
+
+BENCH_DIR ?= $(ROOT)/target/bench
+
+clean: ## remove build outputs (keeps .tools/)
+	@$(CARGO) clean
+	@rm -rf contracts/out contracts/cache

@@ -14,7 +14,8 @@ contract AgentRegistry is IAgentRegistry {
     /// @inheritdoc IAgentRegistry
     uint256 public constant override MAX_CAPABILITIES = 32;
 
-    /// @dev One slot: price (128) | position in the agent's list (64) | position in the capability's list (64).
+    /// @dev One slot: price (128) | position in the agent's list (64) | position in the capability's list
+    /// (64).
     struct Offer {
         uint128 price;
         uint64 capPos; // 1-based index into _capabilitiesOf[agent]; 0 = not offered
@@ -145,7 +146,12 @@ contract AgentRegistry is IAgentRegistry {
     }
 
     /// @inheritdoc IAgentRegistry
-    function priceOf(address agent, bytes32 capability) external view override returns (bool offered, uint128 price) {
+    function priceOf(address agent, bytes32 capability)
+        external
+        view
+        override
+        returns (bool offered, uint128 price)
+    {
         Offer storage o = _offers[agent][capability];
         return (o.capPos != 0, o.price);
     }
@@ -156,7 +162,12 @@ contract AgentRegistry is IAgentRegistry {
     }
 
     /// @inheritdoc IAgentRegistry
-    function cheapestActive(bytes32 capability) external view override returns (address agent, uint128 price) {
+    function cheapestActive(bytes32 capability)
+        external
+        view
+        override
+        returns (address agent, uint128 price)
+    {
         address[] storage list = _agentsFor[capability];
         for (uint256 i; i < list.length; ++i) {
             address candidate = list[i];

@@ -73,21 +73,28 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc ITaskEscrow
-    function createTask(CreateParams calldata p) external override nonReentrant whenNotPaused returns (uint256) {
-        return _create(p);
-    }
-
-    /// @inheritdoc ITaskEscrow
-    function createTaskWithPermit(CreateParams calldata p, uint256 permitDeadline, uint8 v, bytes32 r, bytes32 s)
+    function createTask(CreateParams calldata p)
         external
         override
         nonReentrant
         whenNotPaused
         returns (uint256)
     {
+        return _create(p);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function createTaskWithPermit(
+        CreateParams calldata p,
+        uint256 permitDeadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external override nonReentrant whenNotPaused returns (uint256) {
         // A permit someone else already submitted (front-running) must not block
         // creation: if it fails, the allowance check in transferFrom decides.
-        try IERC20Permit(address(_token)).permit(msg.sender, address(this), p.amount, permitDeadline, v, r, s) {}
+        try IERC20Permit(address(_token))
+            .permit(msg.sender, address(this), p.amount, permitDeadline, v, r, s) {}
             catch {}
         return _create(p);
     }
@@ -98,7 +105,9 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         if (p.client == address(0) || p.executor == address(0)) revert TaskEscrowZeroAddress();
         if (p.executor == p.client || p.executor == msg.sender) revert TaskEscrowSelfDealing(p.executor);
         _checkDeadline(p.deadline);
-        if (p.reviewWindow < MIN_WINDOW || p.reviewWindow > MAX_WINDOW) revert TaskEscrowInvalidWindow(p.reviewWindow);
+        if (p.reviewWindow < MIN_WINDOW || p.reviewWindow > MAX_WINDOW) {
+            revert TaskEscrowInvalidWindow(p.reviewWindow);
+        }
 
         taskId = uint256(keccak256(abi.encode(msg.sender, p.ref)));
         if (_taskHashes[taskId] != 0) revert TaskEscrowDuplicateReference(msg.sender, p.ref);
@@ -431,7 +440,9 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     function _setWindows(uint32 disputeWindow_, uint32 appealWindow_) private {
-        if (disputeWindow_ < MIN_WINDOW || disputeWindow_ > MAX_WINDOW) revert TaskEscrowInvalidWindow(disputeWindow_);
+        if (disputeWindow_ < MIN_WINDOW || disputeWindow_ > MAX_WINDOW) {
+            revert TaskEscrowInvalidWindow(disputeWindow_);
+        }
         if (appealWindow_ > MAX_WINDOW) revert TaskEscrowInvalidWindow(appealWindow_);
         disputeWindow = disputeWindow_;
         appealWindow = appealWindow_;

@@ -103,7 +103,10 @@ abstract contract Base is Test {
         });
     }
 
-    function _create(ITaskEscrow.CreateParams memory p) internal returns (uint256 id, ITaskEscrow.Task memory t) {
+    function _create(ITaskEscrow.CreateParams memory p)
+        internal
+        returns (uint256 id, ITaskEscrow.Task memory t)
+    {
         t = _expectedCreated(p, funder);
         vm.prank(funder);
         id = escrow.createTask(p);
@@ -142,7 +145,10 @@ abstract contract Base is Test {
         return t;
     }
 
-    function _rule(uint256 id, ITaskEscrow.Task memory t, uint16 bps) internal returns (ITaskEscrow.Task memory) {
+    function _rule(uint256 id, ITaskEscrow.Task memory t, uint16 bps)
+        internal
+        returns (ITaskEscrow.Task memory)
+    {
         vm.prank(arbiter);
         escrow.resolveDispute(id, t, bps, "ipfs://rationale");
         t.status = ITaskEscrow.Status.Ruled;
@@ -152,7 +158,10 @@ abstract contract Base is Test {
         return t;
     }
 
-    function _appeal(uint256 id, ITaskEscrow.Task memory t, address who) internal returns (ITaskEscrow.Task memory) {
+    function _appeal(uint256 id, ITaskEscrow.Task memory t, address who)
+        internal
+        returns (ITaskEscrow.Task memory)
+    {
         vm.prank(who);
         escrow.appealRuling(id, t, "ipfs://appeal");
         t.status = ITaskEscrow.Status.Appealed;

@@ -95,9 +95,7 @@ interface ITaskEscrow {
 
     /// @notice The executor delivered; the review window starts at `at`. The stored
     /// result hash is `keccak256(bytes(resultURI))`.
-    event TaskCompleted(
-        uint256 indexed taskId, address indexed executor, string resultURI, uint40 at
-    );
+    event TaskCompleted(uint256 indexed taskId, address indexed executor, string resultURI, uint40 at);
 
     /// @notice The client disputed the result; the dispute window starts at `at`.
     event TaskDisputed(uint256 indexed taskId, address indexed client, string reasonURI, uint40 at);
@@ -105,7 +103,11 @@ interface ITaskEscrow {
     /// @notice The arbiter ruled. With a non-zero appeal window the ruling can be
     /// appealed until `at + appealWindow`; otherwise {TaskSettled} follows at once.
     event DisputeRuled(
-        uint256 indexed taskId, address indexed arbiter, uint16 executorShareBps, string rationaleURI, uint40 at
+        uint256 indexed taskId,
+        address indexed arbiter,
+        uint16 executorShareBps,
+        string rationaleURI,
+        uint40 at
     );
 
     /// @notice A party appealed the ruling to the appeal arbiter.
@@ -197,9 +199,13 @@ interface ITaskEscrow {
     /// @notice Creates a task in one transaction, approving the transfer with an
     /// EIP-2612 permit signed by the caller. A permit already used (e.g. front-run)
     /// is tolerated when the allowance suffices.
-    function createTaskWithPermit(CreateParams calldata p, uint256 permitDeadline, uint8 v, bytes32 r, bytes32 s)
-        external
-        returns (uint256 taskId);
+    function createTaskWithPermit(
+        CreateParams calldata p,
+        uint256 permitDeadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external returns (uint256 taskId);
 
     /*//////////////////////////////////////////////////////////////
                             LIFECYCLE
@@ -255,7 +261,8 @@ interface ITaskEscrow {
 
     /// @notice The client re-routes a task its executor never accepted, or accepted
     /// and let pass its deadline, to `newExecutor` with `newDeadline`.
-    function reassignTask(uint256 taskId, Task calldata task, address newExecutor, uint40 newDeadline) external;
+    function reassignTask(uint256 taskId, Task calldata task, address newExecutor, uint40 newDeadline)
+        external;
 
     /*//////////////////////////////////////////////////////////////
                                 ADMIN

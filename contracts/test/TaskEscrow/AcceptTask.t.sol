@@ -89,10 +89,7 @@ contract AcceptTaskTest is EscrowBase {
         assertEq(t.executor, executor2, "new executor accepted");
     }
 
-    function testFuzz_acceptTask_deadlineBoundary(
-        uint40 lifetime,
-        uint40 lateBy
-    ) public {
+    function testFuzz_acceptTask_deadlineBoundary(uint40 lifetime, uint40 lateBy) public {
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

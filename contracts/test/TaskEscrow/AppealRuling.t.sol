@@ -8,9 +8,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 contract AppealRulingTest is EscrowBase {
     string internal constant REASON = "ipfs://appeal";
 
-    function _appealEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _appealEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.appealWindow;
     }
 
@@ -99,10 +97,7 @@ contract AppealRulingTest is EscrowBase {
         escrow.appealRuling(id, appealed, REASON);
     }
 
-    function testFuzz_appealRuling_appealWindowBoundary(
-        uint32 appealWindow_,
-        uint256 lateBy
-    ) public {
+    function testFuzz_appealRuling_appealWindowBoundary(uint32 appealWindow_, uint256 lateBy) public {
         appealWindow_ = uint32(bound(appealWindow_, 1, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(DISPUTE_WINDOW, appealWindow_);

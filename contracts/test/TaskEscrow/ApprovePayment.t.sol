@@ -81,9 +81,7 @@ contract ApprovePaymentTest is EscrowBase {
         assertEq(usdc.balanceOf(executor), AMOUNT, "paid once");
     }
 
-    function testFuzz_approvePayment_paysTheWholeAmount(
-        uint128 amount
-    ) public {
+    function testFuzz_approvePayment_paysTheWholeAmount(uint128 amount) public {
         amount = uint128(bound(amount, 1, type(uint128).max));
         _mint(funder, amount);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -16,9 +16,7 @@ contract ArbitersTest is EscrowBase {
         candidate = makeAddr("candidate");
     }
 
-    function _expectNotPending(
-        address caller
-    ) private {
+    function _expectNotPending(address caller) private {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowNotPending.selector, caller));
     }
 

@@ -41,10 +41,7 @@ contract CancelTaskTest is EscrowBase {
         }
     }
 
-    function _cancel(
-        uint256 id,
-        ITaskEscrow.Task memory t
-    ) private {
+    function _cancel(uint256 id, ITaskEscrow.Task memory t) private {
         Balances memory before = _balances(t);
         _expectSettled(id, ITaskEscrow.Status.Cancelled, ITaskEscrow.Settlement.Cancelled, 0, AMOUNT);
         vm.prank(client);

@@ -6,9 +6,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 
 /// @notice Mirrors claimDisputeDefault.tree.
 contract ClaimDisputeDefaultTest is EscrowBase {
-    function _disputeEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _disputeEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.disputeWindow;
     }
 
@@ -69,10 +67,9 @@ contract ClaimDisputeDefaultTest is EscrowBase {
         escrow.resolveDispute(id, refunded, BPS, "late");
     }
 
-    function testFuzz_claimDisputeDefault_disputeWindowBoundary(
-        uint32 disputeWindow_,
-        uint256 lateBy
-    ) public {
+    function testFuzz_claimDisputeDefault_disputeWindowBoundary(uint32 disputeWindow_, uint256 lateBy)
+        public
+    {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(disputeWindow_, APPEAL_WINDOW);

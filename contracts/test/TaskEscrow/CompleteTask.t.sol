@@ -73,9 +73,7 @@ contract CompleteTaskTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), escrowBefore, "no funds move");
     }
 
-    function testFuzz_completeTask_resultHash(
-        string memory resultURI
-    ) public {
+    function testFuzz_completeTask_resultHash(string memory resultURI) public {
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.TaskCompleted(id, executor, resultURI, uint40(block.timestamp));
@@ -87,10 +85,7 @@ contract CompleteTaskTest is EscrowBase {
         _assertStored(id, t);
     }
 
-    function testFuzz_completeTask_deadlineBoundary(
-        uint40 lifetime,
-        uint40 lateBy
-    ) public {
+    function testFuzz_completeTask_deadlineBoundary(uint40 lifetime, uint40 lateBy) public {
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -126,10 +126,7 @@ contract ConstructorTest is EscrowBase {
         assertFalse(e.paused(), "not paused");
     }
 
-    function testFuzz_constructor_windows(
-        uint32 disputeWindow_,
-        uint32 appealWindow_
-    ) public {
+    function testFuzz_constructor_windows(uint32 disputeWindow_, uint32 appealWindow_) public {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
         TaskEscrow e =

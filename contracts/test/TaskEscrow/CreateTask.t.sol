@@ -10,10 +10,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 
 /// @notice Mirrors createTask.tree.
 contract CreateTaskTest is EscrowBase {
-    function _createExpectingRevert(
-        ITaskEscrow.CreateParams memory p,
-        bytes memory err
-    ) private {
+    function _createExpectingRevert(ITaskEscrow.CreateParams memory p, bytes memory err) private {
         vm.prank(funder);
         vm.expectRevert(err);
         escrow.createTask(p);
@@ -217,9 +214,7 @@ contract CreateTaskTest is EscrowBase {
                                 FUZZ
     //////////////////////////////////////////////////////////////*/
 
-    function testFuzz_createTask_amount(
-        uint128 amount
-    ) public {
+    function testFuzz_createTask_amount(uint128 amount) public {
         amount = uint128(bound(amount, 1, type(uint128).max));
         _mint(funder, amount);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
@@ -231,9 +226,7 @@ contract CreateTaskTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), amount, "escrow holds");
     }
 
-    function testFuzz_createTask_duplicateReference(
-        bytes32 ref
-    ) public {
+    function testFuzz_createTask_duplicateReference(bytes32 ref) public {
         ITaskEscrow.CreateParams memory p = _params(ref);
         (uint256 id,) = _create(p);
         assertEq(id, escrow.taskIdFor(funder, ref), "id");
@@ -243,10 +236,7 @@ contract CreateTaskTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), AMOUNT, "funded once");
     }
 
-    function testFuzz_createTask_sameRefAcrossFunders(
-        bytes32 ref,
-        uint256 otherKey
-    ) public {
+    function testFuzz_createTask_sameRefAcrossFunders(bytes32 ref, uint256 otherKey) public {
         otherKey = bound(otherKey, 1, 2 ** 128);
         address other = vm.addr(otherKey);
         vm.assume(other != funder && other != executor && other != client);
@@ -264,18 +254,14 @@ contract CreateTaskTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), 2 * uint256(AMOUNT), "both funded");
     }
 
-    function testFuzz_createTask_validDeadline(
-        uint40 offset
-    ) public {
+    function testFuzz_createTask_validDeadline(uint40 offset) public {
         offset = uint40(bound(offset, 1, HORIZON));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.deadline = uint40(block.timestamp) + offset;
         _create(p);
     }
 
-    function testFuzz_createTask_invalidDeadline(
-        uint40 deadline
-    ) public {
+    function testFuzz_createTask_invalidDeadline(uint40 deadline) public {
         vm.assume(deadline <= block.timestamp || deadline > block.timestamp + HORIZON);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.deadline = deadline;
@@ -284,9 +270,7 @@ contract CreateTaskTest is EscrowBase {
         );
     }
 
-    function testFuzz_createTask_reviewWindow(
-        uint32 reviewWindow
-    ) public {
+    function testFuzz_createTask_reviewWindow(uint32 reviewWindow) public {
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.reviewWindow = reviewWindow;
         if (reviewWindow < MIN_WINDOW || reviewWindow > MAX_WINDOW) {

@@ -21,10 +21,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
         permitDeadline = block.timestamp + 1 hours;
     }
 
-    function _expectInsufficientAllowance(
-        uint256 allowance,
-        uint256 needed
-    ) private {
+    function _expectInsufficientAllowance(uint256 allowance, uint256 needed) private {
         vm.expectRevert(
             abi.encodeWithSelector(
                 IERC20Errors.ERC20InsufficientAllowance.selector, address(escrow), allowance, needed
@@ -154,10 +151,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
                                 FUZZ
     //////////////////////////////////////////////////////////////*/
 
-    function testFuzz_createTaskWithPermit_amount(
-        uint128 amount,
-        uint256 deadlineOffset
-    ) public {
+    function testFuzz_createTaskWithPermit_amount(uint128 amount, uint256 deadlineOffset) public {
         amount = uint128(bound(amount, 1, type(uint128).max));
         deadlineOffset = bound(deadlineOffset, 0, 365 days);
         uint256 deadline_ = block.timestamp + deadlineOffset;
@@ -178,10 +172,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), amount, "escrow holds");
     }
 
-    function testFuzz_createTaskWithPermit_shortPermit(
-        uint128 amount,
-        uint128 signed
-    ) public {
+    function testFuzz_createTaskWithPermit_shortPermit(uint128 amount, uint128 signed) public {
         amount = uint128(bound(amount, 2, type(uint128).max));
         signed = uint128(bound(signed, 1, amount - 1));
         _mint(funder, amount);

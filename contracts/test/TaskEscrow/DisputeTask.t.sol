@@ -8,9 +8,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 contract DisputeTaskTest is EscrowBase {
     string internal constant REASON = "ipfs://reason";
 
-    function _reviewEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _reviewEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.reviewWindow;
     }
 
@@ -80,10 +78,7 @@ contract DisputeTaskTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), escrowBefore, "no funds move");
     }
 
-    function testFuzz_disputeTask_reviewWindowBoundary(
-        uint32 reviewWindow,
-        uint256 lateBy
-    ) public {
+    function testFuzz_disputeTask_reviewWindowBoundary(uint32 reviewWindow, uint256 lateBy) public {
         reviewWindow = uint32(bound(reviewWindow, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -21,26 +21,21 @@ abstract contract EscrowBase is Base {
         t = _accept(id, t);
     }
 
-    function _ruled(
-        uint16 bps
-    ) internal returns (uint256 id, ITaskEscrow.Task memory t) {
+    function _ruled(uint16 bps) internal returns (uint256 id, ITaskEscrow.Task memory t) {
         (id, t) = _disputed();
         t = _rule(id, t, bps);
     }
 
-    function _appealed(
-        uint16 bps
-    ) internal returns (uint256 id, ITaskEscrow.Task memory t) {
+    function _appealed(uint16 bps) internal returns (uint256 id, ITaskEscrow.Task memory t) {
         (id, t) = _ruled(bps);
         t = _appeal(id, t, client);
     }
 
     /// @dev Settles an appealed task through the appeal arbiter and returns the stored state.
-    function _resolveAppeal(
-        uint256 id,
-        ITaskEscrow.Task memory t,
-        uint16 bps
-    ) internal returns (ITaskEscrow.Task memory) {
+    function _resolveAppeal(uint256 id, ITaskEscrow.Task memory t, uint16 bps)
+        internal
+        returns (ITaskEscrow.Task memory)
+    {
         vm.prank(appealArbiter);
         escrow.resolveAppeal(id, t, bps, "ipfs://appeal-rationale");
         t = _settled(t, _terminal(t.amount, bps), bps);
@@ -49,9 +44,7 @@ abstract contract EscrowBase is Base {
     }
 
     /// @dev A fresh task in `status`, whatever it takes (terminal ones included).
-    function _taskIn(
-        ITaskEscrow.Status status
-    ) internal returns (uint256 id, ITaskEscrow.Task memory t) {
+    function _taskIn(ITaskEscrow.Status status) internal returns (uint256 id, ITaskEscrow.Task memory t) {
         if (status == ITaskEscrow.Status.Created) {
             (id, t) = _create();
         } else if (status == ITaskEscrow.Status.Accepted) {
@@ -103,18 +96,12 @@ abstract contract EscrowBase is Base {
                             SETTLEMENT MATH
     //////////////////////////////////////////////////////////////*/
 
-    function _toExecutor(
-        uint128 amount,
-        uint16 bps
-    ) internal pure returns (uint128) {
+    function _toExecutor(uint128 amount, uint16 bps) internal pure returns (uint128) {
         return uint128((uint256(amount) * bps) / BPS);
     }
 
     /// @dev The terminal status a split settlement of `amount` at `bps` ends in.
-    function _terminal(
-        uint128 amount,
-        uint16 bps
-    ) internal pure returns (ITaskEscrow.Status) {
+    function _terminal(uint128 amount, uint16 bps) internal pure returns (ITaskEscrow.Status) {
         uint128 toExecutor = _toExecutor(amount, bps);
         if (toExecutor == amount) return ITaskEscrow.Status.Paid;
         if (toExecutor == 0) return ITaskEscrow.Status.Refunded;
@@ -136,40 +123,27 @@ abstract contract EscrowBase is Base {
         emit ITaskEscrow.TaskSettled(id, status, how, toExecutor, toFunder, uint40(block.timestamp));
     }
 
-    function _expectRevertUnknown(
-        uint256 id
-    ) internal {
+    function _expectRevertUnknown(uint256 id) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowUnknownTask.selector, id));
     }
 
-    function _expectRevertStale(
-        uint256 id
-    ) internal {
+    function _expectRevertStale(uint256 id) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowStaleTask.selector, id));
     }
 
-    function _expectRevertStatus(
-        uint256 id,
-        ITaskEscrow.Status status
-    ) internal {
+    function _expectRevertStatus(uint256 id, ITaskEscrow.Status status) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidStatus.selector, id, status));
     }
 
-    function _expectRevertUnauthorized(
-        address caller
-    ) internal {
+    function _expectRevertUnauthorized(address caller) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowUnauthorized.selector, caller));
     }
 
-    function _expectRevertTooEarly(
-        uint256 notBefore
-    ) internal {
+    function _expectRevertTooEarly(uint256 notBefore) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooEarly.selector, notBefore));
     }
 
-    function _expectRevertTooLate(
-        uint256 notAfter
-    ) internal {
+    function _expectRevertTooLate(uint256 notAfter) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooLate.selector, notAfter));
     }
 
@@ -178,16 +152,12 @@ abstract contract EscrowBase is Base {
     //////////////////////////////////////////////////////////////*/
 
     /// @dev A copy of `t` whose hash differs from the stored one.
-    function _stale(
-        ITaskEscrow.Task memory t
-    ) internal pure returns (ITaskEscrow.Task memory s) {
+    function _stale(ITaskEscrow.Task memory t) internal pure returns (ITaskEscrow.Task memory s) {
         s = _copy(t);
         s.amount = t.amount + 1;
     }
 
-    function _copy(
-        ITaskEscrow.Task memory t
-    ) internal pure returns (ITaskEscrow.Task memory) {
+    function _copy(ITaskEscrow.Task memory t) internal pure returns (ITaskEscrow.Task memory) {
         return abi.decode(abi.encode(t), (ITaskEscrow.Task));
     }
 
@@ -195,18 +165,12 @@ abstract contract EscrowBase is Base {
         return uint256(keccak256("no such task"));
     }
 
-    function _mint(
-        address to,
-        uint256 amount
-    ) internal {
+    function _mint(address to, uint256 amount) internal {
         vm.prank(owner);
         usdc.mint(to, amount);
     }
 
-    function _setWindows(
-        uint32 disputeWindow_,
-        uint32 appealWindow_
-    ) internal {
+    function _setWindows(uint32 disputeWindow_, uint32 appealWindow_) internal {
         vm.prank(owner);
         escrow.setWindows(disputeWindow_, appealWindow_);
     }
@@ -217,9 +181,7 @@ abstract contract EscrowBase is Base {
         uint256 escrow;
     }
 
-    function _balances(
-        ITaskEscrow.Task memory t
-    ) internal view returns (Balances memory b) {
+    function _balances(ITaskEscrow.Task memory t) internal view returns (Balances memory b) {
         b.funder = usdc.balanceOf(t.funder);
         b.executor = usdc.balanceOf(t.executor);
         b.escrow = usdc.balanceOf(address(escrow));

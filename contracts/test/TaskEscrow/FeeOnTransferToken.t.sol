@@ -13,9 +13,7 @@ contract FeeOnTransferTokenTest is EscrowBase {
 
     FeeOnTransferToken internal token;
 
-    function _deploy(
-        uint16 feeBps
-    ) private {
+    function _deploy(uint16 feeBps) private {
         token = new FeeOnTransferToken(feeBps);
         escrow = new TaskEscrow(address(token), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW);
         token.mint(funder, type(uint128).max);
@@ -28,10 +26,7 @@ contract FeeOnTransferTokenTest is EscrowBase {
         _deploy(FEE_BPS);
     }
 
-    function _expectMismatch(
-        uint256 expected,
-        uint256 received
-    ) private {
+    function _expectMismatch(uint256 expected, uint256 received) private {
         vm.expectRevert(
             abi.encodeWithSelector(ITaskEscrow.TaskEscrowTransferMismatch.selector, expected, received)
         );
@@ -71,10 +66,7 @@ contract FeeOnTransferTokenTest is EscrowBase {
         assertEq(token.balanceOf(address(escrow)), AMOUNT, "escrow holds");
     }
 
-    function testFuzz_createTask_feeOnTransfer(
-        uint128 amount,
-        uint16 feeBps
-    ) public {
+    function testFuzz_createTask_feeOnTransfer(uint128 amount, uint16 feeBps) public {
         amount = uint128(bound(amount, 1, type(uint128).max));
         feeBps = uint16(bound(feeBps, 1, 10_000));
         _deploy(feeBps);

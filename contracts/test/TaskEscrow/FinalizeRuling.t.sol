@@ -6,15 +6,11 @@ import {EscrowBase} from "./EscrowBase.sol";
 
 /// @notice Mirrors finalizeRuling.tree.
 contract FinalizeRulingTest is EscrowBase {
-    function _appealEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _appealEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.appealWindow;
     }
 
-    function _decisionEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _decisionEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.disputeWindow;
     }
 
@@ -61,12 +57,9 @@ contract FinalizeRulingTest is EscrowBase {
         escrow.finalizeRuling(id, t);
     }
 
-    function _finalize(
-        uint256 id,
-        ITaskEscrow.Task memory t,
-        ITaskEscrow.Status status,
-        uint128 toExecutor
-    ) private {
+    function _finalize(uint256 id, ITaskEscrow.Task memory t, ITaskEscrow.Status status, uint128 toExecutor)
+        private
+    {
         Balances memory before = _balances(t);
         _expectSettled(id, status, ITaskEscrow.Settlement.RulingFinalized, toExecutor, AMOUNT - toExecutor);
         vm.prank(stranger);
@@ -99,10 +92,7 @@ contract FinalizeRulingTest is EscrowBase {
         _finalize(id, t, ITaskEscrow.Status.Split, 1_500_000);
     }
 
-    function testFuzz_finalizeRuling_appealWindowBoundary(
-        uint32 appealWindow_,
-        uint256 lateBy
-    ) public {
+    function testFuzz_finalizeRuling_appealWindowBoundary(uint32 appealWindow_, uint256 lateBy) public {
         appealWindow_ = uint32(bound(appealWindow_, 1, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(DISPUTE_WINDOW, appealWindow_);
@@ -115,10 +105,7 @@ contract FinalizeRulingTest is EscrowBase {
         _finalize(id, t, ITaskEscrow.Status.Split, AMOUNT / 2);
     }
 
-    function testFuzz_finalizeRuling_decisionWindowBoundary(
-        uint32 disputeWindow_,
-        uint256 lateBy
-    ) public {
+    function testFuzz_finalizeRuling_decisionWindowBoundary(uint32 disputeWindow_, uint256 lateBy) public {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(disputeWindow_, APPEAL_WINDOW);

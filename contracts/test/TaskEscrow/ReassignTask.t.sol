@@ -122,12 +122,10 @@ contract ReassignTaskTest is EscrowBase {
         );
     }
 
-    function _reassign(
-        uint256 id,
-        ITaskEscrow.Task memory t,
-        address to,
-        uint40 newDeadline
-    ) private returns (ITaskEscrow.Task memory) {
+    function _reassign(uint256 id, ITaskEscrow.Task memory t, address to, uint40 newDeadline)
+        private
+        returns (ITaskEscrow.Task memory)
+    {
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.TaskReassigned(id, t.executor, to, newDeadline, uint40(block.timestamp));
@@ -178,9 +176,7 @@ contract ReassignTaskTest is EscrowBase {
         _reassign(id, t, executor, uint40(block.timestamp + HORIZON));
     }
 
-    function testFuzz_reassignTask_newDeadline(
-        uint40 newDeadline
-    ) public {
+    function testFuzz_reassignTask_newDeadline(uint40 newDeadline) public {
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         if (newDeadline <= block.timestamp || newDeadline > block.timestamp + HORIZON) {
             _expectRevertReassign(
@@ -195,18 +191,13 @@ contract ReassignTaskTest is EscrowBase {
         }
     }
 
-    function testFuzz_reassignTask_validNewDeadline(
-        uint40 offset
-    ) public {
+    function testFuzz_reassignTask_validNewDeadline(uint40 offset) public {
         offset = uint40(bound(offset, 1, HORIZON));
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         _reassign(id, t, executor2, uint40(block.timestamp) + offset);
     }
 
-    function testFuzz_reassignTask_acceptedDeadlineBoundary(
-        uint40 lifetime,
-        uint40 lateBy
-    ) public {
+    function testFuzz_reassignTask_acceptedDeadlineBoundary(uint40 lifetime, uint40 lateBy) public {
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

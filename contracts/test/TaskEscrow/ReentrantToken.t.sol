@@ -53,17 +53,11 @@ contract ReentrantTokenTest is EscrowBase {
         t = _complete(id, _accept(id, t));
     }
 
-    function _arm(
-        ReentrantToken.Hook hook,
-        bytes memory payload,
-        bool bubble
-    ) private {
+    function _arm(ReentrantToken.Hook hook, bytes memory payload, bool bubble) private {
         token.arm(hook, address(escrow), payload, bubble);
     }
 
-    function _assertSwallowed(
-        bytes memory err
-    ) private view {
+    function _assertSwallowed(bytes memory err) private view {
         assertEq(token.reentries(), 1, "one re-entry attempted");
         assertFalse(token.lastSuccess(), "re-entry failed");
         assertEq(keccak256(token.lastReturn()), keccak256(err), "re-entry error");
@@ -193,9 +187,10 @@ contract ReentrantTokenTest is EscrowBase {
     //////////////////////////////////////////////////////////////*/
 
     /// @dev A task one call away from settling through `path`, the clock set, and that call.
-    function _payoutReady(
-        Payout path
-    ) private returns (uint256 id, ITaskEscrow.Task memory t, address caller, bytes memory call) {
+    function _payoutReady(Payout path)
+        private
+        returns (uint256 id, ITaskEscrow.Task memory t, address caller, bytes memory call)
+    {
         caller = client;
         if (path == Payout.Approve) {
             (id, t) = _completed();

@@ -40,10 +40,7 @@ contract RefundExpiredTest is EscrowBase {
         escrow.refundExpired(id, t);
     }
 
-    function _refund(
-        uint256 id,
-        ITaskEscrow.Task memory t
-    ) private {
+    function _refund(uint256 id, ITaskEscrow.Task memory t) private {
         Balances memory before = _balances(t);
         _expectSettled(id, ITaskEscrow.Status.Expired, ITaskEscrow.Settlement.Expired, 0, AMOUNT);
         vm.prank(stranger);
@@ -74,11 +71,7 @@ contract RefundExpiredTest is EscrowBase {
         escrow.completeTask(id, expired, RESULT);
     }
 
-    function testFuzz_refundExpired_deadlineBoundary(
-        uint40 lifetime,
-        uint40 lateBy,
-        bool accepted
-    ) public {
+    function testFuzz_refundExpired_deadlineBoundary(uint40 lifetime, uint40 lateBy, bool accepted) public {
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -6,9 +6,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 
 /// @notice Mirrors releasePayment.tree.
 contract ReleasePaymentTest is EscrowBase {
-    function _reviewEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _reviewEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.reviewWindow;
     }
 
@@ -74,10 +72,7 @@ contract ReleasePaymentTest is EscrowBase {
         assertEq(usdc.balanceOf(executor), AMOUNT, "paid once");
     }
 
-    function testFuzz_releasePayment_reviewWindowBoundary(
-        uint32 reviewWindow,
-        uint256 lateBy
-    ) public {
+    function testFuzz_releasePayment_reviewWindowBoundary(uint32 reviewWindow, uint256 lateBy) public {
         reviewWindow = uint32(bound(reviewWindow, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -9,9 +9,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 contract ResolveAppealTest is EscrowBase {
     string internal constant RATIONALE = "ipfs://appeal-rationale";
 
-    function _decisionEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _decisionEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.disputeWindow;
     }
 
@@ -71,12 +69,7 @@ contract ResolveAppealTest is EscrowBase {
         _resolveAppeal(id, t, 6000);
     }
 
-    function _appealRuling(
-        uint16 ruled,
-        uint16 bps,
-        ITaskEscrow.Status status,
-        uint128 toExecutor
-    ) private {
+    function _appealRuling(uint16 ruled, uint16 bps, ITaskEscrow.Status status, uint128 toExecutor) private {
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(ruled);
         vm.warp(block.timestamp + 1 days);
         Balances memory before = _balances(t);
@@ -124,10 +117,7 @@ contract ResolveAppealTest is EscrowBase {
         _assertStored(id, _settled(t, ITaskEscrow.Status.Split, 5000));
     }
 
-    function testFuzz_resolveAppeal_decisionWindowBoundary(
-        uint32 disputeWindow_,
-        uint256 lateBy
-    ) public {
+    function testFuzz_resolveAppeal_decisionWindowBoundary(uint32 disputeWindow_, uint256 lateBy) public {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(disputeWindow_, APPEAL_WINDOW);
@@ -144,9 +134,7 @@ contract ResolveAppealTest is EscrowBase {
         escrow.resolveAppeal(late, b, 5000, RATIONALE);
     }
 
-    function testFuzz_resolveAppeal_invalidShare(
-        uint16 bps
-    ) public {
+    function testFuzz_resolveAppeal_invalidShare(uint16 bps) public {
         bps = uint16(bound(bps, BPS + 1, type(uint16).max));
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         vm.prank(appealArbiter);

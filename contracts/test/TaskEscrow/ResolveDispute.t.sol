@@ -9,9 +9,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 contract ResolveDisputeTest is EscrowBase {
     string internal constant RATIONALE = "ipfs://rationale";
 
-    function _disputeEnd(
-        ITaskEscrow.Task memory t
-    ) private pure returns (uint256) {
+    function _disputeEnd(ITaskEscrow.Task memory t) private pure returns (uint256) {
         return uint256(t.updatedAt) + t.disputeWindow;
     }
 
@@ -89,11 +87,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     /// @dev With an appeal window of zero the ruling settles at once.
-    function _finalRuling(
-        uint16 bps,
-        ITaskEscrow.Status status,
-        uint128 toExecutor
-    ) private {
+    function _finalRuling(uint16 bps, ITaskEscrow.Status status, uint128 toExecutor) private {
         _setWindows(DISPUTE_WINDOW, 0);
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         Balances memory before = _balances(t);
@@ -140,10 +134,7 @@ contract ResolveDisputeTest is EscrowBase {
         _assertStored(id, t);
     }
 
-    function testFuzz_resolveDispute_disputeWindowBoundary(
-        uint32 disputeWindow_,
-        uint256 lateBy
-    ) public {
+    function testFuzz_resolveDispute_disputeWindowBoundary(uint32 disputeWindow_, uint256 lateBy) public {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(disputeWindow_, APPEAL_WINDOW);
@@ -161,9 +152,7 @@ contract ResolveDisputeTest is EscrowBase {
         escrow.resolveDispute(late, b, 5000, RATIONALE);
     }
 
-    function testFuzz_resolveDispute_invalidShare(
-        uint16 bps
-    ) public {
+    function testFuzz_resolveDispute_invalidShare(uint16 bps) public {
         bps = uint16(bound(bps, BPS + 1, type(uint16).max));
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.prank(arbiter);

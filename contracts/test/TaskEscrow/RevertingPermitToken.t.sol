@@ -21,9 +21,7 @@ contract RevertingPermitTokenTest is EscrowBase {
         token.mint(funder, 1_000_000_000_000);
     }
 
-    function _createWithPermit(
-        ITaskEscrow.CreateParams memory p
-    ) private returns (uint256) {
+    function _createWithPermit(ITaskEscrow.CreateParams memory p) private returns (uint256) {
         vm.prank(funder);
         return escrow.createTaskWithPermit(
             p, block.timestamp + 1 hours, 27, bytes32(uint256(1)), bytes32(uint256(2))
@@ -88,10 +86,7 @@ contract RevertingPermitTokenTest is EscrowBase {
         _assertStored(id, _expectedCreated(p, funder));
     }
 
-    function testFuzz_createTaskWithPermit_allowanceDecides(
-        uint128 amount,
-        uint256 allowance
-    ) public {
+    function testFuzz_createTaskWithPermit_allowanceDecides(uint128 amount, uint256 allowance) public {
         amount = uint128(bound(amount, 1, 1_000_000_000_000));
         allowance = bound(allowance, 0, 2 * uint256(amount));
         vm.prank(funder);
@@ -116,10 +111,7 @@ contract RevertingPermitTokenTest is EscrowBase {
 contract PlainToken is ERC20 {
     constructor() ERC20("Plain", "PLN") {}
 
-    function mint(
-        address to,
-        uint256 amount
-    ) external {
+    function mint(address to, uint256 amount) external {
         _mint(to, amount);
     }
 }

@@ -23,28 +23,19 @@ contract RoleMatrixTest is EscrowBase {
         names = ["owner", "funder", "client", "executor", "executor2", "arbiter", "appealArbiter", "stranger"];
     }
 
-    function _is(
-        address who,
-        address a
-    ) private pure returns (bool) {
+    function _is(address who, address a) private pure returns (bool) {
         return who == a;
     }
 
-    function _expectUnauthorized(
-        address who
-    ) private {
+    function _expectUnauthorized(address who) private {
         _expectRevertUnauthorized(who);
     }
 
-    function _expectNotOwner(
-        address who
-    ) private {
+    function _expectNotOwner(address who) private {
         vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, who));
     }
 
-    function _expectNotPending(
-        address who
-    ) private {
+    function _expectNotPending(address who) private {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowNotPending.selector, who));
     }
 
@@ -52,9 +43,7 @@ contract RoleMatrixTest is EscrowBase {
                         CREATION: ANYONE (BECOMES FUNDER)
     //////////////////////////////////////////////////////////////*/
 
-    function _paramsFor(
-        address creator
-    ) private returns (ITaskEscrow.CreateParams memory p) {
+    function _paramsFor(address creator) private returns (ITaskEscrow.CreateParams memory p) {
         p = _params(_nextRef());
         // Nobody may fund work they execute: the executor role hires the other executor.
         if (creator == executor) p.executor = executor2;

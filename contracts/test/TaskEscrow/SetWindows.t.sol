@@ -8,9 +8,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 
 /// @notice Mirrors setWindows.tree.
 contract SetWindowsTest is EscrowBase {
-    function _expectInvalidWindow(
-        uint32 window
-    ) private {
+    function _expectInvalidWindow(uint32 window) private {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidWindow.selector, window));
     }
 
@@ -71,10 +69,7 @@ contract SetWindowsTest is EscrowBase {
         assertEq(t.appealWindow, APPEAL_WINDOW, "appeal window kept");
     }
 
-    function testFuzz_setWindows_acceptsOnlyInRange(
-        uint32 disputeWindow_,
-        uint32 appealWindow_
-    ) public {
+    function testFuzz_setWindows_acceptsOnlyInRange(uint32 disputeWindow_, uint32 appealWindow_) public {
         bool valid =
             disputeWindow_ >= MIN_WINDOW && disputeWindow_ <= MAX_WINDOW && appealWindow_ <= MAX_WINDOW;
         vm.prank(owner);
@@ -93,10 +88,7 @@ contract SetWindowsTest is EscrowBase {
         }
     }
 
-    function testFuzz_setWindows_valid(
-        uint32 disputeWindow_,
-        uint32 appealWindow_
-    ) public {
+    function testFuzz_setWindows_valid(uint32 disputeWindow_, uint32 appealWindow_) public {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
         vm.expectEmit(address(escrow));

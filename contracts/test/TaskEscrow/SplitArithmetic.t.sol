@@ -8,9 +8,7 @@ import {EscrowBase} from "./EscrowBase.sol";
 /// executor gets floor(amount * bps / 10,000), the funder the rest, the sum is
 /// exact, the escrow ends empty and the terminal status follows the shares paid.
 contract SplitArithmeticTest is EscrowBase {
-    function _disputedWith(
-        uint128 amount
-    ) private returns (uint256 id, ITaskEscrow.Task memory t) {
+    function _disputedWith(uint128 amount) private returns (uint256 id, ITaskEscrow.Task memory t) {
         _mint(funder, amount);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.amount = amount;
@@ -20,12 +18,10 @@ contract SplitArithmeticTest is EscrowBase {
     }
 
     /// @dev Checks the payout since `before` against the split rule from first principles.
-    function _assertSplit(
-        uint256 id,
-        ITaskEscrow.Task memory t,
-        Balances memory before,
-        uint16 bps
-    ) private view {
+    function _assertSplit(uint256 id, ITaskEscrow.Task memory t, Balances memory before, uint16 bps)
+        private
+        view
+    {
         Balances memory b = _balances(t);
         uint256 toExecutor = b.executor - before.executor;
         uint256 toFunder = b.funder - before.funder;
@@ -46,17 +42,11 @@ contract SplitArithmeticTest is EscrowBase {
         _assertStored(id, _settled(t, status, bps));
     }
 
-    function _boundInputs(
-        uint128 amount,
-        uint16 bps
-    ) private pure returns (uint128, uint16) {
+    function _boundInputs(uint128 amount, uint16 bps) private pure returns (uint128, uint16) {
         return (uint128(bound(amount, 1, type(uint128).max)), uint16(bound(bps, 0, BPS)));
     }
 
-    function testFuzz_resolveDispute_split(
-        uint128 amount,
-        uint16 bps
-    ) public {
+    function testFuzz_resolveDispute_split(uint128 amount, uint16 bps) public {
         (amount, bps) = _boundInputs(amount, bps);
         _setWindows(DISPUTE_WINDOW, 0);
         (uint256 id, ITaskEscrow.Task memory t) = _disputedWith(amount);
@@ -71,11 +61,7 @@ contract SplitArithmeticTest is EscrowBase {
         _assertSplit(id, t, before, bps);
     }
 
-    function testFuzz_resolveAppeal_split(
-        uint128 amount,
-        uint16 ruled,
-        uint16 bps
-    ) public {
+    function testFuzz_resolveAppeal_split(uint128 amount, uint16 ruled, uint16 bps) public {
         (amount, bps) = _boundInputs(amount, bps);
         ruled = uint16(bound(ruled, 0, BPS));
         (uint256 id, ITaskEscrow.Task memory t) = _disputedWith(amount);
@@ -92,11 +78,7 @@ contract SplitArithmeticTest is EscrowBase {
         _assertSplit(id, t, before, bps);
     }
 
-    function testFuzz_finalizeRuling_split(
-        uint128 amount,
-        uint16 bps,
-        bool appealed
-    ) public {
+    function testFuzz_finalizeRuling_split(uint128 amount, uint16 bps, bool appealed) public {
         (amount, bps) = _boundInputs(amount, bps);
         (uint256 id, ITaskEscrow.Task memory t) = _disputedWith(amount);
         t = _rule(id, t, bps);

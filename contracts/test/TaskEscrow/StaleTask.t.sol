@@ -25,9 +25,7 @@ contract StaleTaskTest is EscrowBase {
     }
 
     /// @dev A task in the status `fn` needs, the clock where `fn` is allowed, and who may call.
-    function _ready(
-        Fn fn
-    ) private returns (uint256 id, ITaskEscrow.Task memory t, address caller) {
+    function _ready(Fn fn) private returns (uint256 id, ITaskEscrow.Task memory t, address caller) {
         caller = client;
         if (fn == Fn.Accept || fn == Fn.Cancel || fn == Fn.Reassign) {
             (id, t) = _create();
@@ -60,11 +58,7 @@ contract StaleTaskTest is EscrowBase {
         }
     }
 
-    function _invoke(
-        Fn fn,
-        uint256 id,
-        ITaskEscrow.Task memory t
-    ) private {
+    function _invoke(Fn fn, uint256 id, ITaskEscrow.Task memory t) private {
         if (fn == Fn.Accept) escrow.acceptTask(id, t);
         else if (fn == Fn.Complete) escrow.completeTask(id, t, RESULT);
         else if (fn == Fn.Approve) escrow.approvePayment(id, t);
@@ -80,19 +74,16 @@ contract StaleTaskTest is EscrowBase {
         else escrow.reassignTask(id, t, executor2, uint40(block.timestamp + 1 days));
     }
 
-    function _nonZero(
-        uint256 salt,
-        uint256 max
-    ) private pure returns (uint256) {
+    function _nonZero(uint256 salt, uint256 max) private pure returns (uint256) {
         return bound(salt, 1, max);
     }
 
     /// @dev `t` with field number `field` (0..12, declaration order) changed.
-    function _mutate(
-        ITaskEscrow.Task memory t,
-        uint8 field,
-        uint256 salt
-    ) private pure returns (ITaskEscrow.Task memory m) {
+    function _mutate(ITaskEscrow.Task memory t, uint8 field, uint256 salt)
+        private
+        pure
+        returns (ITaskEscrow.Task memory m)
+    {
         m = _copy(t);
         field = uint8(bound(field, 0, 12));
         if (field == 0) {
@@ -124,11 +115,7 @@ contract StaleTaskTest is EscrowBase {
         }
     }
 
-    function _check(
-        Fn fn,
-        uint8 field,
-        uint256 salt
-    ) private {
+    function _check(Fn fn, uint8 field, uint256 salt) private {
         (uint256 id, ITaskEscrow.Task memory t, address caller) = _ready(fn);
         ITaskEscrow.Task memory forged = _mutate(t, field, salt);
         assertTrue(keccak256(abi.encode(forged)) != keccak256(abi.encode(t)), "mutation changed the task");
@@ -144,94 +131,55 @@ contract StaleTaskTest is EscrowBase {
         assertTrue(escrow.taskHash(id) != keccak256(abi.encode(t)), "state moved on");
     }
 
-    function testFuzz_acceptTask_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_acceptTask_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Accept, field, salt);
     }
 
-    function testFuzz_completeTask_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_completeTask_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Complete, field, salt);
     }
 
-    function testFuzz_approvePayment_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_approvePayment_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Approve, field, salt);
     }
 
-    function testFuzz_releasePayment_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_releasePayment_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Release, field, salt);
     }
 
-    function testFuzz_disputeTask_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_disputeTask_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Dispute, field, salt);
     }
 
-    function testFuzz_resolveDispute_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_resolveDispute_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.ResolveDispute, field, salt);
     }
 
-    function testFuzz_appealRuling_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_appealRuling_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Appeal, field, salt);
     }
 
-    function testFuzz_resolveAppeal_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_resolveAppeal_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.ResolveAppeal, field, salt);
     }
 
-    function testFuzz_finalizeRuling_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_finalizeRuling_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Finalize, field, salt);
     }
 
-    function testFuzz_claimDisputeDefault_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_claimDisputeDefault_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.ClaimDefault, field, salt);
     }
 
-    function testFuzz_refundExpired_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_refundExpired_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.RefundExpired, field, salt);
     }
 
-    function testFuzz_cancelTask_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_cancelTask_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Cancel, field, salt);
     }
 
-    function testFuzz_reassignTask_rejectsMutatedTask(
-        uint8 field,
-        uint256 salt
-    ) public {
+    function testFuzz_reassignTask_rejectsMutatedTask(uint8 field, uint256 salt) public {
         _check(Fn.Reassign, field, salt);
     }
 

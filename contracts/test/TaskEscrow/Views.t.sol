@@ -57,25 +57,18 @@ contract ViewsTest is EscrowBase {
         bytes32 resultHash;
     }
 
-    function testFuzz_hashTask_isKeccakOfAbiEncoding(
-        RawTask memory raw
-    ) public view {
+    function testFuzz_hashTask_isKeccakOfAbiEncoding(RawTask memory raw) public view {
         raw.status = uint8(bound(raw.status, 0, 11));
         ITaskEscrow.Task memory t = abi.decode(abi.encode(raw), (ITaskEscrow.Task));
         assertEq(escrow.hashTask(t), keccak256(abi.encode(t)), "hashTask");
         assertEq(escrow.hashTask(t), keccak256(abi.encode(raw)), "same encoding");
     }
 
-    function testFuzz_taskIdFor_isKeccakOfFunderAndRef(
-        address funder_,
-        bytes32 ref
-    ) public view {
+    function testFuzz_taskIdFor_isKeccakOfFunderAndRef(address funder_, bytes32 ref) public view {
         assertEq(escrow.taskIdFor(funder_, ref), uint256(keccak256(abi.encode(funder_, ref))), "taskIdFor");
     }
 
-    function testFuzz_taskIdFor_matchesCreate(
-        bytes32 ref
-    ) public {
+    function testFuzz_taskIdFor_matchesCreate(bytes32 ref) public {
         (uint256 id,) = _create(_params(ref));
         assertEq(id, escrow.taskIdFor(funder, ref), "created id");
     }

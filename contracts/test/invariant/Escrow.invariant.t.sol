@@ -258,34 +258,23 @@ contract Escrow_Invariant_Test is Base {
     mapping(address handler => bytes4[]) internal _selectors;
 
     /// @dev Adds `selector` of `handler` `weight` times (forge picks uniformly among entries).
-    function _target(
-        address handler,
-        bytes4 selector,
-        uint256 weight
-    ) internal {
+    function _target(address handler, bytes4 selector, uint256 weight) internal {
         for (uint256 i; i < weight; ++i) {
             _selectors[handler].push(selector);
         }
     }
 
-    function _commitTargets(
-        address handler
-    ) internal {
+    function _commitTargets(address handler) internal {
         targetContract(handler);
         targetSelector(FuzzSelector({addr: handler, selectors: _selectors[handler]}));
     }
 
-    function _terminal(
-        ITaskEscrow.Status s
-    ) internal pure returns (bool) {
+    function _terminal(ITaskEscrow.Status s) internal pure returns (bool) {
         return s >= ITaskEscrow.Status.Paid;
     }
 
     /// @dev The allowed set of status transitions.
-    function _allowed(
-        ITaskEscrow.Status from,
-        ITaskEscrow.Status to
-    ) internal pure returns (bool) {
+    function _allowed(ITaskEscrow.Status from, ITaskEscrow.Status to) internal pure returns (bool) {
         if (from == ITaskEscrow.Status.None) return to == ITaskEscrow.Status.Created;
         if (from == ITaskEscrow.Status.Created) {
             return to == ITaskEscrow.Status.Accepted || to == ITaskEscrow.Status.Cancelled
@@ -309,22 +298,16 @@ contract Escrow_Invariant_Test is Base {
         return false; // terminal: nothing
     }
 
-    function _settledByRuling(
-        ITaskEscrow.Status s
-    ) internal pure returns (bool) {
+    function _settledByRuling(ITaskEscrow.Status s) internal pure returns (bool) {
         return
             s == ITaskEscrow.Status.Paid || s == ITaskEscrow.Status.Refunded || s == ITaskEscrow.Status.Split;
     }
 
-    function _digits(
-        uint256 v
-    ) internal pure returns (string memory) {
+    function _digits(uint256 v) internal pure returns (string memory) {
         return v < 10 ? string(abi.encodePacked(bytes1(uint8(48 + v)))) : string.concat("1", _digits(v - 10));
     }
 
-    function _hex(
-        bytes memory data
-    ) internal pure returns (string memory) {
+    function _hex(bytes memory data) internal pure returns (string memory) {
         bytes memory alphabet = "0123456789abcdef";
         bytes memory out = new bytes(2 + data.length * 2);
         out[0] = "0";

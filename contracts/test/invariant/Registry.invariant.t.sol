@@ -48,10 +48,7 @@ contract Registry_Invariant_Test is Test {
     }
 
     /// @dev The pool index of `cap`, or 5 if it is not in the pool.
-    function _capIndex(
-        Ghost memory g,
-        bytes32 cap
-    ) internal pure returns (uint256 c) {
+    function _capIndex(Ghost memory g, bytes32 cap) internal pure returns (uint256 c) {
         for (; c < 5; ++c) {
             if (g.caps[c] == cap) return c;
         }

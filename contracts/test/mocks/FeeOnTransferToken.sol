@@ -8,24 +8,15 @@ import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 contract FeeOnTransferToken is ERC20 {
     uint16 public immutable feeBps;
 
-    constructor(
-        uint16 feeBps_
-    ) ERC20("Fee", "FEE") {
+    constructor(uint16 feeBps_) ERC20("Fee", "FEE") {
         feeBps = feeBps_;
     }
 
-    function mint(
-        address to,
-        uint256 amount
-    ) external {
+    function mint(address to, uint256 amount) external {
         _mint(to, amount);
     }
 
-    function _update(
-        address from,
-        address to,
-        uint256 value
-    ) internal override {
+    function _update(address from, address to, uint256 value) internal override {
         if (from != address(0) && to != address(0)) {
             uint256 fee = (value * feeBps) / 10_000;
             if (fee != 0) {

@@ -25,20 +25,12 @@ contract ReentrantToken is ERC20 {
 
     constructor() ERC20("Hostile", "HOST") {}
 
-    function mint(
-        address to,
-        uint256 amount
-    ) external {
+    function mint(address to, uint256 amount) external {
         _mint(to, amount);
     }
 
     /// @notice Re-enter `target_` with `payload_` on the next `hook_`.
-    function arm(
-        Hook hook_,
-        address target_,
-        bytes calldata payload_,
-        bool bubble_
-    ) external {
+    function arm(Hook hook_, address target_, bytes calldata payload_, bool bubble_) external {
         hook = hook_;
         target = target_;
         payload = payload_;
@@ -46,33 +38,21 @@ contract ReentrantToken is ERC20 {
     }
 
     /// @notice Lets the token approve a spender for its own balance (to fund a nested create).
-    function approveFromSelf(
-        address spender,
-        uint256 amount
-    ) external {
+    function approveFromSelf(address spender, uint256 amount) external {
         _approve(address(this), spender, amount);
     }
 
-    function transfer(
-        address to,
-        uint256 value
-    ) public override returns (bool ok) {
+    function transfer(address to, uint256 value) public override returns (bool ok) {
         ok = super.transfer(to, value);
         _reenter(Hook.Transfer);
     }
 
-    function transferFrom(
-        address from,
-        address to,
-        uint256 value
-    ) public override returns (bool ok) {
+    function transferFrom(address from, address to, uint256 value) public override returns (bool ok) {
         ok = super.transferFrom(from, to, value);
         _reenter(Hook.TransferFrom);
     }
 
-    function _reenter(
-        Hook at
-    ) private {
+    function _reenter(Hook at) private {
         if (hook != at) return;
         hook = Hook.None;
         ++reentries;

@@ -10,22 +10,11 @@ contract RevertingPermitToken is ERC20 {
 
     constructor() ERC20("No Permit", "NOPE") {}
 
-    function mint(
-        address to,
-        uint256 amount
-    ) external {
+    function mint(address to, uint256 amount) external {
         _mint(to, amount);
     }
 
-    function permit(
-        address,
-        address,
-        uint256,
-        uint256,
-        uint8,
-        bytes32,
-        bytes32
-    ) external pure {
+    function permit(address, address, uint256, uint256, uint8, bytes32, bytes32) external pure {
         revert PermitDisabled();
     }
 }

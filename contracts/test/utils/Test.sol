@@ -163,9 +163,13 @@ abstract contract Test {
     function _u(uint256 v) private pure returns (string memory) {
         if (v == 0) return "0";
         uint256 len;
-        for (uint256 t = v; t != 0; t /= 10) ++len;
+        for (uint256 t = v; t != 0; t /= 10) {
+            ++len;
+        }
         bytes memory out = new bytes(len);
-        for (; v != 0; v /= 10) out[--len] = bytes1(uint8(48 + (v % 10)));
+        for (; v != 0; v /= 10) {
+            out[--len] = bytes1(uint8(48 + (v % 10)));
+        }
         return string(out);
     }
 }

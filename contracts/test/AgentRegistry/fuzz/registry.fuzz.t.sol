@@ -34,21 +34,13 @@ contract Registry_Fuzz_Test is RegistryBase {
                                 MODEL
     //////////////////////////////////////////////////////////////*/
 
-    function _rand(
-        uint256 seed,
-        uint256 a,
-        uint256 b
-    ) internal pure returns (uint256) {
+    function _rand(uint256 seed, uint256 a, uint256 b) internal pure returns (uint256) {
         return uint256(keccak256(abi.encode(seed, a, b)));
     }
 
     /// @dev Registers agent `i` with a random non-empty subset of the pool at
     /// prices in [1, maxPrice]; small maxPrice forces ties.
-    function _registerRandom(
-        uint256 seed,
-        uint256 i,
-        uint256 maxPrice
-    ) internal {
+    function _registerRandom(uint256 seed, uint256 i, uint256 maxPrice) internal {
         uint256 mask = _rand(seed, i, 1) % (2 ** N_CAPS - 1) + 1; // 1 .. 31: never empty
         uint256 n;
         for (uint256 c; c < N_CAPS; ++c) {
@@ -74,9 +66,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         _register(agents[i], caps, prices);
     }
 
-    function _leave(
-        uint256 i
-    ) internal {
+    function _leave(uint256 i) internal {
         vm.prank(agents[i]);
         registry.leave();
         mStatus[i] = IAgentRegistry.AgentStatus.None;
@@ -87,9 +77,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         mCount[i] = 0;
     }
 
-    function _bruteForceCheapest(
-        uint256 c
-    ) internal view returns (address best, uint128 bestPrice) {
+    function _bruteForceCheapest(uint256 c) internal view returns (address best, uint128 bestPrice) {
         for (uint256 i; i < N_AGENTS; ++i) {
             if (mStatus[i] != IAgentRegistry.AgentStatus.Active || !mOffered[i][c]) continue;
             uint128 p = mPrice[i][c];
@@ -140,10 +128,7 @@ contract Registry_Fuzz_Test is RegistryBase {
                                 TESTS
     //////////////////////////////////////////////////////////////*/
 
-    function testFuzz_cheapestActive_MatchesBruteForce(
-        uint256 seed,
-        uint8 maxPriceSeed
-    ) public {
+    function testFuzz_cheapestActive_MatchesBruteForce(uint256 seed, uint8 maxPriceSeed) public {
         uint256 maxPrice = bound(maxPriceSeed, 1, 6);
         // Register in a random order (odd step over 8 slots visits each once).
         uint256 start = _rand(seed, 0, 0) % N_AGENTS;
@@ -176,9 +161,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         _assertMatchesModel();
     }
 
-    function testFuzz_removeCapability_KeepsIndexesConsistent(
-        uint256 seed
-    ) public {
+    function testFuzz_removeCapability_KeepsIndexesConsistent(uint256 seed) public {
         for (uint256 i; i < N_AGENTS; ++i) {
             _registerRandom(seed, i, 1000);
         }
@@ -206,11 +189,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         }
     }
 
-    function testFuzz_leave_ThenRegisterAgain(
-        uint256 seed,
-        uint8 whoSeed,
-        bool pauseFirst
-    ) public {
+    function testFuzz_leave_ThenRegisterAgain(uint256 seed, uint8 whoSeed, bool pauseFirst) public {
         for (uint256 i; i < N_AGENTS; ++i) {
             _registerRandom(seed, i, 4);
         }
@@ -238,9 +217,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         assertEq(registry.agentCount(), N_AGENTS, "agentCount restored");
     }
 
-    function testFuzz_updatePrice_SetsAnyNonZeroPrice(
-        uint128 price
-    ) public {
+    function testFuzz_updatePrice_SetsAnyNonZeroPrice(uint128 price) public {
         price = uint128(bound(price, 1, type(uint128).max));
         _registerDefault(agent);
         vm.prank(agent);
@@ -249,9 +226,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         _assertOffered(agent, CAP_A, PRICE_A);
     }
 
-    function testFuzz_register_AnyCountUpToMax(
-        uint8 nSeed
-    ) public {
+    function testFuzz_register_AnyCountUpToMax(uint8 nSeed) public {
         uint256 n = bound(nSeed, 1, 32);
         (bytes32[] memory caps, uint128[] memory prices) = _manyOffers(n);
         _register(agent, caps, prices);

@@ -24,9 +24,7 @@ contract Roles_Unit_Test is RegistryBase {
         _assertConsistent(agent);
     }
 
-    function _expectNotRegistered(
-        address who
-    ) internal {
+    function _expectNotRegistered(address who) internal {
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, who));
     }
 

@@ -27,12 +27,7 @@ abstract contract EscrowBaseHandler is BaseHandler {
     address[] internal _clients; // clients only; funders may be clients too
     address[] internal _executors; // executors only; funders may be executors of others' tasks
 
-    constructor(
-        TaskEscrow escrow_,
-        MockUSDC usdc_,
-        EscrowStore store_,
-        address owner_
-    ) {
+    constructor(TaskEscrow escrow_, MockUSDC usdc_, EscrowStore store_, address owner_) {
         escrow = escrow_;
         usdc = usdc_;
         store = store_;
@@ -54,9 +49,7 @@ abstract contract EscrowBaseHandler is BaseHandler {
 
     /// @dev Counts the call and puts the chain on the campaign clock. Also
     /// checks that the escrow call neither minted nor burned tokens.
-    modifier instrument(
-        bytes32 name
-    ) {
+    modifier instrument(bytes32 name) {
         store.countCall(name);
         vm.warp(store.time());
         uint256 supply = usdc.totalSupply();
@@ -81,20 +74,14 @@ abstract contract EscrowBaseHandler is BaseHandler {
     }
 
     /// @dev A client: one of the two clients or (one time in three) a funder.
-    function _pickClient(
-        uint256 seed
-    ) internal view returns (address) {
+    function _pickClient(uint256 seed) internal view returns (address) {
         if (seed % 3 == 0) return _actor(_funders, seed / 3);
         return _actor(_clients, seed / 3);
     }
 
     /// @dev An executor that is neither `funder` nor `client`: an executor, or
     /// another funder (one time in four), so funders also get paid as executors.
-    function _pickExecutor(
-        uint256 seed,
-        address funder,
-        address client
-    ) internal view returns (address e) {
+    function _pickExecutor(uint256 seed, address funder, address client) internal view returns (address e) {
         if (seed % 4 == 0) {
             for (uint256 k; k < _funders.length; ++k) {
                 e = _funders[(seed / 4 + k) % _funders.length];
@@ -109,10 +96,11 @@ abstract contract EscrowBaseHandler is BaseHandler {
     //////////////////////////////////////////////////////////////*/
 
     /// @dev The first task, from a random start, that `ok` accepts.
-    function _pick(
-        uint256 seed,
-        function(ITaskEscrow.Task memory) internal view returns (bool) ok
-    ) internal view returns (bool found, uint256 id, ITaskEscrow.Task memory t) {
+    function _pick(uint256 seed, function(ITaskEscrow.Task memory) internal view returns (bool) ok)
+        internal
+        view
+        returns (bool found, uint256 id, ITaskEscrow.Task memory t)
+    {
         uint256 n = store.taskCount();
         if (n == 0) return (false, 0, t);
         uint256 start = seed % n;
@@ -124,9 +112,7 @@ abstract contract EscrowBaseHandler is BaseHandler {
         return (false, 0, t);
     }
 
-    function _isTerminal(
-        ITaskEscrow.Status s
-    ) internal pure returns (bool) {
+    function _isTerminal(ITaskEscrow.Status s) internal pure returns (bool) {
         return s >= ITaskEscrow.Status.Paid;
     }
 
@@ -142,10 +128,7 @@ abstract contract EscrowBaseHandler is BaseHandler {
     /// @dev Reads the logs of the escrow call about task `id`, which was in
     /// status `from`: token flows in and out of the escrow, the settlement if
     /// any, and the status transition the events show.
-    function _observeEnd(
-        uint256 id,
-        ITaskEscrow.Status from
-    ) internal {
+    function _observeEnd(uint256 id, ITaskEscrow.Status from) internal {
         Vm.Log[] memory logs = vm.getRecordedLogs();
         bool moved;
         ITaskEscrow.Status to = from;
@@ -186,11 +169,11 @@ abstract contract EscrowBaseHandler is BaseHandler {
     }
 
     /// @dev `t` after `_settle` with `bps` and `how`, exactly as the contract computes it.
-    function _settled(
-        ITaskEscrow.Task memory t,
-        uint16 bps,
-        ITaskEscrow.Settlement how
-    ) internal view returns (ITaskEscrow.Task memory) {
+    function _settled(ITaskEscrow.Task memory t, uint16 bps, ITaskEscrow.Settlement how)
+        internal
+        view
+        returns (ITaskEscrow.Task memory)
+    {
         uint128 toExecutor = uint128((uint256(t.amount) * bps) / BPS);
         uint128 toFunder = t.amount - toExecutor;
         if (how == ITaskEscrow.Settlement.Cancelled) t.status = ITaskEscrow.Status.Cancelled;
@@ -205,12 +188,7 @@ abstract contract EscrowBaseHandler is BaseHandler {
 
     /// @dev Makes a call that must be rejected with exactly `expected`. A
     /// success or another error is recorded for the invariants to report.
-    function _expectRejected(
-        address caller,
-        bytes memory data,
-        bytes memory expected,
-        uint256 id
-    ) internal {
+    function _expectRejected(address caller, bytes memory data, bytes memory expected, uint256 id) internal {
         ITaskEscrow.Status from = store.task(id).status;
         _observeStart();
         vm.prank(caller);

@@ -16,12 +16,9 @@ contract EscrowCreateHandler is EscrowBaseHandler {
     uint256 internal constant MAX_DEADLINE = 7 days;
     uint32 internal constant MAX_REVIEW = 3 days;
 
-    constructor(
-        TaskEscrow escrow_,
-        MockUSDC usdc_,
-        EscrowStore store_,
-        address owner_
-    ) EscrowBaseHandler(escrow_, usdc_, store_, owner_) {}
+    constructor(TaskEscrow escrow_, MockUSDC usdc_, EscrowStore store_, address owner_)
+        EscrowBaseHandler(escrow_, usdc_, store_, owner_)
+    {}
 
     /*//////////////////////////////////////////////////////////////
                                 CREATION
@@ -134,10 +131,7 @@ contract EscrowCreateHandler is EscrowBaseHandler {
 
     /// @notice New dispute and appeal windows for tasks created from now on;
     /// one time in three the appeal window is zero (rulings final at once).
-    function setWindows(
-        uint256 disputeSeed,
-        uint256 appealSeed
-    ) external instrument("setWindows") {
+    function setWindows(uint256 disputeSeed, uint256 appealSeed) external instrument("setWindows") {
         uint32 disputeWindow = uint32(bound(disputeSeed, 1 minutes, 4 days));
         uint32 appealWindow = appealSeed % 3 == 0 ? 0 : uint32(bound(appealSeed, 1, 3 days));
         vm.prank(owner);
@@ -179,13 +173,14 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         });
     }
 
-    function _signPermit(
-        address funder,
-        uint256 value,
-        uint256 deadline
-    ) internal view returns (uint8 v, bytes32 r, bytes32 s) {
-        bytes32 typehash =
-            keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
+    function _signPermit(address funder, uint256 value, uint256 deadline)
+        internal
+        view
+        returns (uint8 v, bytes32 r, bytes32 s)
+    {
+        bytes32 typehash = keccak256(
+            "Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)"
+        );
         bytes32 structHash =
             keccak256(abi.encode(typehash, funder, address(escrow), value, usdc.nonces(funder), deadline));
         bytes32 digest = keccak256(abi.encodePacked("\x19\x01", usdc.DOMAIN_SEPARATOR(), structHash));

@@ -20,12 +20,9 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
 
     address internal immutable _stranger;
 
-    constructor(
-        TaskEscrow escrow_,
-        MockUSDC usdc_,
-        EscrowStore store_,
-        address owner_
-    ) EscrowBaseHandler(escrow_, usdc_, store_, owner_) {
+    constructor(TaskEscrow escrow_, MockUSDC usdc_, EscrowStore store_, address owner_)
+        EscrowBaseHandler(escrow_, usdc_, store_, owner_)
+    {
         _stranger = _named("inv-stranger");
     }
 
@@ -33,19 +30,14 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                                 TIME
     //////////////////////////////////////////////////////////////*/
 
-    function warp(
-        uint256 seed
-    ) external instrument("warp") {
+    function warp(uint256 seed) external instrument("warp") {
         _setTime(store.time() + bound(seed, 0, MAX_WARP));
     }
 
     /// @notice Warps to the exact second a window of some open task ends, or
     /// one second after, then checks that task's out-of-window call is
     /// rejected right at the boundary.
-    function warpToBoundary(
-        uint256 taskSeed,
-        bool after_
-    ) external instrument("warpToBoundary") {
+    function warpToBoundary(uint256 taskSeed, bool after_) external instrument("warpToBoundary") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isOpen);
         if (!found) return;
         uint256 target = _windowEnd(t) + (after_ ? 1 : 0);
@@ -54,17 +46,13 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _attemptOutOfWindow(id, t, after_);
     }
 
-    function _setTime(
-        uint256 t
-    ) internal {
+    function _setTime(uint256 t) internal {
         store.setTime(t);
         vm.warp(t);
     }
 
     /// @dev The end of the window the task's status is waiting on.
-    function _windowEnd(
-        ITaskEscrow.Task memory t
-    ) internal pure returns (uint256) {
+    function _windowEnd(ITaskEscrow.Task memory t) internal pure returns (uint256) {
         ITaskEscrow.Status s = t.status;
         if (s == ITaskEscrow.Status.Created || s == ITaskEscrow.Status.Accepted) return t.deadline;
         if (s == ITaskEscrow.Status.Completed) return uint256(t.updatedAt) + t.reviewWindow;
@@ -76,101 +64,69 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                         PRECONDITIONS (the model)
     //////////////////////////////////////////////////////////////*/
 
-    function _any(
-        ITaskEscrow.Task memory
-    ) internal pure returns (bool) {
+    function _any(ITaskEscrow.Task memory) internal pure returns (bool) {
         return true;
     }
 
-    function _isOpen(
-        ITaskEscrow.Task memory t
-    ) internal pure returns (bool) {
+    function _isOpen(ITaskEscrow.Task memory t) internal pure returns (bool) {
         return !_isTerminal(t.status);
     }
 
-    function _before(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _before(ITaskEscrow.Task memory t) internal view returns (bool) {
         return block.timestamp <= _windowEnd(t);
     }
 
-    function _canAccept(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canAccept(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Created && _before(t);
     }
 
-    function _canComplete(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canComplete(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Accepted && _before(t);
     }
 
-    function _isCompleted(
-        ITaskEscrow.Task memory t
-    ) internal pure returns (bool) {
+    function _isCompleted(ITaskEscrow.Task memory t) internal pure returns (bool) {
         return t.status == ITaskEscrow.Status.Completed;
     }
 
-    function _canRelease(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canRelease(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Completed && !_before(t);
     }
 
-    function _canDispute(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canDispute(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Completed && _before(t);
     }
 
-    function _canResolveDispute(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canResolveDispute(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Disputed && _before(t);
     }
 
-    function _canAppeal(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canAppeal(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Ruled && _before(t);
     }
 
-    function _canResolveAppeal(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canResolveAppeal(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Appealed && _before(t);
     }
 
-    function _canFinalize(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canFinalize(ITaskEscrow.Task memory t) internal view returns (bool) {
         return
             (t.status == ITaskEscrow.Status.Ruled || t.status == ITaskEscrow.Status.Appealed) && !_before(t);
     }
 
-    function _canClaimDefault(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canClaimDefault(ITaskEscrow.Task memory t) internal view returns (bool) {
         return t.status == ITaskEscrow.Status.Disputed && !_before(t);
     }
 
-    function _canRefundExpired(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canRefundExpired(ITaskEscrow.Task memory t) internal view returns (bool) {
         return
             (t.status == ITaskEscrow.Status.Created || t.status == ITaskEscrow.Status.Accepted) && !_before(t);
     }
 
-    function _isCreated(
-        ITaskEscrow.Task memory t
-    ) internal pure returns (bool) {
+    function _isCreated(ITaskEscrow.Task memory t) internal pure returns (bool) {
         return t.status == ITaskEscrow.Status.Created;
     }
 
-    function _canReassign(
-        ITaskEscrow.Task memory t
-    ) internal view returns (bool) {
+    function _canReassign(ITaskEscrow.Task memory t) internal view returns (bool) {
         return
             t.status == ITaskEscrow.Status.Created || (t.status == ITaskEscrow.Status.Accepted && !_before(t));
     }
@@ -179,9 +135,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                                 LIFECYCLE
     //////////////////////////////////////////////////////////////*/
 
-    function acceptTask(
-        uint256 taskSeed
-    ) external instrument("acceptTask") {
+    function acceptTask(uint256 taskSeed) external instrument("acceptTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canAccept);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -193,10 +147,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function completeTask(
-        uint256 taskSeed,
-        bool otherResult
-    ) external instrument("completeTask") {
+    function completeTask(uint256 taskSeed, bool otherResult) external instrument("completeTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canComplete);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -210,9 +161,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function approvePayment(
-        uint256 taskSeed
-    ) external instrument("approvePayment") {
+    function approvePayment(uint256 taskSeed) external instrument("approvePayment") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isCompleted);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -222,10 +171,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, BPS, ITaskEscrow.Settlement.Approved));
     }
 
-    function releasePayment(
-        uint256 taskSeed,
-        uint256 callerSeed
-    ) external instrument("releasePayment") {
+    function releasePayment(uint256 taskSeed, uint256 callerSeed) external instrument("releasePayment") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canRelease);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -235,9 +181,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, BPS, ITaskEscrow.Settlement.AutoReleased));
     }
 
-    function disputeTask(
-        uint256 taskSeed
-    ) external instrument("disputeTask") {
+    function disputeTask(uint256 taskSeed) external instrument("disputeTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canDispute);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -249,10 +193,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function resolveDispute(
-        uint256 taskSeed,
-        uint256 bpsSeed
-    ) external instrument("resolveDispute") {
+    function resolveDispute(uint256 taskSeed, uint256 bpsSeed) external instrument("resolveDispute") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canResolveDispute);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -270,10 +211,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function appealRuling(
-        uint256 taskSeed,
-        bool byExecutor
-    ) external instrument("appealRuling") {
+    function appealRuling(uint256 taskSeed, bool byExecutor) external instrument("appealRuling") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canAppeal);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -285,10 +223,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, t);
     }
 
-    function resolveAppeal(
-        uint256 taskSeed,
-        uint256 bpsSeed
-    ) external instrument("resolveAppeal") {
+    function resolveAppeal(uint256 taskSeed, uint256 bpsSeed) external instrument("resolveAppeal") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canResolveAppeal);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -299,10 +234,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, bps, ITaskEscrow.Settlement.AppealRuling));
     }
 
-    function finalizeRuling(
-        uint256 taskSeed,
-        uint256 callerSeed
-    ) external instrument("finalizeRuling") {
+    function finalizeRuling(uint256 taskSeed, uint256 callerSeed) external instrument("finalizeRuling") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canFinalize);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -312,10 +244,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, t.executorShareBps, ITaskEscrow.Settlement.RulingFinalized));
     }
 
-    function claimDisputeDefault(
-        uint256 taskSeed,
-        uint256 callerSeed
-    ) external instrument("claimDisputeDefault") {
+    function claimDisputeDefault(uint256 taskSeed, uint256 callerSeed)
+        external
+        instrument("claimDisputeDefault")
+    {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canClaimDefault);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -325,10 +257,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.DisputeDefault));
     }
 
-    function refundExpired(
-        uint256 taskSeed,
-        uint256 callerSeed
-    ) external instrument("refundExpired") {
+    function refundExpired(uint256 taskSeed, uint256 callerSeed) external instrument("refundExpired") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canRefundExpired);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -338,9 +267,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.Expired));
     }
 
-    function cancelTask(
-        uint256 taskSeed
-    ) external instrument("cancelTask") {
+    function cancelTask(uint256 taskSeed) external instrument("cancelTask") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isCreated);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -350,11 +277,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.Cancelled));
     }
 
-    function reassignTask(
-        uint256 taskSeed,
-        uint256 executorSeed,
-        uint256 deadlineSeed
-    ) external instrument("reassignTask") {
+    function reassignTask(uint256 taskSeed, uint256 executorSeed, uint256 deadlineSeed)
+        external
+        instrument("reassignTask")
+    {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canReassign);
         if (!found) return;
         ITaskEscrow.Status from = t.status;
@@ -378,9 +304,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     /// made by the actor it requires: all must revert with
     /// TaskEscrowInvalidStatus(id, status). On a terminal task that is every
     /// call (so nothing settles twice).
-    function attemptInvalidStatus(
-        uint256 taskSeed
-    ) external instrument("attemptInvalidStatus") {
+    function attemptInvalidStatus(uint256 taskSeed) external instrument("attemptInvalidStatus") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _any);
         if (!found) return;
         bytes memory expected =
@@ -394,20 +318,16 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
 
     /// @notice The call on the wrong side of the task's current window: too
     /// early (TaskEscrowTooEarly(end + 1)) or too late (TaskEscrowTooLate(end)).
-    function attemptOutOfWindow(
-        uint256 taskSeed,
-        bool alternative
-    ) external instrument("attemptOutOfWindow") {
+    function attemptOutOfWindow(uint256 taskSeed, bool alternative)
+        external
+        instrument("attemptOutOfWindow")
+    {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _isOpen);
         if (!found) return;
         _attemptOutOfWindow(id, t, alternative);
     }
 
-    function _attemptOutOfWindow(
-        uint256 id,
-        ITaskEscrow.Task memory t,
-        bool alternative
-    ) internal {
+    function _attemptOutOfWindow(uint256 id, ITaskEscrow.Task memory t, bool alternative) internal {
         uint256 end = _windowEnd(t);
         ITaskEscrow.Status s = t.status;
         if (block.timestamp <= end) {
@@ -461,10 +381,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     /// stranger, the owner, an arbiter, or another party of the task): all
     /// must revert with TaskEscrowUnauthorized(caller), whatever the status.
     /// The owner-only pause must revert for anyone else.
-    function attemptUnauthorized(
-        uint256 taskSeed,
-        uint256 actorSeed
-    ) external instrument("attemptUnauthorized") {
+    function attemptUnauthorized(uint256 taskSeed, uint256 actorSeed)
+        external
+        instrument("attemptUnauthorized")
+    {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _any);
         if (!found) return;
         address[7] memory people = [_stranger, owner, arbiter, appealArbiter, t.funder, t.client, t.executor];
@@ -490,12 +410,11 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Someone from `people`, starting at a random one, who is neither `a` nor `b`.
-    function _someoneElse(
-        address[7] memory people,
-        uint256 seed,
-        address a,
-        address b
-    ) internal pure returns (address who) {
+    function _someoneElse(address[7] memory people, uint256 seed, address a, address b)
+        internal
+        pure
+        returns (address who)
+    {
         for (uint256 k; k < 7; ++k) {
             who = people[(seed % 7 + k) % 7];
             if (who != a && who != b) return who;
@@ -506,10 +425,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     /// field, or that is the stored task encoded non-canonically (dirty high
     /// bits in an address, an out-of-range status), must revert with
     /// TaskEscrowStaleTask; an id nobody created, with TaskEscrowUnknownTask.
-    function attemptForged(
-        uint256 taskSeed,
-        uint256 fieldSeed
-    ) external instrument("attemptForged") {
+    function attemptForged(uint256 taskSeed, uint256 fieldSeed) external instrument("attemptForged") {
         (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _any);
         if (!found) return;
         uint256 field = fieldSeed % 12;
@@ -591,19 +507,13 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                                 HELPERS
     //////////////////////////////////////////////////////////////*/
 
-    function _commit(
-        uint256 id,
-        ITaskEscrow.Status from,
-        ITaskEscrow.Task memory t
-    ) internal {
+    function _commit(uint256 id, ITaskEscrow.Status from, ITaskEscrow.Task memory t) internal {
         store.setTask(id, t);
         _observeEnd(id, from);
     }
 
     /// @dev A ruling: all to the funder, all to the executor, or anything between.
-    function _share(
-        uint256 seed
-    ) internal pure returns (uint16) {
+    function _share(uint256 seed) internal pure returns (uint16) {
         uint256 kind = seed % 4;
         if (kind == 0) return 0;
         if (kind == 1) return BPS;
@@ -611,10 +521,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Permissionless calls come from anyone: a stranger or one of the parties.
-    function _anyone(
-        uint256 seed,
-        ITaskEscrow.Task memory t
-    ) internal view returns (address) {
+    function _anyone(uint256 seed, ITaskEscrow.Task memory t) internal view returns (address) {
         uint256 k = seed % 4;
         if (k == 0) return _stranger;
         if (k == 1) return t.client;
@@ -623,10 +530,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Whether lifecycle function `fn` accepts a task in status `s` (time aside).
-    function _statusFits(
-        uint256 fn,
-        ITaskEscrow.Status s
-    ) internal pure returns (bool) {
+    function _statusFits(uint256 fn, ITaskEscrow.Status s) internal pure returns (bool) {
         if (fn == 0 || fn == 11) return s == ITaskEscrow.Status.Created; // accept, cancel
         if (fn == 1) return s == ITaskEscrow.Status.Accepted; // complete
         if (fn <= 4) return s == ITaskEscrow.Status.Completed; // approve, release, dispute
@@ -638,11 +542,11 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @dev Lifecycle function `fn` on task `t`, called by the actor it requires.
-    function _lifecycleCall(
-        uint256 fn,
-        uint256 id,
-        ITaskEscrow.Task memory t
-    ) internal view returns (address caller, bytes memory data) {
+    function _lifecycleCall(uint256 fn, uint256 id, ITaskEscrow.Task memory t)
+        internal
+        view
+        returns (address caller, bytes memory data)
+    {
         if (fn == 0) return (t.executor, abi.encodeCall(ITaskEscrow.acceptTask, (id, t)));
         if (fn == 1) return (t.executor, abi.encodeCall(ITaskEscrow.completeTask, (id, t, "r")));
         if (fn == 2) return (t.client, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)));

@@ -19,9 +19,7 @@ contract RegistryHandler is BaseHandler {
 
     address[] internal _agents;
 
-    constructor(
-        AgentRegistry registry_
-    ) {
+    constructor(AgentRegistry registry_) {
         registry = registry_;
         for (uint256 i; i < N_AGENTS; ++i) {
             _agents.push(_named(string(abi.encodePacked("inv-agent-", bytes1(uint8(48 + i))))));
@@ -29,9 +27,7 @@ contract RegistryHandler is BaseHandler {
         store = new RegistryStore(_agents);
     }
 
-    modifier instrument(
-        bytes32 name
-    ) {
+    modifier instrument(bytes32 name) {
         store.countCall(name);
         _;
     }
@@ -40,12 +36,10 @@ contract RegistryHandler is BaseHandler {
                                 WRITES
     //////////////////////////////////////////////////////////////*/
 
-    function register(
-        uint256 agentSeed,
-        uint256 maskSeed,
-        uint256 priceSeed,
-        bool otherURI
-    ) external instrument("register") {
+    function register(uint256 agentSeed, uint256 maskSeed, uint256 priceSeed, bool otherURI)
+        external
+        instrument("register")
+    {
         (bool found, address a) = _pickAgent(agentSeed, _isNone);
         if (!found) return;
         uint256 mask = maskSeed % (2 ** store.N_CAPS() - 1) + 1; // never empty
@@ -74,11 +68,10 @@ contract RegistryHandler is BaseHandler {
         }
     }
 
-    function addCapability(
-        uint256 agentSeed,
-        uint256 capSeed,
-        uint256 priceSeed
-    ) external instrument("addCapability") {
+    function addCapability(uint256 agentSeed, uint256 capSeed, uint256 priceSeed)
+        external
+        instrument("addCapability")
+    {
         (bool found, address a) = _pickAgent(agentSeed, _canAdd);
         if (!found) return;
         bytes32 c = _pickCap(a, capSeed, false);
@@ -88,11 +81,10 @@ contract RegistryHandler is BaseHandler {
         store.setPrice(a, c, price);
     }
 
-    function updatePrice(
-        uint256 agentSeed,
-        uint256 capSeed,
-        uint256 priceSeed
-    ) external instrument("updatePrice") {
+    function updatePrice(uint256 agentSeed, uint256 capSeed, uint256 priceSeed)
+        external
+        instrument("updatePrice")
+    {
         (bool found, address a) = _pickAgent(agentSeed, _isRegistered);
         if (!found) return;
         bytes32 c = _pickCap(a, capSeed, true);
@@ -102,10 +94,7 @@ contract RegistryHandler is BaseHandler {
         store.setPrice(a, c, price);
     }
 
-    function removeCapability(
-        uint256 agentSeed,
-        uint256 capSeed
-    ) external instrument("removeCapability") {
+    function removeCapability(uint256 agentSeed, uint256 capSeed) external instrument("removeCapability") {
         (bool found, address a) = _pickAgent(agentSeed, _canRemove);
         if (!found) return;
         bytes32 c = _pickCap(a, capSeed, true);
@@ -114,10 +103,7 @@ contract RegistryHandler is BaseHandler {
         store.setPrice(a, c, 0);
     }
 
-    function setMetadataURI(
-        uint256 agentSeed,
-        bool otherURI
-    ) external instrument("setMetadataURI") {
+    function setMetadataURI(uint256 agentSeed, bool otherURI) external instrument("setMetadataURI") {
         (bool found, address a) = _pickAgent(agentSeed, _isRegistered);
         if (!found) return;
         string memory uri = _uri(otherURI);
@@ -126,9 +112,7 @@ contract RegistryHandler is BaseHandler {
         store.setMetadataURI(a, uri);
     }
 
-    function pause(
-        uint256 agentSeed
-    ) external instrument("pause") {
+    function pause(uint256 agentSeed) external instrument("pause") {
         (bool found, address a) = _pickAgent(agentSeed, _isActive);
         if (!found) return;
         vm.prank(a);
@@ -136,9 +120,7 @@ contract RegistryHandler is BaseHandler {
         store.setStatus(a, IAgentRegistry.AgentStatus.Paused);
     }
 
-    function resume(
-        uint256 agentSeed
-    ) external instrument("resume") {
+    function resume(uint256 agentSeed) external instrument("resume") {
         (bool found, address a) = _pickAgent(agentSeed, _isPaused);
         if (!found) return;
         vm.prank(a);
@@ -146,9 +128,7 @@ contract RegistryHandler is BaseHandler {
         store.setStatus(a, IAgentRegistry.AgentStatus.Active);
     }
 
-    function leave(
-        uint256 agentSeed
-    ) external instrument("leave") {
+    function leave(uint256 agentSeed) external instrument("leave") {
         (bool found, address a) = _pickAgent(agentSeed, _isRegistered);
         if (!found) return;
         vm.prank(a);
@@ -157,10 +137,7 @@ contract RegistryHandler is BaseHandler {
     }
 
     /// @notice A write that must revert, chosen to fit the agent's state.
-    function attemptRejected(
-        uint256 agentSeed,
-        uint256 kindSeed
-    ) external instrument("attemptRejected") {
+    function attemptRejected(uint256 agentSeed, uint256 kindSeed) external instrument("attemptRejected") {
         address a = _agents[agentSeed % N_AGENTS];
         IAgentRegistry.AgentStatus s = store.status(a);
         bytes32 anyCap = store.capabilityAt(kindSeed % store.N_CAPS());
@@ -248,47 +225,36 @@ contract RegistryHandler is BaseHandler {
         return _agents;
     }
 
-    function _isNone(
-        address a
-    ) internal view returns (bool) {
+    function _isNone(address a) internal view returns (bool) {
         return store.status(a) == IAgentRegistry.AgentStatus.None;
     }
 
-    function _isRegistered(
-        address a
-    ) internal view returns (bool) {
+    function _isRegistered(address a) internal view returns (bool) {
         return store.status(a) != IAgentRegistry.AgentStatus.None;
     }
 
-    function _isActive(
-        address a
-    ) internal view returns (bool) {
+    function _isActive(address a) internal view returns (bool) {
         return store.status(a) == IAgentRegistry.AgentStatus.Active;
     }
 
-    function _isPaused(
-        address a
-    ) internal view returns (bool) {
+    function _isPaused(address a) internal view returns (bool) {
         return store.status(a) == IAgentRegistry.AgentStatus.Paused;
     }
 
-    function _canAdd(
-        address a
-    ) internal view returns (bool) {
+    function _canAdd(address a) internal view returns (bool) {
         return _isRegistered(a) && store.capabilityCount(a) < store.N_CAPS();
     }
 
-    function _canRemove(
-        address a
-    ) internal view returns (bool) {
+    function _canRemove(address a) internal view returns (bool) {
         return _isRegistered(a) && store.capabilityCount(a) > 1;
     }
 
     /// @dev The first agent, from a random start, that `ok` accepts.
-    function _pickAgent(
-        uint256 seed,
-        function(address) internal view returns (bool) ok
-    ) internal view returns (bool, address) {
+    function _pickAgent(uint256 seed, function(address) internal view returns (bool) ok)
+        internal
+        view
+        returns (bool, address)
+    {
         for (uint256 k; k < N_AGENTS; ++k) {
             address a = _agents[(seed % N_AGENTS + k) % N_AGENTS];
             if (ok(a)) return (true, a);
@@ -297,48 +263,32 @@ contract RegistryHandler is BaseHandler {
     }
 
     /// @dev A capability `a` offers (`offered`) or does not; the caller makes sure one exists.
-    function _pickCap(
-        address a,
-        uint256 seed,
-        bool offered
-    ) internal view returns (bytes32 c) {
+    function _pickCap(address a, uint256 seed, bool offered) internal view returns (bytes32 c) {
         for (uint256 k; k < store.N_CAPS(); ++k) {
             c = store.capabilityAt((seed % store.N_CAPS() + k) % store.N_CAPS());
             if ((store.priceOf(a, c) != 0) == offered) return c;
         }
     }
 
-    function _price(
-        uint256 seed
-    ) internal pure returns (uint128) {
+    function _price(uint256 seed) internal pure returns (uint128) {
         return uint128(bound(seed, 1, MAX_PRICE));
     }
 
-    function _uri(
-        bool other
-    ) internal pure returns (string memory) {
+    function _uri(bool other) internal pure returns (string memory) {
         return other ? "data:application/json,{\"name\":\"agent\"}" : "ipfs://agent-card";
     }
 
-    function _one(
-        bytes32 c
-    ) internal pure returns (bytes32[] memory l) {
+    function _one(bytes32 c) internal pure returns (bytes32[] memory l) {
         l = new bytes32[](1);
         l[0] = c;
     }
 
-    function _onePrice(
-        uint128 p
-    ) internal pure returns (uint128[] memory l) {
+    function _onePrice(uint128 p) internal pure returns (uint128[] memory l) {
         l = new uint128[](1);
         l[0] = p;
     }
 
-    function _expectRejected(
-        address caller,
-        bytes memory data,
-        bytes memory expected
-    ) internal {
+    function _expectRejected(address caller, bytes memory data, bytes memory expected) internal {
         vm.prank(caller);
         (bool ok, bytes memory ret) = address(registry).call(data);
         if (ok) store.recordUnexpectedSuccess();

@@ -62,23 +62,15 @@ contract EscrowStore {
                                 WRITES
     //////////////////////////////////////////////////////////////*/
 
-    function setTime(
-        uint256 t
-    ) external {
+    function setTime(uint256 t) external {
         time = t;
     }
 
-    function countCall(
-        bytes32 name
-    ) external {
+    function countCall(bytes32 name) external {
         calls[name] += 1;
     }
 
-    function addTask(
-        uint256 taskId,
-        bytes32 ref,
-        ITaskEscrow.Task calldata t
-    ) external {
+    function addTask(uint256 taskId, bytes32 ref, ITaskEscrow.Task calldata t) external {
         if (_records[taskId].funder != address(0)) {
             duplicateIds += 1;
             return;
@@ -89,25 +81,15 @@ contract EscrowStore {
         _records[taskId].ref = ref;
     }
 
-    function setTask(
-        uint256 taskId,
-        ITaskEscrow.Task calldata t
-    ) external {
+    function setTask(uint256 taskId, ITaskEscrow.Task calldata t) external {
         _tasks[taskId] = t;
     }
 
-    function recordInflow(
-        uint256 taskId,
-        uint128 amount
-    ) external {
+    function recordInflow(uint256 taskId, uint128 amount) external {
         _records[taskId].funded += amount;
     }
 
-    function recordOutflow(
-        uint256 taskId,
-        address to,
-        uint128 amount
-    ) external {
+    function recordOutflow(uint256 taskId, address to, uint128 amount) external {
         _outflows.push(Outflow(taskId, to, amount));
         ITaskEscrow.Task storage t = _tasks[taskId];
         Record storage r = _records[taskId];
@@ -116,12 +98,7 @@ contract EscrowStore {
         else r.misdirected += amount;
     }
 
-    function recordSettlement(
-        uint256 taskId,
-        uint8 status,
-        uint128 toExecutor,
-        uint128 toFunder
-    ) external {
+    function recordSettlement(uint256 taskId, uint8 status, uint128 toExecutor, uint128 toFunder) external {
         Record storage r = _records[taskId];
         r.settlements += 1;
         r.settledStatus = status;
@@ -129,10 +106,7 @@ contract EscrowStore {
         r.settledFunderAmount = toFunder;
     }
 
-    function recordTransition(
-        uint8 from,
-        uint8 to
-    ) external {
+    function recordTransition(uint8 from, uint8 to) external {
         transitions[from][to] += 1;
     }
 
@@ -144,9 +118,7 @@ contract EscrowStore {
         unexpectedSuccesses += 1;
     }
 
-    function recordWrongRevert(
-        bytes calldata data
-    ) external {
+    function recordWrongRevert(bytes calldata data) external {
         wrongReverts += 1;
         lastWrongRevert = data;
     }
@@ -167,21 +139,15 @@ contract EscrowStore {
         return _ids.length;
     }
 
-    function taskIdAt(
-        uint256 i
-    ) external view returns (uint256) {
+    function taskIdAt(uint256 i) external view returns (uint256) {
         return _ids[i];
     }
 
-    function task(
-        uint256 taskId
-    ) external view returns (ITaskEscrow.Task memory) {
+    function task(uint256 taskId) external view returns (ITaskEscrow.Task memory) {
         return _tasks[taskId];
     }
 
-    function record(
-        uint256 taskId
-    ) external view returns (Record memory) {
+    function record(uint256 taskId) external view returns (Record memory) {
         return _records[taskId];
     }
 
@@ -214,9 +180,7 @@ contract EscrowStore {
         return _outflows.length;
     }
 
-    function outflowAt(
-        uint256 i
-    ) external view returns (Outflow memory) {
+    function outflowAt(uint256 i) external view returns (Outflow memory) {
         return _outflows[i];
     }
 }

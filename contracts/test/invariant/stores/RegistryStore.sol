@@ -26,9 +26,7 @@ contract RegistryStore {
 
     mapping(bytes32 name => uint256) public calls;
 
-    constructor(
-        address[] memory agents_
-    ) {
+    constructor(address[] memory agents_) {
         _agents = agents_;
         for (uint256 c; c < N_CAPS; ++c) {
             _caps[c] = keccak256(abi.encode("capability", c));
@@ -39,31 +37,19 @@ contract RegistryStore {
                                 WRITES
     //////////////////////////////////////////////////////////////*/
 
-    function countCall(
-        bytes32 name
-    ) external {
+    function countCall(bytes32 name) external {
         calls[name] += 1;
     }
 
-    function setStatus(
-        address agent,
-        IAgentRegistry.AgentStatus s
-    ) external {
+    function setStatus(address agent, IAgentRegistry.AgentStatus s) external {
         status[agent] = s;
     }
 
-    function setMetadataURI(
-        address agent,
-        string calldata uri
-    ) external {
+    function setMetadataURI(address agent, string calldata uri) external {
         metadataURI[agent] = uri;
     }
 
-    function setPrice(
-        address agent,
-        bytes32 capability,
-        uint128 price
-    ) external {
+    function setPrice(address agent, bytes32 capability, uint128 price) external {
         uint128 old = priceOf[agent][capability];
         if (old == 0 && price != 0) capabilityCount[agent] += 1;
         if (old != 0 && price == 0) capabilityCount[agent] -= 1;
@@ -71,9 +57,7 @@ contract RegistryStore {
     }
 
     /// @dev The agent left: no status, no URI, no offers.
-    function clear(
-        address agent
-    ) external {
+    function clear(address agent) external {
         status[agent] = IAgentRegistry.AgentStatus.None;
         delete metadataURI[agent];
         for (uint256 c; c < N_CAPS; ++c) {
@@ -86,9 +70,7 @@ contract RegistryStore {
         unexpectedSuccesses += 1;
     }
 
-    function recordWrongRevert(
-        bytes calldata data
-    ) external {
+    function recordWrongRevert(bytes calldata data) external {
         wrongReverts += 1;
         lastWrongRevert = data;
     }
@@ -109,15 +91,11 @@ contract RegistryStore {
         return _agents.length;
     }
 
-    function agentAt(
-        uint256 i
-    ) external view returns (address) {
+    function agentAt(uint256 i) external view returns (address) {
         return _agents[i];
     }
 
-    function capabilityAt(
-        uint256 c
-    ) external view returns (bytes32) {
+    function capabilityAt(uint256 c) external view returns (bytes32) {
         return _caps[c];
     }
 
