@@ -201,14 +201,18 @@ pub(crate) async fn confirm(
 ) -> Result<alloy::rpc::types::TransactionReceipt, Error> {
     let context = context.into();
     let pending = sent.map_err(contract_err(context.clone()))?;
-    let receipt = pending.get_receipt().await.map_err(|e| Error::Contract {
-        context: context.clone(),
-        source: ClientError::Pending(e),
-    })?;
+    let receipt = pending
+        .with_timeout(Some(tessera_bindings::client::RECEIPT_TIMEOUT))
+        .get_receipt()
+        .await
+        .map_err(|e| Error::Contract {
+            context: context.clone(),
+            source: Box::new(ClientError::Pending(e)),
+        })?;
     if !receipt.status() {
         return Err(Error::Contract {
             context,
-            source: ClientError::Reverted(receipt.transaction_hash),
+            source: Box::new(ClientError::Reverted(receipt.transaction_hash)),
         });
     }
     Ok(receipt)

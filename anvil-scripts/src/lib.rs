@@ -25,7 +25,7 @@ pub enum Error {
     Chain(#[from] chain::ChainError),
     /// An escrow call failed.
     #[error(transparent)]
-    Escrow(#[from] tessera_bindings::client::ClientError),
+    Escrow(Box<tessera_bindings::client::ClientError>),
     /// A contract call (deploy, registry, token) failed.
     #[error("{context}: {source}")]
     Contract {
@@ -33,7 +33,7 @@ pub enum Error {
         context: String,
         /// The underlying error.
         #[source]
-        source: tessera_bindings::client::ClientError,
+        source: Box<tessera_bindings::client::ClientError>,
     },
     /// An RPC request failed.
     #[error("rpc: {0}")]
@@ -60,5 +60,14 @@ pub(crate) fn contract_err(
     context: impl Into<String>,
 ) -> impl FnOnce(alloy::contract::Error) -> Error {
     let context = context.into();
-    move |err| Error::Contract { context, source: tessera_bindings::client::map_call(err) }
+    move |err| Error::Contract {
+        context,
+        source: Box::new(tessera_bindings::client::map_call(err)),
+    }
+}
+
+impl From<tessera_bindings::client::ClientError> for Error {
+    fn from(err: tessera_bindings::client::ClientError) -> Self {
+        Self::Escrow(Box::new(err))
+    }
 }

@@ -298,7 +298,7 @@ impl TaskRecord {
                 if !allowed {
                     return bad("TaskSettled");
                 }
-                if u128::from(e.executorAmount) + u128::from(e.funderAmount) != t.amount {
+                if e.executorAmount.checked_add(e.funderAmount) != Some(t.amount) {
                     return bad("TaskSettled");
                 }
                 t.executorShareBps = match e.settlement {
@@ -346,10 +346,10 @@ impl TaskRecord {
             if log.address() != escrow {
                 continue;
             }
-            if let Some(ev) = decode_log(log) {
-                if Self::event_task_id(&ev) == Some(self.id) {
-                    self.apply(&ev)?;
-                }
+            if let Some(ev) = decode_log(log)
+                && Self::event_task_id(&ev) == Some(self.id)
+            {
+                self.apply(&ev)?;
             }
         }
         Ok(())

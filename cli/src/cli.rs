@@ -126,7 +126,8 @@ impl Cli {
     pub(crate) async fn run(self) -> Result<()> {
         match self.command {
             Command::Demo(chain) => {
-                let outcome = until_interrupted(tessera_anvil::demo::run(&chain.options())).await?;
+                let outcome =
+                    until_interrupted(Box::pin(tessera_anvil::demo::run(&chain.options()))).await?;
                 print!("{}", outcome.transcript);
             }
             Command::Chain { chain, deployment } => {
@@ -160,14 +161,14 @@ impl Cli {
                 println!("{}", serde_json::to_string_pretty(&record)?);
             }
             Command::Bench(BenchCommand::Gas { chain, json }) => {
-                let report = until_interrupted(async {
+                let report = until_interrupted(Box::pin(async {
                     let running = LocalChain::start(&chain.options())?;
                     let actors = Actors::from_keys(&running.keys())?;
                     let provider = actors.provider(running.endpoint_url());
                     let record =
                         deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
                     tessera_anvil::gas::run(provider, &actors, &record).await
-                })
+                }))
                 .await?;
                 print!("{}", report.table());
                 if let Some(path) = json {

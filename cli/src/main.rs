@@ -8,5 +8,6 @@ use clap::Parser;
 async fn main() -> eyre::Result<()> {
     let args = cli::Cli::parse();
     cli::init_tracing(args.verbosity());
-    args.run().await
+    // The command futures hold whole chain sessions; keep them off the stack.
+    Box::pin(args.run()).await
 }
