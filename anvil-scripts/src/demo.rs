@@ -87,10 +87,10 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     let _ = writeln!(out, "{:<22} {:<68} {:>8}", "lifecycle total", "", total);
     let _ = writeln!(
         out,
-        "\nstatus {}; executor paid {} USDC; the escrow holds {} USDC",
+        "\nstatus {}; executor paid {} USDC; the escrow holds {} USDC of task funds",
         rec.status(),
         format_usdc(after - before),
-        format_usdc(d.balance(deployment.task_escrow).await?)
+        format_usdc(d.balance(deployment.task_escrow).await? - U256::from(deploy::ESCROW_SEED))
     );
     drop(chain);
     let _ = writeln!(out, "anvil stopped");
