@@ -375,3 +375,186 @@ pub fn created_in(escrow: Address, receipt: &TransactionReceipt) -> Option<TaskR
             .map(|e| TaskRecord::from_created(&e.data))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{U256, address, aliases::U40};
+
+    use super::*;
+    use crate::TaskEscrow as E;
+
+    fn created() -> TaskRecord {
+        let task = Task {
+            funder: address!("0x00000000000000000000000000000000000000f1"),
+            client: address!("0x00000000000000000000000000000000000000c1"),
+            executor: address!("0x00000000000000000000000000000000000000e1"),
+            amount: 1_000,
+            deadline: U40::from(2_000),
+            updatedAt: U40::from(1_000),
+            reviewWindow: 60,
+            disputeWindow: 120,
+            appealWindow: 30,
+            executorShareBps: 0,
+            status: Status::Created as u8,
+            specHash: keccak256("spec"),
+            resultHash: B256::ZERO,
+        };
+        TaskRecord::from_created(&E::TaskCreated {
+            taskId: U256::from(7),
+            planId: keccak256("plan"),
+            parentId: U256::ZERO,
+            r#ref: keccak256("ref"),
+            task,
+            specURI: "spec".into(),
+        })
+    }
+
+    fn id() -> U256 {
+        U256::from(7)
+    }
+
+    fn at(t: u64) -> U40 {
+        U40::from(t)
+    }
+
+    fn settled(status: Status, settlement: u8, to_exec: u128, to_funder: u128) -> TaskEscrowEvents {
+        TaskEscrowEvents::TaskSettled(E::TaskSettled {
+            taskId: id(),
+            status: status as u8,
+            settlement,
+            executorAmount: to_exec,
+            funderAmount: to_funder,
+            at: at(1_500),
+        })
+    }
+
+    fn deliver(rec: &mut TaskRecord) {
+        let executor = rec.task.executor;
+        rec.apply(&TaskEscrowEvents::TaskAccepted(E::TaskAccepted {
+            taskId: id(),
+            executor,
+            at: at(1_100),
+        }))
+        .unwrap();
+        rec.apply(&TaskEscrowEvents::TaskCompleted(E::TaskCompleted {
+            taskId: id(),
+            executor,
+            resultURI: "result".into(),
+            at: at(1_200),
+        }))
+        .unwrap();
+    }
+
+    #[test]
+    fn happy_path_folds_to_the_contract_state() {
+        let mut rec = created();
+        deliver(&mut rec);
+        assert_eq!(rec.status(), Status::Completed);
+        assert_eq!(rec.task.resultHash, keccak256("result"));
+        assert_eq!(rec.task.updatedAt, at(1_200));
+        rec.apply(&settled(Status::Paid, 0, 1_000, 0)).unwrap();
+        assert_eq!(rec.status(), Status::Paid);
+        assert_eq!(rec.task.executorShareBps, 10_000, "approval records the full share");
+        assert_eq!(rec.task.updatedAt, at(1_500));
+    }
+
+    #[test]
+    fn ruling_then_finalize_keeps_the_ruled_share() {
+        let mut rec = created();
+        deliver(&mut rec);
+        rec.apply(&TaskEscrowEvents::TaskDisputed(E::TaskDisputed {
+            taskId: id(),
+            client: rec.task.client,
+            reasonURI: "why".into(),
+            at: at(1_250),
+        }))
+        .unwrap();
+        rec.apply(&TaskEscrowEvents::DisputeRuled(E::DisputeRuled {
+            taskId: id(),
+            arbiter: Address::ZERO,
+            executorShareBps: 2_500,
+            rationaleURI: "r".into(),
+            at: at(1_300),
+        }))
+        .unwrap();
+        assert_eq!(rec.status(), Status::Ruled);
+        rec.apply(&settled(Status::Split, 4, 250, 750)).unwrap();
+        assert_eq!(rec.status(), Status::Split);
+        assert_eq!(rec.task.executorShareBps, 2_500);
+    }
+
+    #[test]
+    fn impossible_transitions_are_refused() {
+        let mut rec = created();
+        // Completed before Accepted.
+        let err = rec
+            .apply(&TaskEscrowEvents::TaskCompleted(E::TaskCompleted {
+                taskId: id(),
+                executor: rec.task.executor,
+                resultURI: "r".into(),
+                at: at(1),
+            }))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            FoldError::InvalidTransition { from: Status::Created, event: "TaskCompleted" }
+        );
+        // Paid straight from Created.
+        assert!(rec.apply(&settled(Status::Paid, 0, 1_000, 0)).is_err());
+        // Amounts that do not add up to the escrowed amount.
+        deliver(&mut rec);
+        assert!(rec.apply(&settled(Status::Paid, 0, 999, 0)).is_err());
+        // A settlement kind that does not match the status it claims.
+        assert!(rec.apply(&settled(Status::Refunded, 0, 0, 1_000)).is_err());
+        assert_eq!(rec.status(), Status::Completed, "refused events change nothing");
+        // A second creation of the same task.
+        let again = TaskEscrowEvents::TaskCreated(E::TaskCreated {
+            taskId: id(),
+            planId: B256::ZERO,
+            parentId: U256::ZERO,
+            r#ref: B256::ZERO,
+            task: rec.task.clone(),
+            specURI: String::new(),
+        });
+        assert!(rec.apply(&again).is_err());
+    }
+
+    #[test]
+    fn events_of_other_tasks_are_refused() {
+        let mut rec = created();
+        let err = rec
+            .apply(&TaskEscrowEvents::TaskAccepted(E::TaskAccepted {
+                taskId: U256::from(8),
+                executor: rec.task.executor,
+                at: at(1),
+            }))
+            .unwrap_err();
+        assert_eq!(err, FoldError::WrongTask { task: id(), event: U256::from(8) });
+    }
+
+    #[test]
+    fn reassignment_returns_to_created_with_the_new_executor() {
+        let mut rec = created();
+        let new_executor = address!("0x00000000000000000000000000000000000000e2");
+        rec.apply(&TaskEscrowEvents::TaskReassigned(E::TaskReassigned {
+            taskId: id(),
+            previousExecutor: rec.task.executor,
+            newExecutor: new_executor,
+            newDeadline: at(9_000),
+            at: at(1_010),
+        }))
+        .unwrap();
+        assert_eq!(rec.task.executor, new_executor);
+        assert_eq!(rec.task.deadline, at(9_000));
+        assert_eq!(rec.status(), Status::Created);
+    }
+
+    #[test]
+    fn status_bytes_round_trip() {
+        for s in Status::ALL {
+            assert_eq!(Status::try_from(s as u8).unwrap(), s);
+        }
+        assert_eq!(Status::try_from(12), Err(FoldError::UnknownStatus(12)));
+        assert!(Status::Split.is_terminal() && !Status::Ruled.is_terminal());
+    }
+}
