@@ -125,7 +125,7 @@ chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes
 	@$(CARGO) run --quiet --locked -p tessera -- chain
 
 bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)
-	@$(CARGO) run --quiet --locked --release -p tessera -- bench gas --json $(BENCH_DIR)/gas.json
+	@$(CARGO) run --quiet --locked -p tessera -- bench gas --json $(BENCH_DIR)/gas.json
 
 BENCH_DIR ?= $(ROOT)/target/bench
 

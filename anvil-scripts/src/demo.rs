@@ -14,6 +14,15 @@ use crate::{
     lifecycle::Driver,
 };
 
+/// The material the demo's sub-task summarizes.
+const ARTICLE: &str = "Tessera turns a brief into a plan of small tasks that agents can \
+settle one by one. Each task locks the sponsor's USDC in an escrow contract before any \
+work starts. The executor agent accepts the task, does the work and delivers a result \
+on chain. The client then approves the result, and the escrow pays the executor. If the \
+client stays silent, payment releases by itself once the review window has passed. A \
+disputed result goes to an arbiter, whose ruling can split the payment in basis points. \
+Because every step emits an event, the whole plan can be rebuilt from the chain alone.";
+
 /// What the demo did, for printing and for tests.
 #[derive(Debug, Clone)]
 pub struct DemoOutcome {
@@ -65,19 +74,31 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
 
     let mut d = Driver::new(provider.clone(), &actors, &deployment);
     d.scenario("demo");
-    let spec = "data:application/json,{\"parent\":\"plan-demo\",\"spec\":\"Summarize the article in three bullets\"}";
-    let params = d.params(cheapest.agent, cheapest.price, spec.to_owned()).await?;
+    let instruction = "Summarize the article in three bullets";
+    let envelope = serde_json::json!({
+        "parent": "plan:demo",
+        "spec": instruction,
+        "source": ARTICLE,
+    });
+    let spec_uri = format!("data:application/json,{envelope}");
+    let params = d.params(cheapest.agent, cheapest.price, spec_uri).await?;
     let before = d.balance(cheapest.agent).await?;
     let mut rec = d.create_with_permit(params).await?;
-    d.deliver(
-        &mut rec,
-        "data:text/plain,- escrow per sub-task\n- review before payment\n- lineage from events",
-    )
-    .await?;
+
+    // The executor does the work: the offline summarizer on the envelope's source.
+    let input =
+        tessera_workers::TaskInput { spec: instruction, source: Some(ARTICLE), inputs: &[] };
+    let output = tessera_workers::run("summarize", &input)?;
+    let result = output.to_json();
+    d.deliver(&mut rec, &format!("data:application/json,{result}")).await?;
     let r = d.escrow.approve(actors.client.address(), &mut rec).await?;
     d.record("approvePayment", &r);
     let after = d.balance(cheapest.agent).await?;
 
+    let _ = writeln!(out, "\nsummary delivered by {}:", cheapest.agent);
+    for bullet in result["bullets"].as_array().into_iter().flatten() {
+        let _ = writeln!(out, "  - {}", bullet.as_str().unwrap_or_default());
+    }
     let _ = writeln!(out, "\ntask {:#x}", rec.id);
     let _ = writeln!(out, "{:<22} {:<68} {:>8}", "step", "tx hash", "gas");
     for s in &d.steps {

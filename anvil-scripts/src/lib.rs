@@ -41,6 +41,9 @@ pub enum Error {
     /// The deployment record could not be written.
     #[error(transparent)]
     Deployment(#[from] tessera_bindings::deployment::DeploymentError),
+    /// A demo worker failed to run its capability.
+    #[error("worker: {0}")]
+    Worker(#[from] tessera_workers::WorkerError),
     /// A key could not be derived or used.
     #[error("key: {0}")]
     Key(String),

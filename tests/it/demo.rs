@@ -14,6 +14,9 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         assert!(outcome.transcript.contains(step), "missing {step} in:\n{}", outcome.transcript);
     }
     assert!(outcome.transcript.contains("status Paid"), "{}", outcome.transcript);
+    // The executor's work is real: three extracted sentences from the article.
+    let bullets = outcome.transcript.lines().filter(|l| l.starts_with("  - ")).count();
+    assert_eq!(bullets, 3, "{}", outcome.transcript);
     assert_eq!(
         outcome.executor_paid,
         alloy::primitives::U256::from(400_000u64),

@@ -1,0 +1,18 @@
+//! Executor agents: agent cards and the capabilities they run.
+//!
+//! A Tessera worker registers its capabilities (with prices) in the on-chain
+//! `AgentRegistry`, accepts tasks from the escrow, runs a capability on the
+//! task's spec and inputs, and delivers the result. This crate is the pure
+//! library part of that loop, with no chain or network access:
+//!
+//! - [`card`]: the declarative agent card (YAML) a worker is configured with,
+//!   validated at load and publishable as a `data:` URI.
+//! - [`offline`]: deterministic, rule-based implementations of the built-in
+//!   capabilities (`summarize`, `translate`, `sentiment-classify`,
+//!   `extract-entities`) and a dispatcher, [`offline::run`].
+
+pub mod card;
+pub mod offline;
+
+pub use card::{AgentCard, CapabilityOffer, CardError, Price, Role};
+pub use offline::{OFFLINE_CAPABILITIES, Output, TaskInput, WorkerError, run};

@@ -1,0 +1,308 @@
+//! Deterministic, rule-based implementations of the built-in capabilities.
+//!
+//! These back agents whose card says `model: offline`: no network, no model,
+//! the same output for the same input on every machine, so deliveries can be
+//! re-checked by anyone. Each capability is a pure function from a
+//! [`TaskInput`] to a typed, JSON-serializable result; [`run`] dispatches by
+//! capability name.
+//!
+//! # Which text is worked on
+//!
+//! [`TaskInput::material`] picks the text a capability processes:
+//!
+//! 1. the task's `source` (the original brief material), if present and not
+//!    blank;
+//! 2. otherwise the upstream `inputs`, trimmed, non-blank ones joined by a
+//!    blank line;
+//! 3. otherwise the spec itself with its instruction stripped: the text after
+//!    the first `": "` or `":\n"`; failing that, everything after the first
+//!    line; failing that, the spec minus its leading instruction words
+//!    (`"Translate to French"`, `"Classify the sentiment of"`, ...).
+//!
+//! The spec is always read for parameters (bullet count, target language).
+
+mod entities;
+mod sentiment;
+mod summarize;
+mod text;
+mod translate;
+
+use serde::Serialize;
+
+pub use entities::{DateEntity, Entities, extract_entities};
+pub use sentiment::{Sentiment, SentimentLabel, SentimentTerm, classify_sentiment};
+pub use summarize::{DEFAULT_SENTENCES, Summary, summarize};
+pub use translate::{Language, Translation, translate};
+
+/// Names of the capabilities implemented here, in a stable order.
+pub const OFFLINE_CAPABILITIES: [&str; 4] =
+    ["summarize", "translate", "sentiment-classify", "extract-entities"];
+
+/// Why an offline capability could not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkerError {
+    /// The dispatcher was asked for a capability it does not implement.
+    #[error("unknown capability {name:?}; the offline runner supports: {known}")]
+    UnknownCapability {
+        /// The name asked for.
+        name: String,
+        /// The supported names, comma-separated.
+        known: String,
+    },
+    /// There is no text to work on.
+    #[error(
+        "{capability}: nothing to work on; give the task a source text, upstream inputs, \
+         or put the text in the spec after a colon (e.g. \"Summarize: ...\")"
+    )]
+    EmptyMaterial {
+        /// The capability that was run.
+        capability: &'static str,
+    },
+    /// `translate` could not find a supported target language in the spec.
+    #[error(
+        "translate: the spec does not name a supported target language; \
+         say \"to French\" or \"to Spanish\" (the offline glossary covers EN->FR and EN->ES)"
+    )]
+    MissingTargetLanguage,
+}
+
+/// The typed input every offline capability takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskInput<'a> {
+    /// The task's instruction, e.g. `"Summarize in three bullets"`.
+    pub spec: &'a str,
+    /// The original brief material, if the task carries it.
+    pub source: Option<&'a str>,
+    /// Outputs of upstream tasks, in order.
+    pub inputs: &'a [String],
+}
+
+/// Where [`TaskInput::material`] found its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MaterialOrigin {
+    /// The task's `source`.
+    Source,
+    /// The upstream `inputs`.
+    Inputs,
+    /// The spec, with its instruction stripped.
+    Spec,
+}
+
+/// The text a capability works on, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Material {
+    /// Where the text came from.
+    pub origin: MaterialOrigin,
+    /// The text; may be empty when the task carries nothing to work on.
+    pub text: String,
+}
+
+/// Leading words dropped when the material has to come from the spec alone.
+const INSTRUCTION_WORDS: &[&str] = &[
+    "please",
+    "summarize",
+    "summarise",
+    "translate",
+    "classify",
+    "analyze",
+    "analyse",
+    "extract",
+    "detect",
+    "find",
+    "list",
+    "rate",
+    "the",
+    "this",
+    "following",
+    "text",
+    "sentiment",
+    "entities",
+    "named",
+    "all",
+    "of",
+    "from",
+    "in",
+    "into",
+    "to",
+    "french",
+    "spanish",
+    "english",
+];
+
+impl<'a> TaskInput<'a> {
+    /// An input with only a spec.
+    pub const fn new(spec: &'a str) -> Self {
+        Self { spec, source: None, inputs: &[] }
+    }
+
+    /// This input with `source` set.
+    pub const fn with_source(self, source: &'a str) -> Self {
+        Self { source: Some(source), ..self }
+    }
+
+    /// This input with upstream `inputs` set.
+    pub const fn with_inputs(self, inputs: &'a [String]) -> Self {
+        Self { inputs, ..self }
+    }
+
+    /// The text to work on, chosen by the rule in the [module docs](self).
+    pub fn material(&self) -> Material {
+        if let Some(source) = self.source.filter(|s| !s.trim().is_empty()) {
+            return Material { origin: MaterialOrigin::Source, text: source.trim().to_owned() };
+        }
+        let inputs: Vec<&str> =
+            self.inputs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).collect();
+        if !inputs.is_empty() {
+            return Material { origin: MaterialOrigin::Inputs, text: inputs.join("\n\n") };
+        }
+        Material { origin: MaterialOrigin::Spec, text: strip_instruction(self.spec) }
+    }
+}
+
+fn strip_instruction(spec: &str) -> String {
+    let spec = spec.trim();
+    let colon = [": ", ":\n", ":\r\n"].iter().filter_map(|sep| spec.find(sep)).min();
+    if let Some(at) = colon {
+        let rest = spec[at + 1..].trim();
+        if !rest.is_empty() {
+            return rest.to_owned();
+        }
+    }
+    if let Some((_, rest)) = spec.split_once('\n')
+        && !rest.trim().is_empty()
+    {
+        return rest.trim().to_owned();
+    }
+    let mut rest = spec;
+    loop {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = rest[..word_end].trim_end_matches([',', '.', ':']).to_lowercase();
+        if word.is_empty() || !INSTRUCTION_WORDS.contains(&word.as_str()) {
+            return rest.to_owned();
+        }
+        rest = rest[word_end..].trim_start();
+    }
+}
+
+/// The result of any offline capability, tagged by capability name in JSON
+/// (`{"capability": "summarize", ...}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "capability", rename_all = "kebab-case")]
+pub enum Output {
+    /// Result of `summarize`.
+    Summarize(Summary),
+    /// Result of `translate`.
+    Translate(Translation),
+    /// Result of `sentiment-classify`.
+    SentimentClassify(Sentiment),
+    /// Result of `extract-entities`.
+    ExtractEntities(Entities),
+}
+
+impl Output {
+    /// The output as a JSON value, ready to deliver.
+    pub fn to_json(&self) -> serde_json::Value {
+        // Plain structs of strings and numbers (all finite) always serialize.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// Runs `capability` on `input`.
+pub fn run(capability: &str, input: &TaskInput<'_>) -> Result<Output, WorkerError> {
+    match capability {
+        "summarize" => summarize(input).map(Output::Summarize),
+        "translate" => translate(input).map(Output::Translate),
+        "sentiment-classify" => classify_sentiment(input).map(Output::SentimentClassify),
+        "extract-entities" => extract_entities(input).map(Output::ExtractEntities),
+        other => Err(WorkerError::UnknownCapability {
+            name: other.to_owned(),
+            known: OFFLINE_CAPABILITIES.join(", "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn material_prefers_source_then_inputs_then_spec() {
+        let inputs = vec!["  first upstream ".to_owned(), " ".to_owned(), "second".to_owned()];
+        let full = TaskInput::new("Summarize: spec text").with_inputs(&inputs);
+        let m = full.with_source("the source").material();
+        assert_eq!((m.origin, m.text.as_str()), (MaterialOrigin::Source, "the source"));
+        let m = full.with_source("   ").material();
+        assert_eq!(
+            (m.origin, m.text.as_str()),
+            (MaterialOrigin::Inputs, "first upstream\n\nsecond")
+        );
+        let m = TaskInput::new("Summarize: spec text").material();
+        assert_eq!((m.origin, m.text.as_str()), (MaterialOrigin::Spec, "spec text"));
+    }
+
+    #[test]
+    fn spec_instruction_is_stripped() {
+        let text = |spec| TaskInput::new(spec).material().text;
+        assert_eq!(text("Translate to French:\nThe cat is black."), "The cat is black.");
+        assert_eq!(text("Summarize in 2 bullets\nLine one. Line two."), "Line one. Line two.");
+        assert_eq!(text("Classify the sentiment of: I love it"), "I love it");
+        assert_eq!(text("Translate to Spanish the red house"), "red house");
+        assert_eq!(text("Extract entities from https://x.io now"), "https://x.io now");
+        assert_eq!(text("Summarize"), "");
+    }
+
+    #[test]
+    fn dispatcher_routes_and_tags_outputs() {
+        let input = TaskInput::new("Classify: This is a great product.");
+        let out = run("sentiment-classify", &input).unwrap();
+        assert!(
+            matches!(&out, Output::SentimentClassify(s) if s.label == SentimentLabel::Positive)
+        );
+        let json = out.to_json();
+        assert_eq!(json["capability"], "sentiment-classify");
+        assert_eq!(json["label"], "positive");
+
+        let input = TaskInput::new("Translate to French: the cat");
+        let json = run("translate", &input).unwrap().to_json();
+        assert_eq!(json["capability"], "translate");
+        assert_eq!(json["engine"], "offline-glossary");
+        assert_eq!(json["text"], "le chat");
+
+        let input = TaskInput::new("Summarize: One sentence only.");
+        assert_eq!(run("summarize", &input).unwrap().to_json()["bullets"][0], "One sentence only.");
+
+        let input = TaskInput::new("Extract: mail bob@example.com");
+        assert_eq!(
+            run("extract-entities", &input).unwrap().to_json()["emails"][0],
+            "bob@example.com"
+        );
+    }
+
+    #[test]
+    fn dispatcher_refuses_unknown_capabilities() {
+        let e = run("write-poetry", &TaskInput::new("x: y")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown capability \"write-poetry\"; the offline runner supports: \
+             summarize, translate, sentiment-classify, extract-entities"
+        );
+    }
+
+    #[test]
+    fn every_capability_refuses_empty_material() {
+        for capability in OFFLINE_CAPABILITIES {
+            let e = run(capability, &TaskInput::new("   ")).unwrap_err();
+            let expected_capability = capability;
+            match e {
+                WorkerError::EmptyMaterial { capability } => {
+                    assert_eq!(capability, expected_capability);
+                }
+                WorkerError::MissingTargetLanguage => assert_eq!(capability, "translate"),
+                other => panic!("{capability}: unexpected {other}"),
+            }
+        }
+        let e = run("summarize", &TaskInput::new("Summarize")).unwrap_err();
+        assert!(e.to_string().starts_with("summarize: nothing to work on"), "{e}");
+    }
+}
