@@ -13,7 +13,7 @@ use alloy::{
 };
 
 use crate::{
-    ITaskEscrow::CreateParams,
+    ITaskEscrow::{CreateParams, Task},
     MockUSDC,
     TaskEscrow::{self, TaskEscrowInstance},
     permit::{PermitSignature, TokenDomain, sign_permit},
@@ -130,8 +130,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.acceptTask(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.acceptTask(id, task)).await
     }
 
     /// The executor delivers `result_uri`.
@@ -141,9 +140,7 @@ impl EscrowClient {
         rec: &mut TaskRecord,
         result_uri: &str,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call =
-            self.escrow.completeTask(rec.id, rec.task.clone(), result_uri.to_owned()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.completeTask(id, task, result_uri.to_owned())).await
     }
 
     /// The client approves and pays.
@@ -152,8 +149,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.approvePayment(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.approvePayment(id, task)).await
     }
 
     /// Anyone releases payment after the review window.
@@ -162,8 +158,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.releasePayment(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.releasePayment(id, task)).await
     }
 
     /// The client disputes with a reason URI.
@@ -173,9 +168,7 @@ impl EscrowClient {
         rec: &mut TaskRecord,
         reason_uri: &str,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call =
-            self.escrow.disputeTask(rec.id, rec.task.clone(), reason_uri.to_owned()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.disputeTask(id, task, reason_uri.to_owned())).await
     }
 
     /// The arbiter rules: `executor_share_bps` of the amount to the executor.
@@ -186,11 +179,10 @@ impl EscrowClient {
         executor_share_bps: u16,
         rationale_uri: &str,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self
-            .escrow
-            .resolveDispute(rec.id, rec.task.clone(), executor_share_bps, rationale_uri.to_owned())
-            .from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| {
+            e.resolveDispute(id, task, executor_share_bps, rationale_uri.to_owned())
+        })
+        .await
     }
 
     /// The client or the executor appeals a ruling.
@@ -200,9 +192,7 @@ impl EscrowClient {
         rec: &mut TaskRecord,
         reason_uri: &str,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call =
-            self.escrow.appealRuling(rec.id, rec.task.clone(), reason_uri.to_owned()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.appealRuling(id, task, reason_uri.to_owned())).await
     }
 
     /// The appeal arbiter rules, finally.
@@ -213,11 +203,10 @@ impl EscrowClient {
         executor_share_bps: u16,
         rationale_uri: &str,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self
-            .escrow
-            .resolveAppeal(rec.id, rec.task.clone(), executor_share_bps, rationale_uri.to_owned())
-            .from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| {
+            e.resolveAppeal(id, task, executor_share_bps, rationale_uri.to_owned())
+        })
+        .await
     }
 
     /// Anyone settles a ruling that stands.
@@ -226,8 +215,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.finalizeRuling(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.finalizeRuling(id, task)).await
     }
 
     /// Anyone refunds a dispute left unruled past its window.
@@ -236,8 +224,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.claimDisputeDefault(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.claimDisputeDefault(id, task)).await
     }
 
     /// Anyone refunds a task past its deadline.
@@ -246,8 +233,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.refundExpired(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.refundExpired(id, task)).await
     }
 
     /// The client cancels before acceptance.
@@ -256,8 +242,7 @@ impl EscrowClient {
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        let call = self.escrow.cancelTask(rec.id, rec.task.clone()).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.cancelTask(id, task)).await
     }
 
     /// The client re-routes the task to another executor.
@@ -269,9 +254,7 @@ impl EscrowClient {
         new_deadline: u64,
     ) -> Result<TransactionReceipt, ClientError> {
         let deadline = alloy::primitives::aliases::U40::from(new_deadline);
-        let call =
-            self.escrow.reassignTask(rec.id, rec.task.clone(), new_executor, deadline).from(from);
-        self.submit_and_fold(call, rec).await
+        self.step(from, rec, |e, id, task| e.reassignTask(id, task, new_executor, deadline)).await
     }
 
     /// Rebuilds a task from its logs since `from_block` and checks the result
@@ -288,11 +271,23 @@ impl EscrowClient {
         Ok(record)
     }
 
-    async fn submit_and_fold<D: CallDecoder + Unpin>(
+    /// Builds a call from the task's id and current state, sends it from `from`,
+    /// and folds the receipt's events into `rec`.
+    async fn step<D, F>(
         &self,
-        call: CallBuilder<&DynProvider, D, Ethereum>,
+        from: Address,
         rec: &mut TaskRecord,
-    ) -> Result<TransactionReceipt, ClientError> {
+        build: F,
+    ) -> Result<TransactionReceipt, ClientError>
+    where
+        D: CallDecoder + Unpin,
+        F: for<'a> FnOnce(
+            &'a TaskEscrowInstance<DynProvider>,
+            U256,
+            Task,
+        ) -> CallBuilder<&'a DynProvider, D, Ethereum>,
+    {
+        let call = build(&self.escrow, rec.id, rec.task.clone()).from(from);
         let receipt = self.submit(call).await?;
         rec.apply_receipt(self.address(), &receipt)?;
         Ok(receipt)
