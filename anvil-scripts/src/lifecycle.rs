@@ -124,9 +124,9 @@ impl<'a> Driver<'a> {
         })
     }
 
-    /// The sponsor creates a task with a permit.
+    /// The sponsor creates a task with a permit (valid until the task's own deadline).
     pub async fn create_with_permit(&mut self, params: CreateParams) -> Result<TaskRecord, Error> {
-        let deadline = U256::from(self.now().await? + 3600);
+        let deadline = U256::from(params.deadline);
         let (rec, receipt) = self
             .escrow
             .create_with_permit(&self.actors.sponsor, &self.domain, params, deadline)

@@ -33,10 +33,13 @@ impl ContractRevert {
     }
 
     /// The error's name, e.g. `TaskEscrowInvalidStatus`.
-    pub fn name(&self) -> String {
-        let debug = format!("{self:?}");
-        // `Escrow(TaskEscrowInvalidStatus(TaskEscrowInvalidStatus { .. }))` → the inner variant.
-        debug.split('(').nth(1).unwrap_or(&debug).trim_end_matches(')').to_owned()
+    pub fn name(&self) -> &'static str {
+        let name = match self {
+            Self::Escrow(e) => TaskEscrow::TaskEscrowErrors::name_by_selector(e.selector()),
+            Self::Registry(e) => AgentRegistry::AgentRegistryErrors::name_by_selector(e.selector()),
+            Self::Token(e) => MockUSDC::MockUSDCErrors::name_by_selector(e.selector()),
+        };
+        name.expect("a decoded error's selector is one of its interface's")
     }
 }
 
@@ -78,19 +81,17 @@ mod tests {
         let reg = AgentRegistry::AgentRegistryNotRegistered {
             agent: address!("0x00000000000000000000000000000000000000aa"),
         };
-        assert!(matches!(
-            ContractRevert::from_revert_data(&reg.abi_encode()),
-            Some(ContractRevert::Registry(_))
-        ));
+        let decoded = ContractRevert::from_revert_data(&reg.abi_encode()).unwrap();
+        assert!(matches!(decoded, ContractRevert::Registry(_)));
+        assert_eq!(decoded.name(), "AgentRegistryNotRegistered");
         let tok = MockUSDC::ERC20InsufficientAllowance {
             spender: address!("0x00000000000000000000000000000000000000bb"),
             allowance: U256::ZERO,
             needed: U256::from(1),
         };
-        assert!(matches!(
-            ContractRevert::from_revert_data(&tok.abi_encode()),
-            Some(ContractRevert::Token(_))
-        ));
+        let decoded = ContractRevert::from_revert_data(&tok.abi_encode()).unwrap();
+        assert!(matches!(decoded, ContractRevert::Token(_)));
+        assert_eq!(decoded.name(), "ERC20InsufficientAllowance");
     }
 
     #[test]
