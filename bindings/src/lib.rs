@@ -11,11 +11,14 @@
 //! - [`task`]: the escrow stores only a hash of each task, so callers rebuild the
 //!   task from its events; [`task::TaskState`] is that fold, shared by the
 //!   orchestrator, the workers, the arbiter and the indexer;
-//! - [`capability`]: capability names as the registry stores them (`bytes32`).
+//! - [`capability`]: capability names as the registry stores them (`bytes32`);
+//! - [`envelope`]: the spec envelope `{parent, spec, source?, inputs?}` behind
+//!   each task's spec URI, inline or content-addressed, verified on every read.
 
 pub mod capability;
 pub mod client;
 pub mod deployment;
+pub mod envelope;
 pub mod permit;
 pub mod revert;
 pub mod task;

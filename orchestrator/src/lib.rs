@@ -7,9 +7,9 @@
 //! - [`plan`]: the plan model, its validation (shape, registry, budget), the
 //!   dependency order and parallel waves, cost and duration roll-ups, and the
 //!   edits the plan card offers (reorder, re-assign, drop);
-//! - [`envelope`]: the JSON envelope each sub-task's spec URI resolves to, its
-//!   inline (`data:`) or content-addressed (`sha256:`) encoding, and the
-//!   hostile-input-safe decoding every consumer uses.
+//! - [`envelope`]: the spec envelope codec, re-exported from
+//!   `tessera-bindings` where every consumer (workers, indexer, arbiter) shares it.
 
-pub mod envelope;
 pub mod plan;
+
+pub use tessera_bindings::envelope;
