@@ -15,7 +15,7 @@
 use alloy::{
     network::EthereumWallet,
     primitives::Address,
-    providers::{DynProvider, Provider, ProviderBuilder},
+    providers::DynProvider,
     signers::{
         k256::ecdsa::SigningKey,
         local::{MnemonicBuilder, PrivateKeySigner, coins_bip39::English},
@@ -99,19 +99,8 @@ impl Actors {
     }
 
     /// An HTTP provider that signs for every role.
-    ///
-    /// Nonces are read from the node's pending state for every transaction: a
-    /// cached nonce would be consumed by a call that fails gas estimation (a
-    /// revert), leaving a gap that stalls every later transaction of the account.
     pub fn provider(&self, url: Url) -> DynProvider {
-        ProviderBuilder::new()
-            .disable_recommended_fillers()
-            .with_gas_estimation()
-            .with_simple_nonce_management()
-            .fetch_chain_id()
-            .wallet(self.wallet())
-            .connect_http(url)
-            .erased()
+        tessera_bindings::client::connect(url, self.wallet())
     }
 
     /// The address of demo agent `i`.

@@ -5,9 +5,9 @@
 
 use alloy::{
     contract::{CallBuilder, CallDecoder},
-    network::Ethereum,
+    network::{Ethereum, EthereumWallet},
     primitives::{Address, B256, TxHash, U256},
-    providers::{DynProvider, Provider},
+    providers::{DynProvider, Provider, ProviderBuilder},
     rpc::types::{Filter, TransactionReceipt},
     signers::local::PrivateKeySigner,
 };
@@ -304,6 +304,22 @@ impl EscrowClient {
         }
         Ok(receipt)
     }
+}
+
+/// An HTTP provider that signs with `wallet`.
+///
+/// Nonces are read from the node's pending state for every transaction: a
+/// cached nonce would be consumed by a call that fails gas estimation (a
+/// revert), leaving a gap that stalls every later transaction of the account.
+pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWallet) -> DynProvider {
+    ProviderBuilder::new()
+        .disable_recommended_fillers()
+        .with_gas_estimation()
+        .with_simple_nonce_management()
+        .fetch_chain_id()
+        .wallet(wallet)
+        .connect_http(url)
+        .erased()
 }
 
 /// Turns a contract error into a typed revert when it is one of ours.

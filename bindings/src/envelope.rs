@@ -2,7 +2,7 @@
 //! encoding to and from URIs.
 //!
 //! ```json
-//! { "parent": "plan:0x…", "spec": "Summarize the text",
+//! { "parent": "plan:0x…", "spec": "Summarize the text", "capability": "summarize",
 //!   "source": "original material", "inputs": [{ "from": 0, "task_id": "7", "output": "…" }] }
 //! ```
 //!
@@ -349,6 +349,10 @@ pub struct Envelope {
     pub parent: Parent,
     /// The instruction; never empty.
     pub spec: String,
+    /// The capability the sub-task asks for (e.g. `summarize`), so an agent
+    /// offering several knows which to run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capability: Option<String>,
     /// The brief's original material, on root sub-tasks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
@@ -364,6 +368,8 @@ struct RawEnvelope {
     parent: Parent,
     spec: Option<String>,
     #[serde(default)]
+    capability: Option<String>,
+    #[serde(default)]
     source: Option<String>,
     #[serde(default)]
     inputs: Vec<Input>,
@@ -374,14 +380,20 @@ impl TryFrom<RawEnvelope> for Envelope {
 
     fn try_from(raw: RawEnvelope) -> Result<Self, Self::Error> {
         let spec = raw.spec.filter(|s| !s.is_empty()).ok_or(EnvelopeError::MissingSpec)?;
-        Ok(Self { parent: raw.parent, spec, source: raw.source, inputs: raw.inputs })
+        Ok(Self {
+            parent: raw.parent,
+            spec,
+            capability: raw.capability,
+            source: raw.source,
+            inputs: raw.inputs,
+        })
     }
 }
 
 impl Envelope {
     /// An envelope with no source or inputs.
     pub fn new(parent: Parent, spec: impl Into<String>) -> Self {
-        Self { parent, spec: spec.into(), source: None, inputs: Vec::new() }
+        Self { parent, spec: spec.into(), capability: None, source: None, inputs: Vec::new() }
     }
 
     /// Parses envelope JSON, refusing a missing or empty `spec`.
@@ -422,18 +434,29 @@ impl EnvelopeCodec {
         if envelope.spec.is_empty() {
             return Err(EnvelopeError::MissingSpec);
         }
-        let json = envelope.to_json()?;
-        self.check_len(json.len())?;
-        if json.len() <= self.inline_limit {
-            Ok(format!("{DATA_PREFIX}{JSON_MEDIA_TYPE};base64,{}", BASE64.encode(&json)))
-        } else {
-            Ok(format!("{SHA256_PREFIX}{}", store.put(&json)?))
-        }
+        self.publish(&envelope.to_json()?, store)
     }
 
     /// The envelope behind `uri`: `data:` (base64 or percent-encoded JSON)
     /// or `sha256:` (fetched from `store`, hash verified).
     pub fn decode(&self, uri: &str, store: &dyn BlobStore) -> Result<Envelope, EnvelopeError> {
+        Envelope::from_json(&self.fetch(uri, store)?)
+    }
+
+    /// A URI for any JSON document (results too): inline when small, else
+    /// content-addressed in `store`.
+    pub fn publish(&self, json: &[u8], store: &dyn BlobStore) -> Result<String, EnvelopeError> {
+        self.check_len(json.len())?;
+        if json.len() <= self.inline_limit {
+            Ok(format!("{DATA_PREFIX}{JSON_MEDIA_TYPE};base64,{}", BASE64.encode(json)))
+        } else {
+            Ok(format!("{SHA256_PREFIX}{}", store.put(json)?))
+        }
+    }
+
+    /// The JSON bytes behind a URI written by [`Self::publish`] (or any
+    /// `data:` URI of JSON), size-bounded and hash-verified.
+    pub fn fetch(&self, uri: &str, store: &dyn BlobStore) -> Result<Vec<u8>, EnvelopeError> {
         // Even a percent-encoded URI is at most three bytes per payload byte.
         self.check_len(uri.len().saturating_sub(64) / 3)?;
         let bytes = if let Some(rest) = strip_prefix_ci(uri, DATA_PREFIX) {
@@ -453,7 +476,7 @@ impl EnvelopeCodec {
             return Err(EnvelopeError::UnknownScheme(truncate(scheme, 32)));
         };
         self.check_len(bytes.len())?;
-        Envelope::from_json(&bytes)
+        Ok(bytes)
     }
 
     fn decode_data(&self, rest: &str) -> Result<Vec<u8>, EnvelopeError> {
@@ -544,6 +567,7 @@ mod tests {
     fn envelope() -> Envelope {
         let mut env = Envelope::new(Parent::Plan(B256::repeat_byte(0x12)), "Summarize it");
         env.source = Some("Bonjour le monde".into());
+        env.capability = Some("summarize".into());
         env.inputs.push(Input { from: 0, task_id: Some("7".into()), output: "Hello".into() });
         env
     }

@@ -3,3 +3,4 @@
 mod demo;
 mod lifecycle;
 mod registry;
+mod worker;

@@ -2,17 +2,19 @@
 //!
 //! A Tessera worker registers its capabilities (with prices) in the on-chain
 //! `AgentRegistry`, accepts tasks from the escrow, runs a capability on the
-//! task's spec and inputs, and delivers the result. This crate is the pure
-//! library part of that loop, with no chain or network access:
+//! task's spec and inputs, and delivers the result. This crate holds:
 //!
 //! - [`card`]: the declarative agent card (YAML) a worker is configured with,
 //!   validated at load and publishable as a `data:` URI.
 //! - [`offline`]: deterministic, rule-based implementations of the built-in
 //!   capabilities (`summarize`, `translate`, `sentiment-classify`,
 //!   `extract-entities`) and a dispatcher, [`offline::run`].
+//! - [`runtime`]: the worker loop on chain — registration from the card, task
+//!   discovery, accept → run → complete, and claiming unreviewed payments.
 
 pub mod card;
 pub mod offline;
+pub mod runtime;
 
 pub use card::{AgentCard, CapabilityOffer, CardError, Price, Role};
 pub use offline::{OFFLINE_CAPABILITIES, Output, TaskInput, WorkerError, run};

@@ -1,0 +1,130 @@
+//! The worker loop on a real chain: registration from its card, delivery of
+//! assigned tasks, refusals that leave the task untouched, and claiming an
+//! unreviewed payment.
+
+use std::sync::Arc;
+
+use alloy::{network::EthereumWallet, primitives::U256, signers::local::PrivateKeySigner};
+use tessera_anvil::deploy::DeployConfig;
+use tessera_bindings::{
+    AgentRegistry, capability,
+    client::connect,
+    envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent},
+    task::Status,
+};
+use tessera_e2e::TestEnv;
+use tessera_workers::{
+    AgentCard,
+    runtime::{Handled, Registration, Worker, read_result},
+};
+
+const CARD: &str = "
+id: summarizer-e2e
+description: Extractive summaries for the end-to-end tests.
+role: executor
+model: offline
+capabilities:
+  - name: summarize
+    price: 300000
+instructions: Summarize as bullets.
+";
+
+const ARTICLE: &str = "The escrow locks funds before work starts. Agents accept tasks \
+and deliver results on chain. Clients approve results or dispute them. Arbiters settle \
+disputes in basis points. Every step emits an event for the indexer.";
+
+/// A worker on a dev account no demo agent uses.
+fn worker(env: &TestEnv, blobs: Arc<MemoryBlobStore>) -> Worker {
+    let signer = PrivateKeySigner::from_signing_key(env.chain.keys()[10].clone());
+    let me = signer.address();
+    let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer));
+    let card = AgentCard::from_yaml(CARD).unwrap();
+    Worker::new(provider, me, card, env.deployment.clone(), blobs)
+}
+
+fn spec_uri(spec: &str, capability: Option<&str>, blobs: &MemoryBlobStore) -> String {
+    let mut envelope = Envelope::new(Parent::Task("1".into()), spec);
+    envelope.capability = capability.map(str::to_owned);
+    envelope.source = Some(ARTICLE.into());
+    EnvelopeCodec::default().encode(&envelope, blobs).unwrap()
+}
+
+#[tokio::test]
+async fn worker_registers_delivers_declines_and_is_paid() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let mut w = worker(&env, blobs.clone());
+    assert_eq!(w.ensure_registered().await.unwrap(), Registration::Registered);
+    assert_eq!(w.ensure_registered().await.unwrap(), Registration::Updated(0), "idempotent");
+
+    // The new agent undercuts the demo summarizers.
+    let registry = AgentRegistry::new(env.deployment.agent_registry, &env.provider);
+    let best =
+        registry.cheapestActive(capability::encode("summarize").unwrap()).call().await.unwrap();
+    assert_eq!((best.agent, best.price), (w.address(), 300_000));
+
+    let mut d = env.driver();
+    d.scenario("worker e2e");
+    let me = w.address();
+    let good = d
+        .params(me, 300_000, spec_uri("Summarize in two bullets", Some("summarize"), &blobs))
+        .await
+        .unwrap();
+    let good = d.create_with_permit(good).await.unwrap();
+    let cheap = d.params(me, 100, spec_uri("Summarize", Some("summarize"), &blobs)).await.unwrap();
+    let cheap = d.create_with_permit(cheap).await.unwrap();
+    let other = d
+        .params(me, 900_000, spec_uri("Translate to French", Some("translate"), &blobs))
+        .await
+        .unwrap();
+    let other = d.create_with_permit(other).await.unwrap();
+    let junk = d.params(me, 300_000, "data:application/json,{not json".into()).await.unwrap();
+    let junk = d.create_with_permit(junk).await.unwrap();
+
+    let handled = w.poll_once().await.unwrap();
+    assert_eq!(handled.len(), 4, "{handled:?}");
+    let Handled::Delivered { task, result_uri } = &handled[0] else { panic!("{handled:?}") };
+    assert_eq!(*task, good.id);
+    for (h, id) in handled[1..].iter().zip([cheap.id, other.id, junk.id]) {
+        assert!(matches!(h, Handled::Declined { task, .. } if *task == id), "{h:?}");
+    }
+    assert!(w.poll_once().await.unwrap().is_empty(), "nothing new, nothing redone");
+
+    let mut good = d.escrow.fetch(good.id, env.deployment.deploy_block).await.unwrap();
+    assert_eq!(good.status(), Status::Completed);
+    assert_eq!(good.result_uri.as_deref(), Some(result_uri.as_str()));
+    let result = read_result(result_uri, blobs.as_ref()).unwrap();
+    assert_eq!(result["bullets"].as_array().unwrap().len(), 2, "{result}");
+    for declined in [cheap.id, other.id, junk.id] {
+        let rec = d.escrow.fetch(declined, env.deployment.deploy_block).await.unwrap();
+        assert_eq!(rec.status(), Status::Created, "a declined task stays free to reassign");
+    }
+
+    let before = env.balance(me).await;
+    d.escrow.approve(env.actors.client.address(), &mut good).await.unwrap();
+    assert_eq!(env.balance(me).await - before, U256::from(300_000));
+}
+
+#[tokio::test]
+async fn worker_claims_payment_after_the_review_window() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let mut w = worker(&env, blobs.clone());
+    w.ensure_registered().await.unwrap();
+    let mut d = env.driver();
+    d.scenario("worker release");
+    let params = d.params(w.address(), 300_000, spec_uri("Summarize", None, &blobs)).await.unwrap();
+    let rec = d.create_with_permit(params).await.unwrap();
+
+    let handled = w.poll_once().await.unwrap();
+    assert!(matches!(handled.as_slice(), [Handled::Delivered { .. }]), "{handled:?}");
+    assert!(w.poll_once().await.unwrap().is_empty(), "review window still open");
+
+    let before = env.balance(w.address()).await;
+    d.advance(3601).await.unwrap();
+    let handled = w.poll_once().await.unwrap();
+    assert_eq!(handled, [Handled::Released { task: rec.id }]);
+    assert_eq!(env.balance(w.address()).await - before, U256::from(300_000));
+    let rec = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
+    assert_eq!(rec.status(), Status::Paid);
+}

@@ -1,0 +1,318 @@
+//! The worker loop: an agent account that registers its card in the
+//! AgentRegistry, finds tasks assigned to it, accepts them, runs the asked
+//! capability on the envelope and delivers the result, and later claims
+//! payment of delivered work the client left unreviewed past its window.
+//!
+//! Tasks are found by polling the escrow's `TaskCreated` and `TaskReassigned`
+//! logs block range by block range; each candidate is rebuilt from its own
+//! logs and checked against the stored hash before anything is sent, so a
+//! restarted worker simply resumes from the chain's truth.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use alloy::{
+    eips::BlockNumberOrTag,
+    primitives::{Address, B256, U256},
+    providers::{DynProvider, Provider},
+    rpc::types::Filter,
+    sol_types::SolEvent,
+};
+use tessera_bindings::{
+    AgentRegistry, TaskEscrow, capability,
+    client::{ClientError, EscrowClient, map_call},
+    deployment::Deployment,
+    envelope::{BlobStore, EnvelopeCodec, EnvelopeError},
+    task::{Status, TaskRecord},
+};
+
+use crate::{AgentCard, TaskInput, run};
+
+/// Why the worker loop failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// A contract call failed.
+    #[error(transparent)]
+    Client(#[from] Box<ClientError>),
+    /// An RPC request failed.
+    #[error("rpc: {0}")]
+    Rpc(#[from] alloy::transports::TransportError),
+    /// Storing a large result failed.
+    #[error("storing a result: {0}")]
+    Blob(String),
+}
+
+impl From<ClientError> for RuntimeError {
+    fn from(e: ClientError) -> Self {
+        Self::Client(Box::new(e))
+    }
+}
+
+/// What the worker did with one task in a poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    /// Accepted, ran and delivered; the result URI.
+    Delivered {
+        /// The task.
+        task: U256,
+        /// Where the result is.
+        result_uri: String,
+    },
+    /// Left alone, with the reason (not accepted, so the client can reassign).
+    Declined {
+        /// The task.
+        task: U256,
+        /// Why.
+        reason: String,
+    },
+    /// Claimed payment after the review window.
+    Released {
+        /// The task.
+        task: U256,
+    },
+}
+
+/// What registration did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registration {
+    /// Registered anew.
+    Registered,
+    /// Already registered; this many changes (prices, capabilities, card) were sent.
+    Updated(usize),
+}
+
+/// One worker: an agent account, its card and its view of the chain.
+pub struct Worker {
+    provider: DynProvider,
+    me: Address,
+    card: AgentCard,
+    deployment: Deployment,
+    escrow: EscrowClient,
+    blobs: Arc<dyn BlobStore + Send + Sync>,
+    codec: EnvelopeCodec,
+    next_block: u64,
+    delivered: BTreeMap<U256, TaskRecord>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("address", &self.me)
+            .field("card", &self.card.id)
+            .field("next_block", &self.next_block)
+            .field("delivered", &self.delivered.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// A worker sending from `me` (the provider's wallet must sign for it).
+    pub fn new(
+        provider: DynProvider,
+        me: Address,
+        card: AgentCard,
+        deployment: Deployment,
+        blobs: Arc<dyn BlobStore + Send + Sync>,
+    ) -> Self {
+        Self {
+            escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
+            next_block: deployment.deploy_block,
+            provider,
+            me,
+            card,
+            deployment,
+            blobs,
+            codec: EnvelopeCodec::default(),
+            delivered: BTreeMap::new(),
+        }
+    }
+
+    /// The worker's address.
+    pub fn address(&self) -> Address {
+        self.me
+    }
+
+    /// Registers the card, or brings an existing registration in line with it
+    /// (new capabilities added, prices and card URI updated). Idempotent: a
+    /// second call sends nothing. A paused agent stays paused.
+    pub async fn ensure_registered(&self) -> Result<Registration, RuntimeError> {
+        let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
+        let current = registry.getAgent(self.me).call().await.map_err(map_call)?;
+        let offers: Vec<(B256, u128)> = self
+            .card
+            .capabilities
+            .iter()
+            .map(|c| {
+                let word = capability::encode(&c.name).expect("card names are validated");
+                (word, u128::from(c.price.base_units()))
+            })
+            .collect();
+        let uri = self.card.to_data_uri();
+        if current.status == 0 {
+            let (caps, prices): (Vec<_>, Vec<_>) = offers.into_iter().unzip();
+            confirm(registry.register(uri, caps, prices).from(self.me).send().await).await?;
+            tracing::info!(agent = %self.me, id = %self.card.id, "registered");
+            return Ok(Registration::Registered);
+        }
+        let mut changes = 0;
+        for (word, price) in offers {
+            match current.capabilities.iter().position(|c| *c == word) {
+                None => {
+                    confirm(registry.addCapability(word, price).from(self.me).send().await).await?;
+                    changes += 1;
+                }
+                Some(i) if current.prices[i] != price => {
+                    confirm(registry.updatePrice(word, price).from(self.me).send().await).await?;
+                    changes += 1;
+                }
+                Some(_) => {}
+            }
+        }
+        if current.metadataURI != uri {
+            confirm(registry.setMetadataURI(uri).from(self.me).send().await).await?;
+            changes += 1;
+        }
+        Ok(Registration::Updated(changes))
+    }
+
+    /// Scans new blocks once: delivers every task newly assigned to this
+    /// worker, and claims payment of delivered tasks whose review window passed.
+    pub async fn poll_once(&mut self) -> Result<Vec<Handled>, RuntimeError> {
+        let head = self.provider.get_block_number().await?;
+        let mut handled = Vec::new();
+        if head >= self.next_block {
+            let filter = Filter::new()
+                .address(self.deployment.task_escrow)
+                .event_signature(vec![
+                    TaskEscrow::TaskCreated::SIGNATURE_HASH,
+                    TaskEscrow::TaskReassigned::SIGNATURE_HASH,
+                ])
+                .from_block(self.next_block)
+                .to_block(head);
+            let mut ids = Vec::new();
+            for log in self.provider.get_logs(&filter).await? {
+                let id = log.topics().get(1).map(|t| U256::from_be_bytes(t.0));
+                if let Some(id) = id.filter(|id| !ids.contains(id)) {
+                    ids.push(id);
+                }
+            }
+            for id in ids {
+                let rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
+                if rec.task.executor == self.me && rec.status() == Status::Created {
+                    handled.push(self.work(rec).await?);
+                }
+            }
+            self.next_block = head + 1;
+        }
+        handled.extend(self.release_due().await?);
+        Ok(handled)
+    }
+
+    /// Accept, run, complete — or decline without touching the task.
+    async fn work(&mut self, mut rec: TaskRecord) -> Result<Handled, RuntimeError> {
+        let id = rec.id;
+        let decline = |reason: String| {
+            tracing::warn!(task = %id, %reason, "declined");
+            Ok(Handled::Declined { task: id, reason })
+        };
+        let envelope = match self.codec.decode(&rec.spec_uri, self.blobs.as_ref()) {
+            Ok(e) => e,
+            Err(e) => return decline(format!("unreadable envelope: {e}")),
+        };
+        let offer = match &envelope.capability {
+            Some(name) => self.card.capability(name),
+            None if self.card.capabilities.len() == 1 => self.card.capabilities.first(),
+            None => return decline("the envelope names no capability".into()),
+        };
+        let Some(offer) = offer.cloned() else {
+            return decline(format!("capability {:?} is not offered", envelope.capability));
+        };
+        if rec.task.amount < u128::from(offer.price.base_units()) {
+            return decline(format!(
+                "pays {} but {} costs {}",
+                rec.task.amount,
+                offer.name,
+                offer.price.base_units()
+            ));
+        }
+        let now = self.chain_time().await?;
+        if now >= rec.task.deadline.to::<u64>() {
+            return decline("deadline passed".into());
+        }
+        let inputs: Vec<String> = envelope.inputs.iter().map(|i| i.output.clone()).collect();
+        let input =
+            TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
+        // Run before accepting: material the capability cannot work on is
+        // declined, leaving the task free for the client to reassign.
+        let output = match run(&offer.name, &input) {
+            Ok(o) => o,
+            Err(e) => return decline(e.to_string()),
+        };
+        let result_uri = self.store_result(&output.to_json())?;
+        self.escrow.accept(self.me, &mut rec).await?;
+        self.escrow.complete(self.me, &mut rec, &result_uri).await?;
+        tracing::info!(task = %id, capability = %offer.name, "delivered");
+        self.delivered.insert(id, rec);
+        Ok(Handled::Delivered { task: id, result_uri })
+    }
+
+    /// Claims payment of delivered tasks whose review window has passed.
+    async fn release_due(&mut self) -> Result<Vec<Handled>, RuntimeError> {
+        if self.delivered.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.chain_time().await?;
+        let mut released = Vec::new();
+        let ids: Vec<U256> = self.delivered.keys().copied().collect();
+        for id in ids {
+            let rec = &self.delivered[&id];
+            let due = rec.task.updatedAt.to::<u64>() + u64::from(rec.task.reviewWindow);
+            if now <= due {
+                continue;
+            }
+            // The client may have approved or disputed since: act on the chain's state.
+            let mut fresh = self.escrow.fetch(id, self.deployment.deploy_block).await?;
+            if fresh.status() == Status::Completed {
+                self.escrow.release(self.me, &mut fresh).await?;
+                released.push(Handled::Released { task: id });
+            }
+            self.delivered.remove(&id);
+        }
+        Ok(released)
+    }
+
+    fn store_result(&self, json: &serde_json::Value) -> Result<String, RuntimeError> {
+        let bytes = serde_json::to_vec(json).expect("a JSON value serializes");
+        self.codec
+            .publish(&bytes, self.blobs.as_ref())
+            .map_err(|e| RuntimeError::Blob(e.to_string()))
+    }
+
+    async fn chain_time(&self) -> Result<u64, RuntimeError> {
+        let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
+        Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
+    }
+}
+
+/// The JSON result behind a result URI written by [`Worker`] (inline or
+/// content-addressed, hash verified).
+pub fn read_result(uri: &str, blobs: &dyn BlobStore) -> Result<serde_json::Value, EnvelopeError> {
+    Ok(serde_json::from_slice(&EnvelopeCodec::default().fetch(uri, blobs)?)?)
+}
+
+async fn confirm(
+    sent: Result<
+        alloy::providers::PendingTransactionBuilder<alloy::network::Ethereum>,
+        alloy::contract::Error,
+    >,
+) -> Result<(), RuntimeError> {
+    let pending = sent.map_err(map_call)?;
+    let receipt = pending
+        .with_timeout(Some(tessera_bindings::client::RECEIPT_TIMEOUT))
+        .get_receipt()
+        .await
+        .map_err(ClientError::from)?;
+    if !receipt.status() {
+        return Err(ClientError::Reverted(receipt.transaction_hash).into());
+    }
+    Ok(())
+}
