@@ -55,9 +55,33 @@ enum Command {
         #[command(flatten)]
         config: DeployArgs,
     },
+    /// Run an executor agent: register its card, then accept, run and deliver
+    /// the tasks assigned to it until Ctrl-C. The key comes from TESSERA_WORKER_KEY.
+    Worker(WorkerArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+/// Where a worker runs. The agent's private key (hex) comes from the
+/// environment variable TESSERA_WORKER_KEY only: never the command line, never logs.
+#[derive(Debug, Args)]
+struct WorkerArgs {
+    /// The agent card (YAML: id, description, role, capabilities with prices, model, instructions).
+    #[arg(long)]
+    card: PathBuf,
+    /// The deployment record to work against.
+    #[arg(long, default_value = "deployment.json")]
+    deployment: PathBuf,
+    /// JSON-RPC endpoint of the chain.
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    rpc_url: Url,
+    /// Directory of content-addressed envelopes and results.
+    #[arg(long, default_value = ".tessera/blobs")]
+    blobs: PathBuf,
+    /// Milliseconds between scans of new blocks.
+    #[arg(long, default_value_t = 500)]
+    poll_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,6 +184,7 @@ impl Cli {
                 record.save(&deployment)?;
                 println!("{}", serde_json::to_string_pretty(&record)?);
             }
+            Command::Worker(args) => run_worker(args).await?,
             Command::Bench(BenchCommand::Gas { chain, json }) => {
                 let report = until_interrupted(Box::pin(async {
                     let running = LocalChain::start(&chain.options())?;
@@ -183,6 +208,53 @@ impl Cli {
         }
         Ok(())
     }
+}
+
+/// Registers the worker, then polls until Ctrl-C or SIGTERM. RPC failures are
+/// logged and retried on the next tick; the chain is the worker's only state.
+async fn run_worker(args: WorkerArgs) -> Result<()> {
+    use std::sync::Arc;
+
+    use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
+    use tessera_bindings::{client::connect, deployment::Deployment, envelope::FsBlobStore};
+    use tessera_workers::{AgentCard, runtime::Worker};
+
+    let card = AgentCard::load(&args.card)?;
+    let deployment = Deployment::load(&args.deployment)?;
+    let key = std::env::var("TESSERA_WORKER_KEY")
+        .map_err(|_| eyre::eyre!("set TESSERA_WORKER_KEY to the agent's private key (hex)"))?;
+    let signer: PrivateKeySigner = key
+        .trim()
+        .parse()
+        .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
+    let me = signer.address();
+    let provider = connect(args.rpc_url.clone(), EthereumWallet::new(signer));
+    let blobs = Arc::new(FsBlobStore::new(&args.blobs));
+    let mut worker = Worker::new(provider, me, card, deployment, blobs);
+    let registration = worker
+        .ensure_registered()
+        .await
+        .wrap_err_with(|| format!("registering {me} at {}", args.rpc_url))?;
+    println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
+    let tick = std::time::Duration::from_millis(args.poll_ms.max(50));
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        match worker.poll_once().await {
+            Ok(handled) => {
+                for h in handled {
+                    println!("{h:?}");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "poll failed; retrying"),
+        }
+        tokio::select! {
+            () = &mut shutdown => break,
+            () = tokio::time::sleep(tick) => {}
+        }
+    }
+    println!("worker stopped");
+    Ok(())
 }
 
 /// Runs `work`, abandoning it on Ctrl-C or SIGTERM; abandoning drops whatever
