@@ -8,7 +8,7 @@ use alloy::{network::EthereumWallet, primitives::U256, signers::local::PrivateKe
 use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::{
     AgentRegistry, capability,
-    client::connect,
+    client::{EscrowClient, connect},
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent},
     task::Status,
 };
@@ -106,18 +106,30 @@ async fn worker_registers_delivers_declines_and_is_paid() {
 }
 
 #[tokio::test]
-async fn worker_claims_payment_after_the_review_window() {
+async fn restarted_worker_finishes_an_accepted_task_and_claims_payment() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let blobs = Arc::new(MemoryBlobStore::new());
-    let mut w = worker(&env, blobs.clone());
+    let w = worker(&env, blobs.clone());
     w.ensure_registered().await.unwrap();
     let mut d = env.driver();
     d.scenario("worker release");
     let params = d.params(w.address(), 300_000, spec_uri("Summarize", None, &blobs)).await.unwrap();
     let rec = d.create_with_permit(params).await.unwrap();
 
+    // A worker that died between accept and complete: its successor (a fresh
+    // Worker, scanning from the deploy block) finishes the task.
+    let signer = PrivateKeySigner::from_signing_key(env.chain.keys()[10].clone());
+    let own = EscrowClient::new(
+        connect(env.chain.endpoint_url(), EthereumWallet::new(signer)),
+        env.deployment.task_escrow,
+    );
+    own.accept(w.address(), &mut rec.clone()).await.unwrap();
+    let mut w = worker(&env, blobs.clone());
     let handled = w.poll_once().await.unwrap();
-    assert!(matches!(handled.as_slice(), [Handled::Delivered { .. }]), "{handled:?}");
+    assert!(
+        matches!(handled.as_slice(), [Handled::Delivered { task, .. }] if *task == rec.id),
+        "{handled:?}"
+    );
     assert!(w.poll_once().await.unwrap().is_empty(), "review window still open");
 
     let before = env.balance(w.address()).await;

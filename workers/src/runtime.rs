@@ -197,7 +197,9 @@ impl Worker {
             }
             for id in ids {
                 let rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
-                if rec.task.executor == self.me && rec.status() == Status::Created {
+                // Accepted-by-me covers a worker restarted between accept and complete.
+                let mine = rec.task.executor == self.me;
+                if mine && matches!(rec.status(), Status::Created | Status::Accepted) {
                     handled.push(self.work(rec).await?);
                 }
             }
@@ -207,7 +209,8 @@ impl Worker {
         Ok(handled)
     }
 
-    /// Accept, run, complete — or decline without touching the task.
+    /// Accept (unless already accepted), run, complete — or decline without
+    /// touching the task.
     async fn work(&mut self, mut rec: TaskRecord) -> Result<Handled, RuntimeError> {
         let id = rec.id;
         let decline = |reason: String| {
@@ -248,7 +251,9 @@ impl Worker {
             Err(e) => return decline(e.to_string()),
         };
         let result_uri = self.store_result(&output.to_json())?;
-        self.escrow.accept(self.me, &mut rec).await?;
+        if rec.status() == Status::Created {
+            self.escrow.accept(self.me, &mut rec).await?;
+        }
         self.escrow.complete(self.me, &mut rec, &result_uri).await?;
         tracing::info!(task = %id, capability = %offer.name, "delivered");
         self.delivered.insert(id, rec);
