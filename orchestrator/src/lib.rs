@@ -11,5 +11,6 @@
 //!   `tessera-bindings` where every consumer (workers, indexer, arbiter) shares it.
 
 pub mod plan;
+pub mod store;
 
 pub use tessera_bindings::envelope;
