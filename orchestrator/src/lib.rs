@@ -10,7 +10,10 @@
 //! - [`envelope`]: the spec envelope codec, re-exported from
 //!   `tessera-bindings` where every consumer (workers, indexer, arbiter) shares it.
 
+pub mod api;
+pub mod events;
 pub mod plan;
+pub mod runner;
 pub mod store;
 
 pub use tessera_bindings::envelope;

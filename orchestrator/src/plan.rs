@@ -167,6 +167,34 @@ pub enum PlanError {
         /// Sub-tasks depending on it.
         dependents: Vec<u32>,
     },
+    /// The source material is too large to hand to executors.
+    #[error("source material is {bytes} bytes, over the limit of {max}")]
+    SourceTooLarge {
+        /// Size of the source.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The review window is outside what the escrow accepts.
+    #[error("review window of {secs} s is outside {min} s ..= {max} s")]
+    ReviewWindowOutOfRange {
+        /// The requested window.
+        secs: u32,
+        /// Lower bound.
+        min: u32,
+        /// Upper bound.
+        max: u32,
+    },
+    /// The executor does not offer the capability, or asks more than the plan pays.
+    #[error("sub-task {index}: executor {executor} {problem}")]
+    ExecutorOffer {
+        /// The sub-task.
+        index: u32,
+        /// The executor.
+        executor: Address,
+        /// What is wrong with its offer.
+        problem: String,
+    },
     /// A reorder must list every current index exactly once.
     #[error("new order must list each of the {expected} sub-task indexes exactly once")]
     InvalidOrder {
@@ -237,6 +265,27 @@ pub struct Plan {
     pub review: ReviewMode,
     /// Most the plan may spend, in USDC base units.
     pub budget: u128,
+    /// The brief's material (an article, a document), handed to root
+    /// sub-tasks in their envelope's `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Seconds the client has to review each delivered sub-task before the
+    /// payment releases by itself.
+    #[serde(default = "default_review_window")]
+    pub review_window_secs: u32,
+}
+
+/// Review window when a plan names none: ten minutes.
+pub const DEFAULT_REVIEW_WINDOW_SECS: u32 = 600;
+/// The escrow's shortest review window.
+pub const MIN_REVIEW_WINDOW_SECS: u32 = 60;
+/// The escrow's longest review window.
+pub const MAX_REVIEW_WINDOW_SECS: u32 = 30 * 24 * 60 * 60;
+/// Largest source material a plan carries inline.
+pub const MAX_SOURCE_BYTES: usize = 256 * 1024;
+
+fn default_review_window() -> u32 {
+    DEFAULT_REVIEW_WINDOW_SECS
 }
 
 /// What executors look like to the plan validator.
@@ -257,6 +306,11 @@ pub trait PlanContext {
     fn is_known_capability(&self, capability: &str) -> bool;
     /// Registration status of `executor`.
     fn executor_status(&self, executor: Address) -> ExecutorStatus;
+    /// The price `executor` asks for `capability`, when the context knows
+    /// prices; `Some(None)` when it knows the executor does not offer it.
+    fn executor_price(&self, _executor: Address, _capability: &str) -> Option<Option<u128>> {
+        None
+    }
 }
 
 /// A [`PlanContext`] held in memory, for tests and the offline planner.
@@ -264,6 +318,7 @@ pub trait PlanContext {
 pub struct InMemoryContext {
     capabilities: HashSet<String>,
     executors: HashMap<Address, ExecutorStatus>,
+    prices: Option<HashMap<(Address, String), u128>>,
 }
 
 impl InMemoryContext {
@@ -283,6 +338,14 @@ impl InMemoryContext {
         self.executors.insert(executor, status);
         self
     }
+
+    /// Records an offer; once any offer is recorded, executors are checked
+    /// against their offers (capability offered, price within cost).
+    pub fn with_offer(mut self, executor: Address, capability: &str, price: u128) -> Self {
+        self.capabilities.insert(capability.to_owned());
+        self.prices.get_or_insert_with(HashMap::new).insert((executor, capability.to_owned()), price);
+        self
+    }
 }
 
 impl PlanContext for InMemoryContext {
@@ -292,6 +355,11 @@ impl PlanContext for InMemoryContext {
 
     fn executor_status(&self, executor: Address) -> ExecutorStatus {
         self.executors.get(&executor).copied().unwrap_or(ExecutorStatus::Unknown)
+    }
+
+    fn executor_price(&self, executor: Address, capability: &str) -> Option<Option<u128>> {
+        let prices = self.prices.as_ref()?;
+        Some(prices.get(&(executor, capability.to_owned())).copied())
     }
 }
 
@@ -309,7 +377,15 @@ struct VersionProbe {
 impl Plan {
     /// An empty plan of the current version.
     pub fn new(id: B256, budget: u128, review: ReviewMode) -> Self {
-        Self { version: PLAN_VERSION, id, subtasks: Vec::new(), review, budget }
+        Self {
+            version: PLAN_VERSION,
+            id,
+            subtasks: Vec::new(),
+            review,
+            budget,
+            source: None,
+            review_window_secs: DEFAULT_REVIEW_WINDOW_SECS,
+        }
     }
 
     /// The id of a plan named by a string: keccak256 of its UTF-8 bytes.
@@ -338,6 +414,18 @@ impl Plan {
             return Err(PlanError::TooManySubtasks {
                 count: self.subtasks.len(),
                 max: MAX_SUBTASKS,
+            });
+        }
+        if let Some(source) = &self.source
+            && source.len() > MAX_SOURCE_BYTES
+        {
+            return Err(PlanError::SourceTooLarge { bytes: source.len(), max: MAX_SOURCE_BYTES });
+        }
+        if !(MIN_REVIEW_WINDOW_SECS..=MAX_REVIEW_WINDOW_SECS).contains(&self.review_window_secs) {
+            return Err(PlanError::ReviewWindowOutOfRange {
+                secs: self.review_window_secs,
+                min: MIN_REVIEW_WINDOW_SECS,
+                max: MAX_REVIEW_WINDOW_SECS,
             });
         }
         let sorted = self.sorted()?;
@@ -385,6 +473,27 @@ impl Plan {
                 ExecutorStatus::Unknown => {
                     return Err(PlanError::ExecutorNotRegistered { index: task.index, executor });
                 }
+            }
+            match ctx.executor_price(executor, &task.capability) {
+                None => {}
+                Some(None) => {
+                    return Err(PlanError::ExecutorOffer {
+                        index: task.index,
+                        executor,
+                        problem: format!("does not offer `{}`", task.capability),
+                    });
+                }
+                Some(Some(price)) if price > task.cost => {
+                    return Err(PlanError::ExecutorOffer {
+                        index: task.index,
+                        executor,
+                        problem: format!(
+                            "asks {price} for `{}` but the sub-task pays {}",
+                            task.capability, task.cost
+                        ),
+                    });
+                }
+                Some(Some(_)) => {}
             }
         }
         let total = self.total_cost()?;
@@ -660,6 +769,40 @@ mod tests {
             .with_executor(A, ExecutorStatus::Active)
             .with_executor(B, ExecutorStatus::Active)
             .with_executor(PAUSED, ExecutorStatus::Paused)
+    }
+
+    #[test]
+    fn offers_are_checked_when_prices_are_known() {
+        let p = plan(vec![task(0, &[])]);
+        let priced = ctx().with_offer(A, "summarize", 100);
+        assert_eq!(p.validate(&priced), Ok(()));
+        let dear = ctx().with_offer(A, "summarize", 101);
+        let err = p.validate(&dear).unwrap_err();
+        assert!(err.to_string().contains("asks 101 for `summarize` but the sub-task pays 100"));
+        let other = ctx().with_offer(A, "translate", 1);
+        let err = p.validate(&other).unwrap_err();
+        assert!(err.to_string().contains("does not offer `summarize`"), "{err}");
+    }
+
+    #[test]
+    fn source_and_review_window_limits() {
+        let mut p = plan(vec![task(0, &[])]);
+        p.source = Some("x".repeat(MAX_SOURCE_BYTES + 1));
+        assert!(matches!(p.validate_shape(), Err(PlanError::SourceTooLarge { .. })));
+        p.source = Some("article".into());
+        p.review_window_secs = MIN_REVIEW_WINDOW_SECS - 1;
+        assert!(matches!(p.validate_shape(), Err(PlanError::ReviewWindowOutOfRange { .. })));
+        p.review_window_secs = MIN_REVIEW_WINDOW_SECS;
+        assert_eq!(p.validate_shape(), Ok(()));
+    }
+
+    #[test]
+    fn review_window_defaults_when_absent_from_json() {
+        let mut json = serde_json::to_value(plan(vec![task(0, &[])])).unwrap();
+        json.as_object_mut().unwrap().remove("review_window_secs");
+        let parsed = Plan::from_json(&json.to_string()).unwrap();
+        assert_eq!(parsed.review_window_secs, DEFAULT_REVIEW_WINDOW_SECS);
+        assert_eq!(parsed.source, None);
     }
 
     /// 0 → {1, 2} → 3 (diamond).

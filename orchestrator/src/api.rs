@@ -1,0 +1,392 @@
+//! The orchestrator's HTTP API (axum): plans, runs, decisions, the SSE event
+//! stream with replay, blobs, and the OpenAPI document.
+//!
+//! Every state-changing endpoint needs `Authorization: Bearer <token>`;
+//! request bodies are capped; errors are JSON `{"error": …}` with a 4xx
+//! status that says what to fix, while internal failures are logged and
+//! answered with a bare 500.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use alloy::primitives::{Address, B256};
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, Path, Query, Request, State},
+    http::{HeaderMap, StatusCode, header},
+    middleware::{self, Next},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+    routing::{get, post},
+};
+use serde::Deserialize;
+use serde_json::json;
+use tessera_bindings::envelope::{BlobHash, HARD_MAX_BYTES};
+use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
+
+use crate::{
+    events::is_final,
+    plan::Plan,
+    runner::{Decision, Edit, Orchestrator, RunError},
+    store::StoreError,
+};
+
+/// Largest request body accepted (a plan with its source material).
+pub const MAX_BODY_BYTES: usize = 512 * 1024;
+
+/// The OpenAPI document served at `/api/openapi.json`.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// Every route: method and path as written in the OpenAPI document.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/api/health"),
+    ("get", "/api/openapi.json"),
+    ("post", "/api/plans"),
+    ("get", "/api/runs"),
+    ("get", "/api/runs/{id}"),
+    ("post", "/api/runs/{id}/approve"),
+    ("post", "/api/runs/{id}/edit"),
+    ("post", "/api/runs/{id}/cancel"),
+    ("get", "/api/runs/{id}/events"),
+    ("post", "/api/runs/{id}/subtasks/{index}/review"),
+    ("post", "/api/runs/{id}/subtasks/{index}/retry"),
+    ("post", "/api/runs/{id}/subtasks/{index}/executor"),
+    ("get", "/api/blobs/{hash}"),
+];
+
+#[derive(Clone)]
+struct AppState {
+    orch: Arc<Orchestrator>,
+    token: Arc<str>,
+}
+
+/// The API router over `orch`, guarding state changes with `token`.
+pub fn router(orch: Arc<Orchestrator>, token: &str) -> Router {
+    let state = AppState { orch, token: token.into() };
+    let guarded = Router::new()
+        .route("/api/plans", post(create_plan))
+        .route("/api/runs/{id}/approve", post(approve))
+        .route("/api/runs/{id}/edit", post(edit))
+        .route("/api/runs/{id}/cancel", post(cancel))
+        .route("/api/runs/{id}/subtasks/{index}/review", post(review))
+        .route("/api/runs/{id}/subtasks/{index}/retry", post(retry))
+        .route("/api/runs/{id}/subtasks/{index}/executor", post(change_executor))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/api/health", get(health))
+        .route("/api/openapi.json", get(openapi))
+        .route("/api/runs", get(list_runs))
+        .route("/api/runs/{id}", get(show_run))
+        .route("/api/runs/{id}/events", get(run_events))
+        .route("/api/blobs/{hash}", get(blob))
+        .merge(guarded)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// An API error: a status and a message for the caller.
+#[derive(Debug)]
+pub struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        let status = match &e {
+            RunError::Plan(_) | RunError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            RunError::NotFound(_) => StatusCode::NOT_FOUND,
+            RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
+                StatusCode::CONFLICT
+            }
+            RunError::Store(_) | RunError::Chain(_) => {
+                tracing::error!(error = %e, "request failed");
+                return Self(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the orchestrator log".into());
+            }
+        };
+        Self(status, e.to_string())
+    }
+}
+
+fn bad_request(msg: impl Into<String>) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, msg.into())
+}
+
+async fn require_token(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    req: Request,
+    next: Next,
+) -> Response {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(t) if constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(req).await,
+        Some(_) => ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()).into_response(),
+        None => ApiError(
+            StatusCode::UNAUTHORIZED,
+            "missing bearer token: send Authorization: Bearer <token>".into(),
+        )
+        .into_response(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Parses a run id (a plan id) into its canonical form.
+fn run_id(raw: &str) -> Result<String, ApiError> {
+    raw.parse::<B256>()
+        .map(|id| id.to_string())
+        .map_err(|_| bad_request(format!("{raw:?} is not a run id (0x + 64 hex digits)")))
+}
+
+/// JSON body extraction with our error shape.
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
+            ApiError(e.status(), format!("request body: {}", e.body_text()))
+        })?;
+        serde_json::from_slice(&bytes)
+            .map(Body)
+            .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON body: {e}")))
+    }
+}
+
+async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
+    let chain = s.orch.chain();
+    Json(json!({
+        "status": "ok",
+        "chain_id": chain.deployment().chain_id,
+        "escrow": chain.deployment().task_escrow,
+        "sponsor": chain.sponsor(),
+    }))
+}
+
+async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+}
+
+async fn create_plan(
+    State(s): State<AppState>,
+    body: axum::body::Bytes,
+) -> Result<impl IntoResponse, ApiError> {
+    let text = std::str::from_utf8(&body).map_err(|_| bad_request("body is not UTF-8"))?;
+    let plan = Plan::from_json(text).map_err(RunError::from)?;
+    let view = s.orch.propose(plan).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+async fn list_runs(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    let runs = s.orch.store().runs().await.map_err(RunError::from)?;
+    let runs: Vec<_> = runs
+        .into_iter()
+        .map(|r| json!({ "id": r.id, "state": r.state, "reason": r.reason, "created_at": r.created_at, "updated_at": r.updated_at }))
+        .collect();
+    Ok(Json(json!({ "runs": runs })))
+}
+
+async fn show_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(s.orch.view(&run_id(&id)?).await?))
+}
+
+async fn approve(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(s.orch.approve(&run_id(&id)?).await?))
+}
+
+async fn edit(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Body(edit): Body<Edit>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(s.orch.edit(&run_id(&id)?, edit).await?))
+}
+
+async fn cancel(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(s.orch.cancel(&run_id(&id)?).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+enum ReviewBody {
+    Approve,
+    Dispute { reason: String },
+}
+
+async fn review(
+    State(s): State<AppState>,
+    Path((id, index)): Path<(String, u32)>,
+    Body(body): Body<ReviewBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    let decision = match body {
+        ReviewBody::Approve => Decision::Approve(index),
+        ReviewBody::Dispute { reason } => Decision::Dispute(index, reason),
+    };
+    queue(&s, &id, decision).await
+}
+
+async fn retry(
+    State(s): State<AppState>,
+    Path((id, index)): Path<(String, u32)>,
+) -> Result<impl IntoResponse, ApiError> {
+    queue(&s, &id, Decision::Retry(index)).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecutorBody {
+    executor: Address,
+}
+
+async fn change_executor(
+    State(s): State<AppState>,
+    Path((id, index)): Path<(String, u32)>,
+    Body(body): Body<ExecutorBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    queue(&s, &id, Decision::ChangeExecutor(index, body.executor)).await
+}
+
+async fn queue(s: &AppState, id: &str, decision: Decision) -> Result<Response, ApiError> {
+    let id = run_id(id)?;
+    let seq = s.orch.decide(&id, decision).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "run": id, "decision": seq, "status": "queued" }))).into_response())
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    after: Option<i64>,
+}
+
+async fn run_events(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let id = run_id(&id)?;
+    s.orch.view(&id).await?;
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<i64>().ok());
+    let after = last_event_id.or(q.after).unwrap_or(0);
+    let (tx, rx) = tokio::sync::mpsc::channel(256);
+    let orch = Arc::clone(&s.orch);
+    tokio::spawn(async move {
+        // Subscribe before reading the backlog so nothing falls in between.
+        let mut live = orch.subscribe();
+        let mut last = after;
+        let mut done = false;
+        let mut replay = true;
+        while !done {
+            if replay {
+                replay = false;
+                let Ok(backlog) = orch.store().events_after(&id, last).await else { return };
+                for ev in backlog {
+                    last = ev.seq;
+                    done |= is_final(&ev.kind);
+                    if tx.send(ev).await.is_err() {
+                        return;
+                    }
+                }
+                continue;
+            }
+            match live.recv().await {
+                Ok(ev) if ev.run_id == id && ev.seq > last => {
+                    last = ev.seq;
+                    done = is_final(&ev.kind);
+                    if tx.send(ev).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                // Fell behind: the store has everything.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => replay = true,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    let stream = ReceiverStream::new(rx).map(|ev| {
+        Ok(Event::default().id(ev.seq.to_string()).event(ev.kind).data(ev.body))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+async fn blob(
+    State(s): State<AppState>,
+    Path(hash): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let hash: BlobHash = hash
+        .strip_prefix("sha256:")
+        .unwrap_or(&hash)
+        .parse()
+        .map_err(|_| bad_request("a blob is named by 64 hex digits (its sha256)"))?;
+    let bytes = s
+        .orch
+        .blobs()
+        .get(&hash, HARD_MAX_BYTES)
+        .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?
+        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no blob {hash}")))?;
+    if BlobHash::of(&bytes) != hash {
+        tracing::error!(%hash, "stored blob does not match its hash");
+        return Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, "stored blob is corrupt".into()));
+    }
+    Ok(([(header::CONTENT_TYPE, "application/json")], bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openapi_documents_every_route_and_nothing_else() {
+        let doc: serde_json::Value = serde_json::from_str(OPENAPI).unwrap();
+        let mut documented: Vec<(String, String)> = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                documented.push((method.clone(), path.clone()));
+            }
+        }
+        let mut routes: Vec<(String, String)> =
+            ROUTES.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
+        documented.sort();
+        routes.sort();
+        assert_eq!(documented, routes);
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
+
+    #[test]
+    fn run_ids_are_canonical() {
+        let upper = format!("0x{}", "AB".repeat(32));
+        assert_eq!(run_id(&upper).unwrap(), format!("0x{}", "ab".repeat(32)));
+        assert!(run_id("0x12").is_err());
+        assert!(run_id("plan").is_err());
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+    }
+}
