@@ -2,17 +2,26 @@
 //! contracts deployed from Rust, one account per role, and the escrow client.
 //! The tests themselves live in `it/`.
 
+use std::{sync::Arc, time::Duration};
+
 use alloy::{
+    network::EthereumWallet,
     primitives::{Address, U256},
     providers::DynProvider,
 };
+use serde_json::Value;
 use tessera_anvil::{
     actors::Actors,
     chain::{ChainOptions, LocalChain},
-    deploy::{self, DeployConfig},
+    deploy::{self, DEMO_AGENTS, DemoAgent, DeployConfig},
     lifecycle::Driver,
 };
-use tessera_bindings::{MockUSDC, deployment::Deployment};
+use tessera_bindings::{MockUSDC, client::connect, deployment::Deployment, envelope::FsBlobStore};
+use tessera_orchestrator::{
+    runner::{Chain, Orchestrator, RunnerConfig},
+    store::Store,
+};
+use tessera_workers::{AgentCard, runtime::Worker};
 
 /// A fresh chain with everything deployed; anvil stops when this drops.
 #[derive(Debug)]
@@ -53,4 +62,214 @@ impl TestEnv {
             .await
             .expect("balanceOf")
     }
+}
+
+/// The whole stack on one chain: the orchestrator with its API on a local
+/// port, a SQLite run store, and one offline worker per demo agent, each
+/// following new blocks over anvil's websocket.
+#[derive(Debug)]
+pub struct Stack {
+    /// Chain, roles and contracts.
+    pub env: TestEnv,
+    /// The orchestrator.
+    pub orch: Arc<Orchestrator>,
+    /// API base URL, e.g. `http://127.0.0.1:40123`.
+    pub api: String,
+    /// Bearer token of the API.
+    pub token: String,
+    /// HTTP client.
+    pub http: reqwest::Client,
+    /// Blob directory shared by the orchestrator and the workers.
+    pub blobs: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Token the test stacks use.
+pub const TEST_TOKEN: &str = "test-token-0123456789";
+
+impl Stack {
+    /// Starts everything with default settings and SQLite.
+    pub async fn start() -> Self {
+        Self::start_with(RunnerConfig::default(), None).await
+    }
+
+    /// Starts everything; `db_url` overrides the SQLite file.
+    pub async fn start_with(config: RunnerConfig, db_url: Option<String>) -> Self {
+        let env = TestEnv::start(DeployConfig::default()).await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let blobs = dir.path().join("blobs");
+        let db_url = db_url
+            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("runs.db").display()));
+        let store = Store::connect(&db_url).await.expect("store");
+        let mut tasks = Vec::new();
+        for agent in DEMO_AGENTS {
+            tasks.push(spawn_worker(&env, agent, &blobs).await);
+        }
+        let orch = orchestrator(&env, store, &blobs, config).await;
+        tasks.push(tokio::spawn(Arc::clone(&orch).follow_heads(Some(env.chain.ws_endpoint()))));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let api = format!("http://{}", listener.local_addr().expect("addr"));
+        let app = tessera_orchestrator::api::router(Arc::clone(&orch), TEST_TOKEN);
+        tasks.push(tokio::spawn(async move {
+            axum_serve(listener, app).await;
+        }));
+        Self {
+            env,
+            orch,
+            api,
+            token: TEST_TOKEN.into(),
+            http: reqwest::Client::new(),
+            blobs,
+            _dir: dir,
+            tasks,
+        }
+    }
+
+    /// POSTs JSON with the bearer token; returns status and JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.api))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GETs JSON.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let resp = self.http.get(format!("{}{path}", self.api)).send().await.expect("request");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Proposes `plan` and approves it; returns the run id.
+    pub async fn run_plan(&self, plan: &Value) -> String {
+        let (status, body) = self.post("/api/plans", plan).await;
+        assert_eq!(status, 201, "propose: {body}");
+        let id = body["id"].as_str().expect("run id").to_owned();
+        let (status, body) = self.post(&format!("/api/runs/{id}/approve"), &Value::Null).await;
+        assert_eq!(status, 200, "approve: {body}");
+        id
+    }
+
+    /// Polls the run until its state is `state` (panics after `secs`).
+    pub async fn wait_state(&self, id: &str, state: &str, secs: u64) -> Value {
+        let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let (_, view) = self.get(&format!("/api/runs/{id}")).await;
+            if view["state"] == state {
+                return view;
+            }
+            assert!(tokio::time::Instant::now() < end, "run never became {state}: {view:#}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Polls until sub-task `index` is in `phase`.
+    pub async fn wait_phase(&self, id: &str, index: usize, phase: &str, secs: u64) -> Value {
+        let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let (_, view) = self.get(&format!("/api/runs/{id}")).await;
+            if view["subtasks"][index]["phase"] == phase {
+                return view;
+            }
+            assert!(tokio::time::Instant::now() < end, "sub-task {index} never {phase}: {view:#}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Reads the run's SSE stream from the start until it ends (the stream
+    /// closes after the final event); returns the events' JSON bodies.
+    pub async fn events(&self, id: &str) -> Vec<Value> {
+        read_sse(&self.http, &format!("{}/api/runs/{id}/events", self.api)).await
+    }
+}
+
+/// Reads an SSE stream to its end and returns the `data` of each event.
+pub async fn read_sse(http: &reqwest::Client, url: &str) -> Vec<Value> {
+    use futures_util::StreamExt;
+    let resp = http.get(url).send().await.expect("sse request");
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    let read = async {
+        while let Some(chunk) = stream.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk.expect("sse chunk")));
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                for line in frame.lines() {
+                    if let Some(data) = line.strip_prefix("data: ") {
+                        out.push(serde_json::from_str(data).expect("event JSON"));
+                    }
+                }
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read).await.expect("stream ends");
+    out
+}
+
+async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) {
+    axum::serve(listener, app).await.expect("serve");
+}
+
+/// An orchestrator funding from the sponsor account.
+pub async fn orchestrator(
+    env: &TestEnv,
+    store: Store,
+    blobs: &std::path::Path,
+    config: RunnerConfig,
+) -> Arc<Orchestrator> {
+    let signer = env.actors.sponsor.clone();
+    let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer.clone()));
+    let chain = Chain::new(provider, signer, env.deployment.clone()).await.expect("chain");
+    let orch = Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(blobs)), config);
+    orch.resume_all().await.expect("resume");
+    orch
+}
+
+/// The card of a demo agent, as a worker loads it.
+pub fn demo_card(agent: &DemoAgent) -> AgentCard {
+    let caps: String = agent
+        .offers
+        .iter()
+        .map(|(name, price)| format!("  - name: {name}\n    price: {price}\n"))
+        .collect();
+    let yaml = format!(
+        "id: {}\ndescription: {}\nrole: executor\nmodel: offline\ncapabilities:\n{caps}instructions: Work offline.\n",
+        agent.id, agent.description
+    );
+    AgentCard::from_yaml(&yaml).expect("demo card")
+}
+
+/// Runs one demo agent's worker in the background.
+pub async fn spawn_worker(
+    env: &TestEnv,
+    agent: &DemoAgent,
+    blobs: &std::path::Path,
+) -> tokio::task::JoinHandle<()> {
+    let signer = env.actors.agents[agent.account].clone();
+    let me = signer.address();
+    let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer));
+    let store = Arc::new(FsBlobStore::new(blobs));
+    let mut worker = Worker::new(provider, me, demo_card(agent), env.deployment.clone(), store);
+    worker.ensure_registered().await.expect("worker registers");
+    let ws = env.chain.ws_endpoint();
+    tokio::spawn(async move {
+        worker.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
+    })
 }

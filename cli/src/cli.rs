@@ -79,8 +79,12 @@ struct WorkerArgs {
     /// Directory of content-addressed envelopes and results.
     #[arg(long, default_value = ".tessera/blobs")]
     blobs: PathBuf,
-    /// Milliseconds between scans of new blocks.
-    #[arg(long, default_value_t = 500)]
+    /// Websocket endpoint for new-block notifications (default: the RPC URL
+    /// with ws:// instead of http://); without one the worker polls.
+    #[arg(long, env = "TESSERA_WS_URL")]
+    ws_url: Option<String>,
+    /// Milliseconds between scans when no new block is announced.
+    #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
 }
 
@@ -236,23 +240,9 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .await
         .wrap_err_with(|| format!("registering {me} at {}", args.rpc_url))?;
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
-    let tick = std::time::Duration::from_millis(args.poll_ms.max(50));
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    loop {
-        match worker.poll_once().await {
-            Ok(handled) => {
-                for h in handled {
-                    println!("{h:?}");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "poll failed; retrying"),
-        }
-        tokio::select! {
-            () = &mut shutdown => break,
-            () = tokio::time::sleep(tick) => {}
-        }
-    }
+    let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
+    let ws_url = args.ws_url.clone().or_else(|| ws_of(&args.rpc_url));
+    worker.run(ws_url.as_deref(), poll, |h| println!("{h:?}"), shutdown_signal()).await;
     println!("worker stopped");
     Ok(())
 }
@@ -266,6 +256,14 @@ async fn until_interrupted<T>(
         out = work => Ok(out?),
         () = shutdown_signal() => eyre::bail!("interrupted"),
     }
+}
+
+/// The websocket URL anvil (and most nodes) serve beside an HTTP one.
+fn ws_of(http: &Url) -> Option<String> {
+    let s = http.as_str();
+    s.strip_prefix("http://")
+        .map(|rest| format!("ws://{rest}"))
+        .or_else(|| s.strip_prefix("https://").map(|rest| format!("wss://{rest}")))
 }
 
 async fn shutdown_signal() {

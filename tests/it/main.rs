@@ -4,3 +4,4 @@ mod demo;
 mod lifecycle;
 mod registry;
 mod worker;
+mod plans;

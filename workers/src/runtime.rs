@@ -3,8 +3,9 @@
 //! capability on the envelope and delivers the result, and later claims
 //! payment of delivered work the client left unreviewed past its window.
 //!
-//! Tasks are found by polling the escrow's `TaskCreated` and `TaskReassigned`
-//! logs block range by block range; each candidate is rebuilt from its own
+//! Tasks are found by scanning the escrow's `TaskCreated` and `TaskReassigned`
+//! logs block range by block range, once per new block when a websocket
+//! subscription to new heads is available ([`Worker::run`]), else on a timer; each candidate is rebuilt from its own
 //! logs and checked against the stored hash before anything is sent, so a
 //! restarted worker simply resumes from the chain's truth.
 
@@ -209,6 +210,52 @@ impl Worker {
         Ok(handled)
     }
 
+    /// Works until `shutdown` resolves: scans once per new block announced
+    /// over a websocket subscription at `ws_url` (so a task is picked up the
+    /// moment it is mined), and at least every `poll`, which is also the
+    /// whole cadence when no websocket answers. Failed scans are logged and
+    /// retried; `on_handled` sees every delivery, decline and release.
+    pub async fn run(
+        &mut self,
+        ws_url: Option<&str>,
+        poll: std::time::Duration,
+        mut on_handled: impl FnMut(&Handled),
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        use futures_util::StreamExt;
+        tokio::pin!(shutdown);
+        let mut heads = match ws_url {
+            Some(url) => match subscribe_heads(url).await {
+                Ok(sub) => Some(sub),
+                Err(e) => {
+                    tracing::warn!(url, error = %e, "no websocket; polling instead");
+                    None
+                }
+            },
+            None => None,
+        };
+        loop {
+            match self.poll_once().await {
+                Ok(handled) => handled.iter().for_each(&mut on_handled),
+                Err(e) => tracing::warn!(error = %e, "scan failed; retrying"),
+            }
+            match heads.as_mut() {
+                Some((_, stream)) => tokio::select! {
+                    () = &mut shutdown => return,
+                    next = stream.next() => if next.is_none() {
+                        tracing::warn!("block subscription ended; polling instead");
+                        heads = None;
+                    },
+                    () = tokio::time::sleep(poll) => {}
+                },
+                None => tokio::select! {
+                    () = &mut shutdown => return,
+                    () = tokio::time::sleep(poll) => {}
+                },
+            }
+        }
+    }
+
     /// Accept (unless already accepted), run, complete — or decline without
     /// touching the task.
     async fn work(&mut self, mut rec: TaskRecord) -> Result<Handled, RuntimeError> {
@@ -302,6 +349,20 @@ impl Worker {
 /// content-addressed, hash verified).
 pub fn read_result(uri: &str, blobs: &dyn BlobStore) -> Result<serde_json::Value, EnvelopeError> {
     Ok(serde_json::from_slice(&EnvelopeCodec::default().fetch(uri, blobs)?)?)
+}
+
+type HeadStream = futures_util::stream::BoxStream<'static, alloy::rpc::types::Header>;
+
+/// A websocket provider (kept alive with the stream) and its new-heads stream.
+async fn subscribe_heads(url: &str) -> Result<(DynProvider, HeadStream), RuntimeError> {
+    use futures_util::StreamExt;
+    let ws = alloy::providers::ProviderBuilder::new()
+        .connect_ws(alloy::providers::WsConnect::new(url))
+        .await?
+        .erased();
+    let stream = ws.subscribe_blocks().await?.into_stream().boxed();
+    tracing::info!(url, "following new blocks over websocket");
+    Ok((ws, stream))
 }
 
 async fn confirm(
