@@ -104,6 +104,17 @@ impl Stack {
 
     /// Starts everything; `db_url` overrides the SQLite file.
     pub async fn start_with(config: RunnerConfig, db_url: Option<String>) -> Self {
+        Self::start_custom(config, db_url, &[0, 1, 2, 3, 4]).await
+    }
+
+    /// Starts everything, with workers for the demo agents at `workers`
+    /// (indexes into `DEMO_AGENTS`) only: the others are registered but
+    /// never accept anything.
+    pub async fn start_custom(config: RunnerConfig, db_url: Option<String>, workers: &[usize]) -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let env = TestEnv::start(DeployConfig::default()).await;
         let dir = tempfile::tempdir().expect("tempdir");
         let blobs = dir.path().join("blobs");
@@ -111,8 +122,8 @@ impl Stack {
             .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("runs.db").display()));
         let store = Store::connect(&db_url).await.expect("store");
         let mut tasks = Vec::new();
-        for agent in DEMO_AGENTS {
-            tasks.push(spawn_worker(&env, agent, &blobs).await);
+        for &i in workers {
+            tasks.push(spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await);
         }
         let orch = orchestrator(&env, store, &blobs, config).await;
         tasks.push(tokio::spawn(Arc::clone(&orch).follow_heads(Some(env.chain.ws_endpoint()))));
@@ -191,6 +202,17 @@ impl Stack {
         }
     }
 
+    /// Starts the worker of demo agent `i` now.
+    pub async fn add_worker(&mut self, i: usize) {
+        let handle = spawn_worker(&self.env, &DEMO_AGENTS[i], &self.blobs).await;
+        self.tasks.push(handle);
+    }
+
+    /// Moves chain time forward by `secs` and mines a block.
+    pub async fn advance(&self, secs: u64) {
+        self.env.driver().advance(secs).await.expect("advance time");
+    }
+
     /// Reads the run's SSE stream from the start until it ends (the stream
     /// closes after the final event); returns the events' JSON bodies.
     pub async fn events(&self, id: &str) -> Vec<Value> {
@@ -200,6 +222,12 @@ impl Stack {
 
 /// Reads an SSE stream to its end and returns the `data` of each event.
 pub async fn read_sse(http: &reqwest::Client, url: &str) -> Vec<Value> {
+    read_sse_until(http, url, "plan_completed|plan_failed").await
+}
+
+/// Reads an SSE stream until it ends or an event whose kind is one of
+/// `stop` (`|`-separated) arrives.
+pub async fn read_sse_until(http: &reqwest::Client, url: &str, stop: &str) -> Vec<Value> {
     use futures_util::StreamExt;
     let resp = http.get(url).send().await.expect("sse request");
     assert_eq!(resp.status().as_u16(), 200);
@@ -213,7 +241,12 @@ pub async fn read_sse(http: &reqwest::Client, url: &str) -> Vec<Value> {
                 let frame: String = buf.drain(..end + 2).collect();
                 for line in frame.lines() {
                     if let Some(data) = line.strip_prefix("data: ") {
-                        out.push(serde_json::from_str(data).expect("event JSON"));
+                        let ev: Value = serde_json::from_str(data).expect("event JSON");
+                        let kind = ev["kind"].as_str().unwrap_or_default().to_owned();
+                        out.push(ev);
+                        if stop.split('|').any(|s| s == kind) {
+                            return;
+                        }
                     }
                 }
             }

@@ -259,12 +259,25 @@ impl EscrowClient {
 
     /// Rebuilds a task from its logs since `from_block` and checks the result
     /// against the hash the contract stores.
+    ///
+    /// Logs and hash are read at the same block, so a transaction landing in
+    /// between cannot make a consistent task look corrupt.
     pub async fn fetch(&self, id: U256, from_block: u64) -> Result<TaskRecord, ClientError> {
-        let filter =
-            Filter::new().address(self.address()).topic1(B256::from(id)).from_block(from_block);
+        let head = self.provider.get_block_number().await?;
+        let filter = Filter::new()
+            .address(self.address())
+            .topic1(B256::from(id))
+            .from_block(from_block)
+            .to_block(head);
         let logs = self.provider.get_logs(&filter).await?;
         let record = TaskRecord::from_logs(id, &logs)?;
-        let stored = self.escrow.taskHash(id).call().await.map_err(map_call)?;
+        let stored = self
+            .escrow
+            .taskHash(id)
+            .block(alloy::eips::BlockId::number(head))
+            .call()
+            .await
+            .map_err(map_call)?;
         if stored != hash_task(&record.task) {
             return Err(FoldError::HashMismatch(id).into());
         }
