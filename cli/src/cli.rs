@@ -58,9 +58,29 @@ enum Command {
     /// Run an executor agent: register its card, then accept, run and deliver
     /// the tasks assigned to it until Ctrl-C. The key comes from TESSERA_WORKER_KEY.
     Worker(WorkerArgs),
+    /// Run the orchestrator: resume every live run, follow new blocks, serve
+    /// the HTTP API. Keys come from TESSERA_SPONSOR_KEY and TESSERA_API_TOKEN.
+    Serve(crate::orchestrate::ServeArgs),
+    /// Propose a plan from a JSON file, show its card, ask approve / edit /
+    /// cancel, then follow it to settlement.
+    Plan(crate::orchestrate::PlanArgs),
+    /// Inspect runs.
+    #[command(subcommand)]
+    Runs(RunsCommand),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum RunsCommand {
+    /// Show a run: its plan card and each sub-task's progress.
+    Show {
+        /// The run id (the plan id, 0x + 64 hex).
+        id: String,
+        #[command(flatten)]
+        api: crate::orchestrate::ApiArgs,
+    },
 }
 
 /// Where a worker runs. The agent's private key (hex) comes from the
@@ -189,6 +209,11 @@ impl Cli {
                 println!("{}", serde_json::to_string_pretty(&record)?);
             }
             Command::Worker(args) => run_worker(args).await?,
+            Command::Serve(args) => crate::orchestrate::serve(args, shutdown_signal()).await?,
+            Command::Plan(args) => crate::orchestrate::plan(args).await?,
+            Command::Runs(RunsCommand::Show { id, api }) => {
+                crate::orchestrate::show(&api, &id).await?;
+            }
             Command::Bench(BenchCommand::Gas { chain, json }) => {
                 let report = until_interrupted(Box::pin(async {
                     let running = LocalChain::start(&chain.options())?;
@@ -259,7 +284,7 @@ async fn until_interrupted<T>(
 }
 
 /// The websocket URL anvil (and most nodes) serve beside an HTTP one.
-fn ws_of(http: &Url) -> Option<String> {
+pub(crate) fn ws_of(http: &Url) -> Option<String> {
     let s = http.as_str();
     s.strip_prefix("http://")
         .map(|rest| format!("ws://{rest}"))

@@ -1,6 +1,7 @@
 //! `tessera`: the one command line of the project.
 
 mod cli;
+mod orchestrate;
 
 use clap::Parser;
 

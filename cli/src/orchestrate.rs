@@ -1,0 +1,380 @@
+//! `tessera serve`, `tessera plan --file` and `tessera runs show`: the
+//! orchestrator service and its command-line client.
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, Write},
+    path::PathBuf,
+    sync::Arc,
+    time::Duration,
+};
+
+use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner, transports::http::reqwest::Url};
+use clap::Args;
+use eyre::{Context, Result, bail, eyre};
+use futures_util::StreamExt;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use tessera_bindings::{client::connect, deployment::Deployment, envelope::FsBlobStore};
+use tessera_orchestrator::{
+    api,
+    plan::Plan,
+    runner::{Chain, Orchestrator, RunnerConfig},
+    store::Store,
+};
+
+/// Where the orchestrator service runs. The sponsor's key comes from
+/// TESSERA_SPONSOR_KEY and the API token from TESSERA_API_TOKEN (environment only).
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// The deployment record to work against.
+    #[arg(long, default_value = "deployment.json")]
+    deployment: PathBuf,
+    /// JSON-RPC endpoint of the chain.
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    rpc_url: Url,
+    /// Websocket endpoint for new blocks (default: the RPC URL with ws://).
+    #[arg(long, env = "TESSERA_WS_URL")]
+    ws_url: Option<String>,
+    /// Run store: sqlite://<file> or postgres://…
+    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
+    database_url: String,
+    /// Directory of content-addressed envelopes and results (shared with local workers).
+    #[arg(long, default_value = ".tessera/blobs")]
+    blobs: PathBuf,
+    /// Seconds a paused run waits for a recovery decision before it is cancelled.
+    #[arg(long, default_value_t = 120)]
+    decision_timeout_secs: u64,
+}
+
+/// Where the API is, for the client commands.
+#[derive(Debug, Args)]
+pub(crate) struct ApiArgs {
+    /// Orchestrator API base URL.
+    #[arg(long, env = "TESSERA_API_URL", default_value = "http://127.0.0.1:8080")]
+    api: String,
+}
+
+/// `tessera plan --file`.
+#[derive(Debug, Args)]
+pub(crate) struct PlanArgs {
+    /// The plan as JSON (see `GET /api/openapi.json`, schema Plan).
+    #[arg(long)]
+    file: PathBuf,
+    /// Approve without asking.
+    #[arg(long)]
+    yes: bool,
+    #[command(flatten)]
+    api: ApiArgs,
+}
+
+fn env_secret(name: &str, what: &str) -> Result<String> {
+    let v = std::env::var(name).map_err(|_| eyre!("set {name} to {what}"))?;
+    if v.trim().is_empty() {
+        bail!("{name} is empty; set it to {what}");
+    }
+    Ok(v.trim().to_owned())
+}
+
+/// Runs the orchestrator until Ctrl-C or SIGTERM: resumes every live run,
+/// follows new blocks, serves the API.
+pub(crate) async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    let key = env_secret("TESSERA_SPONSOR_KEY", "the sponsor's private key (hex)")?;
+    let token = env_secret("TESSERA_API_TOKEN", "the bearer token clients must send")?;
+    let signer: PrivateKeySigner =
+        key.parse().map_err(|_| eyre!("TESSERA_SPONSOR_KEY is not a hex private key"))?;
+    let deployment = Deployment::load(&args.deployment)?;
+    if let Some(path) = args.database_url.strip_prefix("sqlite://")
+        && let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
+    }
+    let store = Store::connect(&args.database_url)
+        .await
+        .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
+    let provider = connect(args.rpc_url.clone(), EthereumWallet::new(signer.clone()));
+    let chain = Chain::new(provider, signer, deployment)
+        .await
+        .wrap_err_with(|| format!("reaching the contracts through {}", args.rpc_url))?;
+    let config = RunnerConfig {
+        decision_timeout: Duration::from_secs(args.decision_timeout_secs),
+        ..RunnerConfig::default()
+    };
+    let orch = Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(&args.blobs)), config);
+    let resumed = orch.resume_all().await?;
+    let ws = args.ws_url.clone().or_else(|| crate::cli::ws_of(&args.rpc_url));
+    tokio::spawn(Arc::clone(&orch).follow_heads(ws));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .wrap_err_with(|| format!("listening on {}", args.listen))?;
+    println!(
+        "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",
+        listener.local_addr()?,
+        orch.chain().sponsor(),
+        resumed
+    );
+    let app = api::router(orch, &token).layer(tower_http::trace::TraceLayer::new_for_http());
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    println!("orchestrator stopped");
+    Ok(())
+}
+
+/// A database URL without its password.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{}://{user}:***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+struct Client {
+    base: String,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Client {
+    fn new(args: &ApiArgs) -> Self {
+        Self {
+            base: args.api.trim_end_matches('/').to_owned(),
+            token: std::env::var("TESSERA_API_TOKEN").ok(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.wrap_err_with(|| format!("reaching the orchestrator at {}", self.base))?;
+        let status = resp.status();
+        let value: Value = resp.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            let msg = value["error"].as_str().unwrap_or("no details");
+            bail!("{status}: {msg}");
+        }
+        Ok(value)
+    }
+}
+
+fn usdc(units: &str) -> String {
+    let n: u128 = units.parse().unwrap_or_default();
+    format!("{}.{:06} USDC", n / 1_000_000, n % 1_000_000)
+}
+
+/// The plan card: sub-tasks, executors, costs, dependencies, totals.
+pub(crate) fn card(view: &Value) -> String {
+    let mut out = String::new();
+    let plan = &view["plan"];
+    out.push_str(&format!("Plan {}  ({}; review: {})\n", view["id"].as_str().unwrap_or("?"), view["state"].as_str().unwrap_or("?"), plan["review"].as_str().unwrap_or("auto")));
+    out.push_str(&format!("  {:>3}  {:<20} {:<44} {:>16}  {}\n", "#", "capability", "executor", "cost", "after"));
+    for t in plan["subtasks"].as_array().into_iter().flatten() {
+        let deps: Vec<String> = t["depends_on"].as_array().into_iter().flatten().map(Value::to_string).collect();
+        out.push_str(&format!(
+            "  {:>3}  {:<20} {:<44} {:>16}  {}\n",
+            t["index"],
+            t["capability"].as_str().unwrap_or("?"),
+            t["executor"].as_str().unwrap_or("(unassigned)"),
+            usdc(&t["cost"].to_string()),
+            if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
+        ));
+        out.push_str(&format!("       {}\n", truncate(t["spec"].as_str().unwrap_or(""), 90)));
+    }
+    let secs = view["estimated_duration_secs"].as_u64().unwrap_or(0);
+    out.push_str(&format!(
+        "  total {} of budget {}; at most {}h{:02}m if every sub-task uses its whole deadline\n",
+        usdc(view["total_cost"].as_str().unwrap_or("0")),
+        usdc(&plan["budget"].to_string()),
+        secs / 3600,
+        secs % 3600 / 60
+    ));
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n { s.to_owned() } else { format!("{}…", s.chars().take(n).collect::<String>()) }
+}
+
+/// `tessera plan --file`: propose, show the card, ask, run with live progress.
+pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.file).wrap_err_with(|| format!("reading {}", args.file.display()))?;
+    let plan = Plan::from_json(&text).wrap_err_with(|| format!("{} is not a plan", args.file.display()))?;
+    plan.validate_shape().wrap_err("the plan is invalid")?;
+    let client = Client::new(&args.api);
+    let body: Value = serde_json::from_str(&text)?;
+    let mut view = client.call(reqwest::Method::POST, "/api/plans", Some(&body)).await?;
+    let id = view["id"].as_str().unwrap_or_default().to_owned();
+    loop {
+        print!("{}", card(&view));
+        if args.yes {
+            break;
+        }
+        print!("approve / edit / cancel? [a/e/c] ");
+        std::io::stdout().flush()?;
+        let answer = read_line()?;
+        match answer.as_str() {
+            "a" | "approve" => break,
+            "c" | "cancel" => {
+                client.call(reqwest::Method::POST, &format!("/api/runs/{id}/cancel"), None).await?;
+                println!("cancelled; nothing was funded");
+                return Ok(());
+            }
+            "e" | "edit" => {
+                println!("edit: `reassign <index> <address>`, `drop <index>`, `order <i> <j> …`, `review auto|manual`");
+                let line = read_line()?;
+                match parse_edit(&line) {
+                    Ok(edit) => match client.call(reqwest::Method::POST, &format!("/api/runs/{id}/edit"), Some(&edit)).await {
+                        Ok(v) => view = v,
+                        Err(e) => println!("edit refused: {e}"),
+                    },
+                    Err(e) => println!("{e}"),
+                }
+            }
+            other => println!("unknown answer {other:?}"),
+        }
+    }
+    client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), None).await?;
+    follow(&client, &id, &view).await
+}
+
+fn read_line() -> Result<String> {
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line)? == 0 {
+        bail!("no answer on standard input (use --yes to approve without asking)");
+    }
+    Ok(line.trim().to_lowercase())
+}
+
+fn parse_edit(line: &str) -> Result<Value> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let index = |s: Option<&&str>| -> Result<u32> { s.and_then(|s| s.parse().ok()).ok_or_else(|| eyre!("expected a sub-task index")) };
+    Ok(match words.first().copied() {
+        Some("reassign") => json!({"op": "reassign", "index": index(words.get(1))?, "executor": words.get(2).ok_or_else(|| eyre!("expected an address"))?}),
+        Some("drop") => json!({"op": "drop", "index": index(words.get(1))?}),
+        Some("order") => {
+            let order: Result<Vec<u32>> = words[1..].iter().map(|w| w.parse().map_err(|_| eyre!("{w} is not an index"))).collect();
+            json!({"op": "reorder", "order": order?})
+        }
+        Some("review") => json!({"op": "review", "review": words.get(1).ok_or_else(|| eyre!("auto or manual"))?}),
+        _ => bail!("unknown edit {line:?}"),
+    })
+}
+
+/// Shows live progress per sub-task from the SSE stream, then the settlement summary.
+async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
+    let bars = MultiProgress::new();
+    let style = ProgressStyle::with_template("{prefix:>4} {spinner} {wide_msg}").unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let mut rows: BTreeMap<u64, ProgressBar> = BTreeMap::new();
+    for t in view["plan"]["subtasks"].as_array().into_iter().flatten() {
+        let bar = bars.add(ProgressBar::new_spinner());
+        bar.set_style(style.clone());
+        bar.set_prefix(format!("#{}", t["index"]));
+        bar.set_message(format!("{} — waiting", t["capability"].as_str().unwrap_or("?")));
+        bar.enable_steady_tick(Duration::from_millis(120));
+        rows.insert(t["index"].as_u64().unwrap_or_default(), bar);
+    }
+    let resp = client.http.get(format!("{}/api/runs/{id}/events", client.base)).send().await?;
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut txs: BTreeMap<u64, Vec<(String, String)>> = BTreeMap::new();
+    let mut outcome = Value::Null;
+    'read: while let Some(chunk) = stream.next().await {
+        buf.push_str(&String::from_utf8_lossy(&chunk?));
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else { continue };
+            let ev: Value = serde_json::from_str(data)?;
+            let kind = ev["kind"].as_str().unwrap_or_default();
+            if let Some(i) = ev["index"].as_u64()
+                && let Some(bar) = rows.get(&i)
+            {
+                bar.set_message(format!("{kind} (block {})", ev["block"]));
+                if let Some(tx) = ev["tx_hash"].as_str() {
+                    txs.entry(i).or_default().push((kind.to_owned(), tx.to_owned()));
+                }
+                if matches!(kind, "subtask_paid" | "subtask_refunded") {
+                    bar.finish_with_message(format!("{kind}: {}", usdc(ev["executor_amount"].as_str().unwrap_or("0"))));
+                }
+            }
+            if matches!(kind, "plan_completed" | "plan_failed") {
+                outcome = ev;
+                break 'read;
+            }
+        }
+    }
+    for bar in rows.values() {
+        if !bar.is_finished() {
+            bar.finish();
+        }
+    }
+    println!("\nSettlement of {id}: {}", outcome["kind"].as_str().unwrap_or("stream ended"));
+    if let Some(reason) = outcome["reason"].as_str() {
+        println!("  reason: {reason}");
+    }
+    for (i, list) in &txs {
+        for (kind, tx) in list {
+            println!("  #{i} {kind:<20} {tx}");
+        }
+    }
+    if outcome["kind"] != "plan_completed" {
+        bail!("the plan did not complete");
+    }
+    Ok(())
+}
+
+/// `tessera runs show <id>`.
+pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
+    let client = Client::new(api);
+    let view = client.call(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
+    print!("{}", card(&view));
+    if let Some(reason) = view["reason"].as_str() {
+        println!("  reason: {reason}");
+    }
+    for s in view["subtasks"].as_array().into_iter().flatten() {
+        println!(
+            "  #{} attempt {} {:<10} task {}",
+            s["idx"],
+            s["attempt"],
+            s["phase"].as_str().unwrap_or("?"),
+            s["task_id"].as_str().unwrap_or("-")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_parse() {
+        assert_eq!(parse_edit("drop 2").unwrap(), json!({"op": "drop", "index": 2}));
+        assert_eq!(parse_edit("order 1 0").unwrap(), json!({"op": "reorder", "order": [1, 0]}));
+        assert!(parse_edit("drop x").is_err());
+        assert!(parse_edit("fly").is_err());
+    }
+
+    #[test]
+    fn database_passwords_are_redacted() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("sqlite://.tessera/runs.db"), "sqlite://.tessera/runs.db");
+    }
+
+    #[test]
+    fn usdc_formats_base_units() {
+        assert_eq!(usdc("1200000"), "1.200000 USDC");
+        assert_eq!(usdc("5"), "0.000005 USDC");
+    }
+}

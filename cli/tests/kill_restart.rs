@@ -1,0 +1,200 @@
+//! Kill -9 the orchestrator mid-plan, start it again, and check that every
+//! sub-task was funded exactly once and every executor paid exactly once.
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use alloy::{
+    primitives::{B256, U256},
+    providers::Provider,
+    rpc::types::Filter,
+    sol_types::SolEvent,
+};
+use serde_json::{Value, json};
+use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
+use tessera_bindings::TaskEscrow;
+use tessera_e2e::{TEST_TOKEN, TestEnv, spawn_worker};
+use tessera_orchestrator::plan::Plan;
+
+struct Orchestrator(Child);
+
+impl Drop for Orchestrator {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Orchestrator {
+    let deployment = dir.join("deployment.json");
+    env.deployment.save(&deployment).unwrap();
+    let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
+    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--deployment")
+        .arg(&deployment)
+        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+        .args(["--database-url", &format!("sqlite://{}", dir.join("runs.db").display())])
+        .arg("--blobs")
+        .arg(dir.join("blobs"))
+        .env("TESSERA_SPONSOR_KEY", sponsor_key)
+        .env("TESSERA_API_TOKEN", TEST_TOKEN)
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("tessera serve starts");
+    Orchestrator(child)
+}
+
+async fn wait_up(http: &reqwest::Client, api: &str) {
+    for _ in 0..200 {
+        if http.get(format!("{api}/api/health")).send().await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("orchestrator never answered at {api}");
+}
+
+async fn view(http: &reqwest::Client, api: &str, id: &str) -> Value {
+    http.get(format!("{api}/api/runs/{id}")).send().await.unwrap().json().await.unwrap()
+}
+
+#[tokio::test]
+async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = dir.path().join("blobs");
+    let mut workers = Vec::new();
+    for agent in DEMO_AGENTS {
+        workers.push(spawn_worker(&env, agent, &blobs).await);
+    }
+    let sponsor = env.actors.sponsor.address();
+    let (a0, a1, a3) = (env.actors.agent(0), env.actors.agent(1), env.actors.agent(3));
+    let start_balances =
+        (env.balance(sponsor).await, env.balance(a0).await, env.balance(a1).await, env.balance(a3).await);
+
+    let plan_id = Plan::id_from_label("kill-9");
+    let step = |i: u32, cap: &str, exec, cost: u64| {
+        json!({"index": i, "capability": cap, "spec": format!("Step {i}: {cap} the material"),
+               "executor": exec, "cost": cost, "deadline_offset_secs": 3600,
+               "depends_on": if i == 0 { vec![] } else { vec![i - 1] }})
+    };
+    let plan = json!({
+        "version": 1, "id": plan_id, "review": "auto", "budget": 10_000_000u64,
+        "source": "Tessera settles each sub-task through an escrow. Workers accept and deliver. \
+                   The orchestrator approves and pays. Results flow to the next step.",
+        "subtasks": [
+            step(0, "summarize", a1, 400_000), step(1, "extract-entities", a0, 300_000),
+            step(2, "sentiment-classify", a3, 200_000), step(3, "summarize", a1, 400_000),
+            step(4, "sentiment-classify", a3, 200_000), step(5, "summarize", a0, 500_000),
+        ],
+    });
+    let total = U256::from(2_000_000u64);
+
+    let http = reqwest::Client::new();
+    let port = free_port();
+    let api = format!("http://127.0.0.1:{port}");
+    let id = plan_id.to_string();
+
+    // Life 1: propose, approve, die while the first sub-tasks are in flight.
+    let mut orch = start(&env, dir.path(), port);
+    wait_up(&http, &api).await;
+    let resp = http.post(format!("{api}/api/plans")).bearer_auth(TEST_TOKEN).json(&plan).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    let resp = http.post(format!("{api}/api/runs/{id}/approve")).bearer_auth(TEST_TOKEN).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    loop {
+        let v = view(&http, &api, &id).await;
+        if v["subtasks"][1]["phase"] != "waiting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    orch.0.kill().unwrap(); // SIGKILL
+    orch.0.wait().unwrap();
+    drop(orch);
+
+    // Life 2: resumes, dies again a little later.
+    let mut orch = start(&env, dir.path(), port);
+    wait_up(&http, &api).await;
+    loop {
+        let v = view(&http, &api, &id).await;
+        if v["subtasks"][3]["phase"] != "waiting" || v["state"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    orch.0.kill().unwrap();
+    orch.0.wait().unwrap();
+    drop(orch);
+
+    // Life 3: finishes the plan.
+    let _orch = start(&env, dir.path(), port);
+    wait_up(&http, &api).await;
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    let v = loop {
+        let v = view(&http, &api, &id).await;
+        if v["state"] == "completed" {
+            break v;
+        }
+        assert!(tokio::time::Instant::now() < end, "never completed: {v:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    for s in v["subtasks"].as_array().unwrap() {
+        assert_eq!(s["attempt"], 0, "no sub-task needed a second attempt: {s}");
+        assert_eq!(s["phase"], "paid");
+    }
+
+    // Exactly one task per sub-task on chain, each settled once.
+    let logs = env
+        .provider
+        .get_logs(
+            &Filter::new()
+                .address(env.deployment.task_escrow)
+                .event_signature(TaskEscrow::TaskCreated::SIGNATURE_HASH)
+                .topic2(B256::from(plan_id))
+                .from_block(env.deployment.deploy_block),
+        )
+        .await
+        .unwrap();
+    assert_eq!(logs.len(), 6, "one TaskCreated per sub-task");
+    let settled = env
+        .provider
+        .get_logs(
+            &Filter::new()
+                .address(env.deployment.task_escrow)
+                .event_signature(TaskEscrow::TaskSettled::SIGNATURE_HASH)
+                .from_block(env.deployment.deploy_block),
+        )
+        .await
+        .unwrap();
+    assert_eq!(settled.len(), 6, "one settlement per sub-task");
+
+    assert_eq!(env.balance(sponsor).await, start_balances.0 - total);
+    assert_eq!(env.balance(a0).await, start_balances.1 + U256::from(800_000u64));
+    assert_eq!(env.balance(a1).await, start_balances.2 + U256::from(800_000u64));
+    assert_eq!(env.balance(a3).await, start_balances.3 + U256::from(400_000u64));
+
+    // The event stream holds each transition once, across three lives.
+    let events = tessera_e2e::read_sse(&http, &format!("{api}/api/runs/{id}/events")).await;
+    let mut seen = std::collections::HashSet::new();
+    for e in &events {
+        if let Some(tx) = e["tx_hash"].as_str() {
+            assert!(seen.insert((e["kind"].to_string(), e["index"].to_string(), tx.to_owned())), "duplicate {e}");
+        }
+    }
+    let paid = events.iter().filter(|e| e["kind"] == "subtask_paid").count();
+    assert_eq!(paid, 6);
+    assert_eq!(events.last().unwrap()["kind"], "plan_completed");
+    for w in workers {
+        w.abort();
+    }
+}
