@@ -1,5 +1,8 @@
 //! `make demo`: start anvil, deploy, register the demo agents and run one full
-//! task lifecycle through the bindings, printing each step's transaction.
+//! task lifecycle through the bindings, printing each step's transaction; then
+//! start a worker per demo agent and the orchestrator, run a translate →
+//! summarize chain and a three-step plan through the runner, and print each
+//! plan's lineage rebuilt from chain events.
 
 use std::fmt::Write as _;
 
@@ -113,9 +116,121 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
         format_usdc(after - before),
         format_usdc(d.balance(deployment.task_escrow).await? - U256::from(deploy::ESCROW_SEED))
     );
+
+    plans(&chain, &actors, &deployment, &mut out).await?;
     drop(chain);
     let _ = writeln!(out, "anvil stopped");
     Ok(DemoOutcome { deployment, transcript: out, executor_paid: after - before })
+}
+
+/// The plans part of the demo: workers, orchestrator, two plans, lineage.
+async fn plans(
+    chain: &LocalChain,
+    actors: &Actors,
+    deployment: &Deployment,
+    out: &mut String,
+) -> Result<(), Error> {
+    use std::sync::Arc;
+
+    use tessera_orchestrator::{
+        plan::{Plan, ReviewMode, SubTask},
+        runner::RunnerConfig,
+        store::Store,
+    };
+
+    use crate::stack::{Blobs, lineage, spawn_worker, start_orchestrator};
+
+    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
+    let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
+    let mut tasks = Vec::new();
+    for agent in deploy::DEMO_AGENTS {
+        tasks.push(spawn_worker(chain, actors, deployment, agent, Arc::clone(&blobs)).await?);
+    }
+    let store = Store::connect("sqlite::memory:").await.map_err(|e| orch_err(&e))?;
+    let (orch, heads) =
+        start_orchestrator(chain, actors, deployment, store, Arc::clone(&blobs), RunnerConfig::default())
+            .await?;
+    tasks.push(heads);
+    let _ = writeln!(out, "
+{} workers following new blocks; orchestrator running", deploy::DEMO_AGENTS.len());
+
+    // Executors: the cheapest active agent per capability, from the registry.
+    let provider = actors.provider(chain.endpoint_url());
+    let registry = AgentRegistry::new(deployment.agent_registry, &provider);
+    let mut cheapest = std::collections::HashMap::new();
+    for cap in ["translate", "summarize", "extract-entities", "sentiment-classify"] {
+        let word = capability::encode(cap).expect("valid name");
+        let c = registry.cheapestActive(word).call().await.map_err(crate::contract_err("querying the registry"))?;
+        cheapest.insert(cap, (c.agent, c.price));
+    }
+    let step = |index: u32, cap: &'static str, spec: &str, deps: &[u32]| SubTask {
+        index,
+        capability: cap.into(),
+        spec: spec.into(),
+        executor: Some(cheapest[cap].0),
+        cost: cheapest[cap].1,
+        deadline_offset_secs: 3600,
+        depends_on: deps.to_vec(),
+    };
+    let mut chain_plan = Plan::new(Plan::id_from_label("demo: translate then summarize"), 5_000_000, ReviewMode::Auto);
+    chain_plan.source = Some(ARTICLE.into());
+    chain_plan.subtasks = vec![
+        step(0, "translate", "Translate the article to French", &[]),
+        step(1, "summarize", "Summarize the translation in three bullets", &[0]),
+    ];
+    let mut fan_in = Plan::new(Plan::id_from_label("demo: three-step brief"), 5_000_000, ReviewMode::Auto);
+    fan_in.source = Some(ARTICLE.into());
+    fan_in.subtasks = vec![
+        step(0, "extract-entities", "List the entities the article names", &[]),
+        step(1, "sentiment-classify", "Classify the article's tone", &[]),
+        step(2, "summarize", "Summarize the findings for the sponsor", &[0, 1]),
+    ];
+
+    for (label, plan) in [("translate → summarize", chain_plan), ("three-step plan", fan_in)] {
+        let id = plan.id.to_string();
+        let mut events = orch.subscribe();
+        orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
+        let _ = writeln!(out, "
+plan {label} ({id}): approved");
+        orch.approve(&id).await.map_err(|e| orch_err(&e))?;
+        let started = std::time::Instant::now();
+        let wait = async {
+            while let Ok(ev) = events.recv().await {
+                if ev.run_id != id {
+                    continue;
+                }
+                let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
+                if ev.kind.starts_with("subtask_") {
+                    let _ = writeln!(
+                        out,
+                        "  #{} {:<18} block {:>3}  tx {}",
+                        body["index"], ev.kind, body["block"], body["tx_hash"].as_str().unwrap_or("")
+                    );
+                }
+                if tessera_orchestrator::events::is_final(&ev.kind) {
+                    return ev.kind;
+                }
+            }
+            "stream closed".to_owned()
+        };
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+            .await
+            .map_err(|_| Error::Orchestrator(format!("plan {label} did not finish in 60 s")))?;
+        let view = orch.view(&id).await.map_err(|e| orch_err(&e))?;
+        let _ = writeln!(out, "  {outcome} in {} ms; paid {} USDC", started.elapsed().as_millis(), format_usdc(U256::from(plan.total_cost().unwrap_or_default())));
+        if let Some(last) = view.subtasks.last().and_then(|s| s.output.clone()) {
+            let _ = writeln!(out, "  final output: {}", last.chars().take(160).collect::<String>());
+        }
+        let _ = write!(out, "  lineage from chain events:\n{}", indent(&lineage(&provider, deployment, plan.id, blobs.as_ref()).await?));
+    }
+    for t in tasks {
+        t.abort();
+    }
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
 /// Formats 6-decimal base units as USDC (`2500000` → `2.500000`).

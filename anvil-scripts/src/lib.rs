@@ -16,6 +16,7 @@ pub mod demo;
 pub mod deploy;
 pub mod gas;
 pub mod lifecycle;
+pub mod stack;
 
 /// Errors of the local chain tooling.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +45,9 @@ pub enum Error {
     /// A demo worker failed to run its capability.
     #[error("worker: {0}")]
     Worker(#[from] tessera_workers::WorkerError),
+    /// The orchestrator refused or failed.
+    #[error("orchestrator: {0}")]
+    Orchestrator(String),
     /// A key could not be derived or used.
     #[error("key: {0}")]
     Key(String),

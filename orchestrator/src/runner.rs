@@ -972,13 +972,13 @@ impl Orchestrator {
         Ok(Some(rec))
     }
 
-    /// The text a delivered result hands to dependants: its `text` field when
-    /// it has one, else the JSON itself; a marker when it cannot be read.
+    /// The text a delivered result hands to dependants (see [`readable`]); a
+    /// marker when it cannot be read.
     fn output_of(&self, uri: Option<&str>) -> String {
         let Some(uri) = uri else { return String::new() };
         match self.codec.fetch(uri, self.blobs.as_ref()) {
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) => v.get("text").and_then(Value::as_str).map_or_else(|| v.to_string(), str::to_owned),
+                Ok(v) => readable(&v),
                 Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
             },
             Err(e) => {
@@ -989,6 +989,34 @@ impl Orchestrator {
     }
 }
 
+/// A result as text for the next sub-task: its `text` when it has one, else
+/// one `field: value` line per non-empty field (lists joined by commas).
+pub fn readable(v: &Value) -> String {
+    if let Some(text) = v.get("text").and_then(Value::as_str) {
+        return text.to_owned();
+    }
+    let Some(obj) = v.as_object() else { return v.to_string() };
+    let mut lines = Vec::new();
+    for (key, value) in obj {
+        if key == "capability" {
+            continue;
+        }
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Array(items) if items.is_empty() => continue,
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Value::Null => continue,
+            other => other.to_string(),
+        };
+        lines.push(format!("{}: {text}", key.replace('_', " ")));
+    }
+    lines.join("\n")
+}
+
 fn row_attempt(rows: &HashMap<u32, SubtaskRow>, index: u32) -> u32 {
     rows.get(&index).map_or(0, |r| r.attempt)
 }
@@ -996,4 +1024,29 @@ fn row_attempt(rows: &HashMap<u32, SubtaskRow>, index: u32) -> u32 {
 fn parse_address(s: Option<&str>) -> Result<Address, RunError> {
     s.and_then(|s| s.parse().ok())
         .ok_or_else(|| RunError::Invalid(format!("not an address: {}", s.unwrap_or("(none)"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_become_readable_text() {
+        assert_eq!(readable(&json!({"capability": "summarize", "text": "short"})), "short");
+        let sentiment = json!({"capability": "sentiment-classify", "label": "negative", "score": -0.5, "terms": []});
+        assert_eq!(readable(&sentiment), "label: negative\nscore: -0.5");
+        let entities = json!({"names": ["Ada", "Linus"], "emails": [], "eth_addresses": ["0x1"]});
+        assert_eq!(readable(&entities), "eth addresses: 0x1\nnames: Ada, Linus");
+        assert_eq!(readable(&json!("plain")), "\"plain\"");
+    }
+
+    #[test]
+    fn references_differ_per_index_and_attempt() {
+        let plan = B256::repeat_byte(1);
+        let r = Chain::reference(plan, 0, 0);
+        assert_ne!(r, Chain::reference(plan, 1, 0));
+        assert_ne!(r, Chain::reference(plan, 0, 1));
+        assert_ne!(r, Chain::reference(B256::repeat_byte(2), 0, 0));
+        assert_eq!(r, Chain::reference(plan, 0, 0));
+    }
 }

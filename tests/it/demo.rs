@@ -22,6 +22,17 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         alloy::primitives::U256::from(400_000u64),
         "cheapest summarizer's price"
     );
+    // Then two plans through the runner, each settled, with their lineage.
+    assert_eq!(outcome.transcript.matches("plan_completed in").count(), 2, "{}", outcome.transcript);
+    for needle in ["translate", "summarize", "extract-entities", "sentiment-classify"] {
+        assert!(
+            outcome.transcript.lines().any(|l| l.contains("task 0x") && l.contains(needle) && l.contains("Paid")),
+            "lineage line for {needle} in:\n{}",
+            outcome.transcript
+        );
+    }
+    // The summary under the translation is nested one level deeper.
+    assert!(outcome.transcript.contains("   └─ task 0x"), "{}", outcome.transcript);
     // anvil was killed when the demo returned: the port is free again.
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
