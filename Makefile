@@ -1,8 +1,9 @@
 # Tessera — one entry point for building, testing and running the project.
 #
-#   make demo        start anvil, deploy, register demo agents, run one lifecycle
+#   make demo        anvil + deploy + agents: one lifecycle, then two plans through orchestrator and workers
 #   make test        everything a reviewer would run (see `test` below)
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
+#   make bench-plan  5-step chain plan through orchestrator + workers, vs. direct lifecycles
 #   make coverage    forge coverage of the contracts
 #
 # Every target depends on `toolchain`, which installs pinned foundry binaries,
@@ -25,7 +26,7 @@ export TESSERA_ANVIL := $(ANVIL)
 
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
-        chain bench-gas clean
+        chain bench-gas bench-plan clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -118,11 +119,14 @@ test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check ru
 
 # --- running -------------------------------------------------------------------
 
-demo: toolchain ## anvil + deploy + demo agents + one task lifecycle, then stop anvil
+demo: toolchain ## anvil, deploy, agents; one lifecycle, then two plans settled by orchestrator + workers, lineage tree
 	@$(CARGO) run --quiet --locked -p tessera -- demo
 
 chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes deployment.json)
 	@$(CARGO) run --quiet --locked -p tessera -- chain
+
+bench-plan: toolchain ## approve -> settled time of a 5-step chain plan, cycle p50/p99, direct baseline (JSON in target/bench/)
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench plan --json $(BENCH_DIR)/plan.json
 
 bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)
 	@$(CARGO) run --quiet --locked -p tessera -- bench gas --json $(BENCH_DIR)/gas.json

@@ -11,6 +11,7 @@
 //! - [`gas`]: the gas bench (receipt `gasUsed` per lifecycle step).
 
 pub mod actors;
+pub mod bench_plan;
 pub mod chain;
 pub mod demo;
 pub mod deploy;

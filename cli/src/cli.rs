@@ -118,6 +118,21 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Approve -> settled wall time of a chain plan through the orchestrator
+    /// and offline workers, sub-task cycle latency, and a direct baseline.
+    Plan {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Sub-tasks per chain plan.
+        #[arg(long, default_value_t = 5)]
+        steps: usize,
+        /// Plans measured (after one warm-up).
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
 }
 
 /// Where and how to start anvil.
@@ -214,6 +229,16 @@ impl Cli {
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
             }
+            Command::Bench(BenchCommand::Plan { chain, steps, runs, json }) => {
+                let cfg = tessera_anvil::bench_plan::PlanBenchConfig { steps, runs };
+                let report =
+                    until_interrupted(Box::pin(tessera_anvil::bench_plan::run(&chain.options(), &cfg)))
+                        .await?;
+                print!("{}", report.table());
+                if let Some(path) = json {
+                    write_json(&path, &report)?;
+                }
+            }
             Command::Bench(BenchCommand::Gas { chain, json }) => {
                 let report = until_interrupted(Box::pin(async {
                     let running = LocalChain::start(&chain.options())?;
@@ -226,17 +251,23 @@ impl Cli {
                 .await?;
                 print!("{}", report.table());
                 if let Some(path) = json {
-                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(dir)?;
-                    }
-                    std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
-                        .wrap_err_with(|| format!("writing {}", path.display()))?;
-                    println!("report written to {}", path.display());
+                    write_json(&path, &report)?;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// Writes a report as pretty JSON, creating the directory.
+fn write_json(path: &std::path::Path, report: &impl serde::Serialize) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
+        .wrap_err_with(|| format!("writing {}", path.display()))?;
+    println!("report written to {}", path.display());
+    Ok(())
 }
 
 /// Registers the worker, then polls until Ctrl-C or SIGTERM. RPC failures are
