@@ -110,7 +110,11 @@ impl Stack {
     /// Starts everything, with workers for the demo agents at `workers`
     /// (indexes into `DEMO_AGENTS`) only: the others are registered but
     /// never accept anything.
-    pub async fn start_custom(config: RunnerConfig, db_url: Option<String>, workers: &[usize]) -> Self {
+    pub async fn start_custom(
+        config: RunnerConfig,
+        db_url: Option<String>,
+        workers: &[usize],
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -118,8 +122,8 @@ impl Stack {
         let env = TestEnv::start(DeployConfig::default()).await;
         let dir = tempfile::tempdir().expect("tempdir");
         let blobs = dir.path().join("blobs");
-        let db_url = db_url
-            .unwrap_or_else(|| format!("sqlite://{}", dir.path().join("runs.db").display()));
+        let db_url =
+            db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("runs.db").display()));
         let store = Store::connect(&db_url).await.expect("store");
         let mut tasks = Vec::new();
         for &i in workers {

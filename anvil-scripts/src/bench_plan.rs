@@ -80,10 +80,17 @@ impl PlanBenchReport {
     /// A printable table.
     pub fn table(&self) -> String {
         let row = |name: &str, p: &Percentiles| {
-            format!("{name:<44} {:>5} {:>10.1} {:>10.1} {:>10.1}\n", p.n, p.p50_ms, p.p99_ms, p.max_ms)
+            format!(
+                "{name:<44} {:>5} {:>10.1} {:>10.1} {:>10.1}\n",
+                p.n, p.p50_ms, p.p99_ms, p.max_ms
+            )
         };
-        let mut out = format!("{:<44} {:>5} {:>10} {:>10} {:>10}\n", "measure", "n", "p50 ms", "p99 ms", "max ms");
-        out += &row(&format!("{}-step chain: approve -> plan settled", self.steps), &self.plan_wall);
+        let mut out = format!(
+            "{:<44} {:>5} {:>10} {:>10} {:>10}\n",
+            "measure", "n", "p50 ms", "p99 ms", "max ms"
+        );
+        out +=
+            &row(&format!("{}-step chain: approve -> plan settled", self.steps), &self.plan_wall);
         out += &row("sub-task cycle: created -> paid", &self.subtask_cycle);
         out += &row(&format!("baseline: {} direct lifecycles", self.steps), &self.baseline_wall);
         out += &format!(
@@ -131,7 +138,8 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
             d.scenario(format!("baseline-{run}"));
             let started = Instant::now();
             for _ in 0..cfg.steps {
-                let params = d.params(actors.agent(1), 400_000, crate::lifecycle::spec_of_len(200)).await?;
+                let params =
+                    d.params(actors.agent(1), 400_000, crate::lifecycle::spec_of_len(200)).await?;
                 let mut rec = d.create_with_permit(params).await?;
                 d.deliver(&mut rec, "data:application/json,{\"text\":\"done\"}").await?;
                 d.escrow.approve(actors.client.address(), &mut rec).await?;
@@ -148,11 +156,19 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         tasks.push(spawn_worker(&chain, &actors, &deployment, agent, Arc::clone(&blobs)).await?);
     }
     let dir = std::env::temp_dir().join(format!("tessera-bench-plan-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
     let db = format!("sqlite://{}", dir.join("runs.db").display());
     let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
-    let (orch, heads) =
-        start_orchestrator(&chain, &actors, &deployment, store, Arc::clone(&blobs), RunnerConfig::default()).await?;
+    let (orch, heads) = start_orchestrator(
+        &chain,
+        &actors,
+        &deployment,
+        store,
+        Arc::clone(&blobs),
+        RunnerConfig::default(),
+    )
+    .await?;
     tasks.push(heads);
 
     let caps: [(&str, usize, u128, &str); 3] = [
@@ -163,7 +179,11 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
     let mut walls = Vec::new();
     let mut cycles = Vec::new();
     for run in 0..=cfg.runs {
-        let mut plan = Plan::new(Plan::id_from_label(&format!("bench-plan-{}-{run}", std::process::id())), u128::MAX / 2, ReviewMode::Auto);
+        let mut plan = Plan::new(
+            Plan::id_from_label(&format!("bench-plan-{}-{run}", std::process::id())),
+            u128::MAX / 2,
+            ReviewMode::Auto,
+        );
         plan.source = Some(SOURCE.into());
         plan.subtasks = (0..cfg.steps)
             .map(|i| {
@@ -212,7 +232,9 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         .await;
         match outcome {
             Ok(Ok(())) => {}
-            Ok(Err(reason)) => return Err(Error::Orchestrator(format!("bench plan failed: {reason}"))),
+            Ok(Err(reason)) => {
+                return Err(Error::Orchestrator(format!("bench plan failed: {reason}")));
+            }
             Err(_) => return Err(Error::Orchestrator("bench plan did not settle in 120 s".into())),
         }
         if run > 0 {

@@ -147,12 +147,22 @@ async fn plans(
         tasks.push(spawn_worker(chain, actors, deployment, agent, Arc::clone(&blobs)).await?);
     }
     let store = Store::connect("sqlite::memory:").await.map_err(|e| orch_err(&e))?;
-    let (orch, heads) =
-        start_orchestrator(chain, actors, deployment, store, Arc::clone(&blobs), RunnerConfig::default())
-            .await?;
+    let (orch, heads) = start_orchestrator(
+        chain,
+        actors,
+        deployment,
+        store,
+        Arc::clone(&blobs),
+        RunnerConfig::default(),
+    )
+    .await?;
     tasks.push(heads);
-    let _ = writeln!(out, "
-{} workers following new blocks; orchestrator running", deploy::DEMO_AGENTS.len());
+    let _ = writeln!(
+        out,
+        "
+{} workers following new blocks; orchestrator running",
+        deploy::DEMO_AGENTS.len()
+    );
 
     // Executors: the cheapest active agent per capability, from the registry.
     let provider = actors.provider(chain.endpoint_url());
@@ -160,7 +170,11 @@ async fn plans(
     let mut cheapest = std::collections::HashMap::new();
     for cap in ["translate", "summarize", "extract-entities", "sentiment-classify"] {
         let word = capability::encode(cap).expect("valid name");
-        let c = registry.cheapestActive(word).call().await.map_err(crate::contract_err("querying the registry"))?;
+        let c = registry
+            .cheapestActive(word)
+            .call()
+            .await
+            .map_err(crate::contract_err("querying the registry"))?;
         cheapest.insert(cap, (c.agent, c.price));
     }
     let step = |index: u32, cap: &'static str, spec: &str, deps: &[u32]| SubTask {
@@ -172,13 +186,18 @@ async fn plans(
         deadline_offset_secs: 3600,
         depends_on: deps.to_vec(),
     };
-    let mut chain_plan = Plan::new(Plan::id_from_label("demo: translate then summarize"), 5_000_000, ReviewMode::Auto);
+    let mut chain_plan = Plan::new(
+        Plan::id_from_label("demo: translate then summarize"),
+        5_000_000,
+        ReviewMode::Auto,
+    );
     chain_plan.source = Some(ARTICLE.into());
     chain_plan.subtasks = vec![
         step(0, "translate", "Translate the article to French", &[]),
         step(1, "summarize", "Summarize the translation in three bullets", &[0]),
     ];
-    let mut fan_in = Plan::new(Plan::id_from_label("demo: three-step brief"), 5_000_000, ReviewMode::Auto);
+    let mut fan_in =
+        Plan::new(Plan::id_from_label("demo: three-step brief"), 5_000_000, ReviewMode::Auto);
     fan_in.source = Some(ARTICLE.into());
     fan_in.subtasks = vec![
         step(0, "extract-entities", "List the entities the article names", &[]),
@@ -190,8 +209,11 @@ async fn plans(
         let id = plan.id.to_string();
         let mut events = orch.subscribe();
         orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
-        let _ = writeln!(out, "
-plan {label} ({id}): approved");
+        let _ = writeln!(
+            out,
+            "
+plan {label} ({id}): approved"
+        );
         orch.approve(&id).await.map_err(|e| orch_err(&e))?;
         let started = std::time::Instant::now();
         let wait = async {
@@ -204,7 +226,10 @@ plan {label} ({id}): approved");
                     let _ = writeln!(
                         out,
                         "  #{} {:<18} block {:>3}  tx {}",
-                        body["index"], ev.kind, body["block"], body["tx_hash"].as_str().unwrap_or("")
+                        body["index"],
+                        ev.kind,
+                        body["block"],
+                        body["tx_hash"].as_str().unwrap_or("")
                     );
                 }
                 if tessera_orchestrator::events::is_final(&ev.kind) {
@@ -217,11 +242,20 @@ plan {label} ({id}): approved");
             .await
             .map_err(|_| Error::Orchestrator(format!("plan {label} did not finish in 60 s")))?;
         let view = orch.view(&id).await.map_err(|e| orch_err(&e))?;
-        let _ = writeln!(out, "  {outcome} in {} ms; paid {} USDC", started.elapsed().as_millis(), format_usdc(U256::from(plan.total_cost().unwrap_or_default())));
+        let _ = writeln!(
+            out,
+            "  {outcome} in {} ms; paid {} USDC",
+            started.elapsed().as_millis(),
+            format_usdc(U256::from(plan.total_cost().unwrap_or_default()))
+        );
         if let Some(last) = view.subtasks.last().and_then(|s| s.output.clone()) {
             let _ = writeln!(out, "  final output: {}", last.chars().take(160).collect::<String>());
         }
-        let _ = write!(out, "  lineage from chain events:\n{}", indent(&lineage(&provider, deployment, plan.id, blobs.as_ref()).await?));
+        let _ = write!(
+            out,
+            "  lineage from chain events:\n{}",
+            indent(&lineage(&provider, deployment, plan.id, blobs.as_ref()).await?)
+        );
     }
     for t in tasks {
         t.abort();

@@ -18,7 +18,7 @@ use tessera_orchestrator::{
 };
 use tessera_workers::{AgentCard, runtime::Worker};
 
-use crate::{Error, actors::Actors, chain::LocalChain, deploy::DemoAgent, demo::format_usdc};
+use crate::{Error, actors::Actors, chain::LocalChain, demo::format_usdc, deploy::DemoAgent};
 
 /// Shared blob storage of one in-process stack.
 pub type Blobs = Arc<dyn BlobStore + Send + Sync>;
@@ -94,7 +94,9 @@ pub async fn lineage(
         .get_logs(
             &Filter::new()
                 .address(deployment.task_escrow)
-                .event_signature(<TaskEscrow::TaskCreated as alloy::sol_types::SolEvent>::SIGNATURE_HASH)
+                .event_signature(
+                    <TaskEscrow::TaskCreated as alloy::sol_types::SolEvent>::SIGNATURE_HASH,
+                )
                 .topic2(plan)
                 .from_block(deployment.deploy_block),
         )

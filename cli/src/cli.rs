@@ -231,9 +231,11 @@ impl Cli {
             }
             Command::Bench(BenchCommand::Plan { chain, steps, runs, json }) => {
                 let cfg = tessera_anvil::bench_plan::PlanBenchConfig { steps, runs };
-                let report =
-                    until_interrupted(Box::pin(tessera_anvil::bench_plan::run(&chain.options(), &cfg)))
-                        .await?;
+                let report = until_interrupted(Box::pin(tessera_anvil::bench_plan::run(
+                    &chain.options(),
+                    &cfg,
+                )))
+                .await?;
                 print!("{}", report.table());
                 if let Some(path) = json {
                     write_json(&path, &report)?;

@@ -9,7 +9,9 @@ use std::{
     time::Duration,
 };
 
-use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner, transports::http::reqwest::Url};
+use alloy::{
+    network::EthereumWallet, signers::local::PrivateKeySigner, transports::http::reqwest::Url,
+};
 use clap::Args;
 use eyre::{Context, Result, bail, eyre};
 use futures_util::StreamExt;
@@ -81,7 +83,10 @@ fn env_secret(name: &str, what: &str) -> Result<String> {
 
 /// Runs the orchestrator until Ctrl-C or SIGTERM: resumes every live run,
 /// follows new blocks, serves the API.
-pub(crate) async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+pub(crate) async fn serve(
+    args: ServeArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     let key = env_secret("TESSERA_SPONSOR_KEY", "the sponsor's private key (hex)")?;
     let token = env_secret("TESSERA_API_TOKEN", "the bearer token clients must send")?;
     let signer: PrivateKeySigner =
@@ -150,7 +155,12 @@ impl Client {
         }
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Result<Value> {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value> {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
@@ -158,7 +168,10 @@ impl Client {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req.send().await.wrap_err_with(|| format!("reaching the orchestrator at {}", self.base))?;
+        let resp = req
+            .send()
+            .await
+            .wrap_err_with(|| format!("reaching the orchestrator at {}", self.base))?;
         let status = resp.status();
         let value: Value = resp.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
@@ -178,10 +191,19 @@ fn usdc(units: &str) -> String {
 pub(crate) fn card(view: &Value) -> String {
     let mut out = String::new();
     let plan = &view["plan"];
-    out.push_str(&format!("Plan {}  ({}; review: {})\n", view["id"].as_str().unwrap_or("?"), view["state"].as_str().unwrap_or("?"), plan["review"].as_str().unwrap_or("auto")));
-    out.push_str(&format!("  {:>3}  {:<20} {:<44} {:>16}  {}\n", "#", "capability", "executor", "cost", "after"));
+    out.push_str(&format!(
+        "Plan {}  ({}; review: {})\n",
+        view["id"].as_str().unwrap_or("?"),
+        view["state"].as_str().unwrap_or("?"),
+        plan["review"].as_str().unwrap_or("auto")
+    ));
+    out.push_str(&format!(
+        "  {:>3}  {:<20} {:<44} {:>16}  {}\n",
+        "#", "capability", "executor", "cost", "after"
+    ));
     for t in plan["subtasks"].as_array().into_iter().flatten() {
-        let deps: Vec<String> = t["depends_on"].as_array().into_iter().flatten().map(Value::to_string).collect();
+        let deps: Vec<String> =
+            t["depends_on"].as_array().into_iter().flatten().map(Value::to_string).collect();
         out.push_str(&format!(
             "  {:>3}  {:<20} {:<44} {:>16}  {}\n",
             t["index"],
@@ -204,13 +226,19 @@ pub(crate) fn card(view: &Value) -> String {
 }
 
 fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_owned() } else { format!("{}…", s.chars().take(n).collect::<String>()) }
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
 }
 
 /// `tessera plan --file`: propose, show the card, ask, run with live progress.
 pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.file).wrap_err_with(|| format!("reading {}", args.file.display()))?;
-    let plan = Plan::from_json(&text).wrap_err_with(|| format!("{} is not a plan", args.file.display()))?;
+    let text = std::fs::read_to_string(&args.file)
+        .wrap_err_with(|| format!("reading {}", args.file.display()))?;
+    let plan = Plan::from_json(&text)
+        .wrap_err_with(|| format!("{} is not a plan", args.file.display()))?;
     plan.validate_shape().wrap_err("the plan is invalid")?;
     let client = Client::new(&args.api);
     let body: Value = serde_json::from_str(&text)?;
@@ -232,10 +260,15 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
                 return Ok(());
             }
             "e" | "edit" => {
-                println!("edit: `reassign <index> <address>`, `drop <index>`, `order <i> <j> …`, `review auto|manual`");
+                println!(
+                    "edit: `reassign <index> <address>`, `drop <index>`, `order <i> <j> …`, `review auto|manual`"
+                );
                 let line = read_line()?;
                 match parse_edit(&line) {
-                    Ok(edit) => match client.call(reqwest::Method::POST, &format!("/api/runs/{id}/edit"), Some(&edit)).await {
+                    Ok(edit) => match client
+                        .call(reqwest::Method::POST, &format!("/api/runs/{id}/edit"), Some(&edit))
+                        .await
+                    {
                         Ok(v) => view = v,
                         Err(e) => println!("edit refused: {e}"),
                     },
@@ -259,15 +292,24 @@ fn read_line() -> Result<String> {
 
 fn parse_edit(line: &str) -> Result<Value> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    let index = |s: Option<&&str>| -> Result<u32> { s.and_then(|s| s.parse().ok()).ok_or_else(|| eyre!("expected a sub-task index")) };
+    let index = |s: Option<&&str>| -> Result<u32> {
+        s.and_then(|s| s.parse().ok()).ok_or_else(|| eyre!("expected a sub-task index"))
+    };
     Ok(match words.first().copied() {
-        Some("reassign") => json!({"op": "reassign", "index": index(words.get(1))?, "executor": words.get(2).ok_or_else(|| eyre!("expected an address"))?}),
+        Some("reassign") => {
+            json!({"op": "reassign", "index": index(words.get(1))?, "executor": words.get(2).ok_or_else(|| eyre!("expected an address"))?})
+        }
         Some("drop") => json!({"op": "drop", "index": index(words.get(1))?}),
         Some("order") => {
-            let order: Result<Vec<u32>> = words[1..].iter().map(|w| w.parse().map_err(|_| eyre!("{w} is not an index"))).collect();
+            let order: Result<Vec<u32>> = words[1..]
+                .iter()
+                .map(|w| w.parse().map_err(|_| eyre!("{w} is not an index")))
+                .collect();
             json!({"op": "reorder", "order": order?})
         }
-        Some("review") => json!({"op": "review", "review": words.get(1).ok_or_else(|| eyre!("auto or manual"))?}),
+        Some("review") => {
+            json!({"op": "review", "review": words.get(1).ok_or_else(|| eyre!("auto or manual"))?})
+        }
         _ => bail!("unknown edit {line:?}"),
     })
 }
@@ -275,7 +317,8 @@ fn parse_edit(line: &str) -> Result<Value> {
 /// Shows live progress per sub-task from the SSE stream, then the settlement summary.
 async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
     let bars = MultiProgress::new();
-    let style = ProgressStyle::with_template("{prefix:>4} {spinner} {wide_msg}").unwrap_or_else(|_| ProgressStyle::default_spinner());
+    let style = ProgressStyle::with_template("{prefix:>4} {spinner} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
     let mut rows: BTreeMap<u64, ProgressBar> = BTreeMap::new();
     for t in view["plan"]["subtasks"].as_array().into_iter().flatten() {
         let bar = bars.add(ProgressBar::new_spinner());
@@ -305,7 +348,10 @@ async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
                     txs.entry(i).or_default().push((kind.to_owned(), tx.to_owned()));
                 }
                 if matches!(kind, "subtask_paid" | "subtask_refunded") {
-                    bar.finish_with_message(format!("{kind}: {}", usdc(ev["executor_amount"].as_str().unwrap_or("0"))));
+                    bar.finish_with_message(format!(
+                        "{kind}: {}",
+                        usdc(ev["executor_amount"].as_str().unwrap_or("0"))
+                    ));
                 }
             }
             if matches!(kind, "plan_completed" | "plan_failed") {

@@ -78,8 +78,12 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     }
     let sponsor = env.actors.sponsor.address();
     let (a0, a1, a3) = (env.actors.agent(0), env.actors.agent(1), env.actors.agent(3));
-    let start_balances =
-        (env.balance(sponsor).await, env.balance(a0).await, env.balance(a1).await, env.balance(a3).await);
+    let start_balances = (
+        env.balance(sponsor).await,
+        env.balance(a0).await,
+        env.balance(a1).await,
+        env.balance(a3).await,
+    );
 
     let plan_id = Plan::id_from_label("kill-9");
     let step = |i: u32, cap: &str, exec, cost: u64| {
@@ -107,9 +111,20 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     // Life 1: propose, approve, die while the first sub-tasks are in flight.
     let mut orch = start(&env, dir.path(), port);
     wait_up(&http, &api).await;
-    let resp = http.post(format!("{api}/api/plans")).bearer_auth(TEST_TOKEN).json(&plan).send().await.unwrap();
+    let resp = http
+        .post(format!("{api}/api/plans"))
+        .bearer_auth(TEST_TOKEN)
+        .json(&plan)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 201);
-    let resp = http.post(format!("{api}/api/runs/{id}/approve")).bearer_auth(TEST_TOKEN).send().await.unwrap();
+    let resp = http
+        .post(format!("{api}/api/runs/{id}/approve"))
+        .bearer_auth(TEST_TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     loop {
         let v = view(&http, &api, &id).await;
@@ -188,7 +203,10 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     let mut seen = std::collections::HashSet::new();
     for e in &events {
         if let Some(tx) = e["tx_hash"].as_str() {
-            assert!(seen.insert((e["kind"].to_string(), e["index"].to_string(), tx.to_owned())), "duplicate {e}");
+            assert!(
+                seen.insert((e["kind"].to_string(), e["index"].to_string(), tx.to_owned())),
+                "duplicate {e}"
+            );
         }
     }
     let paid = events.iter().filter(|e| e["kind"] == "subtask_paid").count();

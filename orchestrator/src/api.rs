@@ -105,7 +105,10 @@ impl From<RunError> for ApiError {
             }
             RunError::Store(_) | RunError::Chain(_) => {
                 tracing::error!(error = %e, "request failed");
-                return Self(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the orchestrator log".into());
+                return Self(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error; see the orchestrator log".into(),
+                );
             }
         };
         Self(status, e.to_string())
@@ -128,7 +131,9 @@ async fn require_token(
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
         Some(t) if constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(req).await,
-        Some(_) => ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()).into_response(),
+        Some(_) => {
+            ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()).into_response()
+        }
         None => ApiError(
             StatusCode::UNAUTHORIZED,
             "missing bearer token: send Authorization: Bearer <token>".into(),
@@ -155,12 +160,12 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|e| {
-            ApiError(e.status(), format!("request body: {}", e.body_text()))
-        })?;
-        serde_json::from_slice(&bytes)
-            .map(Body)
-            .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON body: {e}")))
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError(e.status(), format!("request body: {}", e.body_text())))?;
+        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
+            ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON body: {e}"))
+        })
     }
 }
 
@@ -269,7 +274,8 @@ async fn change_executor(
 async fn queue(s: &AppState, id: &str, decision: Decision) -> Result<Response, ApiError> {
     let id = run_id(id)?;
     let seq = s.orch.decide(&id, decision).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "run": id, "decision": seq, "status": "queued" }))).into_response())
+    Ok((StatusCode::ACCEPTED, Json(json!({ "run": id, "decision": seq, "status": "queued" })))
+        .into_response())
 }
 
 #[derive(Deserialize)]
@@ -326,9 +332,8 @@ async fn run_events(
             }
         }
     });
-    let stream = ReceiverStream::new(rx).map(|ev| {
-        Ok(Event::default().id(ev.seq.to_string()).event(ev.kind).data(ev.body))
-    });
+    let stream = ReceiverStream::new(rx)
+        .map(|ev| Ok(Event::default().id(ev.seq.to_string()).event(ev.kind).data(ev.body)));
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 

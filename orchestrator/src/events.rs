@@ -82,7 +82,9 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
                 "parent_id": e.parentId.to_string(),
             }),
         ),
-        TaskEscrowEvents::TaskAccepted(e) => ("subtask_accepted", json!({ "executor": e.executor })),
+        TaskEscrowEvents::TaskAccepted(e) => {
+            ("subtask_accepted", json!({ "executor": e.executor }))
+        }
         TaskEscrowEvents::TaskCompleted(e) => (
             "subtask_completed",
             json!({ "executor": e.executor, "result_uri": e.resultURI, "at": e.at.to::<u64>() }),
@@ -132,11 +134,7 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
     };
     let (kind, fields) = extra;
     merge(&mut body, fields);
-    Some(ChainEvent {
-        kind,
-        dedup: format!("{tx}:{}", log.log_index.unwrap_or_default()),
-        body,
-    })
+    Some(ChainEvent { kind, dedup: format!("{tx}:{}", log.log_index.unwrap_or_default()), body })
 }
 
 /// The fields every sub-task event carries besides the chain ones.

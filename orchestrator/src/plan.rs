@@ -343,7 +343,9 @@ impl InMemoryContext {
     /// against their offers (capability offered, price within cost).
     pub fn with_offer(mut self, executor: Address, capability: &str, price: u128) -> Self {
         self.capabilities.insert(capability.to_owned());
-        self.prices.get_or_insert_with(HashMap::new).insert((executor, capability.to_owned()), price);
+        self.prices
+            .get_or_insert_with(HashMap::new)
+            .insert((executor, capability.to_owned()), price);
         self
     }
 }

@@ -26,7 +26,9 @@ use alloy::{
 use serde::Serialize;
 use serde_json::{Value, json};
 use tessera_bindings::{
-    AgentRegistry, ITaskEscrow::CreateParams, MockUSDC, capability,
+    AgentRegistry,
+    ITaskEscrow::CreateParams,
+    MockUSDC, capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, Envelope, EnvelopeCodec, Input, Parent},
@@ -269,7 +271,8 @@ impl Chain {
         if logs.is_empty() {
             return Ok(None);
         }
-        let record = TaskRecord::from_logs(id, &logs).map_err(|e| RunError::Chain(e.to_string()))?;
+        let record =
+            TaskRecord::from_logs(id, &logs).map_err(|e| RunError::Chain(e.to_string()))?;
         Ok(Some((record, logs)))
     }
 
@@ -402,11 +405,20 @@ impl Orchestrator {
         edited.validate(&self.chain.context(&edited).await?)?;
         let json = serde_json::to_string(&edited).expect("plans serialize");
         if !self.store.update_plan(id, &json, "proposed").await? {
-            return Err(RunError::WrongState { id: id.into(), state: "changed".into(), action: "edit" });
+            return Err(RunError::WrongState {
+                id: id.into(),
+                state: "changed".into(),
+                action: "edit",
+            });
         }
         let dedup = format!("edit:{}", now_ms());
-        self.emit(id, "plan_edited", &dedup, json!({ "plan_id": plan.id, "edit": format!("{edit:?}") }))
-            .await?;
+        self.emit(
+            id,
+            "plan_edited",
+            &dedup,
+            json!({ "plan_id": plan.id, "edit": format!("{edit:?}") }),
+        )
+        .await?;
         self.view(id).await
     }
 
@@ -415,7 +427,11 @@ impl Orchestrator {
     pub async fn approve(self: &Arc<Self>, id: &str) -> Result<RunView, RunError> {
         let (run, plan) = self.load(id).await?;
         if run.state != "proposed" {
-            return Err(RunError::WrongState { id: id.into(), state: run.state, action: "approve" });
+            return Err(RunError::WrongState {
+                id: id.into(),
+                state: run.state,
+                action: "approve",
+            });
         }
         plan.validate(&self.chain.context(&plan).await?)?;
         let token = MockUSDC::new(self.chain.deployment.token, &self.chain.provider);
@@ -440,10 +456,19 @@ impl Orchestrator {
             self.store.put_subtask(id, &row).await?;
         }
         if !self.store.transition(id, &["proposed"], "running", None).await? {
-            return Err(RunError::WrongState { id: id.into(), state: "changed".into(), action: "approve" });
+            return Err(RunError::WrongState {
+                id: id.into(),
+                state: "changed".into(),
+                action: "approve",
+            });
         }
-        self.emit(id, "plan_approved", "plan_approved", json!({ "plan_id": plan.id, "total_cost": total.to_string() }))
-            .await?;
+        self.emit(
+            id,
+            "plan_approved",
+            "plan_approved",
+            json!({ "plan_id": plan.id, "total_cost": total.to_string() }),
+        )
+        .await?;
         self.spawn(id);
         self.view(id).await
     }
@@ -454,15 +479,24 @@ impl Orchestrator {
         match run.state.as_str() {
             "proposed" => {
                 self.store.transition(id, &["proposed"], "cancelled", Some("cancelled")).await?;
-                self.emit(id, "plan_failed", "plan_failed", json!({ "plan_id": plan.id, "reason": "cancelled" }))
-                    .await?;
+                self.emit(
+                    id,
+                    "plan_failed",
+                    "plan_failed",
+                    json!({ "plan_id": plan.id, "reason": "cancelled" }),
+                )
+                .await?;
             }
             s if LIVE_STATES.contains(&s) => {
                 self.store.push_decision(id, None, "cancel", None).await?;
                 self.wake(id);
             }
             _ => {
-                return Err(RunError::WrongState { id: id.into(), state: run.state, action: "cancel" });
+                return Err(RunError::WrongState {
+                    id: id.into(),
+                    state: run.state,
+                    action: "cancel",
+                });
             }
         }
         self.view(id).await
@@ -678,7 +712,11 @@ impl Orchestrator {
                             .iter()
                             .map(|d| {
                                 let r = &rows[d];
-                                Input { from: *d, task_id: r.task_id.clone(), output: r.output.clone().unwrap_or_default() }
+                                Input {
+                                    from: *d,
+                                    task_id: r.task_id.clone(),
+                                    output: r.output.clone().unwrap_or_default(),
+                                }
                             })
                             .collect();
                         let rec = self.create(&plan, &row, inputs, now).await?;
@@ -687,36 +725,45 @@ impl Orchestrator {
                 }
                 "created" if closing => {
                     let mut rec = records[&index].clone();
-                    self.send(|c, s| async move { c.cancel(s, &mut rec).await.map(|_| ()) }).await?;
+                    self.send(|c, s| async move { c.cancel(s, &mut rec).await.map(|_| ()) })
+                        .await?;
                 }
                 "created" | "accepted" => {
                     let rec = &records[&index];
                     if now > rec.task.deadline.to::<u64>() {
                         let mut rec = rec.clone();
-                        self.send(|c, s| async move { c.refund_expired(s, &mut rec).await.map(|_| ()) })
-                            .await?;
+                        self.send(
+                            |c, s| async move { c.refund_expired(s, &mut rec).await.map(|_| ()) },
+                        )
+                        .await?;
                     }
                 }
                 "completed" => {
                     let rec = records[&index].clone();
-                    let review_end = rec.task.updatedAt.to::<u64>() + u64::from(rec.task.reviewWindow);
+                    let review_end =
+                        rec.task.updatedAt.to::<u64>() + u64::from(rec.task.reviewWindow);
                     if plan.review == ReviewMode::Auto {
                         let mut rec = rec;
-                        self.send(|c, s| async move { c.approve(s, &mut rec).await.map(|_| ()) }).await?;
+                        self.send(|c, s| async move { c.approve(s, &mut rec).await.map(|_| ()) })
+                            .await?;
                     } else if now > review_end {
                         let mut rec = rec;
-                        self.send(|c, s| async move { c.release(s, &mut rec).await.map(|_| ()) }).await?;
+                        self.send(|c, s| async move { c.release(s, &mut rec).await.map(|_| ()) })
+                            .await?;
                     }
                 }
                 "expired" | "cancelled" if !closing && run.state == "running" => {
-                    let reason = format!(
-                        "sub-task {index} {}: retry, change executor or cancel",
-                        row.phase
-                    );
+                    let reason =
+                        format!("sub-task {index} {}: retry, change executor or cancel", row.phase);
                     if self.store.transition(id, &["running"], "paused", Some(&reason)).await? {
-                        self.emit(id, "plan_paused", &format!("paused:{index}:{}", row.attempt), json!({
-                            "plan_id": plan.id, "index": index, "reason": reason,
-                        }))
+                        self.emit(
+                            id,
+                            "plan_paused",
+                            &format!("paused:{index}:{}", row.attempt),
+                            json!({
+                                "plan_id": plan.id, "index": index, "reason": reason,
+                            }),
+                        )
                         .await?;
                     }
                 }
@@ -734,25 +781,37 @@ impl Orchestrator {
         if rows.iter().all(|r| matches!(r.phase.as_str(), "paid" | "split")) {
             let paid: u128 = plan.subtasks.iter().map(|t| t.cost).sum();
             self.store.transition(id, &LIVE_STATES, "completed", None).await?;
-            self.emit(id, "plan_completed", "plan_completed", json!({
-                "plan_id": plan.id,
-                "subtasks": rows.len(),
-                "total_cost": paid.to_string(),
-            }))
+            self.emit(
+                id,
+                "plan_completed",
+                "plan_completed",
+                json!({
+                    "plan_id": plan.id,
+                    "subtasks": rows.len(),
+                    "total_cost": paid.to_string(),
+                }),
+            )
             .await?;
             return Ok(true);
         }
-        if run.state == "cancelling" && !rows.iter().any(|r| IN_FLIGHT.contains(&r.phase.as_str())) {
+        if run.state == "cancelling" && !rows.iter().any(|r| IN_FLIGHT.contains(&r.phase.as_str()))
+        {
             let reason = run.reason.clone().unwrap_or_else(|| "cancelled".into());
             let state = if reason == "cancelled" { "cancelled" } else { "failed" };
             self.store.transition(id, &["cancelling"], state, Some(&reason)).await?;
-            self.emit(id, "plan_failed", "plan_failed", json!({ "plan_id": plan.id, "reason": reason }))
-                .await?;
+            self.emit(
+                id,
+                "plan_failed",
+                "plan_failed",
+                json!({ "plan_id": plan.id, "reason": reason }),
+            )
+            .await?;
             return Ok(true);
         }
         if run.state == "paused"
             && let Some(at) = run.paused_at
-            && now_ms() - at > i64::try_from(self.config.decision_timeout.as_millis()).unwrap_or(i64::MAX)
+            && now_ms() - at
+                > i64::try_from(self.config.decision_timeout.as_millis()).unwrap_or(i64::MAX)
         {
             tracing::info!("no decision in time; cancelling");
             self.close(id, &plan, "cancelled").await?;
@@ -765,8 +824,13 @@ impl Orchestrator {
     /// cancelled; what is in flight settles.
     async fn close(&self, id: &str, plan: &Plan, reason: &str) -> Result<(), RunError> {
         if self.store.transition(id, &["running", "paused"], "cancelling", Some(reason)).await? {
-            self.emit(id, "plan_cancelling", "plan_cancelling", json!({ "plan_id": plan.id, "reason": reason }))
-                .await?;
+            self.emit(
+                id,
+                "plan_cancelling",
+                "plan_cancelling",
+                json!({ "plan_id": plan.id, "reason": reason }),
+            )
+            .await?;
         }
         Ok(())
     }
@@ -786,7 +850,8 @@ impl Orchestrator {
             self.close(id, plan, "cancelled").await?;
             return Ok("cancelling".into());
         }
-        let index = decision.idx.ok_or_else(|| RunError::Invalid("decision without a sub-task".into()))?;
+        let index =
+            decision.idx.ok_or_else(|| RunError::Invalid("decision without a sub-task".into()))?;
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let row = rows.get_mut(&index).ok_or(PlanError::UnknownIndex(index))?;
         let fresh_deadline = now + task.deadline_offset_secs;
@@ -803,7 +868,8 @@ impl Orchestrator {
                     .publish(reason.to_string().as_bytes(), self.blobs.as_ref())
                     .map_err(|e| RunError::Invalid(e.to_string()))?;
                 let mut rec = records[&index].clone();
-                self.send(|c, s| async move { c.dispute(s, &mut rec, &uri).await.map(|_| ()) }).await?;
+                self.send(|c, s| async move { c.dispute(s, &mut rec, &uri).await.map(|_| ()) })
+                    .await?;
                 Ok("disputed".into())
             }
             ("retry" | "executor", "created" | "accepted") => {
@@ -830,14 +896,22 @@ impl Orchestrator {
                 row.result_uri = None;
                 self.store.put_subtask(id, row).await?;
                 records.remove(&index);
-                let stuck = rows.values().any(|r| matches!(r.phase.as_str(), "expired" | "cancelled"));
+                let stuck =
+                    rows.values().any(|r| matches!(r.phase.as_str(), "expired" | "cancelled"));
                 if !stuck && self.store.transition(id, &["paused"], "running", None).await? {
-                    self.emit(id, "plan_resumed", &format!("resumed:{}", decision.seq), json!({ "plan_id": plan.id }))
-                        .await?;
+                    self.emit(
+                        id,
+                        "plan_resumed",
+                        &format!("resumed:{}", decision.seq),
+                        json!({ "plan_id": plan.id }),
+                    )
+                    .await?;
                 }
                 Ok(format!("attempt {} queued", row_attempt(rows, index)))
             }
-            (kind, phase) => Ok(format!("ignored: {kind} does not apply to a sub-task that is {phase}")),
+            (kind, phase) => {
+                Ok(format!("ignored: {kind} does not apply to a sub-task that is {phase}"))
+            }
         }
     }
 
@@ -878,7 +952,11 @@ impl Orchestrator {
             .and_then(|t| t.parse::<U256>().ok())
             .unwrap_or_default();
         let envelope = Envelope {
-            parent: if parent_id.is_zero() { Parent::Plan(plan.id) } else { Parent::Task(parent_id.to_string()) },
+            parent: if parent_id.is_zero() {
+                Parent::Plan(plan.id)
+            } else {
+                Parent::Task(parent_id.to_string())
+            },
             spec: task.spec.clone(),
             capability: Some(task.capability.clone()),
             source: if task.depends_on.is_empty() { plan.source.clone() } else { None },
@@ -910,7 +988,12 @@ impl Orchestrator {
         let created = self
             .chain
             .escrow
-            .create_with_permit(&self.chain.signer, &self.chain.domain, params, U256::from(deadline))
+            .create_with_permit(
+                &self.chain.signer,
+                &self.chain.domain,
+                params,
+                U256::from(deadline),
+            )
             .await;
         match created {
             Ok(_) => {}
@@ -924,8 +1007,14 @@ impl Orchestrator {
     }
 
     /// Reads the current attempt's task from the chain and records what changed.
-    async fn sync(&self, plan: &Plan, row: &mut SubtaskRow) -> Result<Option<TaskRecord>, RunError> {
-        if matches!(row.phase.as_str(), "paid" | "split" | "refunded" | "skipped") && row.task_id.is_some() {
+    async fn sync(
+        &self,
+        plan: &Plan,
+        row: &mut SubtaskRow,
+    ) -> Result<Option<TaskRecord>, RunError> {
+        if matches!(row.phase.as_str(), "paid" | "split" | "refunded" | "skipped")
+            && row.task_id.is_some()
+        {
             return Ok(None);
         }
         let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
@@ -950,7 +1039,8 @@ impl Orchestrator {
             if ev.kind == "subtask_completed" && plan.review == ReviewMode::Manual {
                 let review_end = rec.task.reviewWindow;
                 events::merge(&mut body, json!({ "review_window_secs": review_end }));
-                self.emit(&run_id, "review_required", &format!("review:{}", ev.dedup), body).await?;
+                self.emit(&run_id, "review_required", &format!("review:{}", ev.dedup), body)
+                    .await?;
             }
         }
         let phase = phase_of(rec.status());

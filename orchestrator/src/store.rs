@@ -452,13 +452,15 @@ impl Store {
         seq: i64,
         outcome: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE decisions SET done_at = $1, outcome = $2 WHERE run_id = $3 AND seq = $4")
-            .bind(now_ms())
-            .bind(outcome)
-            .bind(run_id)
-            .bind(seq)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE decisions SET done_at = $1, outcome = $2 WHERE run_id = $3 AND seq = $4",
+        )
+        .bind(now_ms())
+        .bind(outcome)
+        .bind(run_id)
+        .bind(seq)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 }
@@ -585,7 +587,10 @@ mod tests {
         store.push_decision("r", Some(1), "approve", None).await.unwrap();
         store.push_decision("r", None, "cancel", Some("enough")).await.unwrap();
         let pending = store.pending_decisions("r").await.unwrap();
-        assert_eq!(pending.iter().map(|d| d.kind.as_str()).collect::<Vec<_>>(), ["approve", "cancel"]);
+        assert_eq!(
+            pending.iter().map(|d| d.kind.as_str()).collect::<Vec<_>>(),
+            ["approve", "cancel"]
+        );
         store.finish_decision("r", pending[0].seq, "applied").await.unwrap();
         let pending = store.pending_decisions("r").await.unwrap();
         assert_eq!(pending.len(), 1);
@@ -611,9 +616,6 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_url_is_refused() {
-        assert!(matches!(
-            Store::connect("mysql://x").await,
-            Err(StoreError::UnsupportedUrl(_))
-        ));
+        assert!(matches!(Store::connect("mysql://x").await, Err(StoreError::UnsupportedUrl(_))));
     }
 }

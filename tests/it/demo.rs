@@ -23,10 +23,18 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         "cheapest summarizer's price"
     );
     // Then two plans through the runner, each settled, with their lineage.
-    assert_eq!(outcome.transcript.matches("plan_completed in").count(), 2, "{}", outcome.transcript);
+    assert_eq!(
+        outcome.transcript.matches("plan_completed in").count(),
+        2,
+        "{}",
+        outcome.transcript
+    );
     for needle in ["translate", "summarize", "extract-entities", "sentiment-classify"] {
         assert!(
-            outcome.transcript.lines().any(|l| l.contains("task 0x") && l.contains(needle) && l.contains("Paid")),
+            outcome
+                .transcript
+                .lines()
+                .any(|l| l.contains("task 0x") && l.contains(needle) && l.contains("Paid")),
             "lineage line for {needle} in:\n{}",
             outcome.transcript
         );

@@ -2,6 +2,6 @@
 
 mod demo;
 mod lifecycle;
+mod plans;
 mod registry;
 mod worker;
-mod plans;

@@ -25,7 +25,14 @@ fn plan(label: &str, review: &str, subtasks: Vec<Value>) -> Value {
     })
 }
 
-fn step(index: u32, capability: &str, spec: &str, executor: Address, cost: u64, deps: &[u32]) -> Value {
+fn step(
+    index: u32,
+    capability: &str,
+    spec: &str,
+    executor: Address,
+    cost: u64,
+    deps: &[u32],
+) -> Value {
     json!({
         "index": index, "capability": capability, "spec": spec, "executor": executor,
         "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps,
@@ -48,10 +55,21 @@ async fn chain_plan_hands_the_translation_to_the_summary_and_pays_each_executor(
         stack.env.balance(summarizer).await,
     );
     let id = stack
-        .run_plan(&plan("chain", "auto", vec![
-            step(0, "translate", "Translate the article to French", translator, 800_000, &[]),
-            step(1, "summarize", "Summarize the translation in two bullets", summarizer, 400_000, &[0]),
-        ]))
+        .run_plan(&plan(
+            "chain",
+            "auto",
+            vec![
+                step(0, "translate", "Translate the article to French", translator, 800_000, &[]),
+                step(
+                    1,
+                    "summarize",
+                    "Summarize the translation in two bullets",
+                    summarizer,
+                    400_000,
+                    &[0],
+                ),
+            ],
+        ))
         .await;
     let view = stack.wait_state(&id, "completed", 60).await;
     let events = stack.events(&id).await;
@@ -91,7 +109,11 @@ async fn chain_plan_hands_the_translation_to_the_summary_and_pays_each_executor(
     assert_eq!(stack.env.balance(summarizer).await, before.2 + U256::from(400_000u64));
 }
 
-async fn on_chain_status(stack: &Stack, view: &Value, index: usize) -> tessera_bindings::task::Status {
+async fn on_chain_status(
+    stack: &Stack,
+    view: &Value,
+    index: usize,
+) -> tessera_bindings::task::Status {
     let id: U256 = view["subtasks"][index]["task_id"].as_str().unwrap().parse().unwrap();
     stack.env.driver().escrow.fetch(id, stack.env.deployment.deploy_block).await.unwrap().status()
 }
@@ -99,13 +121,18 @@ async fn on_chain_status(stack: &Stack, view: &Value, index: usize) -> tessera_b
 #[tokio::test]
 async fn manual_review_approves_disputes_and_silence_releases() {
     let stack = Stack::start().await;
-    let (a0, a1, a3) = (stack.env.actors.agent(0), stack.env.actors.agent(1), stack.env.actors.agent(3));
+    let (a0, a1, a3) =
+        (stack.env.actors.agent(0), stack.env.actors.agent(1), stack.env.actors.agent(3));
     let id = stack
-        .run_plan(&plan("review", "manual", vec![
-            step(0, "summarize", "Summarize the article", a1, 400_000, &[]),
-            step(1, "sentiment-classify", "Classify the article's tone", a3, 200_000, &[]),
-            step(2, "extract-entities", "List the entities", a0, 300_000, &[]),
-        ]))
+        .run_plan(&plan(
+            "review",
+            "manual",
+            vec![
+                step(0, "summarize", "Summarize the article", a1, 400_000, &[]),
+                step(1, "sentiment-classify", "Classify the article's tone", a3, 200_000, &[]),
+                step(2, "extract-entities", "List the entities", a0, 300_000, &[]),
+            ],
+        ))
         .await;
     for i in 0..3 {
         stack.wait_phase(&id, i, "completed", 30).await;
@@ -145,7 +172,12 @@ async fn manual_review_approves_disputes_and_silence_releases() {
     assert_eq!(view["state"], "running", "the dispute awaits the arbiter");
     let (_, all) = stack.get(&format!("/api/runs/{id}")).await;
     assert_eq!(all["subtasks"][1]["phase"], "disputed");
-    let events = tessera_e2e::read_sse_until(&stack.http, &format!("{}/api/runs/{id}/events", stack.api), "subtask_disputed").await;
+    let events = tessera_e2e::read_sse_until(
+        &stack.http,
+        &format!("{}/api/runs/{id}/events", stack.api),
+        "subtask_disputed",
+    )
+    .await;
     let k = kinds(&events);
     assert_eq!(k.iter().filter(|x| **x == "review_required").count(), 3, "{k:?}");
     let released = events.iter().find(|e| e["kind"] == "subtask_paid" && e["index"] == 2);
@@ -160,16 +192,19 @@ async fn manual_review_approves_disputes_and_silence_releases() {
 #[tokio::test]
 async fn expired_sub_task_pauses_the_plan_and_retry_runs_it_again() {
     // No worker for the sentiment agent (demo agent 3) at first.
-    let mut stack =
-        Stack::start_custom(Default::default(), None, &[0, 1, 2, 4]).await;
+    let mut stack = Stack::start_custom(Default::default(), None, &[0, 1, 2, 4]).await;
     let a3 = stack.env.actors.agent(3);
     let sponsor = stack.env.actors.sponsor.address();
     let start = stack.env.balance(sponsor).await;
     let id = stack
-        .run_plan(&plan("expiry", "auto", vec![
-            step(0, "sentiment-classify", "Classify the tone", a3, 200_000, &[]),
-            step(1, "summarize", "Summarize", stack.env.actors.agent(1), 400_000, &[0]),
-        ]))
+        .run_plan(&plan(
+            "expiry",
+            "auto",
+            vec![
+                step(0, "sentiment-classify", "Classify the tone", a3, 200_000, &[]),
+                step(1, "summarize", "Summarize", stack.env.actors.agent(1), 400_000, &[0]),
+            ],
+        ))
         .await;
     stack.wait_phase(&id, 0, "created", 30).await;
     stack.advance(3601).await;
@@ -197,46 +232,59 @@ async fn change_executor_reroutes_a_task_nobody_accepts() {
     let stack = Stack::start_custom(Default::default(), None, &[0, 2, 3, 4]).await;
     let (a0, a1) = (stack.env.actors.agent(0), stack.env.actors.agent(1));
     let id = stack
-        .run_plan(&plan("reroute", "auto", vec![step(0, "summarize", "Summarize", a1, 500_000, &[])]))
+        .run_plan(&plan(
+            "reroute",
+            "auto",
+            vec![step(0, "summarize", "Summarize", a1, 500_000, &[])],
+        ))
         .await;
     stack.wait_phase(&id, 0, "created", 30).await;
     // An executor that does not offer the capability is refused at once.
     let (status, body) = stack
-        .post(&format!("/api/runs/{id}/subtasks/0/executor"), &json!({"executor": stack.env.actors.agent(2)}))
+        .post(
+            &format!("/api/runs/{id}/subtasks/0/executor"),
+            &json!({"executor": stack.env.actors.agent(2)}),
+        )
         .await;
     assert_eq!(status, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("does not offer `summarize`"), "{body}");
     let before = stack.env.balance(a0).await;
-    let (status, _) = stack
-        .post(&format!("/api/runs/{id}/subtasks/0/executor"), &json!({"executor": a0}))
-        .await;
+    let (status, _) =
+        stack.post(&format!("/api/runs/{id}/subtasks/0/executor"), &json!({"executor": a0})).await;
     assert_eq!(status, 202);
     let view = stack.wait_state(&id, "completed", 60).await;
     assert_eq!(view["subtasks"][0]["executor"], a0.to_string());
     assert_eq!(view["subtasks"][0]["attempt"], 0, "same task, re-routed on chain");
     assert_eq!(stack.env.balance(a0).await, before + U256::from(500_000u64));
-    let k: Vec<String> = stack.events(&id).await.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect();
+    let k: Vec<String> =
+        stack.events(&id).await.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect();
     assert!(k.contains(&"subtask_reassigned".to_owned()), "{k:?}");
 }
 
 #[tokio::test]
 async fn cancel_mid_plan_keeps_settled_work_and_refunds_the_rest() {
     let stack = Stack::start_custom(Default::default(), None, &[0, 2, 3, 4]).await;
-    let (a0, a1, a2) = (stack.env.actors.agent(0), stack.env.actors.agent(1), stack.env.actors.agent(2));
+    let (a0, a1, a2) =
+        (stack.env.actors.agent(0), stack.env.actors.agent(1), stack.env.actors.agent(2));
     let sponsor = stack.env.actors.sponsor.address();
     let start = stack.env.balance(sponsor).await;
     let id = stack
-        .run_plan(&plan("cancel", "auto", vec![
-            step(0, "translate", "Translate to Spanish", a2, 800_000, &[]),
-            step(1, "summarize", "Summarize", a1, 400_000, &[0]),
-            step(2, "extract-entities", "Entities", a0, 300_000, &[1]),
-        ]))
+        .run_plan(&plan(
+            "cancel",
+            "auto",
+            vec![
+                step(0, "translate", "Translate to Spanish", a2, 800_000, &[]),
+                step(1, "summarize", "Summarize", a1, 400_000, &[0]),
+                step(2, "extract-entities", "Entities", a0, 300_000, &[1]),
+            ],
+        ))
         .await;
     stack.wait_phase(&id, 1, "created", 30).await;
     let (status, _) = stack.post(&format!("/api/runs/{id}/cancel"), &Value::Null).await;
     assert_eq!(status, 200);
     let view = stack.wait_state(&id, "cancelled", 30).await;
-    let phases: Vec<&str> = view["subtasks"].as_array().unwrap().iter().map(|s| s["phase"].as_str().unwrap()).collect();
+    let phases: Vec<&str> =
+        view["subtasks"].as_array().unwrap().iter().map(|s| s["phase"].as_str().unwrap()).collect();
     assert_eq!(phases, ["paid", "cancelled", "skipped"]);
     assert_eq!(stack.env.balance(sponsor).await, start - U256::from(800_000u64));
     let events = stack.events(&id).await;
@@ -256,9 +304,11 @@ async fn a_pause_without_decision_counts_as_cancel() {
     };
     let stack = Stack::start_custom(config, None, &[0, 1, 2, 4]).await;
     let id = stack
-        .run_plan(&plan("timeout", "auto", vec![
-            step(0, "sentiment-classify", "Tone", stack.env.actors.agent(3), 200_000, &[]),
-        ]))
+        .run_plan(&plan(
+            "timeout",
+            "auto",
+            vec![step(0, "sentiment-classify", "Tone", stack.env.actors.agent(3), 200_000, &[])],
+        ))
         .await;
     stack.wait_phase(&id, 0, "created", 30).await;
     stack.advance(3601).await;
@@ -278,16 +328,24 @@ async fn two_plans_at_once_share_the_sponsor_without_nonce_collisions() {
     );
     let sponsor = stack.env.actors.sponsor.address();
     let start = stack.env.balance(sponsor).await;
-    let p1 = plan("concurrent-1", "auto", vec![
-        step(0, "translate", "Translate the article to French", a2, 800_000, &[]),
-        step(1, "summarize", "Summarize", a1, 400_000, &[0]),
-        step(2, "sentiment-classify", "Tone", a3, 200_000, &[]),
-    ]);
-    let p2 = plan("concurrent-2", "auto", vec![
-        step(0, "extract-entities", "Entities", a0, 300_000, &[]),
-        step(1, "summarize", "Summarize", a1, 400_000, &[]),
-        step(2, "sentiment-classify", "Tone", a3, 200_000, &[0, 1]),
-    ]);
+    let p1 = plan(
+        "concurrent-1",
+        "auto",
+        vec![
+            step(0, "translate", "Translate the article to French", a2, 800_000, &[]),
+            step(1, "summarize", "Summarize", a1, 400_000, &[0]),
+            step(2, "sentiment-classify", "Tone", a3, 200_000, &[]),
+        ],
+    );
+    let p2 = plan(
+        "concurrent-2",
+        "auto",
+        vec![
+            step(0, "extract-entities", "Entities", a0, 300_000, &[]),
+            step(1, "summarize", "Summarize", a1, 400_000, &[]),
+            step(2, "sentiment-classify", "Tone", a3, 200_000, &[0, 1]),
+        ],
+    );
     let (id1, id2) = tokio::join!(stack.run_plan(&p1), stack.run_plan(&p2));
     stack.wait_state(&id1, "completed", 60).await;
     stack.wait_state(&id2, "completed", 60).await;
@@ -309,15 +367,32 @@ async fn bad_input_is_answered_with_clear_4xx() {
 
     let cases = [
         (
-            plan("cyclic", "auto", vec![
-                step(0, "summarize", "a", a1, 400_000, &[1]),
-                step(1, "summarize", "b", a1, 400_000, &[0]),
-            ]),
+            plan(
+                "cyclic",
+                "auto",
+                vec![
+                    step(0, "summarize", "a", a1, 400_000, &[1]),
+                    step(1, "summarize", "b", a1, 400_000, &[0]),
+                ],
+            ),
             "dependency cycle",
         ),
-        (plan("unknown", "auto", vec![step(0, "astrology", "x", a1, 1, &[])]), "not offered by any registered agent"),
-        (plan("budget", "auto", vec![step(0, "summarize", "x", a1, 20_000_000, &[])]), "exceeds the budget"),
-        (plan("stranger", "auto", vec![step(0, "summarize", "x", Address::repeat_byte(7), 400_000, &[])]), "is not registered"),
+        (
+            plan("unknown", "auto", vec![step(0, "astrology", "x", a1, 1, &[])]),
+            "not offered by any registered agent",
+        ),
+        (
+            plan("budget", "auto", vec![step(0, "summarize", "x", a1, 20_000_000, &[])]),
+            "exceeds the budget",
+        ),
+        (
+            plan(
+                "stranger",
+                "auto",
+                vec![step(0, "summarize", "x", Address::repeat_byte(7), 400_000, &[])],
+            ),
+            "is not registered",
+        ),
         (plan("cheap", "auto", vec![step(0, "summarize", "x", a1, 1, &[])]), "asks 400000"),
         (
             {
@@ -348,9 +423,8 @@ async fn bad_input_is_answered_with_clear_4xx() {
     assert_eq!(stack.get("/api/runs/0x12").await.0, 400);
     assert_eq!(stack.get(&format!("/api/runs/{}", Plan::id_from_label("nope"))).await.0, 404);
     // Edits before approval are validated too.
-    let (status, body) = stack
-        .post(&format!("/api/runs/{id}/edit"), &json!({"op": "drop", "index": 5}))
-        .await;
+    let (status, body) =
+        stack.post(&format!("/api/runs/{id}/edit"), &json!({"op": "drop", "index": 5})).await;
     assert_eq!(status, 422, "{body}");
     let (status, body) =
         stack.post(&format!("/api/runs/{id}/edit"), &json!({"op": "teleport"})).await;
@@ -362,9 +436,8 @@ async fn bad_input_is_answered_with_clear_4xx() {
         stack.post(&format!("/api/runs/{id}/edit"), &json!({"op": "drop", "index": 0})).await.0,
         409
     );
-    let (status, body) = stack
-        .post(&format!("/api/runs/{id}/subtasks/9/retry"), &Value::Null)
-        .await;
+    let (status, body) =
+        stack.post(&format!("/api/runs/{id}/subtasks/9/retry"), &Value::Null).await;
     assert_eq!(status, 422, "{body}");
     let (status, doc) = stack.get("/api/openapi.json").await;
     assert_eq!(status, 200);
