@@ -5,7 +5,6 @@
 use std::{sync::Arc, time::Duration};
 
 use alloy::{
-    network::EthereumWallet,
     primitives::{Address, U256},
     providers::DynProvider,
 };
@@ -15,13 +14,13 @@ use tessera_anvil::{
     chain::{ChainOptions, LocalChain},
     deploy::{self, DEMO_AGENTS, DemoAgent, DeployConfig},
     lifecycle::Driver,
+    stack::{self, Blobs},
 };
-use tessera_bindings::{MockUSDC, client::connect, deployment::Deployment, envelope::FsBlobStore};
+use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::{
-    runner::{Chain, Orchestrator, RunnerConfig},
+    runner::{Orchestrator, RunnerConfig},
     store::Store,
 };
-use tessera_workers::{AgentCard, runtime::Worker};
 
 /// A fresh chain with everything deployed; anvil stops when this drops.
 #[derive(Debug)]
@@ -129,8 +128,18 @@ impl Stack {
         for &i in workers {
             tasks.push(spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await);
         }
-        let orch = orchestrator(&env, store, &blobs, config).await;
-        tasks.push(tokio::spawn(Arc::clone(&orch).follow_heads(Some(env.chain.ws_endpoint()))));
+        let shared: Blobs = Arc::new(FsBlobStore::new(&blobs));
+        let (orch, heads) = stack::start_orchestrator(
+            &env.chain,
+            &env.actors,
+            &env.deployment,
+            store,
+            shared,
+            config,
+        )
+        .await
+        .expect("orchestrator starts");
+        tasks.push(heads);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let api = format!("http://{}", listener.local_addr().expect("addr"));
         let app = tessera_orchestrator::api::router(Arc::clone(&orch), TEST_TOKEN);
@@ -264,49 +273,14 @@ async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) {
     axum::serve(listener, app).await.expect("serve");
 }
 
-/// An orchestrator funding from the sponsor account.
-pub async fn orchestrator(
-    env: &TestEnv,
-    store: Store,
-    blobs: &std::path::Path,
-    config: RunnerConfig,
-) -> Arc<Orchestrator> {
-    let signer = env.actors.sponsor.clone();
-    let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer.clone()));
-    let chain = Chain::new(provider, signer, env.deployment.clone()).await.expect("chain");
-    let orch = Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(blobs)), config);
-    orch.resume_all().await.expect("resume");
-    orch
-}
-
-/// The card of a demo agent, as a worker loads it.
-pub fn demo_card(agent: &DemoAgent) -> AgentCard {
-    let caps: String = agent
-        .offers
-        .iter()
-        .map(|(name, price)| format!("  - name: {name}\n    price: {price}\n"))
-        .collect();
-    let yaml = format!(
-        "id: {}\ndescription: {}\nrole: executor\nmodel: offline\ncapabilities:\n{caps}instructions: Work offline.\n",
-        agent.id, agent.description
-    );
-    AgentCard::from_yaml(&yaml).expect("demo card")
-}
-
 /// Runs one demo agent's worker in the background.
 pub async fn spawn_worker(
     env: &TestEnv,
     agent: &DemoAgent,
     blobs: &std::path::Path,
 ) -> tokio::task::JoinHandle<()> {
-    let signer = env.actors.agents[agent.account].clone();
-    let me = signer.address();
-    let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer));
-    let store = Arc::new(FsBlobStore::new(blobs));
-    let mut worker = Worker::new(provider, me, demo_card(agent), env.deployment.clone(), store);
-    worker.ensure_registered().await.expect("worker registers");
-    let ws = env.chain.ws_endpoint();
-    tokio::spawn(async move {
-        worker.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
-    })
+    let store: Blobs = Arc::new(FsBlobStore::new(blobs));
+    stack::spawn_worker(&env.chain, &env.actors, &env.deployment, agent, store)
+        .await
+        .expect("worker starts")
 }
