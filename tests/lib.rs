@@ -2,6 +2,8 @@
 //! contracts deployed from Rust, one account per role, and the escrow client.
 //! The tests themselves live in `it/`.
 
+pub mod mock_openai;
+
 use std::{sync::Arc, time::Duration};
 
 use alloy::{

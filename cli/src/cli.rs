@@ -292,7 +292,18 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     let me = signer.address();
     let provider = connect(args.rpc_url.clone(), EthereumWallet::new(signer));
     let blobs = Arc::new(FsBlobStore::new(&args.blobs));
+    let offline = card.is_offline();
     let mut worker = Worker::new(provider, me, card, deployment, blobs);
+    match tessera_workers::llm::LlmConfig::from_env() {
+        Some(llm) if !offline => {
+            println!("capabilities run through the LLM at {}", llm.base_url);
+            worker = worker.with_llm(&llm);
+        }
+        Some(_) => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
+        None => {
+            println!("no LLM key set (TESSERA_LLM_API_KEY / OPENAI_API_KEY): offline algorithms")
+        }
+    }
     let registration = worker
         .ensure_registered()
         .await

@@ -140,3 +140,93 @@ async fn restarted_worker_finishes_an_accepted_task_and_claims_payment() {
     let rec = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
     assert_eq!(rec.status(), Status::Paid);
 }
+
+mod llm {
+    use std::time::Duration;
+
+    use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
+    use tessera_anvil::deploy::DeployConfig;
+    use tessera_bindings::{client::connect, envelope::MemoryBlobStore};
+    use tessera_e2e::{
+        TestEnv,
+        mock_openai::{MockOpenAi, Reply},
+    };
+    use tessera_workers::{
+        AgentCard,
+        llm::LlmConfig,
+        runtime::{Handled, Worker, read_result},
+    };
+
+    const LLM_CARD: &str = "
+id: llm-e2e
+description: Summaries by a language model.
+role: executor
+model: gpt-test
+capabilities:
+  - name: summarize
+    price: 300000
+instructions: Summarize faithfully.
+";
+
+    async fn setup(mock: &MockOpenAi) -> (TestEnv, std::sync::Arc<MemoryBlobStore>, Worker) {
+        let env = TestEnv::start(DeployConfig::default()).await;
+        let blobs = std::sync::Arc::new(MemoryBlobStore::new());
+        let signer = PrivateKeySigner::from_signing_key(env.chain.keys()[10].clone());
+        let me = signer.address();
+        let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer));
+        let mut cfg = LlmConfig::new(&mock.base_url, "test-key");
+        cfg.timeout = Duration::from_millis(500);
+        let w = Worker::new(
+            provider,
+            me,
+            AgentCard::from_yaml(LLM_CARD).unwrap(),
+            env.deployment.clone(),
+            blobs.clone(),
+        )
+        .with_llm(&cfg);
+        w.ensure_registered().await.unwrap();
+        (env, blobs, w)
+    }
+
+    #[tokio::test]
+    async fn llm_worker_delivers_through_the_provider_after_one_retry() {
+        let mock = MockOpenAi::start().await;
+        let (env, blobs, mut w) = setup(&mock).await;
+        mock.script([Reply::ServerError]);
+        let mut d = env.driver();
+        let spec = super::spec_uri("Summarize the article", Some("summarize"), &blobs);
+        let params = d.params(w.address(), 300_000, spec).await.unwrap();
+        d.create_with_permit(params).await.unwrap();
+        let handled = w.poll_once().await.unwrap();
+        let [Handled::Delivered { result_uri, .. }] = handled.as_slice() else {
+            panic!("{handled:?}")
+        };
+        let result = read_result(result_uri, blobs.as_ref()).unwrap();
+        assert_eq!(result["engine"], "llm");
+        assert_eq!(result["model"], "gpt-test");
+        assert!(result["text"].as_str().unwrap().starts_with("mock model read"), "{result}");
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 2, "the 500 was retried once");
+        let user = requests[1]["messages"][1]["content"].as_str().unwrap();
+        assert!(user.contains("<task-data>") && user.contains("Summarize the article"));
+        assert!(user.contains("The escrow locks funds"), "source passed as data: {user}");
+        assert_eq!(requests[1]["tools"][0]["function"]["name"], "deliver_result");
+        assert!(mock.auth_headers().iter().all(|h| h == "Bearer test-key"));
+    }
+
+    #[tokio::test]
+    async fn two_bad_answers_decline_and_leave_the_task_free() {
+        let mock = MockOpenAi::start().await;
+        let (env, blobs, mut w) = setup(&mock).await;
+        mock.script([Reply::Malformed, Reply::Slow(Duration::from_secs(2))]);
+        let mut d = env.driver();
+        let spec = super::spec_uri("Summarize the article", Some("summarize"), &blobs);
+        let params = d.params(w.address(), 300_000, spec).await.unwrap();
+        let rec = d.create_with_permit(params).await.unwrap();
+        let handled = w.poll_once().await.unwrap();
+        let [Handled::Declined { reason, .. }] = handled.as_slice() else { panic!("{handled:?}") };
+        assert!(reason.starts_with("LLM: no answer within"), "{reason}");
+        let fresh = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
+        assert_eq!(fresh.status(), tessera_bindings::task::Status::Created);
+    }
+}

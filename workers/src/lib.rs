@@ -9,10 +9,13 @@
 //! - [`offline`]: deterministic, rule-based implementations of the built-in
 //!   capabilities (`summarize`, `translate`, `sentiment-classify`,
 //!   `extract-entities`) and a dispatcher, [`offline::run`].
+//! - [`llm`]: the LLM path (async-openai, function calling, validated
+//!   arguments) used when a key is configured and the card names a model.
 //! - [`runtime`]: the worker loop on chain — registration from the card, task
 //!   discovery, accept → run → complete, and claiming unreviewed payments.
 
 pub mod card;
+pub mod llm;
 pub mod offline;
 pub mod runtime;
 

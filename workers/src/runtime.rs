@@ -92,6 +92,7 @@ pub struct Worker {
     codec: EnvelopeCodec,
     next_block: u64,
     delivered: BTreeMap<U256, TaskRecord>,
+    llm: Option<crate::llm::LlmRunner>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -124,7 +125,15 @@ impl Worker {
             blobs,
             codec: EnvelopeCodec::default(),
             delivered: BTreeMap::new(),
+            llm: None,
         }
+    }
+
+    /// Runs capabilities through the LLM at `config` (unless the card's model
+    /// is `offline`, which always runs the built-in algorithms).
+    pub fn with_llm(mut self, config: &crate::llm::LlmConfig) -> Self {
+        self.llm = Some(crate::llm::LlmRunner::new(config));
+        self
     }
 
     /// The worker's address.
@@ -293,11 +302,19 @@ impl Worker {
             TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
         // Run before accepting: material the capability cannot work on is
         // declined, leaving the task free for the client to reassign.
-        let output = match run(&offer.name, &input) {
-            Ok(o) => o,
-            Err(e) => return decline(e.to_string()),
+        let output = match &self.llm {
+            Some(llm) if !self.card.is_offline() => {
+                match llm.run(&self.card, &offer.name, &input).await {
+                    Ok(json) => json,
+                    Err(e) => return decline(format!("LLM: {e}")),
+                }
+            }
+            _ => match run(&offer.name, &input) {
+                Ok(o) => o.to_json(),
+                Err(e) => return decline(e.to_string()),
+            },
         };
-        let result_uri = self.store_result(&output.to_json())?;
+        let result_uri = self.store_result(&output)?;
         if rec.status() == Status::Created {
             self.escrow.accept(self.me, &mut rec).await?;
         }

@@ -1,0 +1,154 @@
+//! A local stand-in for an OpenAI-compatible provider: an axum server that
+//! speaks `POST /v1/chat/completions` with tool calls, so async-openai is
+//! exercised over real HTTP. Replies follow a script (server errors,
+//! malformed tool arguments, slow answers) and then a default that calls the
+//! request's forced tool with arguments derived from the request itself.
+//! Every request is recorded for inspection.
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{Json, Router, extract::State, http::HeaderMap, response::IntoResponse, routing::post};
+use serde_json::{Value, json};
+
+/// One scripted reply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A 500 with an OpenAI-style error body.
+    ServerError,
+    /// A tool call whose arguments are not valid JSON.
+    Malformed,
+    /// A tool call with these exact arguments.
+    Arguments(Value),
+    /// Wait this long, then answer normally.
+    Slow(Duration),
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    script: VecDeque<Reply>,
+    requests: Vec<(HeaderMap, Value)>,
+}
+
+/// A running mock provider; stops when dropped.
+#[derive(Debug)]
+pub struct MockOpenAi {
+    /// Base URL to configure clients with (ends in `/v1`).
+    pub base_url: String,
+    inner: Arc<Mutex<Inner>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockOpenAi {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockOpenAi {
+    /// Starts the server on a free local port.
+    pub async fn start() -> Self {
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(Arc::clone(&inner));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base_url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("mock serves");
+        });
+        Self { base_url, inner, task }
+    }
+
+    /// Queues replies used before the default one.
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.inner.lock().expect("lock").script.extend(replies);
+    }
+
+    /// Bodies of the requests received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.inner.lock().expect("lock").requests.iter().map(|(_, b)| b.clone()).collect()
+    }
+
+    /// The `Authorization` header of every request.
+    pub fn auth_headers(&self) -> Vec<String> {
+        self.inner
+            .lock()
+            .expect("lock")
+            .requests
+            .iter()
+            .map(|(h, _)| {
+                h.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+            })
+            .collect()
+    }
+}
+
+async fn completions(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> axum::response::Response {
+    let reply = {
+        let mut g = inner.lock().expect("lock");
+        g.requests.push((headers, body.clone()));
+        g.script.pop_front()
+    };
+    let arguments = match reply {
+        Some(Reply::ServerError) => {
+            return (
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                Json(json!({"error": {"message": "scripted failure", "type": "server_error", "param": null, "code": null}})),
+            )
+                .into_response();
+        }
+        Some(Reply::Malformed) => "{\"text\": unquoted".to_owned(),
+        Some(Reply::Arguments(v)) => v.to_string(),
+        Some(Reply::Slow(d)) => {
+            tokio::time::sleep(d).await;
+            default_arguments(&body).to_string()
+        }
+        None => default_arguments(&body).to_string(),
+    };
+    let tool = body["tool_choice"]["function"]["name"].as_str().unwrap_or("deliver_result");
+    Json(json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [{
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": null,
+                "tool_calls": [{
+                    "id": "call_mock",
+                    "type": "function",
+                    "function": { "name": tool, "arguments": arguments }
+                }]
+            }
+        }]
+    }))
+    .into_response()
+}
+
+/// Arguments a cooperative model would send: a `text` naming what it read,
+/// plus a label when the schema asks for one.
+fn default_arguments(body: &Value) -> Value {
+    let user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let words = user.split_whitespace().count();
+    let mut args = json!({ "text": format!("mock model read {words} words") });
+    let params = &body["tools"][0]["function"]["parameters"];
+    if params["properties"].get("label").is_some() {
+        args["label"] = json!("neutral");
+    }
+    args
+}
