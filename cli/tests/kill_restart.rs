@@ -216,3 +216,71 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
         w.abort();
     }
 }
+
+#[tokio::test]
+async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = dir.path().join("blobs");
+    let mut workers = Vec::new();
+    for agent in DEMO_AGENTS {
+        workers.push(spawn_worker(&env, agent, &blobs).await);
+    }
+    let port = free_port();
+    let api = format!("http://127.0.0.1:{port}");
+    let _orch = start(&env, dir.path(), port);
+    wait_up(&reqwest::Client::new(), &api).await;
+    let plan_id = Plan::id_from_label("cli-plan");
+    let plan = json!({
+        "version": 1, "id": plan_id, "review": "auto", "budget": 2_000_000u64,
+        "source": "The port reopened after the storm. Ships queued for two days. Traders were relieved.",
+        "subtasks": [
+            {"index": 0, "capability": "translate", "spec": "Translate to French",
+             "executor": env.actors.agent(2), "cost": 800_000, "deadline_offset_secs": 3600},
+            {"index": 1, "capability": "summarize", "spec": "Summarize the translation",
+             "executor": env.actors.agent(1), "cost": 400_000, "deadline_offset_secs": 3600, "depends_on": [0]},
+        ],
+    });
+    let file = dir.path().join("plan.json");
+    std::fs::write(&file, plan.to_string()).unwrap();
+    // The workers run on this test's runtime: wait for the CLI without blocking it.
+    let tessera = |args: &[&str], token: Option<&str>| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.args(args).env("TESSERA_API_URL", &api).env_remove("TESSERA_API_TOKEN");
+        if let Some(t) = token {
+            cmd.env("TESSERA_API_TOKEN", t);
+        }
+        cmd.kill_on_drop(true);
+        async move {
+            tokio::time::timeout(Duration::from_secs(60), cmd.output())
+                .await
+                .expect("tessera finishes")
+                .expect("tessera runs")
+        }
+    };
+    let path = file.to_str().unwrap();
+
+    let denied = tessera(&["plan", "--file", path, "--yes"], None).await;
+    assert!(!denied.status.success());
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("missing bearer token"));
+
+    let out = tessera(&["plan", "--file", path, "--yes"], Some(TEST_TOKEN)).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for needle in [
+        "translate",
+        "summarize",
+        "total 1.200000 USDC",
+        "Settlement of",
+        "plan_completed",
+        "subtask_paid",
+    ] {
+        assert!(stdout.contains(needle), "{needle} in:\n{stdout}");
+    }
+    let shown = tessera(&["runs", "show", &plan_id.to_string()], None).await;
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert_eq!(shown.matches(" paid ").count(), 2, "{shown}");
+    for w in workers {
+        w.abort();
+    }
+}

@@ -481,11 +481,11 @@ fn to_u32(v: i64, table: &'static str) -> Result<u32, StoreError> {
     u32::try_from(v).map_err(|_| StoreError::Corrupt { table, detail: format!("index {v}") })
 }
 
-/// A scratch PostgreSQL database for tests: created fresh on the server at
-/// `TESSERA_TEST_PG` (default `postgres://postgres@127.0.0.1:5432/postgres`),
-/// or `None` with the reason printed when no server answers, so only the
-/// PostgreSQL variants of tests are skipped.
-pub async fn scratch_postgres(label: &str) -> Option<Store> {
+/// A scratch PostgreSQL database for tests, created fresh on the server at
+/// `TESSERA_TEST_PG` (default `postgres://postgres@127.0.0.1:5432/postgres`);
+/// returns its URL, or `None` with the reason printed when no server answers,
+/// so only the PostgreSQL variants of tests are skipped.
+pub async fn scratch_postgres_url(label: &str) -> Option<String> {
     sqlx::any::install_default_drivers();
     let admin = std::env::var("TESSERA_TEST_PG")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
@@ -511,8 +511,37 @@ pub async fn scratch_postgres(label: &str) -> Option<Store> {
         eprintln!("skipping PostgreSQL variant of {label}: cannot create a database: {e}");
         return None;
     }
+    drop_stale_scratch(&pool).await;
     let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
-    Some(Store::connect(&format!("{base}/{name}")).await.expect("scratch database migrates"))
+    Some(format!("{base}/{name}"))
+}
+
+/// Drops scratch databases left by test processes that no longer run.
+async fn drop_stale_scratch(pool: &AnyPool) {
+    let Ok(rows) = sqlx::query(
+        "SELECT datname::text AS datname FROM pg_database WHERE datname LIKE 'tessera\\_%'",
+    )
+    .fetch_all(pool)
+    .await
+    else {
+        return;
+    };
+    for row in rows {
+        let Ok(name) = row.try_get::<String, _>("datname") else { continue };
+        // tessera_<label>_<pid>_<ms>
+        let pid = name.rsplit('_').nth(1).and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|pid| {
+            pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        }) {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name}")).execute(pool).await;
+        }
+    }
+}
+
+/// [`scratch_postgres_url`], connected and migrated.
+pub async fn scratch_postgres(label: &str) -> Option<Store> {
+    let url = scratch_postgres_url(label).await?;
+    Some(Store::connect(&url).await.expect("scratch database migrates"))
 }
 
 #[cfg(test)]

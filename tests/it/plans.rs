@@ -443,3 +443,52 @@ async fn bad_input_is_answered_with_clear_4xx() {
     assert_eq!(status, 200);
     assert_eq!(doc["openapi"], "3.1.0");
 }
+
+#[tokio::test]
+async fn chain_plan_runs_on_postgresql_too() {
+    let Some(url) = tessera_orchestrator::store::scratch_postgres_url("e2e_chain").await else {
+        return;
+    };
+    let stack = Stack::start_with(Default::default(), Some(url)).await;
+    assert_eq!(stack.orch.store().backend(), tessera_orchestrator::store::Backend::Postgres);
+    let (a1, a2) = (stack.env.actors.agent(1), stack.env.actors.agent(2));
+    let id = stack
+        .run_plan(&plan(
+            "postgres",
+            "auto",
+            vec![
+                step(0, "translate", "Translate the article to Spanish", a2, 800_000, &[]),
+                step(1, "summarize", "Summarize it", a1, 400_000, &[0]),
+            ],
+        ))
+        .await;
+    let view = stack.wait_state(&id, "completed", 60).await;
+    assert!(!view["subtasks"][1]["output"].as_str().unwrap().is_empty());
+    let k: Vec<String> =
+        stack.events(&id).await.iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(k.iter().filter(|k| *k == "subtask_paid").count(), 2);
+}
+
+#[tokio::test]
+async fn large_envelopes_are_content_addressed_and_served_by_hash() {
+    let stack = Stack::start().await;
+    let a1 = stack.env.actors.agent(1);
+    let mut big =
+        plan("big-source", "auto", vec![step(0, "summarize", "Summarize", a1, 400_000, &[])]);
+    let long: String = std::iter::repeat_n(ARTICLE, 60).collect::<Vec<_>>().join(" ");
+    big["source"] = json!(long);
+    let id = stack.run_plan(&big).await;
+    stack.wait_state(&id, "completed", 60).await;
+    let events = stack.events(&id).await;
+    let created = events.iter().find(|e| e["kind"] == "subtask_created").unwrap();
+    let uri = created["spec_uri"].as_str().unwrap();
+    let hash = uri.strip_prefix("sha256:").unwrap_or_else(|| panic!("content-addressed: {uri}"));
+    let resp = stack.http.get(format!("{}/api/blobs/{hash}", stack.api)).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let bytes = resp.bytes().await.unwrap();
+    let envelope = Envelope::from_json(&bytes).unwrap();
+    assert_eq!(envelope.source.as_deref(), Some(long.as_str()));
+    assert_eq!(tessera_bindings::envelope::BlobHash::of(&bytes).to_string(), hash);
+    assert_eq!(stack.get("/api/blobs/not-a-hash").await.0, 400);
+    assert_eq!(stack.get(&format!("/api/blobs/{}", "ab".repeat(32))).await.0, 404);
+}
