@@ -67,8 +67,9 @@ async fn view(http: &reqwest::Client, api: &str, id: &str) -> Value {
     http.get(format!("{api}/api/runs/{id}")).send().await.unwrap().json().await.unwrap()
 }
 
-#[tokio::test]
-async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once() {
+/// A chain with the contracts, and a worker per demo agent whose blobs live
+/// under the returned directory (where the orchestrator will look too).
+async fn chain_with_workers() -> (TestEnv, tempfile::TempDir, Vec<tokio::task::JoinHandle<()>>) {
     let env = TestEnv::start(DeployConfig::default()).await;
     let dir = tempfile::tempdir().unwrap();
     let blobs = dir.path().join("blobs");
@@ -76,6 +77,12 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     for agent in DEMO_AGENTS {
         workers.push(spawn_worker(&env, agent, &blobs).await);
     }
+    (env, dir, workers)
+}
+
+#[tokio::test]
+async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once() {
+    let (env, dir, workers) = chain_with_workers().await;
     let sponsor = env.actors.sponsor.address();
     let (a0, a1, a3) = (env.actors.agent(0), env.actors.agent(1), env.actors.agent(3));
     let start_balances = (
@@ -219,13 +226,7 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
 
 #[tokio::test]
 async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
-    let env = TestEnv::start(DeployConfig::default()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let blobs = dir.path().join("blobs");
-    let mut workers = Vec::new();
-    for agent in DEMO_AGENTS {
-        workers.push(spawn_worker(&env, agent, &blobs).await);
-    }
+    let (env, dir, workers) = chain_with_workers().await;
     let port = free_port();
     let api = format!("http://127.0.0.1:{port}");
     let _orch = start(&env, dir.path(), port);
