@@ -1,0 +1,142 @@
+//! One classification pass: the model (when configured) or the offline
+//! planner, then the heuristic cross-check, then the caution rules. Each pass
+//! writes five trace events through `tracing` (target `tessera::classify`):
+//! `started`, `llm_attempt` (once per attempt; `skipped` offline), `raw`,
+//! `heuristic_applied` and `completed`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::{
+    classify::{Axis, Classification, DEFAULT_THRESHOLD, Engine, Signal, SignalKind},
+    heuristic,
+    llm::{LlmClassifier, LlmSettings},
+    offline,
+};
+
+/// Longest brief accepted.
+pub const MAX_BRIEF_BYTES: usize = 16 * 1024;
+
+/// Why a brief cannot be classified at all.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ClassifyError {
+    /// Nothing to classify.
+    #[error("the brief is empty")]
+    Empty,
+    /// Too long to be a brief (put the material in the payload).
+    #[error(
+        "the brief is {0} bytes, over the limit of {MAX_BRIEF_BYTES}; put long material in the payload"
+    )]
+    TooLong(usize),
+}
+
+/// Classifies briefs.
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    llm: Option<LlmClassifier>,
+    threshold: f64,
+}
+
+static PASS: AtomicU64 = AtomicU64::new(1);
+
+impl Classifier {
+    /// The offline planner only.
+    pub fn offline() -> Self {
+        Self { llm: None, threshold: DEFAULT_THRESHOLD }
+    }
+
+    /// The model at `settings`, with the offline planner as its fallback.
+    pub fn with_llm(settings: LlmSettings) -> Self {
+        Self { llm: Some(LlmClassifier::new(settings)), threshold: DEFAULT_THRESHOLD }
+    }
+
+    /// From the environment: the model when a key is set, else offline.
+    pub fn from_env() -> Self {
+        LlmSettings::from_env().map_or_else(Self::offline, Self::with_llm)
+    }
+
+    /// Whether a model is configured.
+    pub fn uses_llm(&self) -> bool {
+        self.llm.is_some()
+    }
+
+    /// One pass over `brief` (and the optional material in `payload`).
+    pub async fn classify(
+        &self,
+        brief: &str,
+        payload: Option<&str>,
+    ) -> Result<Classification, ClassifyError> {
+        let brief = brief.trim();
+        if brief.is_empty() {
+            return Err(ClassifyError::Empty);
+        }
+        if brief.len() > MAX_BRIEF_BYTES {
+            return Err(ClassifyError::TooLong(brief.len()));
+        }
+        let pass = PASS.fetch_add(1, Ordering::Relaxed);
+        let engine = if self.llm.is_some() { "llm" } else { "offline" };
+        tracing::info!(target: "tessera::classify", event = "started", pass, engine, brief_bytes = brief.len(), payload_bytes = payload.map_or(0, str::len));
+
+        let mut result = match &self.llm {
+            None => {
+                tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt = 0, outcome = "skipped: no API key");
+                let c = offline::plan(brief);
+                tracing::info!(target: "tessera::classify", event = "raw", pass, source = "offline", raw = %serde_json::to_string(&c).unwrap_or_default());
+                c
+            }
+            Some(llm) => self.ask(llm, pass, brief, payload).await,
+        };
+
+        let cues = heuristic::scan(brief);
+        let before = (result.decomposability.confidence, result.stakes.confidence);
+        heuristic::cross_check(&mut result, &cues);
+        result.settle(self.threshold);
+        tracing::info!(
+            target: "tessera::classify", event = "heuristic_applied", pass,
+            composite_cues = cues.composite.len(), stakes_cues = cues.stakes.len(),
+            high_stakes = cues.high_stakes,
+            decomposability_confidence_before = before.0, decomposability_confidence = result.decomposability.confidence,
+            stakes_confidence_before = before.1, stakes_confidence = result.stakes.confidence,
+        );
+        tracing::info!(
+            target: "tessera::classify", event = "completed", pass,
+            quadrant = ?result.quadrant(), engine = ?result.engine, subtasks = result.plan.len(),
+            refused = result.refusal.is_some(),
+        );
+        Ok(result)
+    }
+
+    async fn ask(
+        &self,
+        llm: &LlmClassifier,
+        pass: u64,
+        brief: &str,
+        payload: Option<&str>,
+    ) -> Classification {
+        let mut failures = Vec::new();
+        for attempt in 1..=2 {
+            match llm.attempt(brief, payload).await {
+                Ok(answer) => {
+                    tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt, outcome = "ok", stripped = answer.stripped);
+                    tracing::info!(target: "tessera::classify", event = "raw", pass, source = "llm", raw = %answer.raw);
+                    return answer.classification;
+                }
+                Err(e) => {
+                    tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt, outcome = "failed", error = %e);
+                    failures.push(e.to_string());
+                }
+            }
+        }
+        // Two failures: the offline plan, trusted by nobody.
+        let mut degraded = offline::plan(brief);
+        degraded.engine = Engine::Degraded;
+        degraded.decomposability = Axis { confidence: 0.0, ..degraded.decomposability };
+        degraded.stakes = Axis { confidence: 0.0, ..degraded.stakes };
+        degraded.reasoning = format!(
+            "The model failed twice ({}); offline plan shown, confidence zero.",
+            failures.join("; ")
+        );
+        degraded.signals.push(Signal::new(SignalKind::Guard, "llm_failed", failures.join("; ")));
+        tracing::info!(target: "tessera::classify", event = "raw", pass, source = "degraded", raw = %serde_json::to_string(&degraded).unwrap_or_default());
+        degraded
+    }
+}

@@ -1,0 +1,247 @@
+//! What a classification pass returns: two axes with confidences, a proposed
+//! plan, the reasoning, and the trace of signals that fired.
+
+use serde::{Deserialize, Serialize};
+
+/// Below this confidence an axis is not trusted (see [`Classification::settle`]).
+pub const DEFAULT_THRESHOLD: f64 = 0.5;
+
+/// Whether a brief is one unit of work or several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decomposability {
+    /// One sub-task.
+    Atomic,
+    /// Several sub-tasks.
+    Composite,
+}
+
+/// Whether a brief can move money somewhere it should not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stakes {
+    /// Ordinary paid work.
+    Low,
+    /// Moves money, names recipients or amounts, or touches keys.
+    High,
+}
+
+/// One axis: a label and how sure the classifier is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Axis<T> {
+    /// The label.
+    pub value: T,
+    /// Confidence in `0.0..=1.0`.
+    pub confidence: f64,
+}
+
+/// Where a signal came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalKind {
+    /// A word or phrase in the brief.
+    Lexical,
+    /// The brief's structure or meaning (several capabilities, a list).
+    Semantic,
+    /// Money, amounts, recipients.
+    Stakes,
+    /// A defence that acted (an address stripped, a confidence halved).
+    Guard,
+}
+
+/// A signal that fired during classification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signal {
+    /// Where it came from.
+    pub kind: SignalKind,
+    /// Short name, e.g. `then`, `top_n`, `money_verb`.
+    pub name: String,
+    /// What matched.
+    pub detail: String,
+}
+
+impl Signal {
+    /// A signal.
+    pub fn new(kind: SignalKind, name: &str, detail: impl Into<String>) -> Self {
+        Self { kind, name: name.to_owned(), detail: detail.into() }
+    }
+}
+
+/// A sub-task as proposed, before an executor is resolved from the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposedSubTask {
+    /// Position; indexes run `0..n`.
+    pub index: u32,
+    /// Capability name.
+    pub capability: String,
+    /// Instruction for the executor.
+    pub spec: String,
+    /// A model's cost estimate in USDC base units; never used to pay (the
+    /// registry price is).
+    #[serde(default)]
+    pub estimated_cost: Option<u128>,
+    /// Seconds the executor gets.
+    pub deadline_offset_secs: u64,
+    /// Indexes this one needs the output of.
+    #[serde(default)]
+    pub depends_on: Vec<u32>,
+}
+
+/// Which path produced a classification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// The LLM answered with a valid tool call.
+    Llm,
+    /// The deterministic offline planner (no key configured).
+    Offline,
+    /// The LLM failed twice; confidences are zero and the plan is the
+    /// offline planner's.
+    Degraded,
+}
+
+/// The four quadrants of the two axes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quadrant {
+    /// One sub-task, no money risk: runs directly.
+    AtomicLow,
+    /// Several sub-tasks, no money risk: the plan card.
+    CompositeLow,
+    /// One sub-task that moves money: card plus deliberate confirmation.
+    AtomicHigh,
+    /// Several sub-tasks and money risk: card plus deliberate confirmation.
+    CompositeHigh,
+}
+
+/// How much ceremony the quadrant calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ceremony {
+    /// Execute at once and show what ran.
+    Direct,
+    /// Show the plan card; the user approves, edits or cancels.
+    PlanCard,
+    /// The plan card, manual review, and a confirmation typed by the user
+    /// (amount and recipients) bound to the exact plan.
+    Confirm,
+}
+
+impl Quadrant {
+    /// The ceremony for this quadrant. High stakes always confirm.
+    pub fn ceremony(self) -> Ceremony {
+        match self {
+            Self::AtomicLow => Ceremony::Direct,
+            Self::CompositeLow => Ceremony::PlanCard,
+            Self::AtomicHigh | Self::CompositeHigh => Ceremony::Confirm,
+        }
+    }
+}
+
+/// The result of classifying a brief.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Classification {
+    /// Atomic or composite.
+    pub decomposability: Axis<Decomposability>,
+    /// Low or high stakes.
+    pub stakes: Axis<Stakes>,
+    /// The proposed sub-tasks.
+    pub plan: Vec<ProposedSubTask>,
+    /// Why, in a sentence or two.
+    pub reasoning: String,
+    /// Every signal that fired, in order.
+    pub signals: Vec<Signal>,
+    /// Which path produced it.
+    pub engine: Engine,
+    /// Set when the brief asks for something Tessera will not execute (a raw
+    /// transfer to an arbitrary address), with the explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+}
+
+impl Classification {
+    /// The quadrant of the two labels.
+    pub fn quadrant(&self) -> Quadrant {
+        match (self.decomposability.value, self.stakes.value) {
+            (Decomposability::Atomic, Stakes::Low) => Quadrant::AtomicLow,
+            (Decomposability::Composite, Stakes::Low) => Quadrant::CompositeLow,
+            (Decomposability::Atomic, Stakes::High) => Quadrant::AtomicHigh,
+            (Decomposability::Composite, Stakes::High) => Quadrant::CompositeHigh,
+        }
+    }
+
+    /// Fails towards caution: when both confidences are below `threshold`,
+    /// the cautious quadrant (composite / high) wins. On top of that, a
+    /// stakes axis below the threshold is read as high on its own — an
+    /// uncertain "low stakes" is never trusted to skip the confirmation.
+    pub fn settle(&mut self, threshold: f64) {
+        let d_low = self.decomposability.confidence < threshold;
+        let s_low = self.stakes.confidence < threshold;
+        if d_low && s_low {
+            if self.decomposability.value != Decomposability::Composite
+                || self.stakes.value != Stakes::High
+            {
+                self.signals.push(Signal::new(
+                    SignalKind::Guard,
+                    "cautious_quadrant",
+                    format!("both confidences below {threshold}: composite / high"),
+                ));
+            }
+            self.decomposability.value = Decomposability::Composite;
+            self.stakes.value = Stakes::High;
+        } else if s_low && self.stakes.value == Stakes::Low {
+            self.signals.push(Signal::new(
+                SignalKind::Guard,
+                "uncertain_stakes",
+                format!("stakes confidence below {threshold}: treated as high"),
+            ));
+            self.stakes.value = Stakes::High;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(d: Decomposability, dc: f64, s: Stakes, sc: f64) -> Classification {
+        Classification {
+            decomposability: Axis { value: d, confidence: dc },
+            stakes: Axis { value: s, confidence: sc },
+            plan: vec![],
+            reasoning: String::new(),
+            signals: vec![],
+            engine: Engine::Offline,
+            refusal: None,
+        }
+    }
+
+    #[test]
+    fn both_uncertain_goes_cautious() {
+        let mut x = c(Decomposability::Atomic, 0.4, Stakes::Low, 0.3);
+        x.settle(DEFAULT_THRESHOLD);
+        assert_eq!(x.quadrant(), Quadrant::CompositeHigh);
+        assert_eq!(x.signals[0].name, "cautious_quadrant");
+    }
+
+    #[test]
+    fn confident_labels_stand_and_uncertain_low_stakes_does_not() {
+        let mut x = c(Decomposability::Atomic, 0.9, Stakes::Low, 0.9);
+        x.settle(DEFAULT_THRESHOLD);
+        assert_eq!(x.quadrant(), Quadrant::AtomicLow);
+        let mut y = c(Decomposability::Atomic, 0.9, Stakes::Low, 0.45);
+        y.settle(DEFAULT_THRESHOLD);
+        assert_eq!(y.quadrant(), Quadrant::AtomicHigh);
+        let mut z = c(Decomposability::Atomic, 0.3, Stakes::Low, 0.9);
+        z.settle(DEFAULT_THRESHOLD);
+        assert_eq!(z.quadrant(), Quadrant::AtomicLow, "one uncertain axis alone is not both");
+    }
+
+    #[test]
+    fn ceremony_by_quadrant() {
+        assert_eq!(Quadrant::AtomicLow.ceremony(), Ceremony::Direct);
+        assert_eq!(Quadrant::CompositeLow.ceremony(), Ceremony::PlanCard);
+        assert_eq!(Quadrant::AtomicHigh.ceremony(), Ceremony::Confirm);
+        assert_eq!(Quadrant::CompositeHigh.ceremony(), Ceremony::Confirm);
+    }
+}

@@ -1,0 +1,25 @@
+//! The classifier: a brief becomes a two-axis classification (atomic or
+//! composite; low or high stakes) with confidences, a proposed plan, the
+//! reasoning and the signals that fired.
+//!
+//! - [`classifier`]: one pass — model or offline planner, cross-check,
+//!   caution rules — with its trace events.
+//! - [`llm`]: the model path (async-openai, forced function call, schema
+//!   validation, address stripping).
+//! - [`offline`]: the deterministic planner used without a key.
+//! - [`heuristic`]: the pure cross-check over the brief's words.
+//! - [`strip`]: removes every address from a model's answer.
+//! - [`classify`]: the result types, quadrants and ceremonies.
+//!
+//! No model output chooses where money goes: executors and prices come from
+//! the registry (in the orchestrator), never from here.
+
+pub mod classifier;
+pub mod classify;
+pub mod heuristic;
+pub mod llm;
+pub mod offline;
+pub mod strip;
+
+pub use classifier::{Classifier, ClassifyError};
+pub use classify::{Ceremony, Classification, Decomposability, Quadrant, Stakes};
