@@ -144,7 +144,11 @@ impl Stack {
         tasks.push(heads);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let api = format!("http://{}", listener.local_addr().expect("addr"));
-        let app = tessera_orchestrator::api::router(Arc::clone(&orch), TEST_TOKEN);
+        let app = tessera_orchestrator::api::router(
+            Arc::clone(&orch),
+            TEST_TOKEN,
+            tessera_classifier::Classifier::offline(),
+        );
         tasks.push(tokio::spawn(async move {
             axum_serve(listener, app).await;
         }));

@@ -203,7 +203,7 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         orch.propose(plan).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
         let mut events = orch.subscribe();
         let started = Instant::now();
-        orch.approve(&id).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+        orch.approve(&id, None).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
         let mut created: HashMap<u64, Instant> = HashMap::new();
         let mut run_cycles = Vec::new();
         let outcome = tokio::time::timeout(Duration::from_secs(120), async {

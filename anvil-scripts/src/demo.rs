@@ -214,7 +214,7 @@ async fn plans(
             "
 plan {label} ({id}): approved"
         );
-        orch.approve(&id).await.map_err(|e| orch_err(&e))?;
+        orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
         let started = std::time::Instant::now();
         let wait = async {
             while let Ok(ev) = events.recv().await {

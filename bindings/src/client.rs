@@ -21,6 +21,10 @@ use crate::{
     task::{FoldError, TaskRecord, created_in, hash_task},
 };
 
+/// How many times [`EscrowClient::fetch`] re-reads a task whose logs and
+/// stored hash disagree.
+pub const FETCH_RETRIES: u32 = 5;
+
 /// How long to wait for a sent transaction's receipt before giving up.
 pub const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
@@ -260,9 +264,24 @@ impl EscrowClient {
     /// Rebuilds a task from its logs since `from_block` and checks the result
     /// against the hash the contract stores.
     ///
-    /// Logs and hash are read at the same block, so a transaction landing in
-    /// between cannot make a consistent task look corrupt.
+    /// Logs and hash are read at the same block. A node may announce a block
+    /// a moment before its logs are queryable (anvil does, under load), so a
+    /// mismatch is retried a few times before it is reported.
     pub async fn fetch(&self, id: U256, from_block: u64) -> Result<TaskRecord, ClientError> {
+        let mut attempt = 0;
+        loop {
+            match self.fetch_once(id, from_block).await {
+                Err(ClientError::Fold(FoldError::HashMismatch(_))) if attempt < FETCH_RETRIES => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)))
+                        .await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn fetch_once(&self, id: U256, from_block: u64) -> Result<TaskRecord, ClientError> {
         let head = self.provider.get_block_number().await?;
         let filter = Filter::new()
             .address(self.address())

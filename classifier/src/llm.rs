@@ -120,7 +120,10 @@ impl LlmClassifier {
         let config = OpenAIConfig::new()
             .with_api_base(settings.base_url.trim_end_matches('/'))
             .with_api_key(settings.api_key.clone());
-        Self { client: Client::with_config(config), settings }
+        // The plain transport: no library retries under our own single retry.
+        let transport =
+            async_openai::middleware::ReqwestService::new(reqwest_openai::Client::new());
+        Self { client: Client::with_config(config).with_http_service(transport), settings }
     }
 
     /// The settings (no key).
@@ -261,8 +264,17 @@ pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptE
     let mut plan = Vec::with_capacity(args.subtasks.len());
     for (i, s) in args.subtasks.into_iter().enumerate() {
         let index = i as u32;
-        tessera_bindings::capability::encode(&s.capability)
-            .map_err(|e| bad(format!("sub-task {index}: capability: {e}")))?;
+        let name_ok = !s.capability.is_empty()
+            && s.capability.len() <= 31
+            && s.capability
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !name_ok {
+            return Err(bad(format!(
+                "sub-task {index}: {:?} is not a capability name",
+                s.capability
+            )));
+        }
         if s.spec.trim().is_empty() || s.spec.len() > MAX_SPEC_BYTES {
             return Err(bad(format!(
                 "sub-task {index}: spec is empty or over {MAX_SPEC_BYTES} bytes"

@@ -1,22 +1,55 @@
 //! Address stripping: no model output may choose where money goes, so every
 //! Ethereum address anywhere in a model's answer — any string, any key, any
 //! depth — is replaced before anything else reads the answer.
+//!
+//! Stripping is deliberately broader than address detection: any run of 40
+//! or more hex digits goes (with its `0x` when it has one), so addresses
+//! glued together, written without `0x` or padded with extra digits go too.
 
 use serde_json::Value;
-
-use crate::heuristic::addresses;
 
 /// What replaces a stripped address.
 pub const REDACTED: &str = "[address removed]";
 
-/// Replaces every address in `text`; returns the new text and how many went.
+/// Shortest run of hex digits that is stripped.
+pub const MIN_HEX_RUN: usize = 40;
+
+/// Replaces every run of [`MIN_HEX_RUN`]+ hex digits (and its `0x`) in
+/// `text`; returns the new text and how many runs went.
 pub fn strip_text(text: &str) -> (String, usize) {
-    let found = addresses(text);
-    let mut out = text.to_owned();
-    for a in &found {
-        out = out.replace(a.as_str(), REDACTED);
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut removed = 0;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_hexdigit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_hexdigit() {
+            i += 1;
+        }
+        // "0x" + run: the run starts after the x.
+        let (run_start, prefix) = if start >= 2
+            && bytes[start - 1].eq_ignore_ascii_case(&b'x')
+            && bytes[start - 2] == b'0'
+            && start - 2 >= copied
+        {
+            (start, 2)
+        } else {
+            (start, 0)
+        };
+        if i - run_start >= MIN_HEX_RUN {
+            out.push_str(&text[copied..run_start - prefix]);
+            out.push_str(REDACTED);
+            copied = i;
+            removed += 1;
+        }
     }
-    (out, found.len())
+    out.push_str(&text[copied..]);
+    (out, removed)
 }
 
 /// Strips addresses from every string and object key of `value`, in place;
@@ -64,5 +97,17 @@ mod tests {
         assert_eq!(v["subtasks"][0]["executor"], REDACTED);
         assert!(v["subtasks"][0].get(REDACTED).is_some());
         assert_eq!(v["n"], 3);
+    }
+
+    #[test]
+    fn glued_bare_and_padded_addresses_go_too() {
+        let glued = format!("{A}{A}");
+        let (out, n) = strip_text(&glued);
+        assert_eq!(n, 2, "{out}");
+        assert!(!out.to_lowercase().contains("52908400098527886e0f"), "{out}");
+        let (out, n) = strip_text(&format!("to {} ok", &A[2..]));
+        assert_eq!((out.as_str(), n), ("to [address removed] ok", 1));
+        let (out, n) = strip_text("short 0x1234 and deadbeef stay");
+        assert_eq!((out.as_str(), n), ("short 0x1234 and deadbeef stay", 0));
     }
 }

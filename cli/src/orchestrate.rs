@@ -50,6 +50,9 @@ pub(crate) struct ServeArgs {
     /// Seconds a paused run waits for a recovery decision before it is cancelled.
     #[arg(long, default_value_t = 120)]
     decision_timeout_secs: u64,
+    /// Most one plan may spend, in USDC.
+    #[arg(long, default_value = "50")]
+    max_plan_spend: String,
 }
 
 /// Where the API is, for the client commands.
@@ -60,15 +63,28 @@ pub(crate) struct ApiArgs {
     api: String,
 }
 
-/// `tessera plan --file`.
+/// `tessera plan "<brief>"` or `tessera plan --file plan.json`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["brief", "file"])))]
 pub(crate) struct PlanArgs {
-    /// The plan as JSON (see `GET /api/openapi.json`, schema Plan).
+    /// A brief to classify ("translate this to French, then summarize it").
+    brief: Option<String>,
+    /// A plan as JSON instead of a brief (see `GET /api/openapi.json`, schema Plan).
     #[arg(long)]
-    file: PathBuf,
-    /// Approve without asking.
+    file: Option<PathBuf>,
+    /// Material the sub-tasks work on (an article, a document), with a brief.
+    #[arg(long, requires = "brief")]
+    payload_file: Option<PathBuf>,
+    /// Approve low-stakes plans without asking (high-stakes plans still need
+    /// --confirm-amount and --confirm-recipients, or typing them).
     #[arg(long)]
     yes: bool,
+    /// For a high-stakes plan: the total you agree to pay, in USDC.
+    #[arg(long, requires = "confirm_recipients")]
+    confirm_amount: Option<String>,
+    /// For a high-stakes plan: the recipients you agree to pay, comma-separated.
+    #[arg(long, requires = "confirm_amount", value_delimiter = ',')]
+    confirm_recipients: Vec<String>,
     #[command(flatten)]
     api: ApiArgs,
 }
@@ -107,8 +123,14 @@ pub(crate) async fn serve(
         .wrap_err_with(|| format!("reaching the contracts through {}", args.rpc_url))?;
     let config = RunnerConfig {
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
+        max_plan_spend: tessera_orchestrator::runner::parse_usdc(&args.max_plan_spend).ok_or_else(
+            || eyre!("--max-plan-spend {:?} is not an amount in USDC", args.max_plan_spend),
+        )?,
+        // Confirmation tokens survive restarts: keyed by the service's own secret.
+        confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
         ..RunnerConfig::default()
     };
+    let classifier = tessera_classifier::Classifier::from_env();
     let orch = Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(&args.blobs)), config);
     let resumed = orch.resume_all().await?;
     let ws = args.ws_url.clone().or_else(|| crate::cli::ws_of(&args.rpc_url));
@@ -122,7 +144,16 @@ pub(crate) async fn serve(
         orch.chain().sponsor(),
         resumed
     );
-    let app = api::router(orch, &token).layer(tower_http::trace::TraceLayer::new_for_http());
+    println!(
+        "classifier: {}",
+        if classifier.uses_llm() {
+            "LLM (TESSERA_LLM_API_KEY / OPENAI_API_KEY set)"
+        } else {
+            "offline planner (no LLM key)"
+        }
+    );
+    let app =
+        api::router(orch, &token, classifier).layer(tower_http::trace::TraceLayer::new_for_http());
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     println!("orchestrator stopped");
     Ok(())
@@ -233,16 +264,84 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// `tessera plan --file`: propose, show the card, ask, run with live progress.
+/// `tessera plan`: classify a brief (or read a plan), show the card, take
+/// the path its quadrant calls for, run with live progress.
 pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.file)
-        .wrap_err_with(|| format!("reading {}", args.file.display()))?;
-    let plan = Plan::from_json(&text)
-        .wrap_err_with(|| format!("{} is not a plan", args.file.display()))?;
-    plan.validate_shape().wrap_err("the plan is invalid")?;
     let client = Client::new(&args.api);
-    let body: Value = serde_json::from_str(&text)?;
-    let mut view = client.call(reqwest::Method::POST, "/api/plans", Some(&body)).await?;
+    let view = if let Some(file) = &args.file {
+        let text = std::fs::read_to_string(file)
+            .wrap_err_with(|| format!("reading {}", file.display()))?;
+        let plan =
+            Plan::from_json(&text).wrap_err_with(|| format!("{} is not a plan", file.display()))?;
+        plan.validate_shape().wrap_err("the plan is invalid")?;
+        let body: Value = serde_json::from_str(&text)?;
+        client.call(reqwest::Method::POST, "/api/plans", Some(&body)).await?
+    } else {
+        let brief = args.brief.clone().unwrap_or_default();
+        let payload = match &args.payload_file {
+            Some(p) => Some(
+                std::fs::read_to_string(p).wrap_err_with(|| format!("reading {}", p.display()))?,
+            ),
+            None => None,
+        };
+        let outcome = client
+            .call(
+                reqwest::Method::POST,
+                "/api/classify",
+                Some(&json!({"brief": brief, "payload": payload})),
+            )
+            .await?;
+        print!("{}", classification_card(&outcome));
+        if let Some(reason) = outcome["refusal"].as_str() {
+            bail!("nothing to run: {reason}");
+        }
+        let view = outcome["run"].clone();
+        if outcome["ceremony"] == "direct" && view["state"] == "running" {
+            println!("atomic, low stakes: executed directly");
+            print!("{}", card(&view));
+            let id = view["id"].as_str().unwrap_or_default().to_owned();
+            return follow(&client, &id, &view).await;
+        }
+        view
+    };
+    decide_and_follow(&client, view, &args).await
+}
+
+/// The classification card: quadrant, confidences, signals, reasoning.
+pub(crate) fn classification_card(outcome: &Value) -> String {
+    let c = &outcome["classification"];
+    let mut out = format!(
+        "Classification ({}): {} — decomposability {} ({:.2}), stakes {} ({:.2}); ceremony: {}\n",
+        c["engine"].as_str().unwrap_or("?"),
+        outcome["quadrant"].as_str().unwrap_or("?"),
+        c["decomposability"]["value"].as_str().unwrap_or("?"),
+        c["decomposability"]["confidence"].as_f64().unwrap_or(0.0),
+        c["stakes"]["value"].as_str().unwrap_or("?"),
+        c["stakes"]["confidence"].as_f64().unwrap_or(0.0),
+        outcome["ceremony"].as_str().unwrap_or("?"),
+    );
+    out.push_str(&format!("  reasoning: {}\n", c["reasoning"].as_str().unwrap_or("")));
+    for sig in c["signals"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  signal {:<8} {:<24} {}\n",
+            sig["kind"].as_str().unwrap_or(""),
+            sig["name"].as_str().unwrap_or(""),
+            truncate(sig["detail"].as_str().unwrap_or(""), 70)
+        ));
+    }
+    if let Some(u) = outcome["unassigned"].as_array().filter(|u| !u.is_empty()) {
+        let list: Vec<String> = u.iter().map(Value::to_string).collect();
+        out.push_str(&format!(
+            "  no active agent offers sub-task(s) {}: reassign them by hand\n",
+            list.join(", ")
+        ));
+    }
+    out
+}
+
+/// Shows the card, asks (approve / edit / cancel; a typed confirmation for
+/// high stakes), approves, follows.
+async fn decide_and_follow(client: &Client, mut view: Value, args: &PlanArgs) -> Result<()> {
     let id = view["id"].as_str().unwrap_or_default().to_owned();
     loop {
         print!("{}", card(&view));
@@ -278,8 +377,47 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
             other => println!("unknown answer {other:?}"),
         }
     }
-    client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), None).await?;
-    follow(&client, &id, &view).await
+    let mut body = Value::Null;
+    if view["stakes"] == "high" {
+        let terms = &view["confirmation"];
+        println!(
+            "HIGH STAKES: this plan pays {} USDC to {}. Confirm by typing both.",
+            terms["amount"].as_str().unwrap_or("?"),
+            terms["recipients"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                .unwrap_or_default()
+        );
+        let (amount, recipients) = match (&args.confirm_amount, args.confirm_recipients.is_empty())
+        {
+            (Some(a), false) => (a.clone(), args.confirm_recipients.clone()),
+            _ => {
+                print!("total amount (USDC): ");
+                std::io::stdout().flush()?;
+                let amount = read_line()?;
+                print!("recipients (comma-separated): ");
+                std::io::stdout().flush()?;
+                let recipients = read_line()?
+                    .split(',')
+                    .map(|r| r.trim().to_owned())
+                    .filter(|r| !r.is_empty())
+                    .collect();
+                (amount, recipients)
+            }
+        };
+        let token = client
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/runs/{id}/confirm"),
+                Some(&json!({"amount": amount, "recipients": recipients})),
+            )
+            .await
+            .wrap_err("confirmation refused")?;
+        body = json!({"confirmation_token": token["confirmation_token"]});
+    }
+    let body = (!body.is_null()).then_some(body);
+    client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), body.as_ref()).await?;
+    follow(client, &id, &view).await
 }
 
 fn read_line() -> Result<String> {

@@ -25,6 +25,8 @@ use serde_json::json;
 use tessera_bindings::envelope::{BlobHash, HARD_MAX_BYTES};
 use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 
+use tessera_classifier::Classifier;
+
 use crate::{
     events::is_final,
     plan::Plan,
@@ -53,19 +55,25 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/runs/{id}/subtasks/{index}/retry"),
     ("post", "/api/runs/{id}/subtasks/{index}/executor"),
     ("get", "/api/blobs/{hash}"),
+    ("post", "/api/classify"),
+    ("post", "/api/runs/{id}/confirm"),
 ];
 
 #[derive(Clone)]
 struct AppState {
     orch: Arc<Orchestrator>,
     token: Arc<str>,
+    classifier: Arc<Classifier>,
 }
 
-/// The API router over `orch`, guarding state changes with `token`.
-pub fn router(orch: Arc<Orchestrator>, token: &str) -> Router {
-    let state = AppState { orch, token: token.into() };
+/// The API router over `orch`, guarding state changes with `token`, and
+/// classifying briefs with `classifier`.
+pub fn router(orch: Arc<Orchestrator>, token: &str, classifier: Classifier) -> Router {
+    let state = AppState { orch, token: token.into(), classifier: Arc::new(classifier) };
     let guarded = Router::new()
         .route("/api/plans", post(create_plan))
+        .route("/api/classify", post(classify))
+        .route("/api/runs/{id}/confirm", post(confirm))
         .route("/api/runs/{id}/approve", post(approve))
         .route("/api/runs/{id}/edit", post(edit))
         .route("/api/runs/{id}/cancel", post(cancel))
@@ -100,6 +108,7 @@ impl From<RunError> for ApiError {
         let status = match &e {
             RunError::Plan(_) | RunError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::NotFound(_) => StatusCode::NOT_FOUND,
+            RunError::Confirmation(_) => StatusCode::FORBIDDEN,
             RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
                 StatusCode::CONFLICT
             }
@@ -209,11 +218,63 @@ async fn show_run(
     Ok(Json(s.orch.view(&run_id(&id)?).await?))
 }
 
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    #[serde(default)]
+    confirmation_token: Option<String>,
+}
+
 async fn approve(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    body: axum::body::Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(s.orch.approve(&run_id(&id)?).await?))
+    // The body is optional: empty, `null` or `{"confirmation_token": "0x…"}`.
+    let body: ApproveBody = if body.iter().all(u8::is_ascii_whitespace) {
+        ApproveBody::default()
+    } else {
+        serde_json::from_slice::<Option<ApproveBody>>(&body)
+            .map_err(|e| {
+                ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON body: {e}"))
+            })?
+            .unwrap_or_default()
+    };
+    Ok(Json(s.orch.approve(&run_id(&id)?, body.confirmation_token.as_deref()).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifyBody {
+    brief: String,
+    #[serde(default)]
+    payload: Option<String>,
+}
+
+async fn classify(
+    State(s): State<AppState>,
+    Body(body): Body<ClassifyBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    let outcome =
+        s.orch.classify_brief(&s.classifier, &body.brief, body.payload.as_deref()).await?;
+    let status = if outcome.run.is_some() { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(outcome)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfirmBody {
+    amount: String,
+    recipients: Vec<Address>,
+}
+
+async fn confirm(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Body(body): Body<ConfirmBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    let token = s.orch.confirm(&run_id(&id)?, &body.amount, &body.recipients).await?;
+    Ok(Json(json!({ "confirmation_token": token })))
 }
 
 async fn edit(

@@ -11,6 +11,7 @@
 //!   `tessera-bindings` where every consumer (workers, indexer, arbiter) shares it.
 
 pub mod api;
+pub mod ceremony;
 pub mod events;
 pub mod plan;
 pub mod runner;

@@ -456,6 +456,21 @@ impl Plan {
     /// Full validation: [`Plan::validate_shape`], then capabilities and
     /// executors against `ctx`, then the budget.
     pub fn validate(&self, ctx: &impl PlanContext) -> Result<(), PlanError> {
+        self.validate_with(ctx, true)
+    }
+
+    /// [`Plan::validate`] for a plan still being drafted: sub-tasks without
+    /// an executor are allowed (the card asks for a manual pick); everything
+    /// else is checked.
+    pub fn validate_draft(&self, ctx: &impl PlanContext) -> Result<(), PlanError> {
+        self.validate_with(ctx, false)
+    }
+
+    fn validate_with(
+        &self,
+        ctx: &impl PlanContext,
+        require_executors: bool,
+    ) -> Result<(), PlanError> {
         self.validate_shape()?;
         for task in self.sorted()? {
             if !ctx.is_known_capability(&task.capability) {
@@ -465,7 +480,10 @@ impl Plan {
                 });
             }
             let Some(executor) = task.executor else {
-                return Err(PlanError::ExecutorUnassigned(task.index));
+                if require_executors {
+                    return Err(PlanError::ExecutorUnassigned(task.index));
+                }
+                continue;
             };
             match ctx.executor_status(executor) {
                 ExecutorStatus::Active => {}
@@ -784,6 +802,15 @@ mod tests {
         let other = ctx().with_offer(A, "translate", 1);
         let err = p.validate(&other).unwrap_err();
         assert!(err.to_string().contains("does not offer `summarize`"), "{err}");
+    }
+
+    #[test]
+    fn drafts_may_leave_executors_unassigned() {
+        let mut t = task(0, &[]);
+        t.executor = None;
+        let p = plan(vec![t]);
+        assert_eq!(p.validate_draft(&ctx()), Ok(()));
+        assert_eq!(p.validate(&ctx()), Err(PlanError::ExecutorUnassigned(0)));
     }
 
     #[test]

@@ -53,14 +53,32 @@ pub struct RunnerConfig {
     pub decision_timeout: Duration,
     /// Longest wait between two looks at a run's state.
     pub idle_tick: Duration,
+    /// Most one plan may spend, USDC base units (the third line of defence:
+    /// money only goes to registered, active agents, within this cap).
+    pub max_plan_spend: u128,
+    /// Key of the confirmation tokens that bind a high-stakes approval to the
+    /// plan's exact amounts and recipients. Services set it from their own
+    /// secret; the default is derived per process.
+    pub confirm_secret: B256,
 }
+
+/// Default per-plan spend cap: 50 USDC.
+pub const DEFAULT_MAX_PLAN_SPEND: u128 = 50_000_000;
 
 impl Default for RunnerConfig {
     fn default() -> Self {
+        let seed = format!(
+            "{}:{:?}:{:p}",
+            std::process::id(),
+            std::time::SystemTime::now(),
+            &DEFAULT_MAX_PLAN_SPEND
+        );
         Self {
             poll_interval: Duration::from_millis(200),
             decision_timeout: Duration::from_secs(120),
             idle_tick: Duration::from_secs(1),
+            max_plan_spend: DEFAULT_MAX_PLAN_SPEND,
+            confirm_secret: keccak256(seed.as_bytes()),
         }
     }
 }
@@ -93,6 +111,9 @@ pub enum RunError {
     /// A chain call failed.
     #[error("chain: {0}")]
     Chain(String),
+    /// A high-stakes approval without a matching confirmation.
+    #[error("{0}")]
+    Confirmation(String),
 }
 
 impl From<ClientError> for RunError {
@@ -177,6 +198,40 @@ pub struct RunView {
     pub total_cost: String,
     /// Longest deadline chain, seconds.
     pub estimated_duration_secs: u64,
+    /// What the user must type to confirm a high-stakes plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<ConfirmationTerms>,
+}
+
+/// The exact amounts and recipients a high-stakes confirmation binds to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfirmationTerms {
+    /// Total, as `x.xxxxxx` USDC.
+    pub amount: String,
+    /// Every executor that would be paid, sorted.
+    pub recipients: Vec<Address>,
+}
+
+/// USDC base units as `x.xxxxxx`.
+pub fn format_usdc(units: u128) -> String {
+    format!("{}.{:06}", units / 1_000_000, units % 1_000_000)
+}
+
+/// Parses `1.2`, `1.200000`, `1.2 USDC` into base units.
+pub fn parse_usdc(text: &str) -> Option<u128> {
+    let t = text.trim();
+    let t = t.strip_suffix("USDC").or_else(|| t.strip_suffix("usdc")).unwrap_or(t).trim();
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    if whole.is_empty()
+        || frac.len() > 6
+        || !whole.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: u128 = whole.parse().ok()?;
+    let frac: u128 = format!("{frac:0<6}").parse().ok()?;
+    whole.checked_mul(1_000_000)?.checked_add(frac)
 }
 
 /// The chain side of the orchestrator: the sponsor's account and contracts.
@@ -360,6 +415,11 @@ impl Orchestrator {
         })
     }
 
+    /// The configuration.
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
     /// The store.
     pub fn store(&self) -> &Store {
         &self.store
@@ -382,12 +442,115 @@ impl Orchestrator {
 
     /// Validates `plan` against the registry and stores it as a proposed run.
     pub async fn propose(&self, plan: Plan) -> Result<RunView, RunError> {
-        plan.validate(&self.chain.context(&plan).await?)?;
+        self.propose_with(plan, false, None).await
+    }
+
+    /// [`Orchestrator::propose`] with the stakes and the classification the
+    /// plan came from. Executors may still be unassigned (approval checks);
+    /// high-stakes plans are always reviewed by hand.
+    pub async fn propose_with(
+        &self,
+        mut plan: Plan,
+        high_stakes: bool,
+        classification: Option<&Value>,
+    ) -> Result<RunView, RunError> {
+        if high_stakes {
+            plan.review = ReviewMode::Manual;
+        }
+        plan.validate_draft(&self.chain.context(&plan).await?)?;
+        self.check_spend_cap(&plan)?;
         let id = plan.id.to_string();
         let json = serde_json::to_string(&plan).expect("plans serialize");
-        self.store.insert_run(&id, &json, "proposed").await?;
-        self.emit(&id, "plan_proposed", "plan_proposed", json!({ "plan_id": plan.id })).await?;
+        let classification = classification.map(Value::to_string);
+        let stakes = if high_stakes { "high" } else { "low" };
+        self.store
+            .insert_run_with(&id, &json, "proposed", stakes, classification.as_deref())
+            .await?;
+        self.emit(
+            &id,
+            "plan_proposed",
+            "plan_proposed",
+            json!({ "plan_id": plan.id, "stakes": stakes }),
+        )
+        .await?;
         self.view(&id).await
+    }
+
+    fn check_spend_cap(&self, plan: &Plan) -> Result<(), RunError> {
+        let total = plan.total_cost()?;
+        if total > self.config.max_plan_spend {
+            return Err(RunError::Invalid(format!(
+                "the plan spends {} USDC, over the per-plan spend cap of {} USDC",
+                format_usdc(total),
+                format_usdc(self.config.max_plan_spend)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The amounts and recipients a confirmation of `plan` binds to.
+    pub fn confirmation_terms(plan: &Plan) -> Result<ConfirmationTerms, RunError> {
+        let mut recipients: Vec<Address> =
+            plan.subtasks.iter().filter_map(|t| t.executor).collect();
+        recipients.sort();
+        recipients.dedup();
+        Ok(ConfirmationTerms { amount: format_usdc(plan.total_cost()?), recipients })
+    }
+
+    /// The token that confirms exactly this plan: keyed by the service's
+    /// secret over the plan id and every (index, executor, cost).
+    pub fn confirmation_token(&self, plan: &Plan) -> String {
+        let mut bytes = Vec::with_capacity(64 + plan.subtasks.len() * 56);
+        bytes.extend_from_slice(self.config.confirm_secret.as_slice());
+        bytes.extend_from_slice(plan.id.as_slice());
+        for t in &plan.subtasks {
+            bytes.extend_from_slice(&t.index.to_be_bytes());
+            bytes.extend_from_slice(t.executor.unwrap_or_default().as_slice());
+            bytes.extend_from_slice(&t.cost.to_be_bytes());
+        }
+        keccak256(&bytes).to_string()
+    }
+
+    /// Checks what the user typed against a high-stakes plan's terms and
+    /// returns the confirmation token for approval.
+    pub async fn confirm(
+        &self,
+        id: &str,
+        amount: &str,
+        recipients: &[Address],
+    ) -> Result<String, RunError> {
+        let (run, plan) = self.load(id).await?;
+        if run.state != "proposed" {
+            return Err(RunError::WrongState {
+                id: id.into(),
+                state: run.state,
+                action: "confirm",
+            });
+        }
+        if run.stakes != "high" {
+            return Err(RunError::Invalid("only high-stakes plans need a confirmation".into()));
+        }
+        if let Some(t) = plan.subtasks.iter().find(|t| t.executor.is_none()) {
+            return Err(PlanError::ExecutorUnassigned(t.index).into());
+        }
+        let terms = Self::confirmation_terms(&plan)?;
+        let typed = parse_usdc(amount)
+            .ok_or_else(|| RunError::Invalid(format!("{amount:?} is not an amount in USDC")))?;
+        if format_usdc(typed) != terms.amount {
+            return Err(RunError::Invalid(format!(
+                "typed amount {} USDC does not match the plan's total",
+                format_usdc(typed)
+            )));
+        }
+        let mut typed_recipients = recipients.to_vec();
+        typed_recipients.sort();
+        typed_recipients.dedup();
+        if typed_recipients != terms.recipients {
+            return Err(RunError::Invalid(
+                "typed recipients do not match the agents this plan pays".into(),
+            ));
+        }
+        Ok(self.confirmation_token(&plan))
     }
 
     /// Applies an edit to a proposed plan; the result is validated again.
@@ -398,11 +561,33 @@ impl Orchestrator {
         }
         let edited = match &edit {
             Edit::Reorder { order } => plan.reorder(order)?,
-            Edit::Reassign { index, executor } => plan.reassign(*index, *executor)?,
+            Edit::Reassign { index, executor } => {
+                let mut edited = plan.reassign(*index, *executor)?;
+                // The cost follows the registry: the new executor's price.
+                if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == *index) {
+                    let word = tessera_bindings::capability::encode(&t.capability)
+                        .map_err(|e| RunError::Invalid(e.to_string()))?;
+                    let registry = AgentRegistry::new(
+                        self.chain.deployment.agent_registry,
+                        &self.chain.provider,
+                    );
+                    let offer = registry.priceOf(*executor, word).call().await.map_err(map_call)?;
+                    if offer.offered {
+                        t.cost = offer.price;
+                    }
+                }
+                edited
+            }
             Edit::Drop { index } => plan.drop_subtask(*index)?,
-            Edit::Review { review } => Plan { review: *review, ..plan.clone() },
+            Edit::Review { review } => {
+                if run.stakes == "high" && *review != ReviewMode::Manual {
+                    return Err(RunError::Invalid("a high-stakes plan keeps manual review".into()));
+                }
+                Plan { review: *review, ..plan.clone() }
+            }
         };
-        edited.validate(&self.chain.context(&edited).await?)?;
+        edited.validate_draft(&self.chain.context(&edited).await?)?;
+        self.check_spend_cap(&edited)?;
         let json = serde_json::to_string(&edited).expect("plans serialize");
         if !self.store.update_plan(id, &json, "proposed").await? {
             return Err(RunError::WrongState {
@@ -422,9 +607,14 @@ impl Orchestrator {
         self.view(id).await
     }
 
-    /// Approves a proposed plan: checks it once more against the registry
-    /// and the sponsor's balance, then starts running it.
-    pub async fn approve(self: &Arc<Self>, id: &str) -> Result<RunView, RunError> {
+    /// Approves a proposed plan: checks it once more against the registry,
+    /// the spend cap and the sponsor's balance — and, for a high-stakes plan,
+    /// the confirmation token — then starts running it.
+    pub async fn approve(
+        self: &Arc<Self>,
+        id: &str,
+        confirmation: Option<&str>,
+    ) -> Result<RunView, RunError> {
         let (run, plan) = self.load(id).await?;
         if run.state != "proposed" {
             return Err(RunError::WrongState {
@@ -434,6 +624,24 @@ impl Orchestrator {
             });
         }
         plan.validate(&self.chain.context(&plan).await?)?;
+        self.check_spend_cap(&plan)?;
+        if run.stakes == "high" {
+            match confirmation {
+                None => {
+                    return Err(RunError::Confirmation(format!(
+                        "plan {id} is high-stakes: confirm its amount and recipients first \
+                         (POST /api/runs/{id}/confirm), then approve with the token"
+                    )));
+                }
+                Some(token) if token != self.confirmation_token(&plan) => {
+                    return Err(RunError::Confirmation(
+                        "the confirmation does not match this plan's exact amounts and recipients"
+                            .into(),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
         let token = MockUSDC::new(self.chain.deployment.token, &self.chain.provider);
         let balance = token.balanceOf(self.chain.sponsor).call().await.map_err(map_call)?;
         let total = plan.total_cost()?;
@@ -537,7 +745,10 @@ impl Orchestrator {
     pub async fn view(&self, id: &str) -> Result<RunView, RunError> {
         let (run, plan) = self.load(id).await?;
         let subtasks = self.store.subtasks(id).await?;
+        let confirmation =
+            if run.stakes == "high" { Some(Self::confirmation_terms(&plan)?) } else { None };
         Ok(RunView {
+            confirmation,
             total_cost: plan.total_cost()?.to_string(),
             estimated_duration_secs: plan.estimated_duration()?.as_secs(),
             run,

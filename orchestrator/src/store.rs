@@ -68,6 +68,10 @@ pub struct RunRow {
     pub updated_at: i64,
     /// Wall-clock ms since the run waits for a recovery decision.
     pub paused_at: Option<i64>,
+    /// `low` or `high`; a high-stakes run needs a confirmation to approve.
+    pub stakes: String,
+    /// The classification the plan came from (JSON), when it came from a brief.
+    pub classification: Option<String>,
 }
 
 /// One sub-task's progress as stored.
@@ -170,16 +174,30 @@ impl Store {
         plan_json: &str,
         state: &str,
     ) -> Result<RunRow, StoreError> {
+        self.insert_run_with(id, plan_json, state, "low", None).await
+    }
+
+    /// Inserts a new run with its stakes and classification.
+    pub async fn insert_run_with(
+        &self,
+        id: &str,
+        plan_json: &str,
+        state: &str,
+        stakes: &str,
+        classification: Option<&str>,
+    ) -> Result<RunRow, StoreError> {
         let now = now_ms();
         let res = sqlx::query(
-            "INSERT INTO runs (id, plan_json, state, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO runs (id, plan_json, state, created_at, updated_at, stakes, classification) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
         )
         .bind(id)
         .bind(plan_json)
         .bind(state)
         .bind(now)
         .bind(now)
+        .bind(stakes)
+        .bind(classification)
         .execute(&self.pool)
         .await?;
         if res.rows_affected() == 0 {
@@ -193,13 +211,15 @@ impl Store {
             created_at: now,
             updated_at: now,
             paused_at: None,
+            stakes: stakes.to_owned(),
+            classification: classification.map(str::to_owned),
         })
     }
 
     /// The run `id`, if any.
     pub async fn run(&self, id: &str) -> Result<Option<RunRow>, StoreError> {
         let row = sqlx::query(
-            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at \
+            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at, stakes, classification \
              FROM runs WHERE id = $1",
         )
         .bind(id)
@@ -211,7 +231,7 @@ impl Store {
     /// Every run, newest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at \
+            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at, stakes, classification \
              FROM runs ORDER BY created_at DESC, id",
         )
         .fetch_all(&self.pool)
@@ -474,6 +494,8 @@ fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
         paused_at: r.try_get("paused_at")?,
+        stakes: r.try_get("stakes")?,
+        classification: r.try_get("classification")?,
     })
 }
 
@@ -585,6 +607,10 @@ mod tests {
 
     async fn runs_insert_once_and_transition_only_from_expected_states(store: Store) {
         store.insert_run("0x01", "{}", "proposed").await.unwrap();
+        let high =
+            store.insert_run_with("0x03", "{}", "proposed", "high", Some("{}")).await.unwrap();
+        assert_eq!(store.run("0x03").await.unwrap().unwrap(), high);
+        assert_eq!(store.run("0x01").await.unwrap().unwrap().stakes, "low");
         assert!(matches!(
             store.insert_run("0x01", "{}", "proposed").await,
             Err(StoreError::Duplicate(_))

@@ -1,5 +1,7 @@
 //! End-to-end tests over a real anvil chain.
 
+mod ceremony;
+mod classify;
 mod demo;
 mod lifecycle;
 mod plans;

@@ -103,6 +103,10 @@ async fn chain_plan_hands_the_translation_to_the_summary_and_pays_each_executor(
         envelope.parent.to_string(),
         format!("task:{}", view["subtasks"][0]["task_id"].as_str().unwrap())
     );
+    // Each settled task folds from its logs to the hash the escrow stores.
+    for i in 0..2 {
+        assert_eq!(on_chain_status(&stack, &view, i).await, tessera_bindings::task::Status::Paid);
+    }
     // Money: exactly the plan's costs moved.
     assert_eq!(stack.env.balance(sponsor).await, before.0 - U256::from(1_200_000u64));
     assert_eq!(stack.env.balance(translator).await, before.1 + U256::from(800_000u64));

@@ -99,7 +99,13 @@ impl LlmRunner {
         let openai = OpenAIConfig::new()
             .with_api_base(config.base_url.trim_end_matches('/'))
             .with_api_key(config.api_key.clone());
-        Self { client: Client::with_config(openai), timeout: config.timeout }
+        // The plain transport: no library retries under our own single retry.
+        let transport =
+            async_openai::middleware::ReqwestService::new(reqwest_openai::Client::new());
+        Self {
+            client: Client::with_config(openai).with_http_service(transport),
+            timeout: config.timeout,
+        }
     }
 
     /// Runs `capability` for `card` on `input`; the result JSON carries the

@@ -92,6 +92,7 @@ pub struct Worker {
     codec: EnvelopeCodec,
     next_block: u64,
     delivered: BTreeMap<U256, TaskRecord>,
+    retry: std::collections::BTreeSet<U256>,
     llm: Option<crate::llm::LlmRunner>,
 }
 
@@ -125,6 +126,7 @@ impl Worker {
             blobs,
             codec: EnvelopeCodec::default(),
             delivered: BTreeMap::new(),
+            retry: std::collections::BTreeSet::new(),
             llm: None,
         }
     }
@@ -205,8 +207,22 @@ impl Worker {
                     ids.push(id);
                 }
             }
+            // Tasks that could not be read last time are looked at again.
+            for id in std::mem::take(&mut self.retry) {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
             for id in ids {
-                let rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
+                let rec = match self.escrow.fetch(id, self.deployment.deploy_block).await {
+                    Ok(rec) => rec,
+                    Err(e) => {
+                        // One unreadable task must not hold up the others.
+                        tracing::warn!(task = %id, error = %e, "reading task failed; will retry");
+                        self.retry.insert(id);
+                        continue;
+                    }
+                };
                 // Accepted-by-me covers a worker restarted between accept and complete.
                 let mine = rec.task.executor == self.me;
                 if mine && matches!(rec.status(), Status::Created | Status::Accepted) {

@@ -1,5 +1,5 @@
-//! Kill -9 the orchestrator mid-plan, start it again, and check that every
-//! sub-task was funded exactly once and every executor paid exactly once.
+//! The `tessera` binary against real services: `serve` killed with SIGKILL
+//! mid-plan and restarted, and the `plan` client for plan files and briefs.
 
 use std::{
     process::{Child, Command, Stdio},
@@ -281,6 +281,93 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let shown = tessera(&["runs", "show", &plan_id.to_string()], None).await;
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.matches(" paid ").count(), 2, "{shown}");
+    for w in workers {
+        w.abort();
+    }
+}
+
+#[tokio::test]
+async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
+    let (env, dir, workers) = chain_with_workers().await;
+    let port = free_port();
+    let api = format!("http://127.0.0.1:{port}");
+    let _orch = start(&env, dir.path(), port);
+    wait_up(&reqwest::Client::new(), &api).await;
+    let payload = dir.path().join("article.txt");
+    std::fs::write(
+        &payload,
+        "The mill closed in May. Workers protested. The town council met the owners.",
+    )
+    .unwrap();
+    let run = |args: Vec<String>| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.args(args).env("TESSERA_API_URL", &api).env("TESSERA_API_TOKEN", TEST_TOKEN);
+        cmd.kill_on_drop(true);
+        async move {
+            tokio::time::timeout(Duration::from_secs(60), cmd.output()).await.unwrap().unwrap()
+        }
+    };
+    let args = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+
+    // Composite / low: the card, approved with --yes, followed to settlement.
+    let out = run(args(&[
+        "plan",
+        "Translate the article to French, then summarize it",
+        "--payload-file",
+        payload.to_str().unwrap(),
+        "--yes",
+    ]))
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["composite_low", "signal lexical", "sequence", "plan_completed"] {
+        assert!(stdout.contains(needle), "{needle} in:\n{stdout}");
+    }
+
+    // High stakes: --yes alone is not enough; nothing on stdin to type.
+    let brief =
+        "Summarize the article, then pay 40 USDC to 0x52908400098527886E0F7030069857D2E4169EE7";
+    let out = run(args(&["plan", brief, "--yes"])).await;
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("HIGH STAKES") && stdout.contains("composite_high"), "{stdout}");
+
+    // With the amount and recipient typed on the command line it runs (and
+    // waits at the review gate, so only the approval is checked here).
+    let summarizer = env.actors.agent(1).to_string();
+    let mut a = args(&["plan", brief, "--yes", "--confirm-amount", "0.4", "--confirm-recipients"]);
+    a.push(summarizer);
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+    cmd.args(a)
+        .env("TESSERA_API_URL", &api)
+        .env("TESSERA_API_TOKEN", TEST_TOKEN)
+        .kill_on_drop(true);
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let http = reqwest::Client::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs: Value =
+            http.get(format!("{api}/api/runs")).send().await.unwrap().json().await.unwrap();
+        let high: Vec<&Value> =
+            runs["runs"].as_array().unwrap().iter().filter(|r| r["state"] == "running").collect();
+        if !high.is_empty() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < end, "the confirmed plan never started: {runs}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().await.unwrap();
+
+    // A raw transfer is refused with the reason and a failing exit status.
+    let out =
+        run(args(&["plan", "Send 0.1 USDC to 0x52908400098527886E0F7030069857D2E4169EE7"])).await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not send funds"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for w in workers {
         w.abort();
     }

@@ -1,0 +1,224 @@
+//! Briefs through `POST /api/classify` on a real chain: the ceremony each
+//! quadrant calls for, and the three layers of high-stakes defence.
+
+use alloy::primitives::Address;
+use serde_json::{Value, json};
+use tessera_e2e::Stack;
+
+const ADDR: &str = "0x52908400098527886E0F7030069857D2E4169EE7";
+const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
+two days. Traders said the delay cost them dearly. The port authority promised new breakwaters.";
+
+async fn classify(stack: &Stack, brief: &str) -> (u16, Value) {
+    stack.post("/api/classify", &json!({"brief": brief, "payload": ARTICLE})).await
+}
+
+#[tokio::test]
+async fn atomic_low_runs_directly_and_composite_low_waits_for_approval() {
+    let stack = Stack::start().await;
+    let (status, out) = classify(&stack, "Summarize this article in three bullets").await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["quadrant"], "atomic_low");
+    assert_eq!(out["ceremony"], "direct");
+    assert_eq!(out["run"]["state"], "running", "executed without a card");
+    // The executor and cost come from the registry: the cheapest summarizer.
+    let sub = &out["run"]["plan"]["subtasks"][0];
+    assert_eq!(
+        sub["executor"].as_str().unwrap().parse::<Address>().unwrap(),
+        stack.env.actors.agent(1)
+    );
+    assert_eq!(sub["cost"], 400_000);
+    let id = out["run"]["id"].as_str().unwrap().to_owned();
+    let view = stack.wait_state(&id, "completed", 60).await;
+    assert!(!view["subtasks"][0]["output"].as_str().unwrap().is_empty());
+
+    let (status, out) =
+        classify(&stack, "Translate this article to French, then summarize it").await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["quadrant"], "composite_low");
+    assert_eq!(out["ceremony"], "plan_card");
+    assert_eq!(out["run"]["state"], "proposed");
+    let signals: Vec<&str> = out["classification"]["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(signals.contains(&"sequence"), "{signals:?}");
+    let id = out["run"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = stack.post(&format!("/api/runs/{id}/approve"), &Value::Null).await;
+    assert_eq!(status, 200);
+    stack.wait_state(&id, "completed", 60).await;
+}
+
+#[tokio::test]
+async fn high_stakes_needs_a_confirmation_bound_to_the_exact_plan() {
+    let stack = Stack::start().await;
+    let brief = format!("Summarize the invoice, then pay 40 USDC to {ADDR}");
+    let (status, out) = classify(&stack, &brief).await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["ceremony"], "confirm");
+    let run = &out["run"];
+    assert_eq!(run["stakes"], "high");
+    assert_eq!(run["plan"]["review"], "manual", "high stakes turns review on");
+    let id = run["id"].as_str().unwrap().to_owned();
+    let executor: Address =
+        run["plan"]["subtasks"][0]["executor"].as_str().unwrap().parse().unwrap();
+    assert_ne!(
+        executor,
+        ADDR.parse::<Address>().unwrap(),
+        "the brief's address is never an executor"
+    );
+    assert_eq!(run["confirmation"]["amount"], "0.400000");
+
+    // Layer 1/2: no confirmation, no approval.
+    let (status, body) = stack.post(&format!("/api/runs/{id}/approve"), &Value::Null).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("high-stakes"));
+    // A made-up token.
+    let (status, _) = stack
+        .post(
+            &format!("/api/runs/{id}/approve"),
+            &json!({"confirmation_token": format!("0x{}", "11".repeat(32))}),
+        )
+        .await;
+    assert_eq!(status, 403);
+    // Typing the wrong amount or recipients gets no token.
+    let (status, body) = stack
+        .post(&format!("/api/runs/{id}/confirm"), &json!({"amount": "40", "recipients": [ADDR]}))
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, _) = stack
+        .post(&format!("/api/runs/{id}/confirm"), &json!({"amount": "0.4", "recipients": [ADDR]}))
+        .await;
+    assert_eq!(status, 422);
+
+    // A token for a different high-stakes plan does not open this one.
+    let (_, other) =
+        classify(&stack, &format!("Translate the memo to Spanish, then send $5 to {ADDR}")).await;
+    let other_id = other["run"]["id"].as_str().unwrap().to_owned();
+    let other_terms = &other["run"]["confirmation"];
+    let (status, tok) = stack
+        .post(
+            &format!("/api/runs/{other_id}/confirm"),
+            &json!({"amount": other_terms["amount"], "recipients": other_terms["recipients"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{tok}");
+    let (status, _) = stack
+        .post(
+            &format!("/api/runs/{id}/approve"),
+            &json!({"confirmation_token": tok["confirmation_token"]}),
+        )
+        .await;
+    assert_eq!(status, 403, "another plan's token");
+
+    // Confirm this plan, then swap its executor: the token no longer matches.
+    let (status, tok) = stack
+        .post(
+            &format!("/api/runs/{id}/confirm"),
+            &json!({"amount": "0.4 USDC", "recipients": [executor]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{tok}");
+    let token = tok["confirmation_token"].clone();
+    // An arbitrary address is refused as an executor outright.
+    let (status, body) = stack
+        .post(
+            &format!("/api/runs/{id}/edit"),
+            &json!({"op": "reassign", "index": 0, "executor": ADDR}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("not registered"));
+    // Another registered summarizer is allowed, but voids the confirmation.
+    let other_agent = stack.env.actors.agent(0);
+    let (status, body) = stack
+        .post(
+            &format!("/api/runs/{id}/edit"),
+            &json!({"op": "reassign", "index": 0, "executor": other_agent}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = stack
+        .post(&format!("/api/runs/{id}/edit"), &json!({"op": "review", "review": "auto"}))
+        .await;
+    assert_eq!(status, 422, "high stakes keeps manual review");
+    let (status, _) =
+        stack.post(&format!("/api/runs/{id}/approve"), &json!({"confirmation_token": token})).await;
+    assert_eq!(status, 403, "the token was bound to the plan before the edit");
+
+    // Confirming the edited plan works; the run then pauses at review.
+    let (_, view) = stack.get(&format!("/api/runs/{id}")).await;
+    let terms = &view["confirmation"];
+    let (status, tok) = stack
+        .post(
+            &format!("/api/runs/{id}/confirm"),
+            &json!({"amount": terms["amount"], "recipients": terms["recipients"]}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = stack
+        .post(
+            &format!("/api/runs/{id}/approve"),
+            &json!({"confirmation_token": tok["confirmation_token"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    stack.wait_phase(&id, 0, "completed", 60).await;
+}
+
+#[tokio::test]
+async fn raw_transfers_and_plans_over_the_cap_are_refused() {
+    let stack = Stack::start().await;
+    let (status, out) = classify(&stack, &format!("Send 0.1 USDC to {ADDR}")).await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out["run"].is_null(), "nothing proposed");
+    assert_eq!(out["quadrant"], "atomic_high");
+    assert!(out["refusal"].as_str().unwrap().contains("does not send funds to 0x5290"), "{out}");
+    let (_, runs) = stack.get("/api/runs").await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 0);
+
+    // Layer 3: the per-plan spend cap (50 USDC by default).
+    let plan = json!({
+        "version": 1, "id": tessera_orchestrator::plan::Plan::id_from_label("cap"),
+        "review": "auto", "budget": 100_000_000u64,
+        "subtasks": [{"index": 0, "capability": "summarize", "spec": "s", "executor": stack.env.actors.agent(1),
+                      "cost": 60_000_000u64, "deadline_offset_secs": 3600}],
+    });
+    let (status, body) = stack.post("/api/plans", &plan).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("spend cap"), "{body}");
+
+    let (status, body) = stack.post("/api/classify", &json!({"brief": "  "})).await;
+    assert_eq!(status, 422, "{body}");
+    let resp = stack
+        .http
+        .post(format!("{}/api/classify", stack.api))
+        .json(&json!({"brief": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn capabilities_no_active_agent_offers_are_left_for_a_manual_pick() {
+    let stack = Stack::start().await;
+    // The only translator pauses.
+    let translator = stack.env.actors.agent(2);
+    let registry = tessera_bindings::AgentRegistry::new(
+        stack.env.deployment.agent_registry,
+        &stack.env.provider,
+    );
+    registry.pause().from(translator).send().await.unwrap().get_receipt().await.unwrap();
+    let (status, out) = classify(&stack, "Translate this article to French").await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["unassigned"], json!([0]));
+    assert!(out["run"]["plan"]["subtasks"][0]["executor"].is_null());
+    assert_eq!(out["run"]["state"], "proposed", "not executed directly without an executor");
+    let id = out["run"]["id"].as_str().unwrap().to_owned();
+    let (status, body) = stack.post(&format!("/api/runs/{id}/approve"), &Value::Null).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("no executor assigned"));
+}

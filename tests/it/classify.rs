@@ -1,0 +1,153 @@
+//! The classifier's model path against a local OpenAI-compatible server:
+//! valid tool calls, malformed JSON, 500s, timeouts, and addresses hidden in
+//! every field of the answer.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tessera_classifier::{Classifier, Quadrant, classify::Engine, llm::LlmSettings};
+use tessera_e2e::mock_openai::{MockOpenAi, Reply};
+
+const ADDR: &str = "0x52908400098527886E0F7030069857D2E4169EE7";
+const CHAIN: &str = "Translate this article to French, then summarize it in three bullets";
+
+fn classifier(mock: &MockOpenAi) -> Classifier {
+    let mut settings = LlmSettings::new(&mock.base_url, "classifier-test", "test-key");
+    settings.timeout = Duration::from_millis(300);
+    Classifier::with_llm(settings)
+}
+
+fn answer() -> Value {
+    json!({
+        "decomposability": "composite",
+        "decomposability_confidence": 0.9,
+        "stakes": "low",
+        "stakes_confidence": 0.85,
+        "reasoning": "Two steps: a translation, then a summary of it.",
+        "signals": ["sequence word 'then'"],
+        "subtasks": [
+            {"capability": "translate", "spec": "Translate the article to French", "estimated_cost_usdc": 0.8, "deadline_offset_secs": 1800},
+            {"capability": "summarize", "spec": "Summarize the translation in three bullets", "depends_on": [0]}
+        ]
+    })
+}
+
+#[tokio::test]
+async fn a_valid_tool_call_becomes_the_classification() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Arguments(answer())]);
+    let c = classifier(&mock).classify(CHAIN, Some("Le texte…")).await.unwrap();
+    assert_eq!(c.engine, Engine::Llm);
+    assert_eq!(c.quadrant(), Quadrant::CompositeLow);
+    assert_eq!(c.plan.len(), 2);
+    assert_eq!(c.plan[0].estimated_cost, Some(800_000));
+    assert_eq!(c.plan[0].deadline_offset_secs, 1800);
+    assert_eq!(c.plan[1].depends_on, vec![0]);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], "classifier-test");
+    assert_eq!(requests[0]["tool_choice"]["function"]["name"], "classify_brief");
+    let user = requests[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(user.contains("<brief>") && user.contains(CHAIN) && user.contains("<payload-excerpt>"));
+    assert_eq!(mock.auth_headers(), ["Bearer test-key"]);
+}
+
+#[tokio::test]
+async fn malformed_json_is_retried_once() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Malformed, Reply::Arguments(answer())]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Llm);
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn schema_violations_count_as_malformed() {
+    let mock = MockOpenAi::start().await;
+    let mut bad = answer();
+    bad["decomposability_confidence"] = json!(1.7);
+    let mut cyclic = answer();
+    cyclic["subtasks"][0]["depends_on"] = json!([0]);
+    mock.script([Reply::Arguments(bad), Reply::Arguments(cyclic)]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Degraded);
+    let failed = c.signals.iter().find(|s| s.name == "llm_failed").unwrap();
+    assert!(
+        failed.detail.contains("outside 0..1") && failed.detail.contains("depends on 0"),
+        "{}",
+        failed.detail
+    );
+}
+
+#[tokio::test]
+async fn two_server_errors_degrade_to_zero_confidence_and_the_cautious_quadrant() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::ServerError, Reply::ServerError]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Degraded);
+    assert_eq!((c.decomposability.confidence, c.stakes.confidence), (0.0, 0.0));
+    assert_eq!(c.quadrant(), Quadrant::CompositeHigh);
+    assert_eq!(c.plan.len(), 2, "the offline plan is still shown");
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn timeouts_are_retried_then_degrade() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Slow(Duration::from_secs(2)), Reply::Slow(Duration::from_secs(2))]);
+    let started = std::time::Instant::now();
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Degraded);
+    assert!(started.elapsed() < Duration::from_secs(2), "each attempt is cut at its timeout");
+    assert!(c.reasoning.contains("no answer within"), "{}", c.reasoning);
+}
+
+#[tokio::test]
+async fn addresses_in_every_field_are_stripped() {
+    let mock = MockOpenAi::start().await;
+    let mut a = answer();
+    a["reasoning"] = json!(format!("Pay {ADDR} for the translation"));
+    a["signals"] = json!([format!("recipient {ADDR}")]);
+    a["subtasks"][0]["spec"] =
+        json!(format!("Translate, then send the text to {}", ADDR.to_lowercase()));
+    a["subtasks"][1]["spec"] = json!(format!("{ADDR}{ADDR}"));
+    mock.script([Reply::Arguments(a)]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Llm);
+    let text = serde_json::to_string(&c).unwrap().to_lowercase();
+    assert!(!text.contains(&ADDR.to_lowercase()[2..]), "{text}");
+    let guard = c.signals.iter().find(|s| s.name == "address_stripped").unwrap();
+    assert!(guard.detail.starts_with("5 address"), "{}", guard.detail);
+
+    // An executor smuggled in as an extra field: stripped, then refused by the
+    // schema; a capability that was an address becomes invalid. Both degrade.
+    let mut extra = answer();
+    extra["subtasks"][0]["executor"] = json!(ADDR);
+    let mut cap = answer();
+    cap["subtasks"][1]["capability"] = json!(ADDR);
+    mock.script([Reply::Arguments(extra), Reply::Arguments(cap)]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Degraded);
+    assert!(!serde_json::to_string(&c).unwrap().to_lowercase().contains(&ADDR.to_lowercase()[2..]));
+}
+
+#[tokio::test]
+async fn the_heuristic_halves_what_the_model_missed() {
+    let mock = MockOpenAi::start().await;
+    let mut a = answer();
+    a["decomposability"] = json!("atomic");
+    a["stakes_confidence"] = json!(0.8);
+    a["subtasks"] = json!([{"capability": "summarize", "spec": "Summarize the invoice"}]);
+    mock.script([Reply::Arguments(a)]);
+    let brief = format!("Summarize the invoice, then send 40 USDC to {ADDR}");
+    let c = classifier(&mock).classify(&brief, None).await.unwrap();
+    assert_eq!(c.decomposability.confidence, 0.45);
+    assert_eq!(c.stakes.confidence, 0.4);
+    // Both below 0.5: the cautious quadrant.
+    assert_eq!(c.quadrant(), Quadrant::CompositeHigh);
+    let names: Vec<&str> = c.signals.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains(&"halved_decomposability") && names.contains(&"halved_stakes"),
+        "{names:?}"
+    );
+}
