@@ -14,8 +14,10 @@
 //! No model output chooses where money goes: executors and prices come from
 //! the registry (in the orchestrator), never from here.
 
+pub mod bench;
 pub mod classifier;
 pub mod classify;
+pub mod corpus;
 pub mod heuristic;
 pub mod llm;
 pub mod offline;

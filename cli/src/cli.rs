@@ -118,6 +118,16 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Offline classification latency over the brief corpus, against the
+    /// heuristic scan alone.
+    Classify {
+        /// Rounds over the corpus (after one warm-up round).
+        #[arg(long, default_value_t = 200)]
+        rounds: usize,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Approve -> settled wall time of a chain plan through the orchestrator
     /// and offline workers, sub-task cycle latency, and a direct baseline.
     Plan {
@@ -228,6 +238,13 @@ impl Cli {
             Command::Plan(args) => crate::orchestrate::plan(args).await?,
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
+            }
+            Command::Bench(BenchCommand::Classify { rounds, json }) => {
+                let report = tessera_classifier::bench::run(rounds).await;
+                print!("{}", report.table());
+                if let Some(path) = json {
+                    write_json(&path, &report)?;
+                }
             }
             Command::Bench(BenchCommand::Plan { chain, steps, runs, json }) => {
                 let cfg = tessera_anvil::bench_plan::PlanBenchConfig { steps, runs };
