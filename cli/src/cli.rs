@@ -375,6 +375,10 @@ async fn shutdown_signal() {
 
 /// Logs to stderr; `RUST_LOG` overrides the verbosity flag.
 pub(crate) fn init_tracing(verbose: u8) {
+    use tracing_subscriber::{
+        Layer, filter::Targets, layer::SubscriberExt, util::SubscriberInitExt,
+    };
+
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -382,5 +386,16 @@ pub(crate) fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Human-readable logs, filtered by -v / RUST_LOG; the classifier's trace
+    // events always go to stderr as JSON lines, one per event, so a pass can
+    // be followed (and parsed) whatever the verbosity.
+    let human = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(filter)
+        .with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != "tessera::classify"));
+    let trace = tracing_subscriber::fmt::layer()
+        .json()
+        .with_writer(std::io::stderr)
+        .with_filter(Targets::new().with_target("tessera::classify", tracing::Level::INFO));
+    tracing_subscriber::registry().with(human).with(trace).init();
 }
