@@ -126,6 +126,49 @@ pub struct Store {
     backend: Backend,
 }
 
+/// Opens a pool on `url` (`sqlite://<file>` — created when missing — or
+/// `postgres://…`) and applies `migrator`. Services that keep their own
+/// tables (the arbiter) share this; their migration versions must not
+/// collide with another service's when they share a database.
+pub async fn open_pool(
+    url: &str,
+    migrator: &sqlx::migrate::Migrator,
+) -> Result<(AnyPool, Backend), StoreError> {
+    sqlx::any::install_default_drivers();
+    let (backend, url) = if let Some(rest) = url.strip_prefix("sqlite:") {
+        let mut url = format!("sqlite:{rest}");
+        if !rest.contains("mode=") && !rest.contains(":memory:") {
+            url.push_str(if rest.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
+        }
+        (Backend::Sqlite, url)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        (Backend::Postgres, url.to_owned())
+    } else {
+        return Err(StoreError::UnsupportedUrl(url.to_owned()));
+    };
+    // SQLite allows one writer: a single connection keeps writes ordered
+    // and avoids busy errors; PostgreSQL gets a small pool.
+    let max = if backend == Backend::Sqlite { 1 } else { 8 };
+    let pool = AnyPoolOptions::new().max_connections(max).connect(&url).await?;
+    if backend == Backend::Sqlite {
+        sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
+        sqlx::query("PRAGMA synchronous = NORMAL").execute(&pool).await?;
+    }
+    let mut migrator = sqlx::migrate::Migrator { ignore_missing: true, ..clone_migrator(migrator) };
+    migrator.locking = true;
+    migrator.run(&pool).await?;
+    Ok((pool, backend))
+}
+
+fn clone_migrator(m: &sqlx::migrate::Migrator) -> sqlx::migrate::Migrator {
+    sqlx::migrate::Migrator {
+        migrations: m.migrations.clone(),
+        ignore_missing: m.ignore_missing,
+        locking: m.locking,
+        no_tx: m.no_tx,
+    }
+}
+
 /// Wall-clock milliseconds since the epoch.
 pub fn now_ms() -> i64 {
     SystemTime::now()
@@ -138,27 +181,7 @@ impl Store {
     /// Connects to `url` and applies the migrations. `sqlite://path` creates
     /// the file when missing; `postgres://…` uses an existing database.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        sqlx::any::install_default_drivers();
-        let (backend, url) = if let Some(rest) = url.strip_prefix("sqlite:") {
-            let mut url = format!("sqlite:{rest}");
-            if !rest.contains("mode=") && !rest.contains(":memory:") {
-                url.push_str(if rest.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
-            }
-            (Backend::Sqlite, url)
-        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            (Backend::Postgres, url.to_owned())
-        } else {
-            return Err(StoreError::UnsupportedUrl(url.to_owned()));
-        };
-        // SQLite allows one writer: a single connection keeps writes ordered
-        // and avoids busy errors; PostgreSQL gets a small pool.
-        let max = if backend == Backend::Sqlite { 1 } else { 8 };
-        let pool = AnyPoolOptions::new().max_connections(max).connect(&url).await?;
-        if backend == Backend::Sqlite {
-            sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
-            sqlx::query("PRAGMA synchronous = NORMAL").execute(&pool).await?;
-        }
-        MIGRATOR.run(&pool).await?;
+        let (pool, backend) = open_pool(url, &MIGRATOR).await?;
         Ok(Self { pool, backend })
     }
 

@@ -1,0 +1,24 @@
+//! The arbiter: every dispute ends.
+//!
+//! - [`service`]: watches `TaskDisputed` and appeal events, gathers the
+//!   evidence, asks the judge, executes the verdict with the arbiter key
+//!   exactly once (status checked first, verdict recorded before sending),
+//!   finalizes rulings after their appeal window and claims the default
+//!   refund of disputes left past their window.
+//! - [`judge`]: verdicts, and the choice between the council and the rubric
+//!   (a council failing twice rules for the client).
+//! - [`council`]: the LLM council through async-openai (forced function
+//!   call, evidence as quoted data, consistency checks).
+//! - [`rubric`]: the deterministic offline judge per capability.
+//! - [`evidence`]: spec envelope, result and reason, hash-verified.
+//! - [`store`]: decisions and the scan cursor through sqlx.
+
+pub mod council;
+pub mod evidence;
+pub mod judge;
+pub mod rubric;
+pub mod service;
+pub mod store;
+
+pub use judge::{Judge, Verdict, VerdictKind};
+pub use service::{Action, Arbiter, ArbiterError};

@@ -1,0 +1,465 @@
+//! The arbiter service: watches the escrow for disputes and appeals, judges
+//! each dispute on its evidence, executes the verdict on chain with the
+//! arbiter key exactly once, finalizes rulings whose appeal window passed,
+//! and claims the refund of disputes left unruled past their window.
+//!
+//! Exactly once: the on-chain status is checked before anything is sent; the
+//! verdict is recorded before it is sent and re-sent as is (never re-judged)
+//! by a restarted arbiter; the same dispute seen twice finds its task no
+//! longer disputed and does nothing.
+
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
+
+use alloy::{
+    eips::BlockNumberOrTag,
+    primitives::{Address, B256, U256},
+    providers::{DynProvider, Provider},
+    rpc::types::Filter,
+    sol_types::SolEvent,
+};
+use serde::Serialize;
+use tessera_bindings::{
+    TaskEscrow,
+    client::{ClientError, EscrowClient, map_call},
+    deployment::Deployment,
+    envelope::{BlobStore, EnvelopeCodec},
+    task::{Status, TaskRecord, decode_log},
+};
+
+use crate::{
+    evidence,
+    judge::{Judge, Verdict},
+    store::{ArbiterStore, Decision},
+};
+
+/// Why the arbiter failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArbiterError {
+    /// The key is not the escrow's arbiter.
+    #[error(
+        "this key ({me}) is not the escrow's arbiter ({arbiter}); set TESSERA_ARBITER_KEY to the arbiter's key"
+    )]
+    NotArbiter {
+        /// The key's address.
+        me: Address,
+        /// The escrow's arbiter.
+        arbiter: Address,
+    },
+    /// A chain call failed.
+    #[error(transparent)]
+    Client(#[from] Box<ClientError>),
+    /// An RPC failed.
+    #[error("rpc: {0}")]
+    Rpc(#[from] alloy::transports::TransportError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] tessera_orchestrator::store::StoreError),
+    /// Publishing the rationale failed.
+    #[error("publishing the rationale: {0}")]
+    Publish(String),
+}
+
+impl From<ClientError> for ArbiterError {
+    fn from(e: ClientError) -> Self {
+        Self::Client(Box::new(e))
+    }
+}
+
+/// What one look at the chain did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// A dispute was ruled.
+    Ruled {
+        /// The task.
+        task: String,
+        /// The verdict.
+        verdict: String,
+        /// Executor's share.
+        share_bps: u16,
+        /// The ruling's transaction.
+        tx: B256,
+    },
+    /// A ruling became final after its appeal window.
+    Finalized {
+        /// The task.
+        task: String,
+        /// The transaction.
+        tx: B256,
+    },
+    /// A dispute past its window was refunded by default.
+    DefaultClaimed {
+        /// The task.
+        task: String,
+        /// The transaction.
+        tx: B256,
+    },
+}
+
+/// The arbiter service.
+pub struct Arbiter {
+    provider: DynProvider,
+    me: Address,
+    deployment: Deployment,
+    escrow: EscrowClient,
+    store: ArbiterStore,
+    judge: Judge,
+    blobs: Arc<dyn BlobStore + Send + Sync>,
+    next_block: u64,
+    watch: BTreeSet<U256>,
+}
+
+impl std::fmt::Debug for Arbiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arbiter")
+            .field("me", &self.me)
+            .field("next_block", &self.next_block)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Arbiter {
+    /// An arbiter sending from `me` (the provider's wallet must hold its
+    /// key); refuses a key that is not the escrow's arbiter.
+    pub async fn new(
+        provider: DynProvider,
+        me: Address,
+        deployment: Deployment,
+        store: ArbiterStore,
+        judge: Judge,
+        blobs: Arc<dyn BlobStore + Send + Sync>,
+    ) -> Result<Self, ArbiterError> {
+        let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
+        let arbiter = escrow.contract().arbiter().call().await.map_err(map_call)?;
+        if arbiter != me {
+            return Err(ArbiterError::NotArbiter { me, arbiter });
+        }
+        let next_block = store.cursor().await?.unwrap_or(deployment.deploy_block);
+        Ok(Self {
+            provider,
+            me,
+            deployment,
+            escrow,
+            store,
+            judge,
+            blobs,
+            next_block,
+            watch: BTreeSet::new(),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &ArbiterStore {
+        &self.store
+    }
+
+    /// Works until `shutdown`: one look per new block (websocket at
+    /// `ws_url`) and at least every `poll`.
+    pub async fn run(
+        &mut self,
+        ws_url: Option<&str>,
+        poll: Duration,
+        mut on_action: impl FnMut(&Action),
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        use futures_util::StreamExt;
+        tokio::pin!(shutdown);
+        let mut heads = match ws_url {
+            Some(url) => match subscribe(url).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(url, error = %e, "no websocket; polling instead");
+                    None
+                }
+            },
+            None => None,
+        };
+        loop {
+            match self.poll_once().await {
+                Ok(actions) => actions.iter().for_each(&mut on_action),
+                Err(e) => tracing::warn!(error = %e, "arbiter scan failed; retrying"),
+            }
+            match heads.as_mut() {
+                Some((_, stream)) => tokio::select! {
+                    () = &mut shutdown => return,
+                    next = stream.next() => if next.is_none() { heads = None; },
+                    () = tokio::time::sleep(poll) => {}
+                },
+                None => tokio::select! {
+                    () = &mut shutdown => return,
+                    () = tokio::time::sleep(poll) => {}
+                },
+            }
+        }
+    }
+
+    /// One look: new disputes, appeals and rulings since the cursor, plus
+    /// decisions a previous life recorded but did not send.
+    pub async fn poll_once(&mut self) -> Result<Vec<Action>, ArbiterError> {
+        let head = self.provider.get_block_number().await?;
+        let mut disputes: Vec<(U256, String)> = Vec::new();
+        if head >= self.next_block {
+            let filter = Filter::new()
+                .address(self.deployment.task_escrow)
+                .event_signature(vec![
+                    TaskEscrow::TaskDisputed::SIGNATURE_HASH,
+                    TaskEscrow::DisputeRuled::SIGNATURE_HASH,
+                    TaskEscrow::RulingAppealed::SIGNATURE_HASH,
+                ])
+                .from_block(self.next_block)
+                .to_block(head);
+            for log in self.provider.get_logs(&filter).await? {
+                match decode_log(&log) {
+                    Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => {
+                        disputes.push((e.taskId, e.reasonURI))
+                    }
+                    Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e)) => {
+                        self.watch.insert(e.taskId);
+                    }
+                    Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) => {
+                        self.watch.insert(e.taskId);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut actions = Vec::new();
+        for (task, level) in self.store.pending().await? {
+            if level == "dispute"
+                && let Ok(id) = task.parse::<U256>()
+                && !disputes.iter().any(|(d, _)| *d == id)
+            {
+                disputes.push((id, String::new()));
+            }
+        }
+        for (id, reason_uri) in disputes {
+            if let Some(a) = self.handle_dispute(id, &reason_uri).await? {
+                actions.push(a);
+            }
+        }
+        actions.extend(self.finalize_due().await?);
+        if head >= self.next_block {
+            self.next_block = head + 1;
+            self.store.set_cursor(self.next_block).await?;
+        }
+        Ok(actions)
+    }
+
+    /// Rules on one disputed task, if it still is disputed.
+    pub async fn handle_dispute(
+        &mut self,
+        id: U256,
+        reason_uri: &str,
+    ) -> Result<Option<Action>, ArbiterError> {
+        let task = id.to_string();
+        let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
+        if rec.status() != Status::Disputed {
+            // Ruled already (by a previous life, or the event came twice).
+            if self.store.decision(&task, "dispute").await?.is_some_and(|d| d.tx_hash.is_none()) {
+                self.store.executed(&task, "dispute", None).await?;
+            }
+            if matches!(rec.status(), Status::Ruled | Status::Appealed) {
+                self.watch.insert(id);
+            }
+            return Ok(None);
+        }
+        let now = self.now().await?;
+        let dispute_end = rec.task.updatedAt.to::<u64>() + u64::from(rec.task.disputeWindow);
+        if now > dispute_end {
+            let receipt = self.escrow.claim_default(self.me, &mut rec).await?;
+            tracing::info!(%task, "dispute window passed: refunded by default");
+            return Ok(Some(Action::DefaultClaimed { task, tx: receipt.transaction_hash }));
+        }
+        let decision = match self.store.decision(&task, "dispute").await? {
+            Some(d) => d,
+            None => {
+                let reason_uri = if reason_uri.is_empty() {
+                    self.reason_uri(id).await?
+                } else {
+                    reason_uri.to_owned()
+                };
+                let evidence = evidence::gather(&rec, &reason_uri, self.blobs.as_ref());
+                let verdict = self.judge.decide(&evidence).await;
+                let d = self.publish(&task, "dispute", &verdict)?;
+                self.store.record(&d).await?;
+                // A concurrent life may have recorded first: use what is stored.
+                self.store.decision(&task, "dispute").await?.unwrap_or(d)
+            }
+        };
+        let receipt = self
+            .escrow
+            .resolve(self.me, &mut rec, decision.share_bps, &decision.rationale_uri)
+            .await?;
+        let tx = receipt.transaction_hash;
+        self.store.executed(&task, "dispute", Some(&tx.to_string())).await?;
+        if rec.status() == Status::Ruled {
+            self.watch.insert(id);
+        }
+        tracing::info!(%task, verdict = %decision.verdict, share = decision.share_bps, %tx, "dispute ruled");
+        Ok(Some(Action::Ruled {
+            task,
+            verdict: decision.verdict,
+            share_bps: decision.share_bps,
+            tx,
+        }))
+    }
+
+    /// Finalizes rulings whose appeal window (or appeal decision window) passed.
+    async fn finalize_due(&mut self) -> Result<Vec<Action>, ArbiterError> {
+        let mut out = Vec::new();
+        if self.watch.is_empty() {
+            return Ok(out);
+        }
+        let now = self.now().await?;
+        for id in self.watch.clone() {
+            let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
+            let end = match rec.status() {
+                Status::Ruled => rec.task.updatedAt.to::<u64>() + u64::from(rec.task.appealWindow),
+                Status::Appealed => {
+                    rec.task.updatedAt.to::<u64>() + u64::from(rec.task.disputeWindow)
+                }
+                _ => {
+                    self.watch.remove(&id);
+                    continue;
+                }
+            };
+            if now > end {
+                let receipt = self.escrow.finalize(self.me, &mut rec).await?;
+                self.watch.remove(&id);
+                out.push(Action::Finalized { task: id.to_string(), tx: receipt.transaction_hash });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Publishes the verdict (rationale and all) and returns the decision row.
+    fn publish(
+        &self,
+        task: &str,
+        level: &str,
+        verdict: &Verdict,
+    ) -> Result<Decision, ArbiterError> {
+        let body = serde_json::to_string(verdict).expect("verdicts serialize");
+        let uri = EnvelopeCodec::default()
+            .publish(body.as_bytes(), self.blobs.as_ref())
+            .map_err(|e| ArbiterError::Publish(e.to_string()))?;
+        Ok(Decision {
+            task_id: task.to_owned(),
+            level: level.to_owned(),
+            verdict: serde_json::to_value(verdict.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            share_bps: verdict.executor_share_bps,
+            rationale_uri: uri,
+            judge: verdict.judge.clone(),
+            body,
+            tx_hash: None,
+        })
+    }
+
+    /// The reason URI of the task's latest dispute, from its logs.
+    async fn reason_uri(&self, id: U256) -> Result<String, ArbiterError> {
+        let filter = Filter::new()
+            .address(self.deployment.task_escrow)
+            .event_signature(TaskEscrow::TaskDisputed::SIGNATURE_HASH)
+            .topic1(B256::from(id))
+            .from_block(self.deployment.deploy_block);
+        let logs = self.provider.get_logs(&filter).await?;
+        Ok(logs
+            .iter()
+            .rev()
+            .find_map(|l| match decode_log(l) {
+                Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => Some(e.reasonURI),
+                _ => None,
+            })
+            .unwrap_or_default())
+    }
+
+    async fn now(&self) -> Result<u64, ArbiterError> {
+        let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
+        Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
+    }
+}
+
+/// Tasks under appeal, with their first-level ruling, for the appeal arbiter.
+pub async fn appeals(
+    escrow: &EscrowClient,
+    provider: &DynProvider,
+    deployment: &Deployment,
+) -> Result<Vec<TaskRecord>, ArbiterError> {
+    let filter = Filter::new()
+        .address(deployment.task_escrow)
+        .event_signature(TaskEscrow::RulingAppealed::SIGNATURE_HASH)
+        .from_block(deployment.deploy_block);
+    let mut ids: Vec<U256> = Vec::new();
+    for log in provider.get_logs(&filter).await? {
+        if let Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) = decode_log(&log)
+            && !ids.contains(&e.taskId)
+        {
+            ids.push(e.taskId);
+        }
+    }
+    let mut out = Vec::new();
+    for id in ids {
+        let rec = escrow.fetch(id, deployment.deploy_block).await?;
+        if rec.status() == Status::Appealed {
+            out.push(rec);
+        }
+    }
+    Ok(out)
+}
+
+/// The appeal arbiter's final ruling on `task`, published with `verdict`'s rationale.
+pub async fn decide_appeal(
+    escrow: &EscrowClient,
+    from: Address,
+    deployment: &Deployment,
+    task: U256,
+    verdict: &Verdict,
+    blobs: &dyn BlobStore,
+    store: Option<&ArbiterStore>,
+) -> Result<B256, ArbiterError> {
+    let mut rec = escrow.fetch(task, deployment.deploy_block).await?;
+    if rec.status() != Status::Appealed {
+        return Err(ArbiterError::Publish(format!(
+            "task {task} is {}, not under appeal",
+            rec.status()
+        )));
+    }
+    let body = serde_json::to_string(verdict).expect("verdicts serialize");
+    let uri = EnvelopeCodec::default()
+        .publish(body.as_bytes(), blobs)
+        .map_err(|e| ArbiterError::Publish(e.to_string()))?;
+    let receipt = escrow.resolve_appeal(from, &mut rec, verdict.executor_share_bps, &uri).await?;
+    if let Some(store) = store {
+        let d = Decision {
+            task_id: task.to_string(),
+            level: "appeal".into(),
+            verdict: serde_json::to_value(verdict.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            share_bps: verdict.executor_share_bps,
+            rationale_uri: uri,
+            judge: verdict.judge.clone(),
+            body,
+            tx_hash: None,
+        };
+        store.record(&d).await?;
+        store.executed(&d.task_id, "appeal", Some(&receipt.transaction_hash.to_string())).await?;
+    }
+    Ok(receipt.transaction_hash)
+}
+
+type HeadStream = futures_util::stream::BoxStream<'static, alloy::rpc::types::Header>;
+
+async fn subscribe(url: &str) -> Result<(DynProvider, HeadStream), ArbiterError> {
+    use futures_util::StreamExt;
+    let ws = alloy::providers::ProviderBuilder::new()
+        .connect_ws(alloy::providers::WsConnect::new(url))
+        .await?
+        .erased();
+    let stream = ws.subscribe_blocks().await?.into_stream().boxed();
+    Ok((ws, stream))
+}
