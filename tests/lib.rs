@@ -116,11 +116,21 @@ impl Stack {
         db_url: Option<String>,
         workers: &[usize],
     ) -> Self {
+        Self::start_custom_deploy(config, db_url, workers, DeployConfig::default()).await
+    }
+
+    /// [`Stack::start_custom`] with the escrow deployed with `deploy`.
+    pub async fn start_custom_deploy(
+        config: RunnerConfig,
+        db_url: Option<String>,
+        workers: &[usize],
+        deploy: DeployConfig,
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let env = TestEnv::start(DeployConfig::default()).await;
+        let env = TestEnv::start(deploy).await;
         let dir = tempfile::tempdir().expect("tempdir");
         let blobs = dir.path().join("blobs");
         let db_url =

@@ -57,6 +57,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/blobs/{hash}"),
     ("post", "/api/classify"),
     ("post", "/api/runs/{id}/confirm"),
+    ("post", "/api/runs/{id}/appeal"),
 ];
 
 #[derive(Clone)]
@@ -74,6 +75,7 @@ pub fn router(orch: Arc<Orchestrator>, token: &str, classifier: Classifier) -> R
         .route("/api/plans", post(create_plan))
         .route("/api/classify", post(classify))
         .route("/api/runs/{id}/confirm", post(confirm))
+        .route("/api/runs/{id}/appeal", post(appeal))
         .route("/api/runs/{id}/approve", post(approve))
         .route("/api/runs/{id}/edit", post(edit))
         .route("/api/runs/{id}/cancel", post(cancel))
@@ -330,6 +332,21 @@ async fn change_executor(
     Body(body): Body<ExecutorBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     queue(&s, &id, Decision::ChangeExecutor(index, body.executor)).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppealBody {
+    index: u32,
+    reason: String,
+}
+
+async fn appeal(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Body(body): Body<AppealBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    queue(&s, &id, Decision::Appeal(body.index, body.reason)).await
 }
 
 async fn queue(s: &AppState, id: &str, decision: Decision) -> Result<Response, ApiError> {

@@ -34,9 +34,11 @@ pub const KINDS: &[&str] = &[
     "review_required",
     "subtask_paid",
     "subtask_disputed",
+    "dispute_opened",
     "dispute_ruled",
     "ruling_appealed",
     "appeal_ruled",
+    "dispute_resolved",
     "subtask_reassigned",
     "subtask_refunded",
     "subtask_cancelled",
@@ -135,6 +137,26 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
     let (kind, fields) = extra;
     merge(&mut body, fields);
     Some(ChainEvent { kind, dedup: format!("{tx}:{}", log.log_index.unwrap_or_default()), body })
+}
+
+/// For a settlement that ended a dispute (a ruling, an appeal ruling, a
+/// finalized ruling or the default refund): the verdict and share.
+pub fn dispute_resolution(body: &Value) -> Option<Value> {
+    let settlement = body.get("settlement")?.as_str()?;
+    if !matches!(settlement, "ruling" | "appeal_ruling" | "ruling_finalized" | "dispute_default") {
+        return None;
+    }
+    let verdict = match body.get("status")?.as_str()? {
+        "Paid" => "worker",
+        "Refunded" => "client",
+        "Split" => "split",
+        _ => return None,
+    };
+    let executor: u128 = body.get("executor_amount")?.as_str()?.parse().ok()?;
+    let funder: u128 = body.get("funder_amount")?.as_str()?.parse().ok()?;
+    let total = executor + funder;
+    let share = if total == 0 { 0 } else { executor * 10_000 / total };
+    Some(json!({ "verdict": verdict, "executor_share_bps": share }))
 }
 
 /// The fields every sub-task event carries besides the chain ones.

@@ -139,6 +139,8 @@ pub enum Decision {
     Retry(u32),
     /// Give a sub-task to another executor.
     ChangeExecutor(u32, Address),
+    /// Appeal a ruling on a sub-task, with a reason.
+    Appeal(u32, String),
     /// Stop the plan: settled stays settled, sub-tasks not yet accepted are
     /// cancelled and refunded.
     Cancel,
@@ -151,6 +153,7 @@ impl Decision {
             Self::Dispute(i, reason) => (Some(*i), "dispute", Some(reason.clone())),
             Self::Retry(i) => (Some(*i), "retry", None),
             Self::ChangeExecutor(i, a) => (Some(*i), "executor", Some(a.to_string())),
+            Self::Appeal(i, reason) => (Some(*i), "appeal", Some(reason.clone())),
             Self::Cancel => (None, "cancel", None),
         }
     }
@@ -726,10 +729,10 @@ impl Orchestrator {
         {
             return Err(PlanError::UnknownIndex(i).into());
         }
-        if let Decision::Dispute(_, reason) = &decision
+        if let Decision::Dispute(_, reason) | Decision::Appeal(_, reason) = &decision
             && reason.trim().is_empty()
         {
-            return Err(RunError::Invalid("a dispute needs a reason".into()));
+            return Err(RunError::Invalid("a dispute or an appeal needs a reason".into()));
         }
         if let Decision::ChangeExecutor(i, executor) = decision {
             let edited = plan.reassign(i, executor)?;
@@ -963,6 +966,18 @@ impl Orchestrator {
                             .await?;
                     }
                 }
+                "disputed" => {
+                    // Nobody ruled in time: anyone may claim the default refund.
+                    let rec = &records[&index];
+                    let end = rec.task.updatedAt.to::<u64>() + u64::from(rec.task.disputeWindow);
+                    if now > end {
+                        let mut rec = rec.clone();
+                        self.send(
+                            |c, s| async move { c.claim_default(s, &mut rec).await.map(|_| ()) },
+                        )
+                        .await?;
+                    }
+                }
                 "expired" | "cancelled" if !closing && run.state == "running" => {
                     let reason =
                         format!("sub-task {index} {}: retry, change executor or cancel", row.phase);
@@ -1009,6 +1024,10 @@ impl Orchestrator {
         {
             let reason = run.reason.clone().unwrap_or_else(|| "cancelled".into());
             let state = if reason == "cancelled" { "cancelled" } else { "failed" };
+            for row in rows.iter().filter(|r| r.phase == "waiting") {
+                let row = SubtaskRow { phase: "skipped".into(), ..row.clone() };
+                self.store.put_subtask(id, &row).await?;
+            }
             self.store.transition(id, &["cancelling"], state, Some(&reason)).await?;
             self.emit(
                 id,
@@ -1071,6 +1090,17 @@ impl Orchestrator {
                 let mut rec = records[&index].clone();
                 self.send(|c, s| async move { c.approve(s, &mut rec).await.map(|_| ()) }).await?;
                 Ok("approved".into())
+            }
+            ("appeal", "ruled") => {
+                let reason = json!({ "reason": decision.arg.clone().unwrap_or_default() });
+                let uri = self
+                    .codec
+                    .publish(reason.to_string().as_bytes(), self.blobs.as_ref())
+                    .map_err(|e| RunError::Invalid(e.to_string()))?;
+                let mut rec = records[&index].clone();
+                self.send(|c, s| async move { c.appeal(s, &mut rec, &uri).await.map(|_| ()) })
+                    .await?;
+                Ok("appealed".into())
             }
             ("dispute", "completed") => {
                 let reason = json!({ "reason": decision.arg.clone().unwrap_or_default() });
@@ -1251,6 +1281,12 @@ impl Orchestrator {
                 let review_end = rec.task.reviewWindow;
                 events::merge(&mut body, json!({ "review_window_secs": review_end }));
                 self.emit(&run_id, "review_required", &format!("review:{}", ev.dedup), body)
+                    .await?;
+            } else if ev.kind == "subtask_disputed" {
+                self.emit(&run_id, "dispute_opened", &format!("opened:{}", ev.dedup), body).await?;
+            } else if let Some(resolved) = events::dispute_resolution(&ev.body) {
+                events::merge(&mut body, resolved);
+                self.emit(&run_id, "dispute_resolved", &format!("resolved:{}", ev.dedup), body)
                     .await?;
             }
         }

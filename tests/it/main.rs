@@ -3,6 +3,7 @@
 mod ceremony;
 mod classify;
 mod demo;
+mod disputes;
 mod lifecycle;
 mod plans;
 mod registry;
