@@ -155,7 +155,7 @@ pub fn dispute_resolution(body: &Value) -> Option<Value> {
     let executor: u128 = body.get("executor_amount")?.as_str()?.parse().ok()?;
     let funder: u128 = body.get("funder_amount")?.as_str()?.parse().ok()?;
     let total = executor + funder;
-    let share = if total == 0 { 0 } else { executor * 10_000 / total };
+    let share = (executor * 10_000).checked_div(total).unwrap_or(0);
     Some(json!({ "verdict": verdict, "executor_share_bps": share }))
 }
 
