@@ -67,6 +67,9 @@ enum Command {
     /// Inspect runs.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// The arbiter: rule on disputes, finalize rulings, decide appeals.
+    #[command(subcommand)]
+    Arbiter(crate::arbitrate::ArbiterCommand),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -236,6 +239,7 @@ impl Cli {
             Command::Worker(args) => run_worker(args).await?,
             Command::Serve(args) => crate::orchestrate::serve(args, shutdown_signal()).await?,
             Command::Plan(args) => crate::orchestrate::plan(args).await?,
+            Command::Arbiter(cmd) => crate::arbitrate::run(cmd, shutdown_signal()).await?,
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
             }

@@ -372,3 +372,83 @@ async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
         w.abort();
     }
 }
+
+#[tokio::test]
+async fn arbiter_killed_mid_resolution_rules_each_dispute_exactly_once() {
+    let env = TestEnv::start(DeployConfig { appeal_window: 0, ..DeployConfig::default() }).await;
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = dir.path().join("deployment.json");
+    env.deployment.save(&deployment).unwrap();
+    // Six delivered tasks, each disputed by the client.
+    let mut d = env.driver();
+    d.scenario("arbiter-kill");
+    let spec = "data:application/json,{\"parent\":\"task:1\",\"spec\":\"Summarize\",\"capability\":\"summarize\",\"source\":\"The mill closed in May after a long strike. Workers protested outside the mill for weeks.\"}";
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let params = d.params(env.actors.agent(0), 100_001 + i, spec.to_owned()).await.unwrap();
+        let mut rec = d.create_with_permit(params).await.unwrap();
+        d.deliver(&mut rec, "data:application/json,{\"text\":\"The mill closed after a strike; workers protested.\"}").await.unwrap();
+        d.escrow.dispute(env.actors.client.address(), &mut rec, "data:,too short").await.unwrap();
+        ids.push(rec.id);
+    }
+    let arbiter_key = format!("0x{}", alloy::hex::encode(env.actors.arbiter.to_bytes()));
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["arbiter", "run", "--poll-ms", "100"])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args([
+                "--database-url",
+                &format!("sqlite://{}", dir.path().join("arbiter.db").display()),
+            ])
+            .arg("--blobs")
+            .arg(dir.path().join("blobs"))
+            .env("TESSERA_ARBITER_KEY", &arbiter_key)
+            .env_remove("TESSERA_LLM_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("tessera arbiter starts")
+    };
+    let ruled = || async {
+        env.provider
+            .get_logs(
+                &Filter::new()
+                    .address(env.deployment.task_escrow)
+                    .event_signature(TaskEscrow::DisputeRuled::SIGNATURE_HASH)
+                    .from_block(env.deployment.deploy_block),
+            )
+            .await
+            .unwrap()
+    };
+    // Life 1 dies (SIGKILL) as soon as its first ruling lands.
+    let mut first = spawn();
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    while ruled().await.is_empty() {
+        assert!(tokio::time::Instant::now() < end, "no ruling from the first arbiter");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let after_kill = ruled().await.len();
+    // Life 2 finishes the rest.
+    let mut second = spawn();
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    while ruled().await.len() < ids.len() {
+        assert!(tokio::time::Instant::now() < end, "the restarted arbiter did not finish");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Give it a few more looks: nothing is ruled twice.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let logs = ruled().await;
+    assert_eq!(logs.len(), ids.len(), "one ruling per dispute (first life ruled {after_kill})");
+    for id in &ids {
+        let status =
+            env.driver().escrow.fetch(*id, env.deployment.deploy_block).await.unwrap().status();
+        assert!(status.is_terminal(), "task {id} is {status}");
+    }
+}

@@ -41,6 +41,15 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
     }
     // The summary under the translation is nested one level deeper.
     assert!(outcome.transcript.contains("   └─ task 0x"), "{}", outcome.transcript);
+    // And one dispute, resolved by the arbiter with a split that settles.
+    assert!(outcome.transcript.contains("dispute resolved: split at"), "{}", outcome.transcript);
+    assert!(
+        outcome
+            .transcript
+            .contains("executor received 0.316000 USDC, sponsor refunded 0.084000 USDC"),
+        "{}",
+        outcome.transcript
+    );
     // anvil was killed when the demo returned: the port is free again.
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),

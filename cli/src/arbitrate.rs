@@ -1,0 +1,230 @@
+//! `tessera arbiter`: the arbiter service and the appeal arbiter's commands.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use alloy::{
+    network::EthereumWallet, primitives::U256, signers::local::PrivateKeySigner,
+    transports::http::reqwest::Url,
+};
+use clap::{Args, Subcommand, ValueEnum};
+use eyre::{Context, Result, bail, eyre};
+use tessera_arbiter::{
+    Arbiter, Judge, Verdict, VerdictKind,
+    service::{appeals, decide_appeal},
+    store::ArbiterStore,
+};
+use tessera_bindings::{
+    client::{EscrowClient, connect},
+    deployment::Deployment,
+    envelope::FsBlobStore,
+};
+
+/// Where the arbiter works.
+#[derive(Debug, Args)]
+pub(crate) struct ArbiterChain {
+    /// The deployment record.
+    #[arg(long, default_value = "deployment.json")]
+    deployment: PathBuf,
+    /// JSON-RPC endpoint of the chain.
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    rpc_url: Url,
+    /// Directory of content-addressed envelopes, results and rationales.
+    #[arg(long, default_value = ".tessera/blobs")]
+    blobs: PathBuf,
+    /// Decision store: sqlite://<file> or postgres://…
+    #[arg(
+        long,
+        env = "TESSERA_ARBITER_DATABASE_URL",
+        default_value = "sqlite://.tessera/arbiter.db"
+    )]
+    database_url: String,
+}
+
+/// `tessera arbiter …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ArbiterCommand {
+    /// Watch for disputes and rule on them with the arbiter key
+    /// (TESSERA_ARBITER_KEY); finalize rulings after their appeal window.
+    /// The council judge is used when TESSERA_LLM_API_KEY / OPENAI_API_KEY is
+    /// set, the offline rubric otherwise.
+    Run {
+        #[command(flatten)]
+        chain: ArbiterChain,
+        /// Websocket endpoint for new blocks (default: the RPC URL with ws://).
+        #[arg(long, env = "TESSERA_WS_URL")]
+        ws_url: Option<String>,
+        /// Milliseconds between looks when no block is announced.
+        #[arg(long, default_value_t = 1000)]
+        poll_ms: u64,
+    },
+    /// The arbiter's recorded decisions.
+    Decisions {
+        #[command(flatten)]
+        chain: ArbiterChain,
+    },
+    /// Appeals, for the appeal arbiter.
+    #[command(subcommand)]
+    Appeals(AppealsCommand),
+}
+
+/// `tessera arbiter appeals …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AppealsCommand {
+    /// Tasks under appeal, with the first ruling.
+    List {
+        #[command(flatten)]
+        chain: ArbiterChain,
+    },
+    /// Decide an appeal finally, with the appeal arbiter key (TESSERA_APPEAL_ARBITER_KEY).
+    Decide {
+        /// The task id (decimal or 0x-hex).
+        task: String,
+        /// Who the final ruling favours.
+        #[arg(long, value_enum)]
+        verdict: CliVerdict,
+        /// Executor's share in basis points, for a split (1..=9999).
+        #[arg(long)]
+        share_bps: Option<u16>,
+        /// Why, published with the ruling.
+        #[arg(long, default_value = "Decided on appeal.")]
+        rationale: String,
+        #[command(flatten)]
+        chain: ArbiterChain,
+    },
+}
+
+/// A verdict on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum CliVerdict {
+    /// Pay the executor in full.
+    Worker,
+    /// Refund the funder in full.
+    Client,
+    /// Split at --share-bps.
+    Split,
+}
+
+fn key(var: &str, role: &str) -> Result<PrivateKeySigner> {
+    let k = std::env::var(var).map_err(|_| eyre!("set {var} to the {role}'s private key (hex)"))?;
+    k.trim().parse().map_err(|_| eyre!("{var} is not a hex private key"))
+}
+
+fn ensure_parent(url: &str) -> Result<()> {
+    if let Some(path) = url.strip_prefix("sqlite://")
+        && let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>) -> Result<()> {
+    match cmd {
+        ArbiterCommand::Run { chain, ws_url, poll_ms } => {
+            let signer = key("TESSERA_ARBITER_KEY", "arbiter")?;
+            let me = signer.address();
+            let deployment = Deployment::load(&chain.deployment)?;
+            ensure_parent(&chain.database_url)?;
+            let store = ArbiterStore::connect(&chain.database_url)
+                .await
+                .wrap_err("opening the decision store")?;
+            let provider = connect(chain.rpc_url.clone(), EthereumWallet::new(signer));
+            let judge = Judge::from_env();
+            let judge_name = match &judge {
+                Judge::Offline => "offline rubric",
+                Judge::Council(_) => "council (LLM)",
+            };
+            let mut arbiter = Arbiter::new(
+                provider,
+                me,
+                deployment,
+                store,
+                judge,
+                Arc::new(FsBlobStore::new(&chain.blobs)),
+            )
+            .await?;
+            println!("arbiter {me} ruling with the {judge_name}. Ctrl-C to stop.");
+            let ws = ws_url.or_else(|| crate::cli::ws_of(&chain.rpc_url));
+            arbiter
+                .run(
+                    ws.as_deref(),
+                    Duration::from_millis(poll_ms.max(50)),
+                    |a| println!("{}", serde_json::to_string(a).unwrap_or_default()),
+                    shutdown,
+                )
+                .await;
+            println!("arbiter stopped");
+        }
+        ArbiterCommand::Decisions { chain } => {
+            ensure_parent(&chain.database_url)?;
+            let store = ArbiterStore::connect(&chain.database_url).await?;
+            for d in store.all().await? {
+                println!(
+                    "task {} {:<7} {:<6} {:>5} bps  {:<16} {}",
+                    d.task_id,
+                    d.level,
+                    d.verdict,
+                    d.share_bps,
+                    d.judge,
+                    d.tx_hash.as_deref().unwrap_or("(not sent)")
+                );
+            }
+        }
+        ArbiterCommand::Appeals(AppealsCommand::List { chain }) => {
+            let deployment = Deployment::load(&chain.deployment)?;
+            let provider = connect(chain.rpc_url.clone(), EthereumWallet::default());
+            let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
+            let list = appeals(&escrow, &provider, &deployment).await?;
+            if list.is_empty() {
+                println!("no task is under appeal");
+            }
+            for rec in list {
+                println!(
+                    "task {}  amount {}  first ruling {} bps to the executor  executor {}  client {}",
+                    rec.id,
+                    rec.task.amount,
+                    rec.task.executorShareBps,
+                    rec.task.executor,
+                    rec.task.client
+                );
+            }
+        }
+        ArbiterCommand::Appeals(AppealsCommand::Decide {
+            task,
+            verdict,
+            share_bps,
+            rationale,
+            chain,
+        }) => {
+            let id: U256 = task.parse().map_err(|_| eyre!("{task:?} is not a task id"))?;
+            let kind = match verdict {
+                CliVerdict::Worker => VerdictKind::Worker,
+                CliVerdict::Client => VerdictKind::Client,
+                CliVerdict::Split => VerdictKind::Split,
+            };
+            let share = match (kind, share_bps) {
+                (VerdictKind::Split, Some(s)) if (1..10_000).contains(&s) => s,
+                (VerdictKind::Split, _) => bail!("a split needs --share-bps between 1 and 9999"),
+                (_, Some(_)) => bail!("--share-bps applies to a split only"),
+                (_, None) => 0,
+            };
+            let signer = key("TESSERA_APPEAL_ARBITER_KEY", "appeal arbiter")?;
+            let me = signer.address();
+            let deployment = Deployment::load(&chain.deployment)?;
+            let provider = connect(chain.rpc_url.clone(), EthereumWallet::new(signer));
+            let escrow = EscrowClient::new(provider, deployment.task_escrow);
+            ensure_parent(&chain.database_url)?;
+            let store = ArbiterStore::connect(&chain.database_url).await?;
+            let verdict = Verdict::new(kind, share, rationale, "appeal-arbiter");
+            let blobs = FsBlobStore::new(&chain.blobs);
+            let tx =
+                decide_appeal(&escrow, me, &deployment, id, &verdict, &blobs, Some(&store)).await?;
+            println!(
+                "appeal on task {id} decided: {:?} ({} bps) in {tx}",
+                verdict.verdict, verdict.executor_share_bps
+            );
+        }
+    }
+    Ok(())
+}
