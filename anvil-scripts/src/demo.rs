@@ -323,10 +323,7 @@ async fn dispute(
         depends_on: vec![],
     }];
     let id = plan.id.to_string();
-    let mut events = orch.subscribe();
-    orch.propose(plan).await.map_err(|e| orch_err(&e))?;
-    orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
-    let _ = writeln!(out, "\nplan with manual review ({id}): a summary of a two-sentence note");
+    let cost = U256::from(plan.total_cost().unwrap_or_default());
     let provider = actors.provider(chain.endpoint_url());
     let sponsor = actors.sponsor.address();
     let usdc = tessera_bindings::MockUSDC::new(deployment.token, &provider);
@@ -334,7 +331,12 @@ async fn dispute(
         let usdc = usdc.clone();
         async move { usdc.balanceOf(who).call().await.map_err(crate::contract_err("reading a balance")) }
     };
+    // Balances before anything is funded.
     let (exec0, fund0) = (balance(summarizer).await?, balance(sponsor).await?);
+    let mut events = orch.subscribe();
+    orch.propose(plan).await.map_err(|e| orch_err(&e))?;
+    orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
+    let _ = writeln!(out, "\nplan with manual review ({id}): a summary of a two-sentence note");
     let wait = async {
         while let Ok(ev) = events.recv().await {
             if ev.run_id != id {
@@ -398,7 +400,8 @@ async fn dispute(
         out,
         "  {outcome}: executor received {} USDC, sponsor refunded {} USDC of 0.400000",
         format_usdc(exec1 - exec0),
-        format_usdc(fund1 - fund0)
+        // The sponsor funded the whole cost and got the client's share back.
+        format_usdc(fund1 + cost - fund0)
     );
     Ok(())
 }
