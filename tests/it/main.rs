@@ -4,6 +4,7 @@ mod ceremony;
 mod classify;
 mod demo;
 mod disputes;
+mod indexer;
 mod lifecycle;
 mod plans;
 mod registry;

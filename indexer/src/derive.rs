@@ -1,0 +1,310 @@
+//! Derived state: a task folded from its logs (with every transition checked
+//! against the escrow's state machine) and an agent folded from its registry
+//! logs. Pure functions of the stored events, so a rollback only has to
+//! delete events and fold again.
+
+use std::collections::BTreeMap;
+
+use alloy::{primitives::B256, rpc::types::Log};
+use serde::Serialize;
+use tessera_bindings::{
+    AgentRegistry::AgentRegistryEvents,
+    TaskEscrow::TaskEscrowEvents,
+    capability,
+    envelope::{BlobStore, EnvelopeCodec, MemoryBlobStore},
+    task::{TaskRecord, decode_log},
+};
+
+/// A task row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskRow {
+    /// Task id (decimal).
+    pub task_id: String,
+    /// Plan id (0x hex).
+    pub plan_id: String,
+    /// Parent task id (decimal; "0" for a root).
+    pub parent_id: String,
+    /// Funder.
+    pub funder: String,
+    /// Client.
+    pub client: String,
+    /// Executor.
+    pub executor: String,
+    /// Amount (decimal base units).
+    pub amount: String,
+    /// Status name.
+    pub status: String,
+    /// Spec URI.
+    pub spec_uri: String,
+    /// Result URI.
+    pub result_uri: Option<String>,
+    /// Capability from the envelope.
+    pub capability: Option<String>,
+    /// Spec from the envelope.
+    pub spec: Option<String>,
+    /// Why the envelope could not be read, when it could not.
+    pub envelope_error: Option<String>,
+    /// An impossible transition seen, if any.
+    pub flagged: Option<String>,
+    /// Block of creation.
+    pub created_block: u64,
+    /// Block of the last change.
+    pub updated_block: u64,
+    /// Chain time of creation.
+    pub created_at: u64,
+    /// Chain time of acceptance.
+    pub accepted_at: Option<u64>,
+    /// Chain time of delivery.
+    pub completed_at: Option<u64>,
+    /// Chain time of settlement.
+    pub settled_at: Option<u64>,
+    /// Whether it was ever disputed.
+    pub disputed: bool,
+    /// What the executor received at settlement (base units).
+    pub executor_paid: u128,
+}
+
+/// One transition of a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TransitionRow {
+    /// Block.
+    pub block: u64,
+    /// Log index.
+    pub log_index: u64,
+    /// Event name.
+    pub kind: String,
+    /// Status before.
+    pub from_status: String,
+    /// Status after (unchanged when refused).
+    pub to_status: String,
+    /// Whether the state machine allows it.
+    pub valid: bool,
+    /// Why not, when not.
+    pub problem: Option<String>,
+}
+
+/// The event name of an escrow event.
+pub fn escrow_kind(ev: &TaskEscrowEvents) -> &'static str {
+    match ev {
+        TaskEscrowEvents::TaskCreated(_) => "TaskCreated",
+        TaskEscrowEvents::TaskAccepted(_) => "TaskAccepted",
+        TaskEscrowEvents::TaskCompleted(_) => "TaskCompleted",
+        TaskEscrowEvents::TaskDisputed(_) => "TaskDisputed",
+        TaskEscrowEvents::DisputeRuled(_) => "DisputeRuled",
+        TaskEscrowEvents::RulingAppealed(_) => "RulingAppealed",
+        TaskEscrowEvents::AppealRuled(_) => "AppealRuled",
+        TaskEscrowEvents::TaskReassigned(_) => "TaskReassigned",
+        TaskEscrowEvents::TaskSettled(_) => "TaskSettled",
+        _ => "Other",
+    }
+}
+
+/// Folds one task's logs (in chain order). `None` while its creation is not
+/// among them (created in a block that was reorganised away: pending).
+pub fn fold_task(
+    logs: &[Log],
+    blobs: Option<&dyn BlobStore>,
+) -> Option<(TaskRow, Vec<TransitionRow>)> {
+    let mut rec: Option<TaskRecord> = None;
+    let mut transitions = Vec::new();
+    let mut flagged = None;
+    let (mut created_block, mut updated_block) = (0, 0);
+    let (mut accepted_at, mut completed_at, mut settled_at) = (None, None, None);
+    let mut disputed = false;
+    let mut executor_paid = 0u128;
+    for log in logs {
+        let Some(ev) = decode_log(log) else { continue };
+        let block = log.block_number.unwrap_or_default();
+        let log_index = log.log_index.unwrap_or_default();
+        let kind = escrow_kind(&ev);
+        match (&mut rec, &ev) {
+            (None, TaskEscrowEvents::TaskCreated(c)) => {
+                let r = TaskRecord::from_created(c);
+                transitions.push(TransitionRow {
+                    block,
+                    log_index,
+                    kind: kind.into(),
+                    from_status: "None".into(),
+                    to_status: r.status().as_str().into(),
+                    valid: true,
+                    problem: None,
+                });
+                created_block = block;
+                updated_block = block;
+                rec = Some(r);
+            }
+            (None, _) => continue,
+            (Some(r), ev) => {
+                let from = r.status();
+                match r.apply(ev) {
+                    Ok(()) => {
+                        updated_block = block;
+                        match ev {
+                            TaskEscrowEvents::TaskAccepted(e) => {
+                                accepted_at = Some(e.at.to::<u64>())
+                            }
+                            TaskEscrowEvents::TaskCompleted(e) => {
+                                completed_at = Some(e.at.to::<u64>())
+                            }
+                            TaskEscrowEvents::TaskDisputed(_) => disputed = true,
+                            TaskEscrowEvents::TaskSettled(e) => {
+                                settled_at = Some(e.at.to::<u64>());
+                                executor_paid = e.executorAmount;
+                            }
+                            _ => {}
+                        }
+                        transitions.push(TransitionRow {
+                            block,
+                            log_index,
+                            kind: kind.into(),
+                            from_status: from.as_str().into(),
+                            to_status: r.status().as_str().into(),
+                            valid: true,
+                            problem: None,
+                        });
+                    }
+                    Err(e) => {
+                        flagged.get_or_insert_with(|| format!("{kind} at block {block}: {e}"));
+                        transitions.push(TransitionRow {
+                            block,
+                            log_index,
+                            kind: kind.into(),
+                            from_status: from.as_str().into(),
+                            to_status: from.as_str().into(),
+                            valid: false,
+                            problem: Some(e.to_string()),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let r = rec?;
+    let empty = MemoryBlobStore::new();
+    let store: &dyn BlobStore = blobs.unwrap_or(&empty);
+    let (capability, spec, envelope_error) =
+        match EnvelopeCodec::default().decode(&r.spec_uri, store) {
+            Ok(e) => (e.capability, Some(e.spec), None),
+            Err(e) => (None, None, Some(e.to_string())),
+        };
+    let row = TaskRow {
+        task_id: r.id.to_string(),
+        plan_id: r.plan_id.to_string(),
+        parent_id: r.parent_id.to_string(),
+        funder: r.task.funder.to_string(),
+        client: r.task.client.to_string(),
+        executor: r.task.executor.to_string(),
+        amount: r.task.amount.to_string(),
+        status: r.status().as_str().into(),
+        spec_uri: r.spec_uri.clone(),
+        result_uri: r.result_uri,
+        capability,
+        spec,
+        envelope_error,
+        flagged,
+        created_block,
+        updated_block,
+        created_at: creation_time(logs),
+        accepted_at,
+        completed_at,
+        settled_at,
+        disputed,
+        executor_paid,
+    };
+    Some((row, transitions))
+}
+
+fn creation_time(logs: &[Log]) -> u64 {
+    logs.iter()
+        .find_map(|l| match decode_log(l) {
+            Some(TaskEscrowEvents::TaskCreated(c)) => Some(c.task.updatedAt.to::<u64>()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// An agent row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentRow {
+    /// Address.
+    pub agent: String,
+    /// `active`, `paused` or `left`.
+    pub status: String,
+    /// Card URI.
+    pub metadata_uri: String,
+    /// Capability name → price (base units).
+    pub offers: BTreeMap<String, String>,
+    /// Block of registration.
+    pub registered_block: u64,
+}
+
+/// Decodes a registry log.
+pub fn decode_registry(log: &Log) -> Option<AgentRegistryEvents> {
+    use alloy::sol_types::SolEventInterface;
+    AgentRegistryEvents::decode_log(&log.inner).ok().map(|d| d.data)
+}
+
+/// The agent a registry event is about, and the event's name.
+pub fn registry_subject(ev: &AgentRegistryEvents) -> (alloy::primitives::Address, &'static str) {
+    match ev {
+        AgentRegistryEvents::AgentRegistered(e) => (e.agent, "AgentRegistered"),
+        AgentRegistryEvents::CapabilitySet(e) => (e.agent, "CapabilitySet"),
+        AgentRegistryEvents::CapabilityRemoved(e) => (e.agent, "CapabilityRemoved"),
+        AgentRegistryEvents::MetadataUpdated(e) => (e.agent, "MetadataUpdated"),
+        AgentRegistryEvents::AgentPaused(e) => (e.agent, "AgentPaused"),
+        AgentRegistryEvents::AgentResumed(e) => (e.agent, "AgentResumed"),
+        AgentRegistryEvents::AgentLeft(e) => (e.agent, "AgentLeft"),
+    }
+}
+
+/// Folds one agent's registry logs.
+pub fn fold_agent(logs: &[Log]) -> Option<AgentRow> {
+    let mut row: Option<AgentRow> = None;
+    for log in logs {
+        let Some(ev) = decode_registry(log) else { continue };
+        let name = |w: B256| capability::decode(w).unwrap_or_else(|| w.to_string());
+        match ev {
+            AgentRegistryEvents::AgentRegistered(e) => {
+                row = Some(AgentRow {
+                    agent: e.agent.to_string(),
+                    status: "active".into(),
+                    metadata_uri: e.metadataURI,
+                    offers: BTreeMap::new(),
+                    registered_block: log.block_number.unwrap_or_default(),
+                });
+            }
+            AgentRegistryEvents::CapabilitySet(e) => {
+                if let Some(r) = row.as_mut() {
+                    r.offers.insert(name(e.capability), e.price.to_string());
+                }
+            }
+            AgentRegistryEvents::CapabilityRemoved(e) => {
+                if let Some(r) = row.as_mut() {
+                    r.offers.remove(&name(e.capability));
+                }
+            }
+            AgentRegistryEvents::MetadataUpdated(e) => {
+                if let Some(r) = row.as_mut() {
+                    r.metadata_uri = e.metadataURI;
+                }
+            }
+            AgentRegistryEvents::AgentPaused(_) => {
+                if let Some(r) = row.as_mut() {
+                    r.status = "paused".into();
+                }
+            }
+            AgentRegistryEvents::AgentResumed(_) => {
+                if let Some(r) = row.as_mut() {
+                    r.status = "active".into();
+                }
+            }
+            AgentRegistryEvents::AgentLeft(_) => {
+                if let Some(r) = row.as_mut() {
+                    r.status = "left".into();
+                    r.offers.clear();
+                }
+            }
+        }
+    }
+    row
+}

@@ -1,0 +1,317 @@
+//! Ingestion: backfill from the deploy block in ranges that shrink when the
+//! node refuses them and grow when it answers, then follow the head (a
+//! websocket subscription to new blocks, or polling). Before each pass the
+//! newest remembered block hash is compared with the chain; on a mismatch
+//! the fork point is found among the remembered hashes and everything from
+//! it on is rolled back, journalled and ingested again.
+
+use std::{sync::Arc, time::Duration};
+
+use alloy::{
+    eips::BlockNumberOrTag,
+    primitives::B256,
+    providers::{DynProvider, Provider},
+    rpc::types::Filter,
+};
+use serde::Serialize;
+use tessera_bindings::{deployment::Deployment, envelope::BlobStore};
+use tokio::sync::{broadcast, watch};
+
+use crate::store::{Batch, IndexStore, Reorg};
+
+/// How the indexer reads the chain.
+#[derive(Debug, Clone)]
+pub struct IndexerConfig {
+    /// How many recent block hashes are kept to find a fork point.
+    pub reorg_depth: u64,
+    /// First backfill range, in blocks.
+    pub initial_range: u64,
+    /// Largest backfill range.
+    pub max_range: u64,
+    /// Attempts per range before a pass gives up (shrinking each time).
+    pub attempts: u32,
+}
+
+impl Default for IndexerConfig {
+    fn default() -> Self {
+        Self { reorg_depth: 64, initial_range: 2_000, max_range: 50_000, attempts: 8 }
+    }
+}
+
+/// Why a pass failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The node failed.
+    #[error("rpc: {0}")]
+    Rpc(#[from] alloy::transports::TransportError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] tessera_orchestrator::store::StoreError),
+}
+
+/// What changed in one commit, for live subscribers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Update {
+    /// Highest block indexed after the commit.
+    pub block: u64,
+    /// Tasks rebuilt, with their plan id.
+    pub tasks: Vec<(String, String)>,
+    /// Set when the commit was a rollback.
+    pub reorg: Option<Reorg>,
+}
+
+/// Where the index stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// Chain head at the last pass.
+    pub head: u64,
+    /// Highest block indexed.
+    pub indexed: u64,
+}
+
+/// The indexer.
+pub struct Indexer {
+    provider: DynProvider,
+    deployment: Deployment,
+    store: IndexStore,
+    blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
+    cfg: IndexerConfig,
+    range: u64,
+    updates: broadcast::Sender<Update>,
+    progress: watch::Sender<Progress>,
+}
+
+impl std::fmt::Debug for Indexer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexer")
+            .field("range", &self.range)
+            .field("progress", &*self.progress.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Indexer {
+    /// An indexer of `deployment` into `store`; envelopes too large to
+    /// inline are read from `blobs` when given.
+    pub fn new(
+        provider: DynProvider,
+        deployment: Deployment,
+        store: IndexStore,
+        blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
+        cfg: IndexerConfig,
+    ) -> Self {
+        Self {
+            range: cfg.initial_range.max(1),
+            provider,
+            deployment,
+            store,
+            blobs,
+            cfg,
+            updates: broadcast::channel(1024).0,
+            progress: watch::channel(Progress::default()).0,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &IndexStore {
+        &self.store
+    }
+
+    /// Live updates.
+    pub fn subscribe(&self) -> broadcast::Receiver<Update> {
+        self.updates.subscribe()
+    }
+
+    /// Progress, as it changes.
+    pub fn progress(&self) -> watch::Receiver<Progress> {
+        self.progress.subscribe()
+    }
+
+    /// The chain the indexer reads.
+    pub fn provider(&self) -> &DynProvider {
+        &self.provider
+    }
+
+    /// The reorg depth configured.
+    pub fn reorg_depth(&self) -> u64 {
+        self.cfg.reorg_depth
+    }
+
+    /// One pass: handle a reorganisation if there was one, then index every
+    /// block up to the head. Returns the number of events stored.
+    pub async fn sync_once(&mut self) -> Result<usize, IngestError> {
+        let head = self.provider.get_block_number().await?;
+        if let Some(reorg) = self.check_reorg(head).await? {
+            tracing::warn!(
+                fork = reorg.fork_block,
+                depth = reorg.depth,
+                orphaned = reorg.orphaned_events,
+                "reorganisation rolled back"
+            );
+            let _ = self.updates.send(Update {
+                block: reorg.fork_block.saturating_sub(1),
+                tasks: vec![],
+                reorg: Some(reorg),
+            });
+        }
+        let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
+        let mut stored = 0;
+        while from <= head {
+            let to = from.saturating_add(self.range - 1).min(head);
+            let batch = match self.read(from, to).await {
+                Ok(b) => b,
+                Err(e) if self.range > 1 => {
+                    self.range = (self.range / 2).max(1);
+                    tracing::info!(from, to, range = self.range, error = %e, "range refused; shrinking");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let applied = self
+                .store
+                .apply(&batch, self.blobs.as_deref().map(|b| b as &dyn BlobStore))
+                .await?;
+            stored += applied.events;
+            self.range = (self.range * 2).min(self.cfg.max_range);
+            self.progress.send_replace(Progress { head, indexed: to });
+            if !applied.tasks.is_empty() {
+                let _ = self.updates.send(Update { block: to, tasks: applied.tasks, reorg: None });
+            }
+            from = to + 1;
+        }
+        self.progress.send_replace(Progress { head, indexed: head.max(from.saturating_sub(1)) });
+        self.store.prune_blocks(head.saturating_sub(self.cfg.reorg_depth)).await?;
+        Ok(stored)
+    }
+
+    /// Reads one range, retrying with backoff.
+    async fn read(&self, from: u64, to: u64) -> Result<Batch, IngestError> {
+        let filter = Filter::new()
+            .address(vec![self.deployment.task_escrow, self.deployment.agent_registry])
+            .from_block(from)
+            .to_block(to);
+        let mut attempt = 0;
+        loop {
+            let result = async {
+                let logs = self.provider.get_logs(&filter).await?;
+                let end = self.provider.get_block_by_number(BlockNumberOrTag::Number(to)).await?;
+                Ok::<_, IngestError>((logs, end))
+            }
+            .await;
+            match result {
+                Ok((logs, end)) => {
+                    let mut hashes: Vec<(u64, B256)> = Vec::new();
+                    for l in &logs {
+                        if let (Some(n), Some(h)) = (l.block_number, l.block_hash)
+                            && hashes.last().is_none_or(|(last, _)| *last != n)
+                        {
+                            hashes.push((n, h));
+                        }
+                    }
+                    if let Some(b) = end {
+                        hashes.push((to, b.header.hash));
+                    }
+                    return Ok(Batch { to, logs, hashes });
+                }
+                Err(e) if attempt + 1 < self.cfg.attempts && to == from => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
+                    tracing::debug!(error = %e, attempt, "retrying");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Compares remembered hashes with the chain, newest first; rolls back to
+    /// the fork point when they differ.
+    async fn check_reorg(&mut self, head: u64) -> Result<Option<Reorg>, IngestError> {
+        let remembered = self.store.recent_blocks(self.cfg.reorg_depth as i64).await?;
+        let Some((newest, _)) = remembered.first() else { return Ok(None) };
+        let mut fork = None;
+        for (i, (number, hash)) in remembered.iter().enumerate() {
+            let on_chain =
+                self.provider.get_block_by_number(BlockNumberOrTag::Number(*number)).await?;
+            let same = on_chain.is_some_and(|b| b.header.hash.to_string() == *hash);
+            if same {
+                if i > 0 {
+                    fork = Some(number + 1);
+                }
+                break;
+            }
+            // Nothing remembered matches: roll back to the oldest remembered block.
+            fork = Some(*number);
+        }
+        match fork {
+            None => Ok(None),
+            Some(fork) => {
+                let reorg = self
+                    .store
+                    .rollback(
+                        fork,
+                        (*newest).max(head),
+                        self.blobs.as_deref().map(|b| b as &dyn BlobStore),
+                    )
+                    .await?;
+                Ok(Some(reorg))
+            }
+        }
+    }
+
+    /// Works until `shutdown`: a pass per new block (websocket at `ws_url`)
+    /// and at least every `poll`.
+    pub async fn run(
+        &mut self,
+        ws_url: Option<&str>,
+        poll: Duration,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        use futures_util::StreamExt;
+        tokio::pin!(shutdown);
+        let mut heads = match ws_url {
+            Some(url) => match subscribe(url).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(url, error = %e, "no websocket; polling instead");
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut failures = 0u32;
+        loop {
+            match self.sync_once().await {
+                Ok(_) => failures = 0,
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(error = %e, failures, "indexing pass failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(failures.min(20))))
+                        .await;
+                }
+            }
+            match heads.as_mut() {
+                Some((_, stream)) => tokio::select! {
+                    () = &mut shutdown => return,
+                    next = stream.next() => if next.is_none() { heads = None; },
+                    () = tokio::time::sleep(poll) => {}
+                },
+                None => tokio::select! {
+                    () = &mut shutdown => return,
+                    () = tokio::time::sleep(poll) => {}
+                },
+            }
+        }
+    }
+}
+
+type HeadStream = futures_util::stream::BoxStream<'static, alloy::rpc::types::Header>;
+
+async fn subscribe(url: &str) -> Result<(DynProvider, HeadStream), IngestError> {
+    use futures_util::StreamExt;
+    let ws = alloy::providers::ProviderBuilder::new()
+        .connect_ws(alloy::providers::WsConnect::new(url))
+        .await?
+        .erased();
+    let stream = ws.subscribe_blocks().await?.into_stream().boxed();
+    Ok((ws, stream))
+}

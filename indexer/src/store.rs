@@ -1,0 +1,754 @@
+//! The index through sqlx: raw events and the cursor written in one
+//! transaction (exactly once), derived tasks, transitions and agents rebuilt
+//! from the events they depend on, rollbacks for reorganisations, and the
+//! queries the API serves (recursive lineage queries that run on SQLite and
+//! PostgreSQL alike).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alloy::{primitives::B256, rpc::types::Log};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
+use tessera_bindings::{envelope::BlobStore, task::decode_log};
+use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool};
+
+use crate::derive::{self, TaskRow};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Rows per multi-row insert (9 parameters each, well under SQLite's limit).
+const INSERT_CHUNK: usize = 500;
+
+/// One ingested range: its logs and the block hashes to remember.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    /// The range's last block; the cursor moves past it.
+    pub to: u64,
+    /// Escrow and registry logs of the range, in chain order.
+    pub logs: Vec<Log>,
+    /// Block hashes seen (blocks with logs, and the range's last block).
+    pub hashes: Vec<(u64, B256)>,
+}
+
+/// What a batch changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Events newly stored.
+    pub events: usize,
+    /// Tasks rebuilt, with their plan id.
+    pub tasks: Vec<(String, String)>,
+}
+
+/// A reorganisation and what it took away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reorg {
+    /// Journal position.
+    pub seq: i64,
+    /// Head when it was noticed.
+    pub detected_head: u64,
+    /// First block that changed.
+    pub fork_block: u64,
+    /// Blocks rolled back.
+    pub depth: u64,
+    /// Events removed.
+    pub orphaned_events: u64,
+    /// Tasks whose history changed.
+    pub affected_tasks: Vec<String>,
+}
+
+/// Filters of the task list.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct TaskFilter {
+    /// Status name (`Paid`, `Disputed`, …).
+    pub status: Option<String>,
+    /// Executor address.
+    pub executor: Option<String>,
+    /// Client address.
+    pub client: Option<String>,
+    /// Plan id.
+    pub plan: Option<String>,
+    /// Continue after this task id (from the previous page's `next`).
+    pub cursor: Option<String>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// The index store.
+#[derive(Debug, Clone)]
+pub struct IndexStore {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+fn hex(b: &B256) -> String {
+    b.to_string()
+}
+
+impl IndexStore {
+    /// Connects and migrates.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let (pool, backend) = open_pool(url, &MIGRATOR).await?;
+        Ok(Self { pool, backend })
+    }
+
+    /// Which database this is.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Where ingestion resumes.
+    pub async fn cursor(&self) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query("SELECT next_block FROM ix_cursor WHERE id = 'ingest'")
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.try_get::<i64, _>("next_block")).transpose()?.map(|b| b as u64))
+    }
+
+    /// Stores a batch and moves the cursor past it in one transaction, then
+    /// rebuilds what the new events touch (same transaction).
+    pub async fn apply(
+        &self,
+        batch: &Batch,
+        blobs: Option<&dyn BlobStore>,
+    ) -> Result<Applied, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut tasks: BTreeSet<String> = BTreeSet::new();
+        let mut agents: BTreeSet<String> = BTreeSet::new();
+        let mut stored = 0;
+        for chunk in batch.logs.chunks(INSERT_CHUNK) {
+            let mut sql = String::from(
+                "INSERT INTO ix_events (block, log_index, block_hash, tx_hash, contract, kind, task_id, agent, raw) VALUES ",
+            );
+            let mut rows: Vec<[Option<String>; 9]> = Vec::with_capacity(chunk.len());
+            for (i, log) in chunk.iter().enumerate() {
+                if i > 0 {
+                    sql.push(',');
+                }
+                let b = i * 9;
+                sql.push_str(&format!(
+                    "(${},${},${},${},${},${},${},${},${})",
+                    b + 1,
+                    b + 2,
+                    b + 3,
+                    b + 4,
+                    b + 5,
+                    b + 6,
+                    b + 7,
+                    b + 8,
+                    b + 9
+                ));
+                let (contract, kind, task, agent) = classify(log);
+                if let Some(t) = &task {
+                    tasks.insert(t.clone());
+                }
+                if let Some(a) = &agent {
+                    agents.insert(a.clone());
+                }
+                rows.push([
+                    Some(log.block_number.unwrap_or_default().to_string()),
+                    Some(log.log_index.unwrap_or_default().to_string()),
+                    Some(log.block_hash.map(|h| hex(&h)).unwrap_or_default()),
+                    Some(log.transaction_hash.map(|h| hex(&h)).unwrap_or_default()),
+                    Some(contract.into()),
+                    Some(kind.into()),
+                    task,
+                    agent,
+                    Some(serde_json::to_string(log).expect("logs serialize")),
+                ]);
+            }
+            sql.push_str(" ON CONFLICT (block, log_index) DO NOTHING");
+            let mut q = sqlx::query(&sql);
+            for r in rows {
+                q = q
+                    .bind(r[0].as_deref().and_then(|v| v.parse::<i64>().ok()))
+                    .bind(r[1].as_deref().and_then(|v| v.parse::<i64>().ok()))
+                    .bind(r[2].clone())
+                    .bind(r[3].clone())
+                    .bind(r[4].clone())
+                    .bind(r[5].clone())
+                    .bind(r[6].clone())
+                    .bind(r[7].clone())
+                    .bind(r[8].clone());
+            }
+            stored += q.execute(&mut *tx).await?.rows_affected() as usize;
+        }
+        for (number, hash) in &batch.hashes {
+            sqlx::query(
+                "INSERT INTO ix_blocks (number, hash) VALUES ($1, $2) \
+                 ON CONFLICT (number) DO UPDATE SET hash = excluded.hash",
+            )
+            .bind(*number as i64)
+            .bind(hex(hash))
+            .execute(&mut *tx)
+            .await?;
+        }
+        set_cursor(&mut tx, batch.to + 1).await?;
+        let rebuilt = rebuild(&mut tx, &tasks, &agents, blobs).await?;
+        tx.commit().await?;
+        Ok(Applied { events: stored, tasks: rebuilt })
+    }
+
+    /// Rolls back every event from `fork` on, rebuilds what they touched and
+    /// journals the reorganisation; the cursor returns to `fork`.
+    pub async fn rollback(
+        &self,
+        fork: u64,
+        detected_head: u64,
+        blobs: Option<&dyn BlobStore>,
+    ) -> Result<Reorg, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let rows = sqlx::query("SELECT task_id, agent FROM ix_events WHERE block >= $1")
+            .bind(fork as i64)
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut tasks = BTreeSet::new();
+        let mut agents = BTreeSet::new();
+        for r in &rows {
+            if let Some(t) = r.try_get::<Option<String>, _>("task_id")? {
+                tasks.insert(t);
+            }
+            if let Some(a) = r.try_get::<Option<String>, _>("agent")? {
+                agents.insert(a);
+            }
+        }
+        sqlx::query("DELETE FROM ix_events WHERE block >= $1")
+            .bind(fork as i64)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM ix_blocks WHERE number >= $1")
+            .bind(fork as i64)
+            .execute(&mut *tx)
+            .await?;
+        set_cursor(&mut tx, fork).await?;
+        rebuild(&mut tx, &tasks, &agents, blobs).await?;
+        let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM ix_reorgs")
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("next")?;
+        let reorg = Reorg {
+            seq,
+            detected_head,
+            fork_block: fork,
+            depth: detected_head.saturating_sub(fork) + 1,
+            orphaned_events: rows.len() as u64,
+            affected_tasks: tasks.into_iter().collect(),
+        };
+        sqlx::query(
+            "INSERT INTO ix_reorgs (seq, detected_head, fork_block, depth, orphaned_events, affected_tasks, at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(seq)
+        .bind(detected_head as i64)
+        .bind(fork as i64)
+        .bind(reorg.depth as i64)
+        .bind(reorg.orphaned_events as i64)
+        .bind(serde_json::to_string(&reorg.affected_tasks).expect("strings serialize"))
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(reorg)
+    }
+
+    /// Stored block hashes, newest first.
+    pub async fn recent_blocks(&self, limit: i64) -> Result<Vec<(u64, String)>, StoreError> {
+        let rows = sqlx::query("SELECT number, hash FROM ix_blocks ORDER BY number DESC LIMIT $1")
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get::<i64, _>("number")? as u64, r.try_get("hash")?)))
+            .collect()
+    }
+
+    /// Forgets block hashes below `keep_from` (older than the reorg depth).
+    pub async fn prune_blocks(&self, keep_from: u64) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM ix_blocks WHERE number < $1")
+            .bind(keep_from as i64)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Tasks matching `f`, ordered by id, one page.
+    pub async fn tasks(&self, f: &TaskFilter) -> Result<(Vec<Value>, Option<String>), StoreError> {
+        let limit = f.limit.unwrap_or(50).clamp(1, 500);
+        let mut sql = String::from("SELECT * FROM ix_tasks WHERE 1 = 1");
+        let mut binds: Vec<String> = Vec::new();
+        let mut push = |sql: &mut String, cond: &str, v: &str| {
+            binds.push(v.to_owned());
+            sql.push_str(&format!(" AND {cond} ${}", binds.len()));
+        };
+        if let Some(v) = &f.status {
+            push(&mut sql, "status =", v);
+        }
+        if let Some(v) = &f.executor {
+            push(&mut sql, "LOWER(executor) =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.client {
+            push(&mut sql, "LOWER(client) =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.plan {
+            push(&mut sql, "plan_id =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.cursor {
+            push(&mut sql, "task_id >", v);
+        }
+        sql.push_str(&format!(" ORDER BY task_id LIMIT {}", limit + 1));
+        let mut q = sqlx::query(&sql);
+        for b in &binds {
+            q = q.bind(b.clone());
+        }
+        let rows = q.fetch_all(&self.pool).await?;
+        let mut out: Vec<Value> = rows.iter().map(task_json).collect::<Result<_, _>>()?;
+        let next = if out.len() as i64 > limit {
+            out.truncate(limit as usize);
+            out.last().and_then(|t| t["task_id"].as_str().map(str::to_owned))
+        } else {
+            None
+        };
+        Ok((out, next))
+    }
+
+    /// One task with its transitions and events.
+    pub async fn task(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        let Some(row) = sqlx::query("SELECT * FROM ix_tasks WHERE task_id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let mut task = task_json(&row)?;
+        let transitions = sqlx::query(
+            "SELECT block, log_index, kind, from_status, to_status, valid, problem FROM ix_transitions \
+             WHERE task_id = $1 ORDER BY block, log_index",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        let history: Vec<Value> = transitions
+            .iter()
+            .map(|r| {
+                Ok(json!({
+                    "block": r.try_get::<i64, _>("block")?,
+                    "log_index": r.try_get::<i64, _>("log_index")?,
+                    "event": r.try_get::<String, _>("kind")?,
+                    "from": r.try_get::<String, _>("from_status")?,
+                    "to": r.try_get::<String, _>("to_status")?,
+                    "valid": r.try_get::<i64, _>("valid")? == 1,
+                    "problem": r.try_get::<Option<String>, _>("problem")?,
+                }))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        let txs = sqlx::query("SELECT block, log_index, tx_hash, kind FROM ix_events WHERE task_id = $1 ORDER BY block, log_index")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        let txs: Vec<Value> = txs
+            .iter()
+            .map(|r| {
+                Ok(json!({
+                    "block": r.try_get::<i64, _>("block")?,
+                    "event": r.try_get::<String, _>("kind")?,
+                    "tx_hash": r.try_get::<String, _>("tx_hash")?,
+                }))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        task["history"] = Value::Array(history);
+        task["transactions"] = Value::Array(txs);
+        Ok(Some(task))
+    }
+
+    /// A plan's lineage: every task of the plan with its depth under the plan
+    /// and the cost of its subtree; tasks whose parent is not indexed (yet)
+    /// are listed as pending.
+    pub async fn plan_tree(&self, plan: &str) -> Result<Value, StoreError> {
+        let plan = plan.to_lowercase();
+        let rows = sqlx::query(
+            "WITH RECURSIVE tree (task_id, depth) AS ( \
+               SELECT task_id, 0 FROM ix_tasks t WHERE plan_id = $1 AND (parent_id = '0' \
+                 OR NOT EXISTS (SELECT 1 FROM ix_tasks p WHERE p.task_id = t.parent_id)) \
+               UNION ALL \
+               SELECT c.task_id, tree.depth + 1 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
+             ) SELECT t.*, tree.depth AS depth FROM tree JOIN ix_tasks t ON t.task_id = tree.task_id \
+             ORDER BY tree.depth, t.created_block, t.task_id",
+        )
+        .bind(&plan)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut nodes = Vec::new();
+        for r in &rows {
+            let mut t = task_json(r)?;
+            t["depth"] = json!(r.try_get::<i64, _>("depth")?);
+            let pending = t["parent_id"] != "0"
+                && !rows.iter().any(|p| {
+                    p.try_get::<String, _>("task_id").ok().as_deref() == t["parent_id"].as_str()
+                });
+            t["pending_parent"] = json!(pending);
+            t["subtree_cost"] = json!(
+                self.subtree_cost(t["task_id"].as_str().unwrap_or_default()).await?.to_string()
+            );
+            nodes.push(t);
+        }
+        Ok(json!({ "plan_id": plan, "tasks": nodes }))
+    }
+
+    /// Sum of the amounts of a task and all its descendants.
+    pub async fn subtree_cost(&self, id: &str) -> Result<i64, StoreError> {
+        let row = sqlx::query(
+            "WITH RECURSIVE sub (task_id) AS ( \
+               SELECT task_id FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL SELECT c.task_id FROM ix_tasks c JOIN sub ON c.parent_id = sub.task_id \
+             ) SELECT CAST(COALESCE(SUM(t.amount_units), 0) AS BIGINT) AS total FROM sub JOIN ix_tasks t ON t.task_id = sub.task_id",
+        )
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get::<i64, _>("total")?)
+    }
+
+    /// Ancestors of a task, nearest first.
+    pub async fn ancestors(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "WITH RECURSIVE up (task_id, parent_id, depth) AS ( \
+               SELECT task_id, parent_id, 0 FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL SELECT p.task_id, p.parent_id, up.depth + 1 FROM ix_tasks p JOIN up ON p.task_id = up.parent_id \
+             ) SELECT task_id FROM up WHERE depth > 0 ORDER BY depth",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("task_id")?)).collect()
+    }
+
+    /// Descendants of a task, breadth first.
+    pub async fn descendants(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "WITH RECURSIVE down (task_id, depth) AS ( \
+               SELECT task_id, 0 FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL SELECT c.task_id, down.depth + 1 FROM ix_tasks c JOIN down ON c.parent_id = down.task_id \
+             ) SELECT task_id FROM down WHERE depth > 0 ORDER BY depth, task_id",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("task_id")?)).collect()
+    }
+
+    /// Registry state of every agent, with derived stats.
+    pub async fn agents(&self) -> Result<Vec<Value>, StoreError> {
+        let rows =
+            sqlx::query("SELECT agent FROM ix_agents ORDER BY agent").fetch_all(&self.pool).await?;
+        let mut out = Vec::new();
+        for r in rows {
+            if let Some(a) = self.agent(&r.try_get::<String, _>("agent")?).await? {
+                out.push(a);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One agent with its stats: completed, disputed, refunded, earnings,
+    /// median accept and completion latency, success rate.
+    pub async fn agent(&self, agent: &str) -> Result<Option<Value>, StoreError> {
+        let Some(row) = sqlx::query("SELECT * FROM ix_agents WHERE LOWER(agent) = $1")
+            .bind(agent.to_lowercase())
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let address: String = row.try_get("agent")?;
+        let tasks = sqlx::query(
+            "SELECT status, disputed, executor_paid, created_at, accepted_at, completed_at FROM ix_tasks WHERE executor = $1",
+        )
+        .bind(&address)
+        .fetch_all(&self.pool)
+        .await?;
+        let (mut completed, mut disputed, mut refunded, mut earnings, mut settled) =
+            (0u64, 0u64, 0u64, 0i64, 0u64);
+        let mut accept = Vec::new();
+        let mut complete = Vec::new();
+        for t in &tasks {
+            let status: String = t.try_get("status")?;
+            if t.try_get::<i64, _>("disputed")? == 1 {
+                disputed += 1;
+            }
+            match status.as_str() {
+                "Paid" | "Split" => {
+                    completed += 1;
+                    settled += 1;
+                }
+                "Refunded" | "Expired" | "Cancelled" => {
+                    settled += 1;
+                    if status == "Refunded" {
+                        refunded += 1;
+                    }
+                }
+                _ => {}
+            }
+            earnings += t.try_get::<i64, _>("executor_paid")?;
+            let created: i64 = t.try_get("created_at")?;
+            if let Some(a) = t.try_get::<Option<i64>, _>("accepted_at")? {
+                accept.push(a - created);
+                if let Some(c) = t.try_get::<Option<i64>, _>("completed_at")? {
+                    complete.push(c - a);
+                }
+            }
+        }
+        let offers: Value =
+            serde_json::from_str(&row.try_get::<String, _>("offers")?).unwrap_or(Value::Null);
+        Ok(Some(json!({
+            "agent": address,
+            "status": row.try_get::<String, _>("status")?,
+            "metadata_uri": row.try_get::<String, _>("metadata_uri")?,
+            "offers": offers,
+            "registered_block": row.try_get::<i64, _>("registered_block")?,
+            "stats": {
+                "tasks": tasks.len(),
+                "completed": completed,
+                "disputed": disputed,
+                "refunded": refunded,
+                "earnings": earnings.to_string(),
+                "median_accept_secs": median(&mut accept),
+                "median_completion_secs": median(&mut complete),
+                "success_rate": if settled == 0 { Value::Null } else { json!(completed as f64 / settled as f64) },
+            },
+        })))
+    }
+
+    /// Tasks that were ever disputed, newest first.
+    pub async fn disputes(&self) -> Result<Vec<Value>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(task_json).collect()
+    }
+
+    /// The reorganisation journal, newest first.
+    pub async fn reorgs(&self) -> Result<Vec<Reorg>, StoreError> {
+        let rows =
+            sqlx::query("SELECT * FROM ix_reorgs ORDER BY seq DESC").fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(Reorg {
+                    seq: r.try_get("seq")?,
+                    detected_head: r.try_get::<i64, _>("detected_head")? as u64,
+                    fork_block: r.try_get::<i64, _>("fork_block")? as u64,
+                    depth: r.try_get::<i64, _>("depth")? as u64,
+                    orphaned_events: r.try_get::<i64, _>("orphaned_events")? as u64,
+                    affected_tasks: serde_json::from_str(
+                        &r.try_get::<String, _>("affected_tasks")?,
+                    )
+                    .unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+
+    /// Number of stored events.
+    pub async fn event_count(&self) -> Result<i64, StoreError> {
+        Ok(sqlx::query("SELECT COUNT(*) AS n FROM ix_events")
+            .fetch_one(&self.pool)
+            .await?
+            .try_get("n")?)
+    }
+}
+
+fn median(v: &mut [i64]) -> Value {
+    if v.is_empty() {
+        return Value::Null;
+    }
+    v.sort_unstable();
+    json!(v[v.len() / 2])
+}
+
+fn task_json(r: &AnyRow) -> Result<Value, StoreError> {
+    let opt =
+        |k: &str| -> Result<Value, StoreError> { Ok(json!(r.try_get::<Option<String>, _>(k)?)) };
+    let opt_i =
+        |k: &str| -> Result<Value, StoreError> { Ok(json!(r.try_get::<Option<i64>, _>(k)?)) };
+    Ok(json!({
+        "task_id": r.try_get::<String, _>("task_id")?,
+        "plan_id": r.try_get::<String, _>("plan_id")?,
+        "parent_id": r.try_get::<String, _>("parent_id")?,
+        "funder": r.try_get::<String, _>("funder")?,
+        "client": r.try_get::<String, _>("client")?,
+        "executor": r.try_get::<String, _>("executor")?,
+        "amount": r.try_get::<String, _>("amount")?,
+        "status": r.try_get::<String, _>("status")?,
+        "spec_uri": r.try_get::<String, _>("spec_uri")?,
+        "result_uri": opt("result_uri")?,
+        "capability": opt("capability")?,
+        "spec": opt("spec")?,
+        "envelope_error": opt("envelope_error")?,
+        "flagged": opt("flagged")?,
+        "created_block": r.try_get::<i64, _>("created_block")?,
+        "updated_block": r.try_get::<i64, _>("updated_block")?,
+        "accepted_at": opt_i("accepted_at")?,
+        "completed_at": opt_i("completed_at")?,
+        "settled_at": opt_i("settled_at")?,
+        "disputed": r.try_get::<i64, _>("disputed")? == 1,
+        "executor_paid": r.try_get::<i64, _>("executor_paid")?.to_string(),
+    }))
+}
+
+/// Which contract a log is from, its event name, task and agent.
+fn classify(log: &Log) -> (&'static str, &'static str, Option<String>, Option<String>) {
+    if let Some(ev) = decode_log(log) {
+        let task = tessera_bindings::task::TaskRecord::event_task_id(&ev).map(|id| id.to_string());
+        return ("escrow", derive::escrow_kind(&ev), task, None);
+    }
+    if let Some(ev) = derive::decode_registry(log) {
+        let (agent, kind) = derive::registry_subject(&ev);
+        return ("registry", kind, None, Some(agent.to_string()));
+    }
+    ("unknown", "Unknown", None, None)
+}
+
+async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO ix_cursor (id, next_block) VALUES ('ingest', $1) \
+         ON CONFLICT (id) DO UPDATE SET next_block = excluded.next_block",
+    )
+    .bind(next as i64)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Folds the given tasks and agents again from their stored events.
+async fn rebuild(
+    tx: &mut Transaction<'_, Any>,
+    tasks: &BTreeSet<String>,
+    agents: &BTreeSet<String>,
+    blobs: Option<&dyn BlobStore>,
+) -> Result<Vec<(String, String)>, StoreError> {
+    let mut rebuilt = Vec::new();
+    let ids: Vec<&String> = tasks.iter().collect();
+    for chunk in ids.chunks(INSERT_CHUNK) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT task_id, raw FROM ix_events WHERE task_id IN ({}) ORDER BY block, log_index",
+            placeholders.join(",")
+        );
+        let mut q = sqlx::query(&sql);
+        for id in chunk {
+            q = q.bind((*id).clone());
+        }
+        let mut by_task: BTreeMap<String, Vec<Log>> = BTreeMap::new();
+        for r in q.fetch_all(&mut **tx).await? {
+            let raw: String = r.try_get("raw")?;
+            let log: Log = serde_json::from_str(&raw)
+                .map_err(|e| StoreError::Corrupt { table: "ix_events", detail: e.to_string() })?;
+            by_task.entry(r.try_get("task_id")?).or_default().push(log);
+        }
+        for id in chunk {
+            sqlx::query("DELETE FROM ix_transitions WHERE task_id = $1")
+                .bind((*id).clone())
+                .execute(&mut **tx)
+                .await?;
+            let folded = by_task.get(*id).and_then(|logs| derive::fold_task(logs, blobs));
+            match folded {
+                None => {
+                    sqlx::query("DELETE FROM ix_tasks WHERE task_id = $1")
+                        .bind((*id).clone())
+                        .execute(&mut **tx)
+                        .await?;
+                }
+                Some((row, transitions)) => {
+                    rebuilt.push((row.task_id.clone(), row.plan_id.clone()));
+                    put_task(tx, &row).await?;
+                    for t in transitions {
+                        sqlx::query(
+                            "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) \
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                        )
+                        .bind(&row.task_id)
+                        .bind(t.block as i64)
+                        .bind(t.log_index as i64)
+                        .bind(t.kind)
+                        .bind(t.from_status)
+                        .bind(t.to_status)
+                        .bind(i64::from(t.valid))
+                        .bind(t.problem)
+                        .execute(&mut **tx)
+                        .await?;
+                    }
+                }
+            }
+        }
+    }
+    for agent in agents {
+        let rows =
+            sqlx::query("SELECT raw FROM ix_events WHERE agent = $1 ORDER BY block, log_index")
+                .bind(agent)
+                .fetch_all(&mut **tx)
+                .await?;
+        let logs: Vec<Log> = rows
+            .iter()
+            .filter_map(|r| r.try_get::<String, _>("raw").ok())
+            .filter_map(|raw| serde_json::from_str(&raw).ok())
+            .collect();
+        sqlx::query("DELETE FROM ix_agents WHERE agent = $1")
+            .bind(agent)
+            .execute(&mut **tx)
+            .await?;
+        if let Some(a) = derive::fold_agent(&logs) {
+            sqlx::query(
+                "INSERT INTO ix_agents (agent, status, metadata_uri, offers, registered_block) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&a.agent)
+            .bind(&a.status)
+            .bind(&a.metadata_uri)
+            .bind(serde_json::to_string(&a.offers).expect("offers serialize"))
+            .bind(a.registered_block as i64)
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    Ok(rebuilt)
+}
+
+async fn put_task(tx: &mut Transaction<'_, Any>, t: &TaskRow) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM ix_tasks WHERE task_id = $1")
+        .bind(&t.task_id)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO ix_tasks (task_id, plan_id, parent_id, funder, client, executor, amount, amount_units, status, \
+         spec_uri, result_uri, capability, spec, envelope_error, flagged, created_block, updated_block, created_at, \
+         accepted_at, completed_at, settled_at, disputed, executor_paid) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
+    )
+    .bind(&t.task_id)
+    .bind(t.plan_id.to_lowercase())
+    .bind(&t.parent_id)
+    .bind(&t.funder)
+    .bind(&t.client)
+    .bind(&t.executor)
+    .bind(&t.amount)
+    .bind(i64::try_from(t.amount.parse::<u128>().unwrap_or_default()).unwrap_or(i64::MAX))
+    .bind(&t.status)
+    .bind(&t.spec_uri)
+    .bind(&t.result_uri)
+    .bind(&t.capability)
+    .bind(&t.spec)
+    .bind(&t.envelope_error)
+    .bind(&t.flagged)
+    .bind(t.created_block as i64)
+    .bind(t.updated_block as i64)
+    .bind(t.created_at as i64)
+    .bind(t.accepted_at.map(|v| v as i64))
+    .bind(t.completed_at.map(|v| v as i64))
+    .bind(t.settled_at.map(|v| v as i64))
+    .bind(i64::from(t.disputed))
+    .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! The indexer on anvil: lineage from events, exactly-once ingestion across
+//! an interrupted backfill, reorganisations of depth 1 to 10 (including one
+//! that drops a parent but keeps its child), and the API.
+
+use std::time::Duration;
+
+use alloy::{
+    network::TransactionBuilder,
+    primitives::{U256, keccak256},
+    providers::Provider,
+    rpc::types::{Filter, TransactionRequest},
+};
+use serde_json::{Value, json};
+use tessera_anvil::deploy::DeployConfig;
+use tessera_bindings::{ITaskEscrow::CreateParams, MockUSDC, TaskEscrow};
+use tessera_e2e::{Stack, TestEnv};
+use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
+
+async fn indexer(env: &TestEnv, url: &str, cfg: IndexerConfig) -> Indexer {
+    let store = IndexStore::connect(url).await.unwrap();
+    Indexer::new(env.provider.clone(), env.deployment.clone(), store, None, cfg)
+}
+
+fn sqlite(dir: &tempfile::TempDir, name: &str) -> String {
+    format!("sqlite://{}", dir.path().join(name).display())
+}
+
+/// Every escrow and registry log on chain.
+async fn chain_logs(env: &TestEnv) -> usize {
+    env.provider
+        .get_logs(
+            &Filter::new()
+                .address(vec![env.deployment.task_escrow, env.deployment.agent_registry])
+                .from_block(env.deployment.deploy_block),
+        )
+        .await
+        .unwrap()
+        .len()
+}
+
+async fn lineage_of_a_chain_plan(db: Option<String>) {
+    let stack = Stack::start().await;
+    let (a1, a2) = (stack.env.actors.agent(1), stack.env.actors.agent(2));
+    let plan_id = tessera_orchestrator::plan::Plan::id_from_label("indexed");
+    let plan = json!({
+        "version": 1, "id": plan_id, "review": "auto", "budget": 5_000_000u64,
+        "source": "The council met on Monday. It approved the budget for schools.",
+        "subtasks": [
+            {"index": 0, "capability": "translate", "spec": "Translate to French", "executor": a2, "cost": 800_000, "deadline_offset_secs": 3600},
+            {"index": 1, "capability": "summarize", "spec": "Summarize it", "executor": a1, "cost": 400_000, "deadline_offset_secs": 3600, "depends_on": [0]},
+        ],
+    });
+    let id = stack.run_plan(&plan).await;
+    stack.wait_state(&id, "completed", 60).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.unwrap_or_else(|| sqlite(&dir, "index.db"));
+    let mut ix = indexer(&stack.env, &url, IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    assert_eq!(ix.store().event_count().await.unwrap() as usize, chain_logs(&stack.env).await);
+
+    let tree = ix.store().plan_tree(&plan_id.to_string()).await.unwrap();
+    let tasks = tree["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{tree:#}");
+    assert_eq!(
+        (tasks[0]["capability"].as_str(), tasks[0]["depth"].as_i64()),
+        (Some("translate"), Some(0))
+    );
+    assert_eq!(
+        (tasks[1]["capability"].as_str(), tasks[1]["depth"].as_i64()),
+        (Some("summarize"), Some(1))
+    );
+    assert_eq!(tasks[0]["subtree_cost"], "1200000", "roll-up over the subtree");
+    assert_eq!(tasks[1]["parent_id"], tasks[0]["task_id"]);
+    assert!(tasks.iter().all(|t| t["status"] == "Paid" && t["flagged"].is_null()));
+    let child = tasks[1]["task_id"].as_str().unwrap();
+    assert_eq!(
+        ix.store().ancestors(child).await.unwrap(),
+        vec![tasks[0]["task_id"].as_str().unwrap().to_owned()]
+    );
+    let one = ix.store().task(child).await.unwrap().unwrap();
+    let events: Vec<&str> =
+        one["history"].as_array().unwrap().iter().map(|h| h["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["TaskCreated", "TaskAccepted", "TaskCompleted", "TaskSettled"]);
+    assert!(one["history"].as_array().unwrap().iter().all(|h| h["valid"] == true));
+
+    // Agent stats come from the same events.
+    let agent = ix.store().agent(&a1.to_string()).await.unwrap().unwrap();
+    assert_eq!(agent["stats"]["completed"], 1);
+    assert_eq!(agent["stats"]["earnings"], "400000");
+    assert_eq!(agent["stats"]["success_rate"], 1.0);
+    assert_eq!(agent["offers"]["summarize"], "400000");
+}
+
+#[tokio::test]
+async fn lineage_of_a_chain_plan_on_sqlite() {
+    lineage_of_a_chain_plan(None).await;
+}
+
+#[tokio::test]
+async fn lineage_of_a_chain_plan_on_postgresql() {
+    if let Some(url) = tessera_orchestrator::store::scratch_postgres_url("indexer_lineage").await {
+        lineage_of_a_chain_plan(Some(url)).await;
+    }
+}
+
+/// `count` created tasks, each in its own block, from the sponsor.
+async fn create_tasks(env: &TestEnv, label: &str, count: usize) -> Vec<U256> {
+    let mut d = env.driver();
+    d.scenario(label);
+    let mut ids = Vec::new();
+    for _ in 0..count {
+        let params = d.params(env.actors.agent(0), 1_000, "data:,x".into()).await.unwrap();
+        ids.push(d.create_with_permit(params).await.unwrap().id);
+    }
+    ids
+}
+
+#[tokio::test]
+async fn an_interrupted_backfill_resumes_with_nothing_lost_or_doubled() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    create_tasks(&env, "backfill", 40).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite(&dir, "index.db");
+    let small = IndexerConfig { initial_range: 1, max_range: 1, ..IndexerConfig::default() };
+    // Killed mid-backfill, a few times (the future is dropped wherever it is,
+    // transactions included).
+    for ms in [5, 10, 15] {
+        let mut ix = indexer(&env, &url, small.clone()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(ms), ix.sync_once()).await;
+    }
+    let partial = IndexStore::connect(&url).await.unwrap().event_count().await.unwrap() as usize;
+    let total = chain_logs(&env).await;
+    assert!(partial < total, "the interruptions left work to do ({partial} of {total})");
+    let mut ix = indexer(&env, &url, small).await;
+    ix.sync_once().await.unwrap();
+    assert_eq!(ix.store().event_count().await.unwrap() as usize, total);
+    // The same as indexing from scratch in one go.
+    let mut fresh = indexer(&env, &sqlite(&dir, "fresh.db"), IndexerConfig::default()).await;
+    fresh.sync_once().await.unwrap();
+    let f = tessera_indexer::store::TaskFilter { limit: Some(500), ..Default::default() };
+    assert_eq!(ix.store().tasks(&f).await.unwrap(), fresh.store().tasks(&f).await.unwrap());
+}
+
+#[tokio::test]
+async fn reorgs_of_depth_one_to_ten_are_rolled_back_and_journalled() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ix = indexer(&env, &sqlite(&dir, "index.db"), IndexerConfig::default()).await;
+    for depth in 1..=10u64 {
+        let ids = create_tasks(&env, &format!("reorg-{depth}"), depth as usize).await;
+        ix.sync_once().await.unwrap();
+        for id in &ids {
+            assert!(ix.store().task(&id.to_string()).await.unwrap().is_some());
+        }
+        // Replace the last `depth` blocks with empty ones.
+        env.provider
+            .raw_request::<_, Value>("anvil_reorg".into(), (depth, Vec::<Value>::new()))
+            .await
+            .unwrap();
+        ix.sync_once().await.unwrap();
+        for id in &ids {
+            assert!(
+                ix.store().task(&id.to_string()).await.unwrap().is_none(),
+                "task {id} was reorganised away"
+            );
+        }
+        let journal = ix.store().reorgs().await.unwrap();
+        let last = &journal[0];
+        assert_eq!(last.depth, depth, "{last:?}");
+        assert_eq!(last.orphaned_events, depth, "one TaskCreated per dropped block");
+        assert_eq!(last.affected_tasks.len(), depth as usize);
+        assert_eq!(ix.store().event_count().await.unwrap() as usize, chain_logs(&env).await);
+    }
+    assert_eq!(ix.store().reorgs().await.unwrap().len(), 10);
+}
+
+#[tokio::test]
+async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let sponsor = env.actors.sponsor.address();
+    let escrow = TaskEscrow::new(env.deployment.task_escrow, &env.provider);
+    // An allowance in an earlier block, so creations need no permit nonce.
+    MockUSDC::new(env.deployment.token, &env.provider)
+        .approve(env.deployment.task_escrow, U256::MAX)
+        .from(sponsor)
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    let plan = keccak256("reorg-lineage");
+    let now = env.driver().now().await.unwrap();
+    let params = |r: &str, parent: U256| CreateParams {
+        r#ref: keccak256(r),
+        planId: plan,
+        parentId: parent,
+        client: sponsor,
+        executor: env.actors.agent(0),
+        amount: 1_000,
+        deadline: alloy::primitives::aliases::U40::from(now + 86_400),
+        reviewWindow: 3600,
+        specURI: "data:application/json,{\"parent\":\"task:1\",\"spec\":\"s\"}".into(),
+    };
+    let parent_id: U256 = escrow.taskIdFor(sponsor, keccak256("parent")).call().await.unwrap();
+    let parent_tx: TransactionRequest =
+        escrow.createTask(params("parent", U256::ZERO)).from(sponsor).into_transaction_request();
+    let child_tx: TransactionRequest = escrow
+        .createTask(params("child", parent_id))
+        .from(sponsor)
+        .into_transaction_request()
+        .with_gas_limit(500_000);
+    for tx in [parent_tx.clone(), child_tx.clone()] {
+        env.provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut ix = indexer(&env, &sqlite(&dir, "index.db"), IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    let tree = ix.store().plan_tree(&plan.to_string()).await.unwrap();
+    assert_eq!(tree["tasks"].as_array().unwrap().len(), 2);
+
+    // Reorg both blocks away, re-including only the child's transaction.
+    env.provider
+        .raw_request::<_, Value>("anvil_reorg".into(), (2u64, vec![(child_tx, 0u64)]))
+        .await
+        .unwrap();
+    ix.sync_once().await.unwrap();
+    let tree = ix.store().plan_tree(&plan.to_string()).await.unwrap();
+    let tasks = tree["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 1, "{tree:#}");
+    assert_eq!(tasks[0]["parent_id"], parent_id.to_string());
+    assert_eq!(tasks[0]["pending_parent"], true, "the child waits for its parent");
+
+    // The parent comes back: the child re-links under it.
+    env.provider.send_transaction(parent_tx).await.unwrap().get_receipt().await.unwrap();
+    ix.sync_once().await.unwrap();
+    let tree = ix.store().plan_tree(&plan.to_string()).await.unwrap();
+    let tasks = tree["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{tree:#}");
+    assert_eq!(tasks[0]["task_id"], parent_id.to_string());
+    assert_eq!(
+        (tasks[1]["depth"].as_i64(), tasks[1]["pending_parent"].as_bool()),
+        (Some(1), Some(false))
+    );
+}
