@@ -67,6 +67,12 @@ enum Command {
     /// Inspect runs.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// The indexer: events into SQLite or PostgreSQL, reorg-safe, with a read API.
+    #[command(subcommand)]
+    Indexer(crate::index::IndexerCommand),
+    /// Lineage views from the indexer.
+    #[command(subcommand)]
+    Tasks(crate::index::TasksCommand),
     /// The arbiter: rule on disputes, finalize rulings, decide appeals.
     #[command(subcommand)]
     Arbiter(crate::arbitrate::ArbiterCommand),
@@ -240,6 +246,8 @@ impl Cli {
             Command::Serve(args) => crate::orchestrate::serve(args, shutdown_signal()).await?,
             Command::Plan(args) => crate::orchestrate::plan(args).await?,
             Command::Arbiter(cmd) => crate::arbitrate::run(cmd, shutdown_signal()).await?,
+            Command::Indexer(cmd) => crate::index::run(cmd, shutdown_signal()).await?,
+            Command::Tasks(cmd) => crate::index::tree(cmd).await?,
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
             }

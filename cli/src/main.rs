@@ -2,6 +2,7 @@
 
 mod arbitrate;
 mod cli;
+mod index;
 mod orchestrate;
 
 use clap::Parser;

@@ -452,3 +452,127 @@ async fn arbiter_killed_mid_resolution_rules_each_dispute_exactly_once() {
         assert!(status.is_terminal(), "task {id} is {status}");
     }
 }
+
+#[tokio::test]
+async fn indexer_binary_serves_lineage_and_live_events() {
+    use futures_util::StreamExt;
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = dir.path().join("deployment.json");
+    env.deployment.save(&deployment).unwrap();
+    let mut d = env.driver();
+    d.scenario("indexed-plan");
+    let spec = "data:application/json,{\"parent\":\"task:1\",\"spec\":\"Summarize the memo\",\"capability\":\"summarize\"}";
+    let root_params = d.params(env.actors.agent(0), 1_000, spec.into()).await.unwrap();
+    let root = d.create_with_permit(root_params).await.unwrap();
+    let mut child_params = d.params(env.actors.agent(1), 2_000, spec.into()).await.unwrap();
+    child_params.parentId = root.id;
+    let child = d.create_with_permit(child_params).await.unwrap();
+    let plan = root.plan_id.to_string();
+
+    let port = free_port();
+    let api = format!("http://127.0.0.1:{port}");
+    let mut indexer = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["indexer", "run", "--listen", &format!("127.0.0.1:{port}"), "--poll-ms", "100"])
+        .arg("--deployment")
+        .arg(&deployment)
+        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+        .args(["--database-url", &format!("sqlite://{}", dir.path().join("index.db").display())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let head = env.provider.get_block_number().await.unwrap();
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(r) = http.get(format!("{api}/api/status")).send().await
+            && let Ok(s) = r.json::<Value>().await
+            && s["indexed_block"].as_u64() >= Some(head)
+        {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < end, "indexer never caught up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Pagination with a cursor, and clear 4xx.
+    let page: Value = http
+        .get(format!("{api}/api/tasks?plan={plan}&limit=1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
+    let next = page["next"].as_str().unwrap().to_owned();
+    let page2: Value = http
+        .get(format!("{api}/api/tasks?plan={plan}&limit=1&cursor={next}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page2["tasks"].as_array().unwrap().len(), 1);
+    assert_ne!(page["tasks"][0]["task_id"], page2["tasks"][0]["task_id"]);
+    assert!(page2["block"].as_u64().unwrap() >= head);
+    assert_eq!(
+        http.get(format!("{api}/api/tasks/not-a-number")).send().await.unwrap().status().as_u16(),
+        400
+    );
+    assert_eq!(
+        http.get(format!("{api}/api/tasks/12345")).send().await.unwrap().status().as_u16(),
+        404
+    );
+    let one: Value = http
+        .get(format!("{api}/api/tasks/{}", child.id))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["ancestors"][0], root.id.to_string());
+
+    // The epic view.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["tasks", "tree", &plan, "--indexer", &api])
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[1].starts_with("└─") && lines[1].contains("0.001000 USDC"), "{text}");
+    assert!(
+        lines[2].starts_with("   └─")
+            && lines[2].contains("0.002000 USDC")
+            && lines[2].contains("Summarize the memo"),
+        "{text}"
+    );
+
+    // Live: a new task of the plan arrives on the plan's stream.
+    let resp = http.get(format!("{api}/api/plans/{plan}/events")).send().await.unwrap();
+    let mut stream = resp.bytes_stream();
+    let mut more = d.params(env.actors.agent(2), 3_000, spec.into()).await.unwrap();
+    more.parentId = child.id;
+    let third = d.create_with_permit(more).await.unwrap();
+    let wanted = third.id.to_string();
+    let got = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut buf = String::new();
+        while let Some(chunk) = stream.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            if buf.contains(&wanted) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    assert!(got, "the new task was streamed");
+    indexer.kill().unwrap();
+    indexer.wait().unwrap();
+}

@@ -308,3 +308,107 @@ pub fn fold_agent(logs: &[Log]) -> Option<AgentRow> {
     }
     row
 }
+
+#[cfg(test)]
+mod tests {
+    use alloy::{
+        primitives::{Address, B256, U256, aliases::U40, keccak256},
+        sol_types::SolEvent,
+    };
+    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+
+    use super::*;
+
+    fn log(ev: &impl SolEvent, block: u64) -> Log {
+        Log {
+            inner: alloy::primitives::Log {
+                address: Address::repeat_byte(1),
+                data: ev.encode_log_data(),
+            },
+            block_number: Some(block),
+            log_index: Some(0),
+            ..Default::default()
+        }
+    }
+
+    fn created() -> E::TaskCreated {
+        E::TaskCreated {
+            taskId: U256::from(7),
+            planId: keccak256("plan"),
+            parentId: U256::ZERO,
+            r#ref: keccak256("ref"),
+            task: Task {
+                funder: Address::repeat_byte(2),
+                client: Address::repeat_byte(2),
+                executor: Address::repeat_byte(3),
+                amount: 500,
+                deadline: U40::from(10_000),
+                updatedAt: U40::from(1_000),
+                reviewWindow: 600,
+                disputeWindow: 600,
+                appealWindow: 0,
+                executorShareBps: 0,
+                status: 1,
+                specHash: keccak256("data:,x"),
+                resultHash: B256::ZERO,
+            },
+            specURI: "data:application/json,{\"parent\":\"task:1\",\"spec\":\"go\",\"capability\":\"summarize\"}".into(),
+        }
+    }
+
+    #[test]
+    fn impossible_transitions_are_flagged_not_applied() {
+        let paid_too_early = E::TaskSettled {
+            taskId: U256::from(7),
+            status: 7,
+            settlement: 0,
+            executorAmount: 500,
+            funderAmount: 0,
+            at: U40::from(1_100),
+        };
+        let accepted = E::TaskAccepted {
+            taskId: U256::from(7),
+            executor: Address::repeat_byte(3),
+            at: U40::from(1_200),
+        };
+        let logs = [log(&created(), 5), log(&paid_too_early, 6), log(&accepted, 7)];
+        let (row, transitions) = fold_task(&logs, None).unwrap();
+        assert_eq!(
+            row.status, "Accepted",
+            "the bad settlement was skipped, the next event applied"
+        );
+        assert!(
+            row.flagged.as_deref().unwrap().starts_with("TaskSettled at block 6"),
+            "{:?}",
+            row.flagged
+        );
+        assert_eq!(transitions.len(), 3);
+        assert!(!transitions[1].valid);
+        assert_eq!(
+            (transitions[1].from_status.as_str(), transitions[1].to_status.as_str()),
+            ("Created", "Created")
+        );
+        assert!(transitions[2].valid);
+        assert_eq!(row.capability.as_deref(), Some("summarize"));
+        assert_eq!(row.executor_paid, 0);
+    }
+
+    #[test]
+    fn events_before_creation_leave_the_task_pending() {
+        let accepted = E::TaskAccepted {
+            taskId: U256::from(7),
+            executor: Address::repeat_byte(3),
+            at: U40::from(1_200),
+        };
+        assert!(fold_task(&[log(&accepted, 7)], None).is_none());
+    }
+
+    #[test]
+    fn malformed_envelopes_are_recorded() {
+        let mut c = created();
+        c.specURI = "data:application/json,{not json".into();
+        let (row, _) = fold_task(&[log(&c, 5)], None).unwrap();
+        assert!(row.envelope_error.is_some());
+        assert_eq!(row.status, "Created");
+    }
+}

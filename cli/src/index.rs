@@ -1,0 +1,165 @@
+//! `tessera indexer run` and `tessera tasks tree`.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use alloy::{network::EthereumWallet, transports::http::reqwest::Url};
+use clap::{Args, Subcommand};
+use eyre::{Context, Result, bail};
+use serde_json::Value;
+use tessera_bindings::{client::connect, deployment::Deployment, envelope::FsBlobStore};
+use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
+
+/// `tessera indexer …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum IndexerCommand {
+    /// Index every escrow and registry event from the deploy block, follow
+    /// the head, and serve the read API.
+    Run(IndexerRun),
+}
+
+/// Where the indexer reads and writes.
+#[derive(Debug, Args)]
+pub(crate) struct IndexerRun {
+    /// The deployment record.
+    #[arg(long, default_value = "deployment.json")]
+    deployment: PathBuf,
+    /// JSON-RPC endpoint of the chain.
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    rpc_url: Url,
+    /// Websocket endpoint for new blocks (default: the RPC URL with ws://).
+    #[arg(long, env = "TESSERA_WS_URL")]
+    ws_url: Option<String>,
+    /// Index store: sqlite://<file> or postgres://…
+    #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
+    database_url: String,
+    /// Directory of content-addressed envelopes (to read large specs).
+    #[arg(long, default_value = ".tessera/blobs")]
+    blobs: PathBuf,
+    /// Address the API listens on.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    listen: std::net::SocketAddr,
+    /// Recent blocks remembered to find a fork point.
+    #[arg(long, default_value_t = 64)]
+    reorg_depth: u64,
+    /// Milliseconds between passes when no block is announced.
+    #[arg(long, default_value_t = 1000)]
+    poll_ms: u64,
+}
+
+/// `tessera tasks …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TasksCommand {
+    /// A plan's lineage as a tree: id, spec, status, executor, cost.
+    Tree {
+        /// The plan id (0x + 64 hex).
+        plan: String,
+        /// Indexer API base URL.
+        #[arg(long, env = "TESSERA_INDEXER_URL", default_value = "http://127.0.0.1:8090")]
+        indexer: String,
+    },
+}
+
+pub(crate) async fn run(
+    cmd: IndexerCommand,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let IndexerCommand::Run(a) = cmd;
+    let deployment = Deployment::load(&a.deployment)?;
+    if let Some(path) = a.database_url.strip_prefix("sqlite://")
+        && let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
+    }
+    let store = IndexStore::connect(&a.database_url).await.wrap_err("opening the index store")?;
+    let provider = connect(a.rpc_url.clone(), EthereumWallet::default());
+    let cfg = IndexerConfig { reorg_depth: a.reorg_depth, ..IndexerConfig::default() };
+    let mut indexer = Indexer::new(
+        provider,
+        deployment,
+        store.clone(),
+        Some(Arc::new(FsBlobStore::new(&a.blobs))),
+        cfg,
+    );
+    let listener = tokio::net::TcpListener::bind(a.listen)
+        .await
+        .wrap_err_with(|| format!("listening on {}", a.listen))?;
+    let updates = tokio::sync::broadcast::channel(16).0;
+    // Forward the indexer's updates to the API's subscribers.
+    let mut from_indexer = indexer.subscribe();
+    let to_api = updates.clone();
+    tokio::spawn(async move {
+        while let Ok(u) = from_indexer.recv().await {
+            let _ = to_api.send(u);
+        }
+    });
+    let app = api::router(store, indexer.progress(), updates, a.reorg_depth);
+    println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let ws = a.ws_url.or_else(|| crate::cli::ws_of(&a.rpc_url));
+    indexer.run(ws.as_deref(), Duration::from_millis(a.poll_ms.max(50)), shutdown).await;
+    server.abort();
+    println!("indexer stopped");
+    Ok(())
+}
+
+/// Prints a plan's lineage like an epic view.
+pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
+    let TasksCommand::Tree { plan, indexer } = cmd;
+    let url = format!("{}/api/plans/{plan}/tree", indexer.trim_end_matches('/'));
+    let resp =
+        reqwest::get(&url).await.wrap_err_with(|| format!("reaching the indexer at {indexer}"))?;
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        bail!("{status}: {}", body["error"].as_str().unwrap_or("no details"));
+    }
+    print!("{}", render_tree(&body));
+    Ok(())
+}
+
+/// The tree as text, children under their parents.
+pub(crate) fn render_tree(body: &Value) -> String {
+    let tasks: Vec<&Value> =
+        body["tasks"].as_array().map(|t| t.iter().collect()).unwrap_or_default();
+    let mut out = format!(
+        "plan {}  (as of block {})\n",
+        body["plan_id"].as_str().unwrap_or("?"),
+        body["block"]
+    );
+    fn walk(out: &mut String, tasks: &[&Value], parent: Option<&str>, prefix: &str) {
+        let children: Vec<&&Value> = tasks
+            .iter()
+            .filter(|t| match parent {
+                None => t["depth"] == 0,
+                Some(p) => t["parent_id"].as_str() == Some(p) && t["depth"] != 0,
+            })
+            .collect();
+        for (i, t) in children.iter().enumerate() {
+            let last = i + 1 == children.len();
+            let id = t["task_id"].as_str().unwrap_or("?");
+            let short = if id.len() > 12 {
+                format!("{}…{}", &id[..6], &id[id.len() - 4..])
+            } else {
+                id.to_owned()
+            };
+            let amount: u128 =
+                t["amount"].as_str().and_then(|a| a.parse().ok()).unwrap_or_default();
+            out.push_str(&format!(
+                "{prefix}{} {short}  {:<9} {:<18} {:<44} {}.{:06} USDC{}  {}\n",
+                if last { "└─" } else { "├─" },
+                t["status"].as_str().unwrap_or("?"),
+                t["capability"].as_str().unwrap_or("?"),
+                t["executor"].as_str().unwrap_or("?"),
+                amount / 1_000_000,
+                amount % 1_000_000,
+                if t["pending_parent"] == true { " (parent not indexed yet)" } else { "" },
+                t["spec"].as_str().unwrap_or("").chars().take(50).collect::<String>(),
+            ));
+            let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
+            walk(out, tasks, Some(id), &deeper);
+        }
+    }
+    walk(&mut out, &tasks, None, "");
+    out
+}
