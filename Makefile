@@ -4,7 +4,7 @@
 #   make test        everything a reviewer would run (see `test` below)
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
 #   make bench-plan  5-step chain plan through orchestrator + workers, vs. direct lifecycles
-#   make bench       all benchmarks (gas, plan, classify)
+#   make bench       all benchmarks (gas, plan, classify, indexer)
 #   make coverage    forge coverage of the contracts
 #
 # Every target depends on `toolchain`, which installs pinned foundry binaries,
@@ -27,7 +27,7 @@ export TESSERA_ANVIL := $(ANVIL)
 
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
-        chain bench bench-gas bench-plan bench-classify clean
+        chain bench bench-gas bench-plan bench-classify bench-indexer clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -126,7 +126,12 @@ demo: toolchain ## anvil, deploy, agents; one lifecycle, then two plans settled 
 chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes deployment.json)
 	@$(CARGO) run --quiet --locked -p tessera -- chain
 
-bench: bench-gas bench-plan bench-classify ## every benchmark (gas, plan, classify); JSON reports in target/bench/
+bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then indexer backfill events/s (SQLite, PostgreSQL), live lag p50/p99, peak RSS
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench indexer --lifecycles $(LIFECYCLES) --json $(BENCH_DIR)/indexer.json
+
+LIFECYCLES ?= 50000
+
+bench: bench-gas bench-plan bench-classify bench-indexer ## every benchmark (gas, plan, classify); JSON reports in target/bench/
 
 bench-classify: toolchain ## offline classify latency p50/p99 over the brief corpus vs. the heuristic scan alone
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench classify --json $(BENCH_DIR)/classify.json

@@ -127,6 +127,21 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// N task lifecycles on anvil, then the indexer binary's backfill
+    /// throughput (SQLite, PostgreSQL), live lag p50/p99 and peak RSS.
+    Indexer {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Lifecycles to generate.
+        #[arg(long, default_value_t = 50_000)]
+        lifecycles: usize,
+        /// Tasks created one by one to measure the live lag.
+        #[arg(long, default_value_t = 100)]
+        live: usize,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Offline classification latency over the brief corpus, against the
     /// heuristic scan alone.
     Classify {
@@ -250,6 +265,14 @@ impl Cli {
             Command::Tasks(cmd) => crate::index::tree(cmd).await?,
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
+            }
+            Command::Bench(BenchCommand::Indexer { chain, lifecycles, live, json }) => {
+                let report =
+                    Box::pin(crate::bench_indexer::run(&chain.options(), lifecycles, live)).await?;
+                print!("{}", report.table());
+                if let Some(path) = json {
+                    write_json(&path, &report)?;
+                }
             }
             Command::Bench(BenchCommand::Classify { rounds, json }) => {
                 let report = tessera_classifier::bench::run(rounds).await;

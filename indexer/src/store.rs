@@ -184,7 +184,7 @@ impl IndexStore {
             .await?;
         }
         set_cursor(&mut tx, batch.to + 1).await?;
-        let rebuilt = rebuild(&mut tx, &tasks, &agents, blobs).await?;
+        let rebuilt = rebuild(&mut tx, &tasks, &agents, blobs, &batch.logs).await?;
         tx.commit().await?;
         Ok(Applied { events: stored, tasks: rebuilt })
     }
@@ -221,7 +221,7 @@ impl IndexStore {
             .execute(&mut *tx)
             .await?;
         set_cursor(&mut tx, fork).await?;
-        rebuild(&mut tx, &tasks, &agents, blobs).await?;
+        rebuild(&mut tx, &tasks, &agents, blobs, &[]).await?;
         let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM ix_reorgs")
             .fetch_one(&mut *tx)
             .await?
@@ -621,16 +621,31 @@ async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), Stor
     Ok(())
 }
 
-/// Folds the given tasks and agents again from their stored events.
+/// Folds the given tasks and agents again from their stored events. A task
+/// created inside `fresh` (the batch just stored) has all its events there
+/// (creation is a task's first event), so it folds without a read.
 async fn rebuild(
     tx: &mut Transaction<'_, Any>,
     tasks: &BTreeSet<String>,
     agents: &BTreeSet<String>,
     blobs: Option<&dyn BlobStore>,
+    fresh: &[Log],
 ) -> Result<Vec<(String, String)>, StoreError> {
-    let mut rebuilt = Vec::new();
-    let ids: Vec<&String> = tasks.iter().collect();
-    for chunk in ids.chunks(INSERT_CHUNK) {
+    let mut by_task: BTreeMap<String, Vec<Log>> = BTreeMap::new();
+    for log in fresh {
+        if let Some(ev) = decode_log(log)
+            && let Some(id) = tessera_bindings::task::TaskRecord::event_task_id(&ev)
+        {
+            by_task.entry(id.to_string()).or_default().push(log.clone());
+        }
+    }
+    by_task.retain(|_, logs| {
+        logs.first().and_then(decode_log).is_some_and(|ev| {
+            matches!(ev, tessera_bindings::TaskEscrow::TaskEscrowEvents::TaskCreated(_))
+        })
+    });
+    let stored: Vec<&String> = tasks.iter().filter(|t| !by_task.contains_key(*t)).collect();
+    for chunk in stored.chunks(INSERT_CHUNK) {
         let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT task_id, raw FROM ix_events WHERE task_id IN ({}) ORDER BY block, log_index",
@@ -640,49 +655,36 @@ async fn rebuild(
         for id in chunk {
             q = q.bind((*id).clone());
         }
-        let mut by_task: BTreeMap<String, Vec<Log>> = BTreeMap::new();
         for r in q.fetch_all(&mut **tx).await? {
             let raw: String = r.try_get("raw")?;
             let log: Log = serde_json::from_str(&raw)
                 .map_err(|e| StoreError::Corrupt { table: "ix_events", detail: e.to_string() })?;
             by_task.entry(r.try_get("task_id")?).or_default().push(log);
         }
-        for id in chunk {
-            sqlx::query("DELETE FROM ix_transitions WHERE task_id = $1")
-                .bind((*id).clone())
-                .execute(&mut **tx)
-                .await?;
-            let folded = by_task.get(*id).and_then(|logs| derive::fold_task(logs, blobs));
-            match folded {
-                None => {
-                    sqlx::query("DELETE FROM ix_tasks WHERE task_id = $1")
-                        .bind((*id).clone())
-                        .execute(&mut **tx)
-                        .await?;
-                }
-                Some((row, transitions)) => {
-                    rebuilt.push((row.task_id.clone(), row.plan_id.clone()));
-                    put_task(tx, &row).await?;
-                    for t in transitions {
-                        sqlx::query(
-                            "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) \
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                        )
-                        .bind(&row.task_id)
-                        .bind(t.block as i64)
-                        .bind(t.log_index as i64)
-                        .bind(t.kind)
-                        .bind(t.from_status)
-                        .bind(t.to_status)
-                        .bind(i64::from(t.valid))
-                        .bind(t.problem)
-                        .execute(&mut **tx)
-                        .await?;
-                    }
-                }
+    }
+    let ids: Vec<&String> = tasks.iter().collect();
+    for chunk in ids.chunks(INSERT_CHUNK) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+        for table in ["ix_tasks", "ix_transitions"] {
+            let sql = format!("DELETE FROM {table} WHERE task_id IN ({})", placeholders.join(","));
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind((*id).clone());
             }
+            q.execute(&mut **tx).await?;
         }
     }
+    let mut rows = Vec::new();
+    let mut transitions = Vec::new();
+    for id in tasks {
+        if let Some((row, ts)) = by_task.get(id).and_then(|logs| derive::fold_task(logs, blobs)) {
+            transitions.extend(ts.into_iter().map(|t| (row.task_id.clone(), t)));
+            rows.push(row);
+        }
+    }
+    insert_tasks(tx, &rows).await?;
+    insert_transitions(tx, &transitions).await?;
+    let rebuilt = rows.iter().map(|r| (r.task_id.clone(), r.plan_id.clone())).collect();
     for agent in agents {
         let rows =
             sqlx::query("SELECT raw FROM ix_events WHERE agent = $1 ORDER BY block, log_index")
@@ -714,41 +716,81 @@ async fn rebuild(
     Ok(rebuilt)
 }
 
-async fn put_task(tx: &mut Transaction<'_, Any>, t: &TaskRow) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM ix_tasks WHERE task_id = $1")
-        .bind(&t.task_id)
-        .execute(&mut **tx)
-        .await?;
-    sqlx::query(
-        "INSERT INTO ix_tasks (task_id, plan_id, parent_id, funder, client, executor, amount, amount_units, status, \
-         spec_uri, result_uri, capability, spec, envelope_error, flagged, created_block, updated_block, created_at, \
-         accepted_at, completed_at, settled_at, disputed, executor_paid) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
-    )
-    .bind(&t.task_id)
-    .bind(t.plan_id.to_lowercase())
-    .bind(&t.parent_id)
-    .bind(&t.funder)
-    .bind(&t.client)
-    .bind(&t.executor)
-    .bind(&t.amount)
-    .bind(i64::try_from(t.amount.parse::<u128>().unwrap_or_default()).unwrap_or(i64::MAX))
-    .bind(&t.status)
-    .bind(&t.spec_uri)
-    .bind(&t.result_uri)
-    .bind(&t.capability)
-    .bind(&t.spec)
-    .bind(&t.envelope_error)
-    .bind(&t.flagged)
-    .bind(t.created_block as i64)
-    .bind(t.updated_block as i64)
-    .bind(t.created_at as i64)
-    .bind(t.accepted_at.map(|v| v as i64))
-    .bind(t.completed_at.map(|v| v as i64))
-    .bind(t.settled_at.map(|v| v as i64))
-    .bind(i64::from(t.disputed))
-    .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX))
-    .execute(&mut **tx)
-    .await?;
+/// `(?, ?, …)` groups for a multi-row insert of `rows` rows of `cols` columns.
+fn values(rows: usize, cols: usize) -> String {
+    (0..rows)
+        .map(|r| {
+            let ps: Vec<String> = (1..=cols).map(|c| format!("${}", r * cols + c)).collect();
+            format!("({})", ps.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+async fn insert_transitions(
+    tx: &mut Transaction<'_, Any>,
+    all: &[(String, derive::TransitionRow)],
+) -> Result<(), StoreError> {
+    for chunk in all.chunks(100) {
+        let sql = format!(
+            "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) VALUES {}",
+            values(chunk.len(), 8)
+        );
+        let mut q = sqlx::query(&sql);
+        for (task, t) in chunk {
+            q = q
+                .bind(task.clone())
+                .bind(t.block as i64)
+                .bind(t.log_index as i64)
+                .bind(t.kind.clone())
+                .bind(t.from_status.clone())
+                .bind(t.to_status.clone())
+                .bind(i64::from(t.valid))
+                .bind(t.problem.clone());
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+async fn insert_tasks(tx: &mut Transaction<'_, Any>, rows: &[TaskRow]) -> Result<(), StoreError> {
+    for chunk in rows.chunks(40) {
+        let sql = format!(
+            "INSERT INTO ix_tasks (task_id, plan_id, parent_id, funder, client, executor, amount, amount_units, status, \
+             spec_uri, result_uri, capability, spec, envelope_error, flagged, created_block, updated_block, created_at, \
+             accepted_at, completed_at, settled_at, disputed, executor_paid) VALUES {}",
+            values(chunk.len(), 23)
+        );
+        let mut q = sqlx::query(&sql);
+        for t in chunk {
+            q = q
+                .bind(t.task_id.clone())
+                .bind(t.plan_id.to_lowercase())
+                .bind(t.parent_id.clone())
+                .bind(t.funder.clone())
+                .bind(t.client.clone())
+                .bind(t.executor.clone())
+                .bind(t.amount.clone())
+                .bind(
+                    i64::try_from(t.amount.parse::<u128>().unwrap_or_default()).unwrap_or(i64::MAX),
+                )
+                .bind(t.status.clone())
+                .bind(t.spec_uri.clone())
+                .bind(t.result_uri.clone())
+                .bind(t.capability.clone())
+                .bind(t.spec.clone())
+                .bind(t.envelope_error.clone())
+                .bind(t.flagged.clone())
+                .bind(t.created_block as i64)
+                .bind(t.updated_block as i64)
+                .bind(t.created_at as i64)
+                .bind(t.accepted_at.map(|v| v as i64))
+                .bind(t.completed_at.map(|v| v as i64))
+                .bind(t.settled_at.map(|v| v as i64))
+                .bind(i64::from(t.disputed))
+                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX));
+        }
+        q.execute(&mut **tx).await?;
+    }
     Ok(())
 }
