@@ -23,6 +23,7 @@ use tessera_bindings::{
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec},
+    heads::Heads,
     task::{Status, TaskRecord, decode_log},
 };
 
@@ -162,33 +163,16 @@ impl Arbiter {
         mut on_action: impl FnMut(&Action),
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        use futures_util::StreamExt;
         tokio::pin!(shutdown);
-        let mut heads = match ws_url {
-            Some(url) => match subscribe(url).await {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    tracing::warn!(url, error = %e, "no websocket; polling instead");
-                    None
-                }
-            },
-            None => None,
-        };
+        let mut heads = Heads::connect(ws_url, poll).await;
         loop {
             match self.poll_once().await {
                 Ok(actions) => actions.iter().for_each(&mut on_action),
                 Err(e) => tracing::warn!(error = %e, "arbiter scan failed; retrying"),
             }
-            match heads.as_mut() {
-                Some((_, stream)) => tokio::select! {
-                    () = &mut shutdown => return,
-                    next = stream.next() => if next.is_none() { heads = None; },
-                    () = tokio::time::sleep(poll) => {}
-                },
-                None => tokio::select! {
-                    () = &mut shutdown => return,
-                    () = tokio::time::sleep(poll) => {}
-                },
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = heads.wait() => {}
             }
         }
     }
@@ -450,16 +434,4 @@ pub async fn decide_appeal(
         store.executed(&d.task_id, "appeal", Some(&receipt.transaction_hash.to_string())).await?;
     }
     Ok(receipt.transaction_hash)
-}
-
-type HeadStream = futures_util::stream::BoxStream<'static, alloy::rpc::types::Header>;
-
-async fn subscribe(url: &str) -> Result<(DynProvider, HeadStream), ArbiterError> {
-    use futures_util::StreamExt;
-    let ws = alloy::providers::ProviderBuilder::new()
-        .connect_ws(alloy::providers::WsConnect::new(url))
-        .await?
-        .erased();
-    let stream = ws.subscribe_blocks().await?.into_stream().boxed();
-    Ok((ws, stream))
 }

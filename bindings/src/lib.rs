@@ -12,6 +12,7 @@
 //!   task from its events; [`task::TaskState`] is that fold, shared by the
 //!   orchestrator, the workers, the arbiter and the indexer;
 //! - [`capability`]: capability names as the registry stores them (`bytes32`);
+//! - [`heads`]: new-block notifications (websocket, or a timer) for service loops;
 //! - [`envelope`]: the spec envelope `{parent, spec, source?, inputs?}` behind
 //!   each task's spec URI, inline or content-addressed, verified on every read.
 
@@ -19,6 +20,7 @@ pub mod capability;
 pub mod client;
 pub mod deployment;
 pub mod envelope;
+pub mod heads;
 pub mod permit;
 pub mod revert;
 pub mod task;

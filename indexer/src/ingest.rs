@@ -14,7 +14,7 @@ use alloy::{
     rpc::types::Filter,
 };
 use serde::Serialize;
-use tessera_bindings::{deployment::Deployment, envelope::BlobStore};
+use tessera_bindings::{deployment::Deployment, envelope::BlobStore, heads::Heads};
 use tokio::sync::{broadcast, watch};
 
 use crate::store::{Batch, IndexStore, Reorg};
@@ -266,18 +266,8 @@ impl Indexer {
         poll: Duration,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        use futures_util::StreamExt;
         tokio::pin!(shutdown);
-        let mut heads = match ws_url {
-            Some(url) => match subscribe(url).await {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    tracing::warn!(url, error = %e, "no websocket; polling instead");
-                    None
-                }
-            },
-            None => None,
-        };
+        let mut heads = Heads::connect(ws_url, poll).await;
         let mut failures = 0u32;
         loop {
             match self.sync_once().await {
@@ -289,29 +279,10 @@ impl Indexer {
                         .await;
                 }
             }
-            match heads.as_mut() {
-                Some((_, stream)) => tokio::select! {
-                    () = &mut shutdown => return,
-                    next = stream.next() => if next.is_none() { heads = None; },
-                    () = tokio::time::sleep(poll) => {}
-                },
-                None => tokio::select! {
-                    () = &mut shutdown => return,
-                    () = tokio::time::sleep(poll) => {}
-                },
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = heads.wait() => {}
             }
         }
     }
-}
-
-type HeadStream = futures_util::stream::BoxStream<'static, alloy::rpc::types::Header>;
-
-async fn subscribe(url: &str) -> Result<(DynProvider, HeadStream), IngestError> {
-    use futures_util::StreamExt;
-    let ws = alloy::providers::ProviderBuilder::new()
-        .connect_ws(alloy::providers::WsConnect::new(url))
-        .await?
-        .erased();
-    let stream = ws.subscribe_blocks().await?.into_stream().boxed();
-    Ok((ws, stream))
 }

@@ -32,6 +32,7 @@ use tessera_bindings::{
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, Envelope, EnvelopeCodec, Input, Parent},
+    heads::Heads,
     permit::TokenDomain,
     task::{Status, TaskRecord},
 };
@@ -773,37 +774,16 @@ impl Orchestrator {
     /// Follows the chain head: over a websocket subscription when `ws_url`
     /// is given and answers, else by polling. Every new block wakes the runs.
     pub async fn follow_heads(self: Arc<Self>, ws_url: Option<String>) {
-        if let Some(url) = ws_url {
-            match self.follow_ws(&url).await {
-                Ok(()) => tracing::warn!("block subscription ended; polling instead"),
-                Err(e) => tracing::warn!(error = %e, "no block subscription; polling instead"),
-            }
-        }
-        let mut tick = tokio::time::interval(self.config.poll_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut heads = Heads::connect(ws_url.as_deref(), self.config.poll_interval).await;
         loop {
-            tick.tick().await;
             match self.chain.provider.get_block_number().await {
                 Ok(n) => {
                     self.head.send_if_modified(|h| std::mem::replace(h, n) != n);
                 }
                 Err(e) => tracing::warn!(error = %e, "reading the block number"),
             }
+            heads.wait().await;
         }
-    }
-
-    async fn follow_ws(&self, url: &str) -> Result<(), RunError> {
-        use futures_util::StreamExt;
-        let ws = alloy::providers::ProviderBuilder::new()
-            .connect_ws(alloy::providers::WsConnect::new(url))
-            .await
-            .map_err(|e| RunError::Chain(e.to_string()))?;
-        let mut heads = ws.subscribe_blocks().await?.into_stream();
-        tracing::info!(url, "following blocks over websocket");
-        while let Some(head) = heads.next().await {
-            self.head.send_replace(head.number);
-        }
-        Ok(())
     }
 
     fn spawn(self: &Arc<Self>, id: &str) {

@@ -23,6 +23,7 @@ use tessera_bindings::{
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec, EnvelopeError},
+    heads::Heads,
     task::{Status, TaskRecord},
 };
 
@@ -247,36 +248,16 @@ impl Worker {
         mut on_handled: impl FnMut(&Handled),
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        use futures_util::StreamExt;
         tokio::pin!(shutdown);
-        let mut heads = match ws_url {
-            Some(url) => match subscribe_heads(url).await {
-                Ok(sub) => Some(sub),
-                Err(e) => {
-                    tracing::warn!(url, error = %e, "no websocket; polling instead");
-                    None
-                }
-            },
-            None => None,
-        };
+        let mut heads = Heads::connect(ws_url, poll).await;
         loop {
             match self.poll_once().await {
                 Ok(handled) => handled.iter().for_each(&mut on_handled),
                 Err(e) => tracing::warn!(error = %e, "scan failed; retrying"),
             }
-            match heads.as_mut() {
-                Some((_, stream)) => tokio::select! {
-                    () = &mut shutdown => return,
-                    next = stream.next() => if next.is_none() {
-                        tracing::warn!("block subscription ended; polling instead");
-                        heads = None;
-                    },
-                    () = tokio::time::sleep(poll) => {}
-                },
-                None => tokio::select! {
-                    () = &mut shutdown => return,
-                    () = tokio::time::sleep(poll) => {}
-                },
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = heads.wait() => {}
             }
         }
     }
@@ -382,20 +363,6 @@ impl Worker {
 /// content-addressed, hash verified).
 pub fn read_result(uri: &str, blobs: &dyn BlobStore) -> Result<serde_json::Value, EnvelopeError> {
     Ok(serde_json::from_slice(&EnvelopeCodec::default().fetch(uri, blobs)?)?)
-}
-
-type HeadStream = futures_util::stream::BoxStream<'static, alloy::rpc::types::Header>;
-
-/// A websocket provider (kept alive with the stream) and its new-heads stream.
-async fn subscribe_heads(url: &str) -> Result<(DynProvider, HeadStream), RuntimeError> {
-    use futures_util::StreamExt;
-    let ws = alloy::providers::ProviderBuilder::new()
-        .connect_ws(alloy::providers::WsConnect::new(url))
-        .await?
-        .erased();
-    let stream = ws.subscribe_blocks().await?.into_stream().boxed();
-    tracing::info!(url, "following new blocks over websocket");
-    Ok((ws, stream))
 }
 
 async fn confirm(
