@@ -9,12 +9,11 @@ use std::time::Duration;
 use async_openai::{
     Client,
     config::OpenAIConfig,
-    types::chat::{
-        ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
-    },
+    types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse},
 };
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
+use tessera_llm::{Endpoint, env_var, tool_arguments};
 
 use crate::{
     evidence::Evidence,
@@ -44,30 +43,15 @@ impl std::fmt::Debug for Council {
 impl Council {
     /// A council at `base_url` asking `model`, authenticated with `api_key`.
     pub fn new(base_url: &str, model: &str, api_key: &str, timeout: Duration) -> Self {
-        let config =
-            OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/')).with_api_key(api_key);
-        // The plain transport: no library retries under our own single retry.
-        let transport =
-            async_openai::middleware::ReqwestService::new(reqwest_openai::Client::new());
-        Self {
-            client: Client::with_config(config).with_http_service(transport),
-            model: model.to_owned(),
-            timeout,
-        }
+        Self { client: Endpoint::new(base_url, api_key).client(), model: model.to_owned(), timeout }
     }
 
-    /// From the environment (`TESSERA_LLM_API_KEY` / `OPENAI_API_KEY`,
-    /// `TESSERA_LLM_BASE_URL` / `OPENAI_BASE_URL`, `TESSERA_JUDGE_MODEL`);
-    /// `None` without a key.
+    /// From the environment (see [`Endpoint::from_env`]; the model from
+    /// `TESSERA_JUDGE_MODEL`, default `gpt-4o-mini`); `None` without a key.
     pub fn from_env() -> Option<Self> {
-        let var = |names: &[&str]| {
-            names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
-        };
-        let key = var(&["TESSERA_LLM_API_KEY", "OPENAI_API_KEY"])?;
-        let base = var(&["TESSERA_LLM_BASE_URL", "OPENAI_BASE_URL"])
-            .unwrap_or_else(|| "https://api.openai.com/v1".into());
-        let model = var(&["TESSERA_JUDGE_MODEL"]).unwrap_or_else(|| "gpt-4o-mini".into());
-        Some(Self::new(&base, &model, &key, Duration::from_secs(60)))
+        let endpoint = Endpoint::from_env()?;
+        let model = env_var(&["TESSERA_JUDGE_MODEL"]).unwrap_or_else(|| "gpt-4o-mini".into());
+        Some(Self { client: endpoint.client(), model, timeout: Duration::from_secs(60) })
     }
 
     /// Two attempts at most; the error lists both failures.
@@ -146,18 +130,7 @@ struct Args {
 
 /// Validates the tool call.
 pub fn parse(response: &CreateChatCompletionResponse, model: &str) -> Result<Verdict, String> {
-    let message = &response.choices.first().ok_or("no choices")?.message;
-    let call = message
-        .tool_calls
-        .iter()
-        .flatten()
-        .find_map(|c| match c {
-            ChatCompletionMessageToolCalls::Function(f) if f.function.name == TOOL => Some(f),
-            _ => None,
-        })
-        .ok_or_else(|| format!("no `{TOOL}` call"))?;
-    let raw: Value = serde_json::from_str(&call.function.arguments)
-        .map_err(|e| format!("arguments are not JSON: {e}"))?;
+    let raw = tool_arguments(response, TOOL)?;
     let args: Args = serde_json::from_value(raw)
         .map_err(|e| format!("arguments do not match the schema: {e}"))?;
     let consistent = match args.verdict {

@@ -7,12 +7,11 @@ use std::time::Duration;
 use async_openai::{
     Client,
     config::OpenAIConfig,
-    types::chat::{
-        ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
-    },
+    types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse},
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_llm::{Endpoint, env_var, tool_arguments};
 
 use crate::{
     classify::{
@@ -43,27 +42,15 @@ pub enum AttemptError {
     Malformed(String),
 }
 
-/// Where the provider is and which model to ask. Debug output hides the key.
-#[derive(Clone)]
+/// Where the provider is and which model to ask.
+#[derive(Debug, Clone)]
 pub struct LlmSettings {
-    /// Base URL (`https://api.openai.com/v1` or any compatible server).
-    pub base_url: String,
+    /// The provider (Debug output hides the key).
+    pub endpoint: Endpoint,
     /// Model name.
     pub model: String,
     /// Per-attempt timeout.
     pub timeout: Duration,
-    api_key: String,
-}
-
-impl std::fmt::Debug for LlmSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmSettings")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("timeout", &self.timeout)
-            .field("api_key", &"<redacted>")
-            .finish()
-    }
 }
 
 impl LlmSettings {
@@ -74,25 +61,18 @@ impl LlmSettings {
         api_key: impl Into<String>,
     ) -> Self {
         Self {
-            base_url: base_url.into(),
+            endpoint: Endpoint::new(base_url, api_key),
             model: model.into(),
             timeout: Duration::from_secs(30),
-            api_key: api_key.into(),
         }
     }
 
-    /// From the environment (`TESSERA_LLM_API_KEY` or `OPENAI_API_KEY`;
-    /// `TESSERA_LLM_BASE_URL` or `OPENAI_BASE_URL`; `TESSERA_CLASSIFIER_MODEL`,
-    /// default `gpt-4o-mini`); `None` without a key.
+    /// From the environment (see [`Endpoint::from_env`]; the model from
+    /// `TESSERA_CLASSIFIER_MODEL`, default `gpt-4o-mini`); `None` without a key.
     pub fn from_env() -> Option<Self> {
-        let var = |names: &[&str]| {
-            names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
-        };
-        let key = var(&["TESSERA_LLM_API_KEY", "OPENAI_API_KEY"])?;
-        let base = var(&["TESSERA_LLM_BASE_URL", "OPENAI_BASE_URL"])
-            .unwrap_or_else(|| "https://api.openai.com/v1".into());
-        let model = var(&["TESSERA_CLASSIFIER_MODEL"]).unwrap_or_else(|| "gpt-4o-mini".into());
-        Some(Self::new(base, model, key))
+        let endpoint = Endpoint::from_env()?;
+        let model = env_var(&["TESSERA_CLASSIFIER_MODEL"]).unwrap_or_else(|| "gpt-4o-mini".into());
+        Some(Self { endpoint, model, timeout: Duration::from_secs(30) })
     }
 }
 
@@ -117,13 +97,7 @@ pub struct Answer {
 impl LlmClassifier {
     /// A client for `settings`.
     pub fn new(settings: LlmSettings) -> Self {
-        let config = OpenAIConfig::new()
-            .with_api_base(settings.base_url.trim_end_matches('/'))
-            .with_api_key(settings.api_key.clone());
-        // The plain transport: no library retries under our own single retry.
-        let transport =
-            async_openai::middleware::ReqwestService::new(reqwest_openai::Client::new());
-        Self { client: Client::with_config(config).with_http_service(transport), settings }
+        Self { client: settings.endpoint.client(), settings }
     }
 
     /// The settings (no key).
@@ -232,20 +206,9 @@ struct SubArgs {
 /// Finds the tool call, strips addresses from everything, and validates.
 pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptError> {
     let bad = |m: String| AttemptError::Malformed(m);
-    let message = &response.choices.first().ok_or_else(|| bad("no choices".into()))?.message;
-    let call = message
-        .tool_calls
-        .iter()
-        .flatten()
-        .find_map(|c| match c {
-            ChatCompletionMessageToolCalls::Function(f) if f.function.name == TOOL => Some(f),
-            _ => None,
-        })
-        .ok_or_else(|| bad(format!("no `{TOOL}` call")))?;
-    let mut raw: Value = serde_json::from_str(&call.function.arguments)
-        .map_err(|e| bad(format!("arguments are not JSON: {e}")))?;
+    let mut raw = tool_arguments(response, TOOL).map_err(bad)?;
     let mut stripped = strip_value(&mut raw);
-    if let Some(content) = &message.content {
+    if let Some(content) = response.choices.first().and_then(|c| c.message.content.as_deref()) {
         stripped += crate::strip::strip_text(content).1;
     }
     let args: Args = serde_json::from_value(raw.clone())

@@ -348,7 +348,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     let mut worker = Worker::new(provider, me, card, deployment, blobs);
     match tessera_workers::llm::LlmConfig::from_env() {
         Some(llm) if !offline => {
-            println!("capabilities run through the LLM at {}", llm.base_url);
+            println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
             worker = worker.with_llm(&llm);
         }
         Some(_) => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),

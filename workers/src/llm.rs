@@ -15,11 +15,10 @@ use std::time::Duration;
 use async_openai::{
     Client,
     config::OpenAIConfig,
-    types::chat::{
-        ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
-    },
+    types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse},
 };
 use serde_json::{Value, json};
+use tessera_llm::{Endpoint, tool_arguments};
 
 use crate::{AgentCard, TaskInput};
 
@@ -44,45 +43,24 @@ pub enum LlmError {
     Malformed(String),
 }
 
-/// Where the provider is. Debug output never shows the key.
-#[derive(Clone)]
+/// Where the provider is, and how long an attempt may take.
+#[derive(Debug, Clone)]
 pub struct LlmConfig {
-    /// Base URL, e.g. `https://api.openai.com/v1`.
-    pub base_url: String,
-    api_key: String,
+    /// The provider (Debug output hides the key).
+    pub endpoint: Endpoint,
     /// Per-attempt timeout.
     pub timeout: Duration,
-}
-
-impl std::fmt::Debug for LlmConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &"<redacted>")
-            .field("timeout", &self.timeout)
-            .finish()
-    }
 }
 
 impl LlmConfig {
     /// A configuration for `base_url` with `api_key`.
     pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into(),
-            api_key: api_key.into(),
-            timeout: Duration::from_secs(60),
-        }
+        Self { endpoint: Endpoint::new(base_url, api_key), timeout: Duration::from_secs(60) }
     }
 
     /// From the environment; `None` when no key is set (offline mode).
     pub fn from_env() -> Option<Self> {
-        let var = |names: &[&str]| {
-            names.iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.trim().is_empty()))
-        };
-        let key = var(&["TESSERA_LLM_API_KEY", "OPENAI_API_KEY"])?;
-        let base = var(&["TESSERA_LLM_BASE_URL", "OPENAI_BASE_URL"])
-            .unwrap_or_else(|| "https://api.openai.com/v1".to_owned());
-        Some(Self::new(base, key))
+        Endpoint::from_env().map(|endpoint| Self { endpoint, timeout: Duration::from_secs(60) })
     }
 }
 
@@ -96,16 +74,7 @@ pub struct LlmRunner {
 impl LlmRunner {
     /// A runner talking to the provider in `config`.
     pub fn new(config: &LlmConfig) -> Self {
-        let openai = OpenAIConfig::new()
-            .with_api_base(config.base_url.trim_end_matches('/'))
-            .with_api_key(config.api_key.clone());
-        // The plain transport: no library retries under our own single retry.
-        let transport =
-            async_openai::middleware::ReqwestService::new(reqwest_openai::Client::new());
-        Self {
-            client: Client::with_config(openai).with_http_service(transport),
-            timeout: config.timeout,
-        }
+        Self { client: config.endpoint.client(), timeout: config.timeout }
     }
 
     /// Runs `capability` for `card` on `input`; the result JSON carries the
@@ -201,19 +170,7 @@ pub fn parse(
     response: &CreateChatCompletionResponse,
     capability: &str,
 ) -> Result<serde_json::Map<String, Value>, LlmError> {
-    let message =
-        &response.choices.first().ok_or_else(|| LlmError::Malformed("no choices".into()))?.message;
-    let call = message
-        .tool_calls
-        .iter()
-        .flatten()
-        .find_map(|c| match c {
-            ChatCompletionMessageToolCalls::Function(f) if f.function.name == TOOL => Some(f),
-            _ => None,
-        })
-        .ok_or_else(|| LlmError::Malformed(format!("no `{TOOL}` call")))?;
-    let args: Value = serde_json::from_str(&call.function.arguments)
-        .map_err(|e| LlmError::Malformed(format!("arguments are not JSON: {e}")))?;
+    let args = tool_arguments(response, TOOL).map_err(LlmError::Malformed)?;
     let obj = args
         .as_object()
         .ok_or_else(|| LlmError::Malformed("arguments are not an object".into()))?;
@@ -305,5 +262,6 @@ mod tests {
     fn debug_hides_the_key() {
         let cfg = LlmConfig::new("http://x", "sk-secret");
         assert!(!format!("{cfg:?}").contains("sk-secret"));
+        assert_eq!(cfg.endpoint.base_url, "http://x");
     }
 }
