@@ -27,7 +27,7 @@ export TESSERA_ANVIL := $(ANVIL)
 
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
-        chain bench bench-gas bench-plan bench-classify bench-indexer clean
+        chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -130,6 +130,11 @@ bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then index
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench indexer --lifecycles $(LIFECYCLES) --json $(BENCH_DIR)/indexer.json
 
 LIFECYCLES ?= 50000
+
+soak-indexer: toolchain ## the seeded reorg + kill -9 indexer test with SOAK_SEEDS seeds (default 200)
+	@TESSERA_SOAK_SEEDS=$(SOAK_SEEDS) $(CARGO) test --locked -p tessera --test serve seeded_reorgs_and_kills -- --nocapture
+
+SOAK_SEEDS ?= 200
 
 bench: bench-gas bench-plan bench-classify bench-indexer ## every benchmark (gas, plan, classify); JSON reports in target/bench/
 

@@ -576,3 +576,141 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     indexer.kill().unwrap();
     indexer.wait().unwrap();
 }
+
+/// A small deterministic generator for the randomized runs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+async fn caught_up(http: &reqwest::Client, api: &str, head: u64) -> bool {
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    while tokio::time::Instant::now() < end {
+        if let Ok(r) = http.get(format!("{api}/api/status")).send().await
+            && let Ok(s) = r.json::<Value>().await
+            && s["indexed_block"].as_u64() >= Some(head)
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// One seeded run: task creations, reorganisations and SIGKILLs of the
+/// indexer process, interleaved; then the index must equal a from-scratch
+/// reindex of the canonical chain.
+async fn reorgs_and_kills(seed: u64) {
+    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = dir.path().join("deployment.json");
+    env.deployment.save(&deployment).unwrap();
+    let db = format!("sqlite://{}", dir.path().join("index.db").display());
+    let port = free_port();
+    let api = format!("http://127.0.0.1:{port}");
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["indexer", "run", "--listen", &format!("127.0.0.1:{port}"), "--poll-ms", "50"])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str(), "--database-url", &db])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let http = reqwest::Client::new();
+    let mut child = spawn();
+    let mut d = env.driver();
+    d.scenario(format!("seed-{seed}"));
+    let mut added: u64 = 0;
+    for _ in 0..8 {
+        match rng.below(4) {
+            0 | 1 => {
+                for _ in 0..=rng.below(3) {
+                    let params = d
+                        .params(
+                            env.actors.agent(0),
+                            1_000 + rng.below(1_000) as u128,
+                            "data:,r".into(),
+                        )
+                        .await
+                        .unwrap();
+                    d.create_with_permit(params).await.unwrap();
+                    added += 1;
+                }
+            }
+            2 if added > 0 => {
+                let depth = 1 + rng.below(added.min(4));
+                env.provider
+                    .raw_request::<_, Value>("anvil_reorg".into(), (depth, Vec::<Value>::new()))
+                    .await
+                    .unwrap();
+            }
+            _ => {
+                // SIGKILL wherever it is, then start again.
+                tokio::time::sleep(Duration::from_millis(rng.below(40))).await;
+                child.kill().unwrap();
+                child.wait().unwrap();
+                child = spawn();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(rng.below(30))).await;
+    }
+    // One more block, so a caught-up index has looked at the final chain.
+    let params = d.params(env.actors.agent(0), 7, "data:,last".into()).await.unwrap();
+    d.create_with_permit(params).await.unwrap();
+    let head = env.provider.get_block_number().await.unwrap();
+    assert!(caught_up(&http, &api, head).await, "seed {seed}: the indexer did not catch up");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let survived = tessera_indexer::IndexStore::connect(&db).await.unwrap();
+    let fresh_db = format!("sqlite://{}", dir.path().join("fresh.db").display());
+    let fresh_store = tessera_indexer::IndexStore::connect(&fresh_db).await.unwrap();
+    let mut fresh = tessera_indexer::Indexer::new(
+        env.provider.clone(),
+        env.deployment.clone(),
+        fresh_store,
+        None,
+        tessera_indexer::IndexerConfig::default(),
+    );
+    fresh.sync_once().await.unwrap();
+    let all = tessera_indexer::store::TaskFilter { limit: Some(500), ..Default::default() };
+    assert_eq!(
+        survived.tasks(&all).await.unwrap(),
+        fresh.store().tasks(&all).await.unwrap(),
+        "seed {seed}: tasks differ from a from-scratch reindex"
+    );
+    assert_eq!(
+        survived.event_count().await.unwrap(),
+        fresh.store().event_count().await.unwrap(),
+        "seed {seed}: events"
+    );
+    assert_eq!(
+        survived.agents().await.unwrap(),
+        fresh.store().agents().await.unwrap(),
+        "seed {seed}: agents"
+    );
+}
+
+#[tokio::test]
+async fn seeded_reorgs_and_kills_end_in_the_canonical_index() {
+    // TESSERA_SOAK_SEEDS raises the count (make soak-indexer).
+    let seeds: u64 =
+        std::env::var("TESSERA_SOAK_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    for seed in 0..seeds {
+        reorgs_and_kills(seed).await;
+    }
+}

@@ -243,3 +243,51 @@ async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
         (Some(1), Some(false))
     );
 }
+
+#[tokio::test]
+async fn a_rollback_below_the_indexed_head_is_noticed() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let ids = create_tasks(&env, "rollback", 3).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut ix = indexer(&env, &sqlite(&dir, "index.db"), IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    // The chain goes back two blocks (the head drops below what was indexed).
+    env.provider.raw_request::<_, Value>("anvil_rollback".into(), (Some(2u64),)).await.unwrap();
+    ix.sync_once().await.unwrap();
+    assert!(ix.store().task(&ids[0].to_string()).await.unwrap().is_some());
+    for id in &ids[1..] {
+        assert!(ix.store().task(&id.to_string()).await.unwrap().is_none(), "task {id} rolled back");
+    }
+    assert_eq!(ix.store().reorgs().await.unwrap().len(), 1);
+    assert_eq!(ix.store().event_count().await.unwrap() as usize, chain_logs(&env).await);
+}
+
+#[tokio::test]
+async fn hostile_envelopes_are_stored_and_flagged() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let mut d = env.driver();
+    d.scenario("hostile");
+    let garbage = [
+        "data:application/json,{not json".to_owned(),
+        "sha256:0000000000000000000000000000000000000000000000000000000000000000".to_owned(),
+        format!("data:application/json,{}", "x".repeat(5000)),
+        "javascript:alert(1)".to_owned(),
+    ];
+    let mut ids = Vec::new();
+    for uri in &garbage {
+        let params = d.params(env.actors.agent(0), 1_000, uri.clone()).await.unwrap();
+        ids.push(d.create_with_permit(params).await.unwrap().id);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut ix = indexer(&env, &sqlite(&dir, "index.db"), IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    for id in &ids {
+        let t = ix.store().task(&id.to_string()).await.unwrap().unwrap();
+        assert_eq!(t["status"], "Created");
+        assert!(t["envelope_error"].as_str().is_some_and(|e| !e.is_empty()), "{t}");
+    }
+    // Still indexing afterwards.
+    let more = create_tasks(&env, "after-hostile", 1).await;
+    ix.sync_once().await.unwrap();
+    assert!(ix.store().task(&more[0].to_string()).await.unwrap().is_some());
+}
