@@ -209,6 +209,8 @@ impl Indexer {
                         }
                     }
                     if let Some(b) = end {
+                        // The last block may already be there, from its logs.
+                        hashes.retain(|(n, _)| *n != to);
                         hashes.push((to, b.header.hash));
                     }
                     return Ok(Batch { to, logs, hashes });

@@ -173,15 +173,17 @@ impl IndexStore {
             }
             stored += q.execute(&mut *tx).await?.rows_affected() as usize;
         }
-        for (number, hash) in &batch.hashes {
-            sqlx::query(
-                "INSERT INTO ix_blocks (number, hash) VALUES ($1, $2) \
+        for chunk in batch.hashes.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "INSERT INTO ix_blocks (number, hash) VALUES {} \
                  ON CONFLICT (number) DO UPDATE SET hash = excluded.hash",
-            )
-            .bind(*number as i64)
-            .bind(hex(hash))
-            .execute(&mut *tx)
-            .await?;
+                values(chunk.len(), 2)
+            );
+            let mut q = sqlx::query(&sql);
+            for (number, hash) in chunk {
+                q = q.bind(*number as i64).bind(hex(hash));
+            }
+            q.execute(&mut *tx).await?;
         }
         set_cursor(&mut tx, batch.to + 1).await?;
         let rebuilt = rebuild(&mut tx, &tasks, &agents, blobs, &batch.logs).await?;
