@@ -626,7 +626,12 @@ async fn reorgs_and_kills(seed: u64) {
             .arg(&deployment)
             .args(["--rpc-url", env.chain.endpoint_url().as_str(), "--database-url", &db])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(if std::env::var("TESSERA_SEED").is_ok() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .env("RUST_LOG", "tessera_indexer=info")
             .spawn()
             .unwrap()
     };
@@ -653,6 +658,12 @@ async fn reorgs_and_kills(seed: u64) {
             }
             2 if added > 0 => {
                 let depth = 1 + rng.below(added.min(4));
+                if std::env::var("TESSERA_SEED").is_ok() {
+                    eprintln!(
+                        "reorg depth {depth} at head {}",
+                        env.provider.get_block_number().await.unwrap()
+                    );
+                }
                 env.provider
                     .raw_request::<_, Value>("anvil_reorg".into(), (depth, Vec::<Value>::new()))
                     .await
@@ -663,6 +674,9 @@ async fn reorgs_and_kills(seed: u64) {
                 tokio::time::sleep(Duration::from_millis(rng.below(40))).await;
                 child.kill().unwrap();
                 child.wait().unwrap();
+                if std::env::var("TESSERA_SEED").is_ok() {
+                    eprintln!("kill at head {}", env.provider.get_block_number().await.unwrap());
+                }
                 child = spawn();
             }
         }
@@ -710,7 +724,10 @@ async fn seeded_reorgs_and_kills_end_in_the_canonical_index() {
     // TESSERA_SOAK_SEEDS raises the count (make soak-indexer).
     let seeds: u64 =
         std::env::var("TESSERA_SOAK_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let only: Option<u64> = std::env::var("TESSERA_SEED").ok().and_then(|s| s.parse().ok());
     for seed in 0..seeds {
-        reorgs_and_kills(seed).await;
+        if only.is_none_or(|o| o == seed) {
+            reorgs_and_kills(seed).await;
+        }
     }
 }

@@ -167,6 +167,28 @@ impl Indexer {
                 }
                 Err(e) => return Err(e),
             };
+            // The batch must continue the chain already indexed: its first
+            // block's parent is the block before it, as remembered.
+            if from > 0
+                && let (Some(parent), Some(known)) =
+                    (batch.parent, self.store.block_hash(from - 1).await?)
+                && parent.to_string() != known
+            {
+                if let Some(reorg) = self.check_reorg(head).await? {
+                    tracing::warn!(
+                        fork = reorg.fork_block,
+                        depth = reorg.depth,
+                        "reorganisation rolled back"
+                    );
+                    let _ = self.updates.send(Update {
+                        block: reorg.fork_block.saturating_sub(1),
+                        tasks: vec![],
+                        reorg: Some(reorg),
+                    });
+                }
+                from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
+                continue;
+            }
             let applied = self
                 .store
                 .apply(&batch, self.blobs.as_deref().map(|b| b as &dyn BlobStore))
@@ -192,14 +214,32 @@ impl Indexer {
             .to_block(to);
         let mut attempt = 0;
         loop {
+            // The range's last block is read before and after its logs: a
+            // reorganisation during the read changes its hash (hashes chain),
+            // and the read is done again rather than mixing two chains.
             let result = async {
+                let before =
+                    self.provider.get_block_by_number(BlockNumberOrTag::Number(to)).await?;
+                let first =
+                    self.provider.get_block_by_number(BlockNumberOrTag::Number(from)).await?;
                 let logs = self.provider.get_logs(&filter).await?;
                 let end = self.provider.get_block_by_number(BlockNumberOrTag::Number(to)).await?;
-                Ok::<_, IngestError>((logs, end))
+                let stable = before.as_ref().map(|b| b.header.hash)
+                    == end.as_ref().map(|b| b.header.hash)
+                    && logs.iter().all(|l| {
+                        l.block_number != Some(to)
+                            || l.block_hash == end.as_ref().map(|b| b.header.hash)
+                    });
+                let parent = first.map(|b| b.header.parent_hash);
+                Ok::<_, IngestError>((logs, end, stable, parent))
             }
             .await;
             match result {
-                Ok((logs, end)) => {
+                Ok((_, _, false, _)) => {
+                    tracing::info!(from, to, "the chain changed during the read; reading again");
+                    continue;
+                }
+                Ok((logs, end, true, parent)) => {
                     let mut hashes: Vec<(u64, B256)> = Vec::new();
                     for l in &logs {
                         if let (Some(n), Some(h)) = (l.block_number, l.block_hash)
@@ -213,7 +253,7 @@ impl Indexer {
                         hashes.retain(|(n, _)| *n != to);
                         hashes.push((to, b.header.hash));
                     }
-                    return Ok(Batch { to, logs, hashes });
+                    return Ok(Batch { from, to, parent, logs, hashes });
                 }
                 Err(e) if attempt + 1 < self.cfg.attempts && to == from => {
                     attempt += 1;

@@ -23,8 +23,13 @@ const INSERT_CHUNK: usize = 500;
 /// One ingested range: its logs and the block hashes to remember.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
+    /// The range's first block.
+    pub from: u64,
     /// The range's last block; the cursor moves past it.
     pub to: u64,
+    /// Parent hash of the range's first block, to check it continues the
+    /// indexed chain.
+    pub parent: Option<B256>,
     /// Escrow and registry logs of the range, in chain order.
     pub logs: Vec<Log>,
     /// Block hashes seen (blocks with logs, and the range's last block).
@@ -251,6 +256,15 @@ impl IndexStore {
         .await?;
         tx.commit().await?;
         Ok(reorg)
+    }
+
+    /// The remembered hash of block `number`, if any.
+    pub async fn block_hash(&self, number: u64) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT hash FROM ix_blocks WHERE number = $1")
+            .bind(number as i64)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.try_get("hash")).transpose()?)
     }
 
     /// Stored block hashes, newest first.
