@@ -721,7 +721,8 @@ async fn reorgs_and_kills(seed: u64) {
 
 #[tokio::test]
 async fn seeded_reorgs_and_kills_end_in_the_canonical_index() {
-    // TESSERA_SOAK_SEEDS raises the count (make soak-indexer).
+    // TESSERA_SOAK_SEEDS raises the count (make soak-indexer); TESSERA_SEED=N
+    // replays one seed with its steps and the indexer's log on stderr.
     let seeds: u64 =
         std::env::var("TESSERA_SOAK_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let only: Option<u64> = std::env::var("TESSERA_SEED").ok().and_then(|s| s.parse().ok());
