@@ -109,23 +109,12 @@ fn key(var: &str, role: &str) -> Result<PrivateKeySigner> {
     k.trim().parse().map_err(|_| eyre!("{var} is not a hex private key"))
 }
 
-fn ensure_parent(url: &str) -> Result<()> {
-    if let Some(path) = url.strip_prefix("sqlite://")
-        && let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
-    }
-    Ok(())
-}
-
 pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>) -> Result<()> {
     match cmd {
         ArbiterCommand::Run { chain, ws_url, poll_ms } => {
             let signer = key("TESSERA_ARBITER_KEY", "arbiter")?;
             let me = signer.address();
             let deployment = Deployment::load(&chain.deployment)?;
-            ensure_parent(&chain.database_url)?;
             let store = ArbiterStore::connect(&chain.database_url)
                 .await
                 .wrap_err("opening the decision store")?;
@@ -157,7 +146,6 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             println!("arbiter stopped");
         }
         ArbiterCommand::Decisions { chain } => {
-            ensure_parent(&chain.database_url)?;
             let store = ArbiterStore::connect(&chain.database_url).await?;
             for d in store.all().await? {
                 println!(
@@ -214,7 +202,6 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             let deployment = Deployment::load(&chain.deployment)?;
             let provider = connect(chain.rpc_url.clone(), EthereumWallet::new(signer));
             let escrow = EscrowClient::new(provider, deployment.task_escrow);
-            ensure_parent(&chain.database_url)?;
             let store = ArbiterStore::connect(&chain.database_url).await?;
             let verdict = Verdict::new(kind, share, rationale, "appeal-arbiter");
             let blobs = FsBlobStore::new(&chain.blobs);

@@ -65,12 +65,6 @@ pub(crate) async fn run(
 ) -> Result<()> {
     let IndexerCommand::Run(a) = cmd;
     let deployment = Deployment::load(&a.deployment)?;
-    if let Some(path) = a.database_url.strip_prefix("sqlite://")
-        && let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
-    }
     let store = IndexStore::connect(&a.database_url).await.wrap_err("opening the index store")?;
     let provider = connect(a.rpc_url.clone(), EthereumWallet::default());
     let cfg = IndexerConfig { reorg_depth: a.reorg_depth, ..IndexerConfig::default() };

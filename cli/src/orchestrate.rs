@@ -108,12 +108,6 @@ pub(crate) async fn serve(
     let signer: PrivateKeySigner =
         key.parse().map_err(|_| eyre!("TESSERA_SPONSOR_KEY is not a hex private key"))?;
     let deployment = Deployment::load(&args.deployment)?;
-    if let Some(path) = args.database_url.strip_prefix("sqlite://")
-        && let Some(dir) = std::path::Path::new(path.split('?').next().unwrap_or(path)).parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir).wrap_err_with(|| format!("creating {}", dir.display()))?;
-    }
     let store = Store::connect(&args.database_url)
         .await
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;

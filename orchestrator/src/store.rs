@@ -29,6 +29,15 @@ pub enum StoreError {
     /// The URL names no supported database.
     #[error("unsupported database URL {0:?}: use sqlite://<file> or postgres://…")]
     UnsupportedUrl(String),
+    /// The directory of an SQLite file could not be created.
+    #[error("creating {path}: {source}")]
+    Io {
+        /// The directory.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A run with this id exists already.
     #[error("a run for plan {0} exists already")]
     Duplicate(String),
@@ -136,6 +145,15 @@ pub async fn open_pool(
 ) -> Result<(AnyPool, Backend), StoreError> {
     sqlx::any::install_default_drivers();
     let (backend, url) = if let Some(rest) = url.strip_prefix("sqlite:") {
+        // A file's directory is created when missing (`sqlite://.tessera/x.db`).
+        let file = rest.trim_start_matches("//").split('?').next().unwrap_or_default();
+        if let Some(dir) = std::path::Path::new(file).parent()
+            && !dir.as_os_str().is_empty()
+            && !file.contains(":memory:")
+        {
+            std::fs::create_dir_all(dir)
+                .map_err(|source| StoreError::Io { path: dir.display().to_string(), source })?;
+        }
         let mut url = format!("sqlite:{rest}");
         if !rest.contains("mode=") && !rest.contains(":memory:") {
             url.push_str(if rest.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
@@ -179,7 +197,8 @@ pub fn now_ms() -> i64 {
 
 impl Store {
     /// Connects to `url` and applies the migrations. `sqlite://path` creates
-    /// the file when missing; `postgres://…` uses an existing database.
+    /// the file (and its directory) when missing; `postgres://…` uses an
+    /// existing database.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let (pool, backend) = open_pool(url, &MIGRATOR).await?;
         Ok(Self { pool, backend })
@@ -690,6 +709,14 @@ mod tests {
         row.output = Some("text".into());
         store.put_subtask("r", &row).await.unwrap();
         assert_eq!(store.subtasks("r").await.unwrap(), vec![row]);
+    }
+
+    #[tokio::test]
+    async fn sqlite_files_get_their_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a/b/runs.db");
+        Store::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+        assert!(file.exists());
     }
 
     #[tokio::test]
