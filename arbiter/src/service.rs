@@ -323,23 +323,7 @@ impl Arbiter {
         level: &str,
         verdict: &Verdict,
     ) -> Result<Decision, ArbiterError> {
-        let body = serde_json::to_string(verdict).expect("verdicts serialize");
-        let uri = EnvelopeCodec::default()
-            .publish(body.as_bytes(), self.blobs.as_ref())
-            .map_err(|e| ArbiterError::Publish(e.to_string()))?;
-        Ok(Decision {
-            task_id: task.to_owned(),
-            level: level.to_owned(),
-            verdict: serde_json::to_value(verdict.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            share_bps: verdict.executor_share_bps,
-            rationale_uri: uri,
-            judge: verdict.judge.clone(),
-            body,
-            tx_hash: None,
-        })
+        publish_verdict(task, level, verdict, self.blobs.as_ref())
     }
 
     /// The reason URI of the task's latest dispute, from its logs.
@@ -364,6 +348,30 @@ impl Arbiter {
         let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
         Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
     }
+}
+
+/// Publishes `verdict` (rationale and all) and returns its decision row.
+fn publish_verdict(
+    task: &str,
+    level: &str,
+    verdict: &Verdict,
+    blobs: &dyn BlobStore,
+) -> Result<Decision, ArbiterError> {
+    let body = serde_json::to_string(verdict).expect("verdicts serialize");
+    let rationale_uri = EnvelopeCodec::default()
+        .publish(body.as_bytes(), blobs)
+        .map_err(|e| ArbiterError::Publish(e.to_string()))?;
+    let kind = serde_json::to_value(verdict.verdict).ok();
+    Ok(Decision {
+        task_id: task.to_owned(),
+        level: level.to_owned(),
+        verdict: kind.as_ref().and_then(|v| v.as_str()).unwrap_or_default().to_owned(),
+        share_bps: verdict.executor_share_bps,
+        rationale_uri,
+        judge: verdict.judge.clone(),
+        body,
+        tx_hash: None,
+    })
 }
 
 /// Tasks under appeal, with their first-level ruling, for the appeal arbiter.
@@ -411,25 +419,9 @@ pub async fn decide_appeal(
             rec.status()
         )));
     }
-    let body = serde_json::to_string(verdict).expect("verdicts serialize");
-    let uri = EnvelopeCodec::default()
-        .publish(body.as_bytes(), blobs)
-        .map_err(|e| ArbiterError::Publish(e.to_string()))?;
-    let receipt = escrow.resolve_appeal(from, &mut rec, verdict.executor_share_bps, &uri).await?;
+    let d = publish_verdict(&task.to_string(), "appeal", verdict, blobs)?;
+    let receipt = escrow.resolve_appeal(from, &mut rec, d.share_bps, &d.rationale_uri).await?;
     if let Some(store) = store {
-        let d = Decision {
-            task_id: task.to_string(),
-            level: "appeal".into(),
-            verdict: serde_json::to_value(verdict.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            share_bps: verdict.executor_share_bps,
-            rationale_uri: uri,
-            judge: verdict.judge.clone(),
-            body,
-            tx_hash: None,
-        };
         store.record(&d).await?;
         store.executed(&d.task_id, "appeal", Some(&receipt.transaction_hash.to_string())).await?;
     }

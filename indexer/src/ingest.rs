@@ -141,19 +141,7 @@ impl Indexer {
     /// block up to the head. Returns the number of events stored.
     pub async fn sync_once(&mut self) -> Result<usize, IngestError> {
         let head = self.provider.get_block_number().await?;
-        if let Some(reorg) = self.check_reorg(head).await? {
-            tracing::warn!(
-                fork = reorg.fork_block,
-                depth = reorg.depth,
-                orphaned = reorg.orphaned_events,
-                "reorganisation rolled back"
-            );
-            let _ = self.updates.send(Update {
-                block: reorg.fork_block.saturating_sub(1),
-                tasks: vec![],
-                reorg: Some(reorg),
-            });
-        }
+        self.roll_back_reorg(head).await?;
         let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
         let mut stored = 0;
         while from <= head {
@@ -174,18 +162,7 @@ impl Indexer {
                     (batch.parent, self.store.block_hash(from - 1).await?)
                 && parent.to_string() != known
             {
-                if let Some(reorg) = self.check_reorg(head).await? {
-                    tracing::warn!(
-                        fork = reorg.fork_block,
-                        depth = reorg.depth,
-                        "reorganisation rolled back"
-                    );
-                    let _ = self.updates.send(Update {
-                        block: reorg.fork_block.saturating_sub(1),
-                        tasks: vec![],
-                        reorg: Some(reorg),
-                    });
-                }
+                self.roll_back_reorg(head).await?;
                 from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
                 continue;
             }
@@ -204,6 +181,24 @@ impl Indexer {
         self.progress.send_replace(Progress { head, indexed: head.max(from.saturating_sub(1)) });
         self.store.prune_blocks(head.saturating_sub(self.cfg.reorg_depth)).await?;
         Ok(stored)
+    }
+
+    /// Rolls back a reorganisation if there was one, and tells subscribers.
+    async fn roll_back_reorg(&mut self, head: u64) -> Result<(), IngestError> {
+        if let Some(reorg) = self.check_reorg(head).await? {
+            tracing::warn!(
+                fork = reorg.fork_block,
+                depth = reorg.depth,
+                orphaned = reorg.orphaned_events,
+                "reorganisation rolled back"
+            );
+            let _ = self.updates.send(Update {
+                block: reorg.fork_block.saturating_sub(1),
+                tasks: vec![],
+                reorg: Some(reorg),
+            });
+        }
+        Ok(())
     }
 
     /// Reads one range, retrying with backoff.

@@ -1072,22 +1072,14 @@ impl Orchestrator {
                 Ok("approved".into())
             }
             ("appeal", "ruled") => {
-                let reason = json!({ "reason": decision.arg.clone().unwrap_or_default() });
-                let uri = self
-                    .codec
-                    .publish(reason.to_string().as_bytes(), self.blobs.as_ref())
-                    .map_err(|e| RunError::Invalid(e.to_string()))?;
+                let uri = self.publish_reason(decision.arg.as_deref())?;
                 let mut rec = records[&index].clone();
                 self.send(|c, s| async move { c.appeal(s, &mut rec, &uri).await.map(|_| ()) })
                     .await?;
                 Ok("appealed".into())
             }
             ("dispute", "completed") => {
-                let reason = json!({ "reason": decision.arg.clone().unwrap_or_default() });
-                let uri = self
-                    .codec
-                    .publish(reason.to_string().as_bytes(), self.blobs.as_ref())
-                    .map_err(|e| RunError::Invalid(e.to_string()))?;
+                let uri = self.publish_reason(decision.arg.as_deref())?;
                 let mut rec = records[&index].clone();
                 self.send(|c, s| async move { c.dispute(s, &mut rec, &uri).await.map(|_| ()) })
                     .await?;
@@ -1134,6 +1126,14 @@ impl Orchestrator {
                 Ok(format!("ignored: {kind} does not apply to a sub-task that is {phase}"))
             }
         }
+    }
+
+    /// Publishes a dispute or appeal reason as `{"reason": …}`; returns its URI.
+    fn publish_reason(&self, reason: Option<&str>) -> Result<String, RunError> {
+        let body = json!({ "reason": reason.unwrap_or_default() });
+        self.codec
+            .publish(body.to_string().as_bytes(), self.blobs.as_ref())
+            .map_err(|e| RunError::Invalid(e.to_string()))
     }
 
     /// Runs `f` with the escrow client and the sponsor's address, holding the
