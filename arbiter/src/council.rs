@@ -13,7 +13,7 @@ use async_openai::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use tessera_llm::{Endpoint, env_var, tool_arguments};
+use tessera_llm::{Endpoint, complete, env_var, tool_arguments};
 
 use crate::{
     evidence::Evidence,
@@ -70,12 +70,9 @@ impl Council {
     }
 
     async fn attempt(&self, evidence: &Evidence) -> Result<Verdict, String> {
-        let chat = self.client.chat();
-        let response =
-            tokio::time::timeout(self.timeout, chat.create(request(&self.model, evidence)))
-                .await
-                .map_err(|_| format!("no answer within {:?}", self.timeout))?
-                .map_err(|e| format!("provider: {e}"))?;
+        let response = complete(&self.client, request(&self.model, evidence), self.timeout)
+            .await
+            .map_err(|e| e.to_string())?;
         parse(&response, &self.model)
     }
 }

@@ -11,7 +11,7 @@ use async_openai::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_llm::{Endpoint, env_var, tool_arguments};
+use tessera_llm::{Endpoint, complete, env_var, tool_arguments};
 
 use crate::{
     classify::{
@@ -29,18 +29,7 @@ pub const MAX_SUBTASKS: usize = 64;
 pub const MAX_SPEC_BYTES: usize = 16 * 1024;
 
 /// Why one attempt failed.
-#[derive(Debug, thiserror::Error)]
-pub enum AttemptError {
-    /// The provider answered with an error or could not be reached.
-    #[error("provider: {0}")]
-    Provider(String),
-    /// No answer in time.
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
-    /// The answer did not match the schema.
-    #[error("malformed answer: {0}")]
-    Malformed(String),
-}
+pub use tessera_llm::CallError as AttemptError;
 
 /// Where the provider is and which model to ask.
 #[derive(Debug, Clone)]
@@ -112,11 +101,7 @@ impl LlmClassifier {
         payload: Option<&str>,
     ) -> Result<Answer, AttemptError> {
         let request = request(&self.settings.model, brief, payload);
-        let chat = self.client.chat();
-        let response = tokio::time::timeout(self.settings.timeout, chat.create(request))
-            .await
-            .map_err(|_| AttemptError::Timeout(self.settings.timeout))?
-            .map_err(|e| AttemptError::Provider(e.to_string()))?;
+        let response = complete(&self.client, request, self.settings.timeout).await?;
         parse(&response)
     }
 }

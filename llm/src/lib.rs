@@ -4,12 +4,43 @@
 //! (callers retry exactly once, by policy), and the forced tool call read
 //! back as JSON arguments.
 
+use std::time::Duration;
+
 use async_openai::{
     Client,
     config::OpenAIConfig,
-    types::chat::{ChatCompletionMessageToolCalls, CreateChatCompletionResponse},
+    types::chat::{
+        ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
+    },
 };
 use serde_json::Value;
+
+/// Why one attempt at a model call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The provider answered with an error or could not be reached.
+    #[error("provider: {0}")]
+    Provider(String),
+    /// No answer in time.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The answer did not call the tool with valid arguments.
+    #[error("malformed answer: {0}")]
+    Malformed(String),
+}
+
+/// One chat completion, cut off after `timeout`.
+pub async fn complete(
+    client: &Client<OpenAIConfig>,
+    request: CreateChatCompletionRequest,
+    timeout: Duration,
+) -> Result<CreateChatCompletionResponse, CallError> {
+    let chat = client.chat();
+    tokio::time::timeout(timeout, chat.create(request))
+        .await
+        .map_err(|_| CallError::Timeout(timeout))?
+        .map_err(|e| CallError::Provider(e.to_string()))
+}
 
 /// Default base URL when none is configured.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

@@ -18,7 +18,7 @@ use async_openai::{
     types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse},
 };
 use serde_json::{Value, json};
-use tessera_llm::{Endpoint, tool_arguments};
+use tessera_llm::{Endpoint, complete, tool_arguments};
 
 use crate::{AgentCard, TaskInput};
 
@@ -30,18 +30,7 @@ pub const MAX_TEXT_BYTES: usize = 64 * 1024;
 pub const SENTIMENT_LABELS: [&str; 4] = ["positive", "negative", "neutral", "mixed"];
 
 /// Why the LLM path failed.
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    /// The provider answered with an error or could not be reached.
-    #[error("provider: {0}")]
-    Provider(String),
-    /// No answer in time.
-    #[error("no answer within {0:?}")]
-    Timeout(Duration),
-    /// The answer did not call the tool with valid arguments.
-    #[error("malformed answer: {0}")]
-    Malformed(String),
-}
+pub use tessera_llm::CallError as LlmError;
 
 /// Where the provider is, and how long an attempt may take.
 #[derive(Debug, Clone)]
@@ -109,12 +98,7 @@ impl LlmRunner {
         request: &CreateChatCompletionRequest,
         capability: &str,
     ) -> Result<serde_json::Map<String, Value>, LlmError> {
-        let chat = self.client.chat();
-        let call = chat.create(request.clone());
-        let response = tokio::time::timeout(self.timeout, call)
-            .await
-            .map_err(|_| LlmError::Timeout(self.timeout))?
-            .map_err(|e| LlmError::Provider(e.to_string()))?;
+        let response = complete(&self.client, request.clone(), self.timeout).await?;
         parse(&response, capability)
     }
 }
