@@ -1,11 +1,8 @@
 //! `tessera arbiter`: the arbiter service and the appeal arbiter's commands.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use alloy::{
-    network::EthereumWallet, primitives::U256, signers::local::PrivateKeySigner,
-    transports::http::reqwest::Url,
-};
+use alloy::{network::EthereumWallet, primitives::U256, signers::local::PrivateKeySigner};
 use clap::{Args, Subcommand, ValueEnum};
 use eyre::{Context, Result, bail, eyre};
 use tessera_arbiter::{
@@ -15,22 +12,14 @@ use tessera_arbiter::{
 };
 use tessera_bindings::{
     client::{EscrowClient, connect},
-    deployment::Deployment,
     envelope::FsBlobStore,
 };
 
 /// Where the arbiter works.
 #[derive(Debug, Args)]
 pub(crate) struct ArbiterChain {
-    /// The deployment record.
-    #[arg(long, default_value = "deployment.json")]
-    deployment: PathBuf,
-    /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-    rpc_url: Url,
-    /// Directory of content-addressed envelopes, results and rationales.
-    #[arg(long, default_value = ".tessera/blobs")]
-    blobs: PathBuf,
+    #[command(flatten)]
+    conn: crate::cli::Connection,
     /// Decision store: sqlite://<file> or postgres://…
     #[arg(
         long,
@@ -50,9 +39,6 @@ pub(crate) enum ArbiterCommand {
     Run {
         #[command(flatten)]
         chain: ArbiterChain,
-        /// Websocket endpoint for new blocks (default: the RPC URL with ws://).
-        #[arg(long, env = "TESSERA_WS_URL")]
-        ws_url: Option<String>,
         /// Milliseconds between looks when no block is announced.
         #[arg(long, default_value_t = 1000)]
         poll_ms: u64,
@@ -111,14 +97,14 @@ fn key(var: &str, role: &str) -> Result<PrivateKeySigner> {
 
 pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>) -> Result<()> {
     match cmd {
-        ArbiterCommand::Run { chain, ws_url, poll_ms } => {
+        ArbiterCommand::Run { chain, poll_ms } => {
             let signer = key("TESSERA_ARBITER_KEY", "arbiter")?;
             let me = signer.address();
-            let deployment = Deployment::load(&chain.deployment)?;
+            let deployment = chain.conn.deployment()?;
             let store = ArbiterStore::connect(&chain.database_url)
                 .await
                 .wrap_err("opening the decision store")?;
-            let provider = connect(chain.rpc_url.clone(), EthereumWallet::new(signer));
+            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
             let judge = Judge::from_env();
             let judge_name = match &judge {
                 Judge::Offline => "offline rubric",
@@ -130,11 +116,11 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
                 deployment,
                 store,
                 judge,
-                Arc::new(FsBlobStore::new(&chain.blobs)),
+                Arc::new(FsBlobStore::new(&chain.conn.blobs)),
             )
             .await?;
             println!("arbiter {me} ruling with the {judge_name}. Ctrl-C to stop.");
-            let ws = ws_url.or_else(|| crate::cli::ws_of(&chain.rpc_url));
+            let ws = chain.conn.ws();
             arbiter
                 .run(
                     ws.as_deref(),
@@ -160,8 +146,8 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             }
         }
         ArbiterCommand::Appeals(AppealsCommand::List { chain }) => {
-            let deployment = Deployment::load(&chain.deployment)?;
-            let provider = connect(chain.rpc_url.clone(), EthereumWallet::default());
+            let deployment = chain.conn.deployment()?;
+            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::default());
             let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
             let list = appeals(&escrow, &provider, &deployment).await?;
             if list.is_empty() {
@@ -199,12 +185,12 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             };
             let signer = key("TESSERA_APPEAL_ARBITER_KEY", "appeal arbiter")?;
             let me = signer.address();
-            let deployment = Deployment::load(&chain.deployment)?;
-            let provider = connect(chain.rpc_url.clone(), EthereumWallet::new(signer));
+            let deployment = chain.conn.deployment()?;
+            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
             let escrow = EscrowClient::new(provider, deployment.task_escrow);
             let store = ArbiterStore::connect(&chain.database_url).await?;
             let verdict = Verdict::new(kind, share, rationale, "appeal-arbiter");
-            let blobs = FsBlobStore::new(&chain.blobs);
+            let blobs = FsBlobStore::new(&chain.conn.blobs);
             let tx =
                 decide_appeal(&escrow, me, &deployment, id, &verdict, &blobs, Some(&store)).await?;
             println!(

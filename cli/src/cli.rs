@@ -99,22 +99,41 @@ struct WorkerArgs {
     /// The agent card (YAML: id, description, role, capabilities with prices, model, instructions).
     #[arg(long)]
     card: PathBuf,
-    /// The deployment record to work against.
-    #[arg(long, default_value = "deployment.json")]
-    deployment: PathBuf,
-    /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-    rpc_url: Url,
-    /// Directory of content-addressed envelopes and results.
-    #[arg(long, default_value = ".tessera/blobs")]
-    blobs: PathBuf,
-    /// Websocket endpoint for new-block notifications (default: the RPC URL
-    /// with ws:// instead of http://); without one the worker polls.
-    #[arg(long, env = "TESSERA_WS_URL")]
-    ws_url: Option<String>,
+    #[command(flatten)]
+    conn: Connection,
     /// Milliseconds between scans when no new block is announced.
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
+}
+
+/// Where a service finds the chain and the blobs it shares with the others.
+#[derive(Debug, Args)]
+pub(crate) struct Connection {
+    /// The deployment record to work against.
+    #[arg(long, default_value = "deployment.json")]
+    pub(crate) deployment: PathBuf,
+    /// JSON-RPC endpoint of the chain.
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    pub(crate) rpc_url: Url,
+    /// Websocket endpoint for new blocks (default: the RPC URL with ws://);
+    /// without one the service polls.
+    #[arg(long, env = "TESSERA_WS_URL")]
+    pub(crate) ws_url: Option<String>,
+    /// Directory of content-addressed envelopes, results and rationales.
+    #[arg(long, default_value = ".tessera/blobs")]
+    pub(crate) blobs: PathBuf,
+}
+
+impl Connection {
+    /// The deployment record.
+    pub(crate) fn deployment(&self) -> Result<tessera_bindings::deployment::Deployment> {
+        Ok(tessera_bindings::deployment::Deployment::load(&self.deployment)?)
+    }
+
+    /// The websocket endpoint: given, or the RPC URL's ws:// twin.
+    pub(crate) fn ws(&self) -> Option<String> {
+        self.ws_url.clone().or_else(|| ws_of(&self.rpc_url))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -330,11 +349,11 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     use std::sync::Arc;
 
     use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
-    use tessera_bindings::{client::connect, deployment::Deployment, envelope::FsBlobStore};
+    use tessera_bindings::{client::connect, envelope::FsBlobStore};
     use tessera_workers::{AgentCard, runtime::Worker};
 
     let card = AgentCard::load(&args.card)?;
-    let deployment = Deployment::load(&args.deployment)?;
+    let deployment = args.conn.deployment()?;
     let key = std::env::var("TESSERA_WORKER_KEY")
         .map_err(|_| eyre::eyre!("set TESSERA_WORKER_KEY to the agent's private key (hex)"))?;
     let signer: PrivateKeySigner = key
@@ -342,8 +361,8 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .parse()
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
-    let provider = connect(args.rpc_url.clone(), EthereumWallet::new(signer));
-    let blobs = Arc::new(FsBlobStore::new(&args.blobs));
+    let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    let blobs = Arc::new(FsBlobStore::new(&args.conn.blobs));
     let offline = card.is_offline();
     let mut worker = Worker::new(provider, me, card, deployment, blobs);
     match tessera_workers::llm::LlmConfig::from_env() {
@@ -359,11 +378,10 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     let registration = worker
         .ensure_registered()
         .await
-        .wrap_err_with(|| format!("registering {me} at {}", args.rpc_url))?;
+        .wrap_err_with(|| format!("registering {me} at {}", args.conn.rpc_url))?;
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
-    let ws_url = args.ws_url.clone().or_else(|| ws_of(&args.rpc_url));
-    worker.run(ws_url.as_deref(), poll, |h| println!("{h:?}"), shutdown_signal()).await;
+    worker.run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), shutdown_signal()).await;
     println!("worker stopped");
     Ok(())
 }

@@ -1,12 +1,12 @@
 //! `tessera indexer run` and `tessera tasks tree`.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use alloy::{network::EthereumWallet, transports::http::reqwest::Url};
+use alloy::network::EthereumWallet;
 use clap::{Args, Subcommand};
 use eyre::{Context, Result, bail};
 use serde_json::Value;
-use tessera_bindings::{client::connect, deployment::Deployment, envelope::FsBlobStore};
+use tessera_bindings::{client::connect, envelope::FsBlobStore};
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 
 /// `tessera indexer …`.
@@ -20,21 +20,11 @@ pub(crate) enum IndexerCommand {
 /// Where the indexer reads and writes.
 #[derive(Debug, Args)]
 pub(crate) struct IndexerRun {
-    /// The deployment record.
-    #[arg(long, default_value = "deployment.json")]
-    deployment: PathBuf,
-    /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-    rpc_url: Url,
-    /// Websocket endpoint for new blocks (default: the RPC URL with ws://).
-    #[arg(long, env = "TESSERA_WS_URL")]
-    ws_url: Option<String>,
+    #[command(flatten)]
+    conn: crate::cli::Connection,
     /// Index store: sqlite://<file> or postgres://…
     #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
     database_url: String,
-    /// Directory of content-addressed envelopes (to read large specs).
-    #[arg(long, default_value = ".tessera/blobs")]
-    blobs: PathBuf,
     /// Address the API listens on.
     #[arg(long, default_value = "127.0.0.1:8090")]
     listen: std::net::SocketAddr,
@@ -64,15 +54,15 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let IndexerCommand::Run(a) = cmd;
-    let deployment = Deployment::load(&a.deployment)?;
+    let deployment = a.conn.deployment()?;
     let store = IndexStore::connect(&a.database_url).await.wrap_err("opening the index store")?;
-    let provider = connect(a.rpc_url.clone(), EthereumWallet::default());
+    let provider = connect(a.conn.rpc_url.clone(), EthereumWallet::default());
     let cfg = IndexerConfig { reorg_depth: a.reorg_depth, ..IndexerConfig::default() };
     let mut indexer = Indexer::new(
         provider,
         deployment,
         store.clone(),
-        Some(Arc::new(FsBlobStore::new(&a.blobs))),
+        Some(Arc::new(FsBlobStore::new(&a.conn.blobs))),
         cfg,
     );
     let listener = tokio::net::TcpListener::bind(a.listen)
@@ -90,7 +80,7 @@ pub(crate) async fn run(
     let app = api::router(store, indexer.progress(), updates, a.reorg_depth);
     println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let ws = a.ws_url.or_else(|| crate::cli::ws_of(&a.rpc_url));
+    let ws = a.conn.ws();
     indexer.run(ws.as_deref(), Duration::from_millis(a.poll_ms.max(50)), shutdown).await;
     server.abort();
     println!("indexer stopped");

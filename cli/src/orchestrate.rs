@@ -9,15 +9,13 @@ use std::{
     time::Duration,
 };
 
-use alloy::{
-    network::EthereumWallet, signers::local::PrivateKeySigner, transports::http::reqwest::Url,
-};
+use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
 use clap::Args;
 use eyre::{Context, Result, bail, eyre};
 use futures_util::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use tessera_bindings::{client::connect, deployment::Deployment, envelope::FsBlobStore};
+use tessera_bindings::{client::connect, envelope::FsBlobStore};
 use tessera_orchestrator::{
     api,
     plan::Plan,
@@ -32,21 +30,11 @@ pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
-    /// The deployment record to work against.
-    #[arg(long, default_value = "deployment.json")]
-    deployment: PathBuf,
-    /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-    rpc_url: Url,
-    /// Websocket endpoint for new blocks (default: the RPC URL with ws://).
-    #[arg(long, env = "TESSERA_WS_URL")]
-    ws_url: Option<String>,
+    #[command(flatten)]
+    conn: crate::cli::Connection,
     /// Run store: sqlite://<file> or postgres://…
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
     database_url: String,
-    /// Directory of content-addressed envelopes and results (shared with local workers).
-    #[arg(long, default_value = ".tessera/blobs")]
-    blobs: PathBuf,
     /// Seconds a paused run waits for a recovery decision before it is cancelled.
     #[arg(long, default_value_t = 120)]
     decision_timeout_secs: u64,
@@ -107,14 +95,14 @@ pub(crate) async fn serve(
     let token = env_secret("TESSERA_API_TOKEN", "the bearer token clients must send")?;
     let signer: PrivateKeySigner =
         key.parse().map_err(|_| eyre!("TESSERA_SPONSOR_KEY is not a hex private key"))?;
-    let deployment = Deployment::load(&args.deployment)?;
+    let deployment = args.conn.deployment()?;
     let store = Store::connect(&args.database_url)
         .await
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
-    let provider = connect(args.rpc_url.clone(), EthereumWallet::new(signer.clone()));
+    let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer.clone()));
     let chain = Chain::new(provider, signer, deployment)
         .await
-        .wrap_err_with(|| format!("reaching the contracts through {}", args.rpc_url))?;
+        .wrap_err_with(|| format!("reaching the contracts through {}", args.conn.rpc_url))?;
     let config = RunnerConfig {
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
         max_plan_spend: tessera_orchestrator::runner::parse_usdc(&args.max_plan_spend).ok_or_else(
@@ -125,9 +113,10 @@ pub(crate) async fn serve(
         ..RunnerConfig::default()
     };
     let classifier = tessera_classifier::Classifier::from_env();
-    let orch = Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(&args.blobs)), config);
+    let orch =
+        Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(&args.conn.blobs)), config);
     let resumed = orch.resume_all().await?;
-    let ws = args.ws_url.clone().or_else(|| crate::cli::ws_of(&args.rpc_url));
+    let ws = args.conn.ws();
     tokio::spawn(Arc::clone(&orch).follow_heads(ws));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
