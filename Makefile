@@ -27,7 +27,8 @@ export TESSERA_ANVIL := $(ANVIL)
 
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
-        chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean
+        chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean browser \
+        test-web
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -112,8 +113,26 @@ coverage: toolchain ## line and branch coverage of the contracts
 	  --lib-paths $(TOOLS)/node_modules \
 	  --remappings @openzeppelin/contracts/=$(TOOLS)/node_modules/@openzeppelin/contracts/
 
-rust-test: toolchain ## Rust unit tests and end-to-end tests on anvil
+# The browser tests drive Debian's Chromium through playwright-core; no
+# browser is ever downloaded by a tool. TESSERA_CHROMIUM overrides the path.
+CHROMIUM ?= $(or $(TESSERA_CHROMIUM),/usr/bin/chromium)
+export TESSERA_CHROMIUM := $(CHROMIUM)
+
+browser: ## install Debian's chromium for the web UI tests when it is missing
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  command -v apt-get >/dev/null || { echo "error: $(CHROMIUM) is missing and apt-get is not available: install Chromium and set TESSERA_CHROMIUM" >&2; exit 1; }; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	  else echo "error: installing chromium needs root: run 'apt-get install chromium' as root" >&2; exit 1; fi; \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  $$sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; \
+	fi
+	@"$(CHROMIUM)" --version 2>/dev/null | grep -qi chromium || { echo "error: $(CHROMIUM) does not run" >&2; exit 1; }
+
+rust-test: toolchain browser ## Rust unit tests, end-to-end tests on anvil, and the web UI in headless Chromium
 	@$(CARGO) test --workspace --locked
+
+test-web: toolchain browser ## only the web UI scenarios in headless Chromium (screenshots in target/web-artifacts/)
+	@$(CARGO) test --locked -p tessera --test web -- --nocapture
 
 test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check rust-test ## everything a reviewer runs
 	@echo "make test: all checks passed"

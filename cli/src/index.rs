@@ -49,35 +49,35 @@ pub(crate) enum TasksCommand {
     },
 }
 
+/// An indexer of the deployment in `conn` into the store at `database_url`.
+pub(crate) async fn open(
+    conn: &crate::cli::Connection,
+    database_url: &str,
+    reorg_depth: u64,
+) -> Result<Indexer> {
+    let deployment = conn.deployment()?;
+    let store = IndexStore::connect(database_url).await.wrap_err("opening the index store")?;
+    let provider = connect(conn.rpc_url.clone(), EthereumWallet::default());
+    let cfg = IndexerConfig { reorg_depth, ..IndexerConfig::default() };
+    Ok(Indexer::new(
+        provider,
+        deployment,
+        store,
+        Some(Arc::new(FsBlobStore::new(&conn.blobs))),
+        cfg,
+    ))
+}
+
 pub(crate) async fn run(
     cmd: IndexerCommand,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let IndexerCommand::Run(a) = cmd;
-    let deployment = a.conn.deployment()?;
-    let store = IndexStore::connect(&a.database_url).await.wrap_err("opening the index store")?;
-    let provider = connect(a.conn.rpc_url.clone(), EthereumWallet::default());
-    let cfg = IndexerConfig { reorg_depth: a.reorg_depth, ..IndexerConfig::default() };
-    let mut indexer = Indexer::new(
-        provider,
-        deployment,
-        store.clone(),
-        Some(Arc::new(FsBlobStore::new(&a.conn.blobs))),
-        cfg,
-    );
+    let mut indexer = open(&a.conn, &a.database_url, a.reorg_depth).await?;
     let listener = tokio::net::TcpListener::bind(a.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
-    let updates = tokio::sync::broadcast::channel(16).0;
-    // Forward the indexer's updates to the API's subscribers.
-    let mut from_indexer = indexer.subscribe();
-    let to_api = updates.clone();
-    tokio::spawn(async move {
-        while let Ok(u) = from_indexer.recv().await {
-            let _ = to_api.send(u);
-        }
-    });
-    let app = api::router(store, indexer.progress(), updates, a.reorg_depth);
+    let app = api::of(&indexer);
     println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let ws = a.conn.ws();

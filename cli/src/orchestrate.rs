@@ -41,6 +41,14 @@ pub(crate) struct ServeArgs {
     /// Most one plan may spend, in USDC.
     #[arg(long, default_value = "50")]
     max_plan_spend: String,
+    /// Store of the embedded indexer, which feeds the web UI's history and
+    /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…
+    #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
+    index_database_url: String,
+    /// Run without the embedded indexer (the UI then shows no history,
+    /// agents or reliability).
+    #[arg(long)]
+    no_index: bool,
 }
 
 /// Where the API is, for the client commands.
@@ -117,7 +125,7 @@ pub(crate) async fn serve(
         Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(&args.conn.blobs)), config);
     let resumed = orch.resume_all().await?;
     let ws = args.conn.ws();
-    tokio::spawn(Arc::clone(&orch).follow_heads(ws));
+    tokio::spawn(Arc::clone(&orch).follow_heads(ws.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", args.listen))?;
@@ -135,9 +143,30 @@ pub(crate) async fn serve(
             "offline planner (no LLM key)"
         }
     );
-    let app =
-        api::router(orch, &token, classifier).layer(tower_http::trace::TraceLayer::new_for_http());
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    let mut app = api::router(orch, &token, classifier);
+    let mut indexer = None;
+    if !args.no_index {
+        let ix = crate::index::open(&args.conn, &args.index_database_url, 64)
+            .await
+            .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?;
+        app = app.nest("/index", tessera_indexer::api::of(&ix));
+        indexer = Some(ix);
+    }
+    println!(
+        "web UI on http://{}/ (state changes ask for the TESSERA_API_TOKEN value once){}",
+        listener.local_addr()?,
+        if indexer.is_some() { "; index API under /index/api" } else { "" }
+    );
+    let app = app.layer(tower_http::trace::TraceLayer::new_for_http());
+    let serving = axum::serve(listener, app).with_graceful_shutdown(shutdown).into_future();
+    match indexer.as_mut() {
+        // The embedded indexer follows the chain for as long as the API serves.
+        Some(ix) => tokio::select! {
+            served = serving => served?,
+            () = ix.run(ws.as_deref(), Duration::from_secs(1), std::future::pending()) => {}
+        },
+        None => serving.await?,
+    }
     println!("orchestrator stopped");
     Ok(())
 }

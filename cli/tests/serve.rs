@@ -2,7 +2,7 @@
 //! mid-plan and restarted, and the `plan` client for plan files and briefs.
 
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::Duration,
 };
 
@@ -13,72 +13,14 @@ use alloy::{
     sol_types::SolEvent,
 };
 use serde_json::{Value, json};
-use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
+use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::TaskEscrow;
-use tessera_e2e::{TEST_TOKEN, TestEnv, spawn_worker};
+use tessera_e2e::{TEST_TOKEN, TestEnv};
 use tessera_orchestrator::plan::Plan;
 
-struct Orchestrator(Child);
+mod support;
 
-impl Drop for Orchestrator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Orchestrator {
-    let deployment = dir.join("deployment.json");
-    env.deployment.save(&deployment).unwrap();
-    let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
-    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--deployment")
-        .arg(&deployment)
-        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-        .args(["--database-url", &format!("sqlite://{}", dir.join("runs.db").display())])
-        .arg("--blobs")
-        .arg(dir.join("blobs"))
-        .env("TESSERA_SPONSOR_KEY", sponsor_key)
-        .env("TESSERA_API_TOKEN", TEST_TOKEN)
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tessera serve starts");
-    Orchestrator(child)
-}
-
-async fn wait_up(http: &reqwest::Client, api: &str) {
-    for _ in 0..200 {
-        if http.get(format!("{api}/api/health")).send().await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("orchestrator never answered at {api}");
-}
-
-async fn view(http: &reqwest::Client, api: &str, id: &str) -> Value {
-    http.get(format!("{api}/api/runs/{id}")).send().await.unwrap().json().await.unwrap()
-}
-
-/// A chain with the contracts, and a worker per demo agent whose blobs live
-/// under the returned directory (where the orchestrator will look too).
-async fn chain_with_workers() -> (TestEnv, tempfile::TempDir, Vec<tokio::task::JoinHandle<()>>) {
-    let env = TestEnv::start(DeployConfig::default()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let blobs = dir.path().join("blobs");
-    let mut workers = Vec::new();
-    for agent in DEMO_AGENTS {
-        workers.push(spawn_worker(&env, agent, &blobs).await);
-    }
-    (env, dir, workers)
-}
+use support::{chain_with_workers, free_port, start, view, wait_up};
 
 #[tokio::test]
 async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once() {

@@ -71,6 +71,11 @@ pub fn router(
         .with_state(AppState { store, progress, updates, reorg_depth })
 }
 
+/// The router over a running indexer: its store, progress and updates.
+pub fn of(indexer: &crate::Indexer) -> Router {
+    router(indexer.store().clone(), indexer.progress(), indexer.updates(), indexer.reorg_depth())
+}
+
 struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {

@@ -122,6 +122,11 @@ impl Indexer {
         self.updates.subscribe()
     }
 
+    /// The sender of live updates, for an API that subscribes per request.
+    pub fn updates(&self) -> broadcast::Sender<Update> {
+        self.updates.clone()
+    }
+
     /// Progress, as it changes.
     pub fn progress(&self) -> watch::Receiver<Progress> {
         self.progress.subscribe()

@@ -91,6 +91,7 @@ pub fn router(orch: Arc<Orchestrator>, token: &str, classifier: Classifier) -> R
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/blobs/{hash}", get(blob))
         .merge(guarded)
+        .merge(crate::web::router())
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
