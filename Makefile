@@ -28,7 +28,7 @@ export TESSERA_ANVIL := $(ANVIL)
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
         chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean browser \
-        test-web
+        test-web js-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -131,10 +131,13 @@ browser: ## install Debian's chromium for the web UI tests when it is missing
 rust-test: toolchain browser ## Rust unit tests, end-to-end tests on anvil, and the web UI in headless Chromium
 	@$(CARGO) test --workspace --locked
 
+js-test: check-prereqs ## the web UI's script unit tests (node's test runner)
+	@node --test orchestrator/web/*.test.mjs
+
 test-web: toolchain browser ## only the web UI scenarios in headless Chromium (screenshots in target/web-artifacts/)
 	@$(CARGO) test --locked -p tessera --test web -- --nocapture
 
-test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check rust-test ## everything a reviewer runs
+test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check js-test rust-test ## everything a reviewer runs
 	@echo "make test: all checks passed"
 
 # --- running -------------------------------------------------------------------
