@@ -333,27 +333,7 @@ async fn arbiter_killed_mid_resolution_rules_each_dispute_exactly_once() {
         d.escrow.dispute(env.actors.client.address(), &mut rec, "data:,too short").await.unwrap();
         ids.push(rec.id);
     }
-    let arbiter_key = format!("0x{}", alloy::hex::encode(env.actors.arbiter.to_bytes()));
-    let spawn = || {
-        Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(["arbiter", "run", "--poll-ms", "100"])
-            .arg("--deployment")
-            .arg(&deployment)
-            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-            .args([
-                "--database-url",
-                &format!("sqlite://{}", dir.path().join("arbiter.db").display()),
-            ])
-            .arg("--blobs")
-            .arg(dir.path().join("blobs"))
-            .env("TESSERA_ARBITER_KEY", &arbiter_key)
-            .env_remove("TESSERA_LLM_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("tessera arbiter starts")
-    };
+    let spawn = || support::arbiter(&env, dir.path(), &deployment);
     let ruled = || async {
         env.provider
             .get_logs(

@@ -7,12 +7,9 @@
 
 mod support;
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Stdio},
-};
+use std::path::{Path, PathBuf};
 
-use support::{Orchestrator, chain_with_workers_deployed, free_port, start, wait_up};
+use support::{Service, chain_with_workers_deployed, free_port, start, wait_up};
 use tessera_anvil::deploy::DeployConfig;
 use tessera_e2e::TEST_TOKEN;
 
@@ -41,28 +38,8 @@ async fn plan_card_in_headless_chromium() {
             .await;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let _orch: Orchestrator = start(&env, dir.path(), port);
-    let arbiter_key = format!("0x{}", alloy::hex::encode(env.actors.arbiter.to_bytes()));
-    let _arbiter = Orchestrator(
-        Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(["arbiter", "run", "--poll-ms", "200"])
-            .arg("--deployment")
-            .arg(dir.path().join("deployment.json"))
-            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-            .args([
-                "--database-url",
-                &format!("sqlite://{}", dir.path().join("arbiter.db").display()),
-            ])
-            .arg("--blobs")
-            .arg(dir.path().join("blobs"))
-            .env("TESSERA_ARBITER_KEY", &arbiter_key)
-            .env_remove("TESSERA_LLM_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("tessera arbiter starts"),
-    );
+    let _orch = start(&env, dir.path(), port);
+    let _arbiter = Service(support::arbiter(&env, dir.path(), &dir.path().join("deployment.json")));
     wait_up(&reqwest::Client::new(), &url).await;
 
     let artifacts = root.join("target/web-artifacts");

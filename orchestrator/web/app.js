@@ -517,7 +517,8 @@ async function runPage(main, id) {
           h('td', {}, r?.task_id ? h('code', { title: r.task_id }, short(r.task_id)) : '—'),
           h('td', {}, h('button', { type: 'button', 'aria-label': `Details of sub-task ${t.index}`, onclick: () => openSubtask(state, t.index, refresh) }, 'Details')));
       }))));
-    if (state.selected !== null) openSubtask(state, state.selected, refresh, false);
+    if ($('#drawer').hidden) state.selected = null;
+    else if (state.selected !== null) openSubtask(state, state.selected, refresh, false);
   };
 
   // One fetch at a time; an event that lands meanwhile asks for one more, so
@@ -658,8 +659,14 @@ async function openSubtask(state, index, refresh, focus = true) {
   const resultBox = h('div', { class: 'result' }, h('p', { class: 'muted' }, r?.result_uri ? 'loading…' : 'not delivered yet'));
   const disputeBox = h('div', { class: 'dispute' });
 
+  // A live update rebuilds the drawer: keep what the user was typing and
+  // where the focus was.
+  const body = $('#drawer-body');
+  const typed = [...body.querySelectorAll('textarea[id], select[id], input[id]')].map((e) => [e.id, e.value]);
+  const focused = body.contains(document.activeElement) ? document.activeElement.id : null;
+  const sameTask = $('#drawer-title').textContent === `#${index} ${t.capability}`;
   $('#drawer-title').textContent = `#${index} ${t.capability}`;
-  $('#drawer-body').replaceChildren(
+  body.replaceChildren(
     h('dl', { class: 'facts' },
       h('dt', {}, 'Phase'), h('dd', {}, h('span', { class: `badge phase-${phase}`, id: 'drawer-phase' }, phase)),
       h('dt', {}, 'Executor'), h('dd', {}, nameOf(r?.executor ?? t.executor, state.list), ' ', h('code', { class: 'wrap' }, r?.executor ?? t.executor ?? '—')),
@@ -678,6 +685,13 @@ async function openSubtask(state, index, refresh, focus = true) {
     h('h3', {}, 'Result'), resultBox,
     disputeBox,
     actions, note, err);
+  if (sameTask && !focus) {
+    for (const [eid, value] of typed) {
+      const e = document.getElementById(eid);
+      if (e && body.contains(e) && value) e.value = value;
+    }
+    if (focused) document.getElementById(focused)?.focus();
+  }
   if (drawer.hidden) {
     drawer.hidden = false;
     document.body.classList.add('drawer-open');

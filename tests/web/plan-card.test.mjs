@@ -213,6 +213,7 @@ test('a disputed result goes to the arbiter and its verdict appears', async () =
     // The result stands; the next sub-task waits for approve & pay.
     await page.keyboard.press('Escape');
     await waitPhase(1, 'completed');
+    assert.equal(await page.locator('#drawer').isVisible(), false, 'live events do not reopen a closed drawer');
     await openNode(1);
     await page.getByRole('button', { name: 'Approve and pay' }).click();
     await waitRunState('completed');

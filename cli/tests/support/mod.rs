@@ -12,10 +12,10 @@ use serde_json::Value;
 use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
 use tessera_e2e::{TEST_TOKEN, TestEnv, spawn_worker};
 
-/// A `tessera serve` child process, killed on drop.
-pub(crate) struct Orchestrator(pub(crate) Child);
+/// A `tessera` service child process (serve, arbiter), killed on drop.
+pub(crate) struct Service(pub(crate) Child);
 
-impl Drop for Orchestrator {
+impl Drop for Service {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
@@ -26,7 +26,7 @@ pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Orchestrator {
+pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Service {
     let deployment = dir.join("deployment.json");
     env.deployment.save(&deployment).unwrap();
     let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
@@ -46,7 +46,7 @@ pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Orchestr
         .stderr(Stdio::inherit())
         .spawn()
         .expect("tessera serve starts");
-    Orchestrator(child)
+    Service(child)
 }
 
 pub(crate) async fn wait_up(http: &reqwest::Client, api: &str) {
@@ -82,4 +82,25 @@ pub(crate) async fn chain_with_workers_deployed(
         workers.push(spawn_worker(&env, agent, &blobs).await);
     }
     (env, dir, workers)
+}
+
+/// `tessera arbiter run` (offline rubric) as a child process, with its
+/// decisions in `dir` and the blobs the workers write there.
+pub(crate) fn arbiter(env: &TestEnv, dir: &std::path::Path, deployment: &std::path::Path) -> Child {
+    let arbiter_key = format!("0x{}", alloy::hex::encode(env.actors.arbiter.to_bytes()));
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["arbiter", "run", "--poll-ms", "100"])
+        .arg("--deployment")
+        .arg(deployment)
+        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+        .args(["--database-url", &format!("sqlite://{}", dir.join("arbiter.db").display())])
+        .arg("--blobs")
+        .arg(dir.join("blobs"))
+        .env("TESSERA_ARBITER_KEY", arbiter_key)
+        .env_remove("TESSERA_LLM_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("tessera arbiter starts")
 }
