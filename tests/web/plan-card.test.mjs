@@ -249,6 +249,21 @@ test('a high-stakes plan is refused without a typed confirmation', async () => {
   await page.waitForFunction(() => ['running', 'completed'].includes(document.querySelector('#run-state')?.textContent));
 });
 
+test('an atomic, low-stakes brief runs at once and lands on its run', async () => {
+  await page.goto(`${BASE}/`);
+  await page.getByRole('button', { name: 'Sentiment of reviews' }).focus();
+  await page.keyboard.press('Enter');
+  await page.getByLabel('Brief', { exact: true }).fill('What is the sentiment of this customer review?');
+  await page.getByLabel('Material (optional)').fill('The staff were friendly and the room was spotless. I would happily come back.');
+  await page.getByRole('button', { name: 'Classify and plan' }).click();
+  await page.waitForURL(/\/runs\/0x[0-9a-f]{64}\?chain=\d+$/);
+  await waitRunState('completed');
+  await openNode(0);
+  await page.locator('#drawer .result-text').waitFor();
+  assert.match(await page.locator('#drawer .result-text').textContent(), /positive/i);
+  await page.keyboard.press('Escape');
+});
+
 test('history shows lineage trees from the indexer, and agents their prices and reliability', async () => {
   await page.goto(`${BASE}/history`);
   await page.locator(`.history li[data-run="${runs.settled.id}"] .tree li`).first().waitFor();
