@@ -81,21 +81,24 @@ async function sha256Hex(bytes) {
   return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/// The text of a `data:` URI (percent-encoded or base64).
+function decodeDataUri(uri) {
+  const comma = uri.indexOf(',');
+  if (comma < 0) throw new Error('malformed data: URI');
+  const meta = uri.slice(5, comma);
+  const payload = uri.slice(comma + 1);
+  if (meta.endsWith(';base64')) {
+    const bin = atob(payload);
+    return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  }
+  return decodeURIComponent(payload);
+}
+
 /// The text behind a spec, result or rationale URI: inline `data:` or
 /// content-addressed `sha256:` (fetched from the orchestrator and checked).
 async function resolveUri(uri) {
   if (!uri) return null;
-  if (uri.startsWith('data:')) {
-    const comma = uri.indexOf(',');
-    if (comma < 0) throw new Error('malformed data: URI');
-    const meta = uri.slice(5, comma);
-    const payload = uri.slice(comma + 1);
-    if (meta.endsWith(';base64')) {
-      const bin = atob(payload);
-      return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-    }
-    return decodeURIComponent(payload);
-  }
+  if (uri.startsWith('data:')) return decodeDataUri(uri);
   const m = /^sha256:([0-9a-fA-F]{64})$/.exec(uri);
   if (m) {
     const resp = await fetch(`/api/blobs/${m[1]}`);
@@ -174,14 +177,17 @@ async function agents(refresh = false) {
 function agentName(a) {
   const uri = a.metadata_uri ?? '';
   if (uri.startsWith('data:')) {
-    const comma = uri.indexOf(',');
     try {
-      const card = JSON.parse(decodeURIComponent(uri.slice(comma + 1)));
+      const card = JSON.parse(decodeDataUri(uri));
       if (typeof card?.id === 'string') return card.id;
     } catch { /* not a JSON card */ }
   }
   return short(a.agent);
 }
+
+/// Active agents offering `capability`, and how an offer reads in a picker.
+const offersFor = (list, capability) => list.filter((a) => a.status === 'active' && a.offers && capability in a.offers);
+const offerLabel = (a, capability) => `${a.name} · ${usdc(a.offers[capability])} USDC · ${reliability(a)}`;
 
 function reliability(a) {
   const r = a?.stats?.success_rate;
@@ -349,14 +355,14 @@ async function planCard(view, { unassigned = [] } = {}) {
 
   const order = plan.subtasks.map((t) => t.index);
   const rows = plan.subtasks.map((t, pos) => {
-    const offers = list.filter((a) => a.status === 'active' && a.offers && t.capability in a.offers);
+    const offers = offersFor(list, t.capability);
     const select = h('select', { id: `exec-${t.index}`, 'aria-label': `Executor of sub-task ${t.index} (${t.capability})` });
     if (!t.executor) select.append(h('option', { value: '' }, 'choose an executor…'));
     if (t.executor && !offers.some((a) => a.agent.toLowerCase() === t.executor.toLowerCase())) {
       select.append(h('option', { value: t.executor }, short(t.executor)));
     }
     for (const a of offers) {
-      select.append(h('option', { value: a.agent }, `${a.name} · ${usdc(a.offers[t.capability])} USDC · ${reliability(a)}`));
+      select.append(h('option', { value: a.agent }, offerLabel(a, t.capability)));
     }
     // Addresses may differ in checksum case between the plan and the index.
     const current = [...select.options].find((o) => o.value.toLowerCase() === (t.executor ?? '').toLowerCase());
@@ -647,9 +653,8 @@ async function openSubtask(state, index, refresh, focus = true) {
   if (['created', 'accepted', 'expired', 'cancelled'].includes(phase) && live) {
     const retry = h('button', { type: 'button', id: 'retry' }, 'Retry (same executor, fresh deadline)');
     retry.addEventListener('click', () => decide(retry, `/subtasks/${index}/retry`));
-    const others = state.list.filter((a) => a.status === 'active' && a.offers && t.capability in a.offers);
     const pick = h('select', { id: 'new-executor', 'aria-label': 'New executor' },
-      others.map((a) => h('option', { value: a.agent }, `${a.name} · ${usdc(a.offers[t.capability])} USDC · ${reliability(a)}`)));
+      offersFor(state.list, t.capability).map((a) => h('option', { value: a.agent }, offerLabel(a, t.capability))));
     const change = h('button', { type: 'button', id: 'change-executor' }, 'Change executor');
     change.addEventListener('click', () => decide(change, `/subtasks/${index}/executor`, { executor: pick.value }));
     actions.append(h('h3', {}, 'Recover'), h('div', { class: 'actions' }, retry), pick, h('div', { class: 'actions' }, change));
