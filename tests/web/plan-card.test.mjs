@@ -270,6 +270,7 @@ test('history shows lineage trees from the indexer, and agents their prices and 
   const tree = await page.locator(`.history li[data-run="${runs.settled.id}"] .tree`).first().textContent();
   assert.match(tree, /translate/);
   assert.match(tree, /summarize/);
+  await shot('history.png');
   await page.goto(`${BASE}/agents`);
   await page.locator('table.agents tbody tr').first().waitFor();
   assert.equal(await page.locator('table.agents tbody tr').count(), 5);
