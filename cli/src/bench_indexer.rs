@@ -153,7 +153,9 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
         .await?;
     provider.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await?;
     let chunk = 400;
-    let gas_price = provider.get_gas_price().await? * 2;
+    // Full blocks raise the base fee (up to 12.5% a block): the price is
+    // read again after every mined block.
+    let mut gas_price = provider.get_gas_price().await? * 2;
     let now = provider
         .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
         .await?
@@ -186,9 +188,11 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
         nonce += 1;
         if (i + 1) % chunk == 0 {
             mine(provider).await?;
+            gas_price = provider.get_gas_price().await? * 2;
         }
     }
     mine(provider).await?;
+    gas_price = provider.get_gas_price().await? * 2;
     let records = fold_all(provider, d, first).await?;
     // accept, complete (executor), approve (client = sponsor), each phase
     // on the state the previous one left.
@@ -223,9 +227,11 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
             nonce += 1;
             if (i + 1) % chunk == 0 {
                 mine(provider).await?;
+                gas_price = provider.get_gas_price().await? * 2;
             }
         }
         mine(provider).await?;
+        gas_price = provider.get_gas_price().await? * 2;
     }
     provider.raw_request::<_, Value>("evm_setAutomine".into(), (true,)).await?;
     Ok(())

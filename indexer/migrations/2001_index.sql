@@ -2,8 +2,9 @@
 -- database with the orchestrator and the arbiter. TEXT and BIGINT only: one
 -- schema for SQLite and PostgreSQL.
 
--- Every TaskEscrow and AgentRegistry log, as received (raw JSON), keyed by
--- its position in the chain. Everything else is derived from these rows.
+-- Every TaskEscrow and AgentRegistry log, keyed by its position in the
+-- chain; `raw` holds its content as `address:topic,topic,…:data` (0x hex).
+-- Everything else is derived from these rows.
 CREATE TABLE ix_events (
     block       BIGINT NOT NULL,
     log_index   BIGINT NOT NULL,

@@ -28,13 +28,23 @@ pub struct IndexerConfig {
     pub initial_range: u64,
     /// Largest backfill range.
     pub max_range: u64,
+    /// Logs a backfill range aims at: the range follows the density of
+    /// the blocks read so far, so a batch (and the memory it takes) stays
+    /// near this size however busy the chain is.
+    pub target_logs: u64,
     /// Attempts per range before a pass gives up (shrinking each time).
     pub attempts: u32,
 }
 
 impl Default for IndexerConfig {
     fn default() -> Self {
-        Self { reorg_depth: 64, initial_range: 2_000, max_range: 50_000, attempts: 8 }
+        Self {
+            reorg_depth: 64,
+            initial_range: 100,
+            max_range: 50_000,
+            target_logs: 10_000,
+            attempts: 8,
+        }
     }
 }
 
@@ -149,9 +159,18 @@ impl Indexer {
         self.roll_back_reorg(head).await?;
         let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
         let mut stored = 0;
+        // The next range, read while the current one is written.
+        let mut ahead: Option<(u64, u64, Result<Batch, IngestError>)> = None;
         while from <= head {
-            let to = from.saturating_add(self.range - 1).min(head);
-            let batch = match self.read(from, to).await {
+            let started = std::time::Instant::now();
+            let (to, read) = match ahead.take() {
+                Some((f, t, read)) if f == from => (t, read),
+                _ => {
+                    let to = from.saturating_add(self.range - 1).min(head);
+                    (to, self.read(from, to).await)
+                }
+            };
+            let batch = match read {
                 Ok(b) => b,
                 Err(e) if self.range > 1 => {
                     self.range = (self.range / 2).max(1);
@@ -171,21 +190,49 @@ impl Indexer {
                 from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
                 continue;
             }
-            let applied = self
-                .store
-                .apply(&batch, self.blobs.as_deref().map(|b| b as &dyn BlobStore))
-                .await?;
+            let read_ms = started.elapsed().as_millis();
+            self.range = self.next_range(to - from + 1, batch.logs.len() as u64);
+            let next = to + 1;
+            let next_to = next.saturating_add(self.range - 1).min(head);
+            let blobs = self.blobs.as_deref().map(|b| b as &dyn BlobStore);
+            let applied = if next <= head {
+                let (applied, read) =
+                    tokio::join!(self.store.apply(&batch, blobs), self.read(next, next_to));
+                ahead = Some((next, next_to, read));
+                applied?
+            } else {
+                self.store.apply(&batch, blobs).await?
+            };
+            tracing::debug!(
+                from,
+                to,
+                logs = batch.logs.len(),
+                read_ms,
+                apply_ms = started.elapsed().as_millis() - read_ms,
+                "batch indexed"
+            );
             stored += applied.events;
-            self.range = (self.range * 2).min(self.cfg.max_range);
             self.progress.send_replace(Progress { head, indexed: to });
             if !applied.tasks.is_empty() {
                 let _ = self.updates.send(Update { block: to, tasks: applied.tasks, reorg: None });
             }
-            from = to + 1;
+            from = next;
         }
         self.progress.send_replace(Progress { head, indexed: head.max(from.saturating_sub(1)) });
         self.store.prune_blocks(head.saturating_sub(self.cfg.reorg_depth)).await?;
         Ok(stored)
+    }
+
+    /// The range after one of `blocks` blocks that held `logs` logs: twice
+    /// as long while the logs stay under the target, else as long as the
+    /// target at that density.
+    fn next_range(&self, blocks: u64, logs: u64) -> u64 {
+        let grown = blocks.max(self.range).saturating_mul(2);
+        let fit = match logs {
+            0 => grown,
+            n => blocks.saturating_mul(self.cfg.target_logs.max(1)) / n,
+        };
+        fit.min(grown).clamp(1, self.cfg.max_range.max(1))
     }
 
     /// Rolls back a reorganisation if there was one, and tells subscribers.

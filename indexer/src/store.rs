@@ -117,32 +117,19 @@ impl IndexStore {
         batch: &Batch,
         blobs: Option<&dyn BlobStore>,
     ) -> Result<Applied, StoreError> {
+        let t0 = std::time::Instant::now();
         let mut tx = self.pool.begin().await?;
         let mut tasks: BTreeSet<String> = BTreeSet::new();
         let mut agents: BTreeSet<String> = BTreeSet::new();
         let mut stored = 0;
         for chunk in batch.logs.chunks(INSERT_CHUNK) {
-            let mut sql = String::from(
-                "INSERT INTO ix_events (block, log_index, block_hash, tx_hash, contract, kind, task_id, agent, raw) VALUES ",
+            let sql = format!(
+                "INSERT INTO ix_events (block, log_index, block_hash, tx_hash, contract, kind, task_id, agent, raw) \
+                 VALUES {} ON CONFLICT (block, log_index) DO NOTHING",
+                values(self.backend, chunk.len(), 9)
             );
-            let mut rows: Vec<[Option<String>; 9]> = Vec::with_capacity(chunk.len());
-            for (i, log) in chunk.iter().enumerate() {
-                if i > 0 {
-                    sql.push(',');
-                }
-                let b = i * 9;
-                sql.push_str(&format!(
-                    "(${},${},${},${},${},${},${},${},${})",
-                    b + 1,
-                    b + 2,
-                    b + 3,
-                    b + 4,
-                    b + 5,
-                    b + 6,
-                    b + 7,
-                    b + 8,
-                    b + 9
-                ));
+            let mut q = sqlx::query(&sql);
+            for log in chunk {
                 let (contract, kind, task, agent) = classify(log);
                 if let Some(t) = &task {
                     tasks.insert(t.clone());
@@ -150,31 +137,16 @@ impl IndexStore {
                 if let Some(a) = &agent {
                     agents.insert(a.clone());
                 }
-                rows.push([
-                    Some(log.block_number.unwrap_or_default().to_string()),
-                    Some(log.log_index.unwrap_or_default().to_string()),
-                    Some(log.block_hash.map(|h| hex(&h)).unwrap_or_default()),
-                    Some(log.transaction_hash.map(|h| hex(&h)).unwrap_or_default()),
-                    Some(contract.into()),
-                    Some(kind.into()),
-                    task,
-                    agent,
-                    Some(serde_json::to_string(log).expect("logs serialize")),
-                ]);
-            }
-            sql.push_str(" ON CONFLICT (block, log_index) DO NOTHING");
-            let mut q = sqlx::query(&sql);
-            for r in rows {
                 q = q
-                    .bind(r[0].as_deref().and_then(|v| v.parse::<i64>().ok()))
-                    .bind(r[1].as_deref().and_then(|v| v.parse::<i64>().ok()))
-                    .bind(r[2].clone())
-                    .bind(r[3].clone())
-                    .bind(r[4].clone())
-                    .bind(r[5].clone())
-                    .bind(r[6].clone())
-                    .bind(r[7].clone())
-                    .bind(r[8].clone());
+                    .bind(log.block_number.unwrap_or_default() as i64)
+                    .bind(log.log_index.unwrap_or_default() as i64)
+                    .bind(log.block_hash.map(|h| hex(&h)).unwrap_or_default())
+                    .bind(log.transaction_hash.map(|h| hex(&h)).unwrap_or_default())
+                    .bind(contract)
+                    .bind(kind)
+                    .bind(task)
+                    .bind(agent)
+                    .bind(encode_raw(log));
             }
             stored += q.execute(&mut *tx).await?.rows_affected() as usize;
         }
@@ -182,7 +154,7 @@ impl IndexStore {
             let sql = format!(
                 "INSERT INTO ix_blocks (number, hash) VALUES {} \
                  ON CONFLICT (number) DO UPDATE SET hash = excluded.hash",
-                values(chunk.len(), 2)
+                values(self.backend, chunk.len(), 2)
             );
             let mut q = sqlx::query(&sql);
             for (number, hash) in chunk {
@@ -191,8 +163,16 @@ impl IndexStore {
             q.execute(&mut *tx).await?;
         }
         set_cursor(&mut tx, batch.to + 1).await?;
-        let rebuilt = rebuild(&mut tx, &tasks, &agents, blobs, &batch.logs).await?;
+        let t1 = std::time::Instant::now();
+        let rebuilt = rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &batch.logs).await?;
+        let t2 = std::time::Instant::now();
         tx.commit().await?;
+        tracing::debug!(
+            insert_ms = (t1 - t0).as_millis(),
+            rebuild_ms = (t2 - t1).as_millis(),
+            commit_ms = t2.elapsed().as_millis(),
+            "applied"
+        );
         Ok(Applied { events: stored, tasks: rebuilt })
     }
 
@@ -228,7 +208,7 @@ impl IndexStore {
             .execute(&mut *tx)
             .await?;
         set_cursor(&mut tx, fork).await?;
-        rebuild(&mut tx, &tasks, &agents, blobs, &[]).await?;
+        rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &[]).await?;
         let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM ix_reorgs")
             .fetch_one(&mut *tx)
             .await?
@@ -626,6 +606,66 @@ fn classify(log: &Log) -> (&'static str, &'static str, Option<String>, Option<St
     ("unknown", "Unknown", None, None)
 }
 
+/// The columns [`stored_log`] reads back.
+const EVENT_COLUMNS: &str = "block, log_index, block_hash, tx_hash, raw";
+
+/// A log's content as stored in `raw`: `address:topic,topic,…:data`, each
+/// `0x` hex. Its position (block, index, block and transaction hash) has its
+/// own columns.
+fn encode_raw(log: &Log) -> String {
+    let topics = log.topics();
+    let data = &log.data().data;
+    let mut out = String::with_capacity(44 + topics.len() * 67 + 2 + data.len() * 2);
+    out.push_str("0x");
+    out.push_str(&alloy::hex::encode(log.address()));
+    out.push(':');
+    for (i, t) in topics.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("0x");
+        out.push_str(&alloy::hex::encode(t));
+    }
+    out.push_str(":0x");
+    out.push_str(&alloy::hex::encode(data));
+    out
+}
+
+/// A log read back from a row of [`EVENT_COLUMNS`].
+fn stored_log(r: &AnyRow) -> Result<Log, StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt { table: "ix_events", detail };
+    let raw: String = r.try_get("raw")?;
+    let mut parts = raw.split(':');
+    let (Some(address), Some(topics), Some(data), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(corrupt(format!("raw log {raw:?} is not address:topics:data")));
+    };
+    let address = address.parse().map_err(|e| corrupt(format!("address {address:?}: {e}")))?;
+    let topics = topics
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<B256>().map_err(|e| corrupt(format!("topic {t:?}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let data: alloy::primitives::Bytes =
+        data.parse().map_err(|e| corrupt(format!("data of {raw:?}: {e}")))?;
+    let hash = |col: &str| -> Result<Option<B256>, StoreError> {
+        let v: String = r.try_get(col)?;
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.parse().map(Some).map_err(|e| corrupt(format!("{col} {v:?}: {e}")))
+    };
+    Ok(Log {
+        inner: alloy::primitives::Log::new_unchecked(address, topics, data),
+        block_number: Some(r.try_get::<i64, _>("block")? as u64),
+        log_index: Some(r.try_get::<i64, _>("log_index")? as u64),
+        block_hash: hash("block_hash")?,
+        transaction_hash: hash("tx_hash")?,
+        ..Log::default()
+    })
+}
+
 async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO ix_cursor (id, next_block) VALUES ('ingest', $1) \
@@ -642,6 +682,7 @@ async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), Stor
 /// (creation is a task's first event), so it folds without a read.
 async fn rebuild(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     tasks: &BTreeSet<String>,
     agents: &BTreeSet<String>,
     blobs: Option<&dyn BlobStore>,
@@ -662,27 +703,23 @@ async fn rebuild(
     });
     let stored: Vec<&String> = tasks.iter().filter(|t| !by_task.contains_key(*t)).collect();
     for chunk in stored.chunks(INSERT_CHUNK) {
-        let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
-            "SELECT task_id, raw FROM ix_events WHERE task_id IN ({}) ORDER BY block, log_index",
-            placeholders.join(",")
+            "SELECT task_id, {EVENT_COLUMNS} FROM ix_events WHERE task_id IN {} ORDER BY block, log_index",
+            values(backend, 1, chunk.len())
         );
         let mut q = sqlx::query(&sql);
         for id in chunk {
             q = q.bind((*id).clone());
         }
         for r in q.fetch_all(&mut **tx).await? {
-            let raw: String = r.try_get("raw")?;
-            let log: Log = serde_json::from_str(&raw)
-                .map_err(|e| StoreError::Corrupt { table: "ix_events", detail: e.to_string() })?;
-            by_task.entry(r.try_get("task_id")?).or_default().push(log);
+            by_task.entry(r.try_get("task_id")?).or_default().push(stored_log(&r)?);
         }
     }
     let ids: Vec<&String> = tasks.iter().collect();
     for chunk in ids.chunks(INSERT_CHUNK) {
-        let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         for table in ["ix_tasks", "ix_transitions"] {
-            let sql = format!("DELETE FROM {table} WHERE task_id IN ({})", placeholders.join(","));
+            let sql =
+                format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, chunk.len()));
             let mut q = sqlx::query(&sql);
             for id in chunk {
                 q = q.bind((*id).clone());
@@ -698,20 +735,17 @@ async fn rebuild(
             rows.push(row);
         }
     }
-    insert_tasks(tx, &rows).await?;
-    insert_transitions(tx, &transitions).await?;
+    insert_tasks(tx, backend, &rows).await?;
+    insert_transitions(tx, backend, &transitions).await?;
     let rebuilt = rows.iter().map(|r| (r.task_id.clone(), r.plan_id.clone())).collect();
     for agent in agents {
-        let rows =
-            sqlx::query("SELECT raw FROM ix_events WHERE agent = $1 ORDER BY block, log_index")
-                .bind(agent)
-                .fetch_all(&mut **tx)
-                .await?;
-        let logs: Vec<Log> = rows
-            .iter()
-            .filter_map(|r| r.try_get::<String, _>("raw").ok())
-            .filter_map(|raw| serde_json::from_str(&raw).ok())
-            .collect();
+        let rows = sqlx::query(&format!(
+            "SELECT {EVENT_COLUMNS} FROM ix_events WHERE agent = $1 ORDER BY block, log_index"
+        ))
+        .bind(agent)
+        .fetch_all(&mut **tx)
+        .await?;
+        let logs: Vec<Log> = rows.iter().map(stored_log).collect::<Result<_, _>>()?;
         sqlx::query("DELETE FROM ix_agents WHERE agent = $1")
             .bind(agent)
             .execute(&mut **tx)
@@ -732,25 +766,43 @@ async fn rebuild(
     Ok(rebuilt)
 }
 
-/// `(?, ?, …)` groups for a multi-row insert of `rows` rows of `cols` columns.
-fn values(rows: usize, cols: usize) -> String {
-    (0..rows)
-        .map(|r| {
-            let ps: Vec<String> = (1..=cols).map(|c| format!("${}", r * cols + c)).collect();
-            format!("({})", ps.join(","))
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+/// `($1, $2, …), …` groups for a multi-row insert of `rows` rows of `cols`
+/// columns. SQLite gets anonymous `?` parameters: sqlx resolves every named
+/// parameter through `sqlite3_bind_parameter_name`, a linear scan, which
+/// makes binding a statement with thousands of `$N` quadratic.
+fn values(backend: Backend, rows: usize, cols: usize) -> String {
+    let mut out = String::with_capacity(rows * (cols * 6 + 3));
+    for r in 0..rows {
+        if r > 0 {
+            out.push(',');
+        }
+        out.push('(');
+        for c in 0..cols {
+            if c > 0 {
+                out.push(',');
+            }
+            match backend {
+                Backend::Sqlite => out.push('?'),
+                Backend::Postgres => {
+                    out.push('$');
+                    out.push_str(&(r * cols + c + 1).to_string());
+                }
+            }
+        }
+        out.push(')');
+    }
+    out
 }
 
 async fn insert_transitions(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     all: &[(String, derive::TransitionRow)],
 ) -> Result<(), StoreError> {
     for chunk in all.chunks(100) {
         let sql = format!(
             "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) VALUES {}",
-            values(chunk.len(), 8)
+            values(backend, chunk.len(), 8)
         );
         let mut q = sqlx::query(&sql);
         for (task, t) in chunk {
@@ -769,13 +821,17 @@ async fn insert_transitions(
     Ok(())
 }
 
-async fn insert_tasks(tx: &mut Transaction<'_, Any>, rows: &[TaskRow]) -> Result<(), StoreError> {
+async fn insert_tasks(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    rows: &[TaskRow],
+) -> Result<(), StoreError> {
     for chunk in rows.chunks(40) {
         let sql = format!(
             "INSERT INTO ix_tasks (task_id, plan_id, parent_id, funder, client, executor, amount, amount_units, status, \
              spec_uri, result_uri, capability, spec, envelope_error, flagged, created_block, updated_block, created_at, \
              accepted_at, completed_at, settled_at, disputed, executor_paid) VALUES {}",
-            values(chunk.len(), 23)
+            values(backend, chunk.len(), 23)
         );
         let mut q = sqlx::query(&sql);
         for t in chunk {
