@@ -40,7 +40,7 @@ impl Default for IndexerConfig {
     fn default() -> Self {
         Self {
             reorg_depth: 64,
-            initial_range: 100,
+            initial_range: 8,
             max_range: 50_000,
             target_logs: 10_000,
             attempts: 8,

@@ -164,7 +164,9 @@ impl IndexStore {
         }
         set_cursor(&mut tx, batch.to + 1).await?;
         let t1 = std::time::Instant::now();
-        let rebuilt = rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &batch.logs).await?;
+        let rebuilt =
+            rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &batch.logs, Some(batch.from))
+                .await?;
         let t2 = std::time::Instant::now();
         tx.commit().await?;
         tracing::debug!(
@@ -208,7 +210,7 @@ impl IndexStore {
             .execute(&mut *tx)
             .await?;
         set_cursor(&mut tx, fork).await?;
-        rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &[]).await?;
+        rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &[], None).await?;
         let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM ix_reorgs")
             .fetch_one(&mut *tx)
             .await?
@@ -680,6 +682,14 @@ async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), Stor
 /// Folds the given tasks and agents again from their stored events. A task
 /// created inside `fresh` (the batch just stored) has all its events there
 /// (creation is a task's first event), so it folds without a read.
+/// Folds `tasks` and `agents` again from their stored events (plus `fresh`,
+/// the batch being written) and replaces their rows.
+///
+/// With `append_from` (a batch that only adds blocks from there on), a task
+/// created before the batch keeps the transitions it has: the fold of an
+/// unchanged prefix is unchanged, so only the transitions of the batch's own
+/// events are added. A rollback passes `None` and every transition of the
+/// touched tasks is written anew.
 async fn rebuild(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
@@ -687,6 +697,7 @@ async fn rebuild(
     agents: &BTreeSet<String>,
     blobs: Option<&dyn BlobStore>,
     fresh: &[Log],
+    append_from: Option<u64>,
 ) -> Result<Vec<(String, String)>, StoreError> {
     let mut by_task: BTreeMap<String, Vec<Log>> = BTreeMap::new();
     for log in fresh {
@@ -715,14 +726,22 @@ async fn rebuild(
             by_task.entry(r.try_get("task_id")?).or_default().push(stored_log(&r)?);
         }
     }
+    // Tasks whose earlier transitions stay as they are.
+    let appended = |id: &String| append_from.is_some() && stored.contains(&id);
     let ids: Vec<&String> = tasks.iter().collect();
     for chunk in ids.chunks(INSERT_CHUNK) {
-        for table in ["ix_tasks", "ix_transitions"] {
+        let rewritten: Vec<&&String> = chunk.iter().filter(|id| !appended(id)).collect();
+        for (table, ids) in
+            [("ix_tasks", chunk.iter().collect::<Vec<_>>()), ("ix_transitions", rewritten)]
+        {
+            if ids.is_empty() {
+                continue;
+            }
             let sql =
-                format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, chunk.len()));
+                format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, ids.len()));
             let mut q = sqlx::query(&sql);
-            for id in chunk {
-                q = q.bind((*id).clone());
+            for id in ids {
+                q = q.bind((**id).clone());
             }
             q.execute(&mut **tx).await?;
         }
@@ -731,7 +750,10 @@ async fn rebuild(
     let mut transitions = Vec::new();
     for id in tasks {
         if let Some((row, ts)) = by_task.get(id).and_then(|logs| derive::fold_task(logs, blobs)) {
-            transitions.extend(ts.into_iter().map(|t| (row.task_id.clone(), t)));
+            let from = if appended(id) { append_from.unwrap_or_default() } else { 0 };
+            transitions.extend(
+                ts.into_iter().filter(|t| t.block >= from).map(|t| (row.task_id.clone(), t)),
+            );
             rows.push(row);
         }
     }
@@ -801,7 +823,8 @@ async fn insert_transitions(
 ) -> Result<(), StoreError> {
     for chunk in all.chunks(100) {
         let sql = format!(
-            "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) VALUES {}",
+            "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) VALUES {} \
+             ON CONFLICT (task_id, block, log_index) DO NOTHING",
             values(backend, chunk.len(), 8)
         );
         let mut q = sqlx::query(&sql);
