@@ -42,6 +42,9 @@ pub struct ChainOptions {
     pub anvil: Option<PathBuf>,
     /// Number of dev accounts (at least 10).
     pub accounts: Option<u32>,
+    /// A fixed base fee per gas (wei); zero keeps it at zero however full
+    /// the blocks are (bulk generators fill blocks back to back).
+    pub base_fee: Option<u64>,
 }
 
 /// A running anvil; killed when dropped.
@@ -63,6 +66,9 @@ impl LocalChain {
         }
         if let Some(secs) = opts.block_time {
             anvil = anvil.block_time(secs);
+        }
+        if let Some(fee) = opts.base_fee {
+            anvil = anvil.arg("--block-base-fee-per-gas").arg(fee.to_string());
         }
         anvil = anvil.arg("--accounts").arg(opts.accounts.unwrap_or(12).max(10).to_string());
         let instance = anvil.try_spawn().map_err(|e| ChainError::Spawn {

@@ -91,15 +91,27 @@ fn free_port() -> u16 {
         .unwrap_or(18090)
 }
 
-fn spawn_indexer(deployment: &Path, rpc: &str, db: &str, port: u16) -> Result<Running> {
+fn spawn_indexer(
+    deployment: &Path,
+    rpc: &str,
+    db: &str,
+    port: u16,
+    log: Option<&Path>,
+) -> Result<Running> {
     let exe = std::env::current_exe()?;
+    // With a log file, each batch's read / insert / fold timings land there.
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::File::create(path)?),
+        None => Stdio::null(),
+    };
     let child = Command::new(exe)
         .args(["indexer", "run", "--listen", &format!("127.0.0.1:{port}"), "--poll-ms", "200"])
         .arg("--deployment")
         .arg(deployment)
         .args(["--rpc-url", rpc, "--database-url", db])
+        .env("RUST_LOG", if log.is_some() { "tessera_indexer=debug" } else { "warn" })
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()?;
     Ok(Running(child))
 }
@@ -260,8 +272,11 @@ pub(crate) async fn run(
     opts: &ChainOptions,
     lifecycles: usize,
     live: usize,
+    log: Option<&Path>,
 ) -> Result<IndexerBench> {
-    let chain = LocalChain::start(opts)?;
+    // Blocks are filled back to back: a zero base fee stays zero, so the
+    // generator's fixed gas price never falls behind it.
+    let chain = LocalChain::start(&ChainOptions { base_fee: Some(0), ..opts.clone() })?;
     let actors = Actors::from_keys(&chain.keys())?;
     let provider = actors.provider(chain.endpoint_url());
     let deployment = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
@@ -291,7 +306,7 @@ pub(crate) async fn run(
     let api = format!("http://127.0.0.1:{port}");
     let db = format!("sqlite://{}", dir.join("index.db").display());
     let t = Instant::now();
-    let sqlite = spawn_indexer(&deployment_file, &rpc, &db, port)?;
+    let sqlite = spawn_indexer(&deployment_file, &rpc, &db, port, log)?;
     wait_indexed(&http, &api, head, Duration::from_secs(1800)).await?;
     let sqlite_backfill_secs = t.elapsed().as_secs_f64();
 
@@ -331,7 +346,7 @@ pub(crate) async fn run(
                 let port = free_port();
                 let api = format!("http://127.0.0.1:{port}");
                 let t = Instant::now();
-                let _pg = spawn_indexer(&deployment_file, &rpc, &url, port)?;
+                let _pg = spawn_indexer(&deployment_file, &rpc, &url, port, None)?;
                 wait_indexed(&http, &api, head_now, Duration::from_secs(1800)).await?;
                 Some((events + live) as f64 / t.elapsed().as_secs_f64())
             }

@@ -157,6 +157,9 @@ enum BenchCommand {
         /// Tasks created one by one to measure the live lag.
         #[arg(long, default_value_t = 100)]
         live: usize,
+        /// Write the SQLite indexer's debug log (per-batch timings) here.
+        #[arg(long)]
+        indexer_log: Option<PathBuf>,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -285,9 +288,20 @@ impl Cli {
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
             }
-            Command::Bench(BenchCommand::Indexer { chain, lifecycles, live, json }) => {
-                let report =
-                    Box::pin(crate::bench_indexer::run(&chain.options(), lifecycles, live)).await?;
+            Command::Bench(BenchCommand::Indexer {
+                chain,
+                lifecycles,
+                live,
+                indexer_log,
+                json,
+            }) => {
+                let report = Box::pin(crate::bench_indexer::run(
+                    &chain.options(),
+                    lifecycles,
+                    live,
+                    indexer_log.as_deref(),
+                ))
+                .await?;
                 print!("{}", report.table());
                 if let Some(path) = json {
                     write_json(&path, &report)?;

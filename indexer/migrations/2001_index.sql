@@ -56,7 +56,10 @@ CREATE TABLE ix_tasks (
     completed_at    BIGINT,
     settled_at      BIGINT,
     disputed        BIGINT NOT NULL,
-    executor_paid   BIGINT NOT NULL
+    executor_paid   BIGINT NOT NULL,
+    -- What the fold resumes from besides this row: the task's reference and
+    -- the escrow's task struct (0x hex), so a batch folds only new events.
+    fold_state      TEXT NOT NULL
 );
 CREATE INDEX ix_tasks_plan ON ix_tasks (plan_id);
 CREATE INDEX ix_tasks_parent ON ix_tasks (parent_id);

@@ -5,18 +5,20 @@
 
 use std::collections::BTreeMap;
 
+use alloy::sol_types::SolValue;
 use alloy::{primitives::B256, rpc::types::Log};
 use serde::Serialize;
 use tessera_bindings::{
     AgentRegistry::AgentRegistryEvents,
-    TaskEscrow::TaskEscrowEvents,
+    ITaskEscrow::Task,
+    TaskEscrow::{self, TaskEscrowEvents},
     capability,
     envelope::{BlobStore, EnvelopeCodec, MemoryBlobStore},
     task::{TaskRecord, decode_log},
 };
 
 /// A task row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TaskRow {
     /// Task id (decimal).
     pub task_id: String,
@@ -99,128 +101,173 @@ pub fn escrow_kind(ev: &TaskEscrowEvents) -> &'static str {
     }
 }
 
-/// Folds one task's logs (in chain order). `None` while its creation is not
-/// among them (created in a block that was reorganised away: pending).
-pub fn fold_task(
-    logs: &[Log],
-    blobs: Option<&dyn BlobStore>,
-) -> Option<(TaskRow, Vec<TransitionRow>)> {
-    let mut rec: Option<TaskRecord> = None;
-    let mut transitions = Vec::new();
-    let mut flagged = None;
-    let (mut created_block, mut updated_block) = (0, 0);
-    let (mut accepted_at, mut completed_at, mut settled_at) = (None, None, None);
-    let mut disputed = false;
-    let mut executor_paid = 0u128;
-    for log in logs {
-        let Some(ev) = decode_log(log) else { continue };
+/// A task's fold in progress: the record the escrow's state machine checks
+/// each event against, and the row it yields. Started from the creation
+/// event, or resumed from a stored row and [`TaskFold::state`], so a batch
+/// folds only its own events.
+#[derive(Debug, Clone)]
+pub struct TaskFold {
+    rec: TaskRecord,
+    row: TaskRow,
+}
+
+impl TaskFold {
+    /// Starts from a creation log; the envelope is read once, here.
+    pub fn created(
+        log: &Log,
+        c: &TaskEscrow::TaskCreated,
+        blobs: Option<&dyn BlobStore>,
+    ) -> (Self, TransitionRow) {
+        let rec = TaskRecord::from_created(c);
+        let block = log.block_number.unwrap_or_default();
+        let empty = MemoryBlobStore::new();
+        let store: &dyn BlobStore = blobs.unwrap_or(&empty);
+        let (capability, spec, envelope_error) =
+            match EnvelopeCodec::default().decode(&rec.spec_uri, store) {
+                Ok(e) => (e.capability, Some(e.spec), None),
+                Err(e) => (None, None, Some(e.to_string())),
+            };
+        let row = TaskRow {
+            task_id: rec.id.to_string(),
+            plan_id: rec.plan_id.to_string(),
+            parent_id: rec.parent_id.to_string(),
+            funder: rec.task.funder.to_string(),
+            client: rec.task.client.to_string(),
+            executor: rec.task.executor.to_string(),
+            amount: rec.task.amount.to_string(),
+            status: rec.status().as_str().into(),
+            spec_uri: rec.spec_uri.clone(),
+            result_uri: None,
+            capability,
+            spec,
+            envelope_error,
+            flagged: None,
+            created_block: block,
+            updated_block: block,
+            created_at: c.task.updatedAt.to::<u64>(),
+            accepted_at: None,
+            completed_at: None,
+            settled_at: None,
+            disputed: false,
+            executor_paid: 0,
+        };
+        let transition = TransitionRow {
+            block,
+            log_index: log.log_index.unwrap_or_default(),
+            kind: "TaskCreated".into(),
+            from_status: "None".into(),
+            to_status: row.status.clone(),
+            valid: true,
+            problem: None,
+        };
+        (Self { rec, row }, transition)
+    }
+
+    /// Resumes a stored task from what [`TaskFold::state`] gave. `None` when
+    /// the state does not read back (the task is folded from its events
+    /// instead).
+    pub fn resume(state: &str) -> Option<Self> {
+        let (row, reference, task): (TaskRow, B256, alloy::primitives::Bytes) =
+            serde_json::from_str(state).ok()?;
+        let task = <Task as SolValue>::abi_decode(&task).ok()?;
+        let rec = TaskRecord {
+            id: row.task_id.parse().ok()?,
+            plan_id: row.plan_id.parse().ok()?,
+            parent_id: row.parent_id.parse().ok()?,
+            reference,
+            spec_uri: row.spec_uri.clone(),
+            result_uri: row.result_uri.clone(),
+            task,
+        };
+        Some(Self { rec, row })
+    }
+
+    /// Everything [`TaskFold::resume`] needs, in one string: the row, the
+    /// task's reference and the escrow's task struct (ABI-encoded), as JSON.
+    /// Read back as one column, it spares a batch decoding the row's columns.
+    pub fn state(&self) -> String {
+        let task = alloy::primitives::Bytes::from(self.rec.task.abi_encode());
+        serde_json::to_string(&(&self.row, self.rec.reference, task)).expect("rows serialize")
+    }
+
+    /// The row as folded so far.
+    pub fn row(&self) -> &TaskRow {
+        &self.row
+    }
+
+    /// Applies one later event of this task; an impossible transition is
+    /// flagged on the row and recorded, not applied.
+    pub fn apply(&mut self, log: &Log, ev: &TaskEscrowEvents) -> TransitionRow {
         let block = log.block_number.unwrap_or_default();
         let log_index = log.log_index.unwrap_or_default();
-        let kind = escrow_kind(&ev);
-        match (&mut rec, &ev) {
-            (None, TaskEscrowEvents::TaskCreated(c)) => {
-                let r = TaskRecord::from_created(c);
-                transitions.push(TransitionRow {
+        let kind = escrow_kind(ev);
+        let from = self.rec.status();
+        let row = &mut self.row;
+        match self.rec.apply(ev) {
+            Ok(()) => {
+                row.updated_block = block;
+                match ev {
+                    TaskEscrowEvents::TaskAccepted(e) => row.accepted_at = Some(e.at.to::<u64>()),
+                    TaskEscrowEvents::TaskCompleted(e) => {
+                        row.completed_at = Some(e.at.to::<u64>());
+                    }
+                    TaskEscrowEvents::TaskDisputed(_) => row.disputed = true,
+                    TaskEscrowEvents::TaskSettled(e) => {
+                        row.settled_at = Some(e.at.to::<u64>());
+                        row.executor_paid = e.executorAmount;
+                    }
+                    _ => {}
+                }
+                row.status = self.rec.status().as_str().into();
+                row.executor = self.rec.task.executor.to_string();
+                row.result_uri.clone_from(&self.rec.result_uri);
+                TransitionRow {
                     block,
                     log_index,
                     kind: kind.into(),
-                    from_status: "None".into(),
-                    to_status: r.status().as_str().into(),
+                    from_status: from.as_str().into(),
+                    to_status: row.status.clone(),
                     valid: true,
                     problem: None,
-                });
-                created_block = block;
-                updated_block = block;
-                rec = Some(r);
+                }
             }
-            (None, _) => continue,
-            (Some(r), ev) => {
-                let from = r.status();
-                match r.apply(ev) {
-                    Ok(()) => {
-                        updated_block = block;
-                        match ev {
-                            TaskEscrowEvents::TaskAccepted(e) => {
-                                accepted_at = Some(e.at.to::<u64>())
-                            }
-                            TaskEscrowEvents::TaskCompleted(e) => {
-                                completed_at = Some(e.at.to::<u64>())
-                            }
-                            TaskEscrowEvents::TaskDisputed(_) => disputed = true,
-                            TaskEscrowEvents::TaskSettled(e) => {
-                                settled_at = Some(e.at.to::<u64>());
-                                executor_paid = e.executorAmount;
-                            }
-                            _ => {}
-                        }
-                        transitions.push(TransitionRow {
-                            block,
-                            log_index,
-                            kind: kind.into(),
-                            from_status: from.as_str().into(),
-                            to_status: r.status().as_str().into(),
-                            valid: true,
-                            problem: None,
-                        });
-                    }
-                    Err(e) => {
-                        flagged.get_or_insert_with(|| format!("{kind} at block {block}: {e}"));
-                        transitions.push(TransitionRow {
-                            block,
-                            log_index,
-                            kind: kind.into(),
-                            from_status: from.as_str().into(),
-                            to_status: from.as_str().into(),
-                            valid: false,
-                            problem: Some(e.to_string()),
-                        });
-                    }
+            Err(e) => {
+                row.flagged.get_or_insert_with(|| format!("{kind} at block {block}: {e}"));
+                TransitionRow {
+                    block,
+                    log_index,
+                    kind: kind.into(),
+                    from_status: from.as_str().into(),
+                    to_status: from.as_str().into(),
+                    valid: false,
+                    problem: Some(e.to_string()),
                 }
             }
         }
     }
-    let r = rec?;
-    let empty = MemoryBlobStore::new();
-    let store: &dyn BlobStore = blobs.unwrap_or(&empty);
-    let (capability, spec, envelope_error) =
-        match EnvelopeCodec::default().decode(&r.spec_uri, store) {
-            Ok(e) => (e.capability, Some(e.spec), None),
-            Err(e) => (None, None, Some(e.to_string())),
-        };
-    let row = TaskRow {
-        task_id: r.id.to_string(),
-        plan_id: r.plan_id.to_string(),
-        parent_id: r.parent_id.to_string(),
-        funder: r.task.funder.to_string(),
-        client: r.task.client.to_string(),
-        executor: r.task.executor.to_string(),
-        amount: r.task.amount.to_string(),
-        status: r.status().as_str().into(),
-        spec_uri: r.spec_uri.clone(),
-        result_uri: r.result_uri,
-        capability,
-        spec,
-        envelope_error,
-        flagged,
-        created_block,
-        updated_block,
-        created_at: creation_time(logs),
-        accepted_at,
-        completed_at,
-        settled_at,
-        disputed,
-        executor_paid,
-    };
-    Some((row, transitions))
 }
 
-fn creation_time(logs: &[Log]) -> u64 {
-    logs.iter()
-        .find_map(|l| match decode_log(l) {
-            Some(TaskEscrowEvents::TaskCreated(c)) => Some(c.task.updatedAt.to::<u64>()),
-            _ => None,
-        })
-        .unwrap_or_default()
+/// Folds one task's logs (in chain order). `None` while its creation is not
+/// among them (created in a block that was reorganised away: pending).
+pub fn fold_task<'a>(
+    logs: impl IntoIterator<Item = &'a Log>,
+    blobs: Option<&dyn BlobStore>,
+) -> Option<(TaskFold, Vec<TransitionRow>)> {
+    let mut fold: Option<TaskFold> = None;
+    let mut transitions = Vec::new();
+    for log in logs {
+        let Some(ev) = decode_log(log) else { continue };
+        match (&mut fold, &ev) {
+            (None, TaskEscrowEvents::TaskCreated(c)) => {
+                let (f, t) = TaskFold::created(log, c, blobs);
+                transitions.push(t);
+                fold = Some(f);
+            }
+            (None, _) => {}
+            (Some(f), ev) => transitions.push(f.apply(log, ev)),
+        }
+    }
+    fold.map(|f| (f, transitions))
 }
 
 /// An agent row.
@@ -372,7 +419,8 @@ mod tests {
             at: U40::from(1_200),
         };
         let logs = [log(&created(), 5), log(&paid_too_early, 6), log(&accepted, 7)];
-        let (row, transitions) = fold_task(&logs, None).unwrap();
+        let (fold, transitions) = fold_task(&logs, None).unwrap();
+        let row = fold.row();
         assert_eq!(
             row.status, "Accepted",
             "the bad settlement was skipped, the next event applied"
@@ -407,8 +455,35 @@ mod tests {
     fn malformed_envelopes_are_recorded() {
         let mut c = created();
         c.specURI = "data:application/json,{not json".into();
-        let (row, _) = fold_task(&[log(&c, 5)], None).unwrap();
-        assert!(row.envelope_error.is_some());
-        assert_eq!(row.status, "Created");
+        let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
+        assert!(fold.row().envelope_error.is_some());
+        assert_eq!(fold.row().status, "Created");
+    }
+
+    #[test]
+    fn a_resumed_fold_ends_where_a_single_pass_does() {
+        let accepted = E::TaskAccepted {
+            taskId: U256::from(7),
+            executor: Address::repeat_byte(2),
+            at: U40::from(1_200),
+        };
+        let late = E::TaskAccepted {
+            taskId: U256::from(7),
+            executor: Address::repeat_byte(2),
+            at: U40::from(1_300),
+        };
+        let logs = [log(&created(), 5), log(&accepted, 6), log(&late, 7)];
+        let (whole, all) = fold_task(&logs, None).unwrap();
+        // Stored after the first event, resumed from its row and state.
+        let (first, mut resumed_ts) = fold_task(&logs[..1], None).unwrap();
+        let mut resumed = TaskFold::resume(&first.state()).unwrap();
+        for l in &logs[1..] {
+            resumed_ts.push(resumed.apply(l, &decode_log(l).unwrap()));
+        }
+        assert_eq!(resumed.row(), whole.row());
+        assert_eq!(resumed.state(), whole.state());
+        assert_eq!(resumed_ts, all);
+        assert!(whole.row().flagged.is_some(), "the second acceptance is refused and flagged");
+        assert!(TaskFold::resume("garbage").is_none());
     }
 }

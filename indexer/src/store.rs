@@ -10,10 +10,14 @@ use alloy::{primitives::B256, rpc::types::Log};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
-use tessera_bindings::{envelope::BlobStore, task::decode_log};
+use tessera_bindings::{
+    TaskEscrow::TaskEscrowEvents,
+    envelope::BlobStore,
+    task::{TaskRecord, decode_log},
+};
 use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool};
 
-use crate::derive::{self, TaskRow};
+use crate::derive::{self, TaskFold};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -94,6 +98,9 @@ impl IndexStore {
     /// Connects and migrates.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let (pool, backend) = open_pool(url, &MIGRATOR).await?;
+        if backend == Backend::Sqlite {
+            sqlx::query("PRAGMA wal_autocheckpoint = 16384").execute(&pool).await?;
+        }
         Ok(Self { pool, backend })
     }
 
@@ -679,17 +686,14 @@ async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), Stor
     Ok(())
 }
 
-/// Folds the given tasks and agents again from their stored events. A task
-/// created inside `fresh` (the batch just stored) has all its events there
-/// (creation is a task's first event), so it folds without a read.
 /// Folds `tasks` and `agents` again from their stored events (plus `fresh`,
 /// the batch being written) and replaces their rows.
 ///
 /// With `append_from` (a batch that only adds blocks from there on), a task
-/// created before the batch keeps the transitions it has: the fold of an
-/// unchanged prefix is unchanged, so only the transitions of the batch's own
-/// events are added. A rollback passes `None` and every transition of the
-/// touched tasks is written anew.
+/// stored before the batch resumes from its row and folds only the batch's
+/// events, keeping the transitions it has: the fold of an unchanged prefix
+/// is unchanged. A task created in the batch folds from the batch alone. A
+/// rollback passes `None`: every touched task is read back and folded anew.
 async fn rebuild(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
@@ -699,21 +703,76 @@ async fn rebuild(
     fresh: &[Log],
     append_from: Option<u64>,
 ) -> Result<Vec<(String, String)>, StoreError> {
-    let mut by_task: BTreeMap<String, Vec<Log>> = BTreeMap::new();
+    let t_start = std::time::Instant::now();
+    // Each touched task's events in this batch, in chain order.
+    let mut fresh_by_task: BTreeMap<&String, Vec<(&Log, TaskEscrowEvents)>> = BTreeMap::new();
+    let ids: BTreeMap<String, &String> = tasks.iter().map(|t| (t.clone(), t)).collect();
     for log in fresh {
         if let Some(ev) = decode_log(log)
-            && let Some(id) = tessera_bindings::task::TaskRecord::event_task_id(&ev)
+            && let Some(id) = TaskRecord::event_task_id(&ev)
+            && let Some(key) = ids.get(&id.to_string())
         {
-            by_task.entry(id.to_string()).or_default().push(log.clone());
+            fresh_by_task.entry(*key).or_default().push((log, ev));
         }
     }
-    by_task.retain(|_, logs| {
-        logs.first().and_then(decode_log).is_some_and(|ev| {
-            matches!(ev, tessera_bindings::TaskEscrow::TaskEscrowEvents::TaskCreated(_))
-        })
-    });
-    let stored: Vec<&String> = tasks.iter().filter(|t| !by_task.contains_key(*t)).collect();
-    for chunk in stored.chunks(INSERT_CHUNK) {
+    let created_here = |id: &String| {
+        fresh_by_task
+            .get(id)
+            .and_then(|evs| evs.first())
+            .is_some_and(|(_, ev)| matches!(ev, TaskEscrowEvents::TaskCreated(_)))
+    };
+    let mut folds: BTreeMap<&String, TaskFold> = BTreeMap::new();
+    let mut transitions: Vec<(String, derive::TransitionRow)> = Vec::new();
+
+    // Appending: a task with a stored row resumes from it and folds only
+    // this batch's events (unless the row already reaches into the batch).
+    if let Some(from) = append_from {
+        let candidates: Vec<&String> = tasks.iter().filter(|t| !created_here(t)).collect();
+        for chunk in candidates.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "SELECT task_id, fold_state FROM ix_tasks WHERE updated_block < {} AND task_id IN {}",
+                match backend {
+                    Backend::Sqlite => "?".to_owned(),
+                    Backend::Postgres => format!("${}", chunk.len() + 1),
+                },
+                values(backend, 1, chunk.len()),
+            );
+            // SQLite numbers anonymous parameters in order; PostgreSQL's
+            // `$n + 1` is bound last either way.
+            let mut q = sqlx::query(&sql);
+            if backend == Backend::Sqlite {
+                q = q.bind(from as i64);
+            }
+            for id in chunk {
+                q = q.bind((*id).clone());
+            }
+            if backend == Backend::Postgres {
+                q = q.bind(from as i64);
+            }
+            for r in q.fetch_all(&mut **tx).await? {
+                let id: String = r.try_get("task_id")?;
+                let state: String = r.try_get("fold_state")?;
+                if let Some(key) = ids.get(&id)
+                    && let Some(fold) = TaskFold::resume(&state)
+                {
+                    folds.insert(*key, fold);
+                }
+            }
+        }
+        for (id, fold) in &mut folds {
+            for (log, ev) in fresh_by_task.get(id).into_iter().flatten() {
+                transitions.push(((*id).clone(), fold.apply(log, ev)));
+            }
+        }
+    }
+    let resumed = folds.len();
+
+    // Everything else folds from all its events: a task created in this
+    // batch has them all here; any other is read back.
+    let read_back: Vec<&String> =
+        tasks.iter().filter(|t| !folds.contains_key(t) && !created_here(t)).collect();
+    let mut stored_logs: BTreeMap<String, Vec<Log>> = BTreeMap::new();
+    for chunk in read_back.chunks(INSERT_CHUNK) {
         let sql = format!(
             "SELECT task_id, {EVENT_COLUMNS} FROM ix_events WHERE task_id IN {} ORDER BY block, log_index",
             values(backend, 1, chunk.len())
@@ -723,43 +782,63 @@ async fn rebuild(
             q = q.bind((*id).clone());
         }
         for r in q.fetch_all(&mut **tx).await? {
-            by_task.entry(r.try_get("task_id")?).or_default().push(stored_log(&r)?);
+            stored_logs.entry(r.try_get("task_id")?).or_default().push(stored_log(&r)?);
         }
     }
-    // Tasks whose earlier transitions stay as they are.
-    let appended = |id: &String| append_from.is_some() && stored.contains(&id);
-    let ids: Vec<&String> = tasks.iter().collect();
-    for chunk in ids.chunks(INSERT_CHUNK) {
-        let rewritten: Vec<&&String> = chunk.iter().filter(|id| !appended(id)).collect();
-        for (table, ids) in
-            [("ix_tasks", chunk.iter().collect::<Vec<_>>()), ("ix_transitions", rewritten)]
-        {
-            if ids.is_empty() {
-                continue;
-            }
+    let t_read = t_start.elapsed().as_millis();
+    // Transitions are written anew for the read-back tasks; on a rollback,
+    // rows go too (a task whose creation was rolled back has none).
+    let rewritten: Vec<&&String> = read_back.iter().collect();
+    let all: Vec<&&String> = ids.values().collect();
+    let mut deletes = vec![("ix_transitions", rewritten)];
+    if append_from.is_none() {
+        deletes.push(("ix_tasks", all));
+    }
+    for (table, ids) in deletes {
+        for chunk in ids.chunks(INSERT_CHUNK) {
             let sql =
-                format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, ids.len()));
+                format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, chunk.len()));
             let mut q = sqlx::query(&sql);
-            for id in ids {
+            for id in chunk {
                 q = q.bind((**id).clone());
             }
             q.execute(&mut **tx).await?;
         }
     }
-    let mut rows = Vec::new();
-    let mut transitions = Vec::new();
+    let t_delete = t_start.elapsed().as_millis();
     for id in tasks {
-        if let Some((row, ts)) = by_task.get(id).and_then(|logs| derive::fold_task(logs, blobs)) {
-            let from = if appended(id) { append_from.unwrap_or_default() } else { 0 };
-            transitions.extend(
-                ts.into_iter().filter(|t| t.block >= from).map(|t| (row.task_id.clone(), t)),
-            );
-            rows.push(row);
+        if folds.contains_key(id) {
+            continue;
+        }
+        let folded = match stored_logs.get(id) {
+            Some(logs) => derive::fold_task(logs, blobs),
+            None => derive::fold_task(
+                fresh_by_task.get(id).into_iter().flatten().map(|(log, _)| *log),
+                blobs,
+            ),
+        };
+        if let Some((fold, ts)) = folded {
+            transitions.extend(ts.into_iter().map(|t| (id.clone(), t)));
+            folds.insert(id, fold);
         }
     }
-    insert_tasks(tx, backend, &rows).await?;
+    let t_fold = t_start.elapsed().as_millis();
+    let rows: Vec<&TaskFold> = folds.values().collect();
+    upsert_tasks(tx, backend, &rows).await?;
+    let t_tasks = t_start.elapsed().as_millis();
     insert_transitions(tx, backend, &transitions).await?;
-    let rebuilt = rows.iter().map(|r| (r.task_id.clone(), r.plan_id.clone())).collect();
+    tracing::debug!(
+        tasks = tasks.len(),
+        resumed,
+        read_back = read_back.len(),
+        read_ms = t_read,
+        delete_ms = t_delete - t_read,
+        fold_ms = t_fold - t_delete,
+        tasks_ms = t_tasks - t_fold,
+        transitions_ms = t_start.elapsed().as_millis() - t_tasks,
+        "rebuilt"
+    );
+    let rebuilt = rows.iter().map(|f| (f.row().task_id.clone(), f.row().plan_id.clone())).collect();
     for agent in agents {
         let rows = sqlx::query(&format!(
             "SELECT {EVENT_COLUMNS} FROM ix_events WHERE agent = $1 ORDER BY block, log_index"
@@ -844,20 +923,50 @@ async fn insert_transitions(
     Ok(())
 }
 
-async fn insert_tasks(
+/// Writes task rows with their fold state; a row already there is updated
+/// in place.
+async fn upsert_tasks(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    rows: &[TaskRow],
+    folds: &[&TaskFold],
 ) -> Result<(), StoreError> {
-    for chunk in rows.chunks(40) {
+    const COLUMNS: [&str; 24] = [
+        "task_id",
+        "plan_id",
+        "parent_id",
+        "funder",
+        "client",
+        "executor",
+        "amount",
+        "amount_units",
+        "status",
+        "spec_uri",
+        "result_uri",
+        "capability",
+        "spec",
+        "envelope_error",
+        "flagged",
+        "created_block",
+        "updated_block",
+        "created_at",
+        "accepted_at",
+        "completed_at",
+        "settled_at",
+        "disputed",
+        "executor_paid",
+        "fold_state",
+    ];
+    let updates: Vec<String> = COLUMNS[1..].iter().map(|c| format!("{c} = excluded.{c}")).collect();
+    for chunk in folds.chunks(40) {
         let sql = format!(
-            "INSERT INTO ix_tasks (task_id, plan_id, parent_id, funder, client, executor, amount, amount_units, status, \
-             spec_uri, result_uri, capability, spec, envelope_error, flagged, created_block, updated_block, created_at, \
-             accepted_at, completed_at, settled_at, disputed, executor_paid) VALUES {}",
-            values(backend, chunk.len(), 23)
+            "INSERT INTO ix_tasks ({}) VALUES {} ON CONFLICT (task_id) DO UPDATE SET {}",
+            COLUMNS.join(", "),
+            values(backend, chunk.len(), COLUMNS.len()),
+            updates.join(", ")
         );
         let mut q = sqlx::query(&sql);
-        for t in chunk {
+        for f in chunk {
+            let t = f.row();
             q = q
                 .bind(t.task_id.clone())
                 .bind(t.plan_id.to_lowercase())
@@ -883,7 +992,8 @@ async fn insert_tasks(
                 .bind(t.completed_at.map(|v| v as i64))
                 .bind(t.settled_at.map(|v| v as i64))
                 .bind(i64::from(t.disputed))
-                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX));
+                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX))
+                .bind(f.state());
         }
         q.execute(&mut **tx).await?;
     }
