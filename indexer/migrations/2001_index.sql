@@ -26,7 +26,8 @@ CREATE TABLE ix_blocks (
     hash        TEXT NOT NULL
 );
 
--- Where ingestion resumes; written in the same transaction as the events.
+-- Where ingestion resumes ('ingest', written in the same transaction as the
+-- events) and where task derivation resumes ('derive').
 CREATE TABLE ix_cursor (
     id          TEXT PRIMARY KEY,
     next_block  BIGINT NOT NULL
@@ -56,10 +57,7 @@ CREATE TABLE ix_tasks (
     completed_at    BIGINT,
     settled_at      BIGINT,
     disputed        BIGINT NOT NULL,
-    executor_paid   BIGINT NOT NULL,
-    -- What the fold resumes from besides this row: the task's reference and
-    -- the escrow's task struct (0x hex), so a batch folds only new events.
-    fold_state      TEXT NOT NULL
+    executor_paid   BIGINT NOT NULL
 );
 CREATE INDEX ix_tasks_plan ON ix_tasks (plan_id);
 CREATE INDEX ix_tasks_parent ON ix_tasks (parent_id);

@@ -5,12 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use alloy::sol_types::SolValue;
 use alloy::{primitives::B256, rpc::types::Log};
 use serde::Serialize;
 use tessera_bindings::{
     AgentRegistry::AgentRegistryEvents,
-    ITaskEscrow::Task,
     TaskEscrow::{self, TaskEscrowEvents},
     capability,
     envelope::{BlobStore, EnvelopeCodec, MemoryBlobStore},
@@ -18,7 +16,7 @@ use tessera_bindings::{
 };
 
 /// A task row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TaskRow {
     /// Task id (decimal).
     pub task_id: String,
@@ -102,9 +100,7 @@ pub fn escrow_kind(ev: &TaskEscrowEvents) -> &'static str {
 }
 
 /// A task's fold in progress: the record the escrow's state machine checks
-/// each event against, and the row it yields. Started from the creation
-/// event, or resumed from a stored row and [`TaskFold::state`], so a batch
-/// folds only its own events.
+/// each event against, and the row it yields.
 #[derive(Debug, Clone)]
 pub struct TaskFold {
     rec: TaskRecord,
@@ -161,33 +157,6 @@ impl TaskFold {
             problem: None,
         };
         (Self { rec, row }, transition)
-    }
-
-    /// Resumes a stored task from what [`TaskFold::state`] gave. `None` when
-    /// the state does not read back (the task is folded from its events
-    /// instead).
-    pub fn resume(state: &str) -> Option<Self> {
-        let (row, reference, task): (TaskRow, B256, alloy::primitives::Bytes) =
-            serde_json::from_str(state).ok()?;
-        let task = <Task as SolValue>::abi_decode(&task).ok()?;
-        let rec = TaskRecord {
-            id: row.task_id.parse().ok()?,
-            plan_id: row.plan_id.parse().ok()?,
-            parent_id: row.parent_id.parse().ok()?,
-            reference,
-            spec_uri: row.spec_uri.clone(),
-            result_uri: row.result_uri.clone(),
-            task,
-        };
-        Some(Self { rec, row })
-    }
-
-    /// Everything [`TaskFold::resume`] needs, in one string: the row, the
-    /// task's reference and the escrow's task struct (ABI-encoded), as JSON.
-    /// Read back as one column, it spares a batch decoding the row's columns.
-    pub fn state(&self) -> String {
-        let task = alloy::primitives::Bytes::from(self.rec.task.abi_encode());
-        serde_json::to_string(&(&self.row, self.rec.reference, task)).expect("rows serialize")
     }
 
     /// The row as folded so far.
@@ -458,32 +427,5 @@ mod tests {
         let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
         assert!(fold.row().envelope_error.is_some());
         assert_eq!(fold.row().status, "Created");
-    }
-
-    #[test]
-    fn a_resumed_fold_ends_where_a_single_pass_does() {
-        let accepted = E::TaskAccepted {
-            taskId: U256::from(7),
-            executor: Address::repeat_byte(2),
-            at: U40::from(1_200),
-        };
-        let late = E::TaskAccepted {
-            taskId: U256::from(7),
-            executor: Address::repeat_byte(2),
-            at: U40::from(1_300),
-        };
-        let logs = [log(&created(), 5), log(&accepted, 6), log(&late, 7)];
-        let (whole, all) = fold_task(&logs, None).unwrap();
-        // Stored after the first event, resumed from its row and state.
-        let (first, mut resumed_ts) = fold_task(&logs[..1], None).unwrap();
-        let mut resumed = TaskFold::resume(&first.state()).unwrap();
-        for l in &logs[1..] {
-            resumed_ts.push(resumed.apply(l, &decode_log(l).unwrap()));
-        }
-        assert_eq!(resumed.row(), whole.row());
-        assert_eq!(resumed.state(), whole.state());
-        assert_eq!(resumed_ts, all);
-        assert!(whole.row().flagged.is_some(), "the second acceptance is refused and flagged");
-        assert!(TaskFold::resume("garbage").is_none());
     }
 }

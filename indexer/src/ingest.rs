@@ -34,6 +34,11 @@ pub struct IndexerConfig {
     pub target_logs: u64,
     /// Attempts per range before a pass gives up (shrinking each time).
     pub attempts: u32,
+    /// Tasks folded per transaction when deriving.
+    pub derive_chunk: usize,
+    /// During a backfill, fold the touched tasks after this many batches
+    /// (and always at the end of a pass).
+    pub derive_every: u64,
 }
 
 impl Default for IndexerConfig {
@@ -44,6 +49,8 @@ impl Default for IndexerConfig {
             max_range: 50_000,
             target_logs: 10_000,
             attempts: 8,
+            derive_chunk: 2_000,
+            derive_every: 32,
         }
     }
 }
@@ -159,6 +166,7 @@ impl Indexer {
         self.roll_back_reorg(head).await?;
         let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
         let mut stored = 0;
+        let mut batches = 0u64;
         // The next range, read while the current one is written.
         let mut ahead: Option<(u64, u64, Result<Batch, IngestError>)> = None;
         while from <= head {
@@ -194,14 +202,13 @@ impl Indexer {
             self.range = self.next_range(to - from + 1, batch.logs.len() as u64);
             let next = to + 1;
             let next_to = next.saturating_add(self.range - 1).min(head);
-            let blobs = self.blobs.as_deref().map(|b| b as &dyn BlobStore);
             let applied = if next <= head {
                 let (applied, read) =
-                    tokio::join!(self.store.apply(&batch, blobs), self.read(next, next_to));
+                    tokio::join!(self.store.apply(&batch), self.read(next, next_to));
                 ahead = Some((next, next_to, read));
                 applied?
             } else {
-                self.store.apply(&batch, blobs).await?
+                self.store.apply(&batch).await?
             };
             tracing::debug!(
                 from,
@@ -212,15 +219,30 @@ impl Indexer {
                 "batch indexed"
             );
             stored += applied.events;
-            self.progress.send_replace(Progress { head, indexed: to });
-            if !applied.tasks.is_empty() {
-                let _ = self.updates.send(Update { block: to, tasks: applied.tasks, reorg: None });
+            batches += 1;
+            // A long backfill folds its tasks now and then, so the API
+            // does not wait for the whole range.
+            if batches % self.cfg.derive_every.max(1) == 0 {
+                self.derive(head).await?;
             }
             from = next;
         }
-        self.progress.send_replace(Progress { head, indexed: head.max(from.saturating_sub(1)) });
+        self.derive(head).await?;
         self.store.prune_blocks(head.saturating_sub(self.cfg.reorg_depth)).await?;
         Ok(stored)
+    }
+
+    /// Folds the tasks the stored events touched, then reports the block
+    /// the index now reflects and the tasks that changed.
+    async fn derive(&mut self, head: u64) -> Result<(), IngestError> {
+        let blobs = self.blobs.as_deref().map(|b| b as &dyn BlobStore);
+        let derived = self.store.derive(blobs, self.cfg.derive_chunk).await?;
+        let indexed = derived.through.saturating_sub(1);
+        self.progress.send_replace(Progress { head, indexed });
+        if !derived.tasks.is_empty() {
+            let _ = self.updates.send(Update { block: indexed, tasks: derived.tasks, reorg: None });
+        }
+        Ok(())
     }
 
     /// The range after one of `blocks` blocks that held `logs` logs: twice

@@ -10,11 +10,7 @@ use alloy::{primitives::B256, rpc::types::Log};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
-use tessera_bindings::{
-    TaskEscrow::TaskEscrowEvents,
-    envelope::BlobStore,
-    task::{TaskRecord, decode_log},
-};
+use tessera_bindings::{envelope::BlobStore, task::decode_log};
 use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool};
 
 use crate::derive::{self, TaskFold};
@@ -45,7 +41,14 @@ pub struct Batch {
 pub struct Applied {
     /// Events newly stored.
     pub events: usize,
-    /// Tasks rebuilt, with their plan id.
+}
+
+/// What a derivation folded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Derived {
+    /// Events below this block are folded into tasks.
+    pub through: u64,
+    /// Tasks folded, with their plan id.
     pub tasks: Vec<(String, String)>,
 }
 
@@ -117,16 +120,12 @@ impl IndexStore {
         Ok(row.map(|r| r.try_get::<i64, _>("next_block")).transpose()?.map(|b| b as u64))
     }
 
-    /// Stores a batch and moves the cursor past it in one transaction, then
-    /// rebuilds what the new events touch (same transaction).
-    pub async fn apply(
-        &self,
-        batch: &Batch,
-        blobs: Option<&dyn BlobStore>,
-    ) -> Result<Applied, StoreError> {
+    /// Stores a batch and moves the cursor past it in one transaction, with
+    /// the agents its registry events touch. Tasks are folded by
+    /// [`IndexStore::derive`].
+    pub async fn apply(&self, batch: &Batch) -> Result<Applied, StoreError> {
         let t0 = std::time::Instant::now();
         let mut tx = self.pool.begin().await?;
-        let mut tasks: BTreeSet<String> = BTreeSet::new();
         let mut agents: BTreeSet<String> = BTreeSet::new();
         let mut stored = 0;
         for chunk in batch.logs.chunks(INSERT_CHUNK) {
@@ -138,9 +137,6 @@ impl IndexStore {
             let mut q = sqlx::query(&sql);
             for log in chunk {
                 let (contract, kind, task, agent) = classify(log);
-                if let Some(t) = &task {
-                    tasks.insert(t.clone());
-                }
                 if let Some(a) = &agent {
                     agents.insert(a.clone());
                 }
@@ -169,20 +165,65 @@ impl IndexStore {
             }
             q.execute(&mut *tx).await?;
         }
-        set_cursor(&mut tx, batch.to + 1).await?;
+        set_cursor(&mut tx, "ingest", batch.to + 1).await?;
         let t1 = std::time::Instant::now();
-        let rebuilt =
-            rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &batch.logs, Some(batch.from))
-                .await?;
-        let t2 = std::time::Instant::now();
+        rebuild_agents(&mut tx, &agents).await?;
         tx.commit().await?;
         tracing::debug!(
             insert_ms = (t1 - t0).as_millis(),
-            rebuild_ms = (t2 - t1).as_millis(),
-            commit_ms = t2.elapsed().as_millis(),
+            commit_ms = t1.elapsed().as_millis(),
+            events = stored,
             "applied"
         );
-        Ok(Applied { events: stored, tasks: rebuilt })
+        Ok(Applied { events: stored })
+    }
+
+    /// Where derivation resumes: tasks touched by events below this block
+    /// are folded.
+    pub async fn derived(&self) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query("SELECT next_block FROM ix_cursor WHERE id = 'derive'")
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.try_get::<i64, _>("next_block")).transpose()?.map(|b| b as u64))
+    }
+
+    /// Folds every task touched by events stored since the last derivation
+    /// (from their stored events, `chunk` tasks per transaction), then moves
+    /// the derivation mark to the ingest cursor. A task is folded once per
+    /// call however many batches touched it. Interrupted, the next call
+    /// folds the same tasks again: a fold is a pure function of the events.
+    pub async fn derive(
+        &self,
+        blobs: Option<&dyn BlobStore>,
+        chunk: usize,
+    ) -> Result<Derived, StoreError> {
+        let Some(to) = self.cursor().await? else { return Ok(Derived::default()) };
+        let from = self.derived().await?.unwrap_or(0);
+        if from >= to {
+            return Ok(Derived { through: to, tasks: Vec::new() });
+        }
+        let t0 = std::time::Instant::now();
+        let rows = sqlx::query(
+            "SELECT DISTINCT task_id FROM ix_events WHERE block >= $1 AND block < $2 AND task_id IS NOT NULL",
+        )
+        .bind(from as i64)
+        .bind(to as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let ids: Vec<String> =
+            rows.iter().map(|r| r.try_get("task_id")).collect::<Result<_, _>>()?;
+        let mut tasks = Vec::new();
+        for part in ids.chunks(chunk.max(1)) {
+            let mut tx = self.pool.begin().await?;
+            let part: BTreeSet<String> = part.iter().cloned().collect();
+            tasks.extend(rebuild_tasks(&mut tx, self.backend, &part, blobs).await?);
+            tx.commit().await?;
+        }
+        let mut tx = self.pool.begin().await?;
+        set_cursor(&mut tx, "derive", to).await?;
+        tx.commit().await?;
+        tracing::debug!(from, to, tasks = ids.len(), ms = t0.elapsed().as_millis(), "derived");
+        Ok(Derived { through: to, tasks })
     }
 
     /// Rolls back every event from `fork` on, rebuilds what they touched and
@@ -216,8 +257,14 @@ impl IndexStore {
             .bind(fork as i64)
             .execute(&mut *tx)
             .await?;
-        set_cursor(&mut tx, fork).await?;
-        rebuild(&mut tx, self.backend, &tasks, &agents, blobs, &[], None).await?;
+        set_cursor(&mut tx, "ingest", fork).await?;
+        // Tasks below the fork not derived yet stay for the next derivation.
+        sqlx::query("UPDATE ix_cursor SET next_block = $1 WHERE id = 'derive' AND next_block > $1")
+            .bind(fork as i64)
+            .execute(&mut *tx)
+            .await?;
+        rebuild_tasks(&mut tx, self.backend, &tasks, blobs).await?;
+        rebuild_agents(&mut tx, &agents).await?;
         let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM ix_reorgs")
             .fetch_one(&mut *tx)
             .await?
@@ -675,104 +722,30 @@ fn stored_log(r: &AnyRow) -> Result<Log, StoreError> {
     })
 }
 
-async fn set_cursor(tx: &mut Transaction<'_, Any>, next: u64) -> Result<(), StoreError> {
+async fn set_cursor(tx: &mut Transaction<'_, Any>, id: &str, next: u64) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO ix_cursor (id, next_block) VALUES ('ingest', $1) \
+        "INSERT INTO ix_cursor (id, next_block) VALUES ($1, $2) \
          ON CONFLICT (id) DO UPDATE SET next_block = excluded.next_block",
     )
+    .bind(id)
     .bind(next as i64)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
-/// Folds `tasks` and `agents` again from their stored events (plus `fresh`,
-/// the batch being written) and replaces their rows.
-///
-/// With `append_from` (a batch that only adds blocks from there on), a task
-/// stored before the batch resumes from its row and folds only the batch's
-/// events, keeping the transitions it has: the fold of an unchanged prefix
-/// is unchanged. A task created in the batch folds from the batch alone. A
-/// rollback passes `None`: every touched task is read back and folded anew.
-async fn rebuild(
+/// Folds `tasks` again from their stored events and replaces their rows
+/// and transitions; a task whose creation is not stored has none.
+async fn rebuild_tasks(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tasks: &BTreeSet<String>,
-    agents: &BTreeSet<String>,
     blobs: Option<&dyn BlobStore>,
-    fresh: &[Log],
-    append_from: Option<u64>,
 ) -> Result<Vec<(String, String)>, StoreError> {
     let t_start = std::time::Instant::now();
-    // Each touched task's events in this batch, in chain order.
-    let mut fresh_by_task: BTreeMap<&String, Vec<(&Log, TaskEscrowEvents)>> = BTreeMap::new();
-    let ids: BTreeMap<String, &String> = tasks.iter().map(|t| (t.clone(), t)).collect();
-    for log in fresh {
-        if let Some(ev) = decode_log(log)
-            && let Some(id) = TaskRecord::event_task_id(&ev)
-            && let Some(key) = ids.get(&id.to_string())
-        {
-            fresh_by_task.entry(*key).or_default().push((log, ev));
-        }
-    }
-    let created_here = |id: &String| {
-        fresh_by_task
-            .get(id)
-            .and_then(|evs| evs.first())
-            .is_some_and(|(_, ev)| matches!(ev, TaskEscrowEvents::TaskCreated(_)))
-    };
-    let mut folds: BTreeMap<&String, TaskFold> = BTreeMap::new();
-    let mut transitions: Vec<(String, derive::TransitionRow)> = Vec::new();
-
-    // Appending: a task with a stored row resumes from it and folds only
-    // this batch's events (unless the row already reaches into the batch).
-    if let Some(from) = append_from {
-        let candidates: Vec<&String> = tasks.iter().filter(|t| !created_here(t)).collect();
-        for chunk in candidates.chunks(INSERT_CHUNK) {
-            let sql = format!(
-                "SELECT task_id, fold_state FROM ix_tasks WHERE updated_block < {} AND task_id IN {}",
-                match backend {
-                    Backend::Sqlite => "?".to_owned(),
-                    Backend::Postgres => format!("${}", chunk.len() + 1),
-                },
-                values(backend, 1, chunk.len()),
-            );
-            // SQLite numbers anonymous parameters in order; PostgreSQL's
-            // `$n + 1` is bound last either way.
-            let mut q = sqlx::query(&sql);
-            if backend == Backend::Sqlite {
-                q = q.bind(from as i64);
-            }
-            for id in chunk {
-                q = q.bind((*id).clone());
-            }
-            if backend == Backend::Postgres {
-                q = q.bind(from as i64);
-            }
-            for r in q.fetch_all(&mut **tx).await? {
-                let id: String = r.try_get("task_id")?;
-                let state: String = r.try_get("fold_state")?;
-                if let Some(key) = ids.get(&id)
-                    && let Some(fold) = TaskFold::resume(&state)
-                {
-                    folds.insert(*key, fold);
-                }
-            }
-        }
-        for (id, fold) in &mut folds {
-            for (log, ev) in fresh_by_task.get(id).into_iter().flatten() {
-                transitions.push(((*id).clone(), fold.apply(log, ev)));
-            }
-        }
-    }
-    let resumed = folds.len();
-
-    // Everything else folds from all its events: a task created in this
-    // batch has them all here; any other is read back.
-    let read_back: Vec<&String> =
-        tasks.iter().filter(|t| !folds.contains_key(t) && !created_here(t)).collect();
+    let ids: Vec<&String> = tasks.iter().collect();
     let mut stored_logs: BTreeMap<String, Vec<Log>> = BTreeMap::new();
-    for chunk in read_back.chunks(INSERT_CHUNK) {
+    for chunk in ids.chunks(INSERT_CHUNK) {
         let sql = format!(
             "SELECT task_id, {EVENT_COLUMNS} FROM ix_events WHERE task_id IN {} ORDER BY block, log_index",
             values(backend, 1, chunk.len())
@@ -786,59 +759,51 @@ async fn rebuild(
         }
     }
     let t_read = t_start.elapsed().as_millis();
-    // Transitions are written anew for the read-back tasks; on a rollback,
-    // rows go too (a task whose creation was rolled back has none).
-    let rewritten: Vec<&&String> = read_back.iter().collect();
-    let all: Vec<&&String> = ids.values().collect();
-    let mut deletes = vec![("ix_transitions", rewritten)];
-    if append_from.is_none() {
-        deletes.push(("ix_tasks", all));
+    let mut folds: Vec<TaskFold> = Vec::new();
+    let mut transitions: Vec<(String, derive::TransitionRow)> = Vec::new();
+    let mut gone: Vec<&String> = Vec::new();
+    for id in &ids {
+        match stored_logs.get(*id).and_then(|logs| derive::fold_task(logs, blobs)) {
+            Some((fold, ts)) => {
+                transitions.extend(ts.into_iter().map(|t| ((*id).clone(), t)));
+                folds.push(fold);
+            }
+            None => gone.push(id),
+        }
     }
-    for (table, ids) in deletes {
+    let t_fold = t_start.elapsed().as_millis();
+    for (table, ids) in [("ix_transitions", &ids), ("ix_tasks", &gone)] {
         for chunk in ids.chunks(INSERT_CHUNK) {
             let sql =
                 format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, chunk.len()));
             let mut q = sqlx::query(&sql);
             for id in chunk {
-                q = q.bind((**id).clone());
+                q = q.bind((*id).clone());
             }
             q.execute(&mut **tx).await?;
         }
     }
     let t_delete = t_start.elapsed().as_millis();
-    for id in tasks {
-        if folds.contains_key(id) {
-            continue;
-        }
-        let folded = match stored_logs.get(id) {
-            Some(logs) => derive::fold_task(logs, blobs),
-            None => derive::fold_task(
-                fresh_by_task.get(id).into_iter().flatten().map(|(log, _)| *log),
-                blobs,
-            ),
-        };
-        if let Some((fold, ts)) = folded {
-            transitions.extend(ts.into_iter().map(|t| (id.clone(), t)));
-            folds.insert(id, fold);
-        }
-    }
-    let t_fold = t_start.elapsed().as_millis();
-    let rows: Vec<&TaskFold> = folds.values().collect();
-    upsert_tasks(tx, backend, &rows).await?;
+    upsert_tasks(tx, backend, &folds).await?;
     let t_tasks = t_start.elapsed().as_millis();
     insert_transitions(tx, backend, &transitions).await?;
     tracing::debug!(
         tasks = tasks.len(),
-        resumed,
-        read_back = read_back.len(),
         read_ms = t_read,
-        delete_ms = t_delete - t_read,
-        fold_ms = t_fold - t_delete,
-        tasks_ms = t_tasks - t_fold,
+        fold_ms = t_fold - t_read,
+        delete_ms = t_delete - t_fold,
+        tasks_ms = t_tasks - t_delete,
         transitions_ms = t_start.elapsed().as_millis() - t_tasks,
         "rebuilt"
     );
-    let rebuilt = rows.iter().map(|f| (f.row().task_id.clone(), f.row().plan_id.clone())).collect();
+    Ok(folds.iter().map(|f| (f.row().task_id.clone(), f.row().plan_id.clone())).collect())
+}
+
+/// Folds `agents` again from their stored registry events.
+async fn rebuild_agents(
+    tx: &mut Transaction<'_, Any>,
+    agents: &BTreeSet<String>,
+) -> Result<(), StoreError> {
     for agent in agents {
         let rows = sqlx::query(&format!(
             "SELECT {EVENT_COLUMNS} FROM ix_events WHERE agent = $1 ORDER BY block, log_index"
@@ -864,7 +829,7 @@ async fn rebuild(
             .await?;
         }
     }
-    Ok(rebuilt)
+    Ok(())
 }
 
 /// `($1, $2, …), …` groups for a multi-row insert of `rows` rows of `cols`
@@ -923,14 +888,13 @@ async fn insert_transitions(
     Ok(())
 }
 
-/// Writes task rows with their fold state; a row already there is updated
-/// in place.
+/// Writes task rows; a row already there is updated in place.
 async fn upsert_tasks(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    folds: &[&TaskFold],
+    folds: &[TaskFold],
 ) -> Result<(), StoreError> {
-    const COLUMNS: [&str; 24] = [
+    const COLUMNS: [&str; 23] = [
         "task_id",
         "plan_id",
         "parent_id",
@@ -954,7 +918,6 @@ async fn upsert_tasks(
         "settled_at",
         "disputed",
         "executor_paid",
-        "fold_state",
     ];
     let updates: Vec<String> = COLUMNS[1..].iter().map(|c| format!("{c} = excluded.{c}")).collect();
     for chunk in folds.chunks(40) {
@@ -992,8 +955,7 @@ async fn upsert_tasks(
                 .bind(t.completed_at.map(|v| v as i64))
                 .bind(t.settled_at.map(|v| v as i64))
                 .bind(i64::from(t.disputed))
-                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX))
-                .bind(f.state());
+                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX));
         }
         q.execute(&mut **tx).await?;
     }
