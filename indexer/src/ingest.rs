@@ -47,7 +47,7 @@ impl Default for IndexerConfig {
             reorg_depth: 64,
             initial_range: 8,
             max_range: 50_000,
-            target_logs: 10_000,
+            target_logs: 5_000,
             attempts: 8,
             derive_chunk: 2_000,
             derive_every: 32,
@@ -222,7 +222,7 @@ impl Indexer {
             batches += 1;
             // A long backfill folds its tasks now and then, so the API
             // does not wait for the whole range.
-            if batches % self.cfg.derive_every.max(1) == 0 {
+            if batches.is_multiple_of(self.cfg.derive_every.max(1)) {
                 self.derive(head).await?;
             }
             from = next;
