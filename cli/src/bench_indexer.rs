@@ -165,9 +165,10 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
         .await?;
     provider.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await?;
     let chunk = 400;
-    // Full blocks raise the base fee (up to 12.5% a block): the price is
-    // read again after every mined block.
-    let mut gas_price = provider.get_gas_price().await? * 2;
+    // The chain runs with a zero base fee (see `run`), so one price paid
+    // from start to end always suffices. (Re-reading the node's suggestion
+    // after each block would chase its own tips upwards.)
+    let gas_price = provider.get_gas_price().await?;
     let now = provider
         .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
         .await?
@@ -200,11 +201,9 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
         nonce += 1;
         if (i + 1) % chunk == 0 {
             mine(provider).await?;
-            gas_price = provider.get_gas_price().await? * 2;
         }
     }
     mine(provider).await?;
-    gas_price = provider.get_gas_price().await? * 2;
     let records = fold_all(provider, d, first).await?;
     // accept, complete (executor), approve (client = sponsor), each phase
     // on the state the previous one left.
@@ -235,15 +234,18 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
                     .into_transaction_request(),
             };
             let tx = call.nonce(nonce).gas_limit(200_000).gas_price(gas_price);
-            let _pending = provider.send_transaction(tx).await?;
+            if let Err(e) = provider.send_transaction(tx).await {
+                let balance = provider.get_balance(from).await.unwrap_or_default();
+                bail!(
+                    "phase {phase}, lifecycle {i}: {e} (gas price {gas_price}, balance of {from}: {balance})"
+                );
+            }
             nonce += 1;
             if (i + 1) % chunk == 0 {
                 mine(provider).await?;
-                gas_price = provider.get_gas_price().await? * 2;
             }
         }
         mine(provider).await?;
-        gas_price = provider.get_gas_price().await? * 2;
     }
     provider.raw_request::<_, Value>("evm_setAutomine".into(), (true,)).await?;
     Ok(())

@@ -36,9 +36,10 @@ pub struct IndexerConfig {
     pub attempts: u32,
     /// Tasks folded per transaction when deriving.
     pub derive_chunk: usize,
-    /// During a backfill, fold the touched tasks after this many batches
-    /// (and always at the end of a pass).
-    pub derive_every: u64,
+    /// During a backfill, fold the touched tasks once this many events are
+    /// stored unfolded (and always at the end of a pass): a task touched by
+    /// several batches is then folded once.
+    pub derive_every_events: usize,
 }
 
 impl Default for IndexerConfig {
@@ -50,7 +51,7 @@ impl Default for IndexerConfig {
             target_logs: 5_000,
             attempts: 8,
             derive_chunk: 2_000,
-            derive_every: 32,
+            derive_every_events: 500_000,
         }
     }
 }
@@ -166,7 +167,7 @@ impl Indexer {
         self.roll_back_reorg(head).await?;
         let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
         let mut stored = 0;
-        let mut batches = 0u64;
+        let mut unfolded = 0usize;
         // The next range, read while the current one is written.
         let mut ahead: Option<(u64, u64, Result<Batch, IngestError>)> = None;
         while from <= head {
@@ -219,11 +220,12 @@ impl Indexer {
                 "batch indexed"
             );
             stored += applied.events;
-            batches += 1;
+            unfolded += applied.events;
             // A long backfill folds its tasks now and then, so the API
             // does not wait for the whole range.
-            if batches.is_multiple_of(self.cfg.derive_every.max(1)) {
+            if unfolded >= self.cfg.derive_every_events.max(1) {
                 self.derive(head).await?;
+                unfolded = 0;
             }
             from = next;
         }

@@ -690,6 +690,24 @@ fn encode_raw(log: &Log) -> String {
 /// A log read back from a row of [`EVENT_COLUMNS`].
 fn stored_log(r: &AnyRow) -> Result<Log, StoreError> {
     let corrupt = |detail: String| StoreError::Corrupt { table: "ix_events", detail };
+    let hash = |col: &str| -> Result<Option<B256>, StoreError> {
+        let v: String = r.try_get(col)?;
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.parse().map(Some).map_err(|e| corrupt(format!("{col} {v:?}: {e}")))
+    };
+    Ok(Log {
+        block_hash: hash("block_hash")?,
+        transaction_hash: hash("tx_hash")?,
+        ..stored_content(r)?
+    })
+}
+
+/// A log's position and content read back (`block`, `log_index`, `raw`),
+/// without its hashes.
+fn stored_content(r: &AnyRow) -> Result<Log, StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt { table: "ix_events", detail };
     let raw: String = r.try_get("raw")?;
     let mut parts = raw.split(':');
     let (Some(address), Some(topics), Some(data), None) =
@@ -705,19 +723,10 @@ fn stored_log(r: &AnyRow) -> Result<Log, StoreError> {
         .collect::<Result<Vec<_>, _>>()?;
     let data: alloy::primitives::Bytes =
         data.parse().map_err(|e| corrupt(format!("data of {raw:?}: {e}")))?;
-    let hash = |col: &str| -> Result<Option<B256>, StoreError> {
-        let v: String = r.try_get(col)?;
-        if v.is_empty() {
-            return Ok(None);
-        }
-        v.parse().map(Some).map_err(|e| corrupt(format!("{col} {v:?}: {e}")))
-    };
     Ok(Log {
         inner: alloy::primitives::Log::new_unchecked(address, topics, data),
         block_number: Some(r.try_get::<i64, _>("block")? as u64),
         log_index: Some(r.try_get::<i64, _>("log_index")? as u64),
-        block_hash: hash("block_hash")?,
-        transaction_hash: hash("tx_hash")?,
         ..Log::default()
     })
 }
@@ -746,8 +755,9 @@ async fn rebuild_tasks(
     let ids: Vec<&String> = tasks.iter().collect();
     let mut stored_logs: BTreeMap<String, Vec<Log>> = BTreeMap::new();
     for chunk in ids.chunks(INSERT_CHUNK) {
+        // A fold needs each event's position and content, not its hashes.
         let sql = format!(
-            "SELECT task_id, {EVENT_COLUMNS} FROM ix_events WHERE task_id IN {} ORDER BY block, log_index",
+            "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IN {} ORDER BY block, log_index",
             values(backend, 1, chunk.len())
         );
         let mut q = sqlx::query(&sql);
@@ -755,7 +765,7 @@ async fn rebuild_tasks(
             q = q.bind((*id).clone());
         }
         for r in q.fetch_all(&mut **tx).await? {
-            stored_logs.entry(r.try_get("task_id")?).or_default().push(stored_log(&r)?);
+            stored_logs.entry(r.try_get("task_id")?).or_default().push(stored_content(&r)?);
         }
     }
     let t_read = t_start.elapsed().as_millis();
