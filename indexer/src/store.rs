@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
 use tessera_bindings::{envelope::BlobStore, task::decode_log};
-use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool};
+use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool_with};
 
 use crate::derive::{self, TaskFold};
 
@@ -100,10 +100,9 @@ fn hex(b: &B256) -> String {
 impl IndexStore {
     /// Connects and migrates.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
-        let (pool, backend) = open_pool(url, &MIGRATOR).await?;
-        if backend == Backend::Sqlite {
-            sqlx::query("PRAGMA wal_autocheckpoint = 16384").execute(&pool).await?;
-        }
+        // Checkpoints in larger steps: a backfill writes the WAL fast.
+        let (pool, backend) =
+            open_pool_with(url, &MIGRATOR, &["wal_autocheckpoint = 16384"]).await?;
         Ok(Self { pool, backend })
     }
 

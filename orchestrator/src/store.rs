@@ -143,6 +143,16 @@ pub async fn open_pool(
     url: &str,
     migrator: &sqlx::migrate::Migrator,
 ) -> Result<(AnyPool, Backend), StoreError> {
+    open_pool_with(url, migrator, &[]).await
+}
+
+/// [`open_pool`], with `sqlite_pragmas` (`"wal_autocheckpoint = 16384"`)
+/// run on every SQLite connection besides WAL and `synchronous = NORMAL`.
+pub async fn open_pool_with(
+    url: &str,
+    migrator: &sqlx::migrate::Migrator,
+    sqlite_pragmas: &'static [&'static str],
+) -> Result<(AnyPool, Backend), StoreError> {
     sqlx::any::install_default_drivers();
     let (backend, url) = if let Some(rest) = url.strip_prefix("sqlite:") {
         // A file's directory is created when missing (`sqlite://.tessera/x.db`).
@@ -167,11 +177,24 @@ pub async fn open_pool(
     // SQLite allows one writer: a single connection keeps writes ordered
     // and avoids busy errors; PostgreSQL gets a small pool.
     let max = if backend == Backend::Sqlite { 1 } else { 8 };
-    let pool = AnyPoolOptions::new().max_connections(max).connect(&url).await?;
-    if backend == Backend::Sqlite {
-        sqlx::query("PRAGMA journal_mode = WAL").execute(&pool).await?;
-        sqlx::query("PRAGMA synchronous = NORMAL").execute(&pool).await?;
-    }
+    // Set on every connection the pool opens: `synchronous` does not persist
+    // in the file, and the pool replaces connections that grew old or idle.
+    let sqlite = backend == Backend::Sqlite;
+    let pool = AnyPoolOptions::new()
+        .max_connections(max)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if sqlite {
+                    let common = ["journal_mode = WAL", "synchronous = NORMAL"];
+                    for pragma in common.iter().chain(sqlite_pragmas) {
+                        sqlx::query(&format!("PRAGMA {pragma}")).execute(&mut *conn).await?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .connect(&url)
+        .await?;
     let mut migrator = sqlx::migrate::Migrator { ignore_missing: true, ..clone_migrator(migrator) };
     migrator.locking = true;
     migrator.run(&pool).await?;
@@ -616,6 +639,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("runs.db").display());
         (dir, Store::connect(&url).await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn every_sqlite_connection_gets_the_pragmas() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("p.db").display());
+        let migrator = sqlx::migrate::Migrator::DEFAULT;
+        let (pool, _) =
+            open_pool_with(&url, &migrator, &["wal_autocheckpoint = 1234"]).await.unwrap();
+        // Twice, with the pool's connection closed in between: a new
+        // connection is set up the same way.
+        for _ in 0..2 {
+            let mut conn = pool.acquire().await.unwrap();
+            let get = |p: &'static str| format!("PRAGMA {p}");
+            let sync: i64 =
+                sqlx::query(&get("synchronous")).fetch_one(&mut *conn).await.unwrap().get(0);
+            let mode: String =
+                sqlx::query(&get("journal_mode")).fetch_one(&mut *conn).await.unwrap().get(0);
+            let every: i64 =
+                sqlx::query(&get("wal_autocheckpoint")).fetch_one(&mut *conn).await.unwrap().get(0);
+            assert_eq!((sync, mode.as_str(), every), (1, "wal", 1234), "NORMAL, WAL, 1234");
+            conn.close().await.unwrap();
+        }
     }
 
     /// Runs `check` against SQLite, and against PostgreSQL when a server answers.
