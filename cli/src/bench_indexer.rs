@@ -348,7 +348,8 @@ pub(crate) async fn run(
                 let port = free_port();
                 let api = format!("http://127.0.0.1:{port}");
                 let t = Instant::now();
-                let _pg = spawn_indexer(&deployment_file, &rpc, &url, port, None)?;
+                let pg_log = log.map(|l| l.with_extension("postgres.log"));
+                let _pg = spawn_indexer(&deployment_file, &rpc, &url, port, pg_log.as_deref())?;
                 wait_indexed(&http, &api, head_now, Duration::from_secs(1800)).await?;
                 Some((events + live) as f64 / t.elapsed().as_secs_f64())
             }

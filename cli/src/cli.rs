@@ -157,7 +157,8 @@ enum BenchCommand {
         /// Tasks created one by one to measure the live lag.
         #[arg(long, default_value_t = 100)]
         live: usize,
-        /// Write the SQLite indexer's debug log (per-batch timings) here.
+        /// Write the SQLite indexer's debug log (per-batch timings) here,
+        /// and the PostgreSQL one beside it (`<name>.postgres.log`).
         #[arg(long)]
         indexer_log: Option<PathBuf>,
         /// Also write the report as JSON here.
