@@ -1,8 +1,9 @@
 //! The index through sqlx: raw events and the cursor written in one
-//! transaction (exactly once), derived tasks, transitions and agents rebuilt
-//! from the events they depend on, rollbacks for reorganisations, and the
-//! queries the API serves (recursive lineage queries that run on SQLite and
-//! PostgreSQL alike).
+//! transaction (exactly once); agents folded in that transaction; tasks and
+//! their checked transitions folded from their stored events behind a
+//! derivation mark ([`IndexStore::derive`]), so a backfill folds each task
+//! once; rollbacks for reorganisations; and the queries the API serves
+//! (recursive lineage queries that run on SQLite and PostgreSQL alike).
 
 use std::collections::{BTreeMap, BTreeSet};
 
