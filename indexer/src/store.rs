@@ -213,7 +213,16 @@ impl IndexStore {
         let ids: Vec<String> =
             rows.iter().map(|r| r.try_get("task_id")).collect::<Result<_, _>>()?;
         let mut tasks = Vec::new();
-        for part in ids.chunks(chunk.max(1)) {
+        for (n, part) in ids.chunks(chunk.max(1)).enumerate() {
+            // PostgreSQL plans from table statistics, which a backfill
+            // outdates: without them its lookups of many tasks scan whole
+            // tables. Refreshed before a large derivation and as it goes.
+            if self.backend == Backend::Postgres && ids.len() > chunk && n % 8 == 0 {
+                let tables = if n == 0 { "ix_events, ix_transitions" } else { "ix_transitions" };
+                let t = std::time::Instant::now();
+                sqlx::query(&format!("ANALYZE {tables}")).execute(&self.pool).await?;
+                tracing::debug!(tables, ms = t.elapsed().as_millis(), "analyzed");
+            }
             let mut tx = self.pool.begin().await?;
             let part: BTreeSet<String> = part.iter().cloned().collect();
             tasks.extend(rebuild_tasks(&mut tx, self.backend, &part, blobs).await?);
@@ -756,8 +765,10 @@ async fn rebuild_tasks(
     let mut stored_logs: BTreeMap<String, Vec<Log>> = BTreeMap::new();
     for chunk in ids.chunks(INSERT_CHUNK) {
         // A fold needs each event's position and content, not its hashes.
+        // No ORDER BY, which can lead PostgreSQL to walk the primary key
+        // over the whole table: each task's events are sorted below.
         let sql = format!(
-            "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IN {} ORDER BY block, log_index",
+            "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IN {}",
             values(backend, 1, chunk.len())
         );
         let mut q = sqlx::query(&sql);
@@ -767,6 +778,9 @@ async fn rebuild_tasks(
         for r in q.fetch_all(&mut **tx).await? {
             stored_logs.entry(r.try_get("task_id")?).or_default().push(stored_content(&r)?);
         }
+    }
+    for logs in stored_logs.values_mut() {
+        logs.sort_unstable_by_key(|l| (l.block_number, l.log_index));
     }
     let t_read = t_start.elapsed().as_millis();
     let mut folds: Vec<TaskFold> = Vec::new();

@@ -54,7 +54,10 @@ async fn lineage_of_a_chain_plan(db: Option<String>) {
     stack.wait_state(&id, "completed", 60).await;
     let dir = tempfile::tempdir().unwrap();
     let url = db.unwrap_or_else(|| sqlite(&dir, "index.db"));
-    let mut ix = indexer(&stack.env, &url, IndexerConfig::default()).await;
+    // One task per derivation chunk: chunking, and on PostgreSQL the
+    // statistics refresh before a derivation of many tasks, are exercised.
+    let cfg = IndexerConfig { derive_chunk: 1, ..IndexerConfig::default() };
+    let mut ix = indexer(&stack.env, &url, cfg).await;
     ix.sync_once().await.unwrap();
     assert_eq!(ix.store().event_count().await.unwrap() as usize, chain_logs(&stack.env).await);
 
