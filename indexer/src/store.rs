@@ -212,8 +212,9 @@ impl IndexStore {
         .await?;
         let ids: Vec<String> =
             rows.iter().map(|r| r.try_get("task_id")).collect::<Result<_, _>>()?;
+        let chunk = chunk.max(1);
         let mut tasks = Vec::new();
-        for (n, part) in ids.chunks(chunk.max(1)).enumerate() {
+        for (n, part) in ids.chunks(chunk).enumerate() {
             // PostgreSQL plans from table statistics, which a backfill
             // outdates: without them its lookups of many tasks scan whole
             // tables. Refreshed before a large derivation and as it goes.
