@@ -149,9 +149,12 @@ chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes
 	@$(CARGO) run --quiet --locked -p tessera -- chain
 
 bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then indexer backfill events/s (SQLite, PostgreSQL), live lag p50/p99, peak RSS
-	@$(CARGO) run --quiet --locked --release -p tessera -- bench indexer --lifecycles $(LIFECYCLES) --json $(BENCH_DIR)/indexer.json
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench indexer --lifecycles $(LIFECYCLES) --json $(BENCH_DIR)/indexer.json \
+	  $(if $(HOLD_CHAIN),--hold-chain $(HOLD_CHAIN))
 
 LIFECYCLES ?= 50000
+# A folder to keep the generated chain in and reload it from (HOLD_CHAIN=target/bench/chain).
+HOLD_CHAIN ?=
 
 soak-indexer: toolchain ## the seeded reorg + kill -9 indexer test with SOAK_SEEDS seeds (default 200)
 	@TESSERA_SOAK_SEEDS=$(SOAK_SEEDS) $(CARGO) test --locked -p tessera --test serve seeded_reorgs_and_kills -- --nocapture

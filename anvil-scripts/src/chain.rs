@@ -36,6 +36,9 @@ pub struct ChainOptions {
     pub port: Option<u16>,
     /// Load state from and save it to this file (saved every second and on exit).
     pub state_file: Option<PathBuf>,
+    /// Load state from this file once (written by `anvil_dumpState`), and
+    /// never write it.
+    pub load_state: Option<PathBuf>,
     /// Seconds between blocks; every transaction mines its own block when `None`.
     pub block_time: Option<u64>,
     /// The anvil binary; found automatically when `None`.
@@ -63,6 +66,10 @@ impl LocalChain {
         }
         if let Some(state) = &opts.state_file {
             anvil = anvil.arg("--state").arg(state).args(["--state-interval", "1"]);
+        }
+        if let Some(state) = &opts.load_state {
+            // A large state takes a while to read before the node listens.
+            anvil = anvil.arg("--load-state").arg(state).timeout(300_000);
         }
         if let Some(secs) = opts.block_time {
             anvil = anvil.block_time(secs);

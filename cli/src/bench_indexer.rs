@@ -269,37 +269,72 @@ async fn fold_all(provider: &DynProvider, d: &Deployment, from: u64) -> Result<V
     Ok(out)
 }
 
-/// Runs the bench.
+/// What a held chain's folder records beside its state.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct HeldChain {
+    lifecycles: usize,
+    head: u64,
+    events: usize,
+    generate_secs: f64,
+}
+
+/// Runs the bench. With `hold`, the generated chain is kept in that folder
+/// (`state.json` as anvil dumps it, `deployment.json`, `chain.json`) and a
+/// later run with the same number of lifecycles loads it instead of
+/// generating it again.
 pub(crate) async fn run(
     opts: &ChainOptions,
     lifecycles: usize,
     live: usize,
     log: Option<&Path>,
+    hold: Option<&Path>,
 ) -> Result<IndexerBench> {
+    let held = match hold {
+        Some(h) => held_chain(h, lifecycles)?,
+        None => None,
+    };
     // Blocks are filled back to back: a zero base fee stays zero, so the
     // generator's fixed gas price never falls behind it.
-    let chain = LocalChain::start(&ChainOptions { base_fee: Some(0), ..opts.clone() })?;
+    let chain = LocalChain::start(&ChainOptions {
+        base_fee: Some(0),
+        load_state: held.as_ref().map(|_| hold.unwrap_or(Path::new(".")).join("state.json")),
+        ..opts.clone()
+    })?;
     let actors = Actors::from_keys(&chain.keys())?;
     let provider = actors.provider(chain.endpoint_url());
-    let deployment = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
-    deploy::register_demo_agents(&provider, &actors, deployment.agent_registry).await?;
     let dir = std::env::temp_dir().join(format!("tessera-bench-indexer-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let deployment_file = dir.join("deployment.json");
+    let (deployment, meta) = match held {
+        Some((deployment, meta)) => {
+            let head = provider.get_block_number().await?;
+            let events = count_events(&provider, &deployment).await?;
+            if head != meta.head || events != meta.events {
+                bail!(
+                    "the kept chain did not load as kept (head {head}, {events} events; kept: head {}, {} events)",
+                    meta.head,
+                    meta.events
+                );
+            }
+            (deployment, meta)
+        }
+        None => {
+            let deployment = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+            deploy::register_demo_agents(&provider, &actors, deployment.agent_registry).await?;
+            let t = Instant::now();
+            generate(&provider, &actors, &deployment, lifecycles).await?;
+            let generate_secs = t.elapsed().as_secs_f64();
+            let head = provider.get_block_number().await?;
+            let events = count_events(&provider, &deployment).await?;
+            let meta = HeldChain { lifecycles, head, events, generate_secs };
+            if let Some(h) = hold {
+                save_held(&provider, h, &deployment, &meta).await?;
+            }
+            (deployment, meta)
+        }
+    };
     deployment.save(&deployment_file)?;
-
-    let t = Instant::now();
-    generate(&provider, &actors, &deployment, lifecycles).await?;
-    let generate_secs = t.elapsed().as_secs_f64();
-    let head = provider.get_block_number().await?;
-    let events = provider
-        .get_logs(
-            &Filter::new()
-                .address(vec![deployment.task_escrow, deployment.agent_registry])
-                .from_block(deployment.deploy_block),
-        )
-        .await?
-        .len();
+    let HeldChain { head, events, generate_secs, .. } = meta;
     let http = reqwest::Client::new();
     let rpc = chain.endpoint_url().to_string();
 
@@ -356,6 +391,7 @@ pub(crate) async fn run(
             None => None,
         };
     let _ = std::fs::remove_dir_all(&dir);
+    drop(chain);
     Ok(IndexerBench {
         lifecycles,
         events,
@@ -369,4 +405,52 @@ pub(crate) async fn run(
         live_lag_p99_ms: pct(0.99),
         live_samples: lags.len(),
     })
+}
+
+async fn count_events(provider: &DynProvider, d: &Deployment) -> Result<usize> {
+    Ok(provider
+        .get_logs(
+            &Filter::new()
+                .address(vec![d.task_escrow, d.agent_registry])
+                .from_block(d.deploy_block),
+        )
+        .await?
+        .len())
+}
+
+/// Writes the chain's state, deployment and figures into `dir`.
+async fn save_held(
+    provider: &DynProvider,
+    dir: &Path,
+    d: &Deployment,
+    meta: &HeldChain,
+) -> Result<()> {
+    use std::io::Read;
+    std::fs::create_dir_all(dir)?;
+    // anvil dumps gzip-compressed JSON and loads plain JSON.
+    let state: alloy::primitives::Bytes =
+        provider.raw_request("anvil_dumpState".into(), ()).await?;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(&state[..]).read_to_end(&mut json)?;
+    std::fs::write(dir.join("state.json"), json)?;
+    d.save(dir.join("deployment.json"))?;
+    std::fs::write(dir.join("chain.json"), serde_json::to_vec_pretty(meta)?)?;
+    eprintln!("chain of {} lifecycles kept in {}", meta.lifecycles, dir.display());
+    Ok(())
+}
+
+/// The chain kept in `dir`, when it holds `lifecycles` lifecycles.
+fn held_chain(dir: &Path, lifecycles: usize) -> Result<Option<(Deployment, HeldChain)>> {
+    let Ok(text) = std::fs::read(dir.join("chain.json")) else { return Ok(None) };
+    let meta: HeldChain = serde_json::from_slice(&text)?;
+    if meta.lifecycles != lifecycles || !dir.join("state.json").is_file() {
+        eprintln!(
+            "{} holds {} lifecycles, not {lifecycles}: generating a new chain",
+            dir.display(),
+            meta.lifecycles
+        );
+        return Ok(None);
+    }
+    eprintln!("loading the chain of {lifecycles} lifecycles kept in {}", dir.display());
+    Ok(Some((Deployment::load(dir.join("deployment.json"))?, meta)))
 }

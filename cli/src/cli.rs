@@ -161,6 +161,11 @@ enum BenchCommand {
         /// and the PostgreSQL one beside it (`<name>.postgres.log`).
         #[arg(long)]
         indexer_log: Option<PathBuf>,
+        /// Keep the generated chain in this folder, and load it from there
+        /// when it holds the same number of lifecycles (saves generating it
+        /// again between runs).
+        #[arg(long)]
+        hold_chain: Option<PathBuf>,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -294,6 +299,7 @@ impl Cli {
                 lifecycles,
                 live,
                 indexer_log,
+                hold_chain,
                 json,
             }) => {
                 let report = Box::pin(crate::bench_indexer::run(
@@ -301,6 +307,7 @@ impl Cli {
                     lifecycles,
                     live,
                     indexer_log.as_deref(),
+                    hold_chain.as_deref(),
                 ))
                 .await?;
                 print!("{}", report.table());
