@@ -7,12 +7,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use alloy::{primitives::B256, rpc::types::Log};
+use alloy::{
+    primitives::{B256, U256},
+    rpc::types::Log,
+};
+use futures_util::TryStreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
 use tessera_bindings::{envelope::BlobStore, task::decode_log};
-use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool_with};
+use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool_with, open_read_pool};
 
 use crate::derive::{self, TaskFold};
 
@@ -91,11 +95,20 @@ pub struct TaskFilter {
 #[derive(Debug, Clone)]
 pub struct IndexStore {
     pool: AnyPool,
+    /// Long reads (a derivation's events) beside the writer: a second
+    /// connection on SQLite, the same pool on PostgreSQL.
+    reader: AnyPool,
     backend: Backend,
 }
 
-fn hex(b: &B256) -> String {
-    b.to_string()
+/// A task id as stored with its events: 32 big-endian bytes.
+fn id_bytes(id: U256) -> Vec<u8> {
+    id.to_be_bytes::<32>().to_vec()
+}
+
+/// A task id as the API shows it (decimal), from its stored bytes.
+fn id_decimal(bytes: &[u8]) -> String {
+    U256::try_from_be_slice(bytes).unwrap_or_default().to_string()
 }
 
 impl IndexStore {
@@ -104,7 +117,8 @@ impl IndexStore {
         // Checkpoints in larger steps: a backfill writes the WAL fast.
         let (pool, backend) =
             open_pool_with(url, &MIGRATOR, &["wal_autocheckpoint = 16384"]).await?;
-        Ok(Self { pool, backend })
+        let reader = open_read_pool(url).await?.unwrap_or_else(|| pool.clone());
+        Ok(Self { pool, reader, backend })
     }
 
     /// Which database this is.
@@ -140,14 +154,15 @@ impl IndexStore {
                 if let Some(a) = &agent {
                     agents.insert(a.clone());
                 }
+                let hash = |h: Option<B256>| h.map(|h| h.to_vec()).unwrap_or_default();
                 q = q
                     .bind(log.block_number.unwrap_or_default() as i64)
                     .bind(log.log_index.unwrap_or_default() as i64)
-                    .bind(log.block_hash.map(|h| hex(&h)).unwrap_or_default())
-                    .bind(log.transaction_hash.map(|h| hex(&h)).unwrap_or_default())
+                    .bind(hash(log.block_hash))
+                    .bind(hash(log.transaction_hash))
                     .bind(contract)
                     .bind(kind)
-                    .bind(task)
+                    .bind(task.map(id_bytes))
                     .bind(agent)
                     .bind(encode_raw(log));
             }
@@ -161,7 +176,7 @@ impl IndexStore {
             );
             let mut q = sqlx::query(&sql);
             for (number, hash) in chunk {
-                q = q.bind(*number as i64).bind(hex(hash));
+                q = q.bind(*number as i64).bind(hash.to_string());
             }
             q.execute(&mut *tx).await?;
         }
@@ -188,10 +203,12 @@ impl IndexStore {
     }
 
     /// Folds every task touched by events stored since the last derivation
-    /// (from their stored events, `chunk` tasks per transaction), then moves
-    /// the derivation mark to the ingest cursor. A task is folded once per
-    /// call however many batches touched it. Interrupted, the next call
-    /// folds the same tasks again: a fold is a pure function of the events.
+    /// (from all their stored events), then moves the derivation mark to the
+    /// ingest cursor. A task is folded once per call however many batches
+    /// touched it. The events stream in task order from the reader while
+    /// folded tasks are written `chunk` per transaction, so reading, folding
+    /// and writing overlap. Interrupted, the next call folds the same tasks
+    /// again: a fold is a pure function of the events.
     pub async fn derive(
         &self,
         blobs: Option<&dyn BlobStore>,
@@ -203,36 +220,77 @@ impl IndexStore {
             return Ok(Derived { through: to, tasks: Vec::new() });
         }
         let t0 = std::time::Instant::now();
-        let rows = sqlx::query(
-            "SELECT DISTINCT task_id FROM ix_events WHERE block >= $1 AND block < $2 AND task_id IS NOT NULL",
-        )
-        .bind(from as i64)
-        .bind(to as i64)
-        .fetch_all(&self.pool)
-        .await?;
-        let ids: Vec<String> =
-            rows.iter().map(|r| r.try_get("task_id")).collect::<Result<_, _>>()?;
-        let chunk = chunk.max(1);
-        let mut tasks = Vec::new();
-        for (n, part) in ids.chunks(chunk).enumerate() {
-            // PostgreSQL plans from table statistics, which a backfill
-            // outdates: without them its lookups of many tasks scan whole
-            // tables. Refreshed before a large derivation and as it goes.
-            if self.backend == Backend::Postgres && ids.len() > chunk && n % 8 == 0 {
-                let tables = if n == 0 { "ix_events, ix_transitions" } else { "ix_transitions" };
-                let t = std::time::Instant::now();
-                sqlx::query(&format!("ANALYZE {tables}")).execute(&self.pool).await?;
-                tracing::debug!(tables, ms = t.elapsed().as_millis(), "analyzed");
-            }
-            let mut tx = self.pool.begin().await?;
-            let part: BTreeSet<String> = part.iter().cloned().collect();
-            tasks.extend(rebuild_tasks(&mut tx, self.backend, &part, blobs).await?);
-            tx.commit().await?;
+        // PostgreSQL plans from table statistics, which a backfill outdates:
+        // without them its lookups scan whole tables.
+        if self.backend == Backend::Postgres && to - from > 64 {
+            sqlx::query("ANALYZE ix_events").execute(&self.pool).await?;
         }
+        // Nothing stored below the mark (a first backfill): every task is
+        // touched, and the index alone gives them in order.
+        let fresh = sqlx::query("SELECT block FROM ix_events WHERE block < $1 LIMIT 1")
+            .bind(from as i64)
+            .fetch_optional(&self.reader)
+            .await?
+            .is_none();
+        let sql = if fresh {
+            "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IS NOT NULL \
+             ORDER BY task_id, block, log_index"
+        } else {
+            "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IN \
+             (SELECT task_id FROM ix_events WHERE block >= $1 AND block < $2 AND task_id IS NOT NULL) \
+             ORDER BY task_id, block, log_index"
+        };
+        let mut query = sqlx::query(sql);
+        if !fresh {
+            query = query.bind(from as i64).bind(to as i64);
+        }
+        let chunk = chunk.max(1);
+        let (parts, mut folded) = tokio::sync::mpsc::channel::<Folded>(2);
+        let read = async move {
+            let mut rows = query.fetch(&self.reader);
+            let mut part = Folded::default();
+            let mut task: Option<(Vec<u8>, Vec<Log>)> = None;
+            while let Some(r) = rows.try_next().await? {
+                let id: Vec<u8> = r.try_get("task_id")?;
+                let log = stored_content(&r)?;
+                match &mut task {
+                    Some((current, logs)) if *current == id => logs.push(log),
+                    _ => {
+                        if let Some((done, logs)) = task.replace((id, vec![log])) {
+                            part.fold(&done, &logs, blobs);
+                            if part.len() >= chunk && parts.send(std::mem::take(&mut part)).await.is_err() {
+                                // The writer stopped: its error is the one to report.
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some((done, logs)) = task {
+                part.fold(&done, &logs, blobs);
+            }
+            if part.len() > 0 {
+                let _ = parts.send(part).await;
+            }
+            Ok::<_, StoreError>(())
+        };
+        let write = async {
+            let mut tasks = Vec::new();
+            while let Some(part) = folded.recv().await {
+                let mut tx = self.pool.begin().await?;
+                part.write(&mut tx, self.backend).await?;
+                tx.commit().await?;
+                tasks.extend(part.tasks());
+            }
+            Ok::<_, StoreError>(tasks)
+        };
+        let (read, write) = tokio::join!(read, write);
+        let tasks = write?;
+        read?;
         let mut tx = self.pool.begin().await?;
         set_cursor(&mut tx, "derive", to).await?;
         tx.commit().await?;
-        tracing::debug!(from, to, tasks = ids.len(), ms = t0.elapsed().as_millis(), "derived");
+        tracing::debug!(from, to, tasks = tasks.len(), ms = t0.elapsed().as_millis(), "derived");
         Ok(Derived { through: to, tasks })
     }
 
@@ -252,7 +310,7 @@ impl IndexStore {
         let mut tasks = BTreeSet::new();
         let mut agents = BTreeSet::new();
         for r in &rows {
-            if let Some(t) = r.try_get::<Option<String>, _>("task_id")? {
+            if let Some(t) = r.try_get::<Option<Vec<u8>>, _>("task_id")? {
                 tasks.insert(t);
             }
             if let Some(a) = r.try_get::<Option<String>, _>("agent")? {
@@ -285,7 +343,7 @@ impl IndexStore {
             fork_block: fork,
             depth: detected_head.saturating_sub(fork) + 1,
             orphaned_events: rows.len() as u64,
-            affected_tasks: tasks.into_iter().collect(),
+            affected_tasks: tasks.iter().map(|t| id_decimal(t)).collect(),
         };
         sqlx::query(
             "INSERT INTO ix_reorgs (seq, detected_head, fork_block, depth, orphaned_events, affected_tasks, at) \
@@ -383,38 +441,22 @@ impl IndexStore {
             return Ok(None);
         };
         let mut task = task_json(&row)?;
-        let transitions = sqlx::query(
-            "SELECT block, log_index, kind, from_status, to_status, valid, problem FROM ix_transitions \
-             WHERE task_id = $1 ORDER BY block, log_index",
+        let stored: String = row.try_get("history")?;
+        let history = history_json(&stored)?;
+        let Ok(key) = id.parse::<U256>() else { return Ok(None) };
+        let txs = sqlx::query(
+            "SELECT block, tx_hash, kind FROM ix_events WHERE task_id = $1 ORDER BY block, log_index",
         )
-        .bind(id)
+        .bind(id_bytes(key))
         .fetch_all(&self.pool)
         .await?;
-        let history: Vec<Value> = transitions
-            .iter()
-            .map(|r| {
-                Ok(json!({
-                    "block": r.try_get::<i64, _>("block")?,
-                    "log_index": r.try_get::<i64, _>("log_index")?,
-                    "event": r.try_get::<String, _>("kind")?,
-                    "from": r.try_get::<String, _>("from_status")?,
-                    "to": r.try_get::<String, _>("to_status")?,
-                    "valid": r.try_get::<i64, _>("valid")? == 1,
-                    "problem": r.try_get::<Option<String>, _>("problem")?,
-                }))
-            })
-            .collect::<Result<_, StoreError>>()?;
-        let txs = sqlx::query("SELECT block, log_index, tx_hash, kind FROM ix_events WHERE task_id = $1 ORDER BY block, log_index")
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?;
         let txs: Vec<Value> = txs
             .iter()
             .map(|r| {
                 Ok(json!({
                     "block": r.try_get::<i64, _>("block")?,
                     "event": r.try_get::<String, _>("kind")?,
-                    "tx_hash": r.try_get::<String, _>("tx_hash")?,
+                    "tx_hash": bytes_hex(&r.try_get::<Vec<u8>, _>("tx_hash")?),
                 }))
             })
             .collect::<Result<_, StoreError>>()?;
@@ -660,9 +702,9 @@ fn task_json(r: &AnyRow) -> Result<Value, StoreError> {
 }
 
 /// Which contract a log is from, its event name, task and agent.
-fn classify(log: &Log) -> (&'static str, &'static str, Option<String>, Option<String>) {
+fn classify(log: &Log) -> (&'static str, &'static str, Option<U256>, Option<String>) {
     if let Some(ev) = decode_log(log) {
-        let task = tessera_bindings::task::TaskRecord::event_task_id(&ev).map(|id| id.to_string());
+        let task = tessera_bindings::task::TaskRecord::event_task_id(&ev);
         return ("escrow", derive::escrow_kind(&ev), task, None);
     }
     if let Some(ev) = derive::decode_registry(log) {
@@ -672,67 +714,41 @@ fn classify(log: &Log) -> (&'static str, &'static str, Option<String>, Option<St
     ("unknown", "Unknown", None, None)
 }
 
-/// The columns [`stored_log`] reads back.
-const EVENT_COLUMNS: &str = "block, log_index, block_hash, tx_hash, raw";
-
-/// A log's content as stored in `raw`: `address:topic,topic,…:data`, each
-/// `0x` hex. Its position (block, index, block and transaction hash) has its
-/// own columns.
-fn encode_raw(log: &Log) -> String {
-    let topics = log.topics();
-    let data = &log.data().data;
-    let mut out = String::with_capacity(44 + topics.len() * 67 + 2 + data.len() * 2);
-    out.push_str("0x");
-    out.push_str(&alloy::hex::encode(log.address()));
-    out.push(':');
-    for (i, t) in topics.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("0x");
-        out.push_str(&alloy::hex::encode(t));
-    }
-    out.push_str(":0x");
-    out.push_str(&alloy::hex::encode(data));
-    out
+/// `0x` hex of stored bytes (a hash); empty when none was stored.
+fn bytes_hex(b: &[u8]) -> String {
+    if b.is_empty() { String::new() } else { format!("0x{}", alloy::hex::encode(b)) }
 }
 
-/// A log read back from a row of [`EVENT_COLUMNS`].
-fn stored_log(r: &AnyRow) -> Result<Log, StoreError> {
-    let corrupt = |detail: String| StoreError::Corrupt { table: "ix_events", detail };
-    let hash = |col: &str| -> Result<Option<B256>, StoreError> {
-        let v: String = r.try_get(col)?;
-        if v.is_empty() {
-            return Ok(None);
-        }
-        v.parse().map(Some).map_err(|e| corrupt(format!("{col} {v:?}: {e}")))
-    };
-    Ok(Log {
-        block_hash: hash("block_hash")?,
-        transaction_hash: hash("tx_hash")?,
-        ..stored_content(r)?
-    })
+/// A log's content as stored in `raw`: the address (20 bytes), the number
+/// of topics (1 byte), the topics (32 bytes each), the data. Its position
+/// (block, index, block and transaction hash) has its own columns.
+fn encode_raw(log: &Log) -> Vec<u8> {
+    let topics = log.topics();
+    let data = &log.data().data;
+    let mut out = Vec::with_capacity(21 + topics.len() * 32 + data.len());
+    out.extend_from_slice(log.address().as_slice());
+    // A log has at most four topics.
+    out.push(topics.len() as u8);
+    for t in topics {
+        out.extend_from_slice(t.as_slice());
+    }
+    out.extend_from_slice(data);
+    out
 }
 
 /// A log's position and content read back (`block`, `log_index`, `raw`),
 /// without its hashes.
 fn stored_content(r: &AnyRow) -> Result<Log, StoreError> {
     let corrupt = |detail: String| StoreError::Corrupt { table: "ix_events", detail };
-    let raw: String = r.try_get("raw")?;
-    let mut parts = raw.split(':');
-    let (Some(address), Some(topics), Some(data), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(corrupt(format!("raw log {raw:?} is not address:topics:data")));
-    };
-    let address = address.parse().map_err(|e| corrupt(format!("address {address:?}: {e}")))?;
-    let topics = topics
-        .split(',')
-        .filter(|t| !t.is_empty())
-        .map(|t| t.parse::<B256>().map_err(|e| corrupt(format!("topic {t:?}: {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let data: alloy::primitives::Bytes =
-        data.parse().map_err(|e| corrupt(format!("data of {raw:?}: {e}")))?;
+    let raw: Vec<u8> = r.try_get("raw")?;
+    let n = usize::from(*raw.get(20).ok_or_else(|| corrupt(format!("raw log of {} bytes", raw.len())))?);
+    let body = 21 + n * 32;
+    if n > 4 || raw.len() < body {
+        return Err(corrupt(format!("raw log of {} bytes with {n} topics", raw.len())));
+    }
+    let address = alloy::primitives::Address::from_slice(&raw[..20]);
+    let topics = raw[21..body].chunks_exact(32).map(B256::from_slice).collect();
+    let data = alloy::primitives::Bytes::copy_from_slice(&raw[body..]);
     Ok(Log {
         inner: alloy::primitives::Log::new_unchecked(address, topics, data),
         block_number: Some(r.try_get::<i64, _>("block")? as u64),
@@ -753,21 +769,62 @@ async fn set_cursor(tx: &mut Transaction<'_, Any>, id: &str, next: u64) -> Resul
     Ok(())
 }
 
-/// Folds `tasks` again from their stored events and replaces their rows
-/// and transitions; a task whose creation is not stored has none.
+/// Folded tasks on their way to the database: rows with their transitions,
+/// and the tasks whose creation is not stored (their rows go).
+#[derive(Debug, Default)]
+struct Folded {
+    rows: Vec<(TaskFold, Vec<derive::TransitionRow>)>,
+    gone: Vec<String>,
+}
+
+impl Folded {
+    fn len(&self) -> usize {
+        self.rows.len() + self.gone.len()
+    }
+
+    /// Folds one task's logs (in chain order).
+    fn fold(&mut self, id: &[u8], logs: &[Log], blobs: Option<&dyn BlobStore>) {
+        match derive::fold_task(logs, blobs) {
+            Some(folded) => self.rows.push(folded),
+            None => self.gone.push(id_decimal(id)),
+        }
+    }
+
+    /// The tasks written, with their plan.
+    fn tasks(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.rows.iter().map(|(f, _)| (f.row().task_id.clone(), f.row().plan_id.clone()))
+    }
+
+    async fn write(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        backend: Backend,
+    ) -> Result<(), StoreError> {
+        for chunk in self.gone.chunks(INSERT_CHUNK) {
+            let sql =
+                format!("DELETE FROM ix_tasks WHERE task_id IN {}", values(backend, 1, chunk.len()));
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id.clone());
+            }
+            q.execute(&mut **tx).await?;
+        }
+        upsert_tasks(tx, backend, &self.rows).await
+    }
+}
+
+/// Folds `tasks` (ids as stored with their events) again from their stored
+/// events and writes their rows; a task whose creation is not stored has
+/// none.
 async fn rebuild_tasks(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    tasks: &BTreeSet<String>,
+    tasks: &BTreeSet<Vec<u8>>,
     blobs: Option<&dyn BlobStore>,
 ) -> Result<Vec<(String, String)>, StoreError> {
-    let t_start = std::time::Instant::now();
-    let ids: Vec<&String> = tasks.iter().collect();
-    let mut stored_logs: BTreeMap<String, Vec<Log>> = BTreeMap::new();
+    let ids: Vec<&Vec<u8>> = tasks.iter().collect();
+    let mut stored_logs: BTreeMap<Vec<u8>, Vec<Log>> = BTreeMap::new();
     for chunk in ids.chunks(INSERT_CHUNK) {
-        // A fold needs each event's position and content, not its hashes.
-        // No ORDER BY, which can lead PostgreSQL to walk the primary key
-        // over the whole table: each task's events are sorted below.
         let sql = format!(
             "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IN {}",
             values(backend, 1, chunk.len())
@@ -780,48 +837,14 @@ async fn rebuild_tasks(
             stored_logs.entry(r.try_get("task_id")?).or_default().push(stored_content(&r)?);
         }
     }
-    for logs in stored_logs.values_mut() {
+    let mut folded = Folded::default();
+    for id in ids {
+        let mut logs = stored_logs.remove(id).unwrap_or_default();
         logs.sort_unstable_by_key(|l| (l.block_number, l.log_index));
+        folded.fold(id, &logs, blobs);
     }
-    let t_read = t_start.elapsed().as_millis();
-    let mut folds: Vec<TaskFold> = Vec::new();
-    let mut transitions: Vec<(String, derive::TransitionRow)> = Vec::new();
-    let mut gone: Vec<&String> = Vec::new();
-    for id in &ids {
-        match stored_logs.get(*id).and_then(|logs| derive::fold_task(logs, blobs)) {
-            Some((fold, ts)) => {
-                transitions.extend(ts.into_iter().map(|t| ((*id).clone(), t)));
-                folds.push(fold);
-            }
-            None => gone.push(id),
-        }
-    }
-    let t_fold = t_start.elapsed().as_millis();
-    for (table, ids) in [("ix_transitions", &ids), ("ix_tasks", &gone)] {
-        for chunk in ids.chunks(INSERT_CHUNK) {
-            let sql =
-                format!("DELETE FROM {table} WHERE task_id IN {}", values(backend, 1, chunk.len()));
-            let mut q = sqlx::query(&sql);
-            for id in chunk {
-                q = q.bind((*id).clone());
-            }
-            q.execute(&mut **tx).await?;
-        }
-    }
-    let t_delete = t_start.elapsed().as_millis();
-    upsert_tasks(tx, backend, &folds).await?;
-    let t_tasks = t_start.elapsed().as_millis();
-    insert_transitions(tx, backend, &transitions).await?;
-    tracing::debug!(
-        tasks = tasks.len(),
-        read_ms = t_read,
-        fold_ms = t_fold - t_read,
-        delete_ms = t_delete - t_fold,
-        tasks_ms = t_tasks - t_delete,
-        transitions_ms = t_start.elapsed().as_millis() - t_tasks,
-        "rebuilt"
-    );
-    Ok(folds.iter().map(|f| (f.row().task_id.clone(), f.row().plan_id.clone())).collect())
+    folded.write(tx, backend).await?;
+    Ok(folded.tasks().collect())
 }
 
 /// Folds `agents` again from their stored registry events.
@@ -830,13 +853,13 @@ async fn rebuild_agents(
     agents: &BTreeSet<String>,
 ) -> Result<(), StoreError> {
     for agent in agents {
-        let rows = sqlx::query(&format!(
-            "SELECT {EVENT_COLUMNS} FROM ix_events WHERE agent = $1 ORDER BY block, log_index"
-        ))
+        let rows = sqlx::query(
+            "SELECT block, log_index, raw FROM ix_events WHERE agent = $1 ORDER BY block, log_index",
+        )
         .bind(agent)
         .fetch_all(&mut **tx)
         .await?;
-        let logs: Vec<Log> = rows.iter().map(stored_log).collect::<Result<_, _>>()?;
+        let logs: Vec<Log> = rows.iter().map(stored_content).collect::<Result<_, _>>()?;
         sqlx::query("DELETE FROM ix_agents WHERE agent = $1")
             .bind(agent)
             .execute(&mut **tx)
@@ -885,41 +908,57 @@ fn values(backend: Backend, rows: usize, cols: usize) -> String {
     out
 }
 
-async fn insert_transitions(
-    tx: &mut Transaction<'_, Any>,
-    backend: Backend,
-    all: &[(String, derive::TransitionRow)],
-) -> Result<(), StoreError> {
-    for chunk in all.chunks(100) {
-        let sql = format!(
-            "INSERT INTO ix_transitions (task_id, block, log_index, kind, from_status, to_status, valid, problem) VALUES {} \
-             ON CONFLICT (task_id, block, log_index) DO NOTHING",
-            values(backend, chunk.len(), 8)
-        );
-        let mut q = sqlx::query(&sql);
-        for (task, t) in chunk {
-            q = q
-                .bind(task.clone())
-                .bind(t.block as i64)
-                .bind(t.log_index as i64)
-                .bind(t.kind.clone())
-                .bind(t.from_status.clone())
-                .bind(t.to_status.clone())
-                .bind(i64::from(t.valid))
-                .bind(t.problem.clone());
-        }
-        q.execute(&mut **tx).await?;
-    }
-    Ok(())
+/// A task's transitions as stored in its row: a JSON array of
+/// `[block, log_index, event, from, to, valid (0/1), problem]`.
+fn history_column(transitions: &[derive::TransitionRow]) -> String {
+    let rows: Vec<_> = transitions
+        .iter()
+        .map(|t| {
+            (
+                t.block,
+                t.log_index,
+                &t.kind,
+                &t.from_status,
+                &t.to_status,
+                u8::from(t.valid),
+                &t.problem,
+            )
+        })
+        .collect();
+    serde_json::to_string(&rows).expect("transitions serialize")
 }
 
-/// Writes task rows; a row already there is updated in place.
+/// The API's view of a stored history column.
+fn history_json(stored: &str) -> Result<Vec<Value>, StoreError> {
+    type Stored = (u64, u64, String, String, String, u8, Option<String>);
+    let rows: Vec<Stored> = serde_json::from_str(stored).map_err(|e| StoreError::Corrupt {
+        table: "ix_tasks",
+        detail: format!("history {stored:?}: {e}"),
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|(block, log_index, event, from, to, valid, problem)| {
+            json!({
+                "block": block,
+                "log_index": log_index,
+                "event": event,
+                "from": from,
+                "to": to,
+                "valid": valid == 1,
+                "problem": problem,
+            })
+        })
+        .collect())
+}
+
+/// Writes task rows with their histories; a row already there is updated
+/// in place.
 async fn upsert_tasks(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
-    folds: &[TaskFold],
+    folds: &[(TaskFold, Vec<derive::TransitionRow>)],
 ) -> Result<(), StoreError> {
-    const COLUMNS: [&str; 23] = [
+    const COLUMNS: [&str; 24] = [
         "task_id",
         "plan_id",
         "parent_id",
@@ -943,6 +982,7 @@ async fn upsert_tasks(
         "settled_at",
         "disputed",
         "executor_paid",
+        "history",
     ];
     let updates: Vec<String> = COLUMNS[1..].iter().map(|c| format!("{c} = excluded.{c}")).collect();
     for chunk in folds.chunks(40) {
@@ -953,7 +993,7 @@ async fn upsert_tasks(
             updates.join(", ")
         );
         let mut q = sqlx::query(&sql);
-        for f in chunk {
+        for (f, transitions) in chunk {
             let t = f.row();
             q = q
                 .bind(t.task_id.clone())
@@ -980,7 +1020,8 @@ async fn upsert_tasks(
                 .bind(t.completed_at.map(|v| v as i64))
                 .bind(t.settled_at.map(|v| v as i64))
                 .bind(i64::from(t.disputed))
-                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX));
+                .bind(i64::try_from(t.executor_paid).unwrap_or(i64::MAX))
+                .bind(history_column(transitions));
         }
         q.execute(&mut **tx).await?;
     }

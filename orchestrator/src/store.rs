@@ -153,27 +153,7 @@ pub async fn open_pool_with(
     migrator: &sqlx::migrate::Migrator,
     sqlite_pragmas: &'static [&'static str],
 ) -> Result<(AnyPool, Backend), StoreError> {
-    sqlx::any::install_default_drivers();
-    let (backend, url) = if let Some(rest) = url.strip_prefix("sqlite:") {
-        // A file's directory is created when missing (`sqlite://.tessera/x.db`).
-        let file = rest.trim_start_matches("//").split('?').next().unwrap_or_default();
-        if let Some(dir) = std::path::Path::new(file).parent()
-            && !dir.as_os_str().is_empty()
-            && !file.contains(":memory:")
-        {
-            std::fs::create_dir_all(dir)
-                .map_err(|source| StoreError::Io { path: dir.display().to_string(), source })?;
-        }
-        let mut url = format!("sqlite:{rest}");
-        if !rest.contains("mode=") && !rest.contains(":memory:") {
-            url.push_str(if rest.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
-        }
-        (Backend::Sqlite, url)
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        (Backend::Postgres, url.to_owned())
-    } else {
-        return Err(StoreError::UnsupportedUrl(url.to_owned()));
-    };
+    let (backend, url) = pool_url(url)?;
     // SQLite allows one writer: a single connection keeps writes ordered
     // and avoids busy errors; PostgreSQL gets a small pool.
     let max = if backend == Backend::Sqlite { 1 } else { 8 };
@@ -199,6 +179,44 @@ pub async fn open_pool_with(
     migrator.locking = true;
     migrator.run(&pool).await?;
     Ok((pool, backend))
+}
+
+/// The backend behind `url` and the URL sqlx opens: an SQLite file is
+/// created when missing (`mode=rwc`), with its directory.
+fn pool_url(url: &str) -> Result<(Backend, String), StoreError> {
+    sqlx::any::install_default_drivers();
+    Ok(if let Some(rest) = url.strip_prefix("sqlite:") {
+        // A file's directory is created when missing (`sqlite://.tessera/x.db`).
+        let file = rest.trim_start_matches("//").split('?').next().unwrap_or_default();
+        if let Some(dir) = std::path::Path::new(file).parent()
+            && !dir.as_os_str().is_empty()
+            && !file.contains(":memory:")
+        {
+            std::fs::create_dir_all(dir)
+                .map_err(|source| StoreError::Io { path: dir.display().to_string(), source })?;
+        }
+        let mut url = format!("sqlite:{rest}");
+        if !rest.contains("mode=") && !rest.contains(":memory:") {
+            url.push_str(if rest.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
+        }
+        (Backend::Sqlite, url)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        (Backend::Postgres, url.to_owned())
+    } else {
+        return Err(StoreError::UnsupportedUrl(url.to_owned()));
+    })
+}
+
+/// A second pool on an SQLite file that [`open_pool_with`] opened, for long
+/// reads beside the writer (WAL lets them run at once); `None` for
+/// PostgreSQL, whose pool already holds several connections.
+pub async fn open_read_pool(url: &str) -> Result<Option<AnyPool>, StoreError> {
+    let (backend, url) = pool_url(url)?;
+    if backend != Backend::Sqlite || url.contains(":memory:") {
+        return Ok(None);
+    }
+    let pool = AnyPoolOptions::new().max_connections(1).connect(&url).await?;
+    Ok(Some(pool))
 }
 
 fn clone_migrator(m: &sqlx::migrate::Migrator) -> sqlx::migrate::Migrator {
