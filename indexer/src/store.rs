@@ -258,7 +258,9 @@ impl IndexStore {
                     _ => {
                         if let Some((done, logs)) = task.replace((id, vec![log])) {
                             part.fold(&done, &logs, blobs);
-                            if part.len() >= chunk && parts.send(std::mem::take(&mut part)).await.is_err() {
+                            if part.len() >= chunk
+                                && parts.send(std::mem::take(&mut part)).await.is_err()
+                            {
                                 // The writer stopped: its error is the one to report.
                                 return Ok(());
                             }
@@ -736,21 +738,33 @@ fn encode_raw(log: &Log) -> Vec<u8> {
     out
 }
 
-/// A log's position and content read back (`block`, `log_index`, `raw`),
-/// without its hashes.
-fn stored_content(r: &AnyRow) -> Result<Log, StoreError> {
-    let corrupt = |detail: String| StoreError::Corrupt { table: "ix_events", detail };
-    let raw: Vec<u8> = r.try_get("raw")?;
-    let n = usize::from(*raw.get(20).ok_or_else(|| corrupt(format!("raw log of {} bytes", raw.len())))?);
+/// A log's content from its `raw` bytes ([`encode_raw`]); `None` when they
+/// are not of that form.
+fn decode_raw(raw: &[u8]) -> Option<alloy::primitives::Log> {
+    let n = usize::from(*raw.get(20)?);
     let body = 21 + n * 32;
     if n > 4 || raw.len() < body {
-        return Err(corrupt(format!("raw log of {} bytes with {n} topics", raw.len())));
+        return None;
     }
     let address = alloy::primitives::Address::from_slice(&raw[..20]);
     let topics = raw[21..body].chunks_exact(32).map(B256::from_slice).collect();
     let data = alloy::primitives::Bytes::copy_from_slice(&raw[body..]);
+    Some(alloy::primitives::Log::new_unchecked(address, topics, data))
+}
+
+/// A log's position and content read back (`block`, `log_index`, `raw`),
+/// without its hashes.
+fn stored_content(r: &AnyRow) -> Result<Log, StoreError> {
+    let raw: Vec<u8> = r.try_get("raw")?;
+    let inner = decode_raw(&raw).ok_or_else(|| StoreError::Corrupt {
+        table: "ix_events",
+        detail: format!(
+            "raw log 0x{} is not address, topic count, topics, data",
+            alloy::hex::encode(&raw)
+        ),
+    })?;
     Ok(Log {
-        inner: alloy::primitives::Log::new_unchecked(address, topics, data),
+        inner,
         block_number: Some(r.try_get::<i64, _>("block")? as u64),
         log_index: Some(r.try_get::<i64, _>("log_index")? as u64),
         ..Log::default()
@@ -801,8 +815,10 @@ impl Folded {
         backend: Backend,
     ) -> Result<(), StoreError> {
         for chunk in self.gone.chunks(INSERT_CHUNK) {
-            let sql =
-                format!("DELETE FROM ix_tasks WHERE task_id IN {}", values(backend, 1, chunk.len()));
+            let sql = format!(
+                "DELETE FROM ix_tasks WHERE task_id IN {}",
+                values(backend, 1, chunk.len())
+            );
             let mut q = sqlx::query(&sql);
             for id in chunk {
                 q = q.bind(id.clone());
@@ -1026,4 +1042,77 @@ async fn upsert_tasks(
         q.execute(&mut **tx).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, Bytes};
+
+    use super::*;
+
+    fn log(topics: usize, data: &[u8]) -> Log {
+        let topics = (0..topics).map(|i| B256::repeat_byte(i as u8 + 1)).collect();
+        Log {
+            inner: alloy::primitives::Log::new_unchecked(
+                Address::repeat_byte(0xaa),
+                topics,
+                Bytes::copy_from_slice(data),
+            ),
+            ..Log::default()
+        }
+    }
+
+    #[test]
+    fn raw_logs_round_trip() {
+        for (topics, data) in [(0, &[][..]), (1, &[7u8; 3][..]), (4, &[0u8; 600][..])] {
+            let l = log(topics, data);
+            let raw = encode_raw(&l);
+            assert_eq!(raw.len(), 21 + 32 * topics + data.len());
+            assert_eq!(decode_raw(&raw).as_ref(), Some(&l.inner));
+        }
+    }
+
+    #[test]
+    fn malformed_raw_logs_are_refused() {
+        let raw = encode_raw(&log(2, b"xyz"));
+        assert_eq!(decode_raw(&raw[..20]), None, "no topic count");
+        assert_eq!(decode_raw(&raw[..21 + 32 + 5]), None, "topics cut short");
+        let mut five = raw.clone();
+        five[20] = 5;
+        five.extend_from_slice(&[0; 96]);
+        assert_eq!(decode_raw(&five), None, "more topics than a log can have");
+    }
+
+    #[test]
+    fn histories_read_back_as_the_api_shows_them() {
+        let t = |valid: bool, problem: Option<&str>| derive::TransitionRow {
+            block: 9,
+            log_index: 2,
+            kind: "TaskSettled".into(),
+            from_status: "Created".into(),
+            to_status: if valid { "Paid" } else { "Created" }.into(),
+            valid,
+            problem: problem.map(str::to_owned),
+        };
+        let stored = history_column(&[t(true, None), t(false, Some("not accepted"))]);
+        let history = history_json(&stored).unwrap();
+        assert_eq!(
+            history[0],
+            json!({"block": 9, "log_index": 2, "event": "TaskSettled", "from": "Created",
+                   "to": "Paid", "valid": true, "problem": null})
+        );
+        assert_eq!(history[1]["valid"], false);
+        assert_eq!(history[1]["problem"], "not accepted");
+        assert!(history_json("[[1,2]]").is_err(), "a malformed column is reported");
+    }
+
+    #[test]
+    fn task_ids_keep_their_value_as_bytes() {
+        let id = U256::from_str_radix("123456789012345678901234567890", 10).unwrap();
+        let bytes = id_bytes(id);
+        assert_eq!(bytes.len(), 32);
+        assert_eq!(id_decimal(&bytes), id.to_string());
+        assert_eq!(bytes_hex(&[]), "");
+        assert_eq!(bytes_hex(&[0xab, 0x01]), "0xab01");
+    }
 }
