@@ -171,6 +171,7 @@ impl TaskFold {
         let log_index = log.log_index.unwrap_or_default();
         let kind = escrow_kind(ev);
         let from = self.rec.status();
+        let executor = self.rec.task.executor;
         let row = &mut self.row;
         match self.rec.apply(ev) {
             Ok(()) => {
@@ -188,8 +189,13 @@ impl TaskFold {
                     _ => {}
                 }
                 row.status = self.rec.status().as_str().into();
-                row.executor = self.rec.task.executor.to_string();
-                row.result_uri.clone_from(&self.rec.result_uri);
+                // An address's text is checksummed (a hash): only on a change.
+                if self.rec.task.executor != executor {
+                    row.executor = self.rec.task.executor.to_string();
+                }
+                if row.result_uri != self.rec.result_uri {
+                    row.result_uri.clone_from(&self.rec.result_uri);
+                }
                 TransitionRow {
                     block,
                     log_index,

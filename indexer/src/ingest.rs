@@ -237,8 +237,7 @@ impl Indexer {
     /// Folds the tasks the stored events touched, then reports the block
     /// the index now reflects and the tasks that changed.
     async fn derive(&mut self, head: u64) -> Result<(), IngestError> {
-        let blobs = self.blobs.as_deref().map(|b| b as &dyn BlobStore);
-        let derived = self.store.derive(blobs, self.cfg.derive_chunk).await?;
+        let derived = self.store.derive(self.blobs.clone(), self.cfg.derive_chunk).await?;
         let indexed = derived.through.saturating_sub(1);
         self.progress.send_replace(Progress { head, indexed });
         if !derived.tasks.is_empty() {

@@ -5,7 +5,10 @@
 //! once; rollbacks for reorganisations; and the queries the API serves
 //! (recursive lineage queries that run on SQLite and PostgreSQL alike).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use alloy::{
     primitives::{B256, U256},
@@ -211,7 +214,7 @@ impl IndexStore {
     /// again: a fold is a pure function of the events.
     pub async fn derive(
         &self,
-        blobs: Option<&dyn BlobStore>,
+        blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
         chunk: usize,
     ) -> Result<Derived, StoreError> {
         let Some(to) = self.cursor().await? else { return Ok(Derived::default()) };
@@ -240,14 +243,18 @@ impl IndexStore {
              (SELECT task_id FROM ix_events WHERE block >= $1 AND block < $2 AND task_id IS NOT NULL) \
              ORDER BY task_id, block, log_index"
         };
-        let mut query = sqlx::query(sql);
-        if !fresh {
-            query = query.bind(from as i64).bind(to as i64);
-        }
         let chunk = chunk.max(1);
         let (parts, mut folded) = tokio::sync::mpsc::channel::<Folded>(2);
-        let read = async move {
-            let mut rows = query.fetch(&self.reader);
+        // Reading and folding run on a task of their own, so they go on
+        // while this one feeds the writer.
+        let reader = self.reader.clone();
+        let read = tokio::spawn(async move {
+            let mut query = sqlx::query(sql);
+            if !fresh {
+                query = query.bind(from as i64).bind(to as i64);
+            }
+            let blobs = || blobs.as_deref().map(|b| b as &dyn BlobStore);
+            let mut rows = query.fetch(&reader);
             let mut part = Folded::default();
             let mut task: Option<(Vec<u8>, Vec<Log>)> = None;
             while let Some(r) = rows.try_next().await? {
@@ -257,7 +264,7 @@ impl IndexStore {
                     Some((current, logs)) if *current == id => logs.push(log),
                     _ => {
                         if let Some((done, logs)) = task.replace((id, vec![log])) {
-                            part.fold(&done, &logs, blobs);
+                            part.fold(&done, &logs, blobs());
                             if part.len() >= chunk
                                 && parts.send(std::mem::take(&mut part)).await.is_err()
                             {
@@ -269,13 +276,13 @@ impl IndexStore {
                 }
             }
             if let Some((done, logs)) = task {
-                part.fold(&done, &logs, blobs);
+                part.fold(&done, &logs, blobs());
             }
             if part.len() > 0 {
                 let _ = parts.send(part).await;
             }
             Ok::<_, StoreError>(())
-        };
+        });
         let write = async {
             let mut tasks = Vec::new();
             while let Some(part) = folded.recv().await {
@@ -286,9 +293,18 @@ impl IndexStore {
             }
             Ok::<_, StoreError>(tasks)
         };
-        let (read, write) = tokio::join!(read, write);
-        let tasks = write?;
-        read?;
+        let tasks = match write.await {
+            Ok(tasks) => tasks,
+            Err(e) => {
+                read.abort();
+                return Err(e);
+            }
+        };
+        match read.await {
+            Ok(read) => read?,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => return Err(sqlx::Error::WorkerCrashed.into()),
+        }
         let mut tx = self.pool.begin().await?;
         set_cursor(&mut tx, "derive", to).await?;
         tx.commit().await?;
