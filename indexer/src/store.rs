@@ -101,6 +101,8 @@ pub struct IndexStore {
     /// Long reads (a derivation's events) beside the writer: a second
     /// connection on SQLite, the same pool on PostgreSQL.
     reader: AnyPool,
+    /// The reader is the writer's own single connection (SQLite in memory).
+    shared_reader: bool,
     backend: Backend,
 }
 
@@ -120,8 +122,10 @@ impl IndexStore {
         // Checkpoints in larger steps: a backfill writes the WAL fast.
         let (pool, backend) =
             open_pool_with(url, &MIGRATOR, &["wal_autocheckpoint = 16384"]).await?;
-        let reader = open_read_pool(url).await?.unwrap_or_else(|| pool.clone());
-        Ok(Self { pool, reader, backend })
+        let reader = open_read_pool(url).await?;
+        let shared_reader = reader.is_none() && backend == Backend::Sqlite;
+        let reader = reader.unwrap_or_else(|| pool.clone());
+        Ok(Self { pool, reader, shared_reader, backend })
     }
 
     /// Which database this is.
@@ -244,7 +248,10 @@ impl IndexStore {
              ORDER BY task_id, block, log_index"
         };
         let chunk = chunk.max(1);
-        let (parts, mut folded) = tokio::sync::mpsc::channel::<Folded>(2);
+        // Two folded chunks wait at most; on a single shared connection the
+        // reader must finish before the writer starts, so they all wait.
+        let waiting = if self.shared_reader { 1 << 32 } else { 2 };
+        let (parts, mut folded) = tokio::sync::mpsc::channel::<Folded>(waiting);
         // Reading and folding run on a task of their own, so they go on
         // while this one feeds the writer.
         let reader = self.reader.clone();

@@ -106,6 +106,22 @@ async fn lineage_of_a_chain_plan_on_postgresql() {
     }
 }
 
+#[tokio::test]
+async fn an_index_in_memory_folds_many_chunks() {
+    // One connection serves reads and writes alike: the fold of many
+    // chunks must not wait on itself.
+    let env = TestEnv::start(DeployConfig::default()).await;
+    create_tasks(&env, "memory", 6).await;
+    let cfg = IndexerConfig { derive_chunk: 1, ..IndexerConfig::default() };
+    let mut ix = indexer(&env, "sqlite::memory:", cfg).await;
+    tokio::time::timeout(Duration::from_secs(60), ix.sync_once())
+        .await
+        .expect("the fold finished")
+        .unwrap();
+    let all = tessera_indexer::store::TaskFilter::default();
+    assert_eq!(ix.store().tasks(&all).await.unwrap().0.len(), 6);
+}
+
 /// `count` created tasks, each in its own block, from the sponsor.
 async fn create_tasks(env: &TestEnv, label: &str, count: usize) -> Vec<U256> {
     let mut d = env.driver();
