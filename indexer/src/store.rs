@@ -1129,6 +1129,50 @@ mod tests {
         assert!(history_json("[[1,2]]").is_err(), "a malformed column is reported");
     }
 
+    #[tokio::test]
+    async fn an_index_of_the_first_layout_is_emptied_and_indexed_again() {
+        // A database as the first layout (2001) left it, with rows.
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("migrations");
+        std::fs::create_dir(&first).unwrap();
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(manifest.join("migrations/2001_index.sql"), first.join("2001_index.sql"))
+            .unwrap();
+        let url = format!("sqlite://{}", dir.path().join("index.db").display());
+        let (pool, _) = open_pool_with(
+            &url,
+            &sqlx::migrate::Migrator::new(first.as_path()).await.unwrap(),
+            &[],
+        )
+        .await
+        .unwrap();
+        for sql in [
+            "INSERT INTO ix_events VALUES (5, 0, '0xaa', '0xbb', 'escrow', 'TaskCreated', '7', NULL, '0x01::0x')",
+            "INSERT INTO ix_transitions VALUES ('7', 5, 0, 'TaskCreated', 'None', 'Created', 1, NULL)",
+            "INSERT INTO ix_cursor VALUES ('ingest', 6), ('derive', 6)",
+            "INSERT INTO ix_reorgs VALUES (1, 9, 8, 2, 3, '[]', 0)",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+
+        let store = IndexStore::connect(&url).await.unwrap();
+        assert_eq!(store.cursor().await.unwrap(), None, "indexed again from the deploy block");
+        assert_eq!(store.derived().await.unwrap(), None);
+        assert_eq!(store.event_count().await.unwrap(), 0);
+        assert_eq!(store.reorgs().await.unwrap().len(), 1, "the journal is kept");
+        // The new layout takes rows.
+        let log = log(2, b"data");
+        let batch = Batch {
+            from: 1,
+            to: 1,
+            logs: vec![Log { block_number: Some(1), log_index: Some(0), ..log }],
+            ..Batch::default()
+        };
+        assert_eq!(store.apply(&batch).await.unwrap().events, 1);
+        assert_eq!(store.cursor().await.unwrap(), Some(2));
+    }
+
     #[test]
     fn task_ids_keep_their_value_as_bytes() {
         let id = U256::from_str_radix("123456789012345678901234567890", 10).unwrap();
