@@ -1100,7 +1100,7 @@ mod tests {
         let raw = encode_raw(&log(2, b"xyz"));
         assert_eq!(decode_raw(&raw[..20]), None, "no topic count");
         assert_eq!(decode_raw(&raw[..21 + 32 + 5]), None, "topics cut short");
-        let mut five = raw.clone();
+        let mut five = raw;
         five[20] = 5;
         five.extend_from_slice(&[0; 96]);
         assert_eq!(decode_raw(&five), None, "more topics than a log can have");
