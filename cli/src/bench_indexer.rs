@@ -443,12 +443,16 @@ async fn save_held(
 fn held_chain(dir: &Path, lifecycles: usize) -> Result<Option<(Deployment, HeldChain)>> {
     let Ok(text) = std::fs::read(dir.join("chain.json")) else { return Ok(None) };
     let meta: HeldChain = serde_json::from_slice(&text)?;
-    if meta.lifecycles != lifecycles || !dir.join("state.json").is_file() {
+    if meta.lifecycles != lifecycles {
         eprintln!(
             "{} holds {} lifecycles, not {lifecycles}: generating a new chain",
             dir.display(),
             meta.lifecycles
         );
+        return Ok(None);
+    }
+    if !dir.join("state.json").is_file() {
+        eprintln!("{} has no state.json: generating a new chain", dir.display());
         return Ok(None);
     }
     eprintln!("loading the chain of {lifecycles} lifecycles kept in {}", dir.display());
