@@ -391,7 +391,6 @@ pub(crate) async fn run(
             None => None,
         };
     let _ = std::fs::remove_dir_all(&dir);
-    drop(chain);
     Ok(IndexerBench {
         lifecycles,
         events,
