@@ -297,7 +297,7 @@ pub(crate) async fn run(
     // generator's fixed gas price never falls behind it.
     let chain = LocalChain::start(&ChainOptions {
         base_fee: Some(0),
-        load_state: held.as_ref().map(|_| hold.unwrap_or(Path::new(".")).join("state.json")),
+        load_state: held.as_ref().map(|(_, _, state)| state.clone()),
         ..opts.clone()
     })?;
     let actors = Actors::from_keys(&chain.keys())?;
@@ -306,7 +306,7 @@ pub(crate) async fn run(
     std::fs::create_dir_all(&dir)?;
     let deployment_file = dir.join("deployment.json");
     let (deployment, meta) = match held {
-        Some((deployment, meta)) => {
+        Some((deployment, meta, _)) => {
             let head = provider.get_block_number().await?;
             let events = count_events(&provider, &deployment).await?;
             if head != meta.head || events != meta.events {
@@ -438,8 +438,12 @@ async fn save_held(
     Ok(())
 }
 
-/// The chain kept in `dir`, when it holds `lifecycles` lifecycles.
-fn held_chain(dir: &Path, lifecycles: usize) -> Result<Option<(Deployment, HeldChain)>> {
+/// The chain kept in `dir`, when it holds `lifecycles` lifecycles: its
+/// deployment, figures and state file.
+fn held_chain(
+    dir: &Path,
+    lifecycles: usize,
+) -> Result<Option<(Deployment, HeldChain, std::path::PathBuf)>> {
     let Ok(text) = std::fs::read(dir.join("chain.json")) else { return Ok(None) };
     let meta: HeldChain = serde_json::from_slice(&text)?;
     if meta.lifecycles != lifecycles {
@@ -450,10 +454,11 @@ fn held_chain(dir: &Path, lifecycles: usize) -> Result<Option<(Deployment, HeldC
         );
         return Ok(None);
     }
-    if !dir.join("state.json").is_file() {
+    let state = dir.join("state.json");
+    if !state.is_file() {
         eprintln!("{} has no state.json: generating a new chain", dir.display());
         return Ok(None);
     }
     eprintln!("loading the chain of {lifecycles} lifecycles kept in {}", dir.display());
-    Ok(Some((Deployment::load(dir.join("deployment.json"))?, meta)))
+    Ok(Some((Deployment::load(dir.join("deployment.json"))?, meta, state)))
 }

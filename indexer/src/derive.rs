@@ -193,9 +193,7 @@ impl TaskFold {
                 if self.rec.task.executor != executor {
                     row.executor = self.rec.task.executor.to_string();
                 }
-                if row.result_uri != self.rec.result_uri {
-                    row.result_uri.clone_from(&self.rec.result_uri);
-                }
+                row.result_uri.clone_from(&self.rec.result_uri);
                 TransitionRow {
                     block,
                     log_index,

@@ -419,7 +419,7 @@ impl IndexStore {
     /// Tasks matching `f`, ordered by id, one page.
     pub async fn tasks(&self, f: &TaskFilter) -> Result<(Vec<Value>, Option<String>), StoreError> {
         let limit = f.limit.unwrap_or(50).clamp(1, 500);
-        let mut sql = String::from("SELECT * FROM ix_tasks WHERE 1 = 1");
+        let mut sql = format!("SELECT {} FROM ix_tasks WHERE 1 = 1", listed_task_columns(""));
         let mut binds: Vec<String> = Vec::new();
         let mut push = |sql: &mut String, cond: &str, v: &str| {
             binds.push(v.to_owned());
@@ -495,15 +495,16 @@ impl IndexStore {
     /// are listed as pending.
     pub async fn plan_tree(&self, plan: &str) -> Result<Value, StoreError> {
         let plan = plan.to_lowercase();
-        let rows = sqlx::query(
+        let rows = sqlx::query(&format!(
             "WITH RECURSIVE tree (task_id, depth) AS ( \
                SELECT task_id, 0 FROM ix_tasks t WHERE plan_id = $1 AND (parent_id = '0' \
                  OR NOT EXISTS (SELECT 1 FROM ix_tasks p WHERE p.task_id = t.parent_id)) \
                UNION ALL \
                SELECT c.task_id, tree.depth + 1 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
-             ) SELECT t.*, tree.depth AS depth FROM tree JOIN ix_tasks t ON t.task_id = tree.task_id \
+             ) SELECT {}, tree.depth AS depth FROM tree JOIN ix_tasks t ON t.task_id = tree.task_id \
              ORDER BY tree.depth, t.created_block, t.task_id",
-        )
+            listed_task_columns("t.")
+        ))
         .bind(&plan)
         .fetch_all(&self.pool)
         .await?;
@@ -650,9 +651,10 @@ impl IndexStore {
 
     /// Tasks that were ever disputed, newest first.
     pub async fn disputes(&self) -> Result<Vec<Value>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT * FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id",
-        )
+        let rows = sqlx::query(&format!(
+            "SELECT {} FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id",
+            listed_task_columns("")
+        ))
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(task_json).collect()
@@ -990,6 +992,40 @@ fn history_json(stored: &str) -> Result<Vec<Value>, StoreError> {
         .collect())
 }
 
+/// The columns of a task row; `history`, last, is read for one task only.
+const TASK_COLUMNS: [&str; 24] = [
+    "task_id",
+    "plan_id",
+    "parent_id",
+    "funder",
+    "client",
+    "executor",
+    "amount",
+    "amount_units",
+    "status",
+    "spec_uri",
+    "result_uri",
+    "capability",
+    "spec",
+    "envelope_error",
+    "flagged",
+    "created_block",
+    "updated_block",
+    "created_at",
+    "accepted_at",
+    "completed_at",
+    "settled_at",
+    "disputed",
+    "executor_paid",
+    "history",
+];
+
+/// The columns a list of tasks reads (all but `history`), with `prefix`.
+fn listed_task_columns(prefix: &str) -> String {
+    let listed = &TASK_COLUMNS[..TASK_COLUMNS.len() - 1];
+    listed.iter().map(|c| format!("{prefix}{c}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Writes task rows with their histories; a row already there is updated
 /// in place.
 async fn upsert_tasks(
@@ -997,38 +1033,13 @@ async fn upsert_tasks(
     backend: Backend,
     folds: &[(TaskFold, Vec<derive::TransitionRow>)],
 ) -> Result<(), StoreError> {
-    const COLUMNS: [&str; 24] = [
-        "task_id",
-        "plan_id",
-        "parent_id",
-        "funder",
-        "client",
-        "executor",
-        "amount",
-        "amount_units",
-        "status",
-        "spec_uri",
-        "result_uri",
-        "capability",
-        "spec",
-        "envelope_error",
-        "flagged",
-        "created_block",
-        "updated_block",
-        "created_at",
-        "accepted_at",
-        "completed_at",
-        "settled_at",
-        "disputed",
-        "executor_paid",
-        "history",
-    ];
-    let updates: Vec<String> = COLUMNS[1..].iter().map(|c| format!("{c} = excluded.{c}")).collect();
+    let updates: Vec<String> =
+        TASK_COLUMNS[1..].iter().map(|c| format!("{c} = excluded.{c}")).collect();
     for chunk in folds.chunks(40) {
         let sql = format!(
             "INSERT INTO ix_tasks ({}) VALUES {} ON CONFLICT (task_id) DO UPDATE SET {}",
-            COLUMNS.join(", "),
-            values(backend, chunk.len(), COLUMNS.len()),
+            TASK_COLUMNS.join(", "),
+            values(backend, chunk.len(), TASK_COLUMNS.len()),
             updates.join(", ")
         );
         let mut q = sqlx::query(&sql);
