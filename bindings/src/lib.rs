@@ -14,13 +14,16 @@
 //! - [`capability`]: capability names as the registry stores them (`bytes32`);
 //! - [`heads`]: new-block notifications (websocket, or a timer) for service loops;
 //! - [`envelope`]: the spec envelope `{parent, spec, source?, inputs?}` behind
-//!   each task's spec URI, inline or content-addressed, verified on every read.
+//!   each task's spec URI, inline or content-addressed, verified on every read;
+//! - [`injection`]: the one detector for text aimed at agents or the judge
+//!   (prompt injection), used by the workers, the runner and the arbiter.
 
 pub mod capability;
 pub mod client;
 pub mod deployment;
 pub mod envelope;
 pub mod heads;
+pub mod injection;
 pub mod permit;
 pub mod revert;
 pub mod task;
