@@ -7,8 +7,8 @@ pub mod mock_openai;
 use std::{sync::Arc, time::Duration};
 
 use alloy::{
-    primitives::{Address, U256},
-    providers::DynProvider,
+    primitives::{Address, B256, U256},
+    providers::{DynProvider, Provider},
 };
 use serde_json::Value;
 use tessera_anvil::{
@@ -158,6 +158,7 @@ impl Stack {
             Arc::clone(&orch),
             TEST_TOKEN,
             tessera_classifier::Classifier::offline(),
+            tessera_orchestrator::limits::StreamGate::new(&Default::default()),
         );
         tasks.push(tokio::spawn(async move {
             axum_serve(listener, app).await;
@@ -299,4 +300,79 @@ pub async fn spawn_worker(
     stack::spawn_worker(&env.chain, &env.actors, &env.deployment, agent, store)
         .await
         .expect("worker starts")
+}
+
+/// The task id the escrow gives `funder`'s task with reference `r`.
+pub fn task_id_for(funder: Address, r: B256) -> U256 {
+    use alloy::sol_types::SolValue;
+    U256::from_be_bytes(alloy::primitives::keccak256((funder, r).abi_encode()).0)
+}
+
+/// Hostile lineage on chain, all in one plan: a task that is its own parent,
+/// two tasks that are each other's parent, a task hanging under that cycle,
+/// and a chain `depth` tasks deep. Returns the plan and the ids
+/// `(self, a, b, under, chain)`.
+pub async fn hostile_lineage(
+    env: &TestEnv,
+    depth: usize,
+) -> (B256, [U256; 4], Vec<U256>) {
+    let sponsor = env.actors.sponsor.address();
+    let escrow = tessera_bindings::TaskEscrow::new(env.deployment.task_escrow, &env.provider);
+    MockUSDC::new(env.deployment.token, &env.provider)
+        .approve(env.deployment.task_escrow, U256::MAX)
+        .from(sponsor)
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    let plan = alloy::primitives::keccak256("hostile-lineage");
+    let now = env.driver().now().await.unwrap();
+    let id = |r: &str| task_id_for(sponsor, alloy::primitives::keccak256(r));
+    let create = |r: String, parent: U256| {
+        escrow
+            .createTask(tessera_bindings::ITaskEscrow::CreateParams {
+                r#ref: alloy::primitives::keccak256(&r),
+                planId: plan,
+                parentId: parent,
+                client: sponsor,
+                executor: env.actors.agent(0),
+                amount: 1_000,
+                deadline: alloy::primitives::aliases::U40::from(now + 86_400),
+                reviewWindow: 3600,
+                specURI: "data:,x".into(),
+            })
+            .from(sponsor)
+            .gas(400_000)
+            .into_transaction_request()
+    };
+    let mut txs = vec![
+        create("self".into(), id("self")),
+        create("a".into(), id("b")),
+        create("b".into(), id("a")),
+        create("under".into(), id("a")),
+    ];
+    let mut chain = Vec::with_capacity(depth);
+    for i in 0..depth {
+        let parent = if i == 0 { U256::ZERO } else { id(&format!("chain-{}", i - 1)) };
+        txs.push(create(format!("chain-{i}"), parent));
+        chain.push(id(&format!("chain-{i}")));
+    }
+    // Sent back to back; only the last receipt is awaited.
+    let mut last = None;
+    for tx in txs {
+        last = Some(env.provider.send_transaction(tx).await.unwrap());
+    }
+    let receipt = last.unwrap().get_receipt().await.unwrap();
+    assert!(receipt.status(), "the last creation succeeded");
+    (plan, [id("self"), id("a"), id("b"), id("under")], chain)
+}
+
+/// One more plain task from the sponsor (scenario `label`); its id.
+pub async fn one_more_task(env: &TestEnv, label: &str) -> U256 {
+    let mut d = env.driver();
+    d.scenario(label);
+    let params = d.params(env.actors.agent(0), 1_000, "data:,x".into()).await.expect("params");
+    d.create_with_permit(params).await.expect("created").id
 }

@@ -124,6 +124,32 @@ pub(crate) struct Connection {
     pub(crate) blobs: PathBuf,
 }
 
+/// What an HTTP API keeps, whatever its clients do.
+#[derive(Debug, Args)]
+pub(crate) struct Limits {
+    /// Milliseconds a request may take before it is answered 503 with Retry-After.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) request_timeout_ms: u64,
+    /// Open event streams at most; beyond it a new one is answered 503 with Retry-After.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) max_streams: u64,
+    /// Seconds between keep-alives on an idle event stream; a client that left
+    /// is noticed at the next one.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub(crate) keep_alive_secs: u64,
+}
+
+impl Limits {
+    /// The gate the routers share, made from these limits.
+    pub(crate) fn gate(&self) -> tessera_orchestrator::limits::StreamGate {
+        tessera_orchestrator::limits::StreamGate::new(&tessera_orchestrator::limits::HttpLimits {
+            request_timeout: std::time::Duration::from_millis(self.request_timeout_ms),
+            max_streams: usize::try_from(self.max_streams).unwrap_or(usize::MAX),
+            keep_alive: std::time::Duration::from_secs(self.keep_alive_secs),
+        })
+    }
+}
+
 impl Connection {
     /// The deployment record.
     pub(crate) fn deployment(&self) -> Result<tessera_bindings::deployment::Deployment> {

@@ -34,6 +34,8 @@ pub(crate) struct IndexerRun {
     /// Milliseconds between passes when no block is announced.
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
+    #[command(flatten)]
+    limits: crate::cli::Limits,
 }
 
 /// `tessera tasks …`.
@@ -77,12 +79,27 @@ pub(crate) async fn run(
     let listener = tokio::net::TcpListener::bind(a.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
-    let app = api::of(&indexer);
+    let gate = a.limits.gate();
+    let app = api::of(&indexer, gate.clone());
     println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
     let ws = a.conn.ws();
     indexer.run(ws.as_deref(), Duration::from_millis(a.poll_ms.max(50)), shutdown).await;
-    server.abort();
+    // Streams end first, then the server drains its requests.
+    gate.close();
+    let _ = stop.send(());
+    match tokio::time::timeout(Duration::from_secs(5), server).await {
+        Ok(Ok(served)) => served.wrap_err("serving the indexer API")?,
+        Ok(Err(join)) => return Err(eyre::eyre!("the indexer API task failed: {join}")),
+        Err(_) => tracing::warn!("the indexer API did not drain within 5 s"),
+    }
     println!("indexer stopped");
     Ok(())
 }

@@ -49,6 +49,8 @@ pub(crate) struct ServeArgs {
     /// agents or reliability).
     #[arg(long)]
     no_index: bool,
+    #[command(flatten)]
+    limits: crate::cli::Limits,
 }
 
 /// Where the API is, for the client commands.
@@ -143,13 +145,14 @@ pub(crate) async fn serve(
             "offline planner (no LLM key)"
         }
     );
-    let mut app = api::router(orch, &token, classifier);
+    let gate = args.limits.gate();
+    let mut app = api::router(orch, &token, classifier, gate.clone());
     let mut indexer = None;
     if !args.no_index {
         let ix = crate::index::open(&args.conn, &args.index_database_url, 64)
             .await
             .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?;
-        app = app.nest("/index", tessera_indexer::api::of(&ix));
+        app = app.nest("/index", tessera_indexer::api::of(&ix, gate.clone()));
         indexer = Some(ix);
     }
     println!(
@@ -158,6 +161,11 @@ pub(crate) async fn serve(
         if indexer.is_some() { "; index API under /index/api" } else { "" }
     );
     let app = app.layer(tower_http::trace::TraceLayer::new_for_http());
+    // Open event streams end with the server; it would wait for them otherwise.
+    let shutdown = async move {
+        shutdown.await;
+        gate.close();
+    };
     let serving = axum::serve(listener, app).with_graceful_shutdown(shutdown).into_future();
     match indexer.as_mut() {
         // The embedded indexer follows the chain for as long as the API serves.

@@ -19,7 +19,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
 use tessera_bindings::{envelope::BlobStore, task::decode_log};
-use tessera_orchestrator::store::{Backend, StoreError, now_ms, open_pool_with, open_read_pool};
+use tessera_orchestrator::store::{
+    Backend, StoreError, now_ms, open_api_pool, open_pool_with, open_read_pool,
+};
 
 use crate::derive::{self, TaskFold};
 
@@ -27,6 +29,38 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Rows per multi-row insert (9 parameters each, well under SQLite's limit).
 const INSERT_CHUNK: usize = 500;
+
+/// Levels a lineage answer follows at most. Parents are chosen by whoever
+/// creates a task, so chains of any depth (and cycles: a task id is known
+/// before its creation) can be written to the chain; no plan of ours nests
+/// anywhere near this deep.
+pub const MAX_LINEAGE_DEPTH: i64 = 64;
+
+/// Tasks a lineage answer (a plan's tree, a task's descendants) lists at
+/// most; anyone can hang any number of tasks under any parent.
+pub const MAX_LINEAGE_TASKS: i64 = 2_000;
+
+/// The flag of a task on a parent cycle.
+pub const PARENT_CYCLE: &str =
+    "parent cycle: following parent links from this task comes back to it";
+
+/// Rows a list without paging (agents, disputes, reorgs) answers at most.
+pub const MAX_LISTED: i64 = 500;
+
+/// Latest tasks an agent's latency medians are taken over.
+const MEDIAN_SAMPLE: i64 = 1_000;
+
+/// Tasks found by a bounded walk along parent links.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Lineage {
+    /// The tasks, nearest first.
+    pub tasks: Vec<String>,
+    /// The walk came back to a task it had passed (a parent cycle) and
+    /// stopped there.
+    pub cycle: bool,
+    /// More lies beyond [`MAX_LINEAGE_DEPTH`] or [`MAX_LINEAGE_TASKS`].
+    pub truncated: bool,
+}
 
 /// One ingested range: its logs and the block hashes to remember.
 #[derive(Debug, Clone, Default)]
@@ -103,6 +137,9 @@ pub struct IndexStore {
     reader: AnyPool,
     /// The reader is the writer's own single connection (SQLite in memory).
     shared_reader: bool,
+    /// API reads, on connections of their own so that no request can starve
+    /// ingestion (the writer's pool on SQLite in memory).
+    api: AnyPool,
     backend: Backend,
 }
 
@@ -125,7 +162,8 @@ impl IndexStore {
         let reader = open_read_pool(url).await?;
         let shared_reader = reader.is_none() && backend == Backend::Sqlite;
         let reader = reader.unwrap_or_else(|| pool.clone());
-        Ok(Self { pool, reader, shared_reader, backend })
+        let api = open_api_pool(url).await?.unwrap_or_else(|| pool.clone());
+        Ok(Self { pool, reader, shared_reader, api, backend })
     }
 
     /// Which database this is.
@@ -312,11 +350,66 @@ impl IndexStore {
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => return Err(sqlx::Error::WorkerCrashed.into()),
         }
+        let cyclic = self.flag_cycles(&tasks).await?;
         let mut tx = self.pool.begin().await?;
         set_cursor(&mut tx, "derive", to).await?;
         tx.commit().await?;
-        tracing::debug!(from, to, tasks = tasks.len(), ms = t0.elapsed().as_millis(), "derived");
+        tracing::debug!(
+            from,
+            to,
+            tasks = tasks.len(),
+            cyclic,
+            ms = t0.elapsed().as_millis(),
+            "derived"
+        );
         Ok(Derived { through: to, tasks })
+    }
+
+    /// Flags every task on a parent cycle that one of `touched` lies on.
+    /// Parents are caller-chosen and a task id is known before its creation,
+    /// so a task can name itself, or two tasks each other, as parent; such a
+    /// task is indexed like any other, flagged, and lineage answers stop at
+    /// the cycle. A fold rewrites the flag, so every derivation checks the
+    /// tasks it folded again. Returns how many tasks were flagged.
+    async fn flag_cycles(&self, touched: &[(String, String)]) -> Result<usize, StoreError> {
+        let mut flagged = 0;
+        for chunk in touched.chunks(INSERT_CHUNK) {
+            let marks = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+            let sql = format!(
+                "WITH RECURSIVE walk (start, cur, depth) AS ( \
+                   SELECT task_id, parent_id, CAST(1 AS BIGINT) FROM ix_tasks \
+                     WHERE parent_id <> '0' AND task_id IN ({marks}) \
+                   UNION ALL \
+                   SELECT walk.start, t.parent_id, walk.depth + 1 FROM walk \
+                     JOIN ix_tasks t ON t.task_id = walk.cur \
+                     WHERE walk.cur <> walk.start AND walk.depth < {MAX_LINEAGE_DEPTH} \
+                 ) SELECT DISTINCT cur FROM walk \
+                   WHERE start IN (SELECT start FROM walk WHERE cur = start)"
+            );
+            let mut q = sqlx::query(&sql);
+            for (id, _) in chunk {
+                q = q.bind(id.as_str());
+            }
+            let cyclic: Vec<String> = q
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map(|r| r.try_get("cur"))
+                .collect::<Result<_, _>>()?;
+            if cyclic.is_empty() {
+                continue;
+            }
+            let marks = (2..=cyclic.len() + 1).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+            let sql =
+                format!("UPDATE ix_tasks SET flagged = $1 WHERE flagged IS NULL AND task_id IN ({marks})");
+            let mut q = sqlx::query(&sql).bind(PARENT_CYCLE);
+            for id in &cyclic {
+                q = q.bind(id.as_str());
+            }
+            q.execute(&self.pool).await?;
+            flagged += cyclic.len();
+        }
+        Ok(flagged)
     }
 
     /// Rolls back every event from `fork` on, rebuilds what they touched and
@@ -445,7 +538,7 @@ impl IndexStore {
         for b in &binds {
             q = q.bind(b.clone());
         }
-        let rows = q.fetch_all(&self.pool).await?;
+        let rows = q.fetch_all(&self.api).await?;
         let mut out: Vec<Value> = rows.iter().map(task_json).collect::<Result<_, _>>()?;
         let next = if out.len() as i64 > limit {
             out.truncate(limit as usize);
@@ -460,7 +553,7 @@ impl IndexStore {
     pub async fn task(&self, id: &str) -> Result<Option<Value>, StoreError> {
         let Some(row) = sqlx::query("SELECT * FROM ix_tasks WHERE task_id = $1")
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.api)
             .await?
         else {
             return Ok(None);
@@ -473,7 +566,7 @@ impl IndexStore {
             "SELECT block, tx_hash, kind FROM ix_events WHERE task_id = $1 ORDER BY block, log_index",
         )
         .bind(id_bytes(key))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.api)
         .await?;
         let txs: Vec<Value> = txs
             .iter()
@@ -492,85 +585,172 @@ impl IndexStore {
 
     /// A plan's lineage: every task of the plan with its depth under the plan
     /// and the cost of its subtree; tasks whose parent is not indexed (yet)
-    /// are listed as pending.
+    /// are listed as pending. Parents are caller-chosen on chain, so the
+    /// walk is bounded ([`MAX_LINEAGE_DEPTH`] levels, [`MAX_LINEAGE_TASKS`]
+    /// tasks) and a task in or under a parent cycle, or deeper than the
+    /// limit, is listed `detached` with no depth instead of being followed.
     pub async fn plan_tree(&self, plan: &str) -> Result<Value, StoreError> {
         let plan = plan.to_lowercase();
         let rows = sqlx::query(&format!(
-            "WITH RECURSIVE tree (task_id, depth) AS ( \
-               SELECT task_id, 0 FROM ix_tasks t WHERE plan_id = $1 AND (parent_id = '0' \
+            "WITH RECURSIVE tree (task_id, depth, path) AS ( \
+               SELECT task_id, CAST(0 AS BIGINT), ',' || task_id || ',' FROM ix_tasks t \
+                 WHERE plan_id = $1 AND (parent_id = '0' \
                  OR NOT EXISTS (SELECT 1 FROM ix_tasks p WHERE p.task_id = t.parent_id)) \
                UNION ALL \
-               SELECT c.task_id, tree.depth + 1 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
-             ) SELECT {}, tree.depth AS depth FROM tree JOIN ix_tasks t ON t.task_id = tree.task_id \
-             ORDER BY tree.depth, t.created_block, t.task_id",
-            listed_task_columns("t.")
+               SELECT c.task_id, tree.depth + 1, tree.path || c.task_id || ',' \
+                 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
+                 WHERE tree.depth < {MAX_LINEAGE_DEPTH} AND tree.path NOT LIKE '%,' || c.task_id || ',%' {} \
+             ) SELECT {}, tree.depth AS depth FROM (SELECT task_id, depth FROM tree LIMIT {}) tree \
+               JOIN ix_tasks t ON t.task_id = tree.task_id",
+            self.recursive_limit(),
+            listed_task_columns("t."),
+            MAX_LINEAGE_TASKS + 1,
         ))
         .bind(&plan)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.api)
         .await?;
-        let mut nodes = Vec::new();
-        for r in &rows {
+        let mut truncated = rows.len() as i64 > MAX_LINEAGE_TASKS;
+        let mut nodes = Vec::with_capacity(rows.len());
+        for r in rows.iter().take(MAX_LINEAGE_TASKS as usize) {
             let mut t = task_json(r)?;
             t["depth"] = json!(r.try_get::<i64, _>("depth")?);
-            let pending = t["parent_id"] != "0"
-                && !rows.iter().any(|p| {
-                    p.try_get::<String, _>("task_id").ok().as_deref() == t["parent_id"].as_str()
-                });
-            t["pending_parent"] = json!(pending);
-            t["subtree_cost"] = json!(
-                self.subtree_cost(t["task_id"].as_str().unwrap_or_default()).await?.to_string()
-            );
             nodes.push(t);
         }
-        Ok(json!({ "plan_id": plan, "tasks": nodes }))
+        nodes.sort_by(|a, b| {
+            let key = |t: &Value| (t["depth"].as_i64(), t["created_block"].as_i64());
+            key(a).cmp(&key(b)).then_with(|| a["task_id"].as_str().cmp(&b["task_id"].as_str()))
+        });
+        let reached: BTreeSet<String> =
+            nodes.iter().filter_map(|t| t["task_id"].as_str().map(str::to_owned)).collect();
+        for t in &mut nodes {
+            let parent = t["parent_id"].as_str().unwrap_or("0");
+            t["pending_parent"] = json!(parent != "0" && !reached.contains(parent));
+            t["detached"] = json!(false);
+        }
+        // The plan's tasks no root reaches: in or under a parent cycle, or
+        // below the depth limit.
+        if !truncated {
+            let rows = sqlx::query(&format!(
+                "SELECT {} FROM ix_tasks WHERE plan_id = $1 ORDER BY created_block, task_id LIMIT {}",
+                listed_task_columns(""),
+                MAX_LINEAGE_TASKS + 1,
+            ))
+            .bind(&plan)
+            .fetch_all(&self.api)
+            .await?;
+            truncated = rows.len() as i64 > MAX_LINEAGE_TASKS;
+            for r in &rows {
+                let id: String = r.try_get("task_id")?;
+                if !reached.contains(&id) && nodes.len() < MAX_LINEAGE_TASKS as usize {
+                    let mut t = task_json(r)?;
+                    t["depth"] = Value::Null;
+                    t["pending_parent"] = json!(false);
+                    t["detached"] = json!(true);
+                    nodes.push(t);
+                }
+            }
+        }
+        subtree_costs(&mut nodes);
+        Ok(json!({ "plan_id": plan, "tasks": nodes, "truncated": truncated }))
     }
 
-    /// Sum of the amounts of a task and all its descendants.
-    pub async fn subtree_cost(&self, id: &str) -> Result<i64, StoreError> {
-        let row = sqlx::query(
-            "WITH RECURSIVE sub (task_id) AS ( \
-               SELECT task_id FROM ix_tasks WHERE task_id = $1 \
-               UNION ALL SELECT c.task_id FROM ix_tasks c JOIN sub ON c.parent_id = sub.task_id \
-             ) SELECT CAST(COALESCE(SUM(t.amount_units), 0) AS BIGINT) AS total FROM sub JOIN ix_tasks t ON t.task_id = sub.task_id",
-        )
+    /// Ancestors of a task, nearest first, at most [`MAX_LINEAGE_DEPTH`];
+    /// the walk stops where it would come back to a task it passed.
+    pub async fn ancestors(&self, id: &str) -> Result<Lineage, StoreError> {
+        let rows = sqlx::query(&format!(
+            "WITH RECURSIVE up (task_id, parent_id, depth, path, cyc) AS ( \
+               SELECT task_id, parent_id, CAST(0 AS BIGINT), ',' || task_id || ',', CAST(0 AS BIGINT) \
+                 FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL \
+               SELECT p.task_id, p.parent_id, up.depth + 1, up.path || p.task_id || ',', \
+                 CAST(CASE WHEN up.path LIKE '%,' || p.task_id || ',%' THEN 1 ELSE 0 END AS BIGINT) \
+                 FROM ix_tasks p JOIN up ON p.task_id = up.parent_id \
+                 WHERE up.cyc = 0 AND up.depth < {MAX_LINEAGE_DEPTH} \
+             ) SELECT task_id, parent_id, depth, cyc FROM up WHERE depth > 0 ORDER BY depth",
+        ))
         .bind(id)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.api)
         .await?;
-        Ok(row.try_get::<i64, _>("total")?)
+        let mut out = Lineage::default();
+        for r in &rows {
+            if r.try_get::<i64, _>("cyc")? == 1
+            {
+                out.cycle = true;
+                break;
+            }
+            out.tasks.push(r.try_get("task_id")?);
+        }
+        // Self-parented: the first step already comes back.
+        if rows.is_empty() {
+            let own = sqlx::query("SELECT parent_id FROM ix_tasks WHERE task_id = $1")
+                .bind(id)
+                .fetch_optional(&self.api)
+                .await?;
+            if let Some(r) = own {
+                out.cycle = r.try_get::<String, _>("parent_id")? == id;
+            }
+        }
+        if let Some(last) = rows.last()
+            && !out.cycle
+            && last.try_get::<i64, _>("depth")? >= MAX_LINEAGE_DEPTH
+        {
+            out.truncated = last.try_get::<String, _>("parent_id")? != "0";
+        }
+        Ok(out)
     }
 
-    /// Ancestors of a task, nearest first.
-    pub async fn ancestors(&self, id: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
-            "WITH RECURSIVE up (task_id, parent_id, depth) AS ( \
-               SELECT task_id, parent_id, 0 FROM ix_tasks WHERE task_id = $1 \
-               UNION ALL SELECT p.task_id, p.parent_id, up.depth + 1 FROM ix_tasks p JOIN up ON p.task_id = up.parent_id \
-             ) SELECT task_id FROM up WHERE depth > 0 ORDER BY depth",
-        )
+    /// Descendants of a task, breadth first, at most [`MAX_LINEAGE_DEPTH`]
+    /// levels and [`MAX_LINEAGE_TASKS`] tasks; the walk stops where it
+    /// would come back to a task it passed.
+    pub async fn descendants(&self, id: &str) -> Result<Lineage, StoreError> {
+        let rows = sqlx::query(&format!(
+            "WITH RECURSIVE down (task_id, depth, path, cyc) AS ( \
+               SELECT task_id, CAST(0 AS BIGINT), ',' || task_id || ',', CAST(0 AS BIGINT) FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL \
+               SELECT c.task_id, down.depth + 1, down.path || c.task_id || ',', \
+                 CAST(CASE WHEN down.path LIKE '%,' || c.task_id || ',%' THEN 1 ELSE 0 END AS BIGINT) \
+                 FROM ix_tasks c JOIN down ON c.parent_id = down.task_id \
+                 WHERE down.cyc = 0 AND down.depth < {MAX_LINEAGE_DEPTH} {} \
+             ) SELECT task_id, depth, cyc FROM down WHERE depth > 0 LIMIT {}",
+            self.recursive_limit(),
+            MAX_LINEAGE_TASKS + 1,
+        ))
         .bind(id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.api)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("task_id")?)).collect()
+        let mut out = Lineage { truncated: rows.len() as i64 > MAX_LINEAGE_TASKS, ..Lineage::default() };
+        let mut found: Vec<(i64, String)> = Vec::with_capacity(rows.len());
+        for r in rows.iter().take(MAX_LINEAGE_TASKS as usize) {
+            if r.try_get::<i64, _>("cyc")? == 1
+            {
+                out.cycle = true;
+                continue;
+            }
+            let depth: i64 = r.try_get("depth")?;
+            out.truncated |= depth >= MAX_LINEAGE_DEPTH;
+            found.push((depth, r.try_get("task_id")?));
+        }
+        found.sort();
+        out.tasks = found.into_iter().map(|(_, t)| t).collect();
+        Ok(out)
     }
 
-    /// Descendants of a task, breadth first.
-    pub async fn descendants(&self, id: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
-            "WITH RECURSIVE down (task_id, depth) AS ( \
-               SELECT task_id, 0 FROM ix_tasks WHERE task_id = $1 \
-               UNION ALL SELECT c.task_id, down.depth + 1 FROM ix_tasks c JOIN down ON c.parent_id = down.task_id \
-             ) SELECT task_id FROM down WHERE depth > 0 ORDER BY depth, task_id",
-        )
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|r| Ok(r.try_get("task_id")?)).collect()
+    /// The row cap of a recursive query's recursive step, where the
+    /// database takes one (SQLite); PostgreSQL stops the recursion once the
+    /// outer `LIMIT` has its rows.
+    fn recursive_limit(&self) -> String {
+        match self.backend {
+            Backend::Sqlite => format!("LIMIT {}", MAX_LINEAGE_TASKS + 1),
+            Backend::Postgres => String::new(),
+        }
     }
 
-    /// Registry state of every agent, with derived stats.
+    /// Registry state of the first [`MAX_LISTED`] agents (by address), with
+    /// derived stats. Anyone can register an agent, so the list is capped.
     pub async fn agents(&self) -> Result<Vec<Value>, StoreError> {
-        let rows =
-            sqlx::query("SELECT agent FROM ix_agents ORDER BY agent").fetch_all(&self.pool).await?;
+        let rows = sqlx::query(&format!("SELECT agent FROM ix_agents ORDER BY agent LIMIT {MAX_LISTED}"))
+            .fetch_all(&self.api)
+            .await?;
         let mut out = Vec::new();
         for r in rows {
             if let Some(a) = self.agent(&r.try_get::<String, _>("agent")?).await? {
@@ -580,46 +760,42 @@ impl IndexStore {
         Ok(out)
     }
 
-    /// One agent with its stats: completed, disputed, refunded, earnings,
-    /// median accept and completion latency, success rate.
+    /// One agent with its stats: completed, disputed, refunded, earnings and
+    /// success rate over all its tasks (aggregated in the database), median
+    /// accept and completion latency over its latest [`MEDIAN_SAMPLE`].
     pub async fn agent(&self, agent: &str) -> Result<Option<Value>, StoreError> {
         let Some(row) = sqlx::query("SELECT * FROM ix_agents WHERE LOWER(agent) = $1")
             .bind(agent.to_lowercase())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.api)
             .await?
         else {
             return Ok(None);
         };
         let address: String = row.try_get("agent")?;
-        let tasks = sqlx::query(
-            "SELECT status, disputed, executor_paid, created_at, accepted_at, completed_at FROM ix_tasks WHERE executor = $1",
-        )
+        let count = |cond: &str| format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)");
+        let totals = sqlx::query(&format!(
+            "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
+               {} AS settled, CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
+             FROM ix_tasks WHERE executor = $1",
+            count("status IN ('Paid', 'Split')"),
+            count("disputed = 1"),
+            count("status = 'Refunded'"),
+            count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled')"),
+        ))
         .bind(&address)
-        .fetch_all(&self.pool)
+        .fetch_one(&self.api)
         .await?;
-        let (mut completed, mut disputed, mut refunded, mut earnings, mut settled) =
-            (0u64, 0u64, 0u64, 0i64, 0u64);
+        let latest = sqlx::query(&format!(
+            "SELECT created_at, accepted_at, completed_at FROM ix_tasks \
+             WHERE executor = $1 AND accepted_at IS NOT NULL \
+             ORDER BY created_block DESC, task_id LIMIT {MEDIAN_SAMPLE}"
+        ))
+        .bind(&address)
+        .fetch_all(&self.api)
+        .await?;
         let mut accept = Vec::new();
         let mut complete = Vec::new();
-        for t in &tasks {
-            let status: String = t.try_get("status")?;
-            if t.try_get::<i64, _>("disputed")? == 1 {
-                disputed += 1;
-            }
-            match status.as_str() {
-                "Paid" | "Split" => {
-                    completed += 1;
-                    settled += 1;
-                }
-                "Refunded" | "Expired" | "Cancelled" => {
-                    settled += 1;
-                    if status == "Refunded" {
-                        refunded += 1;
-                    }
-                }
-                _ => {}
-            }
-            earnings += t.try_get::<i64, _>("executor_paid")?;
+        for t in &latest {
             let created: i64 = t.try_get("created_at")?;
             if let Some(a) = t.try_get::<Option<i64>, _>("accepted_at")? {
                 accept.push(a - created);
@@ -628,6 +804,8 @@ impl IndexStore {
                 }
             }
         }
+        let total = |k: &str| -> Result<i64, StoreError> { Ok(totals.try_get::<i64, _>(k)?) };
+        let (completed, settled) = (total("completed")?, total("settled")?);
         let offers: Value =
             serde_json::from_str(&row.try_get::<String, _>("offers")?).unwrap_or(Value::Null);
         Ok(Some(json!({
@@ -637,11 +815,11 @@ impl IndexStore {
             "offers": offers,
             "registered_block": row.try_get::<i64, _>("registered_block")?,
             "stats": {
-                "tasks": tasks.len(),
+                "tasks": total("n")?,
                 "completed": completed,
-                "disputed": disputed,
-                "refunded": refunded,
-                "earnings": earnings.to_string(),
+                "disputed": total("disputed")?,
+                "refunded": total("refunded")?,
+                "earnings": total("earnings")?.to_string(),
                 "median_accept_secs": median(&mut accept),
                 "median_completion_secs": median(&mut complete),
                 "success_rate": if settled == 0 { Value::Null } else { json!(completed as f64 / settled as f64) },
@@ -649,21 +827,24 @@ impl IndexStore {
         })))
     }
 
-    /// Tasks that were ever disputed, newest first.
+    /// The latest [`MAX_LISTED`] tasks that were ever disputed, newest first.
     pub async fn disputes(&self) -> Result<Vec<Value>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {} FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id",
+            "SELECT {} FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id LIMIT {MAX_LISTED}",
             listed_task_columns("")
         ))
-        .fetch_all(&self.pool)
+        .fetch_all(&self.api)
         .await?;
         rows.iter().map(task_json).collect()
     }
 
-    /// The reorganisation journal, newest first.
+    /// The latest [`MAX_LISTED`] entries of the reorganisation journal,
+    /// newest first.
     pub async fn reorgs(&self) -> Result<Vec<Reorg>, StoreError> {
         let rows =
-            sqlx::query("SELECT * FROM ix_reorgs ORDER BY seq DESC").fetch_all(&self.pool).await?;
+            sqlx::query(&format!("SELECT * FROM ix_reorgs ORDER BY seq DESC LIMIT {MAX_LISTED}"))
+                .fetch_all(&self.api)
+                .await?;
         rows.iter()
             .map(|r| {
                 Ok(Reorg {
@@ -684,9 +865,39 @@ impl IndexStore {
     /// Number of stored events.
     pub async fn event_count(&self) -> Result<i64, StoreError> {
         Ok(sqlx::query("SELECT COUNT(*) AS n FROM ix_events")
-            .fetch_one(&self.pool)
+            .fetch_one(&self.api)
             .await?
             .try_get("n")?)
+    }
+}
+
+/// Each node's `subtree_cost`: its amount plus those of its descendants in
+/// `nodes` (a bounded tree; detached nodes count for themselves only).
+fn subtree_costs(nodes: &mut [Value]) {
+    let index: BTreeMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t["task_id"].as_str().map(|id| (id.to_owned(), i)))
+        .collect();
+    let mut cost: Vec<u128> = nodes
+        .iter()
+        .map(|t| t["amount"].as_str().and_then(|a| a.parse().ok()).unwrap_or_default())
+        .collect();
+    // Deepest first, so a child's total is complete before its parent's.
+    let mut order: Vec<usize> =
+        (0..nodes.len()).filter(|&i| nodes[i]["depth"].is_i64()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(nodes[i]["depth"].as_i64()));
+    for i in order {
+        if nodes[i]["depth"].as_i64().unwrap_or(0) == 0 {
+            continue;
+        }
+        let parent = nodes[i]["parent_id"].as_str().and_then(|p| index.get(p)).copied();
+        if let Some(p) = parent.filter(|&p| nodes[p]["depth"].is_i64()) {
+            cost[p] = cost[p].saturating_add(cost[i]);
+        }
+    }
+    for (t, c) in nodes.iter_mut().zip(cost) {
+        t["subtree_cost"] = json!(c.to_string());
     }
 }
 

@@ -16,6 +16,7 @@
 pub mod api;
 pub mod ceremony;
 pub mod events;
+pub mod limits;
 pub mod plan;
 pub mod runner;
 pub mod store;

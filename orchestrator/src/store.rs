@@ -219,6 +219,60 @@ pub async fn open_read_pool(url: &str) -> Result<Option<AnyPool>, StoreError> {
     Ok(Some(pool))
 }
 
+/// How long one API query may run on PostgreSQL before the server
+/// cancels it (SQLite has no such limit; the API's request timeout and
+/// bounded queries stand in for it).
+pub const API_STATEMENT_TIMEOUT_MS: u64 = 5_000;
+
+/// Connections of an API read pool.
+const API_READERS: u32 = 4;
+
+/// A pool for API readers, apart from the writer's, so that no request,
+/// however slow, can starve ingestion of connections: read-only
+/// connections on an SQLite file (WAL lets them read while the writer
+/// writes), connections whose statements time out after
+/// [`API_STATEMENT_TIMEOUT_MS`] on PostgreSQL. A reader waits at most two
+/// seconds for a connection. `None` for SQLite in memory, where every user
+/// shares the one connection.
+pub async fn open_api_pool(url: &str) -> Result<Option<AnyPool>, StoreError> {
+    let (backend, url) = pool_url(url)?;
+    if backend == Backend::Sqlite && url.contains(":memory:") {
+        return Ok(None);
+    }
+    let pool = AnyPoolOptions::new()
+        .max_connections(API_READERS)
+        .acquire_timeout(std::time::Duration::from_secs(2))
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                let setting = match backend {
+                    Backend::Sqlite => "PRAGMA query_only = ON".to_owned(),
+                    Backend::Postgres => {
+                        format!("SET statement_timeout = {API_STATEMENT_TIMEOUT_MS}")
+                    }
+                };
+                sqlx::query(&setting).execute(&mut *conn).await?;
+                Ok(())
+            })
+        })
+        .connect(&url)
+        .await?;
+    Ok(Some(pool))
+}
+
+impl StoreError {
+    /// The database is overloaded rather than broken: no connection was
+    /// free in time, or the server cancelled a statement that ran past its
+    /// limit. Worth a `503` and a retry, not a `500`.
+    pub fn is_overload(&self) -> bool {
+        match self {
+            StoreError::Db(sqlx::Error::PoolTimedOut) => true,
+            // 57014: query_canceled (statement_timeout).
+            StoreError::Db(sqlx::Error::Database(e)) => e.code().as_deref() == Some("57014"),
+            _ => false,
+        }
+    }
+}
+
 fn clone_migrator(m: &sqlx::migrate::Migrator) -> sqlx::migrate::Migrator {
     sqlx::migrate::Migrator {
         migrations: m.migrations.clone(),

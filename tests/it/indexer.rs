@@ -77,7 +77,7 @@ async fn lineage_of_a_chain_plan(db: Option<String>) {
     assert!(tasks.iter().all(|t| t["status"] == "Paid" && t["flagged"].is_null()));
     let child = tasks[1]["task_id"].as_str().unwrap();
     assert_eq!(
-        ix.store().ancestors(child).await.unwrap(),
+        ix.store().ancestors(child).await.unwrap().tasks,
         vec![tasks[0]["task_id"].as_str().unwrap().to_owned()]
     );
     let one = ix.store().task(child).await.unwrap().unwrap();
@@ -309,4 +309,100 @@ async fn hostile_envelopes_are_stored_and_flagged() {
     let more = create_tasks(&env, "after-hostile", 1).await;
     ix.sync_once().await.unwrap();
     assert!(ix.store().task(&more[0].to_string()).await.unwrap().is_some());
+}
+
+/// `answer`'s value, which must come within 10 s.
+async fn within<T>(
+    what: &str,
+    answer: impl Future<Output = Result<T, tessera_orchestrator::store::StoreError>>,
+) -> T {
+    tokio::time::timeout(Duration::from_secs(10), answer)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not answer within 10 s"))
+        .unwrap()
+}
+
+async fn hostile_lineage_is_indexed_flagged_and_bounded(db: Option<String>) {
+    use tessera_indexer::store::{MAX_LINEAGE_DEPTH, PARENT_CYCLE};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let depth = 1_000;
+    let (plan, [own, a, b, under], chain) = tessera_e2e::hostile_lineage(&env, depth).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.unwrap_or_else(|| sqlite(&dir, "index.db"));
+    let mut ix = indexer(&env, &url, IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    let store = ix.store().clone();
+
+    // Indexed like any task, and flagged.
+    for t in [own, a, b] {
+        let task = store.task(&t.to_string()).await.unwrap().expect("indexed");
+        assert_eq!(task["flagged"], PARENT_CYCLE, "{task}");
+    }
+    for t in [under, chain[0], chain[depth - 1]] {
+        let task = store.task(&t.to_string()).await.unwrap().expect("indexed");
+        assert!(task["flagged"].is_null(), "not on a cycle: {task}");
+    }
+
+    // Walks stop at the cycle, with a marker.
+    let up = within("a self-parent's ancestors", store.ancestors(&own.to_string())).await;
+    assert!(up.cycle && up.tasks.is_empty(), "{up:?}");
+    let up = store.ancestors(&b.to_string()).await.unwrap();
+    assert_eq!((up.tasks, up.cycle), (vec![a.to_string()], true));
+    let up = store.ancestors(&under.to_string()).await.unwrap();
+    assert_eq!((up.tasks, up.cycle), (vec![a.to_string(), b.to_string()], true));
+    let down = within("a cycle's descendants", store.descendants(&a.to_string())).await;
+    assert!(down.cycle, "{down:?}");
+    let mut found = down.tasks.clone();
+    found.sort();
+    let mut expected = vec![b.to_string(), under.to_string()];
+    expected.sort();
+    assert_eq!(found, expected);
+
+    // A deep chain is cut at the limit, and says so.
+    let up = within("a deep task's ancestors", store.ancestors(&chain[depth - 1].to_string())).await;
+    assert_eq!(up.tasks.len(), MAX_LINEAGE_DEPTH as usize);
+    assert_eq!(up.tasks[0], chain[depth - 2].to_string(), "nearest first");
+    assert!(up.truncated && !up.cycle, "{up:?}");
+    let down = store.descendants(&chain[0].to_string()).await.unwrap();
+    assert_eq!(down.tasks.len(), MAX_LINEAGE_DEPTH as usize);
+    assert!(down.truncated && !down.cycle);
+    let top = store.ancestors(&chain[5].to_string()).await.unwrap();
+    assert_eq!((top.tasks.len(), top.truncated, top.cycle), (5, false, false));
+
+    // The plan's tree: the chain down to the limit, the rest detached.
+    let tree = within("the plan's tree", store.plan_tree(&plan.to_string())).await;
+    let tasks = tree["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4 + depth, "every task of the plan is listed once");
+    let rooted = tasks.iter().filter(|t| t["depth"].is_i64()).count();
+    assert_eq!(rooted, MAX_LINEAGE_DEPTH as usize + 1, "depths 0 to the limit");
+    let detached: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t["detached"] == true)
+        .map(|t| t["task_id"].as_str().unwrap())
+        .collect();
+    for t in [own, a, b, under] {
+        assert!(detached.contains(&t.to_string().as_str()), "{t} is detached");
+    }
+    assert_eq!(
+        tasks[0]["subtree_cost"],
+        ((MAX_LINEAGE_DEPTH as u64 + 1) * 1_000).to_string(),
+        "the root's cost rolls up the listed subtree"
+    );
+
+    // Indexing goes on.
+    let more = create_tasks(&env, "after-cycles", 1).await;
+    ix.sync_once().await.unwrap();
+    assert!(store.task(&more[0].to_string()).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn hostile_lineage_is_indexed_flagged_and_bounded_on_sqlite() {
+    hostile_lineage_is_indexed_flagged_and_bounded(None).await;
+}
+
+#[tokio::test]
+async fn hostile_lineage_is_indexed_flagged_and_bounded_on_postgresql() {
+    if let Some(url) = tessera_orchestrator::store::scratch_postgres_url("indexer_hostile").await {
+        hostile_lineage_is_indexed_flagged_and_bounded(Some(url)).await;
+    }
 }
