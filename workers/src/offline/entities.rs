@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-use super::{TaskInput, WorkerError, text};
+use super::{TaskInput, WorkerError, is_zero, text};
 
 const MONTHS: [&str; 12] = [
     "january",
@@ -92,6 +92,10 @@ pub struct Entities {
     pub eth_addresses: Vec<String>,
     /// Dates.
     pub dates: Vec<DateEntity>,
+    /// Sentences of the material dropped as instructions aimed at agents or
+    /// the judge (their text is not repeated); omitted from JSON when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub withheld_sentences: usize,
 }
 
 #[derive(Debug)]
@@ -108,7 +112,7 @@ struct Token<'a> {
 
 /// Extracts entities from the task material.
 pub fn extract_entities(input: &TaskInput<'_>) -> Result<Entities, WorkerError> {
-    let material = input.material();
+    let material = input.material_for("extract-entities")?;
     let mut tokens = tokenize(&material.text);
     if tokens.is_empty() {
         return Err(WorkerError::EmptyMaterial { capability: "extract-entities" });
@@ -131,6 +135,7 @@ pub fn extract_entities(input: &TaskInput<'_>) -> Result<Entities, WorkerError> 
     find_amounts(&mut tokens, &mut found.amounts);
     find_dates(&mut tokens, &mut found.dates);
     find_names(&tokens, &mut found.names);
+    found.withheld_sentences = material.withheld.len();
     Ok(found)
 }
 

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::{TaskInput, WorkerError, text};
+use super::{TaskInput, WorkerError, is_zero, text};
 
 const NEGATION_FACTOR: f64 = -0.75;
 const NEGATION_SCOPE: usize = 3;
@@ -183,11 +183,15 @@ pub struct Sentiment {
     pub score: f64,
     /// Lexicon hits in order of appearance.
     pub terms: Vec<SentimentTerm>,
+    /// Sentences of the material dropped as instructions aimed at agents or
+    /// the judge (their text is not repeated); omitted from JSON when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub withheld_sentences: usize,
 }
 
 /// Classifies the sentiment of the task material.
 pub fn classify_sentiment(input: &TaskInput<'_>) -> Result<Sentiment, WorkerError> {
-    let material = input.material();
+    let material = input.material_for("sentiment-classify")?;
     let clauses = clauses(&material.text);
     if clauses.iter().all(Vec::is_empty) {
         return Err(WorkerError::EmptyMaterial { capability: "sentiment-classify" });
@@ -224,7 +228,12 @@ pub fn classify_sentiment(input: &TaskInput<'_>) -> Result<Sentiment, WorkerErro
     for term in &mut terms {
         term.weight = text::round3(term.weight);
     }
-    Ok(Sentiment { label, score: text::round3(score), terms })
+    Ok(Sentiment {
+        label,
+        score: text::round3(score),
+        terms,
+        withheld_sentences: material.withheld.len(),
+    })
 }
 
 fn is_negator(word: &str) -> bool {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{TaskInput, WorkerError, text};
+use super::{TaskInput, WorkerError, is_zero, text};
 
 /// Sentences returned when the spec does not ask for a number.
 pub const DEFAULT_SENTENCES: usize = 3;
@@ -53,12 +53,16 @@ pub struct Summary {
     pub selected: Vec<usize>,
     /// Number of sentences in the material.
     pub sentence_count: usize,
+    /// Sentences of the material dropped as instructions aimed at agents or
+    /// the judge (their text is not repeated); omitted from JSON when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub withheld_sentences: usize,
 }
 
 /// Summarizes the task material into N bullets (N from the spec, e.g.
 /// "three bullets" or "2 sentences", else [`DEFAULT_SENTENCES`]).
 pub fn summarize(input: &TaskInput<'_>) -> Result<Summary, WorkerError> {
-    let material = input.material();
+    let material = input.material_for("summarize")?;
     let sentences = text::split_sentences(&material.text);
     if sentences.is_empty() {
         return Err(WorkerError::EmptyMaterial { capability: "summarize" });
@@ -96,7 +100,13 @@ pub fn summarize(input: &TaskInput<'_>) -> Result<Summary, WorkerError> {
 
     let bullets: Vec<String> = selected.iter().map(|&i| sentences[i].clone()).collect();
     let text = bullets.iter().map(|b| format!("- {b}")).collect::<Vec<_>>().join("\n");
-    Ok(Summary { bullets, text, selected, sentence_count: sentences.len() })
+    Ok(Summary {
+        bullets,
+        text,
+        selected,
+        sentence_count: sentences.len(),
+        withheld_sentences: material.withheld.len(),
+    })
 }
 
 /// The number of sentences the spec asks for, if it says so: a number (digits

@@ -12,7 +12,7 @@ use std::{collections::HashMap, sync::OnceLock};
 
 use serde::Serialize;
 
-use super::{TaskInput, WorkerError, text};
+use super::{TaskInput, WorkerError, is_zero, text};
 
 /// A target language of the glossary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -66,12 +66,16 @@ pub struct Translation {
     pub unknown_words: Vec<String>,
     /// `translated_count / word_count`, rounded to three decimals.
     pub coverage: f64,
+    /// Sentences of the material dropped as instructions aimed at agents or
+    /// the judge (their text is not repeated); omitted from JSON when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub withheld_sentences: usize,
 }
 
 /// Translates the task material into the language named in the spec.
 pub fn translate(input: &TaskInput<'_>) -> Result<Translation, WorkerError> {
     let target = Language::from_spec(input.spec).ok_or(WorkerError::MissingTargetLanguage)?;
-    let material = input.material();
+    let material = input.material_for("translate")?;
     if material.text.trim().is_empty() {
         return Err(WorkerError::EmptyMaterial { capability: "translate" });
     }
@@ -116,6 +120,7 @@ pub fn translate(input: &TaskInput<'_>) -> Result<Translation, WorkerError> {
         translated_count,
         unknown_words,
         coverage,
+        withheld_sentences: material.withheld.len(),
     })
 }
 
