@@ -33,6 +33,7 @@ use tessera_bindings::{
     deployment::Deployment,
     envelope::{BlobStore, Envelope, EnvelopeCodec, Input, Parent},
     heads::Heads,
+    injection,
     permit::TokenDomain,
     task::{Status, TaskRecord},
 };
@@ -1276,6 +1277,9 @@ impl Orchestrator {
         row.task_id = Some(task_id);
         row.executor = rec.task.executor.to_string();
         if row.result_uri != rec.result_uri {
+            if let Some(uri) = rec.result_uri.as_deref() {
+                self.flag_output(plan, row, uri).await?;
+            }
             row.result_uri.clone_from(&rec.result_uri);
             changed = true;
         }
@@ -1287,6 +1291,25 @@ impl Orchestrator {
             self.store.put_subtask(&run_id, row).await?;
         }
         Ok(Some(rec))
+    }
+
+    /// Emits `output_flagged` when the result at `uri` carries text aimed at
+    /// a later agent or the judge (the shared detector over every string of
+    /// it). Read once, when the result first appears; the flag informs and
+    /// does not stop the plan. An unreadable result is left to [`Self::output_of`].
+    async fn flag_output(&self, plan: &Plan, row: &SubtaskRow, uri: &str) -> Result<(), RunError> {
+        let Ok(bytes) = self.codec.fetch(uri, self.blobs.as_ref()) else { return Ok(()) };
+        let result = serde_json::from_slice::<Value>(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let Some(flag) = events::output_flag(row.idx, &injection::scan_json(&result)) else {
+            return Ok(());
+        };
+        let task_id = row.task_id.as_deref().unwrap_or_default();
+        let mut body = subtask_fields(plan.id, row.idx, row.attempt, task_id);
+        events::merge(&mut body, json!({ "result_uri": uri }));
+        events::merge(&mut body, flag);
+        let dedup = format!("flagged:{task_id}");
+        self.emit(&plan.id.to_string(), events::OUTPUT_FLAGGED, &dedup, body).await
     }
 
     /// The text a delivered result hands to dependants (see [`readable`]); a
