@@ -559,7 +559,8 @@ async function runPage(main, id) {
     log.append(h('li', { dataset: { kind: ev.kind } },
       h('code', {}, ev.kind), ev.index !== undefined ? ` #${ev.index}` : '',
       ev.tx_hash ? h('span', { class: 'muted' }, ` tx ${short(ev.tx_hash)}`) : '',
-      ev.verdict ? ` verdict ${ev.verdict} (${ev.executor_share_bps} bps to the executor)` : ''));
+      ev.verdict ? ` verdict ${ev.verdict} (${ev.executor_share_bps} bps to the executor)` : '',
+      ev.kind === 'output_flagged' ? h('span', { class: 'flag' }, ` ${(ev.rules ?? []).join(', ')}`) : ''));
     if (FINAL.has(ev.kind)) source.close();
     refresh();
   };
@@ -570,7 +571,7 @@ async function runPage(main, id) {
 
 const EVENT_KINDS = [
   'plan_proposed', 'plan_edited', 'plan_approved', 'subtask_created', 'subtask_accepted',
-  'subtask_completed', 'review_required', 'subtask_paid', 'subtask_disputed', 'dispute_opened',
+  'subtask_completed', 'review_required', 'output_flagged', 'subtask_paid', 'subtask_disputed', 'dispute_opened',
   'dispute_ruled', 'ruling_appealed', 'appeal_ruled', 'dispute_resolved', 'subtask_reassigned',
   'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'decision_applied', 'plan_paused',
   'plan_resumed', 'plan_cancelling', 'plan_completed', 'plan_failed',
@@ -663,6 +664,14 @@ async function openSubtask(state, index, refresh, focus = true) {
   const envelopeBox = h('div', { class: 'envelope' }, h('p', { class: 'muted' }, 'loading…'));
   const resultBox = h('div', { class: 'result' }, h('p', { class: 'muted' }, r?.result_uri ? 'loading…' : 'not delivered yet'));
   const disputeBox = h('div', { class: 'dispute' });
+  // A result that speaks to a later agent or the judge: shown, not decided on.
+  const flagged = lastOf(['output_flagged']);
+  const flagBox = flagged
+    ? h('div', { class: 'output-flag', id: 'output-flag', role: 'note' },
+      h('h3', {}, 'Flagged result'),
+      h('p', {}, flagged.note ?? 'The result contains text aimed at a later agent or the judge.'),
+      h('ul', {}, (flagged.reasons ?? []).map((r) => h('li', {}, h('code', { class: 'wrap' }, String(r))))))
+    : null;
 
   // A live update rebuilds the drawer: keep what the user was typing and
   // where the focus was.
@@ -688,6 +697,7 @@ async function openSubtask(state, index, refresh, focus = true) {
     r?.task_id ? h('p', {}, h('a', { href: `/index/api/tasks/${r.task_id}`, target: '_blank', rel: 'noopener' }, 'Full task history (indexer)')) : null,
     h('h3', {}, 'Envelope'), envelopeBox,
     h('h3', {}, 'Result'), resultBox,
+    flagBox,
     disputeBox,
     actions, note, err);
   if (sameTask && !focus) {
