@@ -13,8 +13,26 @@ use tessera_anvil::{
 
 /// Tessera: composite agent work, planned, approved and settled through an
 /// on-chain escrow.
+///
+/// A brief becomes a plan of sub-tasks; each sub-task is a task in the escrow
+/// that an executor agent accepts, runs and delivers, and each result flows
+/// into the sub-tasks that need it. This one binary runs every part:
+///
+///   plan      turn a brief (or a plan file) into a plan, approve it, follow it
+///   serve     the orchestrator: runs plans; HTTP API, web UI, embedded indexer
+///   worker    an executor agent from its card (offline rules or an LLM)
+///   arbiter   rule on disputes, finalize rulings, decide appeals
+///   indexer   chain events into SQLite or PostgreSQL, with a read API
+///   tasks     a plan's lineage from the indexer
+///   runs      inspect runs through the orchestrator's API
+///   chain     a local chain with the contracts and demo agents, until Ctrl-C
+///   deploy    deploy the contracts to a running chain
+///   demo      one task lifecycle on a throwaway local chain
+///   bench     gas per lifecycle path, indexer throughput
+///
+/// Run `tessera <command> --help` for each command's options.
 #[derive(Debug, Parser)]
-#[command(name = "tessera", version, about, long_about = None, propagate_version = true)]
+#[command(name = "tessera", version, verbatim_doc_comment, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -61,10 +79,10 @@ enum Command {
     /// Run the orchestrator: resume every live run, follow new blocks, serve
     /// the HTTP API. Keys come from TESSERA_SPONSOR_KEY and TESSERA_API_TOKEN.
     Serve(crate::orchestrate::ServeArgs),
-    /// Propose a plan from a JSON file, show its card, ask approve / edit /
-    /// cancel, then follow it to settlement.
+    /// Turn a brief (or a plan JSON file) into a plan, show its card, ask
+    /// approve / edit / cancel, then follow it to settlement.
     Plan(crate::orchestrate::PlanArgs),
-    /// Inspect runs.
+    /// Inspect runs through the orchestrator's API.
     #[command(subcommand)]
     Runs(RunsCommand),
     /// The indexer: events into SQLite or PostgreSQL, reorg-safe, with a read API.
@@ -76,7 +94,7 @@ enum Command {
     /// The arbiter: rule on disputes, finalize rulings, decide appeals.
     #[command(subcommand)]
     Arbiter(crate::arbitrate::ArbiterCommand),
-    /// Benchmarks.
+    /// Benchmarks: gas per lifecycle path, indexer throughput and lag.
     #[command(subcommand)]
     Bench(BenchCommand),
 }
