@@ -28,7 +28,7 @@ export TESSERA_ANVIL := $(ANVIL)
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
         chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean browser \
-        test-web js-test
+        test-web js-test fuzz-tools fuzz-api
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -52,6 +52,26 @@ $(STAMP): tools/package.json tools/package-lock.json
 	@touch $@
 
 toolchain: check-prereqs $(STAMP) ## install pinned forge/anvil/cast/solc into .tools/ (idempotent)
+
+# Schemathesis for the OpenAPI fuzz run, in a venv of its own, from the exact
+# pins of tools/fuzz-requirements.txt (--no-deps: nothing unpinned comes in).
+# Like the toolchain, it installs only when the pins changed.
+FUZZ_VENV    := $(TOOLS)/fuzz
+FUZZ_STAMP   := $(FUZZ_VENV)/.installed
+SCHEMATHESIS := $(FUZZ_VENV)/bin/schemathesis
+PYTHON       ?= python3
+export TESSERA_SCHEMATHESIS := $(SCHEMATHESIS)
+
+$(FUZZ_STAMP): tools/fuzz-requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) (>= 3.11, with venv) is required for the API fuzz run" >&2; exit 1; }
+	@echo "installing pinned schemathesis into .tools/fuzz"
+	@rm -rf $(FUZZ_VENV)
+	@$(PYTHON) -m venv $(FUZZ_VENV)
+	@$(FUZZ_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r tools/fuzz-requirements.txt
+	@$(SCHEMATHESIS) --version >/dev/null
+	@touch $@
+
+fuzz-tools: $(FUZZ_STAMP) ## install pinned schemathesis into .tools/fuzz (idempotent)
 
 # --- contracts and bindings -------------------------------------------------
 
@@ -128,8 +148,16 @@ browser: ## install Debian's chromium for the web UI tests when it is missing
 	fi
 	@"$(CHROMIUM)" --version 2>/dev/null | grep -qi chromium || { echo "error: $(CHROMIUM) does not run" >&2; exit 1; }
 
-rust-test: toolchain browser ## Rust unit tests, end-to-end tests on anvil, and the web UI in headless Chromium
+rust-test: toolchain browser fuzz-tools ## Rust unit tests, end-to-end tests on anvil, and the web UI in headless Chromium
 	@$(CARGO) test --workspace --locked
+
+# Both APIs on real servers (tessera serve with its token, the standalone
+# indexer) under schemathesis --checks all; `make test` runs it (cargo test)
+# with 10 test cases per operation, this target with FUZZ_EXAMPLES.
+FUZZ_EXAMPLES ?= 100
+
+fuzz-api: toolchain fuzz-tools ## OpenAPI fuzz (schemathesis --checks all) of both APIs, FUZZ_EXAMPLES per operation (default 100)
+	@TESSERA_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(CARGO) test --locked -p tessera --test fuzz -- --nocapture
 
 js-test: check-prereqs ## the web UI's script unit tests (node's test runner)
 	@node --test orchestrator/web/*.test.mjs
