@@ -219,9 +219,13 @@ async fn streams_drain(http: &reqwest::Client, url: &str) {
 }
 
 /// Rounds of `cap` streams opened on `path` and abandoned: every round fills
-/// the cap (one more is refused with 503 and Retry-After), the server
-/// notices the vanished clients within its keep-alive, and after the first
-/// rounds (the allocator's warm-up) resident memory stays where it was.
+/// the cap (one more is refused with 503 and Retry-After), and the server
+/// notices the vanished clients within its keep-alive: its gauge of open
+/// streams returns to zero and its count of live tasks to where it was.
+/// Resident memory stays level too: the allocator keeps what it once took,
+/// so the highest reading of the warm-up rounds is the baseline, and the
+/// lowest of the last rounds must stay within 6 MiB of it (a stream that
+/// kept ~3 KB after its client left would add 9 MiB over those rounds).
 async fn abandoned_streams_are_reclaimed(
     http: &reqwest::Client,
     pid: u32,
@@ -230,10 +234,12 @@ async fn abandoned_streams_are_reclaimed(
     gauge: &str,
     cap: usize,
 ) {
-    const WARM_UP: usize = 2;
-    const ROUNDS: usize = 6;
-    let mut baseline = 0;
-    for round in 0..ROUNDS {
+    const WARM_UP: usize = 4;
+    const LAST: usize = 3;
+    const ROUNDS: usize = 10;
+    let tasks_before = get(http, gauge).await.1["runtime_tasks"].as_u64().expect("runtime_tasks");
+    let mut rss = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
         let mut open = Vec::with_capacity(cap);
         for _ in 0..cap {
             let (conn, head) = open_stream(port, path).await;
@@ -243,21 +249,24 @@ async fn abandoned_streams_are_reclaimed(
         let (_, head) = open_stream(port, path).await;
         assert!(head.starts_with("HTTP/1.1 503"), "the cap holds: {head}");
         assert!(head.to_ascii_lowercase().contains("retry-after: 1"), "{head}");
+        let during = get(http, gauge).await.1;
+        assert_eq!(during["open_streams"], cap, "{during}");
+        assert!(during["runtime_tasks"].as_u64() >= Some(tasks_before + cap as u64), "{during}");
         drop(open);
         streams_drain(http, gauge).await;
-        if round + 1 == WARM_UP {
-            baseline = rss_kib(pid);
-        }
+        rss.push(rss_kib(pid));
     }
-    let after = rss_kib(pid);
-    let abandoned = cap * (ROUNDS - WARM_UP);
+    let tasks_after = get(http, gauge).await.1["runtime_tasks"].as_u64().expect("runtime_tasks");
+    let baseline = rss[..WARM_UP].iter().copied().max().unwrap_or_default();
+    let settled = rss[ROUNDS - LAST..].iter().copied().min().unwrap_or_default();
     eprintln!(
-        "{path}: RSS {baseline} KiB after warm-up, {after} KiB after {abandoned} more abandoned streams"
+        "{path}: {} abandoned streams; live tasks {tasks_before} -> {tasks_after}; RSS per round {rss:?} KiB",
+        cap * ROUNDS
     );
+    assert!(tasks_after <= tasks_before + 8, "tasks left behind: {tasks_before} -> {tasks_after}");
     assert!(
-        after <= baseline + 3 * 1024,
-        "memory grew by {} KiB over {abandoned} abandoned streams",
-        after.saturating_sub(baseline)
+        settled <= baseline + 6 * 1024,
+        "memory kept growing: {baseline} KiB after the warm-up, at least {settled} KiB at the end"
     );
 }
 
@@ -287,7 +296,7 @@ async fn abandoned_streams_are_reclaimed_on_both_apis() {
         "version": 1, "id": format!("0x{}", "cd".repeat(32)), "review": "auto", "budget": 1_000_000u64,
         "source": "A short memo.",
         "subtasks": [{"index": 0, "capability": "summarize", "spec": "Summarize it",
-            "executor": env.actors.agent(0), "cost": 400_000, "deadline_offset_secs": 3600}],
+            "executor": env.actors.agent(0), "cost": 500_000, "deadline_offset_secs": 3600}],
     });
     let resp = http
         .post(format!("{api}/api/plans"))
