@@ -5,6 +5,7 @@ mod classify;
 mod demo;
 mod disputes;
 mod indexer;
+mod injection;
 mod lifecycle;
 mod plans;
 mod registry;
