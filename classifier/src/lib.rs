@@ -7,6 +7,7 @@
 //! - [`llm`]: the model path (async-openai, forced function call, schema
 //!   validation, address stripping).
 //! - [`offline`]: the deterministic planner used without a key.
+//! - [`normalize`]: look-alike letters folded to the Latin they imitate.
 //! - [`heuristic`]: the pure cross-check over the brief's words.
 //! - [`strip`]: removes every address from a model's answer.
 //! - [`classify`]: the result types, quadrants and ceremonies.
@@ -20,6 +21,7 @@ pub mod classify;
 pub mod corpus;
 pub mod heuristic;
 pub mod llm;
+pub mod normalize;
 pub mod offline;
 pub mod strip;
 
