@@ -312,10 +312,7 @@ pub fn task_id_for(funder: Address, r: B256) -> U256 {
 /// two tasks that are each other's parent, a task hanging under that cycle,
 /// and a chain `depth` tasks deep. Returns the plan and the ids
 /// `(self, a, b, under, chain)`.
-pub async fn hostile_lineage(
-    env: &TestEnv,
-    depth: usize,
-) -> (B256, [U256; 4], Vec<U256>) {
+pub async fn hostile_lineage(env: &TestEnv, depth: usize) -> (B256, [U256; 4], Vec<U256>) {
     let sponsor = env.actors.sponsor.address();
     let escrow = tessera_bindings::TaskEscrow::new(env.deployment.task_escrow, &env.provider);
     MockUSDC::new(env.deployment.token, &env.provider)

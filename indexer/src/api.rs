@@ -2,23 +2,23 @@
 //! pagination, one task with its history, a plan's lineage tree, agents with
 //! their stats, disputes, the reorg journal, status, an SSE stream scoped to
 //! a plan, and the OpenAPI document. Every answer says which block it
-//! reflects.
-
-use std::{convert::Infallible, time::Duration};
+//! reflects. Every rejection, the extractors' and routing's included, is
+//! JSON `{"error": …}` (through `tessera_http`); a parameter the document
+//! constrains is checked as documented, so the server is never looser than
+//! its contract.
 
 use axum::{
     Json, Router,
-    extract::{Path, Query, State},
+    extract::State,
     http::{StatusCode, header},
-    response::{
-        IntoResponse, Response,
-        sse::{Event, KeepAlive, Sse},
-    },
+    middleware,
+    response::{IntoResponse, Response, sse::Event},
     routing::get,
 };
 use serde_json::{Value, json};
+use tessera_http::{Path, Query};
+use tessera_orchestrator::limits::{self, StreamGate};
 use tokio::sync::{broadcast, watch};
-use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
 
 use crate::{
     ingest::{Progress, Update},
@@ -48,15 +48,20 @@ struct AppState {
     progress: watch::Receiver<Progress>,
     updates: broadcast::Sender<Update>,
     reorg_depth: u64,
+    gate: StreamGate,
 }
 
-/// The router over `store`, reporting `progress` and streaming `updates`.
+/// The router over `store`, reporting `progress` and streaming `updates`,
+/// keeping the limits of `gate` (a time limit on every request, a cap on
+/// open event streams).
 pub fn router(
     store: IndexStore,
     progress: watch::Receiver<Progress>,
     updates: broadcast::Sender<Update>,
     reorg_depth: u64,
+    gate: StreamGate,
 ) -> Router {
+    let timeout = gate.limits().request_timeout;
     Router::new()
         .route("/api/status", get(status))
         .route("/api/tasks", get(tasks))
@@ -68,24 +73,41 @@ pub fn router(
         .route("/api/disputes", get(disputes))
         .route("/api/reorgs", get(reorgs))
         .route("/api/openapi.json", get(openapi))
-        .with_state(AppState { store, progress, updates, reorg_depth })
+        // JSON 404 and 405; after every route, so the 405 covers them all.
+        .fallback(tessera_http::not_found)
+        .method_not_allowed_fallback(tessera_http::method_not_allowed)
+        .layer(middleware::from_fn_with_state(timeout, limits::request_timeout))
+        .with_state(AppState { store, progress, updates, reorg_depth, gate })
 }
 
 /// The router over a running indexer: its store, progress and updates.
-pub fn of(indexer: &crate::Indexer) -> Router {
-    router(indexer.store().clone(), indexer.progress(), indexer.updates(), indexer.reorg_depth())
+pub fn of(indexer: &crate::Indexer, gate: StreamGate) -> Router {
+    router(
+        indexer.store().clone(),
+        indexer.progress(),
+        indexer.updates(),
+        indexer.reorg_depth(),
+        gate,
+    )
 }
 
 struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            return limits::unavailable(self.1);
+        }
+        tessera_http::ApiError::new(self.0, self.1).into_response()
     }
 }
 
 impl From<tessera_orchestrator::store::StoreError> for ApiError {
     fn from(e: tessera_orchestrator::store::StoreError) -> Self {
+        if e.is_overload() {
+            tracing::warn!(error = %e, "index query refused under load");
+            return Self(StatusCode::SERVICE_UNAVAILABLE, "the index is busy; try again".into());
+        }
         tracing::error!(error = %e, "index query failed");
         Self(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the indexer log".into())
     }
@@ -105,10 +127,61 @@ fn check_task_id(id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Whether `s` is `0x` and `digits` hex digits, as the document's patterns
+/// say (the hex parsers alone would also take the digits without `0x`).
+fn is_prefixed_hex(s: &str, digits: usize) -> bool {
+    s.strip_prefix("0x")
+        .is_some_and(|hex| hex.len() == digits && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 fn check_plan_id(id: &str) -> Result<String, ApiError> {
+    if !is_prefixed_hex(id, 64) {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("{id:?} is not a plan id (0x + 64 hex)"),
+        ));
+    }
     id.parse::<alloy::primitives::B256>().map(|b| b.to_string()).map_err(|_| {
         ApiError(StatusCode::BAD_REQUEST, format!("{id:?} is not a plan id (0x + 64 hex)"))
     })
+}
+
+fn check_address(what: &str, address: &str) -> Result<(), ApiError> {
+    if is_prefixed_hex(address, 40) {
+        return Ok(());
+    }
+    Err(ApiError(
+        StatusCode::BAD_REQUEST,
+        format!("{what} {address:?} is not an address (0x + 40 hex)"),
+    ))
+}
+
+/// The task list's filters checked as documented: an empty `cursor` is the
+/// first page, a status is one the contract has, addresses and plan ids are
+/// spelled out, and `limit` is within 1..=500 (not quietly clamped).
+fn check_filter(f: TaskFilter) -> Result<TaskFilter, ApiError> {
+    let cursor = f.cursor.filter(|c| !c.is_empty());
+    if let Some(c) = &cursor {
+        check_task_id(c)?;
+    }
+    if let Some(st) = &f.status
+        && !tessera_bindings::task::Status::ALL.iter().any(|s| s.as_str() == st)
+    {
+        return Err(ApiError(StatusCode::BAD_REQUEST, format!("{st:?} is not a task status")));
+    }
+    if let Some(a) = &f.executor {
+        check_address("executor", a)?;
+    }
+    if let Some(a) = &f.client {
+        check_address("client", a)?;
+    }
+    if let Some(l) = f.limit
+        && !(1..=500).contains(&l)
+    {
+        return Err(ApiError(StatusCode::BAD_REQUEST, format!("limit {l} is not within 1..=500")));
+    }
+    let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
+    Ok(TaskFilter { plan, cursor, ..f })
 }
 
 async fn status(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
@@ -119,6 +192,8 @@ async fn status(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
         "safe_block": p.indexed.min(p.head.saturating_sub(s.reorg_depth)),
         "reorg_depth": s.reorg_depth,
         "events": s.store.event_count().await?,
+        "open_streams": s.gate.open(),
+        "runtime_tasks": tokio::runtime::Handle::current().metrics().num_alive_tasks(),
         "block": p.indexed,
     })))
 }
@@ -127,10 +202,7 @@ async fn tasks(
     State(s): State<AppState>,
     Query(f): Query<TaskFilter>,
 ) -> Result<Json<Value>, ApiError> {
-    if let Some(c) = &f.cursor {
-        check_task_id(c)?;
-    }
-    let f = TaskFilter { plan: f.plan.as_deref().map(check_plan_id).transpose()?, ..f };
+    let f = check_filter(f)?;
     let (tasks, next) = s.store.tasks(&f).await?;
     Ok(Json(json!({ "block": block(&s), "tasks": tasks, "next": next })))
 }
@@ -144,9 +216,17 @@ async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no task {id} indexed")))?;
     let ancestors = s.store.ancestors(&id).await?;
     let descendants = s.store.descendants(&id).await?;
-    Ok(Json(
-        json!({ "block": block(&s), "task": t, "ancestors": ancestors, "descendants": descendants }),
-    ))
+    Ok(Json(json!({
+        "block": block(&s),
+        "task": t,
+        "ancestors": ancestors.tasks,
+        "descendants": descendants.tasks,
+        "lineage": {
+            "cycle": ancestors.cycle || descendants.cycle,
+            "ancestors_truncated": ancestors.truncated,
+            "descendants_truncated": descendants.truncated,
+        },
+    })))
 }
 
 async fn tree(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
@@ -164,9 +244,7 @@ async fn agent(
     State(s): State<AppState>,
     Path(address): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    if address.parse::<alloy::primitives::Address>().is_err() {
-        return Err(ApiError(StatusCode::BAD_REQUEST, format!("{address:?} is not an address")));
-    }
+    check_address("agent", &address)?;
     let a = s
         .store
         .agent(&address)
@@ -192,12 +270,11 @@ async fn openapi() -> impl IntoResponse {
 async fn plan_events(
     State(s): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let plan = check_plan_id(&id)?;
     let mut updates = s.updates.subscribe();
-    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(256);
     let store = s.store;
-    tokio::spawn(async move {
+    Ok(s.gate.stream(move |tx| async move {
         loop {
             let update = match updates.recv().await {
                 Ok(u) => u,
@@ -223,9 +300,7 @@ async fn plan_events(
                 }
             }
         }
-    });
-    let stream = ReceiverStream::new(rx).map(Ok);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    }))
 }
 
 #[cfg(test)]
@@ -246,5 +321,60 @@ mod tests {
         documented.sort();
         routes.sort();
         assert_eq!(documented, routes);
+    }
+
+    /// The router over an empty in-memory index.
+    async fn app() -> Router {
+        let store = IndexStore::connect("sqlite::memory:").await.expect("in-memory index");
+        let (_, progress) = watch::channel(Progress::default());
+        let gate = StreamGate::new(&tessera_orchestrator::limits::HttpLimits::default());
+        router(store, progress, broadcast::channel(16).0, 12, gate)
+    }
+
+    async fn call(uri: &str, method: &str) -> (StatusCode, Option<String>, Value) {
+        use tower::ServiceExt;
+        let req = axum::http::Request::builder().method(method).uri(uri);
+        let resp = app().await.oneshot(req.body(axum::body::Body::empty()).unwrap()).await.unwrap();
+        let status = resp.status();
+        let allow = resp.headers().get(header::ALLOW).map(|v| v.to_str().unwrap().to_owned());
+        let ct = resp.headers().get(header::CONTENT_TYPE).cloned();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+        if !status.is_success() {
+            assert_eq!(ct.unwrap(), "application/json", "{method} {uri}");
+        }
+        (status, allow, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    #[tokio::test]
+    async fn rejections_are_json_with_the_documented_status() {
+        let plan = format!("0x{}", "ab".repeat(32));
+        let bad = StatusCode::BAD_REQUEST;
+        for (uri, status) in [
+            ("/api/tasks?limit=ten".to_owned(), bad),
+            ("/api/tasks?limit=0".to_owned(), bad),
+            ("/api/tasks?limit=501".to_owned(), bad),
+            ("/api/tasks?status=Lost".to_owned(), bad),
+            ("/api/tasks?executor=0x12".to_owned(), bad),
+            ("/api/tasks?plan=ab".to_owned(), bad),
+            ("/api/tasks?cursor=x".to_owned(), bad),
+            (format!("/api/tasks/{}", "1".repeat(79)), bad),
+            ("/api/tasks/abc".to_owned(), bad),
+            (format!("/api/plans/{}/tree", "ab".repeat(32)), bad),
+            ("/api/agents/0x1234".to_owned(), bad),
+            ("/api/tasks/7".to_owned(), StatusCode::NOT_FOUND),
+            ("/api/nowhere".to_owned(), StatusCode::NOT_FOUND),
+            ("/api/tasks?cursor=&limit=500&status=Paid".to_owned(), StatusCode::OK),
+            (format!("/api/tasks?plan={plan}&cursor=12"), StatusCode::OK),
+        ] {
+            let (got, _, body) = call(&uri, "GET").await;
+            assert_eq!(got, status, "GET {uri}: {body}");
+            if !status.is_success() {
+                assert!(body["error"].is_string(), "GET {uri}: {body}");
+            }
+        }
+        let (got, allow, body) = call("/api/tasks", "POST").await;
+        assert_eq!(got, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+        assert!(body["error"].is_string(), "{body}");
+        assert!(allow.is_some_and(|a| a.contains("GET")));
     }
 }

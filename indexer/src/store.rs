@@ -399,9 +399,11 @@ impl IndexStore {
             if cyclic.is_empty() {
                 continue;
             }
-            let marks = (2..=cyclic.len() + 1).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-            let sql =
-                format!("UPDATE ix_tasks SET flagged = $1 WHERE flagged IS NULL AND task_id IN ({marks})");
+            let marks =
+                (2..=cyclic.len() + 1).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+            let sql = format!(
+                "UPDATE ix_tasks SET flagged = $1 WHERE flagged IS NULL AND task_id IN ({marks})"
+            );
             let mut q = sqlx::query(&sql).bind(PARENT_CYCLE);
             for id in &cyclic {
                 q = q.bind(id.as_str());
@@ -673,8 +675,7 @@ impl IndexStore {
         .await?;
         let mut out = Lineage::default();
         for r in &rows {
-            if r.try_get::<i64, _>("cyc")? == 1
-            {
+            if r.try_get::<i64, _>("cyc")? == 1 {
                 out.cycle = true;
                 break;
             }
@@ -718,11 +719,11 @@ impl IndexStore {
         .bind(id)
         .fetch_all(&self.api)
         .await?;
-        let mut out = Lineage { truncated: rows.len() as i64 > MAX_LINEAGE_TASKS, ..Lineage::default() };
+        let mut out =
+            Lineage { truncated: rows.len() as i64 > MAX_LINEAGE_TASKS, ..Lineage::default() };
         let mut found: Vec<(i64, String)> = Vec::with_capacity(rows.len());
         for r in rows.iter().take(MAX_LINEAGE_TASKS as usize) {
-            if r.try_get::<i64, _>("cyc")? == 1
-            {
+            if r.try_get::<i64, _>("cyc")? == 1 {
                 out.cycle = true;
                 continue;
             }
@@ -748,9 +749,10 @@ impl IndexStore {
     /// Registry state of the first [`MAX_LISTED`] agents (by address), with
     /// derived stats. Anyone can register an agent, so the list is capped.
     pub async fn agents(&self) -> Result<Vec<Value>, StoreError> {
-        let rows = sqlx::query(&format!("SELECT agent FROM ix_agents ORDER BY agent LIMIT {MAX_LISTED}"))
-            .fetch_all(&self.api)
-            .await?;
+        let rows =
+            sqlx::query(&format!("SELECT agent FROM ix_agents ORDER BY agent LIMIT {MAX_LISTED}"))
+                .fetch_all(&self.api)
+                .await?;
         let mut out = Vec::new();
         for r in rows {
             if let Some(a) = self.agent(&r.try_get::<String, _>("agent")?).await? {
@@ -772,7 +774,9 @@ impl IndexStore {
             return Ok(None);
         };
         let address: String = row.try_get("agent")?;
-        let count = |cond: &str| format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)");
+        let count = |cond: &str| {
+            format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)")
+        };
         let totals = sqlx::query(&format!(
             "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
                {} AS settled, CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
@@ -884,8 +888,7 @@ fn subtree_costs(nodes: &mut [Value]) {
         .map(|t| t["amount"].as_str().and_then(|a| a.parse().ok()).unwrap_or_default())
         .collect();
     // Deepest first, so a child's total is complete before its parent's.
-    let mut order: Vec<usize> =
-        (0..nodes.len()).filter(|&i| nodes[i]["depth"].is_i64()).collect();
+    let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i]["depth"].is_i64()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(nodes[i]["depth"].as_i64()));
     for i in order {
         if nodes[i]["depth"].as_i64().unwrap_or(0) == 0 {

@@ -4,34 +4,35 @@
 //! Every state-changing endpoint needs `Authorization: Bearer <token>`;
 //! request bodies are capped; errors are JSON `{"error": …}` with a 4xx
 //! status that says what to fix, while internal failures are logged and
-//! answered with a bare 500.
+//! answered with a bare 500. Rejections by the extractors and by routing
+//! (unknown path, wrong method) keep that shape through `tessera_http`:
+//! 400 for a bad path segment or query, 415 for a body not sent as JSON,
+//! 413 over the body limit, 422 for a body that is not the documented JSON.
 
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use alloy::primitives::{Address, B256};
 use axum::{
     Json, Router,
-    extract::{DefaultBodyLimit, Path, Query, Request, State},
+    extract::{DefaultBodyLimit, Request, State},
     http::{HeaderMap, StatusCode, header},
     middleware::{self, Next},
-    response::{
-        IntoResponse, Response,
-        sse::{Event, KeepAlive, Sse},
-    },
+    response::{IntoResponse, Response, sse::Event},
     routing::{get, post},
 };
 use serde::Deserialize;
 use serde_json::json;
 use tessera_bindings::envelope::{BlobHash, HARD_MAX_BYTES};
-use tokio_stream::{Stream, StreamExt, wrappers::ReceiverStream};
+use tessera_http::{Json as Body, JsonBytes, Path, Query};
 
 use tessera_classifier::Classifier;
 
 use crate::{
     events::is_final,
+    limits::{self, StreamGate},
     plan::Plan,
     runner::{Decision, Edit, Orchestrator, RunError},
-    store::StoreError,
+    store::{EventRow, StoreError},
 };
 
 /// Largest request body accepted (a plan with its source material).
@@ -65,12 +66,20 @@ struct AppState {
     orch: Arc<Orchestrator>,
     token: Arc<str>,
     classifier: Arc<Classifier>,
+    gate: StreamGate,
 }
 
-/// The API router over `orch`, guarding state changes with `token`, and
-/// classifying briefs with `classifier`.
-pub fn router(orch: Arc<Orchestrator>, token: &str, classifier: Classifier) -> Router {
-    let state = AppState { orch, token: token.into(), classifier: Arc::new(classifier) };
+/// The API router over `orch`, guarding state changes with `token`,
+/// classifying briefs with `classifier`, and keeping the limits of `gate`
+/// (a time limit on every request, a cap on open event streams).
+pub fn router(
+    orch: Arc<Orchestrator>,
+    token: &str,
+    classifier: Classifier,
+    gate: StreamGate,
+) -> Router {
+    let timeout = gate.limits().request_timeout;
+    let state = AppState { orch, token: token.into(), classifier: Arc::new(classifier), gate };
     let guarded = Router::new()
         .route("/api/plans", post(create_plan))
         .route("/api/classify", post(classify))
@@ -92,7 +101,11 @@ pub fn router(orch: Arc<Orchestrator>, token: &str, classifier: Classifier) -> R
         .route("/api/blobs/{hash}", get(blob))
         .merge(guarded)
         .merge(crate::web::router())
+        // JSON 404 and 405; after every route, so the 405 covers them all.
+        .fallback(tessera_http::not_found)
+        .method_not_allowed_fallback(tessera_http::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(timeout, limits::request_timeout))
         .with_state(state)
 }
 
@@ -102,7 +115,7 @@ pub struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.0, Json(json!({ "error": self.1 }))).into_response()
+        tessera_http::ApiError::new(self.0, self.1).into_response()
     }
 }
 
@@ -158,27 +171,15 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Parses a run id (a plan id) into its canonical form.
+/// Parses a run id (a plan id) into its canonical form. Exactly `0x` and
+/// 64 hex digits, as documented: the hex parser alone would also take the
+/// digits without `0x`.
 fn run_id(raw: &str) -> Result<String, ApiError> {
-    raw.parse::<B256>()
+    raw.strip_prefix("0x")
+        .filter(|hex| hex.len() == 64)
+        .and_then(|_| raw.parse::<B256>().ok())
         .map(|id| id.to_string())
-        .map_err(|_| bad_request(format!("{raw:?} is not a run id (0x + 64 hex digits)")))
-}
-
-/// JSON body extraction with our error shape.
-struct Body<T>(T);
-
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError(e.status(), format!("request body: {}", e.body_text())))?;
-        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
-            ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON body: {e}"))
-        })
-    }
+        .ok_or_else(|| bad_request(format!("{raw:?} is not a run id (0x + 64 hex digits)")))
 }
 
 async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
@@ -188,6 +189,8 @@ async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
         "chain_id": chain.deployment().chain_id,
         "escrow": chain.deployment().task_escrow,
         "sponsor": chain.sponsor(),
+        "open_streams": s.gate.open(),
+        "runtime_tasks": tokio::runtime::Handle::current().metrics().num_alive_tasks(),
     }))
 }
 
@@ -197,9 +200,10 @@ async fn openapi() -> impl IntoResponse {
 
 async fn create_plan(
     State(s): State<AppState>,
-    body: axum::body::Bytes,
+    JsonBytes(body): JsonBytes,
 ) -> Result<impl IntoResponse, ApiError> {
-    let text = std::str::from_utf8(&body).map_err(|_| bad_request("body is not UTF-8"))?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| ApiError(StatusCode::UNPROCESSABLE_ENTITY, "body is not UTF-8".into()))?;
     let plan = Plan::from_json(text).map_err(RunError::from)?;
     let view = s.orch.propose(plan).await?;
     Ok((StatusCode::CREATED, Json(view)))
@@ -231,16 +235,14 @@ struct ApproveBody {
 async fn approve(
     State(s): State<AppState>,
     Path(id): Path<String>,
-    body: axum::body::Bytes,
+    JsonBytes(body): JsonBytes,
 ) -> Result<impl IntoResponse, ApiError> {
     // The body is optional: empty, `null` or `{"confirmation_token": "0x…"}`.
     let body: ApproveBody = if body.iter().all(u8::is_ascii_whitespace) {
         ApproveBody::default()
     } else {
-        serde_json::from_slice::<Option<ApproveBody>>(&body)
-            .map_err(|e| {
-                ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("invalid JSON body: {e}"))
-            })?
+        tessera_http::parse::<Option<ApproveBody>>(&body)
+            .map_err(|e| ApiError(e.status(), e.message().into()))?
             .unwrap_or_default()
     };
     Ok(Json(s.orch.approve(&run_id(&id)?, body.confirmation_token.as_deref()).await?))
@@ -367,7 +369,7 @@ async fn run_events(
     Path(id): Path<String>,
     Query(q): Query<EventsQuery>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let id = run_id(&id)?;
     s.orch.view(&id).await?;
     let last_event_id = headers
@@ -375,14 +377,16 @@ async fn run_events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok());
     let after = last_event_id.or(q.after).unwrap_or(0);
-    let (tx, rx) = tokio::sync::mpsc::channel(256);
     let orch = Arc::clone(&s.orch);
-    tokio::spawn(async move {
+    Ok(s.gate.stream(move |tx| async move {
         // Subscribe before reading the backlog so nothing falls in between.
         let mut live = orch.subscribe();
         let mut last = after;
         let mut done = false;
         let mut replay = true;
+        let send = |ev: EventRow| {
+            tx.send(Event::default().id(ev.seq.to_string()).event(ev.kind).data(ev.body))
+        };
         while !done {
             if replay {
                 replay = false;
@@ -390,7 +394,7 @@ async fn run_events(
                 for ev in backlog {
                     last = ev.seq;
                     done |= is_final(&ev.kind);
-                    if tx.send(ev).await.is_err() {
+                    if send(ev).await.is_err() {
                         return;
                     }
                 }
@@ -400,7 +404,7 @@ async fn run_events(
                 Ok(ev) if ev.run_id == id && ev.seq > last => {
                     last = ev.seq;
                     done = is_final(&ev.kind);
-                    if tx.send(ev).await.is_err() {
+                    if send(ev).await.is_err() {
                         return;
                     }
                 }
@@ -410,10 +414,7 @@ async fn run_events(
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             }
         }
-    });
-    let stream = ReceiverStream::new(rx)
-        .map(|ev| Ok(Event::default().id(ev.seq.to_string()).event(ev.kind).data(ev.body)));
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    }))
 }
 
 async fn blob(

@@ -98,7 +98,11 @@ impl StreamGate {
     /// A gate for `limits.max_streams` streams; it carries the other
     /// limits for the routers it is given to.
     pub fn new(limits: &HttpLimits) -> Self {
-        Self { open: Arc::new(AtomicUsize::new(0)), limits: *limits, closed: watch::channel(false).0 }
+        Self {
+            open: Arc::new(AtomicUsize::new(0)),
+            limits: *limits,
+            closed: watch::channel(false).0,
+        }
     }
 
     /// The limits this gate was made with.
@@ -117,28 +121,25 @@ impl StreamGate {
         self.closed.send_replace(true);
     }
 
-    /// Starts an event stream fed by `producer`, or answers `503` when the
-    /// cap is reached or the server is shutting down. `producer` gets the
-    /// sending half and is stopped as soon as the client is gone, the
-    /// server shuts down, or it returns.
-    pub fn stream<F, Fut>(
-        &self,
-        producer: F,
-    ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<F, Fut>>, Response>
+    /// An event stream fed by `producer` (`text/event-stream`), or `503`
+    /// when the cap is reached or the server is shutting down. `producer`
+    /// gets the sending half and is stopped as soon as the client is gone,
+    /// the server shuts down, or it returns.
+    pub fn stream<F, Fut>(&self, producer: F) -> Response
     where
         F: FnOnce(mpsc::Sender<Event>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let mut closed = self.closed.subscribe();
         if *closed.borrow() {
-            return Err(unavailable("the server is shutting down"));
+            return unavailable("the server is shutting down");
         }
-        let permit = self.acquire().ok_or_else(|| {
-            unavailable(format!(
+        let Some(permit) = self.acquire() else {
+            return unavailable(format!(
                 "{} event streams are open, the most this server keeps",
                 self.limits.max_streams
-            ))
-        })?;
+            ));
+        };
         let (tx, rx) = mpsc::channel::<Event>(64);
         let watcher = tx.clone();
         let work = producer(tx);
@@ -152,12 +153,16 @@ impl StreamGate {
             }
         });
         let stream = GatedStream { rx, closed: self.closed.subscribe(), _permit: permit };
-        Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(self.limits.keep_alive)))
+        Sse::new(stream)
+            .keep_alive(KeepAlive::new().interval(self.limits.keep_alive))
+            .into_response()
     }
 
     fn acquire(&self) -> Option<Permit> {
         self.open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.limits.max_streams).then_some(n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.limits.max_streams).then_some(n + 1)
+            })
             .ok()
             .map(|_| Permit(Arc::clone(&self.open)))
     }
@@ -206,35 +211,35 @@ mod tests {
     #[tokio::test]
     async fn the_cap_answers_503_with_retry_after_and_frees_on_drop() {
         let gate = StreamGate::new(&limits(2));
-        let a = gate.stream(|_tx| std::future::pending()).expect("first");
-        let b = gate.stream(|_tx| std::future::pending()).expect("second");
+        let a = gate.stream(|_tx| std::future::pending());
+        let b = gate.stream(|_tx| std::future::pending());
+        assert_eq!((a.status(), b.status()), (StatusCode::OK, StatusCode::OK));
         assert_eq!(gate.open(), 2);
-        let refused = gate.stream(|_tx| std::future::pending()).err().expect("third refused");
+        let refused = gate.stream(|_tx| std::future::pending());
         assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
         drop(a);
         assert_eq!(gate.open(), 1);
         drop(b);
         assert_eq!(gate.open(), 0);
-        assert!(gate.stream(|_tx| std::future::pending()).is_ok());
+        assert_eq!(gate.stream(|_tx| std::future::pending()).status(), StatusCode::OK);
     }
 
     #[tokio::test]
     async fn a_quiet_producer_stops_when_its_client_leaves() {
         let gate = StreamGate::new(&limits(4));
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-        let sse = gate
-            .stream(move |_tx| async move {
-                // Never sends; holds `done_tx` until it is stopped.
-                let _keep = done_tx;
-                std::future::pending::<()>().await;
-            })
-            .expect("open");
+        let sse = gate.stream(move |_tx| async move {
+            // Never sends; holds `done_tx` until it is stopped.
+            let _keep = done_tx;
+            std::future::pending::<()>().await;
+        });
+        assert_eq!(sse.status(), StatusCode::OK);
         drop(sse);
         tokio::time::timeout(Duration::from_secs(2), done_rx)
             .await
             .expect("the producer was stopped")
-            .expect_err("dropped, not completed");
+            .unwrap_err();
         assert_eq!(gate.open(), 0);
     }
 
@@ -248,7 +253,7 @@ mod tests {
         assert!(stream.next().await.is_none(), "a closed gate ends its streams");
         drop(stream);
         assert_eq!(gate.open(), 0);
-        let refused = gate.stream(|_tx| std::future::pending()).err().expect("refused");
+        let refused = gate.stream(|_tx| std::future::pending());
         assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
     }
 

@@ -359,7 +359,8 @@ async fn hostile_lineage_is_indexed_flagged_and_bounded(db: Option<String>) {
     assert_eq!(found, expected);
 
     // A deep chain is cut at the limit, and says so.
-    let up = within("a deep task's ancestors", store.ancestors(&chain[depth - 1].to_string())).await;
+    let up =
+        within("a deep task's ancestors", store.ancestors(&chain[depth - 1].to_string())).await;
     assert_eq!(up.tasks.len(), MAX_LINEAGE_DEPTH as usize);
     assert_eq!(up.tasks[0], chain[depth - 2].to_string(), "nearest first");
     assert!(up.truncated && !up.cycle, "{up:?}");
