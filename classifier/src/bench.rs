@@ -1,12 +1,13 @@
 //! The classify benchmark: offline classification latency over the corpus,
 //! against the heuristic scan alone as the same-run baseline (the cost of
-//! reading the brief at all).
+//! reading the brief at all), and the planner's accuracy per axis on the
+//! corpus, counted from its real answers.
 
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::{Classifier, corpus::BRIEFS, heuristic};
+use crate::{Classifier, corpus::CASES, heuristic};
 
 /// Latency percentiles in microseconds.
 #[derive(Debug, Clone, Serialize)]
@@ -21,9 +22,113 @@ pub struct Latency {
     pub max_us: f64,
 }
 
+/// Right answers on one axis.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Score {
+    /// Briefs answered right.
+    pub right: usize,
+    /// Briefs asked.
+    pub of: usize,
+    /// `right / of` in percent.
+    pub percent: f64,
+}
+
+impl Score {
+    fn new(right: usize, of: usize) -> Self {
+        Self { right, of, percent: if of == 0 { 0.0 } else { 100.0 * right as f64 / of as f64 } }
+    }
+}
+
+impl std::fmt::Display for Score {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{} ({:.1}%)", self.right, self.of, self.percent)
+    }
+}
+
+/// A corpus brief answered wrong on at least one axis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Miss {
+    /// The brief.
+    pub brief: String,
+    /// The axes it got wrong (`decomposability`, `stakes`, `plan`).
+    pub wrong: Vec<&'static str>,
+    /// What the planner answered.
+    pub got: String,
+}
+
+/// The offline planner's accuracy on the corpus, per axis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// Briefs in the corpus.
+    pub briefs: usize,
+    /// Atomic or composite as expected.
+    pub decomposability: Score,
+    /// Low or high stakes as expected.
+    pub stakes: Score,
+    /// The plan's capabilities, in order, and whether it was refused, as
+    /// expected.
+    pub plan: Score,
+    /// Briefs answered wrong.
+    pub misses: Vec<Miss>,
+}
+
+/// Classifies every corpus brief once with `classifier` and counts the
+/// answers that match the corpus, per axis. A brief that fails to classify
+/// counts as wrong on every axis.
+pub async fn accuracy(classifier: &Classifier) -> Accuracy {
+    let (mut d, mut s, mut p) = (0, 0, 0);
+    let mut misses = Vec::new();
+    for case in CASES {
+        let mut wrong = Vec::new();
+        let got = match classifier.classify(case.brief, case.payload).await {
+            Ok(c) => {
+                let caps: Vec<&str> = c.plan.iter().map(|t| t.capability.as_str()).collect();
+                if c.decomposability.value == case.decomposability {
+                    d += 1;
+                } else {
+                    wrong.push("decomposability");
+                }
+                if c.stakes.value == case.stakes {
+                    s += 1;
+                } else {
+                    wrong.push("stakes");
+                }
+                if caps == case.capabilities && c.refusal.is_some() == case.refused {
+                    p += 1;
+                } else {
+                    wrong.push("plan");
+                }
+                format!(
+                    "{:?} / {:?}, plan {caps:?}{}",
+                    c.decomposability.value,
+                    c.stakes.value,
+                    if c.refusal.is_some() { ", refused" } else { "" }
+                )
+            }
+            Err(e) => {
+                wrong.extend(["decomposability", "stakes", "plan"]);
+                format!("error: {e}")
+            }
+        };
+        if !wrong.is_empty() {
+            misses.push(Miss { brief: case.brief.to_owned(), wrong, got });
+        }
+    }
+    let n = CASES.len();
+    Accuracy {
+        briefs: n,
+        decomposability: Score::new(d, n),
+        stakes: Score::new(s, n),
+        plan: Score::new(p, n),
+        misses,
+    }
+}
+
 /// What the classify bench measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassifyBenchReport {
+    /// The offline planner's accuracy on the corpus, per axis.
+    pub accuracy: Accuracy,
     /// A full offline pass (planner, cross-check, caution rules, trace events).
     pub offline_classify: Latency,
     /// The heuristic scan alone.
@@ -55,6 +160,14 @@ impl ClassifyBenchReport {
             self.goal_p99_us,
             if self.offline_classify.p99_us <= self.goal_p99_us { "met" } else { "NOT met" }
         );
+        let a = &self.accuracy;
+        out += &format!(
+            "accuracy on {} corpus briefs: decomposability {}, stakes {}, plan {}\n",
+            a.briefs, a.decomposability, a.stakes, a.plan
+        );
+        for m in &a.misses {
+            out += &format!("  wrong {}: {:?} -> {}\n", m.wrong.join("+"), m.brief, m.got);
+        }
         out
     }
 }
@@ -65,16 +178,19 @@ fn latency(mut us: Vec<f64>) -> Latency {
     Latency { n: us.len(), p50_us: at(0.5), p99_us: at(0.99), max_us: at(1.0) }
 }
 
-/// Classifies every brief of the corpus `rounds` times (after one warm-up round).
+/// Counts the planner's right answers on the corpus, then classifies every
+/// brief of the corpus `rounds` times (after one warm-up round).
 pub async fn run(rounds: usize) -> ClassifyBenchReport {
     let classifier = Classifier::offline();
+    let accuracy = accuracy(&classifier).await;
     let rounds = rounds.max(1);
-    let mut full = Vec::with_capacity(rounds * BRIEFS.len());
-    let mut scan = Vec::with_capacity(rounds * BRIEFS.len());
+    let mut full = Vec::with_capacity(rounds * CASES.len());
+    let mut scan = Vec::with_capacity(rounds * CASES.len());
     for round in 0..=rounds {
-        for (brief, _, _) in BRIEFS {
+        for case in CASES {
+            let brief = case.brief;
             let t = Instant::now();
-            let c = classifier.classify(brief, None).await;
+            let c = classifier.classify(brief, case.payload).await;
             let full_us = t.elapsed().as_secs_f64() * 1e6;
             std::hint::black_box(&c);
             let t = Instant::now();
@@ -89,6 +205,7 @@ pub async fn run(rounds: usize) -> ClassifyBenchReport {
     let offline_classify = latency(full);
     let heuristic_scan = latency(scan);
     ClassifyBenchReport {
+        accuracy,
         ratio_to_scan: offline_classify.p50_us / heuristic_scan.p50_us.max(f64::MIN_POSITIVE),
         offline_classify,
         heuristic_scan,

@@ -170,24 +170,47 @@ impl Classification {
         }
     }
 
+    /// No sub-tasks and no refusal: no capability matched, so a capability
+    /// has to be picked by hand (or the brief rephrased).
+    pub fn needs_manual_pick(&self) -> bool {
+        self.plan.is_empty() && self.refusal.is_none()
+    }
+
+    /// The decomposability the plan itself has: composite with two or more
+    /// sub-tasks, atomic with one or none.
+    pub fn plan_shape(&self) -> Decomposability {
+        if self.plan.len() >= 2 { Decomposability::Composite } else { Decomposability::Atomic }
+    }
+
     /// Fails towards caution: when both confidences are below `threshold`,
-    /// the cautious quadrant (composite / high) wins. On top of that, a
-    /// stakes axis below the threshold is read as high on its own — an
-    /// uncertain "low stakes" is never trusted to skip the confirmation.
+    /// the cautious quadrant wins — high stakes, and composite when the plan
+    /// has several sub-tasks. On top of that, a stakes axis below the
+    /// threshold is read as high on its own — an uncertain "low stakes" is
+    /// never trusted to skip the confirmation.
+    ///
+    /// Last, the decomposability label is made to match the plan (see
+    /// [`Self::plan_shape`]): a plan with 0 or 1 sub-task is never
+    /// "composite", and one with several is never "atomic" (which would run
+    /// it without showing the plan card). Stakes are never lowered here.
     pub fn settle(&mut self, threshold: f64) {
         let d_low = self.decomposability.confidence < threshold;
         let s_low = self.stakes.confidence < threshold;
         if d_low && s_low {
-            if self.decomposability.value != Decomposability::Composite
-                || self.stakes.value != Stakes::High
-            {
+            let shape = self.plan_shape();
+            if self.decomposability.value != shape || self.stakes.value != Stakes::High {
+                let label = match shape {
+                    Decomposability::Composite => "composite / high",
+                    Decomposability::Atomic => {
+                        "high stakes (a plan of at most one sub-task stays atomic)"
+                    }
+                };
                 self.signals.push(Signal::new(
                     SignalKind::Guard,
                     "cautious_quadrant",
-                    format!("both confidences below {threshold}: composite / high"),
+                    format!("both confidences below {threshold}: {label}"),
                 ));
             }
-            self.decomposability.value = Decomposability::Composite;
+            self.decomposability.value = shape;
             self.stakes.value = Stakes::High;
         } else if s_low && self.stakes.value == Stakes::Low {
             self.signals.push(Signal::new(
@@ -197,6 +220,20 @@ impl Classification {
             ));
             self.stakes.value = Stakes::High;
         }
+        let shape = self.plan_shape();
+        if self.decomposability.value != shape {
+            self.signals.push(Signal::new(
+                SignalKind::Guard,
+                "shape_follows_plan",
+                format!(
+                    "labelled {:?} with {} sub-task(s): {:?}",
+                    self.decomposability.value,
+                    self.plan.len(),
+                    shape
+                ),
+            ));
+            self.decomposability.value = shape;
+        }
     }
 }
 
@@ -204,11 +241,24 @@ impl Classification {
 mod tests {
     use super::*;
 
+    fn step(index: u32) -> ProposedSubTask {
+        ProposedSubTask {
+            index,
+            capability: "summarize".into(),
+            spec: "s".into(),
+            estimated_cost: None,
+            deadline_offset_secs: 60,
+            depends_on: vec![],
+        }
+    }
+
+    /// A classification whose plan has as many sub-tasks as its label says.
     fn c(d: Decomposability, dc: f64, s: Stakes, sc: f64) -> Classification {
+        let n = if d == Decomposability::Composite { 2 } else { 1 };
         Classification {
             decomposability: Axis { value: d, confidence: dc },
             stakes: Axis { value: s, confidence: sc },
-            plan: vec![],
+            plan: (0..n).map(step).collect(),
             reasoning: String::new(),
             signals: vec![],
             engine: Engine::Offline,
@@ -219,9 +269,39 @@ mod tests {
     #[test]
     fn both_uncertain_goes_cautious() {
         let mut x = c(Decomposability::Atomic, 0.4, Stakes::Low, 0.3);
+        x.plan.push(step(1));
         x.settle(DEFAULT_THRESHOLD);
         assert_eq!(x.quadrant(), Quadrant::CompositeHigh);
         assert_eq!(x.signals[0].name, "cautious_quadrant");
+        // One sub-task: the caution is in the stakes; the shape stays atomic.
+        let mut y = c(Decomposability::Atomic, 0.4, Stakes::Low, 0.3);
+        y.settle(DEFAULT_THRESHOLD);
+        assert_eq!(y.quadrant(), Quadrant::AtomicHigh);
+        assert_eq!(y.signals[0].name, "cautious_quadrant");
+    }
+
+    #[test]
+    fn the_shape_follows_the_plan() {
+        // Composite with no sub-tasks (an unrecognized brief, before) or one
+        // (a dropped money step, before): atomic.
+        for n in [0, 1] {
+            let mut x = c(Decomposability::Composite, 0.9, Stakes::High, 0.9);
+            x.plan.truncate(n);
+            x.settle(DEFAULT_THRESHOLD);
+            assert_eq!(x.quadrant(), Quadrant::AtomicHigh, "{n} sub-task(s)");
+            assert!(x.signals.iter().any(|s| s.name == "shape_follows_plan"));
+        }
+        // Atomic with three sub-tasks: composite, so the plan card is shown.
+        let mut y = c(Decomposability::Atomic, 0.9, Stakes::Low, 0.9);
+        y.plan = (0..3).map(step).collect();
+        y.settle(DEFAULT_THRESHOLD);
+        assert_eq!(y.quadrant(), Quadrant::CompositeLow);
+        // Zero sub-tasks, no refusal: a manual pick.
+        let mut z = c(Decomposability::Atomic, 0.3, Stakes::Low, 0.3);
+        z.plan.clear();
+        z.settle(DEFAULT_THRESHOLD);
+        assert_eq!(z.quadrant(), Quadrant::AtomicHigh);
+        assert!(z.needs_manual_pick());
     }
 
     #[test]

@@ -2,8 +2,16 @@
 //! composite cues (sequencing words, research and top-N briefs, lists, several
 //! capabilities) and stakes cues (money verbs, amounts, addresses, keys).
 //! Where it flags what a classifier missed, that axis's confidence halves.
+//!
+//! Composite cues come from the instruction only (see [`crate::reading`]):
+//! "then" or "top 3" inside the material is not a cue. Stakes cues come from
+//! the whole brief, material included, after look-alike letters are folded:
+//! money mentioned anywhere keeps a brief from being read as low stakes.
 
-use crate::classify::{Classification, Decomposability, Signal, SignalKind, Stakes};
+use crate::{
+    classify::{Classification, Decomposability, Signal, SignalKind, Stakes},
+    reading::{MONEY_NOUNS, MONEY_ONLY_VERBS, Reading},
+};
 
 /// What the scan found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,19 +38,49 @@ impl Cues {
 const SEQUENCE_WORDS: &[&str] = &["then", "afterwards", "afterward", "subsequently", "finally"];
 const SEQUENCE_PHRASES: &[&str] =
     &["after that", "followed by", "and finally", "once that is done", "next,"];
-const RESEARCH_WORDS: &[&str] =
-    &["plan", "research", "compare", "investigate", "survey", "evaluate"];
-const EACH_PHRASES: &[&str] =
-    &["each of", "every one of", "all of these", "all of the following", "the following"];
+const EACH_PHRASES: &[&str] = &["each of", "every one of", "all of these", "all of the following"];
+/// Verbs that move money wherever they appear beside an amount or address.
 const MONEY_VERBS: &[&str] = &[
-    "send", "transfer", "pay", "withdraw", "wire", "swap", "bridge", "stake", "deposit", "tip",
+    "send",
+    "transfer",
+    "pay",
+    "withdraw",
+    "wire",
+    "swap",
+    "bridge",
+    "stake",
+    "deposit",
+    "tip",
     "remit",
+    "reimburse",
+    "refund",
+    "disburse",
+    "airdrop",
+    "venmo",
+    "zelle",
+    "paypal",
+    "payout",
+    "donate",
+    "compensate",
+    "lend",
+    "loan",
 ];
-const MONEY_PHRASES: &[&str] =
-    &["approve spending", "set allowance", "approve the allowance", "unlimited approval"];
-const KEY_PHRASES: &[&str] = &["private key", "seed phrase", "mnemonic", "secret key"];
-const CURRENCIES: &[&str] =
-    &["usdc", "usd", "usdt", "dai", "eth", "dollars", "dollar", "wei", "gwei", "tokens"];
+const MONEY_PHRASES: &[&str] = &[
+    "approve spending",
+    "set allowance",
+    "approve the allowance",
+    "unlimited approval",
+    "increase allowance",
+    "setapprovalforall",
+];
+const KEY_PHRASES: &[&str] =
+    &["private key", "seed phrase", "mnemonic", "secret key", "recovery phrase", "seed words"];
+const CURRENCIES: &[&str] = &[
+    "usdc", "usd", "usdt", "dai", "eth", "dollars", "dollar", "wei", "gwei", "tokens", "eur",
+    "euro", "euros", "gbp", "pounds", "btc", "bitcoin", "sats", "sol", "matic", "bucks", "cents",
+    "yen", "jpy", "chf", "cad", "aud", "inr", "rupees", "rubles", "dólares", "dolares", "francs",
+];
+const CURRENCY_SIGNS: &[char] = &['$', '€', '£', '¥', '₹', '₽', '₩', '₿'];
 
 /// Number words the scanner understands, with their values.
 pub const NUMBER_WORDS: &[(&str, u32)] = &[
@@ -59,20 +97,6 @@ pub const NUMBER_WORDS: &[(&str, u32)] = &[
     ("eleven", 11),
     ("twelve", 12),
     ("twenty", 20),
-];
-
-/// Words that name a capability, per capability.
-pub const CAPABILITY_WORDS: &[(&str, &[&str])] = &[
-    ("translate", &["translate", "translation", "translated"]),
-    (
-        "summarize",
-        &["summarize", "summarise", "summary", "summaries", "tl;dr", "tldr", "condense", "digest"],
-    ),
-    ("sentiment-classify", &["sentiment", "tone", "mood", "positive", "negative"]),
-    (
-        "extract-entities",
-        &["entities", "entity", "extract", "names", "people", "organizations", "companies"],
-    ),
 ];
 
 /// Lowercased words of `text` (letters, digits, `-`, `;` kept inside words).
@@ -111,21 +135,37 @@ pub fn addresses(text: &str) -> Vec<String> {
     out
 }
 
-/// Amounts: `$` followed by a number, or a number followed by a currency.
+/// Amounts: a currency sign and a number (`$5`, `50€`), a number and a
+/// currency (`0.1 USDC`, `5usdc`, `twenty dollars`), or a currency and a
+/// number (`USDC 40`).
 pub fn amounts(text: &str) -> Vec<String> {
+    const TRAILING: &[char] = &[',', '.', ';', ':', '!', '?', ')'];
     let mut out = Vec::new();
     let tokens: Vec<&str> = text.split_whitespace().collect();
     let is_num = |s: &str| {
-        let s = s.trim_end_matches([',', '.', ';', ':', '!', '?', ')']);
+        let s = s.trim_end_matches(TRAILING);
+        let s = s.strip_suffix(['k', 'K', 'm', 'M']).unwrap_or(s);
         !s.is_empty()
             && s.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
             && s.chars().any(|c| c.is_ascii_digit())
     };
+    let is_count = |s: &str| is_num(s) || number(&s.to_lowercase()).is_some();
+    let currency = |s: &str| {
+        let s = s.to_lowercase();
+        let s = s.trim_end_matches(TRAILING);
+        CURRENCIES.contains(&s)
+    };
     for (i, t) in tokens.iter().enumerate() {
-        if let Some(rest) = t.strip_prefix('$')
+        if let Some(rest) = t.strip_prefix(CURRENCY_SIGNS)
             && is_num(rest)
         {
             out.push((*t).to_owned());
+            continue;
+        }
+        if let Some(rest) = t.trim_end_matches(TRAILING).strip_suffix(CURRENCY_SIGNS)
+            && is_num(rest)
+        {
+            out.push(t.trim_end_matches(TRAILING).to_owned());
             continue;
         }
         let lower = t.to_lowercase();
@@ -136,89 +176,73 @@ pub fn amounts(text: &str) -> Vec<String> {
             out.push((*t).to_owned());
             continue;
         }
-        if is_num(t)
+        if is_count(t)
             && let Some(next) = tokens.get(i + 1)
+            && currency(next)
         {
             let next = next.to_lowercase();
-            let next = next.trim_end_matches([',', '.', ';', ':', '!', '?', ')']);
-            if CURRENCIES.contains(&next) {
-                out.push(format!("{t} {next}"));
-            }
+            out.push(format!("{t} {}", next.trim_end_matches(TRAILING)));
+            continue;
+        }
+        // "USDC 40" (the currency is not also the tail of "40 USDC").
+        if currency(t)
+            && !tokens.get(i.wrapping_sub(1)).is_some_and(|p| is_count(p))
+            && let Some(next) = tokens.get(i + 1)
+            && is_num(next)
+        {
+            out.push(format!(
+                "{} {}",
+                lower.trim_end_matches(TRAILING),
+                next.trim_end_matches(TRAILING)
+            ));
         }
     }
     out
 }
 
-/// Capabilities the brief names, in order of first mention, without repeats.
-pub fn capabilities_named(text: &str) -> Vec<&'static str> {
-    let mut found: Vec<(usize, &'static str)> = Vec::new();
-    for (position, word) in words(text).iter().enumerate() {
-        for (capability, keys) in CAPABILITY_WORDS {
-            if keys.contains(&word.as_str()) && !found.iter().any(|(_, c)| c == capability) {
-                found.push((position, capability));
-            }
-        }
-    }
-    found.into_iter().map(|(_, c)| c).collect()
-}
-
 /// Scans a brief for composite and stakes cues.
 pub fn scan(brief: &str) -> Cues {
-    let lower = brief.to_lowercase();
-    let w = words(brief);
+    cues(&Reading::of(brief))
+}
+
+/// The cues of a brief already read.
+pub fn cues(r: &Reading) -> Cues {
     let mut cues = Cues::default();
     let lexical = |name: &str, detail: &str| Signal::new(SignalKind::Lexical, name, detail);
 
+    // Composite cues: the instruction only.
+    let instruction = &r.mask[..r.instruction_end];
     for word in SEQUENCE_WORDS {
-        if w.iter().any(|x| x == word) {
+        if r.words().any(|x| x == *word) {
             cues.composite.push(lexical("sequence", word));
         }
     }
     for phrase in SEQUENCE_PHRASES {
-        if lower.contains(phrase) {
+        if instruction.contains(phrase) {
             cues.composite.push(lexical("sequence", phrase));
         }
     }
-    for word in RESEARCH_WORDS {
-        if w.iter().any(|x| x == word) {
-            cues.composite.push(lexical("research", word));
-        }
-    }
-    for pair in w.windows(2) {
-        let (a, b) = (pair[0].as_str(), pair[1].as_str());
-        if matches!(a, "top" | "best" | "first") && number(b).is_some_and(|n| n > 1) {
-            cues.composite.push(lexical("top_n", &format!("{a} {b}")));
+    if r.research {
+        cues.composite.push(lexical("research", r.lead.as_deref().unwrap_or("top n")));
+        if let Some((phrase, _)) = &r.top_n {
+            cues.composite.push(lexical("top_n", phrase));
         }
     }
     for phrase in EACH_PHRASES {
-        if lower.contains(phrase) {
+        if instruction.contains(phrase) {
             cues.composite.push(lexical("each", phrase));
         }
     }
-    let list_lines = brief
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| {
-            l.starts_with("- ")
-                || l.starts_with("* ")
-                || l.starts_with("• ")
-                || l.split_once(['.', ')']).is_some_and(|(n, rest)| {
-                    !n.is_empty()
-                        && n.len() <= 2
-                        && n.chars().all(|c| c.is_ascii_digit())
-                        && rest.starts_with(' ')
-                })
-        })
-        .count();
-    if list_lines >= 2 {
+    let listed = r.fan_out().map_or(0, |(_, items)| items.len());
+    if listed >= 2 {
         cues.composite.push(Signal::new(
             SignalKind::Semantic,
             "list",
-            format!("{list_lines} list items"),
+            format!("{listed} list items"),
         ));
     }
-    let caps = capabilities_named(brief);
-    if caps.len() >= 2 {
+    if r.steps.len() >= 2 {
+        let caps: Vec<&str> = r.steps.iter().map(|s| s.capability).collect();
         cues.composite.push(Signal::new(
             SignalKind::Semantic,
             "several_capabilities",
@@ -226,6 +250,9 @@ pub fn scan(brief: &str) -> Cues {
         ));
     }
 
+    // Stakes cues: the whole brief, material included.
+    let lower = r.full.to_lowercase();
+    let w = words(&r.full);
     let mut money_verb = false;
     for verb in MONEY_VERBS {
         if w.iter().any(|x| x == verb) {
@@ -233,26 +260,64 @@ pub fn scan(brief: &str) -> Cues {
             cues.stakes.push(Signal::new(SignalKind::Stakes, "money_verb", *verb));
         }
     }
-    let mut phrase_hit = false;
+    let mut high = false;
     for phrase in MONEY_PHRASES.iter().chain(KEY_PHRASES) {
         if lower.contains(phrase) {
-            phrase_hit = true;
+            high = true;
             cues.stakes.push(Signal::new(SignalKind::Stakes, "money_phrase", *phrase));
         }
     }
-    cues.amounts = amounts(brief);
+    cues.amounts = amounts(&r.full);
     for a in &cues.amounts {
         cues.stakes.push(Signal::new(SignalKind::Stakes, "amount", a.clone()));
     }
-    cues.addresses = addresses(brief);
+    cues.addresses = addresses(&r.full);
     for a in &cues.addresses {
         cues.stakes.push(Signal::new(SignalKind::Stakes, "address", a.clone()));
     }
     let has_amount = !cues.amounts.is_empty();
     let has_address = !cues.addresses.is_empty();
-    cues.high_stakes =
-        phrase_hit || (money_verb && (has_amount || has_address)) || (has_amount && has_address);
+    high |= (money_verb && (has_amount || has_address)) || (has_amount && has_address);
+
+    // A step of the instruction that pays ("reimburse Alice", "send the
+    // funds to Bob"), or names an amount beside no work the rules know
+    // ("settle the $40 tab with Bob", a brief in another language).
+    for seg in &r.segments {
+        let text = clip(r.text[seg.at.clone()].trim(), 60);
+        if seg.moves_money {
+            high = true;
+            cues.stakes.push(Signal::new(SignalKind::Stakes, "money_step", text));
+        } else if seg.amount && seg.capabilities.is_empty() && !r.research {
+            high = true;
+            cues.stakes.push(Signal::new(SignalKind::Stakes, "amount_without_work", text));
+        }
+    }
+    // A money word spelled with look-alike letters is a disguise.
+    for f in &r.folded {
+        let read = f.read.to_lowercase();
+        let money = MONEY_VERBS.contains(&read.as_str())
+            || MONEY_ONLY_VERBS.contains(&read.as_str())
+            || MONEY_NOUNS.contains(&read.as_str())
+            || CURRENCIES.contains(&read.as_str());
+        if money {
+            high = true;
+            cues.stakes.push(Signal::new(
+                SignalKind::Stakes,
+                "disguised_money_word",
+                format!("{} read as {read}", f.written),
+            ));
+        }
+    }
+    cues.high_stakes = high;
     cues
+}
+
+/// At most `n` characters of `s`, with an ellipsis when cut.
+fn clip(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
 }
 
 /// Halves the confidence of each axis where the heuristic flags what the
@@ -302,6 +367,10 @@ mod tests {
         assert!(addresses(&format!("{ADDR}00")).is_empty(), "too long is not an address");
         assert_eq!(amounts("send $5 and 0.1 USDC, or 3usdc"), ["$5", "0.1 usdc", "3usdc"]);
         assert!(amounts("the top 5 articles").is_empty());
+        assert_eq!(
+            amounts("50 Euro, 20€, USDC 40, twenty dollars, 40 USDC"),
+            ["50 euro", "20€", "usdc 40", "twenty dollars", "40 usdc"]
+        );
         assert_eq!(number("five"), Some(5));
         assert_eq!(number("12"), Some(12));
         assert_eq!(number("many"), None);
@@ -319,6 +388,9 @@ mod tests {
         assert!(scan("Summarize each of these articles").says_composite());
         assert!(scan("Summarize:\n- one thing\n- another thing").says_composite());
         assert!(!scan("Summarize this article in three bullets").says_composite());
+        // Words in the material, or a planning noun after a verb, are no cue.
+        assert!(!scan("Summarize this: then plan the top 3 moves").says_composite());
+        assert!(!scan("Translate the business plan to French").says_composite());
     }
 
     #[test]
@@ -329,6 +401,18 @@ mod tests {
         assert!(scan("Here is my seed phrase, check it").high_stakes);
         assert!(!scan("Summarize the article about how people send letters").high_stakes);
         assert!(!scan("Translate the price list to Spanish").high_stakes);
+        assert!(!scan("Summarize the $200 invoice").high_stakes, "an amount beside work");
+        // A step that pays, with or without an amount, and verbs the old
+        // list did not know.
+        assert!(scan("Reimburse Alice for lunch").high_stakes);
+        assert!(scan("Summarize the memo and send the funds to Bob").high_stakes);
+        assert!(scan("Summarize the receipt and comp the freelancer 300 USDC").high_stakes);
+        // An amount beside no work the rules know, in any language.
+        assert!(scan("Überweise 50 Euro an Max").high_stakes);
+        // A money verb in look-alike letters.
+        let c = scan("\u{0420}\u{0430}\u{0443} the contractor");
+        assert!(c.high_stakes);
+        assert!(c.stakes.iter().any(|s| s.name == "disguised_money_word"));
     }
 
     #[test]
@@ -344,8 +428,14 @@ mod tests {
             Decomposability::Atomic,
             "halving alone does not relabel"
         );
+        // Both below the threshold: high stakes; composite only when the
+        // plan has several sub-tasks.
+        let mut two = c.clone();
         c.settle(DEFAULT_THRESHOLD);
-        assert_eq!(c.quadrant(), Quadrant::CompositeHigh);
+        assert_eq!(c.quadrant(), Quadrant::AtomicHigh, "no sub-tasks: not composite");
+        two.plan = crate::offline::plan("Translate the memo, then summarize it").plan;
+        two.settle(DEFAULT_THRESHOLD);
+        assert_eq!(two.quadrant(), Quadrant::CompositeHigh);
 
         // Agreement leaves confidences alone.
         let mut agree = classified(Decomposability::Composite, Stakes::High);

@@ -7,6 +7,8 @@
 //! - [`llm`]: the model path (async-openai, forced function call, schema
 //!   validation, address stripping).
 //! - [`offline`]: the deterministic planner used without a key.
+//! - [`reading`]: how the rules read a brief — instruction apart from
+//!   material, steps by their verbs.
 //! - [`normalize`]: look-alike letters folded to the Latin they imitate.
 //! - [`heuristic`]: the pure cross-check over the brief's words.
 //! - [`strip`]: removes every address from a model's answer.
@@ -23,6 +25,7 @@ pub mod heuristic;
 pub mod llm;
 pub mod normalize;
 pub mod offline;
+pub mod reading;
 pub mod strip;
 
 pub use classifier::{Classifier, ClassifyError};

@@ -1,86 +1,64 @@
 //! The offline planner: deterministic rules that classify a brief and propose
-//! a plan with no model and no network. The rules, in the order they apply:
+//! a plan with no model and no network. The brief is read first (see
+//! [`crate::reading`]): look-alike letters folded, the instruction set apart
+//! from its material, the instruction cut into steps by the verbs it uses.
+//! Then the rules, in the order they apply:
 //!
-//! 1. **Raw transfer.** Stakes cues that add up to money at risk (a money verb
-//!    with an amount or an address, an allowance or key phrase) and no work
-//!    capability named: atomic / high, no sub-tasks, and a refusal that says
-//!    Tessera pays registered agents for work and never sends funds to an
-//!    arbitrary address.
-//! 2. **Chain.** The instruction splits on sequencing words (`then`, `after
-//!    that`, `followed by`, `and finally`), or names several capabilities in
-//!    one sentence ("translate … and summarize …"): one sub-task per
-//!    capability in order of mention, each depending on the one before.
-//! 3. **Fan-out.** "each of these three articles", "these 4 reviews", or a
-//!    bulleted / numbered list: one sub-task per item, in parallel.
-//! 4. **Research / top-N.** `research`, `compare`, `plan`, `top N`: N parallel
-//!    research summaries (3 when no number is given) and a final summary that
-//!    depends on all of them.
-//! 5. **Single capability.** One sub-task, atomic.
-//! 6. **Nothing recognized.** Atomic with no sub-tasks and a low confidence.
+//! 1. **Research / top-N.** The brief leads with a research verb (`research`,
+//!    `find`, `compare`, `plan`…) and names no capability of its own or asks
+//!    for the top N; or it names no capability, asks for the top N and points
+//!    at no material: N parallel research summaries (3 when no number is
+//!    given) and a final summary that depends on all of them.
+//! 2. **Chain.** Several steps, split on sequencing words (`then`, `after
+//!    that`, `followed by`, `and finally`) or on a new capability verb after
+//!    `and` or a comma ("translate … and summarize …"): one sub-task per step
+//!    in order, each depending on the one before.
+//! 3. **Fan-out.** One capability over separate items: "each of these three
+//!    articles", "these 4 reviews", or a list the instruction points at in the
+//!    plural: one sub-task per item, in parallel.
+//! 4. **Single capability.** One sub-task.
+//! 5. **Raw transfer.** No work named, but the stakes cues add up to money at
+//!    risk: no sub-tasks, and a refusal that says Tessera pays registered
+//!    agents for work and never sends funds to an arbitrary address.
+//! 6. **Nothing recognized.** No capability matched (a brief in another
+//!    language, a request the registry has no capability for): no sub-tasks
+//!    and a plain "pick a capability by hand", never a guessed plan.
 //!
-//! Stakes are high whenever the heuristic's stakes cues add up to money at
-//! risk, whatever the rule. The result then goes through the same cross-check
+//! The shape follows the plan: a plan with 0 or 1 sub-task is atomic, one
+//! with 2 or more is composite. Stakes are high whenever the heuristic's
+//! stakes cues add up to money at risk, whatever the rule; an unrecognized
+//! brief's stakes are unknown, so its low confidence lets the caution rules
+//! read it as high. A step that moves money beside the work is left out of
+//! the plan and said so. The result then goes through the same cross-check
 //! and caution rules as a model's answer.
 
 use crate::{
     classify::{
         Axis, Classification, Decomposability, Engine, ProposedSubTask, Signal, SignalKind, Stakes,
     },
-    heuristic::{self, Cues, capabilities_named, number},
+    heuristic::{self, Cues},
+    llm::MAX_SPEC_BYTES,
+    reading::Reading,
 };
+
+pub use crate::reading::MAX_FAN_OUT;
 
 /// Seconds each proposed sub-task gets.
 pub const DEFAULT_DEADLINE_SECS: u64 = 3600;
 /// Research briefs with no number get this many candidates.
 pub const DEFAULT_RESEARCH_WIDTH: u32 = 3;
-/// Most parallel items a fan-out or research plan proposes.
-pub const MAX_FAN_OUT: u32 = 12;
+/// The capabilities the rules can plan, for the "pick one" answer.
+pub const KNOWN_CAPABILITIES: &[&str] =
+    &["translate", "summarize", "sentiment-classify", "extract-entities"];
 
-const SEPARATORS: &[&str] = &[
-    ", and then ",
-    " and then ",
-    ", then ",
-    "; then ",
-    ". then ",
-    " then ",
-    ", after that ",
-    ". after that ",
-    " after that ",
-    ", followed by ",
-    " followed by ",
-    ", and finally ",
-    " and finally ",
-    ". finally ",
-];
-const ITEM_NOUNS: &[&str] = &[
-    "articles",
-    "documents",
-    "texts",
-    "reviews",
-    "posts",
-    "emails",
-    "reports",
-    "papers",
-    "pages",
-    "stories",
-    "paragraphs",
-    "messages",
-    "items",
-    "links",
-    "files",
-];
-
-/// The part of a brief that is instruction rather than material: everything
-/// before a colon that introduces a longer text, or the whole brief.
-pub fn instruction(brief: &str) -> &str {
-    match brief.find(':') {
-        Some(at) if brief[at + 1..].trim().len() > 80 => brief[..at].trim(),
-        _ => brief.trim(),
-    }
+/// The part of a brief that is instruction rather than material (see
+/// [`crate::reading`]).
+pub fn instruction(brief: &str) -> String {
+    Reading::of(brief).instruction().to_owned()
 }
 
 fn sentence_case(s: &str) -> String {
-    let s = s.trim().trim_end_matches(['.', ',', ';']).trim();
+    let s = s.trim().trim_end_matches(['.', ',', ';', ':']).trim();
     let mut chars = s.chars();
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
@@ -88,86 +66,66 @@ fn sentence_case(s: &str) -> String {
     }
 }
 
+/// A spec no longer than an executor accepts.
+fn bounded(mut spec: String) -> String {
+    if spec.len() > MAX_SPEC_BYTES {
+        let mut at = MAX_SPEC_BYTES - '…'.len_utf8();
+        while !spec.is_char_boundary(at) {
+            at -= 1;
+        }
+        spec.truncate(at);
+        spec.push('…');
+    }
+    spec
+}
+
+/// `instruction` with the brief's material after a colon, when it has some:
+/// the executor of a first step needs the text it works on.
+fn with_material(instruction: String, r: &Reading) -> String {
+    match r.material() {
+        Some(m) => format!("{instruction}: {m}"),
+        None => instruction,
+    }
+}
+
 fn subtask(index: u32, capability: &str, spec: String, depends_on: Vec<u32>) -> ProposedSubTask {
     ProposedSubTask {
         index,
         capability: capability.to_owned(),
-        spec,
+        spec: bounded(spec),
         estimated_cost: None,
         deadline_offset_secs: DEFAULT_DEADLINE_SECS,
         depends_on,
     }
 }
 
-/// Splits the instruction into clauses on sequencing words.
-fn clauses(text: &str) -> Vec<String> {
-    let mut parts = vec![text.to_owned()];
-    for sep in SEPARATORS {
-        parts = parts
-            .into_iter()
-            .flat_map(|p| {
-                let lower = p.to_lowercase();
-                let mut out = Vec::new();
-                let mut start = 0;
-                while let Some(found) = lower[start..].find(sep) {
-                    out.push(p[start..start + found].to_owned());
-                    start += found + sep.len();
-                }
-                out.push(p[start..].to_owned());
-                out
-            })
-            .filter(|p| !p.trim().is_empty())
-            .collect();
-    }
-    parts
-}
-
-/// How many items a fan-out brief names ("each of these three articles").
-fn fan_out_count(text: &str) -> Option<u32> {
-    let w = heuristic::words(text);
-    for (i, word) in w.iter().enumerate() {
-        if ITEM_NOUNS.contains(&word.as_str())
-            && let Some(n) = i.checked_sub(1).and_then(|j| number(&w[j])).filter(|n| *n > 1)
-        {
-            return Some(n.min(MAX_FAN_OUT));
-        }
-    }
-    None
-}
-
-/// Bulleted or numbered list items of a brief.
-fn list_items(brief: &str) -> Vec<String> {
-    brief
-        .lines()
-        .map(str::trim)
-        .filter_map(|l| {
-            for bullet in ["- ", "* ", "• "] {
-                if let Some(rest) = l.strip_prefix(bullet) {
-                    return Some(rest.trim().to_owned());
-                }
-            }
-            let (n, rest) = l.split_once(['.', ')'])?;
-            (!n.is_empty()
-                && n.len() <= 2
-                && n.chars().all(|c| c.is_ascii_digit())
-                && rest.starts_with(' '))
-            .then(|| rest.trim().to_owned())
-        })
-        .filter(|i| !i.is_empty())
-        .collect()
-}
-
 /// Classifies `brief` and proposes a plan by the rules above.
+///
+/// The payload (material sent beside the brief) is not an argument: the
+/// rules read only the brief, so nothing in the payload can steer the plan.
 pub fn plan(brief: &str) -> Classification {
-    let cues = heuristic::scan(brief);
-    let mut c = propose(brief, &cues);
-    c.signals.splice(0..0, cues.composite.iter().chain(&cues.stakes).cloned());
+    let r = Reading::of(brief);
+    let cues = heuristic::cues(&r);
+    let mut c = propose(&r, &cues);
+    let mut head: Vec<Signal> = cues.composite.iter().chain(&cues.stakes).cloned().collect();
+    if !r.folded.is_empty() {
+        let words: Vec<String> =
+            r.folded.iter().take(5).map(|f| format!("{} → {}", f.written, f.read)).collect();
+        head.push(Signal::new(
+            SignalKind::Guard,
+            "homoglyphs",
+            format!(
+                "{} word(s) spelled with look-alike or hidden characters, read as Latin: {}",
+                r.folded.len(),
+                words.join(", ")
+            ),
+        ));
+    }
+    c.signals.splice(0..0, head);
     c
 }
 
-fn propose(brief: &str, cues: &Cues) -> Classification {
-    let head = instruction(brief);
-    let named = capabilities_named(head);
+fn propose(r: &Reading, cues: &Cues) -> Classification {
     let stakes = if cues.high_stakes {
         Axis { value: Stakes::High, confidence: 0.9 }
     } else if cues.stakes.is_empty() {
@@ -175,11 +133,8 @@ fn propose(brief: &str, cues: &Cues) -> Classification {
     } else {
         Axis { value: Stakes::Low, confidence: 0.6 }
     };
-    let result = |d: Decomposability,
-                  conf: f64,
-                  plan: Vec<ProposedSubTask>,
-                  rule: &str,
-                  reasoning: String| {
+    let result = |conf: f64, plan: Vec<ProposedSubTask>, rule: &str, reasoning: String| {
+        let d = if plan.len() >= 2 { Decomposability::Composite } else { Decomposability::Atomic };
         Classification {
             decomposability: Axis { value: d, confidence: conf },
             stakes,
@@ -190,106 +145,19 @@ fn propose(brief: &str, cues: &Cues) -> Classification {
             refusal: None,
         }
     };
-
-    let research = cues.composite.iter().any(|s| s.name == "research" || s.name == "top_n");
-    // 1. A raw transfer.
-    if cues.high_stakes && named.is_empty() && !research {
-        let to = cues.addresses.first().map_or("an address".to_owned(), Clone::clone);
-        let mut c = result(
-            Decomposability::Atomic,
-            0.8,
-            Vec::new(),
-            "raw_transfer",
-            "The brief asks to move money, not for work an agent can deliver.".into(),
-        );
-        c.stakes = Axis { value: Stakes::High, confidence: 0.95 };
-        c.refusal = Some(format!(
-            "Tessera pays registered agents for sub-tasks they deliver, within the plan's spend cap; \
-             it does not send funds to {to} or any other arbitrary address."
-        ));
-        return c;
-    }
-
-    // 2. A chain.
-    let all_clauses = clauses(head);
-    let parts: Vec<(String, &'static str)> = all_clauses
+    let instruction = sentence_case(r.instruction());
+    // Steps that pay, or name an amount beside no work (research plans,
+    // which return first, may name a budget).
+    let money_steps = r
+        .segments
         .iter()
-        .filter_map(|clause| capabilities_named(clause).first().map(|cap| (clause.clone(), *cap)))
-        .collect();
-    // A money step beside the work ("…, then pay 40 USDC to 0x…") is dropped
-    // from the plan: the work is still several steps, one of them refused.
-    let dropped_money_step =
-        cues.high_stakes && all_clauses.len() > parts.len() && !parts.is_empty();
-    let chain: Vec<(String, &'static str)> = if parts.len() >= 2 {
-        parts.clone()
-    } else if named.len() >= 2 && !research {
-        named.iter().map(|cap| (head.to_owned(), *cap)).collect()
-    } else {
-        Vec::new()
-    };
-    if chain.len() >= 2 {
-        let plan = chain
-            .iter()
-            .enumerate()
-            .map(|(i, (clause, cap))| {
-                let spec = if chain.iter().all(|(c, _)| c == clause) {
-                    format!("{} ({cap} step)", sentence_case(clause))
-                } else {
-                    sentence_case(clause)
-                };
-                let deps = if i == 0 { vec![] } else { vec![i as u32 - 1] };
-                subtask(i as u32, cap, spec, deps)
-            })
-            .collect::<Vec<_>>();
-        let steps: Vec<&str> = chain.iter().map(|(_, c)| *c).collect();
-        return result(
-            Decomposability::Composite,
-            0.85,
-            plan,
-            "chain",
-            format!(
-                "A sequence of {} steps: {}; each step works on the previous one's output.",
-                steps.len(),
-                steps.join(" → ")
-            ),
-        );
-    }
+        .filter(|s| s.moves_money || (s.amount && s.capabilities.is_empty()))
+        .count();
 
-    // 3. A fan-out over items.
-    let items = list_items(brief);
-    let count = fan_out_count(head)
-        .or_else(|| (items.len() >= 2).then(|| (items.len() as u32).min(MAX_FAN_OUT)));
-    if let (Some(n), Some(cap), false) = (count, named.first(), research) {
-        let plan = (0..n)
-            .map(|k| {
-                let spec = match items.get(k as usize) {
-                    Some(item) => {
-                        format!("{} — item {} of {n}: {item}", sentence_case(head), k + 1)
-                    }
-                    None => format!("{} — item {} of {n}", sentence_case(head), k + 1),
-                };
-                subtask(k, cap, spec, vec![])
-            })
-            .collect();
-        return result(
-            Decomposability::Composite,
-            0.8,
-            plan,
-            "fan_out",
-            format!("The same `{cap}` work on {n} separate items, in parallel."),
-        );
-    }
-
-    // 4. Research / top-N.
-    if research {
-        let n = cues
-            .composite
-            .iter()
-            .find(|s| s.name == "top_n")
-            .and_then(|s| s.detail.split_whitespace().nth(1).and_then(number))
-            .unwrap_or(DEFAULT_RESEARCH_WIDTH)
-            .min(MAX_FAN_OUT);
-        let topic = sentence_case(head);
+    // 1. Research / top-N.
+    if r.research {
+        let n = r.top_n.as_ref().map_or(DEFAULT_RESEARCH_WIDTH, |(_, n)| *n).min(MAX_FAN_OUT);
+        let topic = with_material(instruction, r);
         let mut plan: Vec<ProposedSubTask> = (0..n)
             .map(|k| {
                 subtask(
@@ -307,7 +175,6 @@ fn propose(brief: &str, cues: &Cues) -> Classification {
             (0..n).collect(),
         ));
         return result(
-            Decomposability::Composite,
             0.75,
             plan,
             "research",
@@ -317,50 +184,137 @@ fn propose(brief: &str, cues: &Cues) -> Classification {
         );
     }
 
-    // 5. One capability.
-    if let Some(cap) = named.first() {
-        let (clause, d) = match (dropped_money_step, parts.first()) {
-            (true, Some((clause, _))) => (clause.as_str(), Decomposability::Composite),
-            _ => (head, Decomposability::Atomic),
-        };
+    // 2. A chain.
+    if r.steps.len() >= 2 {
+        let plan: Vec<ProposedSubTask> = r
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, step)| {
+                let clause = sentence_case(&r.text[step.at.clone()]);
+                let spec = if step.shared {
+                    format!("{clause} ({} step)", step.capability)
+                } else {
+                    clause
+                };
+                let spec = if i == 0 { with_material(spec, r) } else { spec };
+                let deps = if i == 0 { vec![] } else { vec![i as u32 - 1] };
+                subtask(i as u32, step.capability, spec, deps)
+            })
+            .collect();
+        let steps: Vec<&str> = r.steps.iter().map(|s| s.capability).collect();
         let mut c = result(
-            d,
             0.85,
-            vec![subtask(0, cap, sentence_case(clause), vec![])],
-            "single",
-            format!("One `{cap}` task."),
+            plan,
+            "chain",
+            format!(
+                "A sequence of {} steps: {}; each step works on the previous one's output.",
+                steps.len(),
+                steps.join(" → ")
+            ),
         );
-        if dropped_money_step {
-            c.reasoning.push_str(
-                " The brief also asks to move money; that step is not a sub-task — Tessera pays \
-                 only the registered agents doing the work.",
-            );
-            c.signals.push(Signal::new(
-                SignalKind::Guard,
-                "transfer_dropped",
-                "a money step is not planned",
-            ));
-        }
+        note_dropped_money(&mut c, money_steps);
         return c;
     }
 
-    // 6. Nothing recognized: neither axis is known.
+    if let Some(step) = r.steps.first() {
+        let cap = step.capability;
+        // 3. A fan-out over items.
+        if let Some((n, items)) = r.fan_out() {
+            let plan = (0..n)
+                .map(|k| {
+                    let spec = match items.get(k as usize) {
+                        Some(item) => format!("{instruction} — item {} of {n}: {item}", k + 1),
+                        None => with_material(format!("{instruction} — item {} of {n}", k + 1), r),
+                    };
+                    subtask(k, cap, spec, vec![])
+                })
+                .collect();
+            let mut c = result(
+                0.8,
+                plan,
+                "fan_out",
+                format!("The same `{cap}` work on {n} separate items, in parallel."),
+            );
+            note_dropped_money(&mut c, money_steps);
+            return c;
+        }
+
+        // 4. One capability: its own segment when a money step is left out.
+        let spec =
+            if money_steps > 0 { sentence_case(&r.text[step.at.clone()]) } else { instruction };
+        let mut c = result(
+            0.85,
+            vec![subtask(0, cap, with_material(spec, r), vec![])],
+            "single",
+            format!("One `{cap}` task."),
+        );
+        note_dropped_money(&mut c, money_steps);
+        return c;
+    }
+
+    // 5. A raw transfer.
+    if cues.high_stakes {
+        let to = cues.addresses.first().map_or("an address".to_owned(), Clone::clone);
+        let mut c = result(
+            0.8,
+            Vec::new(),
+            "raw_transfer",
+            "The brief asks to move money, not for work an agent can deliver.".into(),
+        );
+        c.stakes = Axis { value: Stakes::High, confidence: 0.95 };
+        c.refusal = Some(format!(
+            "Tessera pays registered agents for sub-tasks they deliver, within the plan's spend cap; \
+             it does not send funds to {to} or any other arbitrary address."
+        ));
+        return c;
+    }
+
+    // 6. Nothing recognized: a manual pick, not a guess. Neither axis is
+    // known; the low stakes confidence lets the caution rules read it as high.
+    let why = if r.latin {
+        "No capability matched"
+    } else {
+        "No capability matched (the brief looks written in a language the offline rules do not read)"
+    };
     let mut c = result(
-        Decomposability::Atomic,
         0.3,
         Vec::new(),
         "unrecognized",
-        "No capability the registry knows (translate, summarize, sentiment-classify, \
-         extract-entities) is named; write the plan by hand or rephrase the brief."
-            .into(),
+        format!(
+            "{why}: pick one by hand ({}) or rephrase the brief.",
+            KNOWN_CAPABILITIES.join(", ")
+        ),
     );
+    c.signals.push(Signal::new(
+        SignalKind::Guard,
+        "needs_manual_pick",
+        "no capability matched; no plan proposed",
+    ));
     c.stakes.confidence = c.stakes.confidence.min(0.3);
     c
+}
+
+/// Says that a step moving money was left out of the plan.
+fn note_dropped_money(c: &mut Classification, money_steps: usize) {
+    if money_steps == 0 {
+        return;
+    }
+    c.reasoning.push_str(
+        " The brief also asks to move money; that step is not a sub-task — Tessera pays \
+         only the registered agents doing the work.",
+    );
+    c.signals.push(Signal::new(
+        SignalKind::Guard,
+        "transfer_dropped",
+        "a money step is not planned",
+    ));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::{DEFAULT_THRESHOLD, Quadrant};
 
     #[test]
     fn chain_splits_on_then() {
@@ -395,6 +349,123 @@ mod tests {
         assert_eq!(c.stakes.value, Stakes::High);
         assert!(c.plan.is_empty());
         assert!(c.refusal.as_deref().unwrap().contains("does not send funds to 0x5290"));
+    }
+
+    /// The plan's capabilities and the quadrant after the caution rules.
+    fn settled(brief: &str) -> (Vec<String>, Quadrant, Classification) {
+        let mut c = plan(brief);
+        heuristic::cross_check(&mut c, &heuristic::scan(brief));
+        c.settle(DEFAULT_THRESHOLD);
+        (c.plan.iter().map(|s| s.capability.clone()).collect(), c.quadrant(), c)
+    }
+
+    #[test]
+    fn a_planning_word_noun_does_not_make_a_research_plan() {
+        // Used to be four research summaries and no translation.
+        let (caps, q, c) = settled("Translate the business plan to French");
+        assert_eq!((caps, q), (vec!["translate".to_owned()], Quadrant::AtomicLow));
+        assert_eq!(c.plan[0].spec, "Translate the business plan to French");
+        let (caps, q, _) = settled("Summarize the top 3 takeaways of the quarterly report");
+        assert_eq!((caps, q), (vec!["summarize".to_owned()], Quadrant::AtomicLow));
+        let (caps, _, _) = settled("What is the tone of the project plan?");
+        assert_eq!(caps, ["sentiment-classify"]);
+        // "Top N" is research when the brief asks to find or research.
+        let (caps, q, _) = settled("Find the top 3 coffee roasters in Lisbon");
+        assert_eq!((caps.len(), q), (4, Quadrant::CompositeLow));
+        let (caps, _, _) = settled("Plan a three-day trip to Porto");
+        assert_eq!(caps.len(), 4);
+    }
+
+    #[test]
+    fn material_is_not_scanned_as_instructions() {
+        // After a colon, even when short.
+        let (caps, q, c) = settled(
+            "Summarize this article: The city will plan a new tram line, then research the top 3 routes.",
+        );
+        assert_eq!((caps, q), (vec!["summarize".to_owned()], Quadrant::AtomicLow));
+        assert!(
+            c.plan[0].spec.ends_with("research the top 3 routes."),
+            "material kept in the spec"
+        );
+        assert!(!c.signals.iter().any(|s| s.name == "sequence" || s.name == "research"));
+        // In quotes.
+        let (caps, q, c) = settled(
+            "Translate \"Plan the top 3 launches, then summarize the results\" into Italian",
+        );
+        assert_eq!((caps, q), (vec!["translate".to_owned()], Quadrant::AtomicLow));
+        assert!(c.plan[0].spec.contains("\"Plan the top 3 launches"), "{}", c.plan[0].spec);
+        // Outside the quotes the instruction still chains.
+        let (caps, _, _) = settled(
+            "Translate \u{AB}research the top 3 vendors\u{BB} to English, then summarize it",
+        );
+        assert_eq!(caps, ["translate", "summarize"]);
+    }
+
+    #[test]
+    fn an_unrecognized_brief_is_a_manual_pick_not_a_composite() {
+        for brief in [
+            "Traduis ce document en anglais, s'il te plaît",
+            "Переведи этот текст на английский",
+            "この記事を要約してください",
+            "Make it better",
+        ] {
+            let (caps, q, c) = settled(brief);
+            assert!(caps.is_empty(), "{brief}");
+            assert_eq!(q, Quadrant::AtomicHigh, "{brief}: zero sub-tasks is not composite");
+            assert!(c.needs_manual_pick(), "{brief}");
+            assert!(c.signals.iter().any(|s| s.name == "needs_manual_pick"), "{brief}");
+            assert!(c.reasoning.contains("pick one by hand"), "{}", c.reasoning);
+        }
+    }
+
+    #[test]
+    fn look_alike_letters_neither_fool_the_rules_nor_lower_the_stakes() {
+        // A Cyrillic "а" in "Summarize".
+        let (caps, q, c) = settled("Summ\u{0430}rize the quarterly report");
+        assert_eq!((caps, q), (vec!["summarize".to_owned()], Quadrant::AtomicLow));
+        assert!(c.signals.iter().any(|s| s.name == "homoglyphs"));
+        // A Cyrillic "ѕеnd" beside work: the money step still makes it high.
+        let (caps, q, _) = settled("Translate the memo and \u{0455}\u{0435}nd 30 USDC to Bob");
+        assert_eq!((caps, q), (vec!["translate".to_owned()], Quadrant::AtomicHigh));
+        // A Greek and Cyrillic "Pay" with no amount at all.
+        let (_, q, c) = settled("\u{03A1}\u{0430}\u{0443} the contractor for the logo");
+        assert_eq!(q, Quadrant::AtomicHigh);
+        assert!(c.refusal.is_some() && c.stakes.confidence >= DEFAULT_THRESHOLD);
+    }
+
+    #[test]
+    fn unfamiliar_money_verbs_are_high_stakes() {
+        for brief in [
+            "Summarize the receipt and reimburse Alice 30 USDC",
+            "Summarize the receipt and refund the customer 15 USDC",
+            "Translate the memo, then settle the $40 tab with Bob",
+            "Summarize the receipt and comp the freelancer 300 USDC",
+        ] {
+            let (caps, q, c) = settled(brief);
+            assert_eq!(caps.len(), 1, "{brief}: the money step is not planned");
+            assert_eq!(q, Quadrant::AtomicHigh, "{brief}");
+            assert!(c.signals.iter().any(|s| s.name == "transfer_dropped"), "{brief}");
+        }
+        for brief in ["Reimburse Alice for the team lunch", "Überweise 50 Euro an Max"] {
+            let (caps, q, c) = settled(brief);
+            assert!(caps.is_empty() && c.refusal.is_some(), "{brief}");
+            assert_eq!(q, Quadrant::AtomicHigh, "{brief}");
+        }
+    }
+
+    #[test]
+    fn a_composite_label_needs_two_sub_tasks() {
+        // The money step is dropped: one sub-task left, so atomic.
+        let c = plan(
+            "Summarize the invoice, then pay 40 USDC to 0x52908400098527886E0F7030069857D2E4169EE7",
+        );
+        assert_eq!(c.plan.len(), 1);
+        assert_eq!(c.decomposability.value, Decomposability::Atomic);
+        assert_eq!(c.stakes.value, Stakes::High);
+        assert!(c.signals.iter().any(|s| s.name == "transfer_dropped"));
+        // A one-step brief with a sequencing word that leads nowhere.
+        let (caps, q, _) = settled("Translate the memo, then email it to the whole team");
+        assert_eq!((caps, q), (vec!["translate".to_owned()], Quadrant::AtomicLow));
     }
 
     #[test]

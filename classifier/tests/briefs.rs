@@ -1,42 +1,69 @@
-//! The offline classifier against the corpus of briefs with their expected
-//! quadrant and plan size.
+//! The offline classifier against the corpus: every brief must get its
+//! expected decomposability, stakes and plan.
 
-use tessera_classifier::{Classifier, Stakes, corpus::BRIEFS};
+use tessera_classifier::{Classifier, Stakes, bench::accuracy, corpus::CASES};
 
 #[tokio::test]
-async fn offline_planner_puts_each_brief_in_its_quadrant() {
+async fn offline_planner_answers_every_corpus_brief() {
     let classifier = Classifier::offline();
-    assert!(BRIEFS.len() >= 40, "the corpus has {} briefs", BRIEFS.len());
+    assert!(CASES.len() >= 80, "the corpus has {} briefs", CASES.len());
     let mut failures = Vec::new();
-    for (brief, quadrant, subtasks) in BRIEFS {
-        let c = classifier.classify(brief, None).await.unwrap();
-        if c.quadrant() != *quadrant || c.plan.len() != *subtasks {
+    for case in CASES {
+        let c = classifier.classify(case.brief, case.payload).await.unwrap();
+        let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+        if c.decomposability.value != case.decomposability
+            || c.stakes.value != case.stakes
+            || caps != case.capabilities
+            || c.refusal.is_some() != case.refused
+        {
             failures.push(format!(
-                "{brief:?}: got {:?} with {} sub-tasks ({:?}), want {quadrant:?} with {subtasks}",
-                c.quadrant(),
-                c.plan.len(),
-                c.plan.iter().map(|s| s.capability.as_str()).collect::<Vec<_>>()
+                "{:?}: got {:?} / {:?} {caps:?} refused={}, want {:?} / {:?} {:?} refused={}",
+                case.brief,
+                c.decomposability.value,
+                c.stakes.value,
+                c.refusal.is_some(),
+                case.decomposability,
+                case.stakes,
+                case.capabilities,
+                case.refused,
             ));
         }
         // Every proposed plan is well formed: indexes 0..n, dependencies earlier.
         for (i, s) in c.plan.iter().enumerate() {
             assert_eq!(s.index as usize, i);
-            assert!(s.depends_on.iter().all(|d| (*d as usize) < i), "{brief:?}");
+            assert!(s.depends_on.iter().all(|d| (*d as usize) < i), "{:?}", case.brief);
         }
-        // A high-stakes brief with nothing to plan says why.
-        if c.stakes.value == Stakes::High && c.plan.is_empty() && c.stakes.confidence >= 0.5 {
-            assert!(
-                c.refusal.is_some(),
-                "{brief:?} is a raw transfer and must say why it is refused"
-            );
+        // The label matches the plan: composite means two sub-tasks or more.
+        assert_eq!(
+            c.plan.len() >= 2,
+            c.quadrant() == tessera_classifier::Quadrant::CompositeLow
+                || c.quadrant() == tessera_classifier::Quadrant::CompositeHigh,
+            "{:?}",
+            case.brief
+        );
+        // A high-stakes brief with nothing to plan says why: a refusal, or a
+        // manual pick.
+        if c.plan.is_empty() {
+            assert!(c.refusal.is_some() || c.needs_manual_pick(), "{:?}", case.brief);
+            assert_eq!(c.stakes.value, Stakes::High, "{:?}", case.brief);
         }
     }
     assert!(
         failures.is_empty(),
         "{} of {} briefs misclassified:\n{}",
         failures.len(),
-        BRIEFS.len(),
+        CASES.len(),
         failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn accuracy_counts_the_real_answers() {
+    let a = accuracy(&Classifier::offline()).await;
+    assert_eq!(a.briefs, CASES.len());
+    assert_eq!(
+        (a.decomposability.right, a.stakes.right, a.plan.right),
+        (CASES.len(), CASES.len(), CASES.len())
     );
 }
 
