@@ -191,7 +191,7 @@ SOAK_SEEDS ?= 200
 
 bench: bench-gas bench-plan bench-classify bench-indexer ## every benchmark (gas, plan, classify); JSON reports in target/bench/
 
-bench-classify: toolchain ## offline classify latency p50/p99 over the brief corpus vs. the heuristic scan alone
+bench-classify: toolchain ## offline planner accuracy per axis on the brief corpus, and classify latency p50/p99 vs. the heuristic scan alone
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench classify --json $(BENCH_DIR)/classify.json
 
 bench-plan: toolchain ## approve -> settled time of a 5-step chain plan, cycle p50/p99, direct baseline (JSON in target/bench/)
