@@ -272,7 +272,8 @@ async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
     let out = run(args(&["plan", brief, "--yes"])).await;
     assert!(!out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("HIGH STAKES") && stdout.contains("composite_high"), "{stdout}");
+    // The money step is not planned: one sub-task, so atomic.
+    assert!(stdout.contains("HIGH STAKES") && stdout.contains("atomic_high"), "{stdout}");
 
     // With the amount and recipient typed on the command line it runs (and
     // waits at the review gate, so only the approval is checked here).

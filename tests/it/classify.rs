@@ -143,8 +143,9 @@ async fn the_heuristic_halves_what_the_model_missed() {
     let c = classifier(&mock).classify(&brief, None).await.unwrap();
     assert_eq!(c.decomposability.confidence, 0.45);
     assert_eq!(c.stakes.confidence, 0.4);
-    // Both below 0.5: the cautious quadrant.
-    assert_eq!(c.quadrant(), Quadrant::CompositeHigh);
+    // Both below 0.5: the cautious quadrant — high stakes; the one-step plan
+    // stays atomic (composite needs two sub-tasks).
+    assert_eq!(c.quadrant(), Quadrant::AtomicHigh);
     let names: Vec<&str> = c.signals.iter().map(|s| s.name.as_str()).collect();
     assert!(
         names.contains(&"halved_decomposability") && names.contains(&"halved_stakes"),
