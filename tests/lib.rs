@@ -158,7 +158,7 @@ impl Stack {
             Arc::clone(&orch),
             TEST_TOKEN,
             tessera_classifier::Classifier::offline(),
-            tessera_orchestrator::limits::StreamGate::new(&Default::default()),
+            tessera_http::limits::StreamGate::new(&Default::default()),
         );
         tasks.push(tokio::spawn(async move {
             axum_serve(listener, app).await;
@@ -315,15 +315,7 @@ pub fn task_id_for(funder: Address, r: B256) -> U256 {
 pub async fn hostile_lineage(env: &TestEnv, depth: usize) -> (B256, [U256; 4], Vec<U256>) {
     let sponsor = env.actors.sponsor.address();
     let escrow = tessera_bindings::TaskEscrow::new(env.deployment.task_escrow, &env.provider);
-    MockUSDC::new(env.deployment.token, &env.provider)
-        .approve(env.deployment.task_escrow, U256::MAX)
-        .from(sponsor)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
+    allow_escrow(env).await;
     let plan = alloy::primitives::keccak256("hostile-lineage");
     let now = env.driver().now().await.unwrap();
     let id = |r: &str| task_id_for(sponsor, alloy::primitives::keccak256(r));
@@ -372,4 +364,18 @@ pub async fn one_more_task(env: &TestEnv, label: &str) -> U256 {
     d.scenario(label);
     let params = d.params(env.actors.agent(0), 1_000, "data:,x".into()).await.expect("params");
     d.create_with_permit(params).await.expect("created").id
+}
+
+/// The sponsor lets the escrow take any amount, in a block of its own, so
+/// later creations need no permit.
+pub async fn allow_escrow(env: &TestEnv) {
+    MockUSDC::new(env.deployment.token, &env.provider)
+        .approve(env.deployment.task_escrow, U256::MAX)
+        .from(env.actors.sponsor.address())
+        .send()
+        .await
+        .expect("approve sent")
+        .get_receipt()
+        .await
+        .expect("approve mined");
 }

@@ -43,27 +43,8 @@ fn indexer(env: &TestEnv, dir: &Path, db: &str, port: u16, max_streams: usize) -
 
 /// `tessera serve` with its embedded indexer, short keep-alives and a cap.
 fn serve(env: &TestEnv, dir: &Path, port: u16, max_streams: usize) -> Service {
-    let deployment = dir.join("deployment.json");
-    env.deployment.save(&deployment).unwrap();
-    let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
-    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--deployment")
-        .arg(&deployment)
-        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-        .args(["--database-url", &format!("sqlite://{}", dir.join("runs.db").display())])
-        .args(["--index-database-url", &format!("sqlite://{}", dir.join("index.db").display())])
-        .arg("--blobs")
-        .arg(dir.join("blobs"))
-        .args(["--keep-alive-secs", "1", "--max-streams", &max_streams.to_string()])
-        .env("TESSERA_SPONSOR_KEY", sponsor_key)
-        .env("TESSERA_API_TOKEN", TEST_TOKEN)
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tessera serve starts");
-    Service(child)
+    let cap = max_streams.to_string();
+    support::start_with(env, dir, port, &["--keep-alive-secs", "1", "--max-streams", &cap])
 }
 
 /// GET `url` as JSON, which must answer within 15 s.

@@ -12,7 +12,7 @@ use alloy::{
 };
 use serde_json::{Value, json};
 use tessera_anvil::deploy::DeployConfig;
-use tessera_bindings::{ITaskEscrow::CreateParams, MockUSDC, TaskEscrow};
+use tessera_bindings::{ITaskEscrow::CreateParams, TaskEscrow};
 use tessera_e2e::{Stack, TestEnv};
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
 
@@ -199,15 +199,7 @@ async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
     let sponsor = env.actors.sponsor.address();
     let escrow = TaskEscrow::new(env.deployment.task_escrow, &env.provider);
     // An allowance in an earlier block, so creations need no permit nonce.
-    MockUSDC::new(env.deployment.token, &env.provider)
-        .approve(env.deployment.task_escrow, U256::MAX)
-        .from(sponsor)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
+    tessera_e2e::allow_escrow(&env).await;
     let plan = keccak256("reorg-lineage");
     let now = env.driver().now().await.unwrap();
     let params = |r: &str, parent: U256| CreateParams {

@@ -27,6 +27,16 @@ pub(crate) fn free_port() -> u16 {
 }
 
 pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Service {
+    start_with(env, dir, port, &[])
+}
+
+/// [`start`] with `extra` arguments for `tessera serve`.
+pub(crate) fn start_with(
+    env: &TestEnv,
+    dir: &std::path::Path,
+    port: u16,
+    extra: &[&str],
+) -> Service {
     let deployment = dir.join("deployment.json");
     env.deployment.save(&deployment).unwrap();
     let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
@@ -39,6 +49,7 @@ pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Service 
         .args(["--index-database-url", &format!("sqlite://{}", dir.join("index.db").display())])
         .arg("--blobs")
         .arg(dir.join("blobs"))
+        .args(extra)
         .env("TESSERA_SPONSOR_KEY", sponsor_key)
         .env("TESSERA_API_TOKEN", TEST_TOKEN)
         .env_remove("DATABASE_URL")
