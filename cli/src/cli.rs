@@ -159,8 +159,8 @@ pub(crate) struct Limits {
 
 impl Limits {
     /// The gate the routers share, made from these limits.
-    pub(crate) fn gate(&self) -> tessera_orchestrator::limits::StreamGate {
-        tessera_orchestrator::limits::StreamGate::new(&tessera_orchestrator::limits::HttpLimits {
+    pub(crate) fn gate(&self) -> tessera_http::limits::StreamGate {
+        tessera_http::limits::StreamGate::new(&tessera_http::limits::HttpLimits {
             request_timeout: std::time::Duration::from_millis(self.request_timeout_ms),
             max_streams: usize::try_from(self.max_streams).unwrap_or(usize::MAX),
             keep_alive: std::time::Duration::from_secs(self.keep_alive_secs),

@@ -22,8 +22,13 @@
 //! both mean "this body is not what the route documents", and a client
 //! needs one status for that, while `400` is kept for the URL.
 //!
-//! The crate depends on axum and serde only, so both API crates can share it
-//! without depending on each other.
+//! [`limits`] holds what every API keeps whatever its clients do: a time
+//! limit on each request and a gate on open event streams.
+//!
+//! The crate depends on axum, serde and tokio only, so both API crates can
+//! share it without depending on each other.
+
+pub mod limits;
 
 use axum::{
     extract::{FromRequest, FromRequestParts, Request},

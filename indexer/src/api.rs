@@ -16,8 +16,8 @@ use axum::{
     routing::get,
 };
 use serde_json::{Value, json};
+use tessera_http::limits::{self, StreamGate};
 use tessera_http::{Path, Query};
-use tessera_orchestrator::limits::{self, StreamGate};
 use tokio::sync::{broadcast, watch};
 
 use crate::{
@@ -327,7 +327,7 @@ mod tests {
     async fn app() -> Router {
         let store = IndexStore::connect("sqlite::memory:").await.expect("in-memory index");
         let (_, progress) = watch::channel(Progress::default());
-        let gate = StreamGate::new(&tessera_orchestrator::limits::HttpLimits::default());
+        let gate = StreamGate::new(&tessera_http::limits::HttpLimits::default());
         router(store, progress, broadcast::channel(16).0, 12, gate)
     }
 

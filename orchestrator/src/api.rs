@@ -23,13 +23,15 @@ use axum::{
 use serde::Deserialize;
 use serde_json::json;
 use tessera_bindings::envelope::{BlobHash, HARD_MAX_BYTES};
-use tessera_http::{Json as Body, JsonBytes, Path, Query};
+use tessera_http::{
+    Json as Body, JsonBytes, Path, Query,
+    limits::{self, StreamGate},
+};
 
 use tessera_classifier::Classifier;
 
 use crate::{
     events::is_final,
-    limits::{self, StreamGate},
     plan::Plan,
     runner::{Decision, Edit, Orchestrator, RunError},
     store::{EventRow, StoreError},

@@ -16,7 +16,6 @@
 pub mod api;
 pub mod ceremony;
 pub mod events;
-pub mod limits;
 pub mod plan;
 pub mod runner;
 pub mod store;

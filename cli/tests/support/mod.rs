@@ -27,15 +27,17 @@ pub(crate) fn free_port() -> u16 {
 }
 
 pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Service {
-    start_with(env, dir, port, &[])
+    start_with(env, dir, port, &[], &[])
 }
 
-/// [`start`] with `extra` arguments for `tessera serve`.
+/// [`start`] with `extra` arguments for `tessera serve` and `env_extra`
+/// variables in its environment.
 pub(crate) fn start_with(
     env: &TestEnv,
     dir: &std::path::Path,
     port: u16,
     extra: &[&str],
+    env_extra: &[(&str, &str)],
 ) -> Service {
     let deployment = dir.join("deployment.json");
     env.deployment.save(&deployment).unwrap();
@@ -50,6 +52,7 @@ pub(crate) fn start_with(
         .arg("--blobs")
         .arg(dir.join("blobs"))
         .args(extra)
+        .envs(env_extra.iter().copied())
         .env("TESSERA_SPONSOR_KEY", sponsor_key)
         .env("TESSERA_API_TOKEN", TEST_TOKEN)
         .env_remove("DATABASE_URL")
