@@ -162,9 +162,10 @@ pub(crate) async fn serve(
     );
     // A 5xx is a warning here: a 503 past a limit is the server doing its
     // job, and an internal error is logged where it happened, with its cause.
-    let app = app.layer(tower_http::trace::TraceLayer::new_for_http().on_failure(
-        tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN),
-    ));
+    let app = app.layer(
+        tower_http::trace::TraceLayer::new_for_http()
+            .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN)),
+    );
     // Open event streams end with the server; it would wait for them otherwise.
     let shutdown = async move {
         shutdown.await;
