@@ -156,5 +156,4 @@ mod tests {
         assert_eq!(caps, ["summarize"]);
         assert_eq!(c.plan[0].spec, "Summarize this article");
     }
-
 }

@@ -38,8 +38,7 @@ async fn a_pass_writes_five_json_trace_events() {
     let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
     let events: Vec<serde_json::Value> =
         text.lines().map(|l| serde_json::from_str(l).expect("each line is JSON")).collect();
-    let kinds: Vec<&str> =
-        events.iter().map(|e| e["fields"]["event"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["fields"]["event"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["started", "llm_attempt", "raw", "heuristic_applied", "completed"]);
     assert!(events.iter().all(|e| e["target"] == "tessera::classify"));
     let pass = &events[0]["fields"]["pass"];
