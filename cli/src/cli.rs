@@ -292,6 +292,12 @@ impl Cli {
         self.verbose
     }
 
+    /// Whether classification passes write their trace: not in a benchmark,
+    /// where thousands of passes would time their own logging.
+    pub(crate) fn classify_trace(&self) -> bool {
+        !matches!(self.command, Command::Bench(_))
+    }
+
     pub(crate) async fn run(self) -> Result<()> {
         match self.command {
             Command::Demo(chain) => {
@@ -492,8 +498,9 @@ async fn shutdown_signal() {
     }
 }
 
-/// Logs to stderr; `RUST_LOG` overrides the verbosity flag.
-pub(crate) fn init_tracing(verbose: u8) {
+/// Logs to stderr; `RUST_LOG` overrides the verbosity flag. With
+/// `classify_trace`, every classification pass also writes its trace.
+pub(crate) fn init_tracing(verbose: u8, classify_trace: bool) {
     use tracing_subscriber::{
         Layer, filter::Targets, layer::SubscriberExt, util::SubscriberInitExt,
     };
@@ -512,9 +519,11 @@ pub(crate) fn init_tracing(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_filter(filter)
         .with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != "tessera::classify"));
-    let trace = tracing_subscriber::fmt::layer()
-        .json()
-        .with_writer(std::io::stderr)
-        .with_filter(Targets::new().with_target("tessera::classify", tracing::Level::INFO));
+    let trace = tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).with_filter(
+        Targets::new().with_target(
+            "tessera::classify",
+            if classify_trace { tracing::Level::INFO } else { tracing::Level::ERROR },
+        ),
+    );
     tracing_subscriber::registry().with(human).with(trace).init();
 }

@@ -11,7 +11,7 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> eyre::Result<()> {
     let args = cli::Cli::parse();
-    cli::init_tracing(args.verbosity());
+    cli::init_tracing(args.verbosity(), args.classify_trace());
     // The command futures hold whole chain sessions; keep them off the stack.
     Box::pin(args.run()).await
 }
