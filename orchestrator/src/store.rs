@@ -643,11 +643,26 @@ fn to_u32(v: i64, table: &'static str) -> Result<u32, StoreError> {
 /// A scratch PostgreSQL database for tests, created fresh on the server at
 /// `TESSERA_TEST_PG` (default `postgres://postgres@127.0.0.1:5432/postgres`);
 /// returns its URL, or `None` with the reason printed when no server answers,
-/// so only the PostgreSQL variants of tests are skipped.
+/// so only the PostgreSQL variants of tests are skipped. When
+/// `TESSERA_TEST_PG` is set (CI sets it where a server runs), a server that
+/// does not answer fails the test instead: a skipped variant must never pass
+/// for one that ran.
+///
+/// # Panics
+///
+/// When `TESSERA_TEST_PG` is set and no scratch database can be made there.
 pub async fn scratch_postgres_url(label: &str) -> Option<String> {
     sqlx::any::install_default_drivers();
-    let admin = std::env::var("TESSERA_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let required = std::env::var("TESSERA_TEST_PG").ok().filter(|v| !v.trim().is_empty());
+    let admin =
+        required.clone().unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let skip = |why: String| {
+        assert!(
+            required.is_none(),
+            "TESSERA_TEST_PG is set, so the PostgreSQL variant of {label} must run: {why}"
+        );
+        eprintln!("skipping PostgreSQL variant of {label}: {why}");
+    };
     let connect = AnyPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(std::time::Duration::from_secs(3))
@@ -655,7 +670,7 @@ pub async fn scratch_postgres_url(label: &str) -> Option<String> {
     let pool = match connect.await {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("skipping PostgreSQL variant of {label}: no server at {admin}: {e}");
+            skip(format!("no server at {admin}: {e}"));
             return None;
         }
     };
@@ -667,7 +682,7 @@ pub async fn scratch_postgres_url(label: &str) -> Option<String> {
     )
     .to_lowercase();
     if let Err(e) = sqlx::query(&format!("CREATE DATABASE {name}")).execute(&pool).await {
-        eprintln!("skipping PostgreSQL variant of {label}: cannot create a database: {e}");
+        skip(format!("cannot create a database: {e}"));
         return None;
     }
     drop_stale_scratch(&pool).await;
