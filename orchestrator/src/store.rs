@@ -654,8 +654,9 @@ fn to_u32(v: i64, table: &'static str) -> Result<u32, StoreError> {
 pub async fn scratch_postgres_url(label: &str) -> Option<String> {
     sqlx::any::install_default_drivers();
     let required = std::env::var("TESSERA_TEST_PG").ok().filter(|v| !v.trim().is_empty());
-    let admin =
-        required.clone().unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let admin = required
+        .clone()
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
     let skip = |why: String| {
         assert!(
             required.is_none(),
