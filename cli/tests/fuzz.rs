@@ -22,7 +22,7 @@ use tessera_e2e::{TEST_TOKEN, TestEnv};
 
 mod support;
 
-use support::{Service, free_port, wait_up};
+use support::wait_up;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()
@@ -104,16 +104,14 @@ async fn both_apis_keep_their_openapi_contracts_under_schemathesis() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let dir = tempfile::tempdir().expect("tempdir");
 
-    let api_port = free_port();
-    let api = format!("http://127.0.0.1:{api_port}");
     let deployment = dir.path().join("deployment.json");
     env.deployment.save(&deployment).expect("deployment.json");
     let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
     // Warnings only: thousands of requests would otherwise log a line each.
     let serve_log = dir.path().join("serve.log");
-    let _serve = Service(
+    let (_serve, api) = support::listening(
         Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{api_port}"), "--deployment"])
+            .args(["serve", "--listen", support::ANY_PORT, "--deployment"])
             .arg(&deployment)
             .args(["--rpc-url", env.chain.endpoint_url().as_str()])
             .args(["--database-url", &format!("sqlite://{}", dir.path().join("runs.db").display())])
@@ -126,18 +124,13 @@ async fn both_apis_keep_their_openapi_contracts_under_schemathesis() {
             .env_remove("DATABASE_URL")
             .env_remove("TESSERA_LLM_API_KEY")
             .env_remove("OPENAI_API_KEY")
-            .stdout(Stdio::null())
             // The classifier traces every brief; its log is shown on failure.
-            .stderr(std::fs::File::create(&serve_log).expect("serve.log"))
-            .spawn()
-            .expect("tessera serve starts"),
+            .stderr(std::fs::File::create(&serve_log).expect("serve.log")),
     );
 
-    let ix_port = free_port();
-    let ix = format!("http://127.0.0.1:{ix_port}");
-    let _indexer = Service(
+    let (_indexer, ix) = support::listening(
         Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(["indexer", "run", "--listen", &format!("127.0.0.1:{ix_port}")])
+            .args(["indexer", "run", "--listen", support::ANY_PORT])
             .args(["--poll-ms", "200", "--deployment"])
             .arg(&deployment)
             .args(["--rpc-url", env.chain.endpoint_url().as_str()])
@@ -146,10 +139,7 @@ async fn both_apis_keep_their_openapi_contracts_under_schemathesis() {
             .arg(dir.path().join("blobs"))
             .env("RUST_LOG", "warn")
             .env_remove("DATABASE_URL")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("tessera indexer run starts"),
+            .stderr(Stdio::inherit()),
     );
 
     let http = reqwest::Client::new();

@@ -15,7 +15,7 @@ use std::{
 
 use alloy::providers::Provider;
 use serde_json::{Value, json};
-use support::{Service, free_port};
+use support::Service;
 use tessera_anvil::deploy::DeployConfig;
 use tessera_e2e::{TEST_TOKEN, TestEnv};
 use tokio::{
@@ -23,30 +23,35 @@ use tokio::{
     net::TcpStream,
 };
 
-/// `tessera indexer run` on `db`, with short keep-alives and a stream cap.
-fn indexer(env: &TestEnv, dir: &Path, db: &str, port: u16, max_streams: usize) -> Service {
+/// `tessera indexer run` on `db`, with short keep-alives and a stream cap;
+/// the service and its base URL.
+fn indexer(env: &TestEnv, dir: &Path, db: &str, max_streams: usize) -> (Service, String) {
     let deployment = dir.join("deployment.json");
     env.deployment.save(&deployment).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["indexer", "run", "--listen", &format!("127.0.0.1:{port}"), "--poll-ms", "100"])
-        .arg("--deployment")
-        .arg(&deployment)
-        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-        .args(["--database-url", db])
-        .args(["--keep-alive-secs", "1", "--max-streams", &max_streams.to_string()])
-        .env("MALLOC_ARENA_MAX", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tessera indexer run starts");
-    Service(child)
+    support::listening(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["indexer", "run", "--listen", support::ANY_PORT, "--poll-ms", "100"])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args(["--database-url", db])
+            .args(["--keep-alive-secs", "1", "--max-streams", &max_streams.to_string()])
+            .env("MALLOC_ARENA_MAX", "1")
+            .stderr(Stdio::inherit()),
+    )
 }
 
-/// `tessera serve` with its embedded indexer, short keep-alives and a cap.
-fn serve(env: &TestEnv, dir: &Path, port: u16, max_streams: usize) -> Service {
+/// `tessera serve` with its embedded indexer, short keep-alives and a cap;
+/// the service and its base URL.
+fn serve(env: &TestEnv, dir: &Path, max_streams: usize) -> (Service, String) {
     let cap = max_streams.to_string();
     let args = ["--keep-alive-secs", "1", "--max-streams", &cap];
-    support::start_with(env, dir, port, &args, &[("MALLOC_ARENA_MAX", "1")])
+    support::start_with(env, dir, &args, &[("MALLOC_ARENA_MAX", "1")])
+}
+
+/// The port of a base URL (`http://127.0.0.1:PORT`).
+fn port_of(base: &str) -> u16 {
+    base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port in the base URL")
 }
 
 /// GET `url` as JSON, which must answer within 15 s.
@@ -121,11 +126,10 @@ async fn lineage_api_holds(env: &TestEnv, http: &reqwest::Client, base: &str) {
 async fn standalone_indexer_answers_lineage_of_cycles_and_deep_chains_on_sqlite() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let db = format!("sqlite://{}", dir.path().join("index.db").display());
-    let _ix = indexer(&env, dir.path(), &db, port, 64);
+    let (_ix, base) = indexer(&env, dir.path(), &db, 64);
     let http = reqwest::Client::new();
-    lineage_api_holds(&env, &http, &format!("http://127.0.0.1:{port}/api")).await;
+    lineage_api_holds(&env, &http, &format!("{base}/api")).await;
 }
 
 #[tokio::test]
@@ -135,22 +139,20 @@ async fn standalone_indexer_answers_lineage_of_cycles_and_deep_chains_on_postgre
     };
     let env = TestEnv::start(DeployConfig::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let _ix = indexer(&env, dir.path(), &db, port, 64);
+    let (_ix, base) = indexer(&env, dir.path(), &db, 64);
     let http = reqwest::Client::new();
-    lineage_api_holds(&env, &http, &format!("http://127.0.0.1:{port}/api")).await;
+    lineage_api_holds(&env, &http, &format!("{base}/api")).await;
 }
 
 #[tokio::test]
 async fn embedded_index_answers_lineage_of_cycles_and_deep_chains() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let _serve = serve(&env, dir.path(), port, 64);
+    let (_serve, base) = serve(&env, dir.path(), 64);
     let http = reqwest::Client::new();
-    support::wait_up(&http, &format!("http://127.0.0.1:{port}")).await;
-    lineage_api_holds(&env, &http, &format!("http://127.0.0.1:{port}/index/api")).await;
-    let (status, _) = get(&http, &format!("http://127.0.0.1:{port}/api/health")).await;
+    support::wait_up(&http, &base).await;
+    lineage_api_holds(&env, &http, &format!("{base}/index/api")).await;
+    let (status, _) = get(&http, &format!("{base}/api/health")).await;
     assert_eq!(status, 200, "the orchestrator's own API answers too");
 }
 
@@ -263,19 +265,16 @@ async fn abandoned_streams_are_reclaimed_on_both_apis() {
     let http = reqwest::Client::new();
 
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let db = format!("sqlite://{}", dir.path().join("index.db").display());
-    let ix = indexer(&env, dir.path(), &db, port, CAP);
+    let (ix, base) = indexer(&env, dir.path(), &db, CAP);
     let head = env.provider.get_block_number().await.unwrap();
-    caught_up(&http, &format!("http://127.0.0.1:{port}/api/status"), head).await;
+    caught_up(&http, &format!("{base}/api/status"), head).await;
     let quiet = format!("/api/plans/0x{}/events", "ab".repeat(32));
-    let gauge = format!("http://127.0.0.1:{port}/api/status");
-    abandoned_streams_are_reclaimed(&http, ix.0.id(), port, &quiet, &gauge, CAP).await;
+    let gauge = format!("{base}/api/status");
+    abandoned_streams_are_reclaimed(&http, ix.0.id(), port_of(&base), &quiet, &gauge, CAP).await;
 
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let orch = serve(&env, dir.path(), port, CAP);
-    let api = format!("http://127.0.0.1:{port}");
+    let (orch, api) = serve(&env, dir.path(), CAP);
     support::wait_up(&http, &api).await;
     // A proposed plan nobody approves: its stream stays quiet.
     let plan = json!({
@@ -295,5 +294,5 @@ async fn abandoned_streams_are_reclaimed_on_both_apis() {
     let id = format!("0x{}", "cd".repeat(32));
     let quiet = format!("/api/runs/{id}/events");
     let gauge = format!("{api}/api/health");
-    abandoned_streams_are_reclaimed(&http, orch.0.id(), port, &quiet, &gauge, CAP).await;
+    abandoned_streams_are_reclaimed(&http, orch.0.id(), port_of(&api), &quiet, &gauge, CAP).await;
 }

@@ -20,7 +20,7 @@ use tessera_orchestrator::plan::Plan;
 
 mod support;
 
-use support::{chain_with_workers, free_port, start, view, wait_up};
+use support::{chain_with_workers, start, view, wait_up};
 
 #[tokio::test]
 async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once() {
@@ -53,12 +53,10 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     let total = U256::from(2_000_000u64);
 
     let http = reqwest::Client::new();
-    let port = free_port();
-    let api = format!("http://127.0.0.1:{port}");
     let id = plan_id.to_string();
 
     // Life 1: propose, approve, die while the first sub-tasks are in flight.
-    let mut orch = start(&env, dir.path(), port);
+    let (mut orch, api) = start(&env, dir.path());
     wait_up(&http, &api).await;
     let resp = http
         .post(format!("{api}/api/plans"))
@@ -86,8 +84,8 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     orch.0.wait().unwrap();
     drop(orch);
 
-    // Life 2: resumes, dies again a little later.
-    let mut orch = start(&env, dir.path(), port);
+    // Life 2: resumes (on a port of its own), dies again a little later.
+    let (mut orch, api) = start(&env, dir.path());
     wait_up(&http, &api).await;
     loop {
         let v = view(&http, &api, &id).await;
@@ -101,7 +99,7 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     drop(orch);
 
     // Life 3: finishes the plan.
-    let _orch = start(&env, dir.path(), port);
+    let (_orch, api) = start(&env, dir.path());
     wait_up(&http, &api).await;
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     let v = loop {
@@ -169,9 +167,7 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
 #[tokio::test]
 async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let (env, dir, workers) = chain_with_workers().await;
-    let port = free_port();
-    let api = format!("http://127.0.0.1:{port}");
-    let _orch = start(&env, dir.path(), port);
+    let (_orch, api) = start(&env, dir.path());
     wait_up(&reqwest::Client::new(), &api).await;
     let plan_id = Plan::id_from_label("cli-plan");
     let plan = json!({
@@ -231,9 +227,7 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
 #[tokio::test]
 async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
     let (env, dir, workers) = chain_with_workers().await;
-    let port = free_port();
-    let api = format!("http://127.0.0.1:{port}");
-    let _orch = start(&env, dir.path(), port);
+    let (_orch, api) = start(&env, dir.path());
     wait_up(&reqwest::Client::new(), &api).await;
     let payload = dir.path().join("article.txt");
     std::fs::write(
@@ -393,18 +387,18 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     let child = d.create_with_permit(child_params).await.unwrap();
     let plan = root.plan_id.to_string();
 
-    let port = free_port();
-    let api = format!("http://127.0.0.1:{port}");
-    let mut indexer = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["indexer", "run", "--listen", &format!("127.0.0.1:{port}"), "--poll-ms", "100"])
-        .arg("--deployment")
-        .arg(&deployment)
-        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-        .args(["--database-url", &format!("sqlite://{}", dir.path().join("index.db").display())])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let (mut indexer, api) = support::listening(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["indexer", "run", "--listen", support::ANY_PORT, "--poll-ms", "100"])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args([
+                "--database-url",
+                &format!("sqlite://{}", dir.path().join("index.db").display()),
+            ])
+            .stderr(Stdio::inherit()),
+    );
     let http = reqwest::Client::new();
     let head = env.provider.get_block_number().await.unwrap();
     let end = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -496,8 +490,8 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     .await
     .unwrap_or(false);
     assert!(got, "the new task was streamed");
-    indexer.kill().unwrap();
-    indexer.wait().unwrap();
+    indexer.0.kill().unwrap();
+    indexer.0.wait().unwrap();
 }
 
 /// A small deterministic generator for the randomized runs.
@@ -540,26 +534,24 @@ async fn reorgs_and_kills(seed: u64) {
     let deployment = dir.path().join("deployment.json");
     env.deployment.save(&deployment).unwrap();
     let db = format!("sqlite://{}", dir.path().join("index.db").display());
-    let port = free_port();
-    let api = format!("http://127.0.0.1:{port}");
+    // Each life listens on a port of its own choosing.
     let spawn = || {
-        Command::new(env!("CARGO_BIN_EXE_tessera"))
-            .args(["indexer", "run", "--listen", &format!("127.0.0.1:{port}"), "--poll-ms", "50"])
-            .arg("--deployment")
-            .arg(&deployment)
-            .args(["--rpc-url", env.chain.endpoint_url().as_str(), "--database-url", &db])
-            .stdout(Stdio::null())
-            .stderr(if std::env::var("TESSERA_SEED").is_ok() {
-                Stdio::inherit()
-            } else {
-                Stdio::null()
-            })
-            .env("RUST_LOG", "tessera_indexer=info")
-            .spawn()
-            .unwrap()
+        support::listening(
+            Command::new(env!("CARGO_BIN_EXE_tessera"))
+                .args(["indexer", "run", "--listen", support::ANY_PORT, "--poll-ms", "50"])
+                .arg("--deployment")
+                .arg(&deployment)
+                .args(["--rpc-url", env.chain.endpoint_url().as_str(), "--database-url", &db])
+                .stderr(if std::env::var("TESSERA_SEED").is_ok() {
+                    Stdio::inherit()
+                } else {
+                    Stdio::null()
+                })
+                .env("RUST_LOG", "tessera_indexer=info"),
+        )
     };
     let http = reqwest::Client::new();
-    let mut child = spawn();
+    let (mut child, mut api) = spawn();
     let mut d = env.driver();
     d.scenario(format!("seed-{seed}"));
     let mut added: u64 = 0;
@@ -595,12 +587,12 @@ async fn reorgs_and_kills(seed: u64) {
             _ => {
                 // SIGKILL wherever it is, then start again.
                 tokio::time::sleep(Duration::from_millis(rng.below(40))).await;
-                child.kill().unwrap();
-                child.wait().unwrap();
+                child.0.kill().unwrap();
+                child.0.wait().unwrap();
                 if std::env::var("TESSERA_SEED").is_ok() {
                     eprintln!("kill at head {}", env.provider.get_block_number().await.unwrap());
                 }
-                child = spawn();
+                (child, api) = spawn();
             }
         }
         tokio::time::sleep(Duration::from_millis(rng.below(30))).await;
@@ -610,8 +602,8 @@ async fn reorgs_and_kills(seed: u64) {
     d.create_with_permit(params).await.unwrap();
     let head = env.provider.get_block_number().await.unwrap();
     assert!(caught_up(&http, &api, head).await, "seed {seed}: the indexer did not catch up");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
 
     let survived = tessera_indexer::IndexStore::connect(&db).await.unwrap();
     let fresh_db = format!("sqlite://{}", dir.path().join("fresh.db").display());

@@ -9,7 +9,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{Service, chain_with_workers_deployed, free_port, start, wait_up};
+use support::{Service, chain_with_workers_deployed, start, wait_up};
 use tessera_anvil::deploy::DeployConfig;
 use tessera_e2e::TEST_TOKEN;
 
@@ -36,9 +36,7 @@ async fn plan_card_in_headless_chromium() {
     let (env, dir, _workers) =
         chain_with_workers_deployed(DeployConfig { appeal_window: 0, ..DeployConfig::default() })
             .await;
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let _orch = start(&env, dir.path(), port);
+    let (_orch, url) = start(&env, dir.path());
     let _arbiter = Service(support::arbiter(&env, dir.path(), &dir.path().join("deployment.json")));
     wait_up(&reqwest::Client::new(), &url).await;
 

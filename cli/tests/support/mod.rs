@@ -1,5 +1,6 @@
 //! What the binary-level tests share: a chain with a worker per demo agent,
-//! and `tessera serve` as a child process on a free port.
+//! and `tessera` services as child processes that bind port 0 and say which
+//! port they got (no port is picked, released and hoped for).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -22,12 +23,43 @@ impl Drop for Service {
     }
 }
 
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// The `--listen` value for a service: any free port, chosen by the kernel.
+pub(crate) const ANY_PORT: &str = "127.0.0.1:0";
+
+/// Spawns `cmd` (a service told to listen on [`ANY_PORT`]) and reads its
+/// standard output until it says where it listens (`… on http://ADDR …`);
+/// returns the service and its base URL. The rest of its output is drained
+/// in the background so the child never blocks on a full pipe.
+pub(crate) fn listening(cmd: &mut Command) -> (Service, String) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().expect("the service starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let service = Service(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if !sent && let Some(at) = line.find("http://") {
+                let addr: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                    .collect();
+                let _ = tx.send(format!("http://{}", addr.trim_end_matches('.')));
+                sent = true;
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the service said where it listens within 60 s");
+    (service, base)
 }
 
-pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Service {
-    start_with(env, dir, port, &[], &[])
+/// `tessera serve` on a port of its own choosing, with its embedded index;
+/// returns it and its base URL.
+pub(crate) fn start(env: &TestEnv, dir: &std::path::Path) -> (Service, String) {
+    start_with(env, dir, &[], &[])
 }
 
 /// [`start`] with `extra` arguments for `tessera serve` and `env_extra`
@@ -35,32 +67,29 @@ pub(crate) fn start(env: &TestEnv, dir: &std::path::Path, port: u16) -> Service 
 pub(crate) fn start_with(
     env: &TestEnv,
     dir: &std::path::Path,
-    port: u16,
     extra: &[&str],
     env_extra: &[(&str, &str)],
-) -> Service {
+) -> (Service, String) {
     let deployment = dir.join("deployment.json");
     env.deployment.save(&deployment).unwrap();
     let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
-    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--deployment")
-        .arg(&deployment)
-        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
-        .args(["--database-url", &format!("sqlite://{}", dir.join("runs.db").display())])
-        .args(["--index-database-url", &format!("sqlite://{}", dir.join("index.db").display())])
-        .arg("--blobs")
-        .arg(dir.join("blobs"))
-        .args(extra)
-        .envs(env_extra.iter().copied())
-        .env("TESSERA_SPONSOR_KEY", sponsor_key)
-        .env("TESSERA_API_TOKEN", TEST_TOKEN)
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tessera serve starts");
-    Service(child)
+    listening(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["serve", "--listen", ANY_PORT])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args(["--database-url", &format!("sqlite://{}", dir.join("runs.db").display())])
+            .args(["--index-database-url", &format!("sqlite://{}", dir.join("index.db").display())])
+            .arg("--blobs")
+            .arg(dir.join("blobs"))
+            .args(extra)
+            .envs(env_extra.iter().copied())
+            .env("TESSERA_SPONSOR_KEY", sponsor_key)
+            .env("TESSERA_API_TOKEN", TEST_TOKEN)
+            .env_remove("DATABASE_URL")
+            .stderr(Stdio::inherit()),
+    )
 }
 
 pub(crate) async fn wait_up(http: &reqwest::Client, api: &str) {
