@@ -321,17 +321,7 @@ pub async fn hostile_lineage(env: &TestEnv, depth: usize) -> (B256, [U256; 4], V
     let id = |r: &str| task_id_for(sponsor, alloy::primitives::keccak256(r));
     let create = |r: String, parent: U256| {
         escrow
-            .createTask(tessera_bindings::ITaskEscrow::CreateParams {
-                r#ref: alloy::primitives::keccak256(&r),
-                planId: plan,
-                parentId: parent,
-                client: sponsor,
-                executor: env.actors.agent(0),
-                amount: 1_000,
-                deadline: alloy::primitives::aliases::U40::from(now + 86_400),
-                reviewWindow: 3600,
-                specURI: "data:,x".into(),
-            })
+            .createTask(sponsor_task(env, plan, &r, parent, now, "data:,x"))
             .from(sponsor)
             .gas(400_000)
             .into_transaction_request()
@@ -378,4 +368,27 @@ pub async fn allow_escrow(env: &TestEnv) {
         .get_receipt()
         .await
         .expect("approve mined");
+}
+
+/// A sponsor's task of 1,000 base units for agent 0 under `plan`, with
+/// reference `r`, `parent` and spec URI `spec`, due a day after `now`.
+pub fn sponsor_task(
+    env: &TestEnv,
+    plan: B256,
+    r: &str,
+    parent: U256,
+    now: u64,
+    spec: &str,
+) -> tessera_bindings::ITaskEscrow::CreateParams {
+    tessera_bindings::ITaskEscrow::CreateParams {
+        r#ref: alloy::primitives::keccak256(r),
+        planId: plan,
+        parentId: parent,
+        client: env.actors.sponsor.address(),
+        executor: env.actors.agent(0),
+        amount: 1_000,
+        deadline: alloy::primitives::aliases::U40::from(now + 86_400),
+        reviewWindow: 3600,
+        specURI: spec.into(),
+    }
 }

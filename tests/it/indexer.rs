@@ -12,7 +12,7 @@ use alloy::{
 };
 use serde_json::{Value, json};
 use tessera_anvil::deploy::DeployConfig;
-use tessera_bindings::{ITaskEscrow::CreateParams, TaskEscrow};
+use tessera_bindings::TaskEscrow;
 use tessera_e2e::{Stack, TestEnv};
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
 
@@ -202,17 +202,9 @@ async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
     tessera_e2e::allow_escrow(&env).await;
     let plan = keccak256("reorg-lineage");
     let now = env.driver().now().await.unwrap();
-    let params = |r: &str, parent: U256| CreateParams {
-        r#ref: keccak256(r),
-        planId: plan,
-        parentId: parent,
-        client: sponsor,
-        executor: env.actors.agent(0),
-        amount: 1_000,
-        deadline: alloy::primitives::aliases::U40::from(now + 86_400),
-        reviewWindow: 3600,
-        specURI: "data:application/json,{\"parent\":\"task:1\",\"spec\":\"s\"}".into(),
-    };
+    let spec = "data:application/json,{\"parent\":\"task:1\",\"spec\":\"s\"}";
+    let params =
+        |r: &str, parent: U256| tessera_e2e::sponsor_task(&env, plan, r, parent, now, spec);
     let parent_id: U256 = escrow.taskIdFor(sponsor, keccak256("parent")).call().await.unwrap();
     let parent_tx: TransactionRequest =
         escrow.createTask(params("parent", U256::ZERO)).from(sponsor).into_transaction_request();
