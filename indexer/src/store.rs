@@ -551,7 +551,9 @@ impl IndexStore {
         Ok((out, next))
     }
 
-    /// One task with its transitions and events.
+    /// One task with its transitions and the transactions of its first
+    /// [`MAX_LISTED`] events (a funder can reassign a task any number of
+    /// times, each an event).
     pub async fn task(&self, id: &str) -> Result<Option<Value>, StoreError> {
         let Some(row) = sqlx::query("SELECT * FROM ix_tasks WHERE task_id = $1")
             .bind(id)
@@ -564,9 +566,10 @@ impl IndexStore {
         let stored: String = row.try_get("history")?;
         let history = history_json(&stored)?;
         let Ok(key) = id.parse::<U256>() else { return Ok(None) };
-        let txs = sqlx::query(
-            "SELECT block, tx_hash, kind FROM ix_events WHERE task_id = $1 ORDER BY block, log_index",
-        )
+        let txs = sqlx::query(&format!(
+            "SELECT block, tx_hash, kind FROM ix_events WHERE task_id = $1 \
+             ORDER BY block, log_index LIMIT {MAX_LISTED}"
+        ))
         .bind(id_bytes(key))
         .fetch_all(&self.api)
         .await?;
