@@ -83,7 +83,7 @@ async fn caught_up(http: &reqwest::Client, status_url: &str, head: u64) {
 /// (`…/api`): every lineage answer comes, bounded and marked, and the
 /// index goes on following the chain.
 async fn lineage_api_holds(env: &TestEnv, http: &reqwest::Client, base: &str) {
-    let (plan, [own, a, _b, under], chain) = tessera_e2e::hostile_lineage(env, 1_000).await;
+    let (plan, [own, a, b, under], chain) = tessera_e2e::hostile_lineage(env, 1_000).await;
     let head = env.provider.get_block_number().await.unwrap();
     caught_up(http, &format!("{base}/status"), head).await;
 
@@ -102,6 +102,19 @@ async fn lineage_api_holds(env: &TestEnv, http: &reqwest::Client, base: &str) {
     assert_eq!(body["lineage"]["ancestors_truncated"], true);
     let (status, body) = get(http, &format!("{base}/plans/{plan}/tree")).await;
     assert_eq!(status, 200, "{body}");
+    let listed: std::collections::BTreeSet<String> = body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["task_id"].as_str().map(str::to_owned))
+        .collect();
+    let missing: Vec<String> = [own, a, b, under]
+        .iter()
+        .chain(&chain)
+        .map(|id| id.to_string())
+        .filter(|id| !listed.contains(id))
+        .collect();
+    assert!(missing.is_empty(), "tasks on chain but not in the tree: {missing:?}");
     assert_eq!(body["tasks"].as_array().unwrap().len(), 1_004, "every task listed once");
 
     // Many lineage requests at once leave the index answering and following.
@@ -134,7 +147,7 @@ async fn standalone_indexer_answers_lineage_of_cycles_and_deep_chains_on_sqlite(
 
 #[tokio::test]
 async fn standalone_indexer_answers_lineage_of_cycles_and_deep_chains_on_postgresql() {
-    let Some(db) = tessera_orchestrator::store::scratch_postgres_url("hostile_api").await else {
+    let Some(db) = tessera_db::test_utils::scratch_postgres_url("hostile_api").await else {
         return;
     };
     let env = TestEnv::start(DeployConfig::default()).await;

@@ -9,15 +9,19 @@ use std::{sync::Arc, time::Duration};
 
 use alloy::{
     eips::BlockNumberOrTag,
-    primitives::B256,
+    primitives::{B256, BloomInput},
     providers::{DynProvider, Provider},
     rpc::types::Filter,
 };
 use serde::Serialize;
-use tessera_bindings::{deployment::Deployment, envelope::BlobStore, heads::Heads};
+use tessera_bindings::{deployment::Deployment, envelope::BlobStore, heads::Follow};
 use tokio::sync::{broadcast, watch};
 
 use crate::store::{Batch, IndexStore, Reorg};
+
+/// Times a range is read again when its last block's bloom names one of
+/// our contracts but the log query returned nothing from that block.
+const MAX_BLOOM_REREADS: u32 = 5;
 
 /// How the indexer reads the chain.
 #[derive(Debug, Clone)]
@@ -64,7 +68,7 @@ pub enum IngestError {
     Rpc(#[from] alloy::transports::TransportError),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] tessera_orchestrator::store::StoreError),
+    Store(#[from] tessera_db::DbError),
 }
 
 /// What changed in one commit, for live subscribers.
@@ -283,6 +287,11 @@ impl Indexer {
             .from_block(from)
             .to_block(to);
         let mut attempt = 0;
+        // Times the newest block's bloom promised logs of ours that the log
+        // query did not return (a node whose log index lags its blocks, or
+        // a load balancer answering from two nodes); bounded, because a
+        // bloom can also match by chance.
+        let mut rereads = 0;
         loop {
             // The range's last block is read before and after its logs: a
             // reorganisation during the read changes its hash (hashes chain),
@@ -301,12 +310,24 @@ impl Indexer {
                             || l.block_hash == end.as_ref().map(|b| b.header.hash)
                     });
                 let parent = first.map(|b| b.header.parent_hash);
+                let promised = end.as_ref().is_some_and(|b| {
+                    [self.deployment.task_escrow, self.deployment.agent_registry]
+                        .iter()
+                        .any(|a| b.header.logs_bloom.contains_input(BloomInput::Raw(a.as_slice())))
+                }) && !logs.iter().any(|l| l.block_number == Some(to));
+                let stable = stable && !(promised && rereads < MAX_BLOOM_REREADS);
                 Ok::<_, IngestError>((logs, end, stable, parent))
             }
             .await;
             match result {
                 Ok((_, _, false, _)) => {
-                    tracing::info!(from, to, "the chain changed during the read; reading again");
+                    tracing::info!(
+                        from,
+                        to,
+                        "the chain changed during the read, or the last block's logs were not served yet; reading again"
+                    );
+                    rereads += 1;
+                    tokio::time::sleep(Duration::from_millis(20 * rereads as u64)).await;
                     continue;
                 }
                 Ok((logs, end, true, parent)) => {
@@ -379,22 +400,7 @@ impl Indexer {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
-        let mut heads = Heads::connect(ws_url, poll).await;
-        let mut failures = 0u32;
-        loop {
-            match self.sync_once().await {
-                Ok(_) => failures = 0,
-                Err(e) => {
-                    failures += 1;
-                    tracing::warn!(error = %e, failures, "indexing pass failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(100 * u64::from(failures.min(20))))
-                        .await;
-                }
-            }
-            tokio::select! {
-                () = &mut shutdown => return,
-                () = heads.wait() => {}
-            }
-        }
+        let mut follow = Follow::connect(ws_url, poll, "indexing pass").await;
+        while follow.next(self.sync_once().await, shutdown.as_mut()).await {}
     }
 }
