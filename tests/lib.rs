@@ -20,9 +20,39 @@ use tessera_anvil::{
 };
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::{
-    runner::{Orchestrator, RunnerConfig},
+    runner::{Chain, Orchestrator, RunnerConfig},
+    service::{Service, ServiceConfig},
     store::Store,
 };
+
+/// Most anvil chains the test process runs at once: on a small machine
+/// (2 cores) more chains only make every test slower and flakier. Set
+/// `TESSERA_TEST_ANVILS` to change it.
+fn anvil_slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        let slots = std::env::var("TESSERA_TEST_ANVILS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(cores.clamp(2, 3));
+        tokio::sync::Semaphore::new(slots)
+    })
+}
+
+/// A slot for one more anvil chain, held for as long as the chain runs. A
+/// test that waits too long (one that holds two chains at once while the
+/// others hold the rest) goes ahead without one rather than deadlock.
+pub async fn anvil_slot() -> Option<tokio::sync::SemaphorePermit<'static>> {
+    let wait = tokio::time::timeout(Duration::from_secs(90), anvil_slots().acquire()).await;
+    match wait {
+        Ok(permit) => permit.ok(),
+        Err(_) => {
+            eprintln!("no free anvil slot after 90 s; starting one more chain anyway");
+            None
+        }
+    }
+}
 
 /// A fresh chain with everything deployed; anvil stops when this drops.
 #[derive(Debug)]
@@ -35,11 +65,13 @@ pub struct TestEnv {
     pub provider: DynProvider,
     /// Where the contracts are.
     pub deployment: Deployment,
+    _slot: Option<tokio::sync::SemaphorePermit<'static>>,
 }
 
 impl TestEnv {
     /// Starts anvil, deploys with `cfg` and registers the demo agents.
     pub async fn start(cfg: DeployConfig) -> Self {
+        let slot = anvil_slot().await;
         let chain = LocalChain::start(&ChainOptions::default()).expect("anvil starts");
         let actors = Actors::from_keys(&chain.keys()).expect("dev keys");
         let provider = actors.provider(chain.endpoint_url());
@@ -47,7 +79,7 @@ impl TestEnv {
         deploy::register_demo_agents(&provider, &actors, deployment.agent_registry)
             .await
             .expect("registers demo agents");
-        Self { chain, actors, provider, deployment }
+        Self { chain, actors, provider, deployment, _slot: slot }
     }
 
     /// A lifecycle driver over this deployment.
@@ -74,6 +106,8 @@ pub struct Stack {
     pub env: TestEnv,
     /// The orchestrator.
     pub orch: Arc<Orchestrator>,
+    /// The service around it (API, head follower, drivers).
+    pub service: Service,
     /// API base URL, e.g. `http://127.0.0.1:40123`.
     pub api: String,
     /// Bearer token of the API.
@@ -91,6 +125,14 @@ impl Drop for Stack {
         for t in &self.tasks {
             t.abort();
         }
+    }
+}
+
+impl Stack {
+    /// Stops the service the way `tessera serve` does on SIGTERM: no more
+    /// requests, every driver finishes its current step.
+    pub async fn shutdown(&mut self) {
+        self.service.shutdown().await.expect("service stops cleanly");
     }
 }
 
@@ -140,32 +182,34 @@ impl Stack {
         for &i in workers {
             tasks.push(spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await);
         }
-        let shared: Blobs = Arc::new(FsBlobStore::new(&blobs));
-        let (orch, heads) = stack::start_orchestrator(
-            &env.chain,
-            &env.actors,
-            &env.deployment,
+        let signer = env.actors.sponsor.clone();
+        let provider = tessera_bindings::client::connect(
+            env.chain.endpoint_url(),
+            alloy::network::EthereumWallet::new(signer.clone()),
+        );
+        let chain =
+            Chain::new(provider, signer, env.deployment.clone()).await.expect("sponsor chain");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let service = Service::start(ServiceConfig {
             store,
-            shared,
-            config,
-        )
+            chain,
+            blobs: Arc::new(FsBlobStore::new(&blobs)),
+            runner: config,
+            ws_url: Some(env.chain.ws_endpoint()),
+            listener,
+            token: TEST_TOKEN.into(),
+            classifier: tessera_classifier::Classifier::offline(),
+            gate: tessera_http::limits::StreamGate::new(&Default::default()),
+            nested: Vec::new(),
+        })
         .await
         .expect("orchestrator starts");
-        tasks.push(heads);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let api = format!("http://{}", listener.local_addr().expect("addr"));
-        let app = tessera_orchestrator::api::router(
-            Arc::clone(&orch),
-            TEST_TOKEN,
-            tessera_classifier::Classifier::offline(),
-            tessera_http::limits::StreamGate::new(&Default::default()),
-        );
-        tasks.push(tokio::spawn(async move {
-            axum_serve(listener, app).await;
-        }));
+        let api = format!("http://{}", service.addr());
+        let orch = Arc::clone(service.orchestrator());
         Self {
             env,
             orch,
+            service,
             api,
             token: TEST_TOKEN.into(),
             http: reqwest::Client::new(),
@@ -284,10 +328,6 @@ pub async fn read_sse_until(http: &reqwest::Client, url: &str, stop: &str) -> Ve
     };
     tokio::time::timeout(Duration::from_secs(60), read).await.expect("stream ends");
     out
-}
-
-async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) {
-    axum::serve(listener, app).await.expect("serve");
 }
 
 /// Runs one demo agent's worker in the background.

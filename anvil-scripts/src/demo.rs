@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use alloy::primitives::U256;
-use tessera_bindings::{AgentRegistry, capability, deployment::Deployment};
+use tessera_bindings::{AgentRegistry, capability, deployment::Deployment, usdc::Usdc};
 
 use crate::{
     Error,
@@ -35,11 +35,15 @@ pub struct DemoOutcome {
     pub transcript: String,
     /// Executor balance gained.
     pub executor_paid: U256,
+    /// The port the demo's anvil listened on (chosen by the kernel unless
+    /// the options named one).
+    pub chain_port: u16,
 }
 
 /// Runs the demo on its own anvil (stopped when this returns, error or not).
 pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     let chain = LocalChain::start(opts)?;
+    let chain_port = chain.port();
     let actors = Actors::from_keys(&chain.keys())?;
     let provider = actors.provider(chain.endpoint_url());
     let mut out = String::new();
@@ -72,7 +76,7 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
         "registered {} demo agents; cheapest active `summarize`: {} at {} USDC",
         deploy::DEMO_AGENTS.len(),
         cheapest.agent,
-        format_usdc(U256::from(cheapest.price))
+        Usdc::from_base_units(cheapest.price)
     );
 
     let mut d = Driver::new(provider.clone(), &actors, &deployment);
@@ -113,14 +117,16 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
         out,
         "\nstatus {}; executor paid {} USDC; the escrow holds {} USDC of task funds",
         rec.status(),
-        format_usdc(after - before),
-        format_usdc(d.balance(deployment.task_escrow).await? - U256::from(deploy::ESCROW_SEED))
+        Usdc::from_u256(after - before)?,
+        Usdc::from_u256(
+            d.balance(deployment.task_escrow).await? - U256::from(deploy::ESCROW_SEED)
+        )?
     );
 
     plans(&chain, &actors, &deployment, &mut out).await?;
     drop(chain);
     let _ = writeln!(out, "anvil stopped");
-    Ok(DemoOutcome { deployment, transcript: out, executor_paid: after - before })
+    Ok(DemoOutcome { deployment, transcript: out, executor_paid: after - before, chain_port })
 }
 
 /// The plans part of the demo: workers, orchestrator, two plans, lineage.
@@ -175,7 +181,7 @@ async fn plans(
             .call()
             .await
             .map_err(crate::contract_err("querying the registry"))?;
-        cheapest.insert(cap, (c.agent, c.price));
+        cheapest.insert(cap, (c.agent, Usdc::from_base_units(c.price)));
     }
     let step = |index: u32, cap: &'static str, spec: &str, deps: &[u32]| SubTask {
         index,
@@ -188,7 +194,7 @@ async fn plans(
     };
     let mut chain_plan = Plan::new(
         Plan::id_from_label("demo: translate then summarize"),
-        5_000_000,
+        Usdc::from_whole(5),
         ReviewMode::Auto,
     );
     chain_plan.source = Some(ARTICLE.into());
@@ -196,8 +202,11 @@ async fn plans(
         step(0, "translate", "Translate the article to French", &[]),
         step(1, "summarize", "Summarize the translation in three bullets", &[0]),
     ];
-    let mut fan_in =
-        Plan::new(Plan::id_from_label("demo: three-step brief"), 5_000_000, ReviewMode::Auto);
+    let mut fan_in = Plan::new(
+        Plan::id_from_label("demo: three-step brief"),
+        Usdc::from_whole(5),
+        ReviewMode::Auto,
+    );
     fan_in.source = Some(ARTICLE.into());
     fan_in.subtasks = vec![
         step(0, "extract-entities", "List the entities the article names", &[]),
@@ -246,7 +255,7 @@ plan {label} ({id}): approved"
             out,
             "  {outcome} in {} ms; paid {} USDC",
             started.elapsed().as_millis(),
-            format_usdc(U256::from(plan.total_cost().unwrap_or_default()))
+            plan.total_cost().unwrap_or_default()
         );
         if let Some(last) = view.subtasks.last().and_then(|s| s.output.clone()) {
             let _ = writeln!(out, "  final output: {}", last.chars().take(160).collect::<String>());
@@ -310,20 +319,23 @@ async fn dispute(
     }));
 
     let summarizer = actors.agent(1);
-    let mut plan =
-        Plan::new(Plan::id_from_label("demo: a disputed summary"), 1_000_000, ReviewMode::Manual);
+    let mut plan = Plan::new(
+        Plan::id_from_label("demo: a disputed summary"),
+        Usdc::from_whole(1),
+        ReviewMode::Manual,
+    );
     plan.source = Some("The ferry leaves at nine. Bring your ticket and arrive early.".into());
     plan.subtasks = vec![SubTask {
         index: 0,
         capability: "summarize".into(),
         spec: "Summarize the note".into(),
         executor: Some(summarizer),
-        cost: 400_000,
+        cost: Usdc::from_base_units(400_000),
         deadline_offset_secs: 3600,
         depends_on: vec![],
     }];
     let id = plan.id.to_string();
-    let cost = U256::from(plan.total_cost().unwrap_or_default());
+    let cost = plan.total_cost().unwrap_or_default().to_u256();
     let provider = actors.provider(chain.endpoint_url());
     let sponsor = actors.sponsor.address();
     let usdc = tessera_bindings::MockUSDC::new(deployment.token, &provider);
@@ -399,31 +411,13 @@ async fn dispute(
     let _ = writeln!(
         out,
         "  {outcome}: executor received {} USDC, sponsor refunded {} USDC of 0.400000",
-        format_usdc(exec1 - exec0),
+        Usdc::from_u256(exec1 - exec0)?,
         // The sponsor funded the whole cost and got the client's share back.
-        format_usdc(fund1 + cost - fund0)
+        Usdc::from_u256(fund1 + cost - fund0)?
     );
     Ok(())
 }
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
-}
-
-/// Formats 6-decimal base units as USDC (`2500000` → `2.500000`).
-pub fn format_usdc(units: U256) -> String {
-    let million = U256::from(1_000_000u64);
-    format!("{}.{:06}", units / million, (units % million).to::<u64>())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_usdc() {
-        assert_eq!(format_usdc(U256::from(2_500_000u64)), "2.500000");
-        assert_eq!(format_usdc(U256::from(7u64)), "0.000007");
-        assert_eq!(format_usdc(U256::ZERO), "0.000000");
-    }
 }

@@ -4,9 +4,11 @@ use alloy::{
     primitives::{Address, U256},
     providers::{DynProvider, Provider},
 };
-use serde_json::json;
 use tessera_bindings::{
-    AgentRegistry, MockUSDC, TaskEscrow, capability, client::ClientError, deployment::Deployment,
+    AgentRegistry, MockUSDC, TaskEscrow, capability,
+    card::{AgentCard, CapabilityOffer, OFFLINE_MODEL, Price, Role},
+    client::ClientError,
+    deployment::Deployment,
 };
 
 use crate::{Error, actors::Actors, contract_err};
@@ -83,18 +85,29 @@ pub const DEMO_AGENTS: &[DemoAgent] = &[
 ];
 
 impl DemoAgent {
-    /// The agent card as a `data:` URI (what the registry's metadata URI holds).
+    /// The agent's card: an offline executor with the demo offers.
+    pub fn card(&self) -> AgentCard {
+        AgentCard {
+            id: self.id.to_owned(),
+            description: self.description.to_owned(),
+            role: Role::Executor,
+            capabilities: self
+                .offers
+                .iter()
+                .map(|&(name, price)| CapabilityOffer {
+                    name: name.to_owned(),
+                    price: Price::from_base_units(price),
+                })
+                .collect(),
+            model: OFFLINE_MODEL.to_owned(),
+            instructions: "Work offline with the built-in algorithms.".to_owned(),
+        }
+    }
+
+    /// The agent card's registry URI ([`AgentCard::to_uri`]: what the
+    /// registry's metadata URI holds).
     pub fn card_uri(&self) -> String {
-        let card = json!({
-            "id": self.id,
-            "description": self.description,
-            "role": "executor",
-            "model": "offline",
-            "capabilities": self.offers.iter()
-                .map(|(c, p)| json!({"name": c, "price": p.to_string()}))
-                .collect::<Vec<_>>(),
-        });
-        format!("data:application/json,{card}")
+        self.card().to_uri()
     }
 }
 
@@ -228,4 +241,22 @@ pub(crate) async fn confirm(
         });
     }
     Ok(receipt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_cards_are_valid_and_read_back_from_their_uri() {
+        for agent in DEMO_AGENTS {
+            let card = AgentCard::from_uri(&agent.card_uri()).unwrap();
+            assert_eq!(card, agent.card());
+            assert_eq!(card.capabilities.len(), agent.offers.len());
+            for (offer, &(name, price)) in card.capabilities.iter().zip(agent.offers) {
+                assert_eq!((offer.name.as_str(), offer.price.base_units()), (name, price));
+            }
+            tessera_workers::AgentCard::new(card).unwrap();
+        }
+    }
 }

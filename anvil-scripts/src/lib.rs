@@ -6,12 +6,14 @@
 //! - [`actors`]: the well-known role accounts of a local chain and a provider
 //!   whose wallet signs for all of them;
 //! - [`deploy`]: deploy MockUSDC, AgentRegistry and TaskEscrow from Rust, fund
-//!   sponsors, register the demo agents and write the deployment record;
-//! - [`demo`]: one full task lifecycle, printed step by step;
+//!   sponsors, register the demo agents (their cards are
+//!   `tessera_bindings::card` cards, published with the one card URI) and
+//!   write the deployment record;
+//! - [`demo`]: one full task lifecycle, printed step by step (amounts as
+//!   `tessera_bindings::usdc::Usdc`);
 //! - [`gas`]: the gas bench (receipt `gasUsed` per lifecycle step).
 
 pub mod actors;
-pub mod bench_plan;
 pub mod chain;
 pub mod demo;
 pub mod deploy;
@@ -49,6 +51,9 @@ pub enum Error {
     /// The orchestrator refused or failed.
     #[error("orchestrator: {0}")]
     Orchestrator(String),
+    /// A token amount is not a USDC amount Tessera can show.
+    #[error(transparent)]
+    Amount(#[from] tessera_bindings::usdc::UsdcError),
     /// A key could not be derived or used.
     #[error("key: {0}")]
     Key(String),

@@ -11,6 +11,7 @@ use tessera_bindings::{
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec},
     task::{TaskRecord, decode_log},
+    usdc::Usdc,
 };
 use tessera_orchestrator::{
     runner::{Chain, Orchestrator, RunnerConfig},
@@ -18,25 +19,15 @@ use tessera_orchestrator::{
 };
 use tessera_workers::{AgentCard, runtime::Worker};
 
-use crate::{Error, actors::Actors, chain::LocalChain, demo::format_usdc, deploy::DemoAgent};
+use crate::{Error, actors::Actors, chain::LocalChain, deploy::DemoAgent};
 
 /// Shared blob storage of one in-process stack.
 pub type Blobs = Arc<dyn BlobStore + Send + Sync>;
 
 impl DemoAgent {
     /// The agent's card as its worker loads it (offline model).
-    pub fn card(&self) -> AgentCard {
-        let caps: String = self
-            .offers
-            .iter()
-            .map(|(name, price)| format!("  - name: {name}\n    price: {price}\n"))
-            .collect();
-        let yaml = format!(
-            "id: {}\ndescription: {}\nrole: executor\nmodel: offline\ncapabilities:\n{caps}\
-             instructions: Work offline with the built-in algorithms.\n",
-            self.id, self.description
-        );
-        AgentCard::from_yaml(&yaml).expect("demo agent cards are valid")
+    pub fn worker_card(&self) -> AgentCard {
+        AgentCard::new(self.card()).expect("demo agent cards are valid")
     }
 }
 
@@ -52,7 +43,7 @@ pub async fn spawn_worker(
     let signer = actors.agents[agent.account].clone();
     let me = signer.address();
     let provider = connect(chain.endpoint_url(), EthereumWallet::new(signer));
-    let mut worker = Worker::new(provider, me, agent.card(), deployment.clone(), blobs);
+    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), blobs);
     worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
     let ws = chain.ws_endpoint();
     Ok(tokio::spawn(async move {
@@ -143,7 +134,7 @@ pub async fn lineage(
                 capability,
                 t.status().as_str(),
                 t.task.executor,
-                format_usdc(alloy::primitives::U256::from(t.task.amount)),
+                Usdc::from_base_units(t.task.amount),
             ));
             let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
             walk(out, tasks, t.id, &deeper, codec, blobs);

@@ -16,7 +16,7 @@ use async_openai::{
 use serde::Deserialize;
 use serde_json::json;
 use tessera_bindings::injection::quote_json;
-use tessera_llm::{Endpoint, complete, env_var, tool_arguments};
+use tessera_llm::{Endpoint, ForcedTool, env_var};
 
 use crate::{
     evidence::Evidence,
@@ -73,10 +73,11 @@ impl Council {
     }
 
     async fn attempt(&self, evidence: &Evidence) -> Result<Verdict, String> {
-        let response = complete(&self.client, request(&self.model, evidence), self.timeout)
+        let args: Args = tool()
+            .call_as(&self.client, request(&self.model, evidence), self.timeout)
             .await
             .map_err(|e| e.to_string())?;
-        parse(&response, &self.model)
+        verdict(args, &self.model)
     }
 }
 
@@ -95,29 +96,26 @@ pub fn request(model: &str, evidence: &Evidence) -> CreateChatCompletionRequest 
         "client_reason": evidence.reason,
         "problems_reading_evidence": evidence.problems,
     });
-    let body = json!({
-        "model": model,
-        "messages": [
-            { "role": "system", "content": system },
-            { "role": "user", "content": format!("<evidence>\n{}\n</evidence>", quote_json(&data)) },
-        ],
-        "tools": [{ "type": "function", "function": {
-            "name": TOOL,
-            "description": "Render the council's verdict.",
-            "parameters": {
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["verdict", "executor_share_bps", "rationale"],
-                "properties": {
-                    "verdict": { "enum": ["worker", "client", "split"] },
-                    "executor_share_bps": { "type": "integer", "minimum": 0, "maximum": 10000 },
-                    "rationale": { "type": "string", "minLength": 1 }
-                }
+    let user = format!("<evidence>\n{}\n</evidence>", quote_json(&data));
+    tool().request(model, system, &user)
+}
+
+/// The forced tool: `render_verdict` and the schema of a verdict.
+pub fn tool() -> ForcedTool {
+    ForcedTool::new(
+        TOOL,
+        "Render the council's verdict.",
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["verdict", "executor_share_bps", "rationale"],
+            "properties": {
+                "verdict": { "enum": ["worker", "client", "split"] },
+                "executor_share_bps": { "type": "integer", "minimum": 0, "maximum": 10000 },
+                "rationale": { "type": "string", "minLength": 1 }
             }
-        }}],
-        "tool_choice": { "type": "function", "function": { "name": TOOL } },
-    });
-    serde_json::from_value(body).expect("the request matches the chat-completions schema")
+        }),
+    )
 }
 
 #[derive(Deserialize)]
@@ -130,9 +128,11 @@ struct Args {
 
 /// Validates the tool call.
 pub fn parse(response: &CreateChatCompletionResponse, model: &str) -> Result<Verdict, String> {
-    let raw = tool_arguments(response, TOOL)?;
-    let args: Args = serde_json::from_value(raw)
-        .map_err(|e| format!("arguments do not match the schema: {e}"))?;
+    verdict(tool().typed_arguments(response).map_err(|e| e.to_string())?, model)
+}
+
+/// The verdict the arguments give, if they are consistent.
+fn verdict(args: Args, model: &str) -> Result<Verdict, String> {
     let consistent = match args.verdict {
         VerdictKind::Worker => args.executor_share_bps == BPS,
         VerdictKind::Client => args.executor_share_bps == 0,

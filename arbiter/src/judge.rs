@@ -21,6 +21,40 @@ pub enum VerdictKind {
     Split,
 }
 
+impl VerdictKind {
+    /// Every kind.
+    pub const ALL: [VerdictKind; 3] =
+        [VerdictKind::Worker, VerdictKind::Client, VerdictKind::Split];
+
+    /// The kind's name, as serialized and stored (`worker`, `client`, `split`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Worker => "worker",
+            VerdictKind::Client => "client",
+            VerdictKind::Split => "split",
+        }
+    }
+}
+
+impl std::fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// Text that names no verdict kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a verdict (worker, client or split)")]
+pub struct UnknownVerdict(pub String);
+
+impl std::str::FromStr for VerdictKind {
+    type Err = UnknownVerdict;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownVerdict(s.to_owned()))
+    }
+}
+
 /// A ruling with its reasons.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -126,6 +160,12 @@ mod tests {
         assert_eq!(Verdict::new(VerdictKind::Split, 0, "", "t").executor_share_bps, 1);
         assert_eq!(Verdict::new(VerdictKind::Split, 10_000, "", "t").executor_share_bps, 9_999);
         assert_eq!(Verdict::from_share(0, "", "t").verdict, VerdictKind::Client);
+        for kind in VerdictKind::ALL {
+            let text = kind.as_str();
+            assert_eq!(serde_json::to_value(kind).unwrap(), text, "serde and text agree");
+            assert_eq!(text.parse::<VerdictKind>(), Ok(kind));
+        }
+        assert!("Worker".parse::<VerdictKind>().is_err());
         assert_eq!(Verdict::from_share(10_000, "", "t").verdict, VerdictKind::Worker);
         assert_eq!(Verdict::from_share(3_333, "", "t").verdict, VerdictKind::Split);
     }

@@ -1,4 +1,5 @@
-//! The arbiter: every dispute ends.
+//! The arbiter: every dispute ends. It stores through `tessera-db` and
+//! depends on no other service.
 //!
 //! - [`service`]: watches `TaskDisputed` and appeal events, gathers the
 //!   evidence, asks the judge, executes the verdict with the arbiter key
@@ -7,11 +8,12 @@
 //!   refund of disputes left past their window.
 //! - [`judge`]: verdicts, and the choice between the council and the rubric
 //!   (a council failing twice rules for the client).
-//! - [`council`]: the LLM council through async-openai (forced function
+//! - [`council`]: the LLM council through `tessera_llm::ForcedTool` (forced function
 //!   call, evidence as quoted data, consistency checks).
 //! - [`rubric`]: the deterministic offline judge per capability.
 //! - [`evidence`]: spec envelope, result and reason, hash-verified.
-//! - [`store`]: decisions and the scan cursor through sqlx.
+//! - [`store`]: decisions, their level and verdict typed and stored as names,
+//!   and the scan cursor, migrations of the component `arbiter`.
 
 pub mod council;
 pub mod evidence;

@@ -23,14 +23,14 @@ use tessera_bindings::{
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec},
-    heads::Heads,
+    heads::Follow,
     task::{Status, TaskRecord, decode_log},
 };
 
 use crate::{
     evidence,
-    judge::{Judge, Verdict},
-    store::{ArbiterStore, Decision},
+    judge::{Judge, Verdict, VerdictKind},
+    store::{ArbiterStore, Decision, Level},
 };
 
 /// Why the arbiter failed.
@@ -54,7 +54,7 @@ pub enum ArbiterError {
     Rpc(#[from] alloy::transports::TransportError),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] tessera_orchestrator::store::StoreError),
+    Store(#[from] tessera_db::DbError),
     /// Publishing the rationale failed.
     #[error("publishing the rationale: {0}")]
     Publish(String),
@@ -75,7 +75,7 @@ pub enum Action {
         /// The task.
         task: String,
         /// The verdict.
-        verdict: String,
+        verdict: VerdictKind,
         /// Executor's share.
         share_bps: u16,
         /// The ruling's transaction.
@@ -164,15 +164,12 @@ impl Arbiter {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
-        let mut heads = Heads::connect(ws_url, poll).await;
+        let mut follow = Follow::connect(ws_url, poll, "arbiter scan").await;
         loop {
-            match self.poll_once().await {
-                Ok(actions) => actions.iter().for_each(&mut on_action),
-                Err(e) => tracing::warn!(error = %e, "arbiter scan failed; retrying"),
-            }
-            tokio::select! {
-                () = &mut shutdown => return,
-                () = heads.wait() => {}
+            let pass =
+                self.poll_once().await.map(|actions| actions.iter().for_each(&mut on_action));
+            if !follow.next(pass, shutdown.as_mut()).await {
+                return;
             }
         }
     }
@@ -209,7 +206,7 @@ impl Arbiter {
         }
         let mut actions = Vec::new();
         for (task, level) in self.store.pending().await? {
-            if level == "dispute"
+            if level == Level::Dispute
                 && let Ok(id) = task.parse::<U256>()
                 && !disputes.iter().any(|(d, _)| *d == id)
             {
@@ -239,8 +236,13 @@ impl Arbiter {
         let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
         if rec.status() != Status::Disputed {
             // Ruled already (by a previous life, or the event came twice).
-            if self.store.decision(&task, "dispute").await?.is_some_and(|d| d.tx_hash.is_none()) {
-                self.store.executed(&task, "dispute", None).await?;
+            if self
+                .store
+                .decision(&task, Level::Dispute)
+                .await?
+                .is_some_and(|d| d.tx_hash.is_none())
+            {
+                self.store.executed(&task, Level::Dispute, None).await?;
             }
             if matches!(rec.status(), Status::Ruled | Status::Appealed) {
                 self.watch.insert(id);
@@ -254,7 +256,7 @@ impl Arbiter {
             tracing::info!(%task, "dispute window passed: refunded by default");
             return Ok(Some(Action::DefaultClaimed { task, tx: receipt.transaction_hash }));
         }
-        let decision = match self.store.decision(&task, "dispute").await? {
+        let decision = match self.store.decision(&task, Level::Dispute).await? {
             Some(d) => d,
             None => {
                 let reason_uri = if reason_uri.is_empty() {
@@ -264,10 +266,10 @@ impl Arbiter {
                 };
                 let evidence = evidence::gather(&rec, &reason_uri, self.blobs.as_ref());
                 let verdict = self.judge.decide(&evidence).await;
-                let d = self.publish(&task, "dispute", &verdict)?;
+                let d = self.publish(&task, Level::Dispute, &verdict)?;
                 self.store.record(&d).await?;
                 // A concurrent life may have recorded first: use what is stored.
-                self.store.decision(&task, "dispute").await?.unwrap_or(d)
+                self.store.decision(&task, Level::Dispute).await?.unwrap_or(d)
             }
         };
         let receipt = self
@@ -275,7 +277,7 @@ impl Arbiter {
             .resolve(self.me, &mut rec, decision.share_bps, &decision.rationale_uri)
             .await?;
         let tx = receipt.transaction_hash;
-        self.store.executed(&task, "dispute", Some(&tx.to_string())).await?;
+        self.store.executed(&task, Level::Dispute, Some(&tx.to_string())).await?;
         if rec.status() == Status::Ruled {
             self.watch.insert(id);
         }
@@ -320,7 +322,7 @@ impl Arbiter {
     fn publish(
         &self,
         task: &str,
-        level: &str,
+        level: Level,
         verdict: &Verdict,
     ) -> Result<Decision, ArbiterError> {
         publish_verdict(task, level, verdict, self.blobs.as_ref())
@@ -353,7 +355,7 @@ impl Arbiter {
 /// Publishes `verdict` (rationale and all) and returns its decision row.
 fn publish_verdict(
     task: &str,
-    level: &str,
+    level: Level,
     verdict: &Verdict,
     blobs: &dyn BlobStore,
 ) -> Result<Decision, ArbiterError> {
@@ -361,11 +363,10 @@ fn publish_verdict(
     let rationale_uri = EnvelopeCodec::default()
         .publish(body.as_bytes(), blobs)
         .map_err(|e| ArbiterError::Publish(e.to_string()))?;
-    let kind = serde_json::to_value(verdict.verdict).ok();
     Ok(Decision {
         task_id: task.to_owned(),
-        level: level.to_owned(),
-        verdict: kind.as_ref().and_then(|v| v.as_str()).unwrap_or_default().to_owned(),
+        level,
+        verdict: verdict.verdict,
         share_bps: verdict.executor_share_bps,
         rationale_uri,
         judge: verdict.judge.clone(),
@@ -419,11 +420,13 @@ pub async fn decide_appeal(
             rec.status()
         )));
     }
-    let d = publish_verdict(&task.to_string(), "appeal", verdict, blobs)?;
+    let d = publish_verdict(&task.to_string(), Level::Appeal, verdict, blobs)?;
     let receipt = escrow.resolve_appeal(from, &mut rec, d.share_bps, &d.rationale_uri).await?;
     if let Some(store) = store {
         store.record(&d).await?;
-        store.executed(&d.task_id, "appeal", Some(&receipt.transaction_hash.to_string())).await?;
+        store
+            .executed(&d.task_id, Level::Appeal, Some(&receipt.transaction_hash.to_string()))
+            .await?;
     }
     Ok(receipt.transaction_hash)
 }

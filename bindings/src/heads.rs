@@ -69,3 +69,100 @@ impl Heads {
         }
     }
 }
+
+/// The one block-following loop of every service, turned inside out so a
+/// pass may borrow its service mutably:
+///
+/// ```text
+/// tokio::pin!(shutdown);
+/// let mut follow = Follow::connect(ws_url, poll, "indexing pass").await;
+/// while follow.next(self.sync_once().await, shutdown.as_mut()).await {}
+/// ```
+///
+/// A pass runs at once, then on each new block (websocket at `ws_url`) and
+/// at least every `poll`, until `shutdown` resolves. A failed pass is logged
+/// and retried after a backoff of 100 ms per consecutive failure (at most
+/// 2 s); the backoff, like the wait, ends early on shutdown.
+#[derive(Debug)]
+pub struct Follow {
+    heads: Heads,
+    what: &'static str,
+    failures: u32,
+}
+
+impl Follow {
+    /// Follows new blocks for passes called `what` in the logs.
+    pub async fn connect(ws_url: Option<&str>, poll: Duration, what: &'static str) -> Self {
+        Self { heads: Heads::connect(ws_url, poll).await, what, failures: 0 }
+    }
+
+    /// Consecutive failed passes so far.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// Takes the outcome of a pass and waits for the next one: true when it
+    /// is due, false once `shutdown` has resolved.
+    pub async fn next<T, E: std::fmt::Display>(
+        &mut self,
+        outcome: Result<T, E>,
+        shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> bool {
+        let backoff = match outcome {
+            Ok(_) => {
+                self.failures = 0;
+                Duration::ZERO
+            }
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                tracing::warn!(error = %e, failures = self.failures, "{} failed; retrying", self.what);
+                Duration::from_millis(100 * u64::from(self.failures.min(20)))
+            }
+        };
+        let heads = &mut self.heads;
+        tokio::select! {
+            () = shutdown => false,
+            () = async {
+                tokio::time::sleep(backoff).await;
+                heads.wait().await;
+            } => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    };
+
+    use super::*;
+
+    #[tokio::test]
+    async fn follow_retries_failures_and_stops_on_shutdown() {
+        let passes = Arc::new(AtomicU32::new(0));
+        let counted = Arc::clone(&passes);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async {
+                stopped.await.ok();
+            };
+            tokio::pin!(shutdown);
+            let mut follow = Follow::connect(None, Duration::from_millis(10), "test pass").await;
+            let pass = || {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                if n.is_multiple_of(2) { Err(format!("pass {n} failed")) } else { Ok(()) }
+            };
+            while follow.next(pass(), shutdown.as_mut()).await {}
+        });
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let seen = passes.load(Ordering::SeqCst);
+        assert!(seen >= 4, "a failing pass is retried and polling goes on: {seen} passes");
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        let after = passes.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(passes.load(Ordering::SeqCst), after, "no pass after shutdown");
+    }
+}

@@ -11,14 +11,20 @@
 //! - [`task`]: the escrow stores only a hash of each task, so callers rebuild the
 //!   task from its events; [`task::TaskState`] is that fold, shared by the
 //!   orchestrator, the workers, the arbiter and the indexer;
-//! - [`capability`]: capability names as the registry stores them (`bytes32`);
+//! - [`capability`]: the one capability-name rule (1–31 bytes of
+//!   `[a-z0-9-]`) and the names as the registry stores them (`bytes32`);
+//! - [`card`]: the agent card (model, prices, validation) and its one URI
+//!   encoding, written by the workers and the demo deployment, read by any
+//!   service that shows a registered agent;
 //! - [`heads`]: new-block notifications (websocket, or a timer) for service loops;
 //! - [`envelope`]: the spec envelope `{parent, spec, source?, inputs?}` behind
 //!   each task's spec URI, inline or content-addressed, verified on every read;
+//! - [`usdc`]: the one USDC amount type (parse, format, serde, ranges);
 //! - [`injection`]: the one detector for text aimed at agents or the judge
 //!   (prompt injection), used by the workers, the runner and the arbiter.
 
 pub mod capability;
+pub mod card;
 pub mod client;
 pub mod deployment;
 pub mod envelope;
@@ -27,6 +33,7 @@ pub mod injection;
 pub mod permit;
 pub mod revert;
 pub mod task;
+pub mod usdc;
 
 #[allow(missing_docs, unreachable_pub, clippy::too_many_arguments, missing_debug_implementations)]
 mod generated {

@@ -4,8 +4,8 @@
 //!
 //! - [`classifier`]: one pass — model or offline planner, cross-check,
 //!   caution rules — with its trace events.
-//! - [`llm`]: the model path (async-openai, forced function call, schema
-//!   validation, address stripping).
+//! - [`llm`]: the model path (the forced `classify_brief` call through
+//!   `tessera_llm::ForcedTool`, schema validation, address stripping).
 //! - [`offline`]: the deterministic planner used without a key.
 //! - [`reading`]: how the rules read a brief — instruction apart from
 //!   material, steps by their verbs.
@@ -14,10 +14,12 @@
 //! - [`strip`]: removes every address from a model's answer.
 //! - [`classify`]: the result types, quadrants and ceremonies.
 //!
+//! Every capability the classifier names, from the rules or a model, follows
+//! the one capability-name rule of `tessera_bindings::capability`.
+//!
 //! No model output chooses where money goes: executors and prices come from
 //! the registry (in the orchestrator), never from here.
 
-pub mod bench;
 pub mod classifier;
 pub mod classify;
 pub mod corpus;

@@ -11,7 +11,8 @@ use async_openai::{
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_llm::{Endpoint, complete, env_var, tool_arguments};
+use tessera_bindings::capability;
+use tessera_llm::{Endpoint, ForcedTool, complete, env_var};
 
 use crate::{
     classify::{
@@ -120,17 +121,12 @@ pub fn request(model: &str, brief: &str, payload: Option<&str>) -> CreateChatCom
         let excerpt: String = p.chars().take(2000).collect();
         user.push_str(&format!("\n<payload-excerpt>\n{excerpt}\n</payload-excerpt>"));
     }
-    let body = json!({
-        "model": model,
-        "messages": [ { "role": "system", "content": system }, { "role": "user", "content": user } ],
-        "tools": [{ "type": "function", "function": {
-            "name": TOOL,
-            "description": "Report the classification and the proposed plan.",
-            "parameters": schema(),
-        }}],
-        "tool_choice": { "type": "function", "function": { "name": TOOL } },
-    });
-    serde_json::from_value(body).expect("the request matches the chat-completions schema")
+    tool().request(model, system, &user)
+}
+
+/// The forced tool: `classify_brief` with [`schema`].
+pub fn tool() -> ForcedTool {
+    ForcedTool::new(TOOL, "Report the classification and the proposed plan.", schema())
 }
 
 /// The JSON schema of the tool's arguments.
@@ -151,7 +147,7 @@ pub fn schema() -> Value {
                 "additionalProperties": false,
                 "required": ["capability", "spec"],
                 "properties": {
-                    "capability": { "type": "string", "maxLength": 31 },
+                    "capability": { "type": "string", "minLength": 1, "maxLength": capability::MAX_LEN, "pattern": "^[a-z0-9-]+$" },
                     "spec": { "type": "string", "minLength": 1 },
                     "estimated_cost_usdc": { "type": "number", "minimum": 0 },
                     "deadline_offset_secs": { "type": "integer", "minimum": 60, "maximum": 2592000 },
@@ -191,13 +187,12 @@ struct SubArgs {
 /// Finds the tool call, strips addresses from everything, and validates.
 pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptError> {
     let bad = |m: String| AttemptError::Malformed(m);
-    let mut raw = tool_arguments(response, TOOL).map_err(bad)?;
+    let mut raw = tool().arguments(response)?;
     let mut stripped = strip_value(&mut raw);
     if let Some(content) = response.choices.first().and_then(|c| c.message.content.as_deref()) {
         stripped += crate::strip::strip_text(content).1;
     }
-    let args: Args = serde_json::from_value(raw.clone())
-        .map_err(|e| bad(format!("arguments do not match the schema: {e}")))?;
+    let args: Args = tessera_llm::typed(raw.clone())?;
     for (name, c) in
         [("decomposability", args.decomposability_confidence), ("stakes", args.stakes_confidence)]
     {
@@ -212,14 +207,9 @@ pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptE
     let mut plan = Vec::with_capacity(args.subtasks.len());
     for (i, s) in args.subtasks.into_iter().enumerate() {
         let index = i as u32;
-        let name_ok = !s.capability.is_empty()
-            && s.capability.len() <= 31
-            && s.capability
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !name_ok {
+        if let Err(e) = capability::check(&s.capability) {
             return Err(bad(format!(
-                "sub-task {index}: {:?} is not a capability name",
+                "sub-task {index}: {:?} is not a capability name: {e}",
                 s.capability
             )));
         }
@@ -278,4 +268,47 @@ pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptE
         raw,
         stripped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(args: &Value) -> CreateChatCompletionResponse {
+        serde_json::from_value(json!({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{ "index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{ "id": "c", "type": "function",
+                    "function": { "name": TOOL, "arguments": args.to_string() } }]
+            }}]
+        }))
+        .unwrap()
+    }
+
+    fn args(capability: &str) -> Value {
+        json!({
+            "decomposability": "atomic", "decomposability_confidence": 0.9,
+            "stakes": "low", "stakes_confidence": 0.9, "reasoning": "one step",
+            "subtasks": [{ "capability": capability, "spec": "Summarize the text" }]
+        })
+    }
+
+    #[test]
+    fn proposed_capabilities_follow_the_one_name_rule() {
+        let answer = parse(&response(&args("summarize"))).unwrap();
+        assert_eq!(answer.classification.plan[0].capability, "summarize");
+        for bad in ["Summarize", "sum marize", "", &"x".repeat(32)] {
+            let err = parse(&response(&args(bad))).unwrap_err().to_string();
+            assert!(err.contains("is not a capability name"), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn request_forces_classify_brief() {
+        let req = serde_json::to_value(request("m", "Summarize this", None)).unwrap();
+        assert_eq!(req["tool_choice"]["function"]["name"], TOOL);
+        assert_eq!(req["tools"][0]["function"]["parameters"], schema());
+        assert!(req["messages"][1]["content"].as_str().unwrap().contains("<brief>"));
+    }
 }

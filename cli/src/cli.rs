@@ -352,7 +352,7 @@ impl Cli {
                 hold_chain,
                 json,
             }) => {
-                let report = Box::pin(crate::bench_indexer::run(
+                let report = Box::pin(tessera_bench::indexer::run(
                     &chain.options(),
                     lifecycles,
                     live,
@@ -366,19 +366,17 @@ impl Cli {
                 }
             }
             Command::Bench(BenchCommand::Classify { rounds, json }) => {
-                let report = tessera_classifier::bench::run(rounds).await;
+                let report = tessera_bench::classify::run(rounds).await;
                 print!("{}", report.table());
                 if let Some(path) = json {
                     write_json(&path, &report)?;
                 }
             }
             Command::Bench(BenchCommand::Plan { chain, steps, runs, json }) => {
-                let cfg = tessera_anvil::bench_plan::PlanBenchConfig { steps, runs };
-                let report = until_interrupted(Box::pin(tessera_anvil::bench_plan::run(
-                    &chain.options(),
-                    &cfg,
-                )))
-                .await?;
+                let cfg = tessera_bench::plan::PlanBenchConfig { steps, runs };
+                let report =
+                    until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))
+                        .await?;
                 print!("{}", report.table());
                 if let Some(path) = json {
                     write_json(&path, &report)?;

@@ -6,7 +6,7 @@ use alloy::network::EthereumWallet;
 use clap::{Args, Subcommand};
 use eyre::{Context, Result, bail};
 use serde_json::Value;
-use tessera_bindings::{client::connect, envelope::FsBlobStore};
+use tessera_bindings::{client::connect, envelope::FsBlobStore, usdc::Usdc};
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 
 /// `tessera indexer …`.
@@ -144,16 +144,16 @@ pub(crate) fn render_tree(body: &Value) -> String {
             } else {
                 id.to_owned()
             };
-            let amount: u128 =
-                t["amount"].as_str().and_then(|a| a.parse().ok()).unwrap_or_default();
+            let amount = t["amount"]
+                .as_str()
+                .and_then(|a| Usdc::parse_base_units(a).ok())
+                .map_or_else(|| "?".to_owned(), |a| a.with_unit().to_string());
             out.push_str(&format!(
-                "{prefix}{} {short}  {:<9} {:<18} {:<44} {}.{:06} USDC{}  {}\n",
+                "{prefix}{} {short}  {:<9} {:<18} {:<44} {amount}{}  {}\n",
                 if last { "└─" } else { "├─" },
                 t["status"].as_str().unwrap_or("?"),
                 t["capability"].as_str().unwrap_or("?"),
                 t["executor"].as_str().unwrap_or("?"),
-                amount / 1_000_000,
-                amount % 1_000_000,
                 if t["pending_parent"] == true { " (parent not indexed yet)" } else { "" },
                 t["spec"].as_str().unwrap_or("").chars().take(50).collect::<String>(),
             ));

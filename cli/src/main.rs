@@ -1,7 +1,6 @@
 //! `tessera`: the one command line of the project.
 
 mod arbitrate;
-mod bench_indexer;
 mod cli;
 mod index;
 mod orchestrate;

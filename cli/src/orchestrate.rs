@@ -15,11 +15,11 @@ use eyre::{Context, Result, bail, eyre};
 use futures_util::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use tessera_bindings::{client::connect, envelope::FsBlobStore};
+use tessera_bindings::{client::connect, envelope::FsBlobStore, usdc::Usdc};
 use tessera_orchestrator::{
-    api,
     plan::Plan,
-    runner::{Chain, Orchestrator, RunnerConfig},
+    runner::{Chain, RunnerConfig},
+    service::{Service, ServiceConfig},
     store::Store,
 };
 
@@ -96,7 +96,8 @@ fn env_secret(name: &str, what: &str) -> Result<String> {
 }
 
 /// Runs the orchestrator until Ctrl-C or SIGTERM: resumes every live run,
-/// follows new blocks, serves the API.
+/// follows new blocks, serves the API; on the signal, stops serving and
+/// drains the run drivers (each finishes its current step) before returning.
 pub(crate) async fn serve(
     args: ServeArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -113,73 +114,73 @@ pub(crate) async fn serve(
     let chain = Chain::new(provider, signer, deployment)
         .await
         .wrap_err_with(|| format!("reaching the contracts through {}", args.conn.rpc_url))?;
-    let config = RunnerConfig {
+    let max_plan_spend = Usdc::parse(&args.max_plan_spend)
+        .wrap_err_with(|| format!("--max-plan-spend {:?}", args.max_plan_spend))?;
+    let runner = RunnerConfig {
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
-        max_plan_spend: tessera_orchestrator::runner::parse_usdc(&args.max_plan_spend).ok_or_else(
-            || eyre!("--max-plan-spend {:?} is not an amount in USDC", args.max_plan_spend),
-        )?,
+        max_plan_spend,
         // Confirmation tokens survive restarts: keyed by the service's own secret.
         confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
         ..RunnerConfig::default()
     };
     let classifier = tessera_classifier::Classifier::from_env();
-    let orch =
-        Orchestrator::new(store, chain, Arc::new(FsBlobStore::new(&args.conn.blobs)), config);
-    let resumed = orch.resume_all().await?;
+    let uses_llm = classifier.uses_llm();
     let ws = args.conn.ws();
-    tokio::spawn(Arc::clone(&orch).follow_heads(ws.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", args.listen))?;
-    println!(
-        "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",
-        listener.local_addr()?,
-        orch.chain().sponsor(),
-        resumed
-    );
-    println!(
-        "classifier: {}",
-        if classifier.uses_llm() {
-            "LLM (TESSERA_LLM_API_KEY / OPENAI_API_KEY set)"
-        } else {
-            "offline planner (no LLM key)"
-        }
-    );
     let gate = args.limits.gate();
-    let mut app = api::router(orch, &token, classifier, gate.clone());
+    let mut nested = Vec::new();
     let mut indexer = None;
     if !args.no_index {
         let ix = crate::index::open(&args.conn, &args.index_database_url, 64)
             .await
             .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?;
-        app = app.nest("/index", tessera_indexer::api::of(&ix, gate.clone()));
+        nested.push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone())));
         indexer = Some(ix);
     }
+    let mut service = Service::start(ServiceConfig {
+        store,
+        chain,
+        blobs: Arc::new(FsBlobStore::new(&args.conn.blobs)),
+        runner,
+        ws_url: ws.clone(),
+        listener,
+        token,
+        classifier,
+        gate,
+        nested,
+    })
+    .await?;
+    println!(
+        "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",
+        service.addr(),
+        service.orchestrator().chain().sponsor(),
+        service.resumed()
+    );
+    println!(
+        "classifier: {}",
+        if uses_llm {
+            "LLM (TESSERA_LLM_API_KEY / OPENAI_API_KEY set)"
+        } else {
+            "offline planner (no LLM key)"
+        }
+    );
     println!(
         "web UI on http://{}/ (state changes ask for the TESSERA_API_TOKEN value once){}",
-        listener.local_addr()?,
+        service.addr(),
         if indexer.is_some() { "; index API under /index/api" } else { "" }
     );
-    // A 5xx is a warning here: a 503 past a limit is the server doing its
-    // job, and an internal error is logged where it happened, with its cause.
-    let app = app.layer(
-        tower_http::trace::TraceLayer::new_for_http()
-            .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN)),
-    );
-    // Open event streams end with the server; it would wait for them otherwise.
-    let shutdown = async move {
-        shutdown.await;
-        gate.close();
-    };
-    let serving = axum::serve(listener, app).with_graceful_shutdown(shutdown).into_future();
     match indexer.as_mut() {
         // The embedded indexer follows the chain for as long as the API serves.
         Some(ix) => tokio::select! {
-            served = serving => served?,
+            () = shutdown => {}
             () = ix.run(ws.as_deref(), Duration::from_secs(1), std::future::pending()) => {}
         },
-        None => serving.await?,
+        None => shutdown.await,
     }
+    println!("stopping: draining the run drivers");
+    service.shutdown().await?;
     println!("orchestrator stopped");
     Ok(())
 }
@@ -238,9 +239,11 @@ impl Client {
     }
 }
 
-fn usdc(units: &str) -> String {
-    let n: u128 = units.parse().unwrap_or_default();
-    format!("{}.{:06} USDC", n / 1_000_000, n % 1_000_000)
+/// An amount the API sent (a string or number of base units) with its unit;
+/// `?` when it is not one.
+fn usdc(amount: &Value) -> String {
+    serde_json::from_value::<Usdc>(amount.clone())
+        .map_or_else(|_| "? USDC".to_owned(), |u| u.with_unit().to_string())
 }
 
 /// The plan card: sub-tasks, executors, costs, dependencies, totals.
@@ -265,7 +268,7 @@ pub(crate) fn card(view: &Value) -> String {
             t["index"],
             t["capability"].as_str().unwrap_or("?"),
             t["executor"].as_str().unwrap_or("(unassigned)"),
-            usdc(&t["cost"].to_string()),
+            usdc(&t["cost"]),
             if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
         ));
         out.push_str(&format!("       {}\n", truncate(t["spec"].as_str().unwrap_or(""), 90)));
@@ -273,8 +276,8 @@ pub(crate) fn card(view: &Value) -> String {
     let secs = view["estimated_duration_secs"].as_u64().unwrap_or(0);
     out.push_str(&format!(
         "  total {} of budget {}; at most {}h{:02}m if every sub-task uses its whole deadline\n",
-        usdc(view["total_cost"].as_str().unwrap_or("0")),
-        usdc(&plan["budget"].to_string()),
+        usdc(&view["total_cost"]),
+        usdc(&plan["budget"]),
         secs / 3600,
         secs % 3600 / 60
     ));
@@ -503,6 +506,9 @@ async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
             let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else { continue };
             let ev: Value = serde_json::from_str(data)?;
             let kind = ev["kind"].as_str().unwrap_or_default();
+            if ev["ok"] == Value::Bool(false) {
+                bars.println(decision_line(&ev))?;
+            }
             if let Some(i) = ev["index"].as_u64()
                 && let Some(bar) = rows.get(&i)
             {
@@ -511,10 +517,7 @@ async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
                     txs.entry(i).or_default().push((kind.to_owned(), tx.to_owned()));
                 }
                 if matches!(kind, "subtask_paid" | "subtask_refunded") {
-                    bar.finish_with_message(format!(
-                        "{kind}: {}",
-                        usdc(ev["executor_amount"].as_str().unwrap_or("0"))
-                    ));
+                    bar.finish_with_message(format!("{kind}: {}", usdc(&ev["executor_amount"])));
                 }
             }
             if matches!(kind, "plan_completed" | "plan_failed") {
@@ -560,7 +563,34 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
             s["task_id"].as_str().unwrap_or("-")
         );
     }
+    for d in view["decisions"].as_array().into_iter().flatten() {
+        println!("{}", decision_line(d));
+    }
     Ok(())
+}
+
+/// One decision of a run (from the API's view or a `decision_applied`
+/// event): what came of it, and a failure plainly, with the chain's refusal.
+fn decision_line(d: &Value) -> String {
+    // An event names the decision in `decision` (its `kind` and `seq` are
+    // the event's own); the API's row in `kind`.
+    let event = d.get("decision").is_some();
+    let kind = d["decision"].as_str().or_else(|| d["kind"].as_str()).unwrap_or("?");
+    let seq = d["seq"].as_i64().filter(|_| !event).map(|s| format!(" {s}")).unwrap_or_default();
+    let index = d["idx"].as_u64().or_else(|| d["index"].as_u64());
+    let index = index.map(|i| format!(" #{i}")).unwrap_or_default();
+    let what = match d["ok"].as_bool() {
+        Some(false) => {
+            let error = d["error"].as_str().or_else(|| d["outcome"].as_str()).unwrap_or("failed");
+            match d["revert"].as_str() {
+                Some(revert) => format!("FAILED: {error} (revert: {revert})"),
+                None => format!("FAILED: {error}"),
+            }
+        }
+        Some(true) => d["outcome"].as_str().unwrap_or("done").to_owned(),
+        None => "queued".to_owned(),
+    };
+    format!("  decision{seq} {kind}{index}: {what}")
 }
 
 #[cfg(test)]
@@ -583,7 +613,24 @@ mod tests {
 
     #[test]
     fn usdc_formats_base_units() {
-        assert_eq!(usdc("1200000"), "1.200000 USDC");
-        assert_eq!(usdc("5"), "0.000005 USDC");
+        assert_eq!(usdc(&json!("1200000")), "1.200000 USDC");
+        assert_eq!(usdc(&json!(5)), "0.000005 USDC");
+        assert_eq!(usdc(&json!("x")), "? USDC");
+    }
+
+    #[test]
+    fn failed_decisions_are_shown_plainly() {
+        let failed = json!({"seq": 2, "idx": 0, "kind": "retry", "ok": false,
+            "outcome": "failed: chain: …", "error": "chain: refused",
+            "revert": "TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 })"});
+        assert_eq!(
+            decision_line(&failed),
+            "  decision 2 retry #0: FAILED: chain: refused (revert: TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 }))"
+        );
+        let fine =
+            json!({"seq": 1, "idx": null, "kind": "cancel", "ok": true, "outcome": "cancelling"});
+        assert_eq!(decision_line(&fine), "  decision 1 cancel: cancelling");
+        let queued = json!({"seq": 3, "idx": 1, "kind": "approve", "ok": null, "outcome": null});
+        assert_eq!(decision_line(&queued), "  decision 3 approve #1: queued");
     }
 }

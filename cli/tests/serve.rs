@@ -6,12 +6,7 @@ use std::{
     time::Duration,
 };
 
-use alloy::{
-    primitives::{B256, U256},
-    providers::Provider,
-    rpc::types::Filter,
-    sol_types::SolEvent,
-};
+use alloy::{primitives::U256, providers::Provider, rpc::types::Filter, sol_types::SolEvent};
 use serde_json::{Value, json};
 use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::TaskEscrow;
@@ -20,7 +15,10 @@ use tessera_orchestrator::plan::Plan;
 
 mod support;
 
-use support::{chain_with_workers, start, view, wait_up};
+use support::{
+    chain_plan, chain_with_workers, escrow_logs, propose_and_approve, start, wait_completed,
+    wait_started, wait_up,
+};
 
 #[tokio::test]
 async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once() {
@@ -35,51 +33,27 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     );
 
     let plan_id = Plan::id_from_label("kill-9");
-    let step = |i: u32, cap: &str, exec, cost: u64| {
-        json!({"index": i, "capability": cap, "spec": format!("Step {i}: {cap} the material"),
-               "executor": exec, "cost": cost, "deadline_offset_secs": 3600,
-               "depends_on": if i == 0 { vec![] } else { vec![i - 1] }})
-    };
-    let plan = json!({
-        "version": 1, "id": plan_id, "review": "auto", "budget": 10_000_000u64,
-        "source": "Tessera settles each sub-task through an escrow. Workers accept and deliver. \
-                   The orchestrator approves and pays. Results flow to the next step.",
-        "subtasks": [
-            step(0, "summarize", a1, 400_000), step(1, "extract-entities", a0, 300_000),
-            step(2, "sentiment-classify", a3, 200_000), step(3, "summarize", a1, 400_000),
-            step(4, "sentiment-classify", a3, 200_000), step(5, "summarize", a0, 500_000),
+    let plan = chain_plan(
+        plan_id,
+        "Tessera settles each sub-task through an escrow. Workers accept and deliver. \
+         The orchestrator approves and pays. Results flow to the next step.",
+        &[
+            ("summarize", a1, 400_000),
+            ("extract-entities", a0, 300_000),
+            ("sentiment-classify", a3, 200_000),
+            ("summarize", a1, 400_000),
+            ("sentiment-classify", a3, 200_000),
+            ("summarize", a0, 500_000),
         ],
-    });
+    );
     let total = U256::from(2_000_000u64);
-
     let http = reqwest::Client::new();
-    let id = plan_id.to_string();
 
     // Life 1: propose, approve, die while the first sub-tasks are in flight.
     let (mut orch, api) = start(&env, dir.path());
     wait_up(&http, &api).await;
-    let resp = http
-        .post(format!("{api}/api/plans"))
-        .bearer_auth(TEST_TOKEN)
-        .json(&plan)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
-    let resp = http
-        .post(format!("{api}/api/runs/{id}/approve"))
-        .bearer_auth(TEST_TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    loop {
-        let v = view(&http, &api, &id).await;
-        if v["subtasks"][1]["phase"] != "waiting" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let id = propose_and_approve(&http, &api, &plan).await;
+    wait_started(&http, &api, &id, 1).await;
     orch.0.kill().unwrap(); // SIGKILL
     orch.0.wait().unwrap();
     drop(orch);
@@ -87,13 +61,7 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     // Life 2: resumes (on a port of its own), dies again a little later.
     let (mut orch, api) = start(&env, dir.path());
     wait_up(&http, &api).await;
-    loop {
-        let v = view(&http, &api, &id).await;
-        if v["subtasks"][3]["phase"] != "waiting" || v["state"] == "completed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_started(&http, &api, &id, 3).await;
     orch.0.kill().unwrap();
     orch.0.wait().unwrap();
     drop(orch);
@@ -101,44 +69,17 @@ async fn kill_9_mid_plan_then_restart_funds_and_pays_each_sub_task_exactly_once(
     // Life 3: finishes the plan.
     let (_orch, api) = start(&env, dir.path());
     wait_up(&http, &api).await;
-    let end = tokio::time::Instant::now() + Duration::from_secs(60);
-    let v = loop {
-        let v = view(&http, &api, &id).await;
-        if v["state"] == "completed" {
-            break v;
-        }
-        assert!(tokio::time::Instant::now() < end, "never completed: {v:#}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let v = wait_completed(&http, &api, &id).await;
     for s in v["subtasks"].as_array().unwrap() {
         assert_eq!(s["attempt"], 0, "no sub-task needed a second attempt: {s}");
         assert_eq!(s["phase"], "paid");
     }
 
     // Exactly one task per sub-task on chain, each settled once.
-    let logs = env
-        .provider
-        .get_logs(
-            &Filter::new()
-                .address(env.deployment.task_escrow)
-                .event_signature(TaskEscrow::TaskCreated::SIGNATURE_HASH)
-                .topic2(B256::from(plan_id))
-                .from_block(env.deployment.deploy_block),
-        )
-        .await
-        .unwrap();
-    assert_eq!(logs.len(), 6, "one TaskCreated per sub-task");
-    let settled = env
-        .provider
-        .get_logs(
-            &Filter::new()
-                .address(env.deployment.task_escrow)
-                .event_signature(TaskEscrow::TaskSettled::SIGNATURE_HASH)
-                .from_block(env.deployment.deploy_block),
-        )
-        .await
-        .unwrap();
-    assert_eq!(settled.len(), 6, "one settlement per sub-task");
+    let created = escrow_logs(&env, TaskEscrow::TaskCreated::SIGNATURE_HASH, Some(plan_id)).await;
+    assert_eq!(created, 6, "one TaskCreated per sub-task");
+    let settled = escrow_logs(&env, TaskEscrow::TaskSettled::SIGNATURE_HASH, None).await;
+    assert_eq!(settled, 6, "one settlement per sub-task");
 
     assert_eq!(env.balance(sponsor).await, start_balances.0 - total);
     assert_eq!(env.balance(a0).await, start_balances.1 + U256::from(800_000u64));
@@ -631,7 +572,7 @@ async fn reorgs_and_kills(seed: u64) {
     // Every task's checked transitions too: incremental batches append them,
     // the reindex writes them in one pass.
     for t in fresh.store().tasks(&all).await.unwrap().0 {
-        let id = t["task_id"].as_str().unwrap();
+        let id = t.task_id.as_str();
         assert_eq!(
             survived.task(id).await.unwrap(),
             fresh.store().task(id).await.unwrap(),

@@ -102,8 +102,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<tessera_orchestrator::store::StoreError> for ApiError {
-    fn from(e: tessera_orchestrator::store::StoreError) -> Self {
+impl From<tessera_db::DbError> for ApiError {
+    fn from(e: tessera_db::DbError) -> Self {
         if e.is_overload() {
             tracing::warn!(error = %e, "index query refused under load");
             return Self(StatusCode::SERVICE_UNAVAILABLE, "the index is busy; try again".into());
@@ -231,7 +231,8 @@ async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<
 
 async fn tree(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     let id = check_plan_id(&id)?;
-    let mut t = s.store.plan_tree(&id).await?;
+    let tree = s.store.plan_tree(&id).await?;
+    let mut t = serde_json::to_value(&tree).expect("a plan tree serializes");
     t["block"] = json!(block(&s));
     Ok(Json(t))
 }
@@ -294,7 +295,7 @@ async fn plan_events(
                     continue;
                 }
                 let Ok(Some(t)) = store.task(task).await else { continue };
-                let body = json!({ "block": update.block, "task_id": task, "status": t["status"], "task": t });
+                let body = json!({ "block": update.block, "task_id": task, "status": t.task.status, "task": t });
                 if tx.send(Event::default().event("task").data(body.to_string())).await.is_err() {
                     return;
                 }

@@ -13,6 +13,7 @@ use tessera_bindings::{
     capability,
     envelope::{BlobStore, EnvelopeCodec, MemoryBlobStore},
     task::{TaskRecord, decode_log},
+    usdc::Usdc,
 };
 
 /// A task row.
@@ -30,8 +31,8 @@ pub struct TaskRow {
     pub client: String,
     /// Executor.
     pub executor: String,
-    /// Amount (decimal base units).
-    pub amount: String,
+    /// Amount.
+    pub amount: Usdc,
     /// Status name.
     pub status: String,
     /// Spec URI.
@@ -60,8 +61,8 @@ pub struct TaskRow {
     pub settled_at: Option<u64>,
     /// Whether it was ever disputed.
     pub disputed: bool,
-    /// What the executor received at settlement (base units).
-    pub executor_paid: u128,
+    /// What the executor received at settlement.
+    pub executor_paid: Usdc,
 }
 
 /// One transition of a task.
@@ -130,7 +131,7 @@ impl TaskFold {
             funder: rec.task.funder.to_string(),
             client: rec.task.client.to_string(),
             executor: rec.task.executor.to_string(),
-            amount: rec.task.amount.to_string(),
+            amount: Usdc::from_base_units(rec.task.amount),
             status: rec.status().as_str().into(),
             spec_uri: rec.spec_uri.clone(),
             result_uri: None,
@@ -145,7 +146,7 @@ impl TaskFold {
             completed_at: None,
             settled_at: None,
             disputed: false,
-            executor_paid: 0,
+            executor_paid: Usdc::ZERO,
         };
         let transition = TransitionRow {
             block,
@@ -184,7 +185,7 @@ impl TaskFold {
                     TaskEscrowEvents::TaskDisputed(_) => row.disputed = true,
                     TaskEscrowEvents::TaskSettled(e) => {
                         row.settled_at = Some(e.at.to::<u64>());
-                        row.executor_paid = e.executorAmount;
+                        row.executor_paid = Usdc::from_base_units(e.executorAmount);
                     }
                     _ => {}
                 }
@@ -411,7 +412,7 @@ mod tests {
         );
         assert!(transitions[2].valid);
         assert_eq!(row.capability.as_deref(), Some("summarize"));
-        assert_eq!(row.executor_paid, 0);
+        assert_eq!(row.executor_paid, Usdc::ZERO);
     }
 
     #[test]

@@ -2,10 +2,15 @@
 //! block into sqlx (SQLite by default, PostgreSQL at scale), exactly once and
 //! safe across reorganisations, with plan lineage rebuilt from events alone.
 //!
+//! It stores through `tessera-db` (migrations of the component `indexer`)
+//! and depends on no other service.
+//!
 //! - [`ingest`]: adaptive backfill, live following, reorg detection.
-//! - [`store`]: events and cursor in one transaction; derived tasks,
-//!   transitions and agents; rollbacks; lineage queries.
+//! - [`store`]: writes (events and cursor in one transaction), derivation
+//!   (tasks, transitions, agents), reorg rollback, queries answering typed
+//!   rows, and the codecs between values and columns.
 //! - [`derive`]: the pure folds of a task and an agent.
+//! - [`api`]: the read API over the store, with its OpenAPI document.
 
 pub mod api;
 pub mod derive;

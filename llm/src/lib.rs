@@ -1,8 +1,10 @@
 //! The one way Tessera reaches an OpenAI-compatible provider (workers, the
 //! classifier, the council judge): the endpoint and key from the
 //! environment, a chat client whose transport does not retry on its own
-//! (callers retry exactly once, by policy), and the forced tool call read
-//! back as JSON arguments.
+//! (callers retry exactly once, by policy), and the forced tool call —
+//! [`ForcedTool`] builds the request (one system and one user message, the
+//! one function the model must call), [`ForcedTool::call`] sends it with a
+//! timeout, and the arguments read back as JSON or as a typed value.
 
 use std::time::Duration;
 
@@ -13,7 +15,8 @@ use async_openai::{
         ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
     },
 };
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
 /// Why one attempt at a model call failed.
 #[derive(Debug, thiserror::Error)]
@@ -98,8 +101,9 @@ impl Endpoint {
 pub fn tool_arguments(
     response: &CreateChatCompletionResponse,
     tool: &str,
-) -> Result<Value, String> {
-    let message = &response.choices.first().ok_or("no choices")?.message;
+) -> Result<Value, CallError> {
+    let malformed = |m: String| CallError::Malformed(m);
+    let message = &response.choices.first().ok_or_else(|| malformed("no choices".into()))?.message;
     let call = message
         .tool_calls
         .iter()
@@ -108,9 +112,89 @@ pub fn tool_arguments(
             ChatCompletionMessageToolCalls::Function(f) if f.function.name == tool => Some(f),
             _ => None,
         })
-        .ok_or_else(|| format!("no `{tool}` call"))?;
+        .ok_or_else(|| malformed(format!("no `{tool}` call")))?;
     serde_json::from_str(&call.function.arguments)
-        .map_err(|e| format!("arguments are not JSON: {e}"))
+        .map_err(|e| malformed(format!("arguments are not JSON: {e}")))
+}
+
+/// A function the model is forced to call: its name, what it is for, and the
+/// JSON schema of its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForcedTool {
+    /// The function's name (what `tool_choice` forces).
+    pub name: String,
+    /// What the function is for, as the model reads it.
+    pub description: String,
+    /// JSON schema of the arguments.
+    pub parameters: Value,
+}
+
+impl ForcedTool {
+    /// A tool named `name`, described by `description`, taking `parameters`.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self { name: name.into(), description: description.into(), parameters }
+    }
+
+    /// The request: `system` and `user` messages to `model`, with this tool
+    /// as the only one and `tool_choice` forcing it.
+    pub fn request(&self, model: &str, system: &str, user: &str) -> CreateChatCompletionRequest {
+        let body = json!({
+            "model": model,
+            "messages": [
+                { "role": "system", "content": system },
+                { "role": "user", "content": user },
+            ],
+            "tools": [{ "type": "function", "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }}],
+            "tool_choice": { "type": "function", "function": { "name": self.name } },
+        });
+        // Every field above is a plain string or JSON value the request type
+        // accepts, so this cannot fail for any input.
+        serde_json::from_value(body).expect("the request matches the chat-completions schema")
+    }
+
+    /// The JSON arguments of the call to this tool in `response`.
+    pub fn arguments(&self, response: &CreateChatCompletionResponse) -> Result<Value, CallError> {
+        tool_arguments(response, &self.name)
+    }
+
+    /// The arguments of the call to this tool, as a `T`.
+    pub fn typed_arguments<T: DeserializeOwned>(
+        &self,
+        response: &CreateChatCompletionResponse,
+    ) -> Result<T, CallError> {
+        typed(self.arguments(response)?)
+    }
+
+    /// Sends `request` (built by [`Self::request`]), cut off after
+    /// `timeout`, and reads back the arguments of the call to this tool.
+    pub async fn call(
+        &self,
+        client: &Client<OpenAIConfig>,
+        request: CreateChatCompletionRequest,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        self.arguments(&complete(client, request, timeout).await?)
+    }
+
+    /// [`Self::call`], with the arguments read as a `T`.
+    pub async fn call_as<T: DeserializeOwned>(
+        &self,
+        client: &Client<OpenAIConfig>,
+        request: CreateChatCompletionRequest,
+        timeout: Duration,
+    ) -> Result<T, CallError> {
+        typed(self.call(client, request, timeout).await?)
+    }
+}
+
+/// Arguments as a `T`, or why they do not fit.
+pub fn typed<T: DeserializeOwned>(arguments: Value) -> Result<T, CallError> {
+    serde_json::from_value(arguments)
+        .map_err(|e| CallError::Malformed(format!("arguments do not match the schema: {e}")))
 }
 
 #[cfg(test)]
@@ -133,8 +217,40 @@ mod tests {
     #[test]
     fn reads_the_forced_call() {
         assert_eq!(tool_arguments(&response("t", r#"{"a":1}"#), "t").unwrap(), json!({"a": 1}));
-        assert!(tool_arguments(&response("other", "{}"), "t").unwrap_err().contains("no `t` call"));
-        assert!(tool_arguments(&response("t", "{oops"), "t").unwrap_err().contains("not JSON"));
+        let err = |name, args| tool_arguments(&response(name, args), "t").unwrap_err().to_string();
+        assert!(err("other", "{}").contains("no `t` call"));
+        assert!(err("t", "{oops").contains("not JSON"));
+    }
+
+    #[test]
+    fn request_forces_the_one_tool() {
+        let tool = ForcedTool::new("t", "Do it.", json!({"type": "object"}));
+        let req = serde_json::to_value(tool.request("m", "sys", "usr")).unwrap();
+        assert_eq!(req["model"], "m");
+        assert_eq!(req["messages"][0], json!({"role": "system", "content": "sys"}));
+        assert_eq!(req["messages"][1], json!({"role": "user", "content": "usr"}));
+        assert_eq!(req["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(req["tools"][0]["function"]["name"], "t");
+        assert_eq!(req["tools"][0]["function"]["description"], "Do it.");
+        assert_eq!(req["tools"][0]["function"]["parameters"], json!({"type": "object"}));
+        assert_eq!(req["tool_choice"], json!({"type": "function", "function": {"name": "t"}}));
+    }
+
+    #[test]
+    fn typed_arguments_say_what_does_not_fit() {
+        #[derive(Debug, serde::Deserialize, PartialEq)]
+        struct Args {
+            a: u8,
+        }
+        let tool = ForcedTool::new("t", "", json!({}));
+        assert_eq!(
+            tool.typed_arguments::<Args>(&response("t", r#"{"a":1}"#)).unwrap(),
+            Args { a: 1 }
+        );
+        let err = tool.typed_arguments::<Args>(&response("t", r#"{"a":"x"}"#)).unwrap_err();
+        assert!(matches!(&err, CallError::Malformed(m) if m.contains("do not match the schema")));
+        let err = tool.typed_arguments::<Args>(&response("u", "{}")).unwrap_err();
+        assert!(matches!(&err, CallError::Malformed(m) if m.contains("no `t` call")));
     }
 
     #[test]

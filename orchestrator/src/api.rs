@@ -130,7 +130,12 @@ impl From<RunError> for ApiError {
             RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
                 StatusCode::CONFLICT
             }
-            RunError::Store(_) | RunError::Chain(_) => {
+            RunError::Store(_)
+            | RunError::Row(_)
+            | RunError::Chain(_)
+            | RunError::Create { .. }
+            | RunError::Inconsistent { .. }
+            | RunError::Blocking(_) => {
                 tracing::error!(error = %e, "request failed");
                 return Self(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -192,6 +197,7 @@ async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
         "escrow": chain.deployment().task_escrow,
         "sponsor": chain.sponsor(),
         "open_streams": s.gate.open(),
+        "run_drivers": s.orch.drivers().driving(),
         "runtime_tasks": tokio::runtime::Handle::current().metrics().num_alive_tasks(),
     }))
 }

@@ -24,7 +24,7 @@ use std::{
 
 use alloy::primitives::{Address, keccak256};
 use serde::Serialize;
-use tessera_bindings::{AgentRegistry, capability, client::map_call};
+use tessera_bindings::{AgentRegistry, capability, client::map_call, usdc::Usdc};
 use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
 
 use crate::{
@@ -113,7 +113,7 @@ impl Orchestrator {
     async fn resolve(&self, c: &Classification) -> Result<Vec<SubTask>, RunError> {
         let registry =
             AgentRegistry::new(self.chain().deployment().agent_registry, self.chain().provider());
-        let mut offers: HashMap<String, Option<(Address, u128)>> = HashMap::new();
+        let mut offers: HashMap<String, Option<(Address, Usdc)>> = HashMap::new();
         for p in &c.plan {
             if offers.contains_key(&p.capability) {
                 continue;
@@ -121,7 +121,8 @@ impl Orchestrator {
             let offer = match capability::encode(&p.capability) {
                 Ok(word) => {
                     let best = registry.cheapestActive(word).call().await.map_err(map_call)?;
-                    (!best.agent.is_zero()).then_some((best.agent, best.price))
+                    (!best.agent.is_zero())
+                        .then_some((best.agent, Usdc::from_base_units(best.price)))
                 }
                 Err(_) => None,
             };
@@ -137,7 +138,7 @@ impl Orchestrator {
                     spec: p.spec.clone(),
                     executor: offer.map(|(a, _)| a),
                     // The registry price; a model's estimate never pays anyone.
-                    cost: offer.map_or(0, |(_, price)| price),
+                    cost: offer.map_or(Usdc::ZERO, |(_, price)| price),
                     deadline_offset_secs: p.deadline_offset_secs,
                     depends_on: p.depends_on.clone(),
                 }

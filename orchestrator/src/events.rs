@@ -12,6 +12,8 @@ use tessera_bindings::{
     task::{Status, decode_log},
 };
 
+use crate::state::{EventKind, Fields};
+
 /// Names of the settlement kinds, in contract order.
 pub const SETTLEMENTS: [&str; 8] = [
     "approved",
@@ -25,36 +27,10 @@ pub const SETTLEMENTS: [&str; 8] = [
 ];
 
 /// Every event kind a run emits.
-pub const KINDS: &[&str] = &[
-    "plan_proposed",
-    "plan_edited",
-    "plan_approved",
-    "subtask_created",
-    "subtask_accepted",
-    "subtask_completed",
-    "review_required",
-    OUTPUT_FLAGGED,
-    "subtask_paid",
-    "subtask_disputed",
-    "dispute_opened",
-    "dispute_ruled",
-    "ruling_appealed",
-    "appeal_ruled",
-    "dispute_resolved",
-    "subtask_reassigned",
-    "subtask_refunded",
-    "subtask_cancelled",
-    "subtask_expired",
-    "decision_applied",
-    "plan_paused",
-    "plan_resumed",
-    "plan_cancelling",
-    "plan_completed",
-    "plan_failed",
-];
+pub const KINDS: &[EventKind] = EventKind::ALL;
 
 /// A delivered result carries text aimed at a later agent or the judge.
-pub const OUTPUT_FLAGGED: &str = "output_flagged";
+pub const OUTPUT_FLAGGED: EventKind = EventKind::OutputFlagged;
 
 /// Most reasons an `output_flagged` event lists.
 const MAX_REASONS: usize = 5;
@@ -85,16 +61,16 @@ pub fn output_flag(index: u32, findings: &[Finding]) -> Option<Value> {
     }))
 }
 
-/// Kinds after which a run's stream ends.
+/// Kinds after which a run's stream ends (stored or sent as text).
 pub fn is_final(kind: &str) -> bool {
-    matches!(kind, "plan_completed" | "plan_failed")
+    EventKind::parse(kind).is_ok_and(EventKind::is_final)
 }
 
 /// An event derived from one escrow log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChainEvent {
     /// Event kind.
-    pub kind: &'static str,
+    pub kind: EventKind,
     /// `<tx hash>:<log index>`: unique per log.
     pub dedup: String,
     /// Body fields (tx hash, block and the event's own data).
@@ -109,7 +85,7 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
     let mut body = json!({ "tx_hash": tx, "block": block });
     let extra = match &ev {
         TaskEscrowEvents::TaskCreated(e) => (
-            "subtask_created",
+            EventKind::SubtaskCreated,
             json!({
                 "executor": e.task.executor,
                 "amount": e.task.amount.to_string(),
@@ -119,28 +95,30 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
             }),
         ),
         TaskEscrowEvents::TaskAccepted(e) => {
-            ("subtask_accepted", json!({ "executor": e.executor }))
+            (EventKind::SubtaskAccepted, json!({ "executor": e.executor }))
         }
         TaskEscrowEvents::TaskCompleted(e) => (
-            "subtask_completed",
+            EventKind::SubtaskCompleted,
             json!({ "executor": e.executor, "result_uri": e.resultURI, "at": e.at.to::<u64>() }),
         ),
-        TaskEscrowEvents::TaskDisputed(e) => {
-            ("subtask_disputed", json!({ "reason_uri": e.reasonURI, "at": e.at.to::<u64>() }))
-        }
+        TaskEscrowEvents::TaskDisputed(e) => (
+            EventKind::SubtaskDisputed,
+            json!({ "reason_uri": e.reasonURI, "at": e.at.to::<u64>() }),
+        ),
         TaskEscrowEvents::DisputeRuled(e) => (
-            "dispute_ruled",
+            EventKind::DisputeRuled,
             json!({ "executor_share_bps": e.executorShareBps, "rationale_uri": e.rationaleURI }),
         ),
-        TaskEscrowEvents::RulingAppealed(e) => {
-            ("ruling_appealed", json!({ "appellant": e.appellant, "reason_uri": e.reasonURI }))
-        }
+        TaskEscrowEvents::RulingAppealed(e) => (
+            EventKind::RulingAppealed,
+            json!({ "appellant": e.appellant, "reason_uri": e.reasonURI }),
+        ),
         TaskEscrowEvents::AppealRuled(e) => (
-            "appeal_ruled",
+            EventKind::AppealRuled,
             json!({ "executor_share_bps": e.executorShareBps, "rationale_uri": e.rationaleURI }),
         ),
         TaskEscrowEvents::TaskReassigned(e) => (
-            "subtask_reassigned",
+            EventKind::SubtaskReassigned,
             json!({
                 "previous_executor": e.previousExecutor,
                 "executor": e.newExecutor,
@@ -150,10 +128,10 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
         TaskEscrowEvents::TaskSettled(e) => {
             let status = Status::try_from(e.status).ok()?;
             let kind = match status {
-                Status::Paid | Status::Split => "subtask_paid",
-                Status::Refunded => "subtask_refunded",
-                Status::Cancelled => "subtask_cancelled",
-                Status::Expired => "subtask_expired",
+                Status::Paid | Status::Split => EventKind::SubtaskPaid,
+                Status::Refunded => EventKind::SubtaskRefunded,
+                Status::Cancelled => EventKind::SubtaskCancelled,
+                Status::Expired => EventKind::SubtaskExpired,
                 _ => return None,
             };
             (
@@ -198,6 +176,14 @@ pub fn subtask_fields(plan: B256, index: u32, attempt: u32, task_id: &str) -> Va
     json!({ "plan_id": plan, "index": index, "attempt": attempt, "task_id": task_id })
 }
 
+/// `body` as event fields (an object; anything else gives no fields).
+pub fn fields(body: Value) -> Fields {
+    match body {
+        Value::Object(map) => map,
+        _ => Fields::new(),
+    }
+}
+
 /// Adds `extra`'s fields to `body` (both objects).
 pub fn merge(body: &mut Value, extra: Value) {
     if let (Some(obj), Value::Object(extra)) = (body.as_object_mut(), extra) {
@@ -222,7 +208,7 @@ mod tests {
         let note = flag["note"].as_str().unwrap();
         assert!(note.contains("sub-task 2") && note.contains("does not stop the plan"), "{note}");
         assert!(KINDS.contains(&OUTPUT_FLAGGED));
-        assert!(!is_final(OUTPUT_FLAGGED));
+        assert!(!is_final(OUTPUT_FLAGGED.as_str()));
     }
 
     #[test]

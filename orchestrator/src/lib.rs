@@ -1,15 +1,21 @@
-//! Plans, spec envelopes and the plan runner.
+//! The orchestrator: plans, the durable plan runner, and its service.
 //!
 //! The orchestrator turns a brief into a [`plan::Plan`] of sub-tasks, each
-//! settled through its own escrowed task on chain. This crate holds the pure
-//! groundwork the services build on:
+//! settled through its own escrowed task on chain:
 //!
-//! - [`plan`]: the plan model, its validation (shape, registry, budget), the
+//! - [`plan`]: the plan model and, in its modules, validation (shape, registry, budget), the
 //!   dependency order and parallel waves, cost and duration roll-ups, and the
 //!   edits the plan card offers (reorder, re-assign, drop);
-//! - [`runner`], [`store`], [`api`]: the plan runner, its durable store and
-//!   the HTTP API with its SSE stream;
-//! - [`web`]: the plan card UI the API serves at `/`;
+//! - [`ceremony`]: from a classified brief to a proposed (or running) plan;
+//! - [`state`]: run states, sub-task phases, decision and event kinds and
+//!   run events, typed, with the one conversion to and from their text;
+//! - [`runner`]: the plan runner (commands, supervised drivers, the pure
+//!   step function, chain sync, views);
+//! - [`events`]: run events derived from the escrow's logs;
+//! - [`store`]: the durable run store (on `tessera-db`);
+//! - [`api`], [`web`]: the HTTP API with its SSE stream, and the plan card
+//!   UI it serves at `/`;
+//! - [`service`]: all of it wired once, for `tessera serve` and the tests;
 //! - [`envelope`]: the spec envelope codec, re-exported from
 //!   `tessera-bindings` where every consumer (workers, indexer, arbiter) shares it.
 
@@ -18,6 +24,8 @@ pub mod ceremony;
 pub mod events;
 pub mod plan;
 pub mod runner;
+pub mod service;
+pub mod state;
 pub mod store;
 pub mod web;
 

@@ -16,9 +16,25 @@ use axum::{
 };
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
-const APP_JS: &str = include_str!("../web/app.js");
-const DAG_JS: &str = include_str!("../web/dag.js");
 const APP_CSS: &str = include_str!("../web/app.css");
+
+/// The script's ES modules, served at `/assets/<name>`: `app.js` (routing
+/// and start) imports the others. Every module the page loads is listed
+/// here, so it is compiled into the binary and served same-origin.
+const SCRIPTS: &[(&str, &str)] = &[
+    ("app.js", include_str!("../web/app.js")),
+    ("format.js", include_str!("../web/format.js")),
+    ("dom.js", include_str!("../web/dom.js")),
+    ("api.js", include_str!("../web/api.js")),
+    ("agents.js", include_str!("../web/agents.js")),
+    ("nav.js", include_str!("../web/nav.js")),
+    ("brief.js", include_str!("../web/brief.js")),
+    ("plan-card.js", include_str!("../web/plan-card.js")),
+    ("run.js", include_str!("../web/run.js")),
+    ("drawer.js", include_str!("../web/drawer.js")),
+    ("pages.js", include_str!("../web/pages.js")),
+    ("dag.js", include_str!("../web/dag.js")),
+];
 
 /// Same-origin only: no CDN, no inline script, no framing.
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
@@ -30,9 +46,13 @@ pub const PAGES: &[&str] = &["/", "/runs", "/runs/{id}", "/history", "/agents"];
 /// The UI's routes, to merge into the API router.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     let mut r = Router::new()
-        .route("/assets/app.js", get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }))
-        .route("/assets/dag.js", get(|| async { asset(DAG_JS, "text/javascript; charset=utf-8") }))
         .route("/assets/app.css", get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }));
+    for &(name, body) in SCRIPTS {
+        r = r.route(
+            &format!("/assets/{name}"),
+            get(move || async move { asset(body, "text/javascript; charset=utf-8") }),
+        );
+    }
     for page in PAGES {
         r = r.route(page, get(|| async { asset(INDEX_HTML, "text/html; charset=utf-8") }));
     }
@@ -60,12 +80,24 @@ mod tests {
         for src in ["/assets/app.js", "/assets/app.css"] {
             assert!(INDEX_HTML.contains(src), "index.html references {src}");
         }
-        assert!(APP_JS.contains("./dag.js"), "app.js imports the DAG module");
+        // Every module a script imports is one this file serves.
+        let served: Vec<&str> = SCRIPTS.iter().map(|(name, _)| *name).collect();
+        for (name, js) in SCRIPTS {
+            for import in js.lines().filter_map(|l| l.split(" from './").nth(1)) {
+                let target = import.trim_end_matches(['\'', ';']);
+                assert!(served.contains(&target), "{name} imports {target}, which is not served");
+            }
+        }
+        let imported =
+            |target: &str| SCRIPTS.iter().any(|(_, js)| js.contains(&format!("from './{target}'")));
+        for name in &served {
+            assert!(*name == "app.js" || imported(name), "{name} is served but never imported");
+        }
         // No remote resources and no inline script: the CSP forbids both.
         for needle in ["http://", "https://", "<script>", "onclick=", "style=\""] {
             assert!(!INDEX_HTML.contains(needle), "index.html contains {needle:?}");
         }
-        for js in [APP_JS, DAG_JS] {
+        for (_, js) in SCRIPTS {
             assert!(!js.contains("https://"), "scripts fetch nothing remote");
             assert!(!js.contains("innerHTML ="), "scripts build the DOM with text nodes");
         }

@@ -4,12 +4,11 @@ use tessera_anvil::chain::ChainOptions;
 
 #[tokio::test]
 async fn demo_runs_a_lifecycle_and_stops_its_chain() {
-    // Pick a free port so we can check afterwards that nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let outcome =
-        tessera_anvil::demo::run(&ChainOptions { port: Some(port), ..Default::default() })
-            .await
-            .expect("demo runs");
+    // anvil binds a port of its own choosing; the outcome says which, so we
+    // can check afterwards that nothing listens there.
+    let _slot = tessera_e2e::anvil_slot().await;
+    let outcome = tessera_anvil::demo::run(&ChainOptions::default()).await.expect("demo runs");
+    let port = outcome.chain_port;
     for step in ["createTaskWithPermit", "acceptTask", "completeTask", "approvePayment"] {
         assert!(outcome.transcript.contains(step), "missing {step} in:\n{}", outcome.transcript);
     }

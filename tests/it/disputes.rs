@@ -16,7 +16,7 @@ use tessera_arbiter::{
     Action, Arbiter, ArbiterError, Judge, Verdict, VerdictKind,
     council::Council,
     service::{appeals, decide_appeal},
-    store::{ArbiterStore, Decision},
+    store::{ArbiterStore, Decision, Level},
 };
 use tessera_bindings::{
     TaskEscrow,
@@ -131,7 +131,7 @@ async fn each_verdict_kind_pays_exactly_its_share() {
         let [Action::Ruled { verdict, share_bps, .. }] = actions.as_slice() else {
             panic!("{actions:?}")
         };
-        assert_eq!(*verdict, serde_json::to_value(expected).unwrap().as_str().unwrap());
+        assert_eq!(*verdict, expected);
         let (to_exec, to_fund) = split(*share_bps);
         let (exec1, fund1) = court.balances().await;
         assert_eq!(exec1 - exec0, to_exec, "{expected:?}");
@@ -143,7 +143,8 @@ async fn each_verdict_kind_pays_exactly_its_share() {
         };
         assert_eq!(court.status(&rec).await, want);
         // The rationale is published and readable.
-        let d = arbiter.store().decision(&rec.id.to_string(), "dispute").await.unwrap().unwrap();
+        let d =
+            arbiter.store().decision(&rec.id.to_string(), Level::Dispute).await.unwrap().unwrap();
         let body: Value = serde_json::from_slice(
             &EnvelopeCodec::default().fetch(&d.rationale_uri, court.blobs.as_ref()).unwrap(),
         )
@@ -163,7 +164,7 @@ async fn a_prompt_injection_does_not_sway_the_offline_judge() {
     let rec = court.disputed(json!({"capability": "summarize", "text": text})).await;
     arbiter.poll_once().await.unwrap();
     assert_eq!(court.status(&rec).await, Status::Refunded);
-    let d = arbiter.store().decision(&rec.id.to_string(), "dispute").await.unwrap().unwrap();
+    let d = arbiter.store().decision(&rec.id.to_string(), Level::Dispute).await.unwrap().unwrap();
     assert!(d.body.contains("prompt_injection"), "{}", d.body);
 }
 
@@ -180,7 +181,7 @@ async fn a_council_that_fails_twice_refunds_the_client() {
     assert_eq!(court.status(&rec).await, Status::Refunded);
     assert_eq!(court.balances().await.1 - fund0, U256::from(AMOUNT));
     assert_eq!(mock.requests().len(), 2);
-    let d = arbiter.store().decision(&rec.id.to_string(), "dispute").await.unwrap().unwrap();
+    let d = arbiter.store().decision(&rec.id.to_string(), Level::Dispute).await.unwrap().unwrap();
     assert_eq!(d.judge, "fallback");
     // The evidence went to the model as quoted data.
     let user = mock.requests()[0]["messages"][1]["content"].as_str().unwrap().to_owned();
@@ -264,8 +265,8 @@ async fn a_restarted_arbiter_sends_the_recorded_verdict_or_notices_it_was_sent()
         store
             .record(&Decision {
                 task_id: rec.id.to_string(),
-                level: "dispute".into(),
-                verdict: "split".into(),
+                level: Level::Dispute,
+                verdict: VerdictKind::Split,
                 share_bps: 1_234,
                 rationale_uri: uri,
                 judge: v.judge.clone(),
@@ -305,8 +306,8 @@ async fn a_restarted_arbiter_sends_the_recorded_verdict_or_notices_it_was_sent()
     store
         .record(&Decision {
             task_id: rec2.id.to_string(),
-            level: "dispute".into(),
-            verdict: "worker".into(),
+            level: Level::Dispute,
+            verdict: VerdictKind::Worker,
             share_bps: 10_000,
             rationale_uri: "data:,sent".into(),
             judge: "offline-rubric".into(),
@@ -397,7 +398,13 @@ async fn an_appeal_overturns_the_ruling_and_odd_splits_are_exact() {
     assert_eq!((exec1 - exec0, fund1 - fund0), (to_exec, to_fund));
     assert_eq!(court.status(&rec).await, Status::Split);
     assert!(
-        store.decision(&rec.id.to_string(), "appeal").await.unwrap().unwrap().tx_hash.is_some()
+        store
+            .decision(&rec.id.to_string(), Level::Appeal)
+            .await
+            .unwrap()
+            .unwrap()
+            .tx_hash
+            .is_some()
     );
 
     // An unappealed ruling is finalized by the service once its window passes.
@@ -489,6 +496,15 @@ async fn runner_follows_disputes_to_their_verdict() {
     assert_eq!(resolved["verdict"], "split");
     let share = resolved["executor_share_bps"].as_u64().unwrap();
     assert!(share > 0 && share < 10_000, "{resolved}");
+    // The completion reports what the chain paid and refunded, not the plan's sum.
+    let amount = |e: &Value, field: &str| e[field].as_str().unwrap().parse::<u128>().unwrap();
+    let split = events.iter().find(|e| e["kind"] == "subtask_paid" && e["index"] == 0).unwrap();
+    let done = events.last().unwrap();
+    assert_eq!(done["kind"], "plan_completed");
+    assert_eq!(amount(done, "paid"), amount(split, "executor_amount") + 200_000, "{done}");
+    assert_eq!(amount(done, "refunded"), amount(split, "funder_amount"), "{done}");
+    assert_eq!(amount(done, "paid") + amount(done, "refunded"), 600_000);
+    assert_eq!(done["total_cost"], done["paid"]);
 
     // A refund ends the run: agent 4 has no worker here; the test delivers
     // invented entities in its name, and the rubric refunds the client.

@@ -61,7 +61,7 @@ async fn lineage_of_a_chain_plan(db: Option<String>) {
     ix.sync_once().await.unwrap();
     assert_eq!(ix.store().event_count().await.unwrap() as usize, chain_logs(&stack.env).await);
 
-    let tree = ix.store().plan_tree(&plan_id.to_string()).await.unwrap();
+    let tree = wire(ix.store().plan_tree(&plan_id.to_string()).await.unwrap());
     let tasks = tree["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 2, "{tree:#}");
     assert_eq!(
@@ -80,18 +80,21 @@ async fn lineage_of_a_chain_plan(db: Option<String>) {
         ix.store().ancestors(child).await.unwrap().tasks,
         vec![tasks[0]["task_id"].as_str().unwrap().to_owned()]
     );
-    let one = ix.store().task(child).await.unwrap().unwrap();
+    let one = wire(ix.store().task(child).await.unwrap().unwrap());
     let events: Vec<&str> =
         one["history"].as_array().unwrap().iter().map(|h| h["event"].as_str().unwrap()).collect();
     assert_eq!(events, ["TaskCreated", "TaskAccepted", "TaskCompleted", "TaskSettled"]);
     assert!(one["history"].as_array().unwrap().iter().all(|h| h["valid"] == true));
 
     // Agent stats come from the same events.
-    let agent = ix.store().agent(&a1.to_string()).await.unwrap().unwrap();
+    let agent = wire(ix.store().agent(&a1.to_string()).await.unwrap().unwrap());
     assert_eq!(agent["stats"]["completed"], 1);
     assert_eq!(agent["stats"]["earnings"], "400000");
     assert_eq!(agent["stats"]["success_rate"], 1.0);
     assert_eq!(agent["offers"]["summarize"], "400000");
+    // Its name is the id of the card it registered, read by the one decoder.
+    let card = tessera_anvil::deploy::DEMO_AGENTS.iter().find(|a| a.account == 1).unwrap();
+    assert_eq!(agent["name"], card.id);
 }
 
 #[tokio::test]
@@ -101,7 +104,7 @@ async fn lineage_of_a_chain_plan_on_sqlite() {
 
 #[tokio::test]
 async fn lineage_of_a_chain_plan_on_postgresql() {
-    if let Some(url) = tessera_orchestrator::store::scratch_postgres_url("indexer_lineage").await {
+    if let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_lineage").await {
         lineage_of_a_chain_plan(Some(url)).await;
     }
 }
@@ -219,7 +222,7 @@ async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
     let dir = tempfile::tempdir().unwrap();
     let mut ix = indexer(&env, &sqlite(&dir, "index.db"), IndexerConfig::default()).await;
     ix.sync_once().await.unwrap();
-    let tree = ix.store().plan_tree(&plan.to_string()).await.unwrap();
+    let tree = wire(ix.store().plan_tree(&plan.to_string()).await.unwrap());
     assert_eq!(tree["tasks"].as_array().unwrap().len(), 2);
 
     // Reorg both blocks away, re-including only the child's transaction.
@@ -228,7 +231,7 @@ async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
         .await
         .unwrap();
     ix.sync_once().await.unwrap();
-    let tree = ix.store().plan_tree(&plan.to_string()).await.unwrap();
+    let tree = wire(ix.store().plan_tree(&plan.to_string()).await.unwrap());
     let tasks = tree["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 1, "{tree:#}");
     assert_eq!(tasks[0]["parent_id"], parent_id.to_string());
@@ -237,7 +240,7 @@ async fn a_child_whose_parent_was_reorganised_away_waits_and_relinks() {
     // The parent comes back: the child re-links under it.
     env.provider.send_transaction(parent_tx).await.unwrap().get_receipt().await.unwrap();
     ix.sync_once().await.unwrap();
-    let tree = ix.store().plan_tree(&plan.to_string()).await.unwrap();
+    let tree = wire(ix.store().plan_tree(&plan.to_string()).await.unwrap());
     let tasks = tree["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 2, "{tree:#}");
     assert_eq!(tasks[0]["task_id"], parent_id.to_string());
@@ -285,7 +288,7 @@ async fn hostile_envelopes_are_stored_and_flagged() {
     let mut ix = indexer(&env, &sqlite(&dir, "index.db"), IndexerConfig::default()).await;
     ix.sync_once().await.unwrap();
     for id in &ids {
-        let t = ix.store().task(&id.to_string()).await.unwrap().unwrap();
+        let t = wire(ix.store().task(&id.to_string()).await.unwrap().unwrap());
         assert_eq!(t["status"], "Created");
         assert!(t["envelope_error"].as_str().is_some_and(|e| !e.is_empty()), "{t}");
     }
@@ -296,10 +299,7 @@ async fn hostile_envelopes_are_stored_and_flagged() {
 }
 
 /// `answer`'s value, which must come within 10 s.
-async fn within<T>(
-    what: &str,
-    answer: impl Future<Output = Result<T, tessera_orchestrator::store::StoreError>>,
-) -> T {
+async fn within<T>(what: &str, answer: impl Future<Output = Result<T, tessera_db::DbError>>) -> T {
     tokio::time::timeout(Duration::from_secs(10), answer)
         .await
         .unwrap_or_else(|_| panic!("{what} did not answer within 10 s"))
@@ -319,11 +319,11 @@ async fn hostile_lineage_is_indexed_flagged_and_bounded(db: Option<String>) {
 
     // Indexed like any task, and flagged.
     for t in [own, a, b] {
-        let task = store.task(&t.to_string()).await.unwrap().expect("indexed");
+        let task = wire(store.task(&t.to_string()).await.unwrap().expect("indexed"));
         assert_eq!(task["flagged"], PARENT_CYCLE, "{task}");
     }
     for t in [under, chain[0], chain[depth - 1]] {
-        let task = store.task(&t.to_string()).await.unwrap().expect("indexed");
+        let task = wire(store.task(&t.to_string()).await.unwrap().expect("indexed"));
         assert!(task["flagged"].is_null(), "not on a cycle: {task}");
     }
 
@@ -355,7 +355,7 @@ async fn hostile_lineage_is_indexed_flagged_and_bounded(db: Option<String>) {
     assert_eq!((top.tasks.len(), top.truncated, top.cycle), (5, false, false));
 
     // The plan's tree: the chain down to the limit, the rest detached.
-    let tree = within("the plan's tree", store.plan_tree(&plan.to_string())).await;
+    let tree = wire(within("the plan's tree", store.plan_tree(&plan.to_string())).await);
     let tasks = tree["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 4 + depth, "every task of the plan is listed once");
     let rooted = tasks.iter().filter(|t| t["depth"].is_i64()).count();
@@ -387,7 +387,12 @@ async fn hostile_lineage_is_indexed_flagged_and_bounded_on_sqlite() {
 
 #[tokio::test]
 async fn hostile_lineage_is_indexed_flagged_and_bounded_on_postgresql() {
-    if let Some(url) = tessera_orchestrator::store::scratch_postgres_url("indexer_hostile").await {
+    if let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_hostile").await {
         hostile_lineage_is_indexed_flagged_and_bounded(Some(url)).await;
     }
+}
+
+/// A store answer as the API sends it.
+fn wire(answer: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(answer).expect("store answers serialize")
 }

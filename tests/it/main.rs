@@ -9,4 +9,5 @@ mod injection;
 mod lifecycle;
 mod plans;
 mod registry;
+mod supervision;
 mod worker;

@@ -397,7 +397,7 @@ async fn bad_input_is_answered_with_clear_4xx() {
             ),
             "is not registered",
         ),
-        (plan("cheap", "auto", vec![step(0, "summarize", "x", a1, 1, &[])]), "asks 400000"),
+        (plan("cheap", "auto", vec![step(0, "summarize", "x", a1, 1, &[])]), "asks 0.400000 USDC"),
         (
             {
                 let mut p = good.clone();
@@ -450,11 +450,11 @@ async fn bad_input_is_answered_with_clear_4xx() {
 
 #[tokio::test]
 async fn chain_plan_runs_on_postgresql_too() {
-    let Some(url) = tessera_orchestrator::store::scratch_postgres_url("e2e_chain").await else {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("e2e_chain").await else {
         return;
     };
     let stack = Stack::start_with(Default::default(), Some(url)).await;
-    assert_eq!(stack.orch.store().backend(), tessera_orchestrator::store::Backend::Postgres);
+    assert_eq!(stack.orch.store().backend(), tessera_db::Backend::Postgres);
     let (a1, a2) = (stack.env.actors.agent(1), stack.env.actors.agent(2));
     let id = stack
         .run_plan(&plan(

@@ -3,8 +3,8 @@
 use alloy::primitives::Address;
 use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
 use tessera_bindings::{
-    AgentRegistry, AgentRegistry::AgentRegistryErrors, capability, client::map_call,
-    revert::ContractRevert,
+    AgentRegistry, AgentRegistry::AgentRegistryErrors, capability, card::AgentCard,
+    client::map_call, revert::ContractRevert,
 };
 use tessera_e2e::TestEnv;
 
@@ -50,7 +50,9 @@ async fn cheapest_active_follows_prices_and_pauses() {
 
     // The agent card is readable back.
     let card = registry.getAgent(a).call().await.unwrap();
-    assert!(card.metadataURI.contains("\"summarizer-a\""), "{}", card.metadataURI);
+    let read = AgentCard::from_uri(&card.metadataURI).unwrap();
+    assert_eq!(read.id, "summarizer-a", "{}", card.metadataURI);
+    assert_eq!(read, DEMO_AGENTS[0].card());
     let names: Vec<_> = card.capabilities.iter().map(|c| capability::decode(*c).unwrap()).collect();
     assert_eq!(names, ["summarize", "extract-entities"]);
 

@@ -1,4 +1,5 @@
-//! The declarative agent card: who a worker is and what it sells.
+//! The declarative agent card a worker is configured with: YAML loading and
+//! the worker's own rule on top of the one card model.
 //!
 //! A card is a small YAML file:
 //!
@@ -16,28 +17,27 @@
 //!   Summarize the material in the number of bullets the spec asks for.
 //! ```
 //!
-//! Cards are validated when loaded, so a worker never starts with a card the
-//! registry or the offline runner would reject. [`AgentCard::to_data_uri`]
-//! gives the JSON form published as the agent's registry URI.
+//! The model, prices, validation and the registry URI encoding are
+//! [`tessera_bindings::card`]'s; this module reads YAML and adds what only a
+//! worker knows: `model: offline` runs only the capabilities the offline
+//! runner implements. Cards are validated when loaded, so a worker never
+//! starts with a card the registry or the offline runner would reject.
+//! [`AgentCard::to_data_uri`] gives the URI published in the registry.
 
-use std::{collections::HashSet, fmt, path::Path};
+use std::{ops::Deref, path::Path};
 
-use serde::{Deserialize, Deserializer, Serialize, de};
+use serde::{Deserialize, Serialize};
+use tessera_bindings::card as model;
+pub use tessera_bindings::card::{CapabilityOffer, MAX_ID_LEN, OFFLINE_MODEL, Price, Role};
 
 use crate::offline::OFFLINE_CAPABILITIES;
 
-/// Longest capability name, in bytes. Capability names are stored on chain as
-/// short strings, which Solidity packs into one 32-byte word up to 31 bytes.
-pub const MAX_CAPABILITY_NAME_LEN: usize = 31;
-
-/// Longest agent id, in bytes.
-pub const MAX_ID_LEN: usize = 64;
+/// Longest capability name, in bytes (the one rule lives in
+/// [`tessera_bindings::capability`]).
+pub const MAX_CAPABILITY_NAME_LEN: usize = tessera_bindings::capability::MAX_LEN;
 
 /// Decimals of USDC: one USDC is `10^6` base units.
-pub const USDC_DECIMALS: u32 = 6;
-
-/// The `model` value that selects the built-in deterministic runner.
-pub const OFFLINE_MODEL: &str = "offline";
+pub const USDC_DECIMALS: u32 = tessera_bindings::usdc::DECIMALS;
 
 /// Why an agent card was refused. Every message names the offending field.
 #[derive(Debug, thiserror::Error)]
@@ -55,59 +55,9 @@ pub enum CardError {
     /// the wrong type (the message includes the field path).
     #[error("invalid agent card: {0}")]
     Yaml(#[from] serde_yaml::Error),
-    /// The JSON form (from a data URI) is malformed or has wrong fields.
-    #[error("invalid agent card JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    /// A data URI did not have the expected shape.
-    #[error("invalid agent card data URI: {0}")]
-    DataUri(String),
-    /// `id` is not a lowercase slug.
-    #[error(
-        "field `id`: {id:?} is not a valid id: {reason} \
-         (use 1-{MAX_ID_LEN} characters of a-z, 0-9 and '-', e.g. \"summarizer-1\")"
-    )]
-    InvalidId {
-        /// The id as written.
-        id: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// A required text field is empty or only whitespace.
-    #[error("field `{field}` must not be empty")]
-    EmptyField {
-        /// The field name.
-        field: &'static str,
-    },
-    /// `capabilities` is an empty list.
-    #[error("field `capabilities` must list at least one capability")]
-    NoCapabilities,
-    /// A capability name is not 1-31 bytes of `[a-z0-9-]`.
-    #[error(
-        "field `capabilities[{index}].name`: {name:?} must be 1-{MAX_CAPABILITY_NAME_LEN} bytes \
-         of a-z, 0-9 and '-' (e.g. \"extract-entities\")"
-    )]
-    InvalidCapabilityName {
-        /// Position in the list.
-        index: usize,
-        /// The name as written.
-        name: String,
-    },
-    /// The same capability appears twice.
-    #[error("field `capabilities[{index}].name`: {name:?} is listed more than once")]
-    DuplicateCapability {
-        /// Position of the second occurrence.
-        index: usize,
-        /// The repeated name.
-        name: String,
-    },
-    /// A capability is offered for free, which the escrow cannot settle.
-    #[error("field `capabilities[{index}].price`: the price of {name:?} must be greater than zero")]
-    ZeroPrice {
-        /// Position in the list.
-        index: usize,
-        /// The capability name.
-        name: String,
-    },
+    /// The card breaks a rule of the card model.
+    #[error(transparent)]
+    Card(#[from] model::CardError),
     /// The card uses `model: offline` but lists a capability the offline
     /// runner does not implement.
     #[error(
@@ -124,168 +74,33 @@ pub enum CardError {
     },
 }
 
-/// What an agent does in a Tessera market.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Accepts tasks and runs capabilities on them.
-    Executor,
-    /// Judges disputed deliveries.
-    Arbiter,
-    /// Splits a brief into tasks and routes them to executors.
-    Orchestrator,
-    /// Posts tasks and pays for them.
-    Requester,
-}
-
-/// A price in USDC base units (`1 USDC = 1_000_000`).
-///
-/// In YAML a price is written either as an **integer**, read as base units
-/// (`price: 250000`), or as a **quoted decimal string**, read as whole USDC
-/// with at most six decimals (`price: "0.25"`, `price: "3"`). Both examples
-/// above are the same price. A bare YAML float (`price: 0.25`) is refused
-/// because binary floats cannot represent every USDC amount exactly.
-/// It serializes as the integer number of base units.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// A validated agent card, as a worker runs it: the card model
+/// ([`tessera_bindings::card::AgentCard`], reached through `Deref`) checked
+/// by the model's rules and the worker's. Build one with
+/// [`AgentCard::from_yaml`] or [`AgentCard::load`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Price(u64);
+pub struct AgentCard(model::AgentCard);
 
-impl Price {
-    /// A price of `units` USDC base units.
-    pub const fn from_base_units(units: u64) -> Self {
-        Self(units)
+impl Deref for AgentCard {
+    type Target = model::AgentCard;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
     }
-
-    /// The price in USDC base units.
-    pub const fn base_units(self) -> u64 {
-        self.0
-    }
-
-    /// Parses a decimal USDC amount such as `"0.25"` or `"12"`.
-    pub fn parse_usdc(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        let text = text.strip_suffix("USDC").map_or(text, str::trim_end);
-        let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-        if whole.is_empty() && frac.is_empty() || !digits(whole) || !digits(frac) {
-            return Err(format!(
-                "{text:?} is not a USDC amount; write a decimal like \"0.25\" \
-                 or an integer number of base units like 250000"
-            ));
-        }
-        if frac.len() > USDC_DECIMALS as usize {
-            return Err(format!(
-                "{text:?} has more than {USDC_DECIMALS} decimals, finer than one USDC base unit"
-            ));
-        }
-        let scale = 10u64.pow(USDC_DECIMALS);
-        let whole: u64 = if whole.is_empty() {
-            0
-        } else {
-            whole.parse().map_err(|_| format!("{text:?} is too large"))?
-        };
-        let frac_units: u64 = if frac.is_empty() {
-            0
-        } else {
-            let padded = format!("{frac:0<6}");
-            padded.parse().map_err(|_| format!("{text:?} is not a USDC amount"))?
-        };
-        whole
-            .checked_mul(scale)
-            .and_then(|w| w.checked_add(frac_units))
-            .map(Self)
-            .ok_or_else(|| format!("{text:?} is too large"))
-    }
-}
-
-impl fmt::Display for Price {
-    /// Formats as a decimal USDC amount, e.g. `0.25 USDC`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scale = 10u64.pow(USDC_DECIMALS);
-        let (whole, frac) = (self.0 / scale, self.0 % scale);
-        if frac == 0 {
-            write!(f, "{whole} USDC")
-        } else {
-            let frac = format!("{frac:06}");
-            write!(f, "{whole}.{} USDC", frac.trim_end_matches('0'))
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Price {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct PriceVisitor;
-
-        impl de::Visitor<'_> for PriceVisitor {
-            type Value = Price;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(
-                    "an integer number of USDC base units (250000) or a quoted decimal USDC \
-                     amount (\"0.25\")",
-                )
-            }
-
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Price, E> {
-                Ok(Price(v))
-            }
-
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Price, E> {
-                u64::try_from(v).map(Price).map_err(|_| E::custom(format!("price {v} is negative")))
-            }
-
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Price, E> {
-                Err(E::custom(format!(
-                    "price {v} is a bare decimal; quote it (\"{v}\") to mean USDC, \
-                     or give an integer number of base units"
-                )))
-            }
-
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Price, E> {
-                Price::parse_usdc(v).map_err(E::custom)
-            }
-        }
-
-        deserializer.deserialize_any(PriceVisitor)
-    }
-}
-
-/// One capability the agent offers, with its price per task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CapabilityOffer {
-    /// Capability name, 1-31 bytes of `[a-z0-9-]`, e.g. `extract-entities`.
-    pub name: String,
-    /// Price per task (see [`Price`] for the accepted notations).
-    pub price: Price,
-}
-
-/// A validated agent card. Build one with [`AgentCard::from_yaml`] or
-/// [`AgentCard::load`]; both refuse invalid cards.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AgentCard {
-    /// Lowercase slug identifying the agent, e.g. `summarizer-1`.
-    pub id: String,
-    /// One-line human description.
-    pub description: String,
-    /// What the agent does in the market.
-    pub role: Role,
-    /// Capabilities offered, each with a price; names are unique.
-    pub capabilities: Vec<CapabilityOffer>,
-    /// Model backing the agent: `offline` for the built-in deterministic
-    /// runner, or a provider model name such as `gpt-4o-mini`.
-    pub model: String,
-    /// Standing instructions (system prompt) for the agent.
-    pub instructions: String,
 }
 
 impl AgentCard {
-    /// Parses and validates a card from YAML text.
-    pub fn from_yaml(yaml: &str) -> Result<Self, CardError> {
-        let card: Self = serde_yaml::from_str(yaml)?;
+    /// A worker's card from the card model, checked by every rule.
+    pub fn new(card: model::AgentCard) -> Result<Self, CardError> {
+        let card = Self(card);
         card.validate()?;
         Ok(card)
+    }
+
+    /// Parses and validates a card from YAML text.
+    pub fn from_yaml(yaml: &str) -> Result<Self, CardError> {
+        Self::new(serde_yaml::from_str(yaml)?)
     }
 
     /// Reads, parses and validates a card file.
@@ -296,132 +111,48 @@ impl AgentCard {
         Self::from_yaml(&text)
     }
 
-    /// Whether this card runs on the built-in offline runner.
-    pub fn is_offline(&self) -> bool {
-        self.model == OFFLINE_MODEL
+    /// The card model.
+    pub fn model(&self) -> &model::AgentCard {
+        &self.0
     }
 
-    /// The offer for capability `name`, if the card lists it.
-    pub fn capability(&self, name: &str) -> Option<&CapabilityOffer> {
-        self.capabilities.iter().find(|c| c.name == name)
+    /// The card model, by value.
+    pub fn into_model(self) -> model::AgentCard {
+        self.0
     }
 
     /// Checks every rule a card must satisfy; the first violation is returned.
     pub fn validate(&self) -> Result<(), CardError> {
-        validate_id(&self.id)?;
-        for (field, value) in [
-            ("description", &self.description),
-            ("model", &self.model),
-            ("instructions", &self.instructions),
-        ] {
-            if value.trim().is_empty() {
-                return Err(CardError::EmptyField { field });
-            }
-        }
-        if self.capabilities.is_empty() {
-            return Err(CardError::NoCapabilities);
-        }
-        let mut seen = HashSet::new();
-        for (index, offer) in self.capabilities.iter().enumerate() {
-            let name = &offer.name;
-            if !is_capability_name(name) {
-                return Err(CardError::InvalidCapabilityName { index, name: name.clone() });
-            }
-            if !seen.insert(name.as_str()) {
-                return Err(CardError::DuplicateCapability { index, name: name.clone() });
-            }
-            if offer.price.base_units() == 0 {
-                return Err(CardError::ZeroPrice { index, name: name.clone() });
-            }
-            if self.is_offline() && !OFFLINE_CAPABILITIES.contains(&name.as_str()) {
-                return Err(CardError::UnknownOfflineCapability {
-                    index,
-                    name: name.clone(),
-                    known: OFFLINE_CAPABILITIES.join(", "),
-                });
+        self.0.validate()?;
+        if self.is_offline() {
+            for (index, offer) in self.capabilities.iter().enumerate() {
+                if !OFFLINE_CAPABILITIES.contains(&offer.name.as_str()) {
+                    return Err(CardError::UnknownOfflineCapability {
+                        index,
+                        name: offer.name.clone(),
+                        known: OFFLINE_CAPABILITIES.join(", "),
+                    });
+                }
             }
         }
         Ok(())
     }
 
-    /// The card as agent-card JSON in a `data:application/json,` URI, with
-    /// every byte outside the RFC 3986 unreserved set percent-encoded.
-    /// Prices appear as integer base units.
+    /// The card's registry URI ([`tessera_bindings::card::AgentCard::to_uri`]).
     pub fn to_data_uri(&self) -> String {
-        // Serializing plain strings, enums and integers cannot fail.
-        let json = serde_json::to_string(self).unwrap_or_default();
-        format!("data:application/json,{}", percent_encode(&json))
+        self.0.to_uri()
     }
 
-    /// Parses and validates a card from a URI made by [`AgentCard::to_data_uri`].
+    /// Parses and validates a card from its registry URI.
     pub fn from_data_uri(uri: &str) -> Result<Self, CardError> {
-        let Some(encoded) = uri.strip_prefix("data:application/json,") else {
-            return Err(CardError::DataUri(
-                "expected it to start with \"data:application/json,\"".to_owned(),
-            ));
-        };
-        let json = percent_decode(encoded).ok_or_else(|| {
-            CardError::DataUri("bad percent-encoding or the JSON is not UTF-8".to_owned())
-        })?;
-        let card: Self = serde_json::from_str(&json)?;
-        card.validate()?;
-        Ok(card)
+        Self::new(model::AgentCard::from_uri(uri)?)
     }
 }
 
-fn validate_id(id: &str) -> Result<(), CardError> {
-    let reason = if id.is_empty() {
-        Some("it is empty")
-    } else if id.len() > MAX_ID_LEN {
-        Some("it is too long")
-    } else if !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-        Some("it has characters other than a-z, 0-9 and '-'")
-    } else if id.starts_with('-') || id.ends_with('-') {
-        Some("it starts or ends with '-'")
-    } else if id.contains("--") {
-        Some("it contains \"--\"")
-    } else {
-        None
-    };
-    match reason {
-        Some(reason) => Err(CardError::InvalidId { id: id.to_owned(), reason }),
-        None => Ok(()),
-    }
-}
-
-/// Whether `name` is a valid capability name: 1-31 bytes of `[a-z0-9-]`.
+/// Whether `name` is a valid capability name: 1-31 bytes of `[a-z0-9-]`
+/// ([`tessera_bindings::capability::check`]).
 pub fn is_capability_name(name: &str) -> bool {
-    (1..=MAX_CAPABILITY_NAME_LEN).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    tessera_bindings::capability::is_valid(name)
 }
 
 #[cfg(test)]
@@ -463,7 +194,7 @@ instructions: Summarize the material.
 
     #[test]
     fn parses_usdc_decimal_strings() {
-        let p = |s: &str| Price::parse_usdc(s).map(Price::base_units);
+        let p = |s: &str| Price::parse_usdc(s).map(Price::base_units).map_err(|e| e.to_string());
         assert_eq!(p("0.25"), Ok(250_000));
         assert_eq!(p("3"), Ok(3_000_000));
         assert_eq!(p("1.5 USDC"), Ok(1_500_000));
@@ -471,9 +202,11 @@ instructions: Summarize the material.
         assert!(p("0.0000001").unwrap_err().contains("more than 6 decimals"));
         assert!(p("abc").unwrap_err().contains("not a USDC amount"));
         assert!(p("").is_err());
-        assert!(p("99999999999999999999").unwrap_err().contains("too large"));
-        assert_eq!(Price::from_base_units(250_000).to_string(), "0.25 USDC");
-        assert_eq!(Price::from_base_units(2_000_000).to_string(), "2 USDC");
+        assert!(p(&"9".repeat(40)).unwrap_err().contains("does not fit"));
+        assert_eq!(Price::from_base_units(250_000).to_string(), "0.250000 USDC");
+        assert_eq!(Price::from_base_units(2_000_000).to_string(), "2.000000 USDC");
+        let e = err(&with("price: \"0.25\"", "price: \"0.2500001\""));
+        assert!(e.contains("capabilities[0].price") && e.contains("more than 6 decimals"), "{e}");
     }
 
     #[test]
@@ -560,7 +293,10 @@ instructions: Summarize the material.
         assert!(uri.starts_with("data:application/json,%7B%22id%22%3A%22summarizer-1%22"), "{uri}");
         let body = uri.strip_prefix("data:application/json,").unwrap();
         assert!(!body.contains([' ', '"', '{', '}', ',', ':', '\n']), "{body}");
-        let json: serde_json::Value = serde_json::from_str(&percent_decode(body).unwrap()).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(
+            &tessera_bindings::envelope::EnvelopeCodec::default().fetch_inline(&uri).unwrap(),
+        )
+        .unwrap();
         assert_eq!(json["capabilities"][0]["price"], 250_000);
         assert_eq!(json["role"], "executor");
         assert_eq!(AgentCard::from_data_uri(&uri).unwrap(), card);

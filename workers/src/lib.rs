@@ -4,8 +4,9 @@
 //! `AgentRegistry`, accepts tasks from the escrow, runs a capability on the
 //! task's spec and inputs, and delivers the result. This crate holds:
 //!
-//! - [`card`]: the declarative agent card (YAML) a worker is configured with,
-//!   validated at load and publishable as a `data:` URI.
+//! - [`card`]: the agent card a worker is configured with, loaded from YAML
+//!   and checked at load; the card model, its prices ([`Price`], a USDC
+//!   amount) and its registry URI are [`tessera_bindings::card`]'s.
 //! - [`offline`]: deterministic, rule-based implementations of the built-in
 //!   capabilities (`summarize`, `translate`, `sentiment-classify`,
 //!   `extract-entities`) and a dispatcher, [`offline::run`].

@@ -24,7 +24,7 @@ use async_openai::{
 };
 use serde_json::{Value, json};
 use tessera_bindings::injection::{self, quote_json};
-use tessera_llm::{Endpoint, complete, tool_arguments};
+use tessera_llm::{Endpoint, ForcedTool};
 
 use crate::{AgentCard, TaskInput};
 
@@ -104,8 +104,8 @@ impl LlmRunner {
         request: &CreateChatCompletionRequest,
         capability: &str,
     ) -> Result<serde_json::Map<String, Value>, LlmError> {
-        let response = complete(&self.client, request.clone(), self.timeout).await?;
-        parse(&response, capability)
+        let args = tool(capability).call(&self.client, request.clone(), self.timeout).await?;
+        validate(&args, capability)
     }
 }
 
@@ -146,6 +146,12 @@ pub fn request(
         .collect();
     let data = json!({ "spec": input.spec, "source": input.source, "inputs": inputs });
     let user = format!("<task-data>\n{}\n</task-data>", quote_json(&data));
+    tool(capability).request(&card.model, &system, &user)
+}
+
+/// The forced tool for `capability`: `deliver_result` with `text`, and a
+/// `label` for `sentiment-classify`.
+pub fn tool(capability: &str) -> ForcedTool {
     let mut properties = json!({
         "text": { "type": "string", "description": "The result: the summary, translation, explanation or list." }
     });
@@ -154,28 +160,16 @@ pub fn request(
         properties["label"] = json!({ "type": "string", "enum": SENTIMENT_LABELS });
         required.push("label");
     }
-    let body = json!({
-        "model": card.model,
-        "messages": [
-            { "role": "system", "content": system },
-            { "role": "user", "content": user },
-        ],
-        "tools": [{
-            "type": "function",
-            "function": {
-                "name": TOOL,
-                "description": format!("Deliver the result of `{capability}`."),
-                "parameters": {
-                    "type": "object",
-                    "properties": properties,
-                    "required": required,
-                    "additionalProperties": false,
-                },
-            },
-        }],
-        "tool_choice": { "type": "function", "function": { "name": TOOL } },
-    });
-    serde_json::from_value(body).expect("the request matches the chat-completions schema")
+    ForcedTool::new(
+        TOOL,
+        format!("Deliver the result of `{capability}`."),
+        json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+    )
 }
 
 /// Validates the tool call's arguments against the capability's schema.
@@ -183,7 +177,11 @@ pub fn parse(
     response: &CreateChatCompletionResponse,
     capability: &str,
 ) -> Result<serde_json::Map<String, Value>, LlmError> {
-    let args = tool_arguments(response, TOOL).map_err(LlmError::Malformed)?;
+    validate(&tessera_llm::tool_arguments(response, TOOL)?, capability)
+}
+
+/// Checks arguments against the capability's schema.
+fn validate(args: &Value, capability: &str) -> Result<serde_json::Map<String, Value>, LlmError> {
     let obj = args
         .as_object()
         .ok_or_else(|| LlmError::Malformed("arguments are not an object".into()))?;

@@ -23,7 +23,7 @@ use tessera_bindings::{
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec, EnvelopeError},
-    heads::Heads,
+    heads::Follow,
     task::{Status, TaskRecord},
 };
 
@@ -156,7 +156,7 @@ impl Worker {
             .iter()
             .map(|c| {
                 let word = capability::encode(&c.name).expect("card names are validated");
-                (word, u128::from(c.price.base_units()))
+                (word, c.price.base_units())
             })
             .collect();
         let uri = self.card.to_data_uri();
@@ -249,15 +249,12 @@ impl Worker {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
-        let mut heads = Heads::connect(ws_url, poll).await;
+        let mut follow = Follow::connect(ws_url, poll, "scan").await;
         loop {
-            match self.poll_once().await {
-                Ok(handled) => handled.iter().for_each(&mut on_handled),
-                Err(e) => tracing::warn!(error = %e, "scan failed; retrying"),
-            }
-            tokio::select! {
-                () = &mut shutdown => return,
-                () = heads.wait() => {}
+            let pass =
+                self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
+            if !follow.next(pass, shutdown.as_mut()).await {
+                return;
             }
         }
     }
@@ -282,7 +279,7 @@ impl Worker {
         let Some(offer) = offer.cloned() else {
             return decline(format!("capability {:?} is not offered", envelope.capability));
         };
-        if rec.task.amount < u128::from(offer.price.base_units()) {
+        if rec.task.amount < offer.price.base_units() {
             return decline(format!(
                 "pays {} but {} costs {}",
                 rec.task.amount,

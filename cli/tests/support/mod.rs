@@ -9,7 +9,12 @@ use std::{
     time::Duration,
 };
 
-use serde_json::Value;
+use alloy::{
+    primitives::{Address, B256},
+    providers::Provider,
+    rpc::types::Filter,
+};
+use serde_json::{Value, json};
 use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
 use tessera_e2e::{TEST_TOKEN, TestEnv, spawn_worker};
 
@@ -104,6 +109,70 @@ pub(crate) async fn wait_up(http: &reqwest::Client, api: &str) {
 
 pub(crate) async fn view(http: &reqwest::Client, api: &str, id: &str) -> Value {
     http.get(format!("{api}/api/runs/{id}")).send().await.unwrap().json().await.unwrap()
+}
+
+/// A chain plan in auto review: step `i` depends on step `i - 1`; each step
+/// is `(capability, executor, cost)`.
+pub(crate) fn chain_plan(id: B256, source: &str, steps: &[(&str, Address, u64)]) -> Value {
+    let subtasks: Vec<Value> = steps
+        .iter()
+        .zip(0u32..)
+        .map(|(&(cap, exec, cost), i)| {
+            json!({"index": i, "capability": cap, "spec": format!("Step {i}: {cap} the material"),
+                   "executor": exec, "cost": cost, "deadline_offset_secs": 3600,
+                   "depends_on": if i == 0 { vec![] } else { vec![i - 1] }})
+        })
+        .collect();
+    json!({ "version": 1, "id": id, "review": "auto", "budget": 10_000_000u64,
+            "source": source, "subtasks": subtasks })
+}
+
+/// Proposes `plan` and approves it; returns the run id.
+pub(crate) async fn propose_and_approve(http: &reqwest::Client, api: &str, plan: &Value) -> String {
+    let id = plan["id"].as_str().unwrap().to_owned();
+    let resp = http.post(format!("{api}/api/plans")).bearer_auth(TEST_TOKEN).json(plan).send();
+    assert_eq!(resp.await.unwrap().status().as_u16(), 201);
+    let resp = http.post(format!("{api}/api/runs/{id}/approve")).bearer_auth(TEST_TOKEN).send();
+    assert_eq!(resp.await.unwrap().status().as_u16(), 200);
+    id
+}
+
+/// Waits until sub-task `index` of run `id` has left `waiting` (or the run
+/// completed).
+pub(crate) async fn wait_started(http: &reqwest::Client, api: &str, id: &str, index: usize) {
+    loop {
+        let v = view(http, api, id).await;
+        if v["subtasks"][index]["phase"] != "waiting" || v["state"] == "completed" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits (60 s at most) for run `id` to complete; returns its view.
+pub(crate) async fn wait_completed(http: &reqwest::Client, api: &str, id: &str) -> Value {
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = view(http, api, id).await;
+        if v["state"] == "completed" {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < end, "never completed: {v:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How many escrow logs with event signature `sig` the chain holds, of
+/// plan `plan` (topic 2) when given.
+pub(crate) async fn escrow_logs(env: &TestEnv, sig: B256, plan: Option<B256>) -> usize {
+    let mut filter = Filter::new()
+        .address(env.deployment.task_escrow)
+        .event_signature(sig)
+        .from_block(env.deployment.deploy_block);
+    if let Some(plan) = plan {
+        filter = filter.topic2(plan);
+    }
+    env.provider.get_logs(&filter).await.unwrap().len()
 }
 
 /// A chain with the contracts, and a worker per demo agent whose blobs live

@@ -1,0 +1,494 @@
+//! `make bench-indexer`: puts N task lifecycles on anvil, then measures the
+//! real `tessera indexer run` binary: backfill throughput (events/s) into
+//! SQLite and PostgreSQL, live lag (block mined → task visible through the
+//! API) p50/p99, and the indexer process's peak RSS.
+
+use std::{
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use alloy::{
+    primitives::{U256, aliases::U40, keccak256},
+    providers::{DynProvider, Provider},
+    rpc::types::Filter,
+};
+use eyre::{Result, bail};
+use serde::Serialize;
+use serde_json::Value;
+use tessera_anvil::{
+    actors::Actors,
+    chain::{ChainOptions, LocalChain},
+    deploy::{self, DeployConfig},
+};
+use tessera_bindings::{
+    ITaskEscrow::CreateParams, MockUSDC, TaskEscrow, deployment::Deployment, task::TaskRecord,
+};
+
+/// Results.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexerBench {
+    lifecycles: usize,
+    events: usize,
+    blocks: u64,
+    generate_secs: f64,
+    sqlite_backfill_secs: f64,
+    sqlite_events_per_sec: f64,
+    sqlite_peak_rss_mib: f64,
+    postgres_events_per_sec: Option<f64>,
+    live_lag_p50_ms: f64,
+    live_lag_p99_ms: f64,
+    live_samples: usize,
+}
+
+impl IndexerBench {
+    pub fn table(&self) -> String {
+        let goal = |ok: bool| if ok { "met" } else { "NOT met" };
+        let mut out = format!(
+            "{} lifecycles, {} events in {} blocks (generated in {:.1} s)\n",
+            self.lifecycles, self.events, self.blocks, self.generate_secs
+        );
+        out += &format!(
+            "backfill into SQLite:     {:>10.0} events/s ({:.2} s)   goal >= 20,000: {}\n",
+            self.sqlite_events_per_sec,
+            self.sqlite_backfill_secs,
+            goal(self.sqlite_events_per_sec >= 20_000.0)
+        );
+        match self.postgres_events_per_sec {
+            Some(p) => out += &format!("backfill into PostgreSQL: {p:>10.0} events/s\n"),
+            None => out += "backfill into PostgreSQL: skipped (no server answered)\n",
+        }
+        out += &format!(
+            "live lag (mined -> API):  p50 {:.1} ms, p99 {:.1} ms over {} tasks   goal p99 <= 100 ms: {}\n",
+            self.live_lag_p50_ms,
+            self.live_lag_p99_ms,
+            self.live_samples,
+            goal(self.live_lag_p99_ms <= 100.0)
+        );
+        out += &format!(
+            "indexer peak RSS:         {:.1} MiB   goal < 100 MiB: {}\n",
+            self.sqlite_peak_rss_mib,
+            goal(self.sqlite_peak_rss_mib < 100.0)
+        );
+        out
+    }
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A scratch PostgreSQL database for the backfill into PostgreSQL, on the
+/// server at `TESSERA_TEST_PG` (or the local default); `None`, with the
+/// reason printed, when none can be made.
+async fn postgres_scratch() -> Option<String> {
+    let admin = std::env::var("TESSERA_TEST_PG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| tessera_db::DEFAULT_ADMIN_URL.to_owned());
+    match tessera_db::create_scratch_database(&admin, "bench_indexer").await {
+        Ok(url) => Some(url),
+        Err(e) => {
+            eprintln!("skipping the PostgreSQL backfill: no scratch database at {admin}: {e}");
+            None
+        }
+    }
+}
+
+/// Starts `tessera indexer run` on a port it binds itself (`:0`) and
+/// returns it with its API's base URL, read from the line where it says
+/// where it listens.
+fn spawn_indexer(
+    deployment: &Path,
+    rpc: &str,
+    db: &str,
+    log: Option<&Path>,
+) -> Result<(Running, String)> {
+    use std::io::BufRead;
+    let exe = std::env::current_exe()?;
+    // With a log file, each batch's read / insert / fold timings land there.
+    let stderr = match log {
+        Some(path) => Stdio::from(std::fs::File::create(path)?),
+        None => Stdio::null(),
+    };
+    let mut child = Command::new(exe)
+        .args(["indexer", "run", "--listen", "127.0.0.1:0", "--poll-ms", "200"])
+        .arg("--deployment")
+        .arg(deployment)
+        .args(["--rpc-url", rpc, "--database-url", db])
+        .env("RUST_LOG", if log.is_some() { "tessera_indexer=debug" } else { "warn" })
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let running = Running(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Reads every line, so the indexer never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(at) = line.find("http://")
+                && let Some(tx) = tx.take()
+            {
+                let addr: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                    .collect();
+                let _ = tx.send(format!("http://{}", addr.trim_end_matches('.')));
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(api) => Ok((running, api)),
+        Err(_) => bail!("the indexer did not say where it listens within 60 s"),
+    }
+}
+
+fn peak_rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+async fn wait_indexed(http: &reqwest::Client, api: &str, head: u64, limit: Duration) -> Result<()> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Ok(r) = http.get(format!("{api}/api/status")).send().await
+            && let Ok(s) = r.json::<Value>().await
+            && s["indexed_block"].as_u64() >= Some(head)
+        {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            bail!("the indexer did not reach block {head} in {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Mines the pending transactions into one block.
+async fn mine(provider: &DynProvider) -> Result<()> {
+    provider.raw_request::<_, Value>("evm_mine".into(), ()).await?;
+    Ok(())
+}
+
+/// Puts `n` create → accept → complete → approve lifecycles on chain, phase
+/// by phase, mining every `chunk` transactions.
+async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: usize) -> Result<()> {
+    let escrow = TaskEscrow::new(d.task_escrow, provider.clone());
+    let sponsor = actors.sponsor.address();
+    let executor = actors.agent(0);
+    MockUSDC::new(d.token, provider.clone())
+        .approve(d.task_escrow, U256::MAX)
+        .from(sponsor)
+        .send()
+        .await?
+        .get_receipt()
+        .await?;
+    provider.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await?;
+    let chunk = 400;
+    // The chain runs with a zero base fee (see `run`), so one price paid
+    // from start to end always suffices. (Re-reading the node's suggestion
+    // after each block would chase its own tips upwards.)
+    let gas_price = provider.get_gas_price().await?;
+    let now = provider
+        .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+        .await?
+        .map(|b| b.header.timestamp)
+        .unwrap_or_default();
+    let spec = "data:application/json,{\"parent\":\"task:1\",\"spec\":\"Summarize\",\"capability\":\"summarize\"}";
+    let mut nonce = provider.get_transaction_count(sponsor).await?;
+    let first = provider.get_block_number().await? + 1;
+    for i in 0..n {
+        let params = CreateParams {
+            r#ref: keccak256(format!("bench-{i}")),
+            planId: keccak256(format!("bench-plan-{}", i / 10)),
+            parentId: U256::ZERO,
+            client: sponsor,
+            executor,
+            amount: 1_000,
+            deadline: U40::from(now + 30 * 86_400),
+            reviewWindow: 3600,
+            specURI: spec.into(),
+        };
+        // Mined in bulk below: nothing to wait for per transaction.
+        let _pending = escrow
+            .createTask(params)
+            .from(sponsor)
+            .nonce(nonce)
+            .gas(300_000)
+            .gas_price(gas_price)
+            .send()
+            .await?;
+        nonce += 1;
+        if (i + 1) % chunk == 0 {
+            mine(provider).await?;
+        }
+    }
+    mine(provider).await?;
+    let records = fold_all(provider, d, first).await?;
+    // accept, complete (executor), approve (client = sponsor), each phase
+    // on the state the previous one left.
+    for phase in 0..3 {
+        let records =
+            if phase == 0 { records.clone() } else { fold_all(provider, d, first).await? };
+        let (from, mut nonce) = match phase {
+            2 => (sponsor, provider.get_transaction_count(sponsor).await?),
+            _ => (executor, provider.get_transaction_count(executor).await?),
+        };
+        for (i, rec) in records.iter().enumerate() {
+            let call = match phase {
+                0 => escrow
+                    .acceptTask(rec.id, rec.task.clone())
+                    .from(from)
+                    .into_transaction_request(),
+                1 => escrow
+                    .completeTask(
+                        rec.id,
+                        rec.task.clone(),
+                        "data:application/json,{\"text\":\"done\"}".into(),
+                    )
+                    .from(from)
+                    .into_transaction_request(),
+                _ => escrow
+                    .approvePayment(rec.id, rec.task.clone())
+                    .from(from)
+                    .into_transaction_request(),
+            };
+            let tx = call.nonce(nonce).gas_limit(200_000).gas_price(gas_price);
+            if let Err(e) = provider.send_transaction(tx).await {
+                let balance = provider.get_balance(from).await.unwrap_or_default();
+                bail!(
+                    "phase {phase}, lifecycle {i}: {e} (gas price {gas_price}, balance of {from}: {balance})"
+                );
+            }
+            nonce += 1;
+            if (i + 1) % chunk == 0 {
+                mine(provider).await?;
+            }
+        }
+        mine(provider).await?;
+    }
+    provider.raw_request::<_, Value>("evm_setAutomine".into(), (true,)).await?;
+    Ok(())
+}
+
+async fn fold_all(provider: &DynProvider, d: &Deployment, from: u64) -> Result<Vec<TaskRecord>> {
+    let logs = provider.get_logs(&Filter::new().address(d.task_escrow).from_block(from)).await?;
+    let mut by_id: std::collections::BTreeMap<U256, Vec<alloy::rpc::types::Log>> =
+        Default::default();
+    for l in logs {
+        if let Some(ev) = tessera_bindings::task::decode_log(&l)
+            && let Some(id) = TaskRecord::event_task_id(&ev)
+        {
+            by_id.entry(id).or_default().push(l);
+        }
+    }
+    let mut out = Vec::new();
+    for (id, logs) in by_id {
+        out.push(TaskRecord::from_logs(id, &logs)?);
+    }
+    Ok(out)
+}
+
+/// What a held chain's folder records beside its state.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct HeldChain {
+    lifecycles: usize,
+    head: u64,
+    events: usize,
+    generate_secs: f64,
+}
+
+/// Runs the bench. With `hold`, the generated chain is kept in that folder
+/// (`state.json` as anvil dumps it, `deployment.json`, `chain.json`) and a
+/// later run with the same number of lifecycles loads it instead of
+/// generating it again.
+pub async fn run(
+    opts: &ChainOptions,
+    lifecycles: usize,
+    live: usize,
+    log: Option<&Path>,
+    hold: Option<&Path>,
+) -> Result<IndexerBench> {
+    let held = match hold {
+        Some(h) => held_chain(h, lifecycles)?,
+        None => None,
+    };
+    // Blocks are filled back to back: a zero base fee stays zero, so the
+    // generator's fixed gas price never falls behind it.
+    let chain = LocalChain::start(&ChainOptions {
+        base_fee: Some(0),
+        load_state: held.as_ref().map(|(_, _, state)| state.clone()),
+        ..opts.clone()
+    })?;
+    let actors = Actors::from_keys(&chain.keys())?;
+    let provider = actors.provider(chain.endpoint_url());
+    let dir = std::env::temp_dir().join(format!("tessera-bench-indexer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let deployment_file = dir.join("deployment.json");
+    let (deployment, meta) = match held {
+        Some((deployment, meta, _)) => {
+            let head = provider.get_block_number().await?;
+            let events = count_events(&provider, &deployment).await?;
+            if head != meta.head || events != meta.events {
+                bail!(
+                    "the kept chain did not load as kept (head {head}, {events} events; kept: head {}, {} events)",
+                    meta.head,
+                    meta.events
+                );
+            }
+            (deployment, meta)
+        }
+        None => {
+            let deployment = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+            deploy::register_demo_agents(&provider, &actors, deployment.agent_registry).await?;
+            let t = Instant::now();
+            generate(&provider, &actors, &deployment, lifecycles).await?;
+            let generate_secs = t.elapsed().as_secs_f64();
+            let head = provider.get_block_number().await?;
+            let events = count_events(&provider, &deployment).await?;
+            let meta = HeldChain { lifecycles, head, events, generate_secs };
+            if let Some(h) = hold {
+                save_held(&provider, h, &deployment, &meta).await?;
+            }
+            (deployment, meta)
+        }
+    };
+    deployment.save(&deployment_file)?;
+    let HeldChain { head, events, generate_secs, .. } = meta;
+    let http = reqwest::Client::new();
+    let rpc = chain.endpoint_url().to_string();
+
+    // Backfill into SQLite, then follow live.
+    let db = format!("sqlite://{}", dir.join("index.db").display());
+    let t = Instant::now();
+    let (sqlite, api) = spawn_indexer(&deployment_file, &rpc, &db, log)?;
+    wait_indexed(&http, &api, head, Duration::from_secs(1800)).await?;
+    let sqlite_backfill_secs = t.elapsed().as_secs_f64();
+
+    let mut lags = Vec::new();
+    let mut d = tessera_anvil::lifecycle::Driver::new(provider.clone(), &actors, &deployment);
+    d.scenario("live");
+    for _ in 0..live {
+        let params = d.params(actors.agent(1), 1_000, "data:,live".into()).await?;
+        let rec = d.create_with_permit(params).await?;
+        let mined = Instant::now();
+        let url = format!("{api}/api/tasks/{}", rec.id);
+        loop {
+            if http.get(&url).send().await.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            if mined.elapsed() > Duration::from_secs(30) {
+                bail!("task {} never became visible", rec.id);
+            }
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        lags.push(mined.elapsed().as_secs_f64() * 1e3);
+    }
+    let sqlite_peak_rss_mib = peak_rss_mib(sqlite.0.id());
+    drop(sqlite);
+    lags.sort_by(f64::total_cmp);
+    let pct = |q: f64| {
+        lags.get(((lags.len().saturating_sub(1)) as f64 * q).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+
+    // Backfill into PostgreSQL, when a server answers.
+    let head_now = provider.get_block_number().await?;
+    let postgres_events_per_sec = match postgres_scratch().await {
+        Some(url) => {
+            let t = Instant::now();
+            let pg_log = log.map(|l| l.with_extension("postgres.log"));
+            let (_pg, api) = spawn_indexer(&deployment_file, &rpc, &url, pg_log.as_deref())?;
+            wait_indexed(&http, &api, head_now, Duration::from_secs(1800)).await?;
+            Some((events + live) as f64 / t.elapsed().as_secs_f64())
+        }
+        None => None,
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(IndexerBench {
+        lifecycles,
+        events,
+        blocks: head - deployment.deploy_block,
+        generate_secs,
+        sqlite_backfill_secs,
+        sqlite_events_per_sec: events as f64 / sqlite_backfill_secs,
+        sqlite_peak_rss_mib,
+        postgres_events_per_sec,
+        live_lag_p50_ms: pct(0.5),
+        live_lag_p99_ms: pct(0.99),
+        live_samples: lags.len(),
+    })
+}
+
+async fn count_events(provider: &DynProvider, d: &Deployment) -> Result<usize> {
+    Ok(provider
+        .get_logs(
+            &Filter::new()
+                .address(vec![d.task_escrow, d.agent_registry])
+                .from_block(d.deploy_block),
+        )
+        .await?
+        .len())
+}
+
+/// Writes the chain's state, deployment and figures into `dir`.
+async fn save_held(
+    provider: &DynProvider,
+    dir: &Path,
+    d: &Deployment,
+    meta: &HeldChain,
+) -> Result<()> {
+    use std::io::Read;
+    std::fs::create_dir_all(dir)?;
+    // anvil dumps gzip-compressed JSON and loads plain JSON.
+    let state: alloy::primitives::Bytes =
+        provider.raw_request("anvil_dumpState".into(), ()).await?;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(&state[..]).read_to_end(&mut json)?;
+    std::fs::write(dir.join("state.json"), json)?;
+    d.save(dir.join("deployment.json"))?;
+    std::fs::write(dir.join("chain.json"), serde_json::to_vec_pretty(meta)?)?;
+    eprintln!("chain of {} lifecycles kept in {}", meta.lifecycles, dir.display());
+    Ok(())
+}
+
+/// The chain kept in `dir`, when it holds `lifecycles` lifecycles: its
+/// deployment, figures and state file.
+fn held_chain(
+    dir: &Path,
+    lifecycles: usize,
+) -> Result<Option<(Deployment, HeldChain, std::path::PathBuf)>> {
+    let Ok(text) = std::fs::read(dir.join("chain.json")) else { return Ok(None) };
+    let meta: HeldChain = serde_json::from_slice(&text)?;
+    if meta.lifecycles != lifecycles {
+        eprintln!(
+            "{} holds {} lifecycles, not {lifecycles}: generating a new chain",
+            dir.display(),
+            meta.lifecycles
+        );
+        return Ok(None);
+    }
+    let state = dir.join("state.json");
+    if !state.is_file() {
+        eprintln!("{} has no state.json: generating a new chain", dir.display());
+        return Ok(None);
+    }
+    eprintln!("loading the chain of {lifecycles} lifecycles kept in {}", dir.display());
+    Ok(Some((Deployment::load(dir.join("deployment.json"))?, meta, state)))
+}

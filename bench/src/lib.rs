@@ -1,0 +1,19 @@
+//! Tessera's benchmarks in one place, each measuring against a baseline of
+//! the same run and reporting a table and JSON (`tessera bench …`, the
+//! Makefile's `bench-*` targets):
+//!
+//! - [`indexer`]: task lifecycles on anvil, then the `tessera indexer run`
+//!   process: backfill events/s into SQLite and PostgreSQL, live lag, peak
+//!   RSS. It starts the running executable's `indexer run`, so it runs from
+//!   the `tessera` binary.
+//! - [`plan`]: approve → settled wall time of an N-step chain plan through
+//!   the orchestrator and offline workers, against the same lifecycles sent
+//!   directly.
+//! - [`classify`]: offline classification latency against the heuristic
+//!   scan alone, and the planner's accuracy per axis on the brief corpus.
+//!
+//! The gas bench stays with the chain tooling (`tessera_anvil::gas`).
+
+pub mod classify;
+pub mod indexer;
+pub mod plan;

@@ -1,0 +1,423 @@
+//! The agent card: who an agent is and what it sells, and the one way a
+//! card travels as the registry's metadata URI.
+//!
+//! A card is written in YAML by whoever runs a worker (loading lives in
+//! `tessera-workers`) and published as JSON in a `data:application/json,`
+//! URI, percent-encoded ([`AgentCard::to_uri`]). [`AgentCard::from_uri`]
+//! reads any inline JSON `data:` URI back (percent-encoded, raw or base64)
+//! and validates it: anyone can register any URI, so it is hostile input.
+//!
+//! Prices are [`Price`]s, a [`Usdc`] amount with the card's notation rules;
+//! capability names follow the one rule of [`crate::capability`].
+
+use std::{collections::HashSet, fmt};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+
+use crate::{
+    capability,
+    envelope::{EnvelopeCodec, EnvelopeError, percent_data_uri},
+    usdc::{Usdc, UsdcError},
+};
+
+/// Longest agent id, in bytes.
+pub const MAX_ID_LEN: usize = 64;
+
+/// Largest card URI payload read back, in bytes.
+pub const MAX_CARD_BYTES: usize = 64 * 1024;
+
+/// The `model` value that selects the built-in deterministic runner.
+pub const OFFLINE_MODEL: &str = "offline";
+
+/// Why an agent card was refused. Every message names the offending field.
+#[derive(Debug, thiserror::Error)]
+pub enum CardError {
+    /// The JSON form (from a data URI) is malformed or has wrong fields.
+    #[error("invalid agent card JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The URI is not an inline JSON `data:` URI within the size limit.
+    #[error("invalid agent card data URI: {0}")]
+    DataUri(#[source] EnvelopeError),
+    /// `id` is not a lowercase slug.
+    #[error(
+        "field `id`: {id:?} is not a valid id: {reason} \
+         (use 1-{MAX_ID_LEN} characters of a-z, 0-9 and '-', e.g. \"summarizer-1\")"
+    )]
+    InvalidId {
+        /// The id as written.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A required text field is empty or only whitespace.
+    #[error("field `{field}` must not be empty")]
+    EmptyField {
+        /// The field name.
+        field: &'static str,
+    },
+    /// `capabilities` is an empty list.
+    #[error("field `capabilities` must list at least one capability")]
+    NoCapabilities,
+    /// A capability name breaks the one rule ([`capability::check`]).
+    #[error(
+        "field `capabilities[{index}].name`: {name:?} must be 1-{} bytes \
+         of a-z, 0-9 and '-' (e.g. \"extract-entities\")",
+        capability::MAX_LEN
+    )]
+    InvalidCapabilityName {
+        /// Position in the list.
+        index: usize,
+        /// The name as written.
+        name: String,
+        /// What the rule says is wrong.
+        #[source]
+        source: capability::CapabilityError,
+    },
+    /// The same capability appears twice.
+    #[error("field `capabilities[{index}].name`: {name:?} is listed more than once")]
+    DuplicateCapability {
+        /// Position of the second occurrence.
+        index: usize,
+        /// The repeated name.
+        name: String,
+    },
+    /// A capability is offered for free, which the escrow cannot settle.
+    #[error("field `capabilities[{index}].price`: the price of {name:?} must be greater than zero")]
+    ZeroPrice {
+        /// Position in the list.
+        index: usize,
+        /// The capability name.
+        name: String,
+    },
+}
+
+/// What an agent does in a Tessera market.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Accepts tasks and runs capabilities on them.
+    Executor,
+    /// Judges disputed deliveries.
+    Arbiter,
+    /// Splits a brief into tasks and routes them to executors.
+    Orchestrator,
+    /// Posts tasks and pays for them.
+    Requester,
+}
+
+/// A capability's price: a [`Usdc`] amount with the card's notation.
+///
+/// In a card a price is written either as an **integer**, read as base units
+/// (`price: 250000`), or as a **quoted decimal string**, read as whole USDC
+/// with at most six decimals ([`Usdc::parse`]: `price: "0.25"`,
+/// `price: "3"`). Both examples are the same price. A bare float
+/// (`price: 0.25`) is refused because binary floats cannot represent every
+/// USDC amount exactly. It serializes as the integer number of base units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Price(Usdc);
+
+impl Price {
+    /// A price of `units` USDC base units.
+    pub const fn from_base_units(units: u128) -> Self {
+        Self(Usdc::from_base_units(units))
+    }
+
+    /// The price in USDC base units.
+    pub const fn base_units(self) -> u128 {
+        self.0.base_units()
+    }
+
+    /// The price as an amount.
+    pub const fn usdc(self) -> Usdc {
+        self.0
+    }
+
+    /// Parses a decimal USDC amount such as `"0.25"` or `"12"`.
+    pub fn parse_usdc(text: &str) -> Result<Self, UsdcError> {
+        Usdc::parse(text).map(Self)
+    }
+}
+
+impl From<Usdc> for Price {
+    fn from(amount: Usdc) -> Self {
+        Self(amount)
+    }
+}
+
+impl fmt::Display for Price {
+    /// As every amount is shown: `0.250000 USDC`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.with_unit())
+    }
+}
+
+impl Serialize for Price {
+    /// The integer number of base units.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match u64::try_from(self.base_units()) {
+            Ok(units) => serializer.serialize_u64(units),
+            Err(_) => serializer.serialize_u128(self.base_units()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Price {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PriceVisitor;
+
+        impl de::Visitor<'_> for PriceVisitor {
+            type Value = Price;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "an integer number of USDC base units (250000) or a quoted decimal USDC \
+                     amount (\"0.25\")",
+                )
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Price, E> {
+                Ok(Price::from_base_units(u128::from(v)))
+            }
+
+            fn visit_u128<E: de::Error>(self, v: u128) -> Result<Price, E> {
+                Ok(Price::from_base_units(v))
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Price, E> {
+                u128::try_from(v)
+                    .map(Price::from_base_units)
+                    .map_err(|_| E::custom(format!("price {v} is negative")))
+            }
+
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Price, E> {
+                Err(E::custom(format!(
+                    "price {v} is a bare decimal; quote it (\"{v}\") to mean USDC, \
+                     or give an integer number of base units"
+                )))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Price, E> {
+                Price::parse_usdc(v).map_err(E::custom)
+            }
+        }
+
+        deserializer.deserialize_any(PriceVisitor)
+    }
+}
+
+/// One capability the agent offers, with its price per task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityOffer {
+    /// Capability name, 1-31 bytes of `[a-z0-9-]`, e.g. `extract-entities`.
+    pub name: String,
+    /// Price per task (see [`Price`] for the accepted notations).
+    pub price: Price,
+}
+
+/// An agent card. [`AgentCard::validate`] checks every rule; the readers
+/// ([`AgentCard::from_uri`], and the YAML loader in `tessera-workers`)
+/// refuse invalid cards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentCard {
+    /// Lowercase slug identifying the agent, e.g. `summarizer-1`.
+    pub id: String,
+    /// One-line human description.
+    pub description: String,
+    /// What the agent does in the market.
+    pub role: Role,
+    /// Capabilities offered, each with a price; names are unique.
+    pub capabilities: Vec<CapabilityOffer>,
+    /// Model backing the agent: [`OFFLINE_MODEL`] for the built-in
+    /// deterministic runner, or a provider model name such as `gpt-4o-mini`.
+    pub model: String,
+    /// Standing instructions (system prompt) for the agent.
+    pub instructions: String,
+}
+
+impl AgentCard {
+    /// Whether this card runs on the built-in offline runner.
+    pub fn is_offline(&self) -> bool {
+        self.model == OFFLINE_MODEL
+    }
+
+    /// The offer for capability `name`, if the card lists it.
+    pub fn capability(&self, name: &str) -> Option<&CapabilityOffer> {
+        self.capabilities.iter().find(|c| c.name == name)
+    }
+
+    /// Checks every rule a card must satisfy; the first violation is returned.
+    pub fn validate(&self) -> Result<(), CardError> {
+        validate_id(&self.id)?;
+        for (field, value) in [
+            ("description", &self.description),
+            ("model", &self.model),
+            ("instructions", &self.instructions),
+        ] {
+            if value.trim().is_empty() {
+                return Err(CardError::EmptyField { field });
+            }
+        }
+        if self.capabilities.is_empty() {
+            return Err(CardError::NoCapabilities);
+        }
+        let mut seen = HashSet::new();
+        for (index, offer) in self.capabilities.iter().enumerate() {
+            let name = &offer.name;
+            if let Err(source) = capability::check(name) {
+                return Err(CardError::InvalidCapabilityName { index, name: name.clone(), source });
+            }
+            if !seen.insert(name.as_str()) {
+                return Err(CardError::DuplicateCapability { index, name: name.clone() });
+            }
+            if offer.price.base_units() == 0 {
+                return Err(CardError::ZeroPrice { index, name: name.clone() });
+            }
+        }
+        Ok(())
+    }
+
+    /// The card as JSON in a percent-encoded `data:application/json,` URI
+    /// ([`percent_data_uri`]): what the registry's metadata URI holds.
+    /// Prices appear as integer base units.
+    pub fn to_uri(&self) -> String {
+        // Plain strings, enums and integers always serialize.
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        percent_data_uri(&json)
+    }
+
+    /// Parses and validates a card from an inline JSON `data:` URI
+    /// (percent-encoded as [`Self::to_uri`] writes it, raw JSON, or base64),
+    /// at most [`MAX_CARD_BYTES`].
+    pub fn from_uri(uri: &str) -> Result<Self, CardError> {
+        let codec = EnvelopeCodec { inline_limit: MAX_CARD_BYTES, max_bytes: MAX_CARD_BYTES };
+        let json = codec.fetch_inline(uri).map_err(CardError::DataUri)?;
+        let card: Self = serde_json::from_slice(&json)?;
+        card.validate()?;
+        Ok(card)
+    }
+}
+
+fn validate_id(id: &str) -> Result<(), CardError> {
+    let reason = if id.is_empty() {
+        Some("it is empty")
+    } else if id.len() > MAX_ID_LEN {
+        Some("it is too long")
+    } else if !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        Some("it has characters other than a-z, 0-9 and '-'")
+    } else if id.starts_with('-') || id.ends_with('-') {
+        Some("it starts or ends with '-'")
+    } else if id.contains("--") {
+        Some("it contains \"--\"")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(CardError::InvalidId { id: id.to_owned(), reason }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn card() -> AgentCard {
+        AgentCard {
+            id: "summarizer-1".into(),
+            description: "Résumés — 要約, 50% faster".into(),
+            role: Role::Executor,
+            capabilities: vec![
+                CapabilityOffer {
+                    name: "summarize".into(),
+                    price: Price::from_base_units(250_000),
+                },
+                CapabilityOffer {
+                    name: "extract-entities".into(),
+                    price: Price::from_base_units(100_000),
+                },
+            ],
+            model: OFFLINE_MODEL.into(),
+            instructions: "Summarize the material.".into(),
+        }
+    }
+
+    #[test]
+    fn uri_is_percent_encoded_json_that_round_trips() {
+        let uri = card().to_uri();
+        assert!(uri.starts_with("data:application/json,%7B%22id%22%3A%22summarizer-1%22"), "{uri}");
+        let body = uri.strip_prefix("data:application/json,").unwrap();
+        assert!(!body.contains([' ', '"', '{', '}', ',', ':', '\n']), "{body}");
+        assert_eq!(AgentCard::from_uri(&uri).unwrap(), card());
+    }
+
+    #[test]
+    fn reads_raw_and_base64_json_uris() {
+        let json = serde_json::to_string(&card()).unwrap();
+        let value: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["capabilities"][0]["price"], 250_000);
+        assert_eq!(value["role"], "executor");
+        let raw = format!("data:application/json,{}", json.replace('%', "%25"));
+        assert_eq!(AgentCard::from_uri(&raw).unwrap(), card());
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&json);
+        let b64 = format!("data:application/json;base64,{b64}");
+        assert_eq!(AgentCard::from_uri(&b64).unwrap(), card());
+    }
+
+    #[test]
+    fn hostile_uris_are_refused() {
+        for (uri, why) in [
+            ("data:text/plain,hi", "invalid agent card data URI"),
+            ("data:application/json,%zz", "invalid agent card data URI"),
+            ("ipfs://Qm", "invalid agent card data URI"),
+            ("data:application/json,{\"id\":\"a\"}", "invalid agent card JSON"),
+        ] {
+            let e = AgentCard::from_uri(uri).unwrap_err().to_string();
+            assert!(e.contains(why), "{uri}: {e}");
+        }
+        let huge = format!("data:application/json,{}", "x".repeat(4 * MAX_CARD_BYTES));
+        assert!(matches!(
+            AgentCard::from_uri(&huge),
+            Err(CardError::DataUri(EnvelopeError::TooLarge { .. }))
+        ));
+        let mut bad = card();
+        bad.capabilities[0].name = "Summarize".into();
+        let e = AgentCard::from_uri(&bad.to_uri()).unwrap_err();
+        assert!(matches!(
+            e,
+            CardError::InvalidCapabilityName {
+                index: 0,
+                source: capability::CapabilityError::InvalidCharacter(_),
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("1-31"), "{e}");
+    }
+
+    #[test]
+    fn price_notations() {
+        let p = |v: Value| serde_json::from_value::<Price>(v).map(Price::base_units);
+        assert_eq!(p(json!(250_000)).unwrap(), 250_000);
+        assert_eq!(p(json!("0.25")).unwrap(), 250_000);
+        assert_eq!(p(json!("3 USDC")).unwrap(), 3_000_000);
+        assert!(p(json!(0.25)).unwrap_err().to_string().contains("quote it"));
+        assert!(p(json!(-5)).unwrap_err().to_string().contains("negative"));
+        assert!(p(json!("0.0000001")).unwrap_err().to_string().contains("more than 6 decimals"));
+        assert_eq!(serde_json::to_value(Price::from_base_units(7)).unwrap(), json!(7));
+        assert_eq!(Price::from_base_units(250_000).to_string(), "0.250000 USDC");
+        assert_eq!(Price::from(Usdc::from_whole(2)).usdc(), Usdc::from_whole(2));
+    }
+
+    #[test]
+    fn refuses_bad_ids() {
+        for id in ["Summarizer", "sum_1", "-sum", "a--b", "", &"a".repeat(65)] {
+            let mut c = card();
+            c.id = id.into();
+            assert!(matches!(c.validate(), Err(CardError::InvalidId { .. })), "{id:?}");
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The spec envelope: the JSON each sub-task's spec URI resolves to, and its
+//! encoding to and from URIs.
+//!
+//! ```json
+//! { "parent": "plan:0x…", "spec": "Summarize the text", "capability": "summarize",
+//!   "source": "original material", "inputs": [{ "from": 0, "task_id": "7", "output": "…" }] }
+//! ```
+//!
+//! Small envelopes travel inline as `data:application/json;base64,…`; larger
+//! ones are content-addressed as `sha256:<hex>` with the bytes in a
+//! [`BlobStore`]. Anyone can create a task with any URI, so decoding treats
+//! the URI as hostile: every failure is an [`EnvelopeError`], sizes are
+//! bounded before decoding, and content-addressed bytes are re-hashed.
+//!
+//! The module is split by job: [`model`] (the envelope and its parent),
+//! [`codec`] (URIs to and from envelopes, size limits) and [`blob`]
+//! (content-addressed storage).
+
+mod blob;
+mod codec;
+mod model;
+
+pub use blob::{BlobError, BlobHash, BlobStore, FsBlobStore, MemoryBlobStore};
+pub use codec::{DEFAULT_INLINE_LIMIT, EnvelopeCodec, HARD_MAX_BYTES, percent_data_uri, uri_hash};
+pub use model::{Envelope, Input, Parent};
+
+/// Why an envelope could not be encoded or decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    /// The bytes are not a JSON envelope.
+    #[error("envelope is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The envelope has no (or an empty) `spec`.
+    #[error("envelope has no `spec`; there is nothing to do")]
+    MissingSpec,
+    /// `parent` is not `plan:<hex>` or `task:<id>`.
+    #[error("envelope parent `{0}` is neither `plan:<32-byte hex>` nor `task:<id>`")]
+    InvalidParent(String),
+    /// Larger than [`HARD_MAX_BYTES`] (or the codec's configured maximum).
+    #[error("envelope is {len} bytes, over the limit of {max}")]
+    TooLarge {
+        /// Size seen (or a lower bound of it).
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The URI scheme is not `data:` or `sha256:`.
+    #[error("unsupported spec URI scheme `{0}`; expected `data:` or `sha256:`")]
+    UnknownScheme(String),
+    /// A `data:` URI that does not follow RFC 2397.
+    #[error("malformed data URI: {0}")]
+    MalformedDataUri(&'static str),
+    /// A `data:` URI that does not carry JSON.
+    #[error("data URI media type `{0}` is not application/json")]
+    UnsupportedMediaType(String),
+    /// The base64 payload does not decode.
+    #[error("data URI payload is not valid base64: {0}")]
+    InvalidBase64(#[from] base64::DecodeError),
+    /// A `%` escape that is not two hex digits.
+    #[error("data URI payload has an invalid percent escape")]
+    InvalidPercentEncoding,
+    /// `sha256:` not followed by 64 hex digits.
+    #[error("`{0}` is not a sha256 digest (64 hex digits)")]
+    InvalidDigest(String),
+    /// The blob store does not hold the content.
+    #[error("no blob stored for sha256:{0}")]
+    BlobNotFound(BlobHash),
+    /// The store returned bytes that do not hash to the URI.
+    #[error("blob for sha256:{expected} hashes to sha256:{actual}; refusing tampered content")]
+    HashMismatch {
+        /// Hash named by the URI.
+        expected: BlobHash,
+        /// Hash of the bytes returned.
+        actual: BlobHash,
+    },
+    /// The blob store failed.
+    #[error(transparent)]
+    Store(#[from] BlobError),
+}
+
+pub(super) fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Shortens hostile input before echoing it in an error.
+pub(super) fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use alloy::primitives::{B256, keccak256};
+
+    use super::*;
+
+    fn envelope() -> Envelope {
+        let mut env = Envelope::new(Parent::Plan(B256::repeat_byte(0x12)), "Summarize it");
+        env.source = Some("Bonjour le monde".into());
+        env.capability = Some("summarize".into());
+        env.inputs.push(Input { from: 0, task_id: Some("7".into()), output: "Hello".into() });
+        env
+    }
+
+    #[test]
+    fn parent_round_trips() {
+        let plan = Parent::Plan(B256::repeat_byte(0xab));
+        assert_eq!(plan.to_string(), format!("plan:0x{}", "ab".repeat(32)));
+        assert_eq!(plan.to_string().parse::<Parent>().unwrap(), plan);
+        assert_eq!(format!("plan:{}", "AB".repeat(32)).parse::<Parent>().unwrap(), plan);
+        assert_eq!("task:42".parse::<Parent>().unwrap(), Parent::Task("42".into()));
+        for bad in ["task:", "task:x1", "plan:0x12", "job:1", ""] {
+            assert!(matches!(bad.parse::<Parent>(), Err(EnvelopeError::InvalidParent(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn small_envelope_inlines_and_round_trips() {
+        let store = MemoryBlobStore::new();
+        let codec = EnvelopeCodec::default();
+        let uri = codec.encode(&envelope(), &store).unwrap();
+        assert!(uri.starts_with("data:application/json;base64,"), "{uri}");
+        assert_eq!(codec.decode(&uri, &store).unwrap(), envelope());
+        assert!(store.lock().is_empty());
+    }
+
+    #[test]
+    fn serde_deserialize_refuses_missing_spec() {
+        let err = serde_json::from_str::<Envelope>(r#"{"parent":"task:1"}"#).unwrap_err();
+        assert!(err.to_string().contains("no `spec`"), "{err}");
+        let env: Envelope = serde_json::from_str(r#"{"parent":"task:1","spec":"s"}"#).unwrap();
+        assert_eq!(env, Envelope::new(Parent::Task("1".into()), "s"));
+    }
+
+    #[test]
+    fn json_omits_empty_optionals() {
+        let env = Envelope::new(Parent::Task("1".into()), "go");
+        let json = String::from_utf8(env.to_json().unwrap()).unwrap();
+        assert_eq!(json, r#"{"parent":"task:1","spec":"go"}"#);
+    }
+
+    #[test]
+    fn large_envelope_is_content_addressed() {
+        let store = MemoryBlobStore::new();
+        let codec = EnvelopeCodec::default();
+        let mut env = envelope();
+        env.source = Some("x".repeat(DEFAULT_INLINE_LIMIT));
+        let uri = codec.encode(&env, &store).unwrap();
+        let hex = uri.strip_prefix("sha256:").unwrap();
+        let json = env.to_json().unwrap();
+        assert_eq!(hex, BlobHash::of(&json).to_string());
+        assert_eq!(codec.decode(&uri, &store).unwrap(), env);
+    }
+
+    #[test]
+    fn tampered_blob_is_refused() {
+        let store = MemoryBlobStore::new();
+        let hash = BlobHash::of(b"original");
+        store.insert_raw(hash, br#"{"parent":"task:1","spec":"evil"}"#.to_vec());
+        let err = EnvelopeCodec::default().decode(&format!("sha256:{hash}"), &store).unwrap_err();
+        assert!(matches!(err, EnvelopeError::HashMismatch { expected, .. } if expected == hash));
+    }
+
+    #[test]
+    fn missing_blob_and_bad_digest() {
+        let store = MemoryBlobStore::new();
+        let codec = EnvelopeCodec::default();
+        let hash = BlobHash::of(b"nothing");
+        assert!(matches!(
+            codec.decode(&format!("sha256:{hash}"), &store),
+            Err(EnvelopeError::BlobNotFound(h)) if h == hash
+        ));
+        for bad in ["sha256:", "sha256:zz", &format!("sha256:{}", "g".repeat(64))] {
+            assert!(
+                matches!(codec.decode(bad, &store), Err(EnvelopeError::InvalidDigest(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn decodes_percent_encoded_data() {
+        let store = MemoryBlobStore::new();
+        let uri = "data:application/json;charset=utf-8,%7B%22parent%22:%22task:9%22,%22spec%22:%22hi%20there%22%7D";
+        let env = EnvelopeCodec::default().decode(uri, &store).unwrap();
+        assert_eq!(env.spec, "hi there");
+        assert_eq!(env.parent, Parent::Task("9".into()));
+        assert!(matches!(
+            EnvelopeCodec::default().decode("data:application/json,%7", &store),
+            Err(EnvelopeError::InvalidPercentEncoding)
+        ));
+    }
+
+    #[test]
+    fn hostile_uris_are_refused_with_reasons() {
+        let store = MemoryBlobStore::new();
+        let codec = EnvelopeCodec::default();
+        let decode = |uri: &str| codec.decode(uri, &store).unwrap_err();
+        assert!(matches!(decode("ipfs://Qm"), EnvelopeError::UnknownScheme(s) if s == "ipfs"));
+        assert!(matches!(decode("no scheme at all"), EnvelopeError::UnknownScheme(_)));
+        assert!(matches!(
+            decode("data:application/json;base64"),
+            EnvelopeError::MalformedDataUri(_)
+        ));
+        assert!(matches!(decode("data:text/plain,{}"), EnvelopeError::UnsupportedMediaType(_)));
+        assert!(matches!(
+            decode("data:application/json;base64,@@@"),
+            EnvelopeError::InvalidBase64(_)
+        ));
+        assert!(matches!(decode("data:application/json,{not json"), EnvelopeError::Json(_)));
+        assert!(matches!(
+            decode("data:application/json,{\"parent\":\"task:1\"}"),
+            EnvelopeError::MissingSpec
+        ));
+        assert!(matches!(
+            decode("data:application/json,{\"parent\":\"task:1\",\"spec\":\"\"}"),
+            EnvelopeError::MissingSpec
+        ));
+        assert!(matches!(
+            decode("data:application/json,{\"parent\":\"boss\",\"spec\":\"x\"}"),
+            EnvelopeError::Json(_)
+        ));
+        let huge = format!("data:application/json;base64,{}", "A".repeat(4 * HARD_MAX_BYTES));
+        assert!(matches!(decode(&huge), EnvelopeError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn oversize_is_refused_on_both_sides() {
+        let store = MemoryBlobStore::new();
+        let codec = EnvelopeCodec { inline_limit: 16, max_bytes: 256 };
+        let mut env = envelope();
+        env.spec = "y".repeat(300);
+        assert!(matches!(
+            codec.encode(&env, &store),
+            Err(EnvelopeError::TooLarge { max: 256, .. })
+        ));
+        // A blob stored by a more lenient writer is refused on read.
+        let big = EnvelopeCodec::default().encode(&env, &store).unwrap();
+        assert!(big.starts_with("data:"));
+        let hash = store.put(&env.to_json().unwrap()).unwrap();
+        assert!(matches!(
+            codec.decode(&format!("sha256:{hash}"), &store),
+            Err(EnvelopeError::Store(BlobError::TooLarge { max: 256, .. }))
+        ));
+    }
+
+    #[test]
+    fn fs_store_round_trips_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsBlobStore::new(dir.path());
+        let codec = EnvelopeCodec { inline_limit: 8, ..EnvelopeCodec::default() };
+        let uri = codec.encode(&envelope(), &store).unwrap();
+        let hash: BlobHash = uri.strip_prefix("sha256:").unwrap().parse().unwrap();
+        let path = store.path_of(&hash);
+        assert!(path.starts_with(dir.path().join("sha256")));
+        assert_eq!(fs::read(&path).unwrap(), envelope().to_json().unwrap());
+        // No temporary files left beside the blob.
+        assert_eq!(fs::read_dir(path.parent().unwrap()).unwrap().count(), 1);
+        assert_eq!(codec.decode(&uri, &store).unwrap(), envelope());
+        // Storing again is idempotent.
+        assert_eq!(store.put(&envelope().to_json().unwrap()).unwrap(), hash);
+
+        fs::write(&path, b"tampered").unwrap();
+        assert!(matches!(codec.decode(&uri, &store), Err(EnvelopeError::HashMismatch { .. })));
+        // Putting the content again repairs the damaged copy.
+        store.put(&envelope().to_json().unwrap()).unwrap();
+        assert_eq!(codec.decode(&uri, &store).unwrap(), envelope());
+        fs::write(&path, b"tampered").unwrap();
+        assert_eq!(store.get(&BlobHash::of(b"absent"), 10).unwrap(), None);
+        assert!(matches!(store.get(&hash, 4), Err(BlobError::TooLarge { len: 8, max: 4 })));
+    }
+
+    #[test]
+    fn percent_data_uris_round_trip_inline_only() {
+        let json = r#"{"a":"Résumé — 50% off, x~y"}"#.as_bytes();
+        let uri = percent_data_uri(json);
+        let body = uri.strip_prefix("data:application/json,").unwrap();
+        assert!(body.contains("50%25%20off"), "{body}");
+        assert!(body.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~%".contains(&b)));
+        let codec = EnvelopeCodec::default();
+        assert_eq!(codec.fetch_inline(&uri).unwrap(), json);
+        assert_eq!(codec.fetch(&uri, &MemoryBlobStore::new()).unwrap(), json);
+        let hash = BlobHash::of(json);
+        assert!(matches!(
+            codec.fetch_inline(&format!("sha256:{hash}")),
+            Err(EnvelopeError::UnknownScheme(s)) if s == "sha256"
+        ));
+        let small = EnvelopeCodec { inline_limit: 8, max_bytes: 8 };
+        assert!(matches!(small.fetch_inline(&uri), Err(EnvelopeError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn uri_hash_is_keccak_of_bytes() {
+        let uri = "sha256:00";
+        assert_eq!(uri_hash(uri), keccak256(uri.as_bytes()));
+        assert_ne!(uri_hash("a"), uri_hash("b"));
+    }
+
+    #[test]
+    fn blob_hash_matches_known_vector() {
+        assert_eq!(
+            BlobHash::of(b"abc").to_string(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! Why opening, migrating or using a database failed.
+
+/// Why a database operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The database refused or the connection failed.
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A component's migration failed to apply.
+    #[error("database migration {component} {version} ({description}): {source}")]
+    Migrate {
+        /// The component whose schema it belongs to.
+        component: &'static str,
+        /// The migration's version within the component.
+        version: i64,
+        /// The migration's description.
+        description: String,
+        /// The database's refusal.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// An applied migration differs from the one this build carries.
+    #[error(
+        "database migration {component} {version} was applied with different contents; \
+         this build cannot use this database"
+    )]
+    MigrationChanged {
+        /// The component whose schema it belongs to.
+        component: &'static str,
+        /// The migration's version within the component.
+        version: i64,
+    },
+    /// The URL names no supported database.
+    #[error("unsupported database URL {0:?}: use sqlite://<file> or postgres://…")]
+    UnsupportedUrl(String),
+    /// The directory of an SQLite file could not be created.
+    #[error("creating {path}: {source}")]
+    Io {
+        /// The directory.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A value does not fit the column it is written to (nothing is
+    /// clamped).
+    #[error("{table}.{column}: {source}")]
+    OutOfRange {
+        /// The table.
+        table: &'static str,
+        /// The column.
+        column: &'static str,
+        /// Why the value does not fit.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A row holds something this version cannot read.
+    #[error("corrupt row in {table}: {detail}")]
+    Corrupt {
+        /// The table.
+        table: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl DbError {
+    /// The database is overloaded rather than broken: no connection was
+    /// free in time, or the server cancelled a statement that ran past its
+    /// limit. Worth a `503` and a retry, not a `500`.
+    pub fn is_overload(&self) -> bool {
+        match self {
+            DbError::Db(sqlx::Error::PoolTimedOut) => true,
+            // 57014: query_canceled (statement_timeout).
+            DbError::Db(sqlx::Error::Database(e)) => e.code().as_deref() == Some("57014"),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! The database layer every Tessera service stores through: connection
+//! pools on an SQLite file or a PostgreSQL server ([`open_pool`], the API
+//! read pool [`open_api_pool`]), the [`Backend`] behind them, the
+//! [`DbError`] they fail with, the wall clock rows are stamped with
+//! ([`now_ms`]), and migrations kept per component ([`Schema`]), each with
+//! its own history so services sharing one database never coordinate their
+//! version numbers.
+//!
+//! Scratch PostgreSQL databases for tests live in `test_utils`, behind the
+//! `test-utils` feature.
+
+mod clock;
+mod error;
+mod migrate;
+mod pool;
+mod scratch;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod test_utils;
+
+pub use clock::now_ms;
+pub use error::DbError;
+pub use migrate::{HISTORY_TABLE, Schema};
+pub use pool::{
+    API_STATEMENT_TIMEOUT_MS, Backend, open_api_pool, open_pool, open_pool_with, open_read_pool,
+};
+pub use scratch::{DEFAULT_ADMIN_URL, create_scratch_database};

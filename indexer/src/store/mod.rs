@@ -1,0 +1,172 @@
+//! The index through sqlx, one job per module:
+//!
+//! - [`writes`]: raw events, block hashes and the cursor written in one
+//!   transaction (exactly once), with the agents those events touch.
+//! - [`derivation`]: tasks and their checked transitions folded from their
+//!   stored events behind a derivation mark ([`IndexStore::derive`]), so a
+//!   backfill folds each task once; parent cycles flagged.
+//! - [`rollback`]: a reorganisation's events removed, what they touched
+//!   rebuilt, the reorganisation journalled.
+//! - [`queries`]: what the API serves, as typed rows ([`rows`]); lineage
+//!   through recursive queries that run on SQLite and PostgreSQL alike.
+//! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
+//!   and the column lists that drive each insert and its binds.
+
+mod codecs;
+mod derivation;
+mod queries;
+mod rollback;
+pub mod rows;
+mod writes;
+
+#[cfg(test)]
+mod tests;
+
+use alloy::{primitives::B256, rpc::types::Log};
+use serde::Serialize;
+use sqlx::AnyPool;
+use tessera_db::{Backend, DbError, Schema, open_api_pool, open_pool_with, open_read_pool};
+
+pub use rows::{
+    AgentStats, AgentView, HistoryEntry, PlanTree, TaskDetail, TaskTransaction, TaskView, TreeNode,
+};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The index's schema: migration `n` was version `2000 + n` in the single
+/// history table of earlier releases.
+const SCHEMA: Schema<'static> = Schema::new("indexer", &MIGRATOR).with_legacy_offset(2000);
+
+/// Rows per multi-row insert (9 parameters each, well under SQLite's limit).
+const INSERT_CHUNK: usize = 500;
+
+/// Levels a lineage answer follows at most. Parents are chosen by whoever
+/// creates a task, so chains of any depth (and cycles: a task id is known
+/// before its creation) can be written to the chain; no plan of ours nests
+/// anywhere near this deep.
+pub const MAX_LINEAGE_DEPTH: i64 = 64;
+
+/// Tasks a lineage answer (a plan's tree, a task's descendants) lists at
+/// most; anyone can hang any number of tasks under any parent.
+pub const MAX_LINEAGE_TASKS: i64 = 2_000;
+
+/// The flag of a task on a parent cycle.
+pub const PARENT_CYCLE: &str =
+    "parent cycle: following parent links from this task comes back to it";
+
+/// Rows a list without paging (agents, disputes, reorgs) answers at most.
+pub const MAX_LISTED: i64 = 500;
+
+/// Latest tasks an agent's latency medians are taken over.
+const MEDIAN_SAMPLE: i64 = 1_000;
+
+/// Tasks found by a bounded walk along parent links.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Lineage {
+    /// The tasks, nearest first.
+    pub tasks: Vec<String>,
+    /// The walk came back to a task it had passed (a parent cycle) and
+    /// stopped there.
+    pub cycle: bool,
+    /// More lies beyond [`MAX_LINEAGE_DEPTH`] or [`MAX_LINEAGE_TASKS`].
+    pub truncated: bool,
+}
+
+/// One ingested range: its logs and the block hashes to remember.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    /// The range's first block.
+    pub from: u64,
+    /// The range's last block; the cursor moves past it.
+    pub to: u64,
+    /// Parent hash of the range's first block, to check it continues the
+    /// indexed chain.
+    pub parent: Option<B256>,
+    /// Escrow and registry logs of the range, in chain order.
+    pub logs: Vec<Log>,
+    /// Block hashes seen (blocks with logs, and the range's last block).
+    pub hashes: Vec<(u64, B256)>,
+}
+
+/// What a batch changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Events newly stored.
+    pub events: usize,
+}
+
+/// What a derivation folded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Derived {
+    /// Events below this block are folded into tasks.
+    pub through: u64,
+    /// Tasks folded, with their plan id.
+    pub tasks: Vec<(String, String)>,
+}
+
+/// A reorganisation and what it took away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reorg {
+    /// Journal position.
+    pub seq: i64,
+    /// Head when it was noticed.
+    pub detected_head: u64,
+    /// First block that changed.
+    pub fork_block: u64,
+    /// Blocks rolled back.
+    pub depth: u64,
+    /// Events removed.
+    pub orphaned_events: u64,
+    /// Tasks whose history changed.
+    pub affected_tasks: Vec<String>,
+}
+
+/// Filters of the task list.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct TaskFilter {
+    /// Status name (`Paid`, `Disputed`, …).
+    pub status: Option<String>,
+    /// Executor address.
+    pub executor: Option<String>,
+    /// Client address.
+    pub client: Option<String>,
+    /// Plan id.
+    pub plan: Option<String>,
+    /// Continue after this task id (from the previous page's `next`).
+    pub cursor: Option<String>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// The index store.
+#[derive(Debug, Clone)]
+pub struct IndexStore {
+    pool: AnyPool,
+    /// Long reads (a derivation's events) beside the writer: a second
+    /// connection on SQLite, the same pool on PostgreSQL.
+    reader: AnyPool,
+    /// The reader is the writer's own single connection (SQLite in memory).
+    shared_reader: bool,
+    /// API reads, on connections of their own so that no request can starve
+    /// ingestion (the writer's pool on SQLite in memory).
+    api: AnyPool,
+    backend: Backend,
+}
+
+impl IndexStore {
+    /// Connects and migrates.
+    pub async fn connect(url: &str) -> Result<Self, DbError> {
+        // Checkpoints in larger steps: a backfill writes the WAL fast.
+        let (pool, backend) = open_pool_with(url, &SCHEMA, &["wal_autocheckpoint = 16384"]).await?;
+        let reader = open_read_pool(url).await?;
+        let shared_reader = reader.is_none() && backend == Backend::Sqlite;
+        let reader = reader.unwrap_or_else(|| pool.clone());
+        let api = open_api_pool(url).await?.unwrap_or_else(|| pool.clone());
+        Ok(Self { pool, reader, shared_reader, api, backend })
+    }
+
+    /// Which database this is.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}

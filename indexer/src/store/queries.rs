@@ -1,0 +1,443 @@
+//! What the API serves, as typed rows: task pages, one task with its
+//! history, a plan's lineage, ancestors and descendants (bounded recursive
+//! queries that run on SQLite and PostgreSQL alike), agents with their
+//! statistics, disputes, the reorganisation journal.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alloy::primitives::U256;
+use sqlx::{Row, any::AnyRow};
+use tessera_db::{Backend, DbError};
+
+use super::{
+    IndexStore, Lineage, MAX_LINEAGE_DEPTH, MAX_LINEAGE_TASKS, MAX_LISTED, MEDIAN_SAMPLE, Reorg,
+    TaskFilter,
+    codecs::{amount_from_column, bytes_hex, history_entries, id_bytes},
+    derivation::TASK_COLUMNS,
+    rows::{
+        AgentStats, AgentView, PlanTree, TaskDetail, TaskTransaction, TaskView, TreeNode,
+        task_from_row,
+    },
+};
+use tessera_bindings::{card::AgentCard, usdc::Usdc};
+
+/// The columns a list of tasks reads (all but `history`), with `prefix`.
+fn listed_task_columns(prefix: &str) -> String {
+    let listed = &TASK_COLUMNS.columns[..TASK_COLUMNS.columns.len() - 1];
+    listed.iter().map(|(c, _)| format!("{prefix}{c}")).collect::<Vec<_>>().join(", ")
+}
+
+impl IndexStore {
+    /// Tasks matching `f`, ordered by id, one page.
+    pub async fn tasks(&self, f: &TaskFilter) -> Result<(Vec<TaskView>, Option<String>), DbError> {
+        let limit = f.limit.unwrap_or(50).clamp(1, 500);
+        let mut sql = format!("SELECT {} FROM ix_tasks WHERE 1 = 1", listed_task_columns(""));
+        let mut binds: Vec<String> = Vec::new();
+        let mut push = |sql: &mut String, cond: &str, v: &str| {
+            binds.push(v.to_owned());
+            sql.push_str(&format!(" AND {cond} ${}", binds.len()));
+        };
+        if let Some(v) = &f.status {
+            push(&mut sql, "status =", v);
+        }
+        if let Some(v) = &f.executor {
+            push(&mut sql, "LOWER(executor) =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.client {
+            push(&mut sql, "LOWER(client) =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.plan {
+            push(&mut sql, "plan_id =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.cursor {
+            push(&mut sql, "task_id >", v);
+        }
+        sql.push_str(&format!(" ORDER BY task_id LIMIT {}", limit + 1));
+        let mut q = sqlx::query(&sql);
+        for b in &binds {
+            q = q.bind(b.clone());
+        }
+        let rows = q.fetch_all(&self.api).await?;
+        let mut out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
+        let next = if out.len() as i64 > limit {
+            out.truncate(limit as usize);
+            out.last().map(|t| t.task_id.clone())
+        } else {
+            None
+        };
+        Ok((out, next))
+    }
+
+    /// One task with its transitions and the transactions of its first
+    /// [`MAX_LISTED`] events (a funder can reassign a task any number of
+    /// times, each an event).
+    pub async fn task(&self, id: &str) -> Result<Option<TaskDetail>, DbError> {
+        let Some(row) = sqlx::query("SELECT * FROM ix_tasks WHERE task_id = $1")
+            .bind(id)
+            .fetch_optional(&self.api)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let task = task_from_row(&row)?;
+        let history = history_entries(&row.try_get::<String, _>("history")?)?;
+        let Ok(key) = id.parse::<U256>() else { return Ok(None) };
+        let txs = sqlx::query(&format!(
+            "SELECT block, tx_hash, kind FROM ix_events WHERE task_id = $1 \
+             ORDER BY block, log_index LIMIT {MAX_LISTED}"
+        ))
+        .bind(id_bytes(key))
+        .fetch_all(&self.api)
+        .await?;
+        let transactions = txs
+            .iter()
+            .map(|r| {
+                Ok(TaskTransaction {
+                    block: r.try_get("block")?,
+                    event: r.try_get("kind")?,
+                    tx_hash: bytes_hex(&r.try_get::<Vec<u8>, _>("tx_hash")?),
+                })
+            })
+            .collect::<Result<_, DbError>>()?;
+        Ok(Some(TaskDetail { task, history, transactions }))
+    }
+
+    /// A plan's lineage: every task of the plan with its depth under the plan
+    /// and the cost of its subtree; tasks whose parent is not indexed (yet)
+    /// are listed as pending. Parents are caller-chosen on chain, so the
+    /// walk is bounded ([`MAX_LINEAGE_DEPTH`] levels, [`MAX_LINEAGE_TASKS`]
+    /// tasks) and a task in or under a parent cycle, or deeper than the
+    /// limit, is listed `detached` with no depth instead of being followed.
+    pub async fn plan_tree(&self, plan: &str) -> Result<PlanTree, DbError> {
+        let plan = plan.to_lowercase();
+        let rows = sqlx::query(&format!(
+            "WITH RECURSIVE tree (task_id, depth, path) AS ( \
+               SELECT task_id, CAST(0 AS BIGINT), ',' || task_id || ',' FROM ix_tasks t \
+                 WHERE plan_id = $1 AND (parent_id = '0' \
+                 OR NOT EXISTS (SELECT 1 FROM ix_tasks p WHERE p.task_id = t.parent_id)) \
+               UNION ALL \
+               SELECT c.task_id, tree.depth + 1, tree.path || c.task_id || ',' \
+                 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
+                 WHERE tree.depth < {MAX_LINEAGE_DEPTH} AND tree.path NOT LIKE '%,' || c.task_id || ',%' {} \
+             ) SELECT {}, tree.depth AS depth FROM (SELECT task_id, depth FROM tree LIMIT {}) tree \
+               JOIN ix_tasks t ON t.task_id = tree.task_id",
+            self.recursive_limit(),
+            listed_task_columns("t."),
+            MAX_LINEAGE_TASKS + 1,
+        ))
+        .bind(&plan)
+        .fetch_all(&self.api)
+        .await?;
+        let mut truncated = rows.len() as i64 > MAX_LINEAGE_TASKS;
+        let mut nodes = Vec::with_capacity(rows.len());
+        for r in rows.iter().take(MAX_LINEAGE_TASKS as usize) {
+            nodes.push(TreeNode {
+                task: task_from_row(r)?,
+                depth: Some(r.try_get("depth")?),
+                pending_parent: false,
+                detached: false,
+                subtree_cost: Usdc::ZERO,
+            });
+        }
+        nodes.sort_by(|a, b| {
+            let key = |t: &TreeNode| (t.depth, t.task.created_block);
+            key(a).cmp(&key(b)).then_with(|| a.task.task_id.cmp(&b.task.task_id))
+        });
+        let reached: BTreeSet<String> = nodes.iter().map(|t| t.task.task_id.clone()).collect();
+        for t in &mut nodes {
+            let parent = t.task.parent_id.as_str();
+            t.pending_parent = parent != "0" && !reached.contains(parent);
+        }
+        // The plan's tasks no root reaches: in or under a parent cycle, or
+        // below the depth limit.
+        if !truncated {
+            let rows = sqlx::query(&format!(
+                "SELECT {} FROM ix_tasks WHERE plan_id = $1 ORDER BY created_block, task_id LIMIT {}",
+                listed_task_columns(""),
+                MAX_LINEAGE_TASKS + 1,
+            ))
+            .bind(&plan)
+            .fetch_all(&self.api)
+            .await?;
+            truncated = rows.len() as i64 > MAX_LINEAGE_TASKS;
+            for r in &rows {
+                let id: String = r.try_get("task_id")?;
+                if !reached.contains(&id) && nodes.len() < MAX_LINEAGE_TASKS as usize {
+                    nodes.push(TreeNode {
+                        task: task_from_row(r)?,
+                        depth: None,
+                        pending_parent: false,
+                        detached: true,
+                        subtree_cost: Usdc::ZERO,
+                    });
+                }
+            }
+        }
+        subtree_costs(&mut nodes)?;
+        Ok(PlanTree { plan_id: plan, tasks: nodes, truncated })
+    }
+
+    /// Ancestors of a task, nearest first, at most [`MAX_LINEAGE_DEPTH`];
+    /// the walk stops where it would come back to a task it passed.
+    pub async fn ancestors(&self, id: &str) -> Result<Lineage, DbError> {
+        let rows = sqlx::query(&format!(
+            "WITH RECURSIVE up (task_id, parent_id, depth, path, cyc) AS ( \
+               SELECT task_id, parent_id, CAST(0 AS BIGINT), ',' || task_id || ',', CAST(0 AS BIGINT) \
+                 FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL \
+               SELECT p.task_id, p.parent_id, up.depth + 1, up.path || p.task_id || ',', \
+                 CAST(CASE WHEN up.path LIKE '%,' || p.task_id || ',%' THEN 1 ELSE 0 END AS BIGINT) \
+                 FROM ix_tasks p JOIN up ON p.task_id = up.parent_id \
+                 WHERE up.cyc = 0 AND up.depth < {MAX_LINEAGE_DEPTH} \
+             ) SELECT task_id, parent_id, depth, cyc FROM up WHERE depth > 0 ORDER BY depth",
+        ))
+        .bind(id)
+        .fetch_all(&self.api)
+        .await?;
+        let mut out = Lineage::default();
+        for r in &rows {
+            if r.try_get::<i64, _>("cyc")? == 1 {
+                out.cycle = true;
+                break;
+            }
+            out.tasks.push(r.try_get("task_id")?);
+        }
+        // Self-parented: the first step already comes back.
+        if rows.is_empty() {
+            let own = sqlx::query("SELECT parent_id FROM ix_tasks WHERE task_id = $1")
+                .bind(id)
+                .fetch_optional(&self.api)
+                .await?;
+            if let Some(r) = own {
+                out.cycle = r.try_get::<String, _>("parent_id")? == id;
+            }
+        }
+        if let Some(last) = rows.last()
+            && !out.cycle
+            && last.try_get::<i64, _>("depth")? >= MAX_LINEAGE_DEPTH
+        {
+            out.truncated = last.try_get::<String, _>("parent_id")? != "0";
+        }
+        Ok(out)
+    }
+
+    /// Descendants of a task, breadth first, at most [`MAX_LINEAGE_DEPTH`]
+    /// levels and [`MAX_LINEAGE_TASKS`] tasks; the walk stops where it
+    /// would come back to a task it passed.
+    pub async fn descendants(&self, id: &str) -> Result<Lineage, DbError> {
+        let rows = sqlx::query(&format!(
+            "WITH RECURSIVE down (task_id, depth, path, cyc) AS ( \
+               SELECT task_id, CAST(0 AS BIGINT), ',' || task_id || ',', CAST(0 AS BIGINT) FROM ix_tasks WHERE task_id = $1 \
+               UNION ALL \
+               SELECT c.task_id, down.depth + 1, down.path || c.task_id || ',', \
+                 CAST(CASE WHEN down.path LIKE '%,' || c.task_id || ',%' THEN 1 ELSE 0 END AS BIGINT) \
+                 FROM ix_tasks c JOIN down ON c.parent_id = down.task_id \
+                 WHERE down.cyc = 0 AND down.depth < {MAX_LINEAGE_DEPTH} {} \
+             ) SELECT task_id, depth, cyc FROM down WHERE depth > 0 LIMIT {}",
+            self.recursive_limit(),
+            MAX_LINEAGE_TASKS + 1,
+        ))
+        .bind(id)
+        .fetch_all(&self.api)
+        .await?;
+        let mut out =
+            Lineage { truncated: rows.len() as i64 > MAX_LINEAGE_TASKS, ..Lineage::default() };
+        let mut found: Vec<(i64, String)> = Vec::with_capacity(rows.len());
+        for r in rows.iter().take(MAX_LINEAGE_TASKS as usize) {
+            if r.try_get::<i64, _>("cyc")? == 1 {
+                out.cycle = true;
+                continue;
+            }
+            let depth: i64 = r.try_get("depth")?;
+            out.truncated |= depth >= MAX_LINEAGE_DEPTH;
+            found.push((depth, r.try_get("task_id")?));
+        }
+        found.sort();
+        out.tasks = found.into_iter().map(|(_, t)| t).collect();
+        Ok(out)
+    }
+
+    /// The row cap of a recursive query's recursive step, where the
+    /// database takes one (SQLite); PostgreSQL stops the recursion once the
+    /// outer `LIMIT` has its rows.
+    fn recursive_limit(&self) -> String {
+        match self.backend {
+            Backend::Sqlite => format!("LIMIT {}", MAX_LINEAGE_TASKS + 1),
+            Backend::Postgres => String::new(),
+        }
+    }
+
+    /// Registry state of the first [`MAX_LISTED`] agents (by address), with
+    /// derived stats. Anyone can register an agent, so the list is capped.
+    pub async fn agents(&self) -> Result<Vec<AgentView>, DbError> {
+        let rows =
+            sqlx::query(&format!("SELECT agent FROM ix_agents ORDER BY agent LIMIT {MAX_LISTED}"))
+                .fetch_all(&self.api)
+                .await?;
+        let mut out = Vec::new();
+        for r in rows {
+            if let Some(a) = self.agent(&r.try_get::<String, _>("agent")?).await? {
+                out.push(a);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One agent with its stats: completed, disputed, refunded, earnings and
+    /// success rate over all its tasks (aggregated in the database), median
+    /// accept and completion latency over its latest [`MEDIAN_SAMPLE`].
+    pub async fn agent(&self, agent: &str) -> Result<Option<AgentView>, DbError> {
+        let Some(row) = sqlx::query("SELECT * FROM ix_agents WHERE LOWER(agent) = $1")
+            .bind(agent.to_lowercase())
+            .fetch_optional(&self.api)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let address: String = row.try_get("agent")?;
+        let count = |cond: &str| {
+            format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)")
+        };
+        let totals = sqlx::query(&format!(
+            "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
+               {} AS settled, CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
+             FROM ix_tasks WHERE executor = $1",
+            count("status IN ('Paid', 'Split')"),
+            count("disputed = 1"),
+            count("status = 'Refunded'"),
+            count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled')"),
+        ))
+        .bind(&address)
+        .fetch_one(&self.api)
+        .await?;
+        let latest = sqlx::query(&format!(
+            "SELECT created_at, accepted_at, completed_at FROM ix_tasks \
+             WHERE executor = $1 AND accepted_at IS NOT NULL \
+             ORDER BY created_block DESC, task_id LIMIT {MEDIAN_SAMPLE}"
+        ))
+        .bind(&address)
+        .fetch_all(&self.api)
+        .await?;
+        let mut accept = Vec::new();
+        let mut complete = Vec::new();
+        for t in &latest {
+            let created: i64 = t.try_get("created_at")?;
+            if let Some(a) = t.try_get::<Option<i64>, _>("accepted_at")? {
+                accept.push(a - created);
+                if let Some(c) = t.try_get::<Option<i64>, _>("completed_at")? {
+                    complete.push(c - a);
+                }
+            }
+        }
+        let total = |k: &str| -> Result<i64, DbError> { Ok(totals.try_get::<i64, _>(k)?) };
+        let (completed, settled) = (total("completed")?, total("settled")?);
+        let offers = serde_json::from_str(&row.try_get::<String, _>("offers")?).ok();
+        let metadata_uri: String = row.try_get("metadata_uri")?;
+        Ok(Some(AgentView {
+            agent: address,
+            status: row.try_get("status")?,
+            name: AgentCard::from_uri(&metadata_uri).ok().map(|card| card.id),
+            metadata_uri,
+            offers,
+            registered_block: row.try_get("registered_block")?,
+            stats: AgentStats {
+                tasks: total("n")?,
+                completed,
+                disputed: total("disputed")?,
+                refunded: total("refunded")?,
+                earnings: amount_from_column(total("earnings")?, "ix_tasks")?,
+                median_accept_secs: median(&mut accept),
+                median_completion_secs: median(&mut complete),
+                success_rate: (settled != 0).then(|| completed as f64 / settled as f64),
+            },
+        }))
+    }
+
+    /// The latest [`MAX_LISTED`] tasks that were ever disputed, newest first.
+    pub async fn disputes(&self) -> Result<Vec<TaskView>, DbError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {} FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id LIMIT {MAX_LISTED}",
+            listed_task_columns("")
+        ))
+        .fetch_all(&self.api)
+        .await?;
+        rows.iter().map(task_from_row).collect()
+    }
+
+    /// The latest [`MAX_LISTED`] entries of the reorganisation journal,
+    /// newest first.
+    pub async fn reorgs(&self) -> Result<Vec<Reorg>, DbError> {
+        let rows =
+            sqlx::query(&format!("SELECT * FROM ix_reorgs ORDER BY seq DESC LIMIT {MAX_LISTED}"))
+                .fetch_all(&self.api)
+                .await?;
+        rows.iter().map(reorg_from_row).collect()
+    }
+
+    /// Number of stored events.
+    pub async fn event_count(&self) -> Result<i64, DbError> {
+        Ok(sqlx::query("SELECT COUNT(*) AS n FROM ix_events")
+            .fetch_one(&self.api)
+            .await?
+            .try_get("n")?)
+    }
+}
+
+/// Each node's `subtree_cost`: its amount plus those of its descendants in
+/// `nodes` (a bounded tree; detached nodes count for themselves only). A
+/// sum past what an amount holds is an error, not a clamp.
+fn subtree_costs(nodes: &mut [TreeNode]) -> Result<(), DbError> {
+    let index: BTreeMap<String, usize> =
+        nodes.iter().enumerate().map(|(i, t)| (t.task.task_id.clone(), i)).collect();
+    let mut cost: Vec<Usdc> = nodes.iter().map(|t| t.task.amount).collect();
+    // Deepest first, so a child's total is complete before its parent's.
+    let mut order: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].depth.is_some()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(nodes[i].depth));
+    for i in order {
+        if nodes[i].depth.unwrap_or(0) == 0 {
+            continue;
+        }
+        let parent = index.get(&nodes[i].task.parent_id).copied();
+        if let Some(p) = parent.filter(|&p| nodes[p].depth.is_some()) {
+            cost[p] = cost[p].checked_add(cost[i]).ok_or_else(|| DbError::Corrupt {
+                table: "ix_tasks",
+                detail: format!("the subtree cost of task {} overflows", nodes[p].task.task_id),
+            })?;
+        }
+    }
+    for (t, c) in nodes.iter_mut().zip(cost) {
+        t.subtree_cost = c;
+    }
+    Ok(())
+}
+
+/// A journal entry of `ix_reorgs`; a negative count or an unreadable task
+/// list is a corrupt row.
+fn reorg_from_row(r: &AnyRow) -> Result<Reorg, DbError> {
+    let count = |column: &str| -> Result<u64, DbError> {
+        let v: i64 = r.try_get(column)?;
+        u64::try_from(v)
+            .map_err(|_| DbError::Corrupt { table: "ix_reorgs", detail: format!("{column} {v}") })
+    };
+    let tasks: String = r.try_get("affected_tasks")?;
+    Ok(Reorg {
+        seq: r.try_get("seq")?,
+        detected_head: count("detected_head")?,
+        fork_block: count("fork_block")?,
+        depth: count("depth")?,
+        orphaned_events: count("orphaned_events")?,
+        affected_tasks: serde_json::from_str(&tasks).map_err(|e| DbError::Corrupt {
+            table: "ix_reorgs",
+            detail: format!("affected_tasks {tasks:?}: {e}"),
+        })?,
+    })
+}
+
+/// The median of `v`, when it holds any.
+fn median(v: &mut [i64]) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    Some(v[v.len() / 2])
+}

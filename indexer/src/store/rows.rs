@@ -1,0 +1,165 @@
+//! The typed rows the index's queries answer, decoded from their columns
+//! in one place each; serialized, they are the API's JSON.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sqlx::{Row, any::AnyRow};
+use tessera_bindings::usdc::Usdc;
+use tessera_db::DbError;
+
+use crate::{
+    derive::TaskRow,
+    store::codecs::{amount_from_column, amount_from_text},
+};
+
+/// A task as listed (every column but its history): the same row the fold
+/// writes, read back.
+pub type TaskView = TaskRow;
+
+/// Decodes a row of `ix_tasks` read with the listed columns.
+pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
+    const TABLE: &str = "ix_tasks";
+    let to_u64 = |column: &'static str, v: i64| {
+        u64::try_from(v)
+            .map_err(|_| DbError::Corrupt { table: TABLE, detail: format!("{column} = {v}") })
+    };
+    let uint = |column: &'static str| to_u64(column, r.try_get(column)?);
+    let opt_uint = |column: &'static str| -> Result<Option<u64>, DbError> {
+        r.try_get::<Option<i64>, _>(column)?.map(|v| to_u64(column, v)).transpose()
+    };
+    Ok(TaskRow {
+        task_id: r.try_get("task_id")?,
+        plan_id: r.try_get("plan_id")?,
+        parent_id: r.try_get("parent_id")?,
+        funder: r.try_get("funder")?,
+        client: r.try_get("client")?,
+        executor: r.try_get("executor")?,
+        amount: amount_from_text(&r.try_get::<String, _>("amount")?, TABLE)?,
+        status: r.try_get("status")?,
+        spec_uri: r.try_get("spec_uri")?,
+        result_uri: r.try_get("result_uri")?,
+        capability: r.try_get("capability")?,
+        spec: r.try_get("spec")?,
+        envelope_error: r.try_get("envelope_error")?,
+        flagged: r.try_get("flagged")?,
+        created_block: uint("created_block")?,
+        updated_block: uint("updated_block")?,
+        created_at: uint("created_at")?,
+        accepted_at: opt_uint("accepted_at")?,
+        completed_at: opt_uint("completed_at")?,
+        settled_at: opt_uint("settled_at")?,
+        disputed: r.try_get::<i64, _>("disputed")? == 1,
+        executor_paid: amount_from_column(r.try_get("executor_paid")?, TABLE)?,
+    })
+}
+
+/// One checked transition of a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryEntry {
+    /// Block.
+    pub block: u64,
+    /// Log index.
+    pub log_index: u64,
+    /// Event name.
+    pub event: String,
+    /// Status before.
+    pub from: String,
+    /// Status after (unchanged when refused).
+    pub to: String,
+    /// Whether the state machine allows it.
+    pub valid: bool,
+    /// Why not, when not.
+    pub problem: Option<String>,
+}
+
+/// A transaction that emitted one of a task's events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskTransaction {
+    /// Block.
+    pub block: i64,
+    /// Event name.
+    pub event: String,
+    /// Transaction hash (0x hex).
+    pub tx_hash: String,
+}
+
+/// One task with its history and transactions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskDetail {
+    /// The task.
+    #[serde(flatten)]
+    pub task: TaskView,
+    /// Its checked transitions, in chain order.
+    pub history: Vec<HistoryEntry>,
+    /// The transactions of its first events.
+    pub transactions: Vec<TaskTransaction>,
+}
+
+/// A task in a plan's lineage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeNode {
+    /// The task.
+    #[serde(flatten)]
+    pub task: TaskView,
+    /// Depth under the plan; `None` when no root reaches it (detached).
+    pub depth: Option<i64>,
+    /// Its parent is not indexed (yet).
+    pub pending_parent: bool,
+    /// In or under a parent cycle, or deeper than the walk goes.
+    pub detached: bool,
+    /// Its amount and those of its descendants in the tree.
+    pub subtree_cost: Usdc,
+}
+
+/// A plan's lineage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanTree {
+    /// The plan id (lower case).
+    pub plan_id: String,
+    /// Its tasks, by depth, then creation block, then id; detached last.
+    pub tasks: Vec<TreeNode>,
+    /// More tasks than a lineage answer lists.
+    pub truncated: bool,
+}
+
+/// An agent's registry state and statistics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentView {
+    /// Address.
+    pub agent: String,
+    /// `active`, `paused` or `left`.
+    pub status: String,
+    /// Card URI.
+    pub metadata_uri: String,
+    /// The card's id, when the URI holds a valid agent card (read with the
+    /// one card decoder, `tessera_bindings::card`); `None` otherwise.
+    pub name: Option<String>,
+    /// Capability name → price (base units); `None` when unreadable.
+    pub offers: Option<BTreeMap<String, String>>,
+    /// Block of registration.
+    pub registered_block: i64,
+    /// What its tasks show.
+    pub stats: AgentStats,
+}
+
+/// An agent's statistics over its tasks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentStats {
+    /// Tasks it executes or executed.
+    pub tasks: i64,
+    /// Paid or split.
+    pub completed: i64,
+    /// Ever disputed.
+    pub disputed: i64,
+    /// Refunded.
+    pub refunded: i64,
+    /// Everything it was paid.
+    pub earnings: Usdc,
+    /// Median seconds from creation to acceptance.
+    pub median_accept_secs: Option<i64>,
+    /// Median seconds from acceptance to delivery.
+    pub median_completion_secs: Option<i64>,
+    /// Completed over settled, when any settled.
+    pub success_rate: Option<f64>,
+}

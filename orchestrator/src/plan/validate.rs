@@ -1,0 +1,138 @@
+//! Plan validation: the shape alone, then against a [`PlanContext`] and the
+//! budget.
+
+use tessera_bindings::{capability, usdc::Usdc};
+
+use super::{
+    ExecutorStatus, MAX_DEADLINE_SECS, MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES, MAX_SPEC_BYTES,
+    MAX_SUBTASKS, MIN_DEADLINE_SECS, MIN_REVIEW_WINDOW_SECS, Plan, PlanContext, PlanError,
+    check_version,
+};
+
+impl Plan {
+    /// Checks everything that needs only the plan: version, indexes `0..n`,
+    /// limits, capability-name syntax, resolvable and acyclic dependencies.
+    pub fn validate_shape(&self) -> Result<(), PlanError> {
+        check_version(self.version)?;
+        if self.subtasks.len() > MAX_SUBTASKS {
+            return Err(PlanError::TooManySubtasks {
+                count: self.subtasks.len(),
+                max: MAX_SUBTASKS,
+            });
+        }
+        if let Some(source) = &self.source
+            && source.len() > MAX_SOURCE_BYTES
+        {
+            return Err(PlanError::SourceTooLarge { bytes: source.len(), max: MAX_SOURCE_BYTES });
+        }
+        if !(MIN_REVIEW_WINDOW_SECS..=MAX_REVIEW_WINDOW_SECS).contains(&self.review_window_secs) {
+            return Err(PlanError::ReviewWindowOutOfRange {
+                secs: self.review_window_secs,
+                min: MIN_REVIEW_WINDOW_SECS,
+                max: MAX_REVIEW_WINDOW_SECS,
+            });
+        }
+        let sorted = self.sorted()?;
+        for task in &sorted {
+            capability::encode(&task.capability)
+                .map_err(|source| PlanError::InvalidCapability { index: task.index, source })?;
+            if task.spec.len() > MAX_SPEC_BYTES {
+                return Err(PlanError::SpecTooLarge {
+                    index: task.index,
+                    bytes: task.spec.len(),
+                    max: MAX_SPEC_BYTES,
+                });
+            }
+            if !(MIN_DEADLINE_SECS..=MAX_DEADLINE_SECS).contains(&task.deadline_offset_secs) {
+                return Err(PlanError::DeadlineOutOfRange {
+                    index: task.index,
+                    secs: task.deadline_offset_secs,
+                    min: MIN_DEADLINE_SECS,
+                    max: MAX_DEADLINE_SECS,
+                });
+            }
+        }
+        self.topological_order().map(drop)
+    }
+
+    /// Full validation: [`Plan::validate_shape`], then capabilities and
+    /// executors against `ctx`, then the budget.
+    pub fn validate(&self, ctx: &impl PlanContext) -> Result<(), PlanError> {
+        self.validate_with(ctx, true)
+    }
+
+    /// [`Plan::validate`] for a plan still being drafted: sub-tasks without
+    /// an executor are allowed (the card asks for a manual pick); everything
+    /// else is checked.
+    pub fn validate_draft(&self, ctx: &impl PlanContext) -> Result<(), PlanError> {
+        self.validate_with(ctx, false)
+    }
+
+    fn validate_with(
+        &self,
+        ctx: &impl PlanContext,
+        require_executors: bool,
+    ) -> Result<(), PlanError> {
+        self.validate_shape()?;
+        for task in self.sorted()? {
+            if !ctx.is_known_capability(&task.capability) {
+                return Err(PlanError::UnknownCapability {
+                    index: task.index,
+                    capability: task.capability.clone(),
+                });
+            }
+            let Some(executor) = task.executor else {
+                if require_executors {
+                    return Err(PlanError::ExecutorUnassigned(task.index));
+                }
+                continue;
+            };
+            match ctx.executor_status(executor) {
+                ExecutorStatus::Active => {}
+                ExecutorStatus::Paused => {
+                    return Err(PlanError::ExecutorPaused { index: task.index, executor });
+                }
+                ExecutorStatus::Unknown => {
+                    return Err(PlanError::ExecutorNotRegistered { index: task.index, executor });
+                }
+            }
+            match ctx.executor_price(executor, &task.capability) {
+                None => {}
+                Some(None) => {
+                    return Err(PlanError::ExecutorOffer {
+                        index: task.index,
+                        executor,
+                        problem: format!("does not offer `{}`", task.capability),
+                    });
+                }
+                Some(Some(price)) if price > task.cost => {
+                    return Err(PlanError::ExecutorOffer {
+                        index: task.index,
+                        executor,
+                        problem: format!(
+                            "asks {} for `{}` but the sub-task pays {}",
+                            price.with_unit(),
+                            task.capability,
+                            task.cost.with_unit()
+                        ),
+                    });
+                }
+                Some(Some(_)) => {}
+            }
+        }
+        let total = self.total_cost()?;
+        if total > self.budget {
+            return Err(PlanError::OverBudget {
+                total,
+                budget: self.budget,
+                excess: total.checked_sub(self.budget).unwrap_or_default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Sum of sub-task costs.
+    pub fn total_cost(&self) -> Result<Usdc, PlanError> {
+        Usdc::sum(self.subtasks.iter().map(|task| task.cost)).ok_or(PlanError::CostOverflow)
+    }
+}

@@ -1,0 +1,318 @@
+//! What users ask of the orchestrator: propose, edit, confirm, approve,
+//! cancel, and decisions about a running plan (queued for its driver).
+
+use std::sync::Arc;
+
+use alloy::primitives::{Address, keccak256};
+use serde_json::Value;
+use tessera_bindings::usdc::Usdc;
+
+use super::{Orchestrator, RunError, RunView};
+use crate::{
+    plan::{Plan, PlanError, ReviewMode},
+    state::{DecisionKind, Progress, RunEvent, RunState, Stakes},
+    store::now_ms,
+};
+
+/// A user decision about a running plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Approve and pay a delivered sub-task.
+    Approve(u32),
+    /// Dispute a delivered sub-task, with a reason.
+    Dispute(u32, String),
+    /// Run a sub-task again with its executor and a fresh deadline.
+    Retry(u32),
+    /// Give a sub-task to another executor.
+    ChangeExecutor(u32, Address),
+    /// Appeal a ruling on a sub-task, with a reason.
+    Appeal(u32, String),
+    /// Stop the plan: settled stays settled, sub-tasks not yet accepted are
+    /// cancelled and refunded.
+    Cancel,
+}
+
+impl Decision {
+    /// The sub-task, the kind and the argument, as queued.
+    pub fn parts(&self) -> (Option<u32>, DecisionKind, Option<String>) {
+        match self {
+            Self::Approve(i) => (Some(*i), DecisionKind::Approve, None),
+            Self::Dispute(i, reason) => (Some(*i), DecisionKind::Dispute, Some(reason.clone())),
+            Self::Retry(i) => (Some(*i), DecisionKind::Retry, None),
+            Self::ChangeExecutor(i, a) => (Some(*i), DecisionKind::Executor, Some(a.to_string())),
+            Self::Appeal(i, reason) => (Some(*i), DecisionKind::Appeal, Some(reason.clone())),
+            Self::Cancel => (None, DecisionKind::Cancel, None),
+        }
+    }
+}
+
+/// An edit of a proposed plan.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum Edit {
+    /// New order of the current indexes.
+    Reorder {
+        /// The current indexes in their new order.
+        order: Vec<u32>,
+    },
+    /// Another executor for one sub-task.
+    Reassign {
+        /// The sub-task.
+        index: u32,
+        /// The new executor.
+        executor: Address,
+    },
+    /// Remove a sub-task nothing depends on.
+    Drop {
+        /// The sub-task.
+        index: u32,
+    },
+    /// Switch between automatic payment and manual review.
+    Review {
+        /// The new mode.
+        review: ReviewMode,
+    },
+}
+
+fn plan_json(plan: &Plan) -> Result<String, RunError> {
+    serde_json::to_string(plan).map_err(|e| RunError::Invalid(format!("plan: {e}")))
+}
+
+impl Orchestrator {
+    /// Validates `plan` against the registry and stores it as a proposed run.
+    pub async fn propose(&self, plan: Plan) -> Result<RunView, RunError> {
+        self.propose_with(plan, false, None).await
+    }
+
+    /// [`Orchestrator::propose`] with the stakes and the classification the
+    /// plan came from. Executors may still be unassigned (approval checks);
+    /// high-stakes plans are always reviewed by hand.
+    pub async fn propose_with(
+        &self,
+        mut plan: Plan,
+        high_stakes: bool,
+        classification: Option<&Value>,
+    ) -> Result<RunView, RunError> {
+        if high_stakes {
+            plan.review = ReviewMode::Manual;
+        }
+        plan.validate_draft(&self.chain.context(&plan).await?)?;
+        self.check_spend_cap(&plan)?;
+        let id = plan.id.to_string();
+        let json = plan_json(&plan)?;
+        let classification = classification.map(Value::to_string);
+        let stakes = if high_stakes { Stakes::High } else { Stakes::Low };
+        self.store
+            .insert_run_with(&id, &json, RunState::Proposed, stakes, classification.as_deref())
+            .await?;
+        self.emit_once(&id, &RunEvent::PlanProposed { plan_id: plan.id, stakes }).await?;
+        self.view(&id).await
+    }
+
+    fn check_spend_cap(&self, plan: &Plan) -> Result<(), RunError> {
+        let total = plan.total_cost()?;
+        if total > self.config.max_plan_spend {
+            return Err(RunError::Invalid(format!(
+                "the plan spends {} USDC, over the per-plan spend cap of {} USDC",
+                total, self.config.max_plan_spend
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks what the user typed against a high-stakes plan's terms and
+    /// returns the confirmation token for approval.
+    pub async fn confirm(
+        &self,
+        id: &str,
+        amount: &str,
+        recipients: &[Address],
+    ) -> Result<String, RunError> {
+        let (run, plan) = self.load(id).await?;
+        if run.state != RunState::Proposed {
+            return Err(RunError::wrong_state(id, run.state, "confirmation"));
+        }
+        if run.stakes != Stakes::High {
+            return Err(RunError::Invalid("only high-stakes plans need a confirmation".into()));
+        }
+        if let Some(t) = plan.subtasks.iter().find(|t| t.executor.is_none()) {
+            return Err(PlanError::ExecutorUnassigned(t.index).into());
+        }
+        let terms = Self::confirmation_terms(&plan)?;
+        let typed = Usdc::parse(amount)
+            .map_err(|_| RunError::Invalid(format!("{amount:?} is not an amount in USDC")))?;
+        if typed.to_string() != terms.amount {
+            return Err(RunError::Invalid(format!(
+                "typed amount {typed} USDC does not match the plan's total"
+            )));
+        }
+        let mut typed_recipients = recipients.to_vec();
+        typed_recipients.sort();
+        typed_recipients.dedup();
+        if typed_recipients != terms.recipients {
+            return Err(RunError::Invalid(
+                "typed recipients do not match the agents this plan pays".into(),
+            ));
+        }
+        Ok(self.confirmation_token(&plan))
+    }
+
+    /// Applies an edit to a proposed plan; the result is validated again.
+    pub async fn edit(&self, id: &str, edit: Edit) -> Result<RunView, RunError> {
+        let (run, plan) = self.load(id).await?;
+        if run.state != RunState::Proposed {
+            return Err(RunError::wrong_state(id, run.state, "an edit"));
+        }
+        let edited = match &edit {
+            Edit::Reorder { order } => plan.reorder(order)?,
+            Edit::Reassign { index, executor } => {
+                let mut edited = plan.reassign(*index, *executor)?;
+                // The cost follows the registry: the new executor's price.
+                if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == *index)
+                    && let Some(price) = self.chain.price_of(*executor, &t.capability).await?
+                {
+                    t.cost = price;
+                }
+                edited
+            }
+            Edit::Drop { index } => plan.drop_subtask(*index)?,
+            Edit::Review { review } => {
+                if run.stakes == Stakes::High && *review != ReviewMode::Manual {
+                    return Err(RunError::Invalid("a high-stakes plan keeps manual review".into()));
+                }
+                Plan { review: *review, ..plan.clone() }
+            }
+        };
+        edited.validate_draft(&self.chain.context(&edited).await?)?;
+        self.check_spend_cap(&edited)?;
+        if !self.store.update_plan(id, &plan_json(&edited)?, RunState::Proposed).await? {
+            return Err(RunError::changed(id, "an edit"));
+        }
+        let event = RunEvent::PlanEdited { plan_id: plan.id, edit: format!("{edit:?}") };
+        self.emit(id, &format!("edit:{}", now_ms()), &event).await?;
+        self.view(id).await
+    }
+
+    /// Approves a proposed plan: checks it once more against the registry,
+    /// the spend cap and the sponsor's balance — and, for a high-stakes plan,
+    /// the confirmation token — then starts running it.
+    pub async fn approve(
+        self: &Arc<Self>,
+        id: &str,
+        confirmation: Option<&str>,
+    ) -> Result<RunView, RunError> {
+        let (run, plan) = self.load(id).await?;
+        if run.state != RunState::Proposed {
+            return Err(RunError::wrong_state(id, run.state, "approval"));
+        }
+        plan.validate(&self.chain.context(&plan).await?)?;
+        self.check_spend_cap(&plan)?;
+        if run.stakes == Stakes::High {
+            match confirmation {
+                None => {
+                    return Err(RunError::Confirmation(format!(
+                        "plan {id} is high-stakes: confirm its amount and recipients first \
+                         (POST /api/runs/{id}/confirm), then approve with the token"
+                    )));
+                }
+                Some(token) if token != self.confirmation_token(&plan) => {
+                    return Err(RunError::Confirmation(
+                        "the confirmation does not match this plan's exact amounts and recipients"
+                            .into(),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let balance = self.chain.balance().await?;
+        let total = plan.total_cost()?;
+        if balance < total.to_u256() {
+            return Err(RunError::Invalid(format!(
+                "the sponsor holds {balance} but the plan costs {total} (USDC base units)",
+                total = total.base_units()
+            )));
+        }
+        for task in &plan.subtasks {
+            let executor = task.executor.ok_or(PlanError::ExecutorUnassigned(task.index))?;
+            self.store.put_subtask(id, &Progress::waiting(task.index, executor).to_row()).await?;
+        }
+        if !self.transition(id, &[RunState::Proposed], RunState::Running, None).await? {
+            return Err(RunError::changed(id, "approval"));
+        }
+        let event = RunEvent::PlanApproved { plan_id: plan.id, total_cost: total };
+        self.emit_once(id, &event).await?;
+        self.spawn(id);
+        self.view(id).await
+    }
+
+    /// Cancels a proposed plan at once, or asks a running one to stop.
+    pub async fn cancel(&self, id: &str) -> Result<RunView, RunError> {
+        let (run, plan) = self.load(id).await?;
+        match run.state {
+            RunState::Proposed => {
+                let reason = crate::state::CloseReason::Cancelled;
+                self.transition(
+                    id,
+                    &[RunState::Proposed],
+                    RunState::Cancelled,
+                    Some(reason.as_str()),
+                )
+                .await?;
+                let event =
+                    RunEvent::PlanFailed { plan_id: plan.id, reason: reason.as_str().to_owned() };
+                self.emit_once(id, &event).await?;
+            }
+            s if s.is_live() => {
+                self.store.push_decision(id, None, DecisionKind::Cancel, None).await?;
+                self.wake(id);
+            }
+            s => return Err(RunError::wrong_state(id, s, "a cancellation")),
+        }
+        self.view(id).await
+    }
+
+    /// Queues a decision about a running plan.
+    pub async fn decide(&self, id: &str, decision: Decision) -> Result<i64, RunError> {
+        let (run, plan) = self.load(id).await?;
+        if decision == Decision::Cancel {
+            self.cancel(id).await?;
+            return Ok(0);
+        }
+        if !run.state.is_live() {
+            return Err(RunError::wrong_state(id, run.state, "a decision"));
+        }
+        let (idx, kind, arg) = decision.parts();
+        if let Some(i) = idx
+            && plan.subtask(i).is_none()
+        {
+            return Err(PlanError::UnknownIndex(i).into());
+        }
+        if let Decision::Dispute(_, reason) | Decision::Appeal(_, reason) = &decision
+            && reason.trim().is_empty()
+        {
+            return Err(RunError::Invalid("a dispute or an appeal needs a reason".into()));
+        }
+        if let Decision::ChangeExecutor(i, executor) = decision {
+            let edited = plan.reassign(i, executor)?;
+            let ctx = self.chain.context(&edited).await?;
+            edited.validate(&ctx)?;
+        }
+        let seq = self.store.push_decision(id, idx, kind, arg.as_deref()).await?;
+        self.wake(id);
+        Ok(seq)
+    }
+
+    /// The token that confirms exactly this plan: keyed by the service's
+    /// secret over the plan id and every (index, executor, cost).
+    pub fn confirmation_token(&self, plan: &Plan) -> String {
+        let mut bytes = Vec::with_capacity(64 + plan.subtasks.len() * 56);
+        bytes.extend_from_slice(self.config.confirm_secret.as_slice());
+        bytes.extend_from_slice(plan.id.as_slice());
+        for t in &plan.subtasks {
+            bytes.extend_from_slice(&t.index.to_be_bytes());
+            bytes.extend_from_slice(t.executor.unwrap_or_default().as_slice());
+            bytes.extend_from_slice(&t.cost.base_units().to_be_bytes());
+        }
+        keccak256(&bytes).to_string()
+    }
+}

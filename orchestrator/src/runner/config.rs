@@ -1,0 +1,78 @@
+//! How the runner behaves: intervals, timeouts, the spend cap, the
+//! confirmation key, and (for tests only) a fault-injection hook.
+
+use std::time::Duration;
+
+use alloy::primitives::{B256, keccak256};
+use tessera_bindings::usdc::Usdc;
+
+/// How the runner behaves.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Block polling interval when no websocket is available.
+    pub poll_interval: Duration,
+    /// A run paused for a recovery decision is cancelled after this long.
+    pub decision_timeout: Duration,
+    /// Longest wait between two looks at a run's state.
+    pub idle_tick: Duration,
+    /// Most one plan may spend, USDC base units (the third line of defence:
+    /// money only goes to registered, active agents, within this cap).
+    pub max_plan_spend: Usdc,
+    /// Key of the confirmation tokens that bind a high-stakes approval to the
+    /// plan's exact amounts and recipients. Services set it from their own
+    /// secret; the default is derived per process.
+    pub confirm_secret: B256,
+    /// Consecutive failed steps after which a driver gives up and is
+    /// restarted by its supervisor (with a `driver_restarted` event).
+    pub max_step_failures: u32,
+    /// Called with the run id at the start of every step: tests inject
+    /// faults (a panic) through it.
+    #[cfg(feature = "test-utils")]
+    pub fault: Option<FaultHook>,
+}
+
+/// A test hook called at the start of every step with the run id.
+#[cfg(feature = "test-utils")]
+#[derive(Clone)]
+pub struct FaultHook(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+#[cfg(feature = "test-utils")]
+impl std::fmt::Debug for FaultHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FaultHook")
+    }
+}
+
+/// Default per-plan spend cap: 50 USDC.
+pub const DEFAULT_MAX_PLAN_SPEND: Usdc = Usdc::from_whole(50);
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        let seed = format!(
+            "{}:{:?}:{:p}",
+            std::process::id(),
+            std::time::SystemTime::now(),
+            &DEFAULT_MAX_PLAN_SPEND
+        );
+        Self {
+            poll_interval: Duration::from_millis(200),
+            decision_timeout: Duration::from_secs(120),
+            idle_tick: Duration::from_secs(1),
+            max_plan_spend: DEFAULT_MAX_PLAN_SPEND,
+            confirm_secret: keccak256(seed.as_bytes()),
+            max_step_failures: 5,
+            #[cfg(feature = "test-utils")]
+            fault: None,
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// Runs the fault hook, when tests set one.
+    pub(crate) fn inject_fault(&self, _run: &str) {
+        #[cfg(feature = "test-utils")]
+        if let Some(hook) = &self.fault {
+            (hook.0)(_run);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Supervised drivers: one task per live run in a [`JoinSet`], under a
+//! cancellation token the orchestrator owns. A driver that errors out or
+//! panics is restarted with backoff, and each restart is a
+//! `driver_restarted` run event; shutdown stops new steps, lets the current
+//! ones finish, and waits for every driver.
+
+use std::{
+    collections::{HashMap, HashSet},
+    panic::AssertUnwindSafe,
+    sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError},
+    time::Duration,
+};
+
+use alloy::{primitives::B256, providers::Provider};
+use futures_util::FutureExt;
+use tessera_bindings::heads::Follow;
+use tokio::{sync::Notify, task::JoinSet};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::{Orchestrator, RunError};
+use crate::{
+    state::{RunEvent, RunState},
+    store::now_ms,
+};
+
+/// The driver tasks of the live runs, and what wakes them.
+#[derive(Debug, Default)]
+pub struct Supervisor {
+    tasks: StdMutex<JoinSet<()>>,
+    token: CancellationToken,
+    driving: StdMutex<HashSet<String>>,
+    wakers: StdMutex<HashMap<String, Arc<Notify>>>,
+}
+
+/// A lock that survives a panic elsewhere (the data stays consistent: every
+/// critical section is one map operation).
+fn lock<T>(m: &StdMutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Supervisor {
+    fn waker(&self, id: &str) -> Arc<Notify> {
+        Arc::clone(lock(&self.wakers).entry(id.to_owned()).or_default())
+    }
+
+    /// Forgets a run whose driver ended.
+    fn finish(&self, id: &str) {
+        lock(&self.driving).remove(id);
+        lock(&self.wakers).remove(id);
+    }
+
+    /// Runs with a driver now.
+    pub fn driving(&self) -> usize {
+        lock(&self.driving).len()
+    }
+
+    /// Runs that can be woken now (one per driver).
+    pub fn wakers(&self) -> usize {
+        lock(&self.wakers).len()
+    }
+}
+
+/// The message of a panic payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+impl Orchestrator {
+    /// The driver tasks.
+    pub fn drivers(&self) -> &Supervisor {
+        &self.drivers
+    }
+
+    /// Starts driver tasks for every live run (after a restart).
+    pub async fn resume_all(self: &Arc<Self>) -> Result<usize, RunError> {
+        let live = self.store.runs_in(&RunState::LIVE).await?;
+        for run in &live {
+            tracing::info!(plan = %run.id, state = %run.state, "resuming run");
+            self.spawn(&run.id);
+        }
+        Ok(live.len())
+    }
+
+    /// Follows the chain head until shutdown: over a websocket subscription
+    /// when `ws_url` is given and answers, else by polling. Every new block
+    /// wakes the runs.
+    pub async fn follow_heads(self: Arc<Self>, ws_url: Option<String>) {
+        let shutdown = self.drivers.token.clone().cancelled_owned();
+        tokio::pin!(shutdown);
+        let mut follow =
+            Follow::connect(ws_url.as_deref(), self.config.poll_interval, "reading the chain head")
+                .await;
+        while follow.next(self.read_head().await, shutdown.as_mut()).await {}
+    }
+
+    async fn read_head(&self) -> Result<(), RunError> {
+        let n = self.chain.provider().get_block_number().await?;
+        self.head.send_if_modified(|h| std::mem::replace(h, n) != n);
+        Ok(())
+    }
+
+    /// Stops taking new steps, lets every driver finish its current step,
+    /// and waits for them (and for the head follower to notice).
+    pub async fn shutdown(&self) {
+        self.drivers.token.cancel();
+        let mut tasks = std::mem::take(&mut *lock(&self.drivers.tasks));
+        while let Some(done) = tasks.join_next().await {
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "run driver ended abnormally");
+            }
+        }
+    }
+
+    /// Tells every driver and the head follower to stop after their current
+    /// step, without waiting (see [`Self::shutdown`]).
+    pub fn stop(&self) {
+        self.drivers.token.cancel();
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.drivers.token.is_cancelled()
+    }
+
+    /// Starts the supervised driver of run `id`, unless it has one.
+    pub(super) fn spawn(self: &Arc<Self>, id: &str) {
+        if self.drivers.token.is_cancelled() || !lock(&self.drivers.driving).insert(id.to_owned()) {
+            return;
+        }
+        let span = tracing::info_span!("run", plan = %id);
+        let mut tasks = lock(&self.drivers.tasks);
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(Arc::clone(self).supervise(id.to_owned()).instrument(span));
+    }
+
+    /// Wakes run `id`'s driver, when it has one.
+    pub(super) fn wake(&self, id: &str) {
+        if let Some(waker) = lock(&self.drivers.wakers).get(id) {
+            waker.notify_one();
+        }
+    }
+
+    /// Drives run `id` until it ends or shutdown, restarting the driver
+    /// with backoff when it fails or panics.
+    async fn supervise(self: Arc<Self>, id: String) {
+        let token = self.drivers.token.clone();
+        let mut restarts = 0u32;
+        loop {
+            let error = match AssertUnwindSafe(self.drive(&id)).catch_unwind().await {
+                Ok(Ok(())) => break,
+                Ok(Err(e)) => e.to_string(),
+                Err(panic) => format!("panic: {}", panic_text(panic.as_ref())),
+            };
+            restarts += 1;
+            tracing::error!(%error, restarts, "run driver failed; restarting it");
+            let event = RunEvent::DriverRestarted {
+                plan_id: id.parse::<B256>().unwrap_or_default(),
+                error,
+                restarts,
+            };
+            let dedup = format!("driver_restarted:{}:{restarts}", now_ms());
+            if let Err(e) = self.emit(&id, &dedup, &event).await {
+                tracing::warn!(error = %e, "recording the driver restart");
+            }
+            if token.is_cancelled() {
+                break;
+            }
+            let backoff =
+                Duration::from_millis(100u64 << restarts.min(7)).min(Duration::from_secs(10));
+            tokio::select! {
+                () = token.cancelled() => break,
+                () = tokio::time::sleep(backoff) => {}
+            }
+        }
+        self.drivers.finish(&id);
+    }
+
+    /// Steps run `id` until it is over or shutdown begins; an error after
+    /// [`super::RunnerConfig::max_step_failures`] consecutive failed steps.
+    async fn drive(&self, id: &str) -> Result<(), RunError> {
+        let token = self.drivers.token.clone();
+        let waker = self.drivers.waker(id);
+        let mut heads = self.head.subscribe();
+        let mut failures = 0u32;
+        while !token.is_cancelled() {
+            match self.tick(id).await {
+                Ok(true) => return Ok(()),
+                Ok(false) => failures = 0,
+                Err(e) => {
+                    failures += 1;
+                    if failures >= self.config.max_step_failures.max(1) {
+                        return Err(e);
+                    }
+                    tracing::warn!(error = %e, failures, "run step failed; will retry");
+                    let backoff = Duration::from_millis(200 * u64::from(failures.min(10)));
+                    tokio::select! {
+                        () = token.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                }
+            }
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = waker.notified() => {}
+                _ = heads.changed() => {}
+                () = tokio::time::sleep(self.config.idle_tick) => {}
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,118 @@
+//! Why an orchestrator operation failed, with the typed source kept.
+
+use tessera_bindings::{client::ClientError, revert::ContractRevert, task::FoldError};
+
+use crate::{
+    plan::PlanError,
+    state::{RowError, RunState},
+    store::StoreError,
+};
+
+/// Why an orchestrator operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The plan or the edit is invalid.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored row cannot be read.
+    #[error("stored run: {0}")]
+    Row(#[from] RowError),
+    /// No such run.
+    #[error("no run for plan {0}")]
+    NotFound(String),
+    /// The run is not in a state that allows this.
+    #[error("run {id} is {state}: {action} is not possible now")]
+    WrongState {
+        /// The run.
+        id: String,
+        /// Its state (`changed` when it moved meanwhile).
+        state: String,
+        /// What was asked.
+        action: &'static str,
+    },
+    /// A request argument is invalid.
+    #[error("{0}")]
+    Invalid(String),
+    /// A chain call or transaction failed (a revert keeps its decoded error).
+    #[error("chain: {0}")]
+    Chain(#[from] ClientError),
+    /// Creating a sub-task's escrowed task failed.
+    #[error("creating sub-task {index}: {source}")]
+    Create {
+        /// The sub-task.
+        index: u32,
+        /// Why.
+        #[source]
+        source: ClientError,
+    },
+    /// A sub-task has no progress row, or no on-chain record where its
+    /// phase says there is one.
+    #[error("sub-task {index}: {what}")]
+    Inconsistent {
+        /// The sub-task.
+        index: u32,
+        /// What is missing.
+        what: &'static str,
+    },
+    /// Blocking work (the blob store) did not finish.
+    #[error("background work: {0}")]
+    Blocking(#[from] tokio::task::JoinError),
+    /// A high-stakes approval without a matching confirmation.
+    #[error("{0}")]
+    Confirmation(String),
+}
+
+impl From<alloy::transports::TransportError> for RunError {
+    fn from(e: alloy::transports::TransportError) -> Self {
+        Self::Chain(ClientError::Rpc(e))
+    }
+}
+
+impl From<FoldError> for RunError {
+    fn from(e: FoldError) -> Self {
+        Self::Chain(ClientError::Fold(e))
+    }
+}
+
+impl RunError {
+    /// A state refusal for run `id`.
+    pub(crate) fn wrong_state(id: &str, state: RunState, action: &'static str) -> Self {
+        Self::WrongState { id: id.into(), state: state.as_str().into(), action }
+    }
+
+    /// The run moved on while the operation ran.
+    pub(crate) fn changed(id: &str, action: &'static str) -> Self {
+        Self::WrongState { id: id.into(), state: "changed".into(), action }
+    }
+
+    /// The contract's decoded refusal, when the chain refused.
+    pub fn revert(&self) -> Option<&ContractRevert> {
+        match self {
+            Self::Chain(e) | Self::Create { source: e, .. } => e.revert(),
+            _ => None,
+        }
+    }
+
+    /// Whether a transaction was refused or reverted on chain (as opposed
+    /// to the node being unreachable).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::Chain(ClientError::Revert(_) | ClientError::Reverted(_))
+                | Self::Create { source: ClientError::Revert(_) | ClientError::Reverted(_), .. }
+        )
+    }
+}
+
+/// A decoded revert as one short line: the error and its arguments, e.g.
+/// `TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 1700000000 })`.
+pub fn revert_text(revert: &ContractRevert) -> String {
+    match revert {
+        ContractRevert::Escrow(e) => format!("{e:?}"),
+        ContractRevert::Registry(e) => format!("{e:?}"),
+        ContractRevert::Token(e) => format!("{e:?}"),
+    }
+}

@@ -1,0 +1,190 @@
+//! The plan runner: turns an approved plan into escrowed sub-tasks, in
+//! dependency order, and settles each through the review gate.
+//!
+//! Each live run is driven by its own supervised task that wakes on a new
+//! block, on a user decision, or once a second. Every wake-up re-reads the
+//! chain: a sub-task's on-chain id is `keccak(sponsor, ref)` with `ref =
+//! keccak(plan, index, attempt)`, so the runner always knows where to look,
+//! and a restarted runner finds the tasks it created before it died instead
+//! of funding them twice (the escrow refuses a second task with the same
+//! reference anyway). Events come from the escrow's own logs, stored once
+//! per log.
+//!
+//! - [`config`]: how the runner behaves;
+//! - [`error`]: why an operation failed;
+//! - [`chain`]: the sponsor's account, reads and transactions;
+//! - [`commands`]: propose, edit, confirm, approve, cancel, decide;
+//! - [`views`]: a run as the API shows it;
+//! - [`driver`]: the supervised driver tasks, the head follower, shutdown;
+//! - [`step`]: the pure transition from a run's state to its next actions;
+//! - [`tick`]: one look at a run, carrying the step's actions out;
+//! - [`sync`]: chain sync into progress rows and run events.
+
+pub mod chain;
+pub mod commands;
+pub mod config;
+pub mod driver;
+pub mod error;
+pub mod step;
+pub mod sync;
+pub mod tick;
+pub mod views;
+
+use std::sync::Arc;
+
+pub use chain::Chain;
+pub use commands::{Decision, Edit};
+#[cfg(feature = "test-utils")]
+pub use config::FaultHook;
+pub use config::{DEFAULT_MAX_PLAN_SPEND, RunnerConfig};
+pub use error::RunError;
+pub use sync::readable;
+use tessera_bindings::envelope::{BlobStore, EnvelopeCodec};
+use tokio::sync::{broadcast, watch};
+pub use views::{ConfirmationTerms, RunView};
+
+use crate::{
+    plan::Plan,
+    state::{CloseReason, Progress, Run, RunEvent, RunState},
+    store::{EventRow, Store},
+};
+
+/// The orchestrator: the store, the chain, and one supervised driver task
+/// per live run.
+pub struct Orchestrator {
+    store: Store,
+    chain: Chain,
+    blobs: Arc<dyn BlobStore + Send + Sync>,
+    codec: EnvelopeCodec,
+    config: RunnerConfig,
+    events: broadcast::Sender<EventRow>,
+    head: watch::Sender<u64>,
+    drivers: driver::Supervisor,
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator").field("chain", &self.chain).finish_non_exhaustive()
+    }
+}
+
+impl Orchestrator {
+    /// An orchestrator over `store` and `chain`, storing envelopes in `blobs`.
+    pub fn new(
+        store: Store,
+        chain: Chain,
+        blobs: Arc<dyn BlobStore + Send + Sync>,
+        config: RunnerConfig,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            chain,
+            blobs,
+            codec: EnvelopeCodec::default(),
+            config,
+            events: broadcast::channel(1024).0,
+            head: watch::channel(0).0,
+            drivers: driver::Supervisor::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The chain handle.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
+    /// The blob store behind content-addressed envelopes and results.
+    pub fn blobs(&self) -> &(dyn BlobStore + Send + Sync) {
+        self.blobs.as_ref()
+    }
+
+    /// Live events of every run, as they are stored.
+    pub fn subscribe(&self) -> broadcast::Receiver<EventRow> {
+        self.events.subscribe()
+    }
+
+    /// The run `id` (typed) and its plan.
+    async fn load(&self, id: &str) -> Result<(Run, Plan), RunError> {
+        let row = self.store.run(id).await?.ok_or_else(|| RunError::NotFound(id.into()))?;
+        let plan = Plan::from_json(&row.plan_json)?;
+        Ok((Run::from_row(&row)?, plan))
+    }
+
+    /// The run's sub-task progress, typed, by index.
+    async fn progress(
+        &self,
+        id: &str,
+    ) -> Result<std::collections::BTreeMap<u32, Progress>, RunError> {
+        let mut rows = std::collections::BTreeMap::new();
+        for row in self.store.subtasks(id).await? {
+            rows.insert(row.idx, Progress::from_row(&row)?);
+        }
+        Ok(rows)
+    }
+
+    /// Moves run `id` from one of `from` to `to`; false when it was in none.
+    async fn transition(
+        &self,
+        id: &str,
+        from: &[RunState],
+        to: RunState,
+        reason: Option<&str>,
+    ) -> Result<bool, RunError> {
+        Ok(self.store.transition(id, from, to, reason).await?)
+    }
+
+    /// Stores `event` for run `id` unless one with `dedup` exists, and
+    /// sends it to live subscribers when new.
+    async fn emit(&self, id: &str, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
+        let kind = event.kind();
+        if let Some(ev) = self.store.append_event(id, kind, dedup, &event.to_body()).await? {
+            tracing::info!(event = %kind, seq = ev.seq, "run event");
+            let _ = self.events.send(ev);
+        }
+        Ok(())
+    }
+
+    /// Stores `event`, of a kind a run has at most once (keyed by its kind).
+    async fn emit_once(&self, id: &str, event: &RunEvent) -> Result<(), RunError> {
+        self.emit(id, event.kind().as_str(), event).await
+    }
+
+    /// Starts closing a run: no new sub-tasks; what is not accepted yet is
+    /// cancelled; what is in flight settles.
+    async fn close(&self, id: &str, plan: &Plan, reason: &CloseReason) -> Result<(), RunError> {
+        let live = [RunState::Running, RunState::Paused];
+        if self.transition(id, &live, RunState::Cancelling, Some(reason.as_str())).await? {
+            let event =
+                RunEvent::PlanCancelling { plan_id: plan.id, reason: reason.as_str().to_owned() };
+            self.emit_once(id, &event).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::B256;
+
+    use super::*;
+
+    #[test]
+    fn references_differ_per_index_and_attempt() {
+        let plan = B256::repeat_byte(1);
+        let r = Chain::reference(plan, 0, 0);
+        assert_ne!(r, Chain::reference(plan, 1, 0));
+        assert_ne!(r, Chain::reference(plan, 0, 1));
+        assert_ne!(r, Chain::reference(B256::repeat_byte(2), 0, 0));
+        assert_eq!(r, Chain::reference(plan, 0, 0));
+    }
+}

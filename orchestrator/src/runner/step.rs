@@ -1,0 +1,328 @@
+//! The step function: from a run's typed state (the run, its plan, the
+//! sub-task rows, their on-chain records, the time) to what should happen
+//! next. Pure: no chain, no store, no clock; [`super::tick`] reads the
+//! inputs, calls these, and carries the actions out.
+
+use std::collections::{BTreeMap, HashMap};
+
+use alloy::primitives::Address;
+use tessera_bindings::{
+    envelope::Input,
+    task::{Status, TaskRecord},
+};
+
+use super::RunError;
+use crate::{
+    plan::{Plan, PlanError, ReviewMode},
+    state::{CloseReason, DecisionKind, Pending, Phase, Progress, RunState},
+};
+
+/// What the runner needs to know of a sub-task's current on-chain task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnChain {
+    /// Its status.
+    pub status: Status,
+    /// Its executor.
+    pub executor: Address,
+    /// Its deadline, chain seconds.
+    pub deadline: u64,
+    /// When it last changed, chain seconds.
+    pub updated_at: u64,
+    /// Its review window, seconds.
+    pub review_window: u64,
+    /// Its dispute window, seconds.
+    pub dispute_window: u64,
+}
+
+impl OnChain {
+    /// The facts of `rec`.
+    pub fn of(rec: &TaskRecord) -> Self {
+        Self {
+            status: rec.status(),
+            executor: rec.task.executor,
+            deadline: rec.task.deadline.to::<u64>(),
+            updated_at: rec.task.updatedAt.to::<u64>(),
+            review_window: u64::from(rec.task.reviewWindow),
+            dispute_window: u64::from(rec.task.disputeWindow),
+        }
+    }
+}
+
+/// A transaction the sponsor sends on a sub-task's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// Approve and pay a delivered task.
+    Approve,
+    /// Release payment after a silent review window.
+    Release,
+    /// Cancel a task nobody accepted yet.
+    Cancel,
+    /// Take back the money of a task past its deadline.
+    RefundExpired,
+    /// Take the default refund of a dispute nobody ruled in time.
+    ClaimDefault,
+    /// Dispute a delivery, with this reason.
+    Dispute(String),
+    /// Appeal a ruling, with this reason.
+    Appeal(String),
+    /// Give the task to `executor` until `deadline`.
+    Reassign {
+        /// The executor.
+        executor: Address,
+        /// The new deadline, chain seconds.
+        deadline: u64,
+    },
+}
+
+/// One thing a step does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Mark a sub-task that never started as skipped.
+    Skip(u32),
+    /// Create the escrowed task of a sub-task whose dependencies are paid.
+    Create {
+        /// The sub-task.
+        index: u32,
+        /// The dependencies' outputs.
+        inputs: Vec<Input>,
+    },
+    /// Send a transaction on a sub-task's task. A refusal means someone
+    /// moved first: the next look at the chain tells what happened.
+    Send {
+        /// The sub-task.
+        index: u32,
+        /// The transaction.
+        call: Call,
+    },
+    /// Wait for a recovery decision about a stuck sub-task.
+    Pause {
+        /// The sub-task.
+        index: u32,
+        /// Its attempt.
+        attempt: u32,
+        /// What to decide.
+        reason: String,
+    },
+    /// Start closing the run.
+    Close(CloseReason),
+}
+
+/// A run's state as one step sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot<'a> {
+    /// Where the run stands.
+    pub state: RunState,
+    /// The plan.
+    pub plan: &'a Plan,
+    /// Each sub-task's progress.
+    pub rows: &'a BTreeMap<u32, Progress>,
+    /// Each created sub-task's current on-chain task.
+    pub chain: &'a HashMap<u32, OnChain>,
+    /// Chain time, seconds.
+    pub now: u64,
+}
+
+impl Snapshot<'_> {
+    fn row(&self, index: u32) -> Result<&Progress, RunError> {
+        self.rows.get(&index).ok_or(RunError::Inconsistent { index, what: "no progress row" })
+    }
+
+    fn on_chain(&self, index: u32) -> Result<&OnChain, RunError> {
+        self.chain.get(&index).ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
+    }
+}
+
+/// Every step that is due, in the plan's dependency order.
+pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
+    let closing = s.state == RunState::Cancelling;
+    let running = s.state == RunState::Running;
+    let mut actions = Vec::new();
+    for index in s.plan.topological_order()? {
+        let task = s.plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
+        let row = s.row(index)?;
+        match row.phase {
+            Phase::Waiting if closing => actions.push(Action::Skip(index)),
+            Phase::Waiting if running => {
+                let deps =
+                    task.depends_on.iter().map(|d| s.row(*d)).collect::<Result<Vec<_>, _>>()?;
+                if deps.iter().all(|d| d.phase.is_paid()) {
+                    let inputs = deps
+                        .iter()
+                        .map(|d| Input {
+                            from: d.idx,
+                            task_id: d.task_id.clone(),
+                            output: d.output.clone().unwrap_or_default(),
+                        })
+                        .collect();
+                    actions.push(Action::Create { index, inputs });
+                }
+            }
+            Phase::Chain(Status::Created) if closing => {
+                actions.push(Action::Send { index, call: Call::Cancel });
+            }
+            Phase::Chain(Status::Created | Status::Accepted) => {
+                let expired = s.now > s.on_chain(index)?.deadline;
+                actions
+                    .extend(expired.then_some(Action::Send { index, call: Call::RefundExpired }));
+            }
+            Phase::Chain(Status::Completed) => {
+                let rec = s.on_chain(index)?;
+                if s.plan.review == ReviewMode::Auto {
+                    actions.push(Action::Send { index, call: Call::Approve });
+                } else if s.now > rec.updated_at + rec.review_window {
+                    actions.push(Action::Send { index, call: Call::Release });
+                }
+            }
+            Phase::Chain(Status::Disputed) => {
+                // Nobody ruled in time: anyone may claim the default refund.
+                let rec = s.on_chain(index)?;
+                if s.now > rec.updated_at + rec.dispute_window {
+                    actions.push(Action::Send { index, call: Call::ClaimDefault });
+                }
+            }
+            phase if phase.is_stuck() && running => actions.push(Action::Pause {
+                index,
+                attempt: row.attempt,
+                reason: format!("sub-task {index} {phase}: retry, change executor or cancel"),
+            }),
+            Phase::Chain(Status::Refunded) if !closing => {
+                actions.push(Action::Close(CloseReason::DisputeRefunded));
+            }
+            _ => {}
+        }
+    }
+    Ok(actions)
+}
+
+/// What a decision comes to, given where its sub-task stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Close the run (a cancel).
+    Close,
+    /// Send `call`; on success the outcome is `outcome`, and `executor`
+    /// (when set) becomes the sub-task's executor.
+    Send {
+        /// The sub-task.
+        index: u32,
+        /// The transaction.
+        call: Call,
+        /// What it means once it worked.
+        outcome: String,
+        /// The executor to record once it worked.
+        executor: Option<Address>,
+    },
+    /// Start a new attempt of a sub-task that expired or was cancelled.
+    Requeue(Progress),
+    /// Nothing to do: the decision does not apply now.
+    Ignore(String),
+}
+
+/// What `decision` comes to for the run in `s`.
+pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunError> {
+    if decision.kind == DecisionKind::Cancel {
+        return Ok(Resolution::Close);
+    }
+    let index =
+        decision.index.ok_or_else(|| RunError::Invalid("decision without a sub-task".into()))?;
+    let task = s.plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
+    let row = s.row(index)?;
+    let fresh_deadline = s.now + task.deadline_offset_secs;
+    let reason = || decision.arg.clone().unwrap_or_default();
+    let new_executor = || parse_address(decision.arg.as_deref());
+    use DecisionKind as D;
+    Ok(match (decision.kind, row.phase) {
+        (D::Approve, Phase::Chain(Status::Completed)) => Resolution::Send {
+            index,
+            call: Call::Approve,
+            outcome: decision.kind.done().into(),
+            executor: None,
+        },
+        (D::Appeal, Phase::Chain(Status::Ruled)) => Resolution::Send {
+            index,
+            call: Call::Appeal(reason()),
+            outcome: decision.kind.done().into(),
+            executor: None,
+        },
+        (D::Dispute, Phase::Chain(Status::Completed)) => Resolution::Send {
+            index,
+            call: Call::Dispute(reason()),
+            outcome: decision.kind.done().into(),
+            executor: None,
+        },
+        (D::Retry | D::Executor, Phase::Chain(Status::Created | Status::Accepted)) => {
+            let executor = match decision.kind {
+                D::Executor => new_executor()?,
+                _ => s.on_chain(index)?.executor,
+            };
+            Resolution::Send {
+                index,
+                call: Call::Reassign { executor, deadline: fresh_deadline },
+                outcome: format!("reassigned to {executor} until {fresh_deadline}"),
+                executor: Some(executor),
+            }
+        }
+        (D::Retry | D::Executor, phase) if phase.is_stuck() => {
+            let mut next = row.clone();
+            if decision.kind == D::Executor {
+                next.executor = new_executor()?;
+            }
+            next.attempt += 1;
+            next.phase = Phase::Waiting;
+            next.task_id = None;
+            next.result_uri = None;
+            Resolution::Requeue(next)
+        }
+        (kind, phase) => Resolution::Ignore(format!(
+            "ignored: {kind} does not apply to a sub-task that is {phase}"
+        )),
+    })
+}
+
+/// How a run ends, decided on stored progress after a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// Every sub-task paid.
+    Completed,
+    /// Closing and nothing in flight: skip what never started, end in
+    /// `state` for `reason`.
+    Closed {
+        /// `cancelled` or `failed`.
+        state: RunState,
+        /// Why.
+        reason: CloseReason,
+    },
+    /// Paused longer than the decision timeout: close as cancelled.
+    TimedOut,
+}
+
+/// Whether the run is over (or must start closing), given its stored rows;
+/// `paused_ms` is how long it has waited for a decision, `timeout_ms` how
+/// long it may.
+pub fn ending(
+    state: RunState,
+    reason: Option<&str>,
+    rows: &[Progress],
+    paused_ms: Option<i64>,
+    timeout_ms: i64,
+) -> Option<Ending> {
+    if rows.iter().all(|r| r.phase.is_paid()) {
+        return Some(Ending::Completed);
+    }
+    if state == RunState::Cancelling && !rows.iter().any(|r| r.phase.in_flight()) {
+        let reason = reason.map_or(CloseReason::Cancelled, CloseReason::parse);
+        return Some(Ending::Closed { state: reason.final_state(), reason });
+    }
+    if state == RunState::Paused && paused_ms.is_some_and(|p| p > timeout_ms) {
+        return Some(Ending::TimedOut);
+    }
+    None
+}
+
+fn parse_address(s: Option<&str>) -> Result<Address, RunError> {
+    s.and_then(|s| s.parse().ok())
+        .ok_or_else(|| RunError::Invalid(format!("not an address: {}", s.unwrap_or("(none)"))))
+}
+
+#[cfg(test)]
+#[path = "step_tests.rs"]
+mod tests;

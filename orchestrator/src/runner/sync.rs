@@ -1,0 +1,193 @@
+//! Chain sync: reads each sub-task's current task from the escrow's logs,
+//! turns every log into a run event (stored once per log), and records
+//! what changed in the sub-task's progress row.
+
+use std::sync::Arc;
+
+use alloy::rpc::types::Log;
+use serde_json::{Value, json};
+use tessera_bindings::{
+    envelope::{BlobStore, EnvelopeCodec},
+    injection,
+    task::TaskRecord,
+};
+
+use super::{Chain, Orchestrator, RunError};
+use crate::{
+    events::{self, fields, subtask_fields},
+    plan::{Plan, ReviewMode},
+    state::{EventKind, Phase, Progress, RunEvent},
+};
+
+impl Orchestrator {
+    /// Reads the current attempt's task from the chain and records what
+    /// changed; the record, when the task exists and may still move.
+    pub(super) async fn sync(
+        &self,
+        plan: &Plan,
+        row: &mut Progress,
+    ) -> Result<Option<TaskRecord>, RunError> {
+        if row.phase.is_settled() && row.task_id.is_some() {
+            return Ok(None);
+        }
+        let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+        let found = self.chain.task(id).await?;
+        self.sync_record(plan, row, found).await
+    }
+
+    /// Records `found` (a task and its logs) for `row`: its events, its
+    /// phase, executor and result.
+    pub(super) async fn sync_record(
+        &self,
+        plan: &Plan,
+        row: &mut Progress,
+        found: Option<(TaskRecord, Vec<Log>)>,
+    ) -> Result<Option<TaskRecord>, RunError> {
+        let Some((rec, logs)) = found else { return Ok(None) };
+        let run_id = plan.id.to_string();
+        let task_id = rec.id.to_string();
+        for log in &logs {
+            let Some(ev) = events::from_log(log) else { continue };
+            let mut body = subtask_fields(plan.id, row.idx, row.attempt, &task_id);
+            events::merge(&mut body, ev.body.clone());
+            self.emit_chain(&run_id, ev.kind, &ev.dedup, body.clone()).await?;
+            if ev.kind == EventKind::SubtaskCompleted && plan.review == ReviewMode::Manual {
+                let review_end = rec.task.reviewWindow;
+                events::merge(&mut body, json!({ "review_window_secs": review_end }));
+                let dedup = format!("review:{}", ev.dedup);
+                self.emit_chain(&run_id, EventKind::ReviewRequired, &dedup, body).await?;
+            } else if ev.kind == EventKind::SubtaskDisputed {
+                let dedup = format!("opened:{}", ev.dedup);
+                self.emit_chain(&run_id, EventKind::DisputeOpened, &dedup, body).await?;
+            } else if let Some(resolved) = events::dispute_resolution(&ev.body) {
+                events::merge(&mut body, resolved);
+                let dedup = format!("resolved:{}", ev.dedup);
+                self.emit_chain(&run_id, EventKind::DisputeResolved, &dedup, body).await?;
+            }
+        }
+        let phase = Phase::Chain(rec.status());
+        let mut changed = row.phase != phase || row.task_id.as_deref() != Some(task_id.as_str());
+        row.phase = phase;
+        row.task_id = Some(task_id);
+        row.executor = rec.task.executor;
+        if row.result_uri != rec.result_uri {
+            if let Some(uri) = rec.result_uri.as_deref() {
+                self.flag_output(plan, row, uri).await?;
+            }
+            row.result_uri.clone_from(&rec.result_uri);
+            changed = true;
+        }
+        if phase.is_paid() && row.output.is_none() {
+            row.output = Some(self.output_of(rec.result_uri.as_deref()).await?);
+            changed = true;
+        }
+        if changed {
+            self.store.put_subtask(&run_id, &row.to_row()).await?;
+        }
+        Ok(Some(rec))
+    }
+
+    /// Stores a chain-derived event of `kind` with `body`.
+    async fn emit_chain(
+        &self,
+        run_id: &str,
+        kind: EventKind,
+        dedup: &str,
+        body: Value,
+    ) -> Result<(), RunError> {
+        match RunEvent::from_chain(kind, fields(body)) {
+            Some(ev) => self.emit(run_id, dedup, &ev).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Emits `output_flagged` when the result at `uri` carries text aimed at
+    /// a later agent or the judge (the shared detector over every string of
+    /// it). Read once, when the result first appears; the flag informs and
+    /// does not stop the plan. An unreadable result is left to [`Self::output_of`].
+    async fn flag_output(&self, plan: &Plan, row: &Progress, uri: &str) -> Result<(), RunError> {
+        let Ok(bytes) = fetch(self.codec, Arc::clone(&self.blobs), uri).await? else {
+            return Ok(());
+        };
+        let result = serde_json::from_slice::<Value>(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let Some(flag) = events::output_flag(row.idx, &injection::scan_json(&result)) else {
+            return Ok(());
+        };
+        let task_id = row.task_id.as_deref().unwrap_or_default();
+        let mut body = subtask_fields(plan.id, row.idx, row.attempt, task_id);
+        events::merge(&mut body, json!({ "result_uri": uri }));
+        events::merge(&mut body, flag);
+        let dedup = format!("flagged:{task_id}");
+        self.emit_chain(&plan.id.to_string(), events::OUTPUT_FLAGGED, &dedup, body).await
+    }
+
+    /// The text a delivered result hands to dependants (see [`readable`]); a
+    /// marker when it cannot be read.
+    async fn output_of(&self, uri: Option<&str>) -> Result<String, RunError> {
+        let Some(uri) = uri else { return Ok(String::new()) };
+        Ok(match fetch(self.codec, Arc::clone(&self.blobs), uri).await? {
+            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok(v) => readable(&v),
+                Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+            },
+            Err(e) => {
+                tracing::warn!(%uri, error = %e, "unreadable result");
+                format!("[unreadable result: {e}]")
+            }
+        })
+    }
+}
+
+/// Reads the blob behind `uri` off the runtime's threads.
+async fn fetch(
+    codec: EnvelopeCodec,
+    blobs: Arc<dyn BlobStore + Send + Sync>,
+    uri: &str,
+) -> Result<Result<Vec<u8>, tessera_bindings::envelope::EnvelopeError>, RunError> {
+    let uri = uri.to_owned();
+    Ok(tokio::task::spawn_blocking(move || codec.fetch(&uri, blobs.as_ref())).await?)
+}
+
+/// A result as text for the next sub-task: its `text` when it has one, else
+/// one `field: value` line per non-empty field (lists joined by commas).
+pub fn readable(v: &Value) -> String {
+    if let Some(text) = v.get("text").and_then(Value::as_str) {
+        return text.to_owned();
+    }
+    let Some(obj) = v.as_object() else { return v.to_string() };
+    let mut lines = Vec::new();
+    for (key, value) in obj {
+        if key == "capability" {
+            continue;
+        }
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Array(items) if items.is_empty() => continue,
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Value::Null => continue,
+            other => other.to_string(),
+        };
+        lines.push(format!("{}: {text}", key.replace('_', " ")));
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_become_readable_text() {
+        assert_eq!(readable(&json!({"capability": "summarize", "text": "short"})), "short");
+        let sentiment = json!({"capability": "sentiment-classify", "label": "negative", "score": -0.5, "terms": []});
+        assert_eq!(readable(&sentiment), "label: negative\nscore: -0.5");
+        let entities = json!({"names": ["Ada", "Linus"], "emails": [], "eth_addresses": ["0x1"]});
+        assert_eq!(readable(&entities), "eth addresses: 0x1\nnames: Ada, Linus");
+        assert_eq!(readable(&json!("plain")), "\"plain\"");
+    }
+}

@@ -1,0 +1,373 @@
+//! One look at a run: sync every sub-task from the chain, apply the queued
+//! decisions, take the steps [`super::step`] says are due, then decide
+//! whether the run is over. This is where the step's actions meet the chain
+//! and the store.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
+
+use alloy::primitives::{U256, aliases::U40};
+use tessera_bindings::{
+    ITaskEscrow::CreateParams,
+    envelope::{Envelope, Input, Parent},
+    task::TaskRecord,
+    usdc::Usdc,
+};
+
+use super::{
+    Chain, Orchestrator, RunError,
+    chain::Settlement,
+    error::revert_text,
+    step::{self, Action, Call, Ending, OnChain, Resolution, Snapshot},
+};
+use crate::{
+    plan::{Plan, PlanError},
+    state::{CloseReason, Pending, Phase, Progress, RunEvent, RunState},
+    store::{DecisionOutcome, now_ms},
+};
+
+impl Orchestrator {
+    /// One look at a run. True when the run is over.
+    pub(super) async fn tick(&self, id: &str) -> Result<bool, RunError> {
+        self.config.inject_fault(id);
+        let (run, plan) = self.load(id).await?;
+        if !run.state.is_live() {
+            return Ok(true);
+        }
+        let mut rows = self.progress(id).await?;
+        let mut records: HashMap<u32, TaskRecord> = HashMap::new();
+        for task in &plan.subtasks {
+            let index = task.index;
+            let row = rows
+                .get_mut(&index)
+                .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+            if let Some(rec) = self.sync(&plan, row).await? {
+                records.insert(index, rec);
+            }
+        }
+        let now = self.chain.now().await?;
+
+        for row in self.store.pending_decisions(id).await? {
+            let decision = Pending::from_row(&row)?;
+            let result = self.apply(id, &plan, &mut rows, &mut records, &decision, now).await;
+            let outcome = outcome_of(result);
+            if !outcome.ok {
+                tracing::warn!(
+                    decision = %decision.kind,
+                    index = ?decision.index,
+                    error = outcome.error.as_deref().unwrap_or_default(),
+                    revert = outcome.revert.as_deref().unwrap_or_default(),
+                    "decision failed"
+                );
+            }
+            self.store.record_decision(id, decision.seq, &outcome).await?;
+            let event = RunEvent::DecisionApplied {
+                plan_id: plan.id,
+                index: decision.index,
+                decision: decision.kind,
+                outcome: outcome.outcome,
+                ok: outcome.ok,
+                error: outcome.error,
+                revert: outcome.revert,
+            };
+            self.emit(id, &format!("decision:{}", decision.seq), &event).await?;
+        }
+
+        // Decisions may have moved the run.
+        let (run, _) = self.load(id).await?;
+        let chain: HashMap<u32, OnChain> =
+            records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
+        let snapshot = Snapshot { state: run.state, plan: &plan, rows: &rows, chain: &chain, now };
+        for action in step::steps(&snapshot)? {
+            self.act(id, &plan, &mut rows, &records, action, now).await?;
+        }
+
+        // Completion is decided on stored phases only: sync picks up what
+        // the steps did at the next wake-up.
+        let stored: Vec<Progress> = self.progress(id).await?.into_values().collect();
+        let (run, _) = self.load(id).await?;
+        let timeout = i64::try_from(self.config.decision_timeout.as_millis()).unwrap_or(i64::MAX);
+        let paused_for = run.paused_at.map(|at| now_ms() - at);
+        match step::ending(run.state, run.reason.as_deref(), &stored, paused_for, timeout) {
+            Some(Ending::Completed) => {
+                let settled = self.settled(&plan, &stored).await?;
+                self.transition(id, &RunState::LIVE, RunState::Completed, None).await?;
+                let event = RunEvent::PlanCompleted {
+                    plan_id: plan.id,
+                    subtasks: stored.len(),
+                    total_cost: settled.paid,
+                    paid: settled.paid,
+                    refunded: settled.refunded,
+                };
+                self.emit_once(id, &event).await?;
+                Ok(true)
+            }
+            Some(Ending::Closed { state, reason }) => {
+                for row in stored.iter().filter(|r| r.phase == Phase::Waiting) {
+                    let row = Progress { phase: Phase::Skipped, ..row.clone() };
+                    self.store.put_subtask(id, &row.to_row()).await?;
+                }
+                let text = reason.as_str();
+                self.transition(id, &[RunState::Cancelling], state, Some(text)).await?;
+                let event = RunEvent::PlanFailed { plan_id: plan.id, reason: text.to_owned() };
+                self.emit_once(id, &event).await?;
+                Ok(true)
+            }
+            Some(Ending::TimedOut) => {
+                tracing::info!("no decision in time; cancelling");
+                self.close(id, &plan, &CloseReason::Cancelled).await?;
+                self.wake(id);
+                Ok(false)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Carries out one step action.
+    async fn act(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &mut BTreeMap<u32, Progress>,
+        records: &HashMap<u32, TaskRecord>,
+        action: Action,
+        now: u64,
+    ) -> Result<(), RunError> {
+        let row_of = |rows: &mut BTreeMap<u32, Progress>, index: u32| {
+            rows.get(&index)
+                .cloned()
+                .ok_or(RunError::Inconsistent { index, what: "no progress row" })
+        };
+        match action {
+            Action::Skip(index) => {
+                let row = Progress { phase: Phase::Skipped, ..row_of(rows, index)? };
+                self.store.put_subtask(id, &row.to_row()).await?;
+                rows.insert(index, row);
+            }
+            Action::Create { index, inputs } => {
+                let mut row = row_of(rows, index)?;
+                let found = self.create(plan, &row, inputs, now).await?;
+                self.sync_record(plan, &mut row, found).await?;
+                rows.insert(index, row);
+            }
+            Action::Send { index, call } => {
+                let rec = records
+                    .get(&index)
+                    .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
+                match self.transact(rec, &call).await {
+                    Ok(()) => {}
+                    // Not a user decision: usually someone moved the task
+                    // first; the next look at the chain tells.
+                    Err(e) if e.is_refusal() => tracing::warn!(
+                        index,
+                        ?call,
+                        error = %e,
+                        revert = e.revert().map(revert_text).unwrap_or_default(),
+                        "transaction refused; re-reading the chain"
+                    ),
+                    Err(e) => return Err(e),
+                }
+            }
+            Action::Pause { index, attempt, reason } => {
+                let paused = self
+                    .transition(id, &[RunState::Running], RunState::Paused, Some(&reason))
+                    .await?;
+                if paused {
+                    let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
+                    self.emit(id, &format!("paused:{index}:{attempt}"), &event).await?;
+                }
+            }
+            Action::Close(reason) => self.close(id, plan, &reason).await?,
+        }
+        Ok(())
+    }
+
+    /// Applies one decision; returns what came of it, or why it failed (a
+    /// refused transaction is a failure, with its decoded revert).
+    async fn apply(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &mut BTreeMap<u32, Progress>,
+        records: &mut HashMap<u32, TaskRecord>,
+        decision: &Pending,
+        now: u64,
+    ) -> Result<String, RunError> {
+        let chain: HashMap<u32, OnChain> =
+            records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
+        let state = self.load(id).await?.0.state;
+        let snapshot = Snapshot { state, plan, rows, chain: &chain, now };
+        match step::resolve(&snapshot, decision)? {
+            Resolution::Close => {
+                self.close(id, plan, &CloseReason::Cancelled).await?;
+                Ok(RunState::Cancelling.as_str().to_owned())
+            }
+            Resolution::Send { index, call, outcome, executor } => {
+                let rec = records
+                    .get(&index)
+                    .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
+                self.transact(rec, &call).await?;
+                if let Some(executor) = executor
+                    && let Some(row) = rows.get_mut(&index)
+                {
+                    row.executor = executor;
+                    self.store.put_subtask(id, &row.to_row()).await?;
+                }
+                Ok(outcome)
+            }
+            Resolution::Requeue(row) => {
+                let index = row.idx;
+                let attempt = row.attempt;
+                self.store.put_subtask(id, &row.to_row()).await?;
+                rows.insert(index, row);
+                records.remove(&index);
+                let stuck = rows.values().any(|r| r.phase.is_stuck());
+                if !stuck
+                    && self.transition(id, &[RunState::Paused], RunState::Running, None).await?
+                {
+                    let event = RunEvent::PlanResumed { plan_id: plan.id };
+                    self.emit(id, &format!("resumed:{}", decision.seq), &event).await?;
+                }
+                Ok(format!("attempt {attempt} queued"))
+            }
+            Resolution::Ignore(why) => Ok(why),
+        }
+    }
+
+    /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
+    /// first.
+    async fn transact(&self, rec: &TaskRecord, call: &Call) -> Result<(), RunError> {
+        let uri = match call {
+            Call::Dispute(reason) | Call::Appeal(reason) => {
+                Some(self.publish_reason(reason).await?)
+            }
+            _ => None,
+        };
+        Ok(self.chain.send(rec, call, uri).await?)
+    }
+
+    /// Publishes a dispute or appeal reason as `{"reason": …}` (off the
+    /// runtime's threads: the blob store syncs to disk); returns its URI.
+    async fn publish_reason(&self, reason: &str) -> Result<String, RunError> {
+        let body = serde_json::json!({ "reason": reason }).to_string();
+        let (codec, blobs) = (self.codec, Arc::clone(&self.blobs));
+        tokio::task::spawn_blocking(move || codec.publish(body.as_bytes(), blobs.as_ref()))
+            .await?
+            .map_err(|e| RunError::Invalid(e.to_string()))
+    }
+
+    /// Creates the escrowed task for a sub-task's current attempt, unless it
+    /// exists already.
+    async fn create(
+        &self,
+        plan: &Plan,
+        row: &Progress,
+        inputs: Vec<Input>,
+        now: u64,
+    ) -> Result<Option<(TaskRecord, Vec<alloy::rpc::types::Log>)>, RunError> {
+        let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
+        let reference = Chain::reference(plan.id, row.idx, row.attempt);
+        let id = self.chain.task_id(reference);
+        let parent_id = inputs
+            .first()
+            .and_then(|i: &Input| i.task_id.as_deref())
+            .and_then(|t| t.parse::<U256>().ok())
+            .unwrap_or_default();
+        let envelope = Envelope {
+            parent: if parent_id.is_zero() {
+                Parent::Plan(plan.id)
+            } else {
+                Parent::Task(parent_id.to_string())
+            },
+            spec: task.spec.clone(),
+            capability: Some(task.capability.clone()),
+            source: if task.depends_on.is_empty() { plan.source.clone() } else { None },
+            inputs,
+        };
+        let (codec, blobs) = (self.codec, Arc::clone(&self.blobs));
+        let spec_uri = tokio::task::spawn_blocking(move || codec.encode(&envelope, blobs.as_ref()))
+            .await?
+            .map_err(|e| RunError::Invalid(format!("sub-task {}: envelope: {e}", row.idx)))?;
+        let deadline = now + task.deadline_offset_secs;
+        let params = CreateParams {
+            r#ref: reference,
+            planId: plan.id,
+            parentId: parent_id,
+            client: self.chain.sponsor(),
+            executor: row.executor,
+            amount: task.cost.base_units(),
+            deadline: U40::from(deadline),
+            reviewWindow: plan.review_window_secs,
+            specURI: spec_uri,
+        };
+        self.chain.create(row.idx, id, params, deadline).await
+    }
+
+    /// What every attempt of every sub-task paid out, from the settlements
+    /// on chain (a split ruling pays part and refunds the rest; an expired
+    /// or cancelled attempt refunds all of it).
+    async fn settled(&self, plan: &Plan, rows: &[Progress]) -> Result<Settlement, RunError> {
+        let overflow = || RunError::Invalid("settled amounts overflow".into());
+        let mut total = Settlement { paid: Usdc::ZERO, refunded: Usdc::ZERO };
+        for row in rows {
+            for attempt in 0..=row.attempt {
+                let id = self.chain.task_id(Chain::reference(plan.id, row.idx, attempt));
+                if let Some(s) = self.chain.settlement(id).await? {
+                    total.paid = total.paid.checked_add(s.paid).ok_or_else(overflow)?;
+                    total.refunded = total.refunded.checked_add(s.refunded).ok_or_else(overflow)?;
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// A decision's result as stored and sent.
+fn outcome_of(result: Result<String, RunError>) -> DecisionOutcome {
+    match result {
+        Ok(outcome) => DecisionOutcome { outcome, ok: true, error: None, revert: None },
+        Err(e) => DecisionOutcome {
+            outcome: format!("failed: {e}"),
+            ok: false,
+            error: Some(e.to_string()),
+            revert: e.revert().map(revert_text),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::U256;
+    use tessera_bindings::{
+        TaskEscrow::{TaskEscrowErrors, TaskEscrowTooEarly},
+        client::ClientError,
+        revert::ContractRevert,
+    };
+
+    use super::*;
+
+    #[test]
+    fn a_refused_transaction_is_a_failed_decision_with_its_revert() {
+        let refused =
+            ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowTooEarly(TaskEscrowTooEarly {
+                notBefore: U256::from(9),
+            }));
+        let outcome = outcome_of(Err(RunError::Chain(ClientError::Revert(refused))));
+        assert!(!outcome.ok);
+        assert!(outcome.outcome.starts_with("failed: chain: "), "{outcome:?}");
+        assert_eq!(
+            outcome.revert.as_deref(),
+            Some("TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 })")
+        );
+        assert!(outcome.error.unwrap().contains("TaskEscrowTooEarly"));
+        let fine = outcome_of(Ok("approved".into()));
+        assert_eq!(
+            (fine.ok, fine.outcome.as_str(), fine.error, fine.revert),
+            (true, "approved", None, None)
+        );
+        let other = outcome_of(Err(RunError::Invalid("not an address: x".into())));
+        assert_eq!((other.ok, other.revert), (false, None));
+    }
+}

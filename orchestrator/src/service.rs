@@ -1,0 +1,152 @@
+//! The orchestrator service, wired once: the runner over its store and
+//! chain, every live run resumed, the head follower, and the HTTP API (with
+//! any routers nested beside it, such as the embedded indexer's), all under
+//! one shutdown. `tessera serve` and the end-to-end test stack both start
+//! it through [`Service::start`].
+
+use std::{net::SocketAddr, sync::Arc};
+
+use axum::Router;
+use tessera_bindings::envelope::BlobStore;
+use tessera_classifier::Classifier;
+use tessera_http::limits::StreamGate;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    api,
+    runner::{Chain, Orchestrator, RunError, RunnerConfig},
+    store::Store,
+};
+
+/// What the service is made of.
+pub struct ServiceConfig {
+    /// The run store.
+    pub store: Store,
+    /// The sponsor's chain handle.
+    pub chain: Chain,
+    /// Where envelopes and results live.
+    pub blobs: Arc<dyn BlobStore + Send + Sync>,
+    /// How the runner behaves.
+    pub runner: RunnerConfig,
+    /// Websocket URL for new blocks (polling without it).
+    pub ws_url: Option<String>,
+    /// Where the API listens (bound by the caller, e.g. at port 0).
+    pub listener: tokio::net::TcpListener,
+    /// Bearer token of the state-changing endpoints.
+    pub token: String,
+    /// Brief classifier.
+    pub classifier: Classifier,
+    /// Request time limit and open-stream cap.
+    pub gate: StreamGate,
+    /// Routers served under a path prefix beside the API.
+    pub nested: Vec<(String, Router)>,
+}
+
+impl std::fmt::Debug for ServiceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceConfig")
+            .field("chain", &self.chain)
+            .field("ws_url", &self.ws_url)
+            .field("listener", &self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the service failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// Resuming the live runs failed.
+    #[error("resuming runs: {0}")]
+    Resume(#[source] RunError),
+    /// The listener failed.
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+    /// The server task ended abnormally.
+    #[error("server task: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+/// A running orchestrator service.
+#[derive(Debug)]
+pub struct Service {
+    orch: Arc<Orchestrator>,
+    addr: SocketAddr,
+    resumed: usize,
+    stop: CancellationToken,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+    heads: Option<JoinHandle<()>>,
+}
+
+impl Service {
+    /// Starts the runner (resuming every live run), the head follower and
+    /// the API.
+    pub async fn start(config: ServiceConfig) -> Result<Self, ServiceError> {
+        let orch = Orchestrator::new(config.store, config.chain, config.blobs, config.runner);
+        let resumed = orch.resume_all().await.map_err(ServiceError::Resume)?;
+        let heads = tokio::spawn(Arc::clone(&orch).follow_heads(config.ws_url));
+        let addr = config.listener.local_addr()?;
+        let gate = config.gate;
+        let mut app =
+            api::router(Arc::clone(&orch), &config.token, config.classifier, gate.clone());
+        for (path, router) in config.nested {
+            app = app.nest(&path, router);
+        }
+        // A 5xx is a warning here: a 503 past a limit is the server doing its
+        // job, and an internal error is logged where it happened, with its cause.
+        let app = app
+            .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(
+                tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN),
+            ));
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        // Open event streams end with the server; it would wait for them otherwise.
+        let shutdown = async move {
+            stopped.cancelled().await;
+            gate.close();
+        };
+        let server = tokio::spawn(
+            axum::serve(config.listener, app).with_graceful_shutdown(shutdown).into_future(),
+        );
+        Ok(Self { orch, addr, resumed, stop, server: Some(server), heads: Some(heads) })
+    }
+
+    /// The orchestrator.
+    pub fn orchestrator(&self) -> &Arc<Orchestrator> {
+        &self.orch
+    }
+
+    /// Where the API listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// How many live runs were resumed at start.
+    pub fn resumed(&self) -> usize {
+        self.resumed
+    }
+
+    /// Stops serving, drains the run drivers (each finishes its current
+    /// step) and the head follower, and returns.
+    pub async fn shutdown(&mut self) -> Result<(), ServiceError> {
+        self.stop.cancel();
+        let served = match self.server.take() {
+            Some(server) => server.await,
+            None => Ok(Ok(())),
+        };
+        self.orch.shutdown().await;
+        if let Some(heads) = self.heads.take() {
+            heads.await?;
+        }
+        served??;
+        Ok(())
+    }
+}
+
+impl Drop for Service {
+    /// Dropped without [`Service::shutdown`]: everything is told to stop.
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.orch.stop();
+    }
+}

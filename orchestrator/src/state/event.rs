@@ -1,0 +1,280 @@
+//! Run events: what the runner reports, typed per kind, and the one
+//! conversion to and from the JSON bodies the store keeps and the stream
+//! sends.
+
+use alloy::primitives::B256;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tessera_bindings::usdc::Usdc;
+
+use super::{DecisionKind, Stakes, UnknownWord};
+
+/// The fields of an event derived from an escrow log (sub-task fields, the
+/// transaction, and the log's own data), as sent.
+pub type Fields = Map<String, Value>;
+
+/// A run event, as stored and streamed: `kind` names it, the other fields
+/// are its payload. The store adds `seq`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// A plan was stored as proposed.
+    PlanProposed {
+        /// The plan.
+        plan_id: B256,
+        /// Its stakes.
+        stakes: Stakes,
+    },
+    /// A proposed plan was edited.
+    PlanEdited {
+        /// The plan.
+        plan_id: B256,
+        /// The edit, as debug text.
+        edit: String,
+    },
+    /// A plan was approved and starts running.
+    PlanApproved {
+        /// The plan.
+        plan_id: B256,
+        /// The planned total (a string of base units).
+        total_cost: Usdc,
+    },
+    /// A sub-task's task was created (from the escrow's log).
+    SubtaskCreated(Fields),
+    /// The executor accepted.
+    SubtaskAccepted(Fields),
+    /// The executor delivered.
+    SubtaskCompleted(Fields),
+    /// A delivered sub-task waits for the user's review.
+    ReviewRequired(Fields),
+    /// A delivered result carries text aimed at a later agent or the judge.
+    OutputFlagged(Fields),
+    /// Paid in whole or in part.
+    SubtaskPaid(Fields),
+    /// The client disputed.
+    SubtaskDisputed(Fields),
+    /// A dispute was opened (for the UI's drawer).
+    DisputeOpened(Fields),
+    /// The arbiter ruled.
+    DisputeRuled(Fields),
+    /// A ruling was appealed.
+    RulingAppealed(Fields),
+    /// The appeal arbiter ruled.
+    AppealRuled(Fields),
+    /// A dispute ended: verdict and share.
+    DisputeResolved(Fields),
+    /// The task went to another executor or got a new deadline.
+    SubtaskReassigned(Fields),
+    /// Refunded to the funder after a dispute.
+    SubtaskRefunded(Fields),
+    /// Cancelled before acceptance.
+    SubtaskCancelled(Fields),
+    /// Expired before delivery.
+    SubtaskExpired(Fields),
+    /// A user decision was taken; `ok` says whether it worked.
+    DecisionApplied {
+        /// The plan.
+        plan_id: B256,
+        /// The sub-task, when the decision is about one.
+        index: Option<u32>,
+        /// What was decided.
+        decision: DecisionKind,
+        /// What came of it, in words.
+        outcome: String,
+        /// Whether it worked.
+        ok: bool,
+        /// Why not, when it did not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The contract's decoded refusal, when the chain refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revert: Option<String>,
+    },
+    /// The run waits for a recovery decision.
+    PlanPaused {
+        /// The plan.
+        plan_id: B256,
+        /// The stuck sub-task.
+        index: u32,
+        /// What to decide.
+        reason: String,
+    },
+    /// A recovery decision let the run go on.
+    PlanResumed {
+        /// The plan.
+        plan_id: B256,
+    },
+    /// The run closes: in-flight work settles, nothing new starts.
+    PlanCancelling {
+        /// The plan.
+        plan_id: B256,
+        /// Why.
+        reason: String,
+    },
+    /// Every sub-task was paid.
+    PlanCompleted {
+        /// The plan.
+        plan_id: B256,
+        /// How many sub-tasks.
+        subtasks: usize,
+        /// What the executors were paid (equals `paid`; a string of base
+        /// units, as every amount).
+        total_cost: Usdc,
+        /// What the executors were paid, read from the settlements.
+        paid: Usdc,
+        /// What went back to the sponsor (split rulings, expired or
+        /// cancelled attempts), read from the settlements.
+        refunded: Usdc,
+    },
+    /// The run ended without completing.
+    PlanFailed {
+        /// The plan.
+        plan_id: B256,
+        /// Why.
+        reason: String,
+    },
+    /// The run's driver failed or panicked and was started again.
+    DriverRestarted {
+        /// The plan.
+        plan_id: B256,
+        /// The error or panic message.
+        error: String,
+        /// Restarts so far in this process.
+        restarts: u32,
+    },
+}
+
+words!(
+    /// The name of a run event.
+    EventKind, "event kind", {
+        /// See [`RunEvent::PlanProposed`].
+        PlanProposed => "plan_proposed",
+        /// See [`RunEvent::PlanEdited`].
+        PlanEdited => "plan_edited",
+        /// See [`RunEvent::PlanApproved`].
+        PlanApproved => "plan_approved",
+        /// See [`RunEvent::SubtaskCreated`].
+        SubtaskCreated => "subtask_created",
+        /// See [`RunEvent::SubtaskAccepted`].
+        SubtaskAccepted => "subtask_accepted",
+        /// See [`RunEvent::SubtaskCompleted`].
+        SubtaskCompleted => "subtask_completed",
+        /// See [`RunEvent::ReviewRequired`].
+        ReviewRequired => "review_required",
+        /// See [`RunEvent::OutputFlagged`].
+        OutputFlagged => "output_flagged",
+        /// See [`RunEvent::SubtaskPaid`].
+        SubtaskPaid => "subtask_paid",
+        /// See [`RunEvent::SubtaskDisputed`].
+        SubtaskDisputed => "subtask_disputed",
+        /// See [`RunEvent::DisputeOpened`].
+        DisputeOpened => "dispute_opened",
+        /// See [`RunEvent::DisputeRuled`].
+        DisputeRuled => "dispute_ruled",
+        /// See [`RunEvent::RulingAppealed`].
+        RulingAppealed => "ruling_appealed",
+        /// See [`RunEvent::AppealRuled`].
+        AppealRuled => "appeal_ruled",
+        /// See [`RunEvent::DisputeResolved`].
+        DisputeResolved => "dispute_resolved",
+        /// See [`RunEvent::SubtaskReassigned`].
+        SubtaskReassigned => "subtask_reassigned",
+        /// See [`RunEvent::SubtaskRefunded`].
+        SubtaskRefunded => "subtask_refunded",
+        /// See [`RunEvent::SubtaskCancelled`].
+        SubtaskCancelled => "subtask_cancelled",
+        /// See [`RunEvent::SubtaskExpired`].
+        SubtaskExpired => "subtask_expired",
+        /// See [`RunEvent::DecisionApplied`].
+        DecisionApplied => "decision_applied",
+        /// See [`RunEvent::PlanPaused`].
+        PlanPaused => "plan_paused",
+        /// See [`RunEvent::PlanResumed`].
+        PlanResumed => "plan_resumed",
+        /// See [`RunEvent::PlanCancelling`].
+        PlanCancelling => "plan_cancelling",
+        /// See [`RunEvent::PlanCompleted`].
+        PlanCompleted => "plan_completed",
+        /// See [`RunEvent::PlanFailed`].
+        PlanFailed => "plan_failed",
+        /// See [`RunEvent::DriverRestarted`].
+        DriverRestarted => "driver_restarted",
+    }
+);
+
+impl EventKind {
+    /// Whether a run's stream ends after this event.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::PlanCompleted | Self::PlanFailed)
+    }
+}
+
+impl RunEvent {
+    /// The event for a chain-derived `kind` with `fields`; `None` for kinds
+    /// the runner makes itself.
+    pub fn from_chain(kind: EventKind, fields: Fields) -> Option<Self> {
+        use EventKind as K;
+        Some(match kind {
+            K::SubtaskCreated => Self::SubtaskCreated(fields),
+            K::SubtaskAccepted => Self::SubtaskAccepted(fields),
+            K::SubtaskCompleted => Self::SubtaskCompleted(fields),
+            K::ReviewRequired => Self::ReviewRequired(fields),
+            K::OutputFlagged => Self::OutputFlagged(fields),
+            K::SubtaskPaid => Self::SubtaskPaid(fields),
+            K::SubtaskDisputed => Self::SubtaskDisputed(fields),
+            K::DisputeOpened => Self::DisputeOpened(fields),
+            K::DisputeRuled => Self::DisputeRuled(fields),
+            K::RulingAppealed => Self::RulingAppealed(fields),
+            K::AppealRuled => Self::AppealRuled(fields),
+            K::DisputeResolved => Self::DisputeResolved(fields),
+            K::SubtaskReassigned => Self::SubtaskReassigned(fields),
+            K::SubtaskRefunded => Self::SubtaskRefunded(fields),
+            K::SubtaskCancelled => Self::SubtaskCancelled(fields),
+            K::SubtaskExpired => Self::SubtaskExpired(fields),
+            _ => return None,
+        })
+    }
+
+    /// The event's kind.
+    pub fn kind(&self) -> EventKind {
+        use EventKind as K;
+        match self {
+            Self::PlanProposed { .. } => K::PlanProposed,
+            Self::PlanEdited { .. } => K::PlanEdited,
+            Self::PlanApproved { .. } => K::PlanApproved,
+            Self::SubtaskCreated(_) => K::SubtaskCreated,
+            Self::SubtaskAccepted(_) => K::SubtaskAccepted,
+            Self::SubtaskCompleted(_) => K::SubtaskCompleted,
+            Self::ReviewRequired(_) => K::ReviewRequired,
+            Self::OutputFlagged(_) => K::OutputFlagged,
+            Self::SubtaskPaid(_) => K::SubtaskPaid,
+            Self::SubtaskDisputed(_) => K::SubtaskDisputed,
+            Self::DisputeOpened(_) => K::DisputeOpened,
+            Self::DisputeRuled(_) => K::DisputeRuled,
+            Self::RulingAppealed(_) => K::RulingAppealed,
+            Self::AppealRuled(_) => K::AppealRuled,
+            Self::DisputeResolved(_) => K::DisputeResolved,
+            Self::SubtaskReassigned(_) => K::SubtaskReassigned,
+            Self::SubtaskRefunded(_) => K::SubtaskRefunded,
+            Self::SubtaskCancelled(_) => K::SubtaskCancelled,
+            Self::SubtaskExpired(_) => K::SubtaskExpired,
+            Self::DecisionApplied { .. } => K::DecisionApplied,
+            Self::PlanPaused { .. } => K::PlanPaused,
+            Self::PlanResumed { .. } => K::PlanResumed,
+            Self::PlanCancelling { .. } => K::PlanCancelling,
+            Self::PlanCompleted { .. } => K::PlanCompleted,
+            Self::PlanFailed { .. } => K::PlanFailed,
+            Self::DriverRestarted { .. } => K::DriverRestarted,
+        }
+    }
+
+    /// The body as stored (without `seq`, which the store adds).
+    pub fn to_body(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Map::new()))
+    }
+
+    /// Reads a stored body back.
+    pub fn from_body(body: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(body)
+    }
+}

@@ -1,0 +1,418 @@
+//! The runner's typed state and its one text boundary.
+//!
+//! Run states, sub-task phases, decision kinds, stakes and run events are
+//! enums everywhere in the runner; the store and the wire hold them as text.
+//! This module is the only place that spells that text: every conversion
+//! both ways is here, with a round-trip test, so a typo cannot compile and a
+//! new phase is one variant added here.
+//!
+//! - this file: run states, stakes, decision kinds, phases, close reasons;
+//! - `event`: run events and their kinds;
+//! - `rows`: the typed rows the runner works on, read from and written
+//!   to the store's text rows.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use tessera_bindings::task::Status;
+
+/// A stored word this version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {text:?}")]
+pub struct UnknownWord {
+    /// What kind of word (run state, phase, …).
+    pub what: &'static str,
+    /// The text found.
+    pub text: String,
+}
+
+macro_rules! words {
+    ($(#[$meta:meta])* $name:ident, $what:literal, { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The word as stored and sent.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+
+            /// Reads the stored word.
+            pub fn parse(text: &str) -> Result<Self, UnknownWord> {
+                match text {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(UnknownWord { what: $what, text: text.to_owned() }),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownWord;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::parse(s)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                Self::parse(&text).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+mod event;
+mod rows;
+
+pub use event::{EventKind, Fields, RunEvent};
+pub use rows::{Pending, Progress, RowError, Run};
+
+words!(
+    /// Where a run stands.
+    RunState, "run state", {
+        /// Stored, waiting for approval or edits.
+        Proposed => "proposed",
+        /// Approved; sub-tasks are created and settled.
+        Running => "running",
+        /// Waiting for a recovery decision (retry, change executor, cancel).
+        Paused => "paused",
+        /// Closing: no new sub-tasks; what is in flight settles.
+        Cancelling => "cancelling",
+        /// Every sub-task paid.
+        Completed => "completed",
+        /// Stopped by the user.
+        Cancelled => "cancelled",
+        /// Stopped for another reason (a refunded dispute).
+        Failed => "failed",
+    }
+);
+
+impl RunState {
+    /// States in which a driver works on the run.
+    pub const LIVE: [Self; 3] = [Self::Running, Self::Paused, Self::Cancelling];
+
+    /// Whether a driver works on a run in this state.
+    pub fn is_live(self) -> bool {
+        Self::LIVE.contains(&self)
+    }
+
+    /// The stored words of `states`.
+    pub fn words(states: &[Self]) -> Vec<&'static str> {
+        states.iter().map(|s| s.as_str()).collect()
+    }
+}
+
+words!(
+    /// A plan's stakes: a high-stakes run needs a confirmation to approve.
+    Stakes, "stakes", {
+        /// The default.
+        Low => "low",
+        /// Manual review and a typed confirmation.
+        High => "high",
+    }
+);
+
+words!(
+    /// What a user decided about a running plan.
+    DecisionKind, "decision kind", {
+        /// Approve and pay a delivered sub-task.
+        Approve => "approve",
+        /// Dispute a delivered sub-task.
+        Dispute => "dispute",
+        /// Run a sub-task again with its executor.
+        Retry => "retry",
+        /// Give a sub-task to another executor.
+        Executor => "executor",
+        /// Appeal a ruling.
+        Appeal => "appeal",
+        /// Stop the plan.
+        Cancel => "cancel",
+    }
+);
+
+impl DecisionKind {
+    /// What a decision that sent its transaction did, in one word
+    /// (`approved`, `disputed`, `appealed`, …).
+    pub fn done(self) -> &'static str {
+        match self {
+            Self::Approve => "approved",
+            Self::Dispute => "disputed",
+            Self::Retry => "retried",
+            Self::Executor => "reassigned",
+            Self::Appeal => "appealed",
+            Self::Cancel => "cancelling",
+        }
+    }
+}
+
+/// Where one sub-task stands: not created yet, skipped, or the on-chain
+/// status of its current attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Not created yet (waits for its dependencies, or for a new attempt).
+    Waiting,
+    /// Never created: the run closed first.
+    Skipped,
+    /// The current attempt's status on chain.
+    Chain(Status),
+}
+
+impl Phase {
+    /// The word as stored and sent: `waiting`, `skipped`, or the status in
+    /// lower case (`created`, `paid`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Waiting => "waiting",
+            Self::Skipped => "skipped",
+            Self::Chain(s) => match s {
+                Status::None => "none",
+                Status::Created => "created",
+                Status::Accepted => "accepted",
+                Status::Completed => "completed",
+                Status::Disputed => "disputed",
+                Status::Ruled => "ruled",
+                Status::Appealed => "appealed",
+                Status::Paid => "paid",
+                Status::Refunded => "refunded",
+                Status::Split => "split",
+                Status::Cancelled => "cancelled",
+                Status::Expired => "expired",
+            },
+        }
+    }
+
+    /// Reads the stored word.
+    pub fn parse(text: &str) -> Result<Self, UnknownWord> {
+        match text {
+            "waiting" => Ok(Self::Waiting),
+            "skipped" => Ok(Self::Skipped),
+            _ => Status::ALL
+                .iter()
+                .map(|s| Self::Chain(*s))
+                .find(|p| p.as_str() == text)
+                .ok_or_else(|| UnknownWord { what: "phase", text: text.to_owned() }),
+        }
+    }
+
+    /// The on-chain status, once created.
+    pub fn status(self) -> Option<Status> {
+        match self {
+            Self::Chain(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Paid in whole or in part: dependants may start.
+    pub fn is_paid(self) -> bool {
+        matches!(self, Self::Chain(Status::Paid | Status::Split))
+    }
+
+    /// Holds escrowed money.
+    pub fn in_flight(self) -> bool {
+        matches!(
+            self,
+            Self::Chain(
+                Status::Created
+                    | Status::Accepted
+                    | Status::Completed
+                    | Status::Disputed
+                    | Status::Ruled
+                    | Status::Appealed
+            )
+        )
+    }
+
+    /// Over for good: skipped, or settled with the money moved (paid,
+    /// split, refunded). Expired and cancelled attempts may be retried.
+    pub fn is_settled(self) -> bool {
+        matches!(self, Self::Skipped | Self::Chain(Status::Paid | Status::Split | Status::Refunded))
+    }
+
+    /// Ended without delivery (expired or cancelled): needs a decision.
+    pub fn is_stuck(self) -> bool {
+        matches!(self, Self::Chain(Status::Expired | Status::Cancelled))
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Phase {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The reason a run closes or failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The user cancelled, or a pause timed out.
+    Cancelled,
+    /// A dispute ended in a full refund: the plan cannot go on.
+    DisputeRefunded,
+    /// Another reason, as stored.
+    Other(String),
+}
+
+impl CloseReason {
+    /// The reason as stored and sent.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::DisputeRefunded => "dispute_refunded",
+            Self::Other(s) => s,
+        }
+    }
+
+    /// Reads a stored reason.
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "cancelled" => Self::Cancelled,
+            "dispute_refunded" => Self::DisputeRefunded,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// The state a run closed for this reason ends in.
+    pub fn final_state(&self) -> RunState {
+        if *self == Self::Cancelled { RunState::Cancelled } else { RunState::Failed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::{Address, B256};
+    use serde_json::json;
+    use tessera_bindings::usdc::Usdc;
+
+    use super::*;
+    use crate::store::SubtaskRow;
+
+    #[test]
+    fn every_word_round_trips() {
+        for s in RunState::ALL {
+            assert_eq!(RunState::parse(s.as_str()), Ok(*s));
+        }
+        for k in DecisionKind::ALL {
+            assert_eq!(k.as_str().parse::<DecisionKind>(), Ok(*k));
+        }
+        for k in EventKind::ALL {
+            assert_eq!(EventKind::parse(k.as_str()), Ok(*k));
+        }
+        for s in Stakes::ALL {
+            assert_eq!(Stakes::parse(s.as_str()), Ok(*s));
+        }
+        let mut phases = vec![Phase::Waiting, Phase::Skipped];
+        phases.extend(Status::ALL.iter().map(|s| Phase::Chain(*s)));
+        for p in phases {
+            assert_eq!(Phase::parse(p.as_str()), Ok(p));
+            let json = serde_json::to_value(p).unwrap();
+            assert_eq!(serde_json::from_value::<Phase>(json).unwrap(), p);
+        }
+        assert_eq!(Phase::Chain(Status::Paid).as_str(), "paid");
+        assert!(RunState::parse("runing").is_err());
+        assert!(Phase::parse("Paid").is_err());
+        let row = SubtaskRow {
+            idx: 1,
+            attempt: 2,
+            executor: Address::repeat_byte(7).to_string(),
+            phase: "split".into(),
+            task_id: Some("12".into()),
+            result_uri: None,
+            output: Some("text".into()),
+        };
+        assert_eq!(Progress::from_row(&row).unwrap().to_row(), row);
+        assert!(Progress::from_row(&SubtaskRow { phase: "paied".into(), ..row }).is_err());
+        for r in ["cancelled", "dispute_refunded", "other"] {
+            assert_eq!(CloseReason::parse(r).as_str(), r);
+        }
+    }
+
+    #[test]
+    fn events_keep_their_wire_shape() {
+        let plan_id = B256::repeat_byte(1);
+        let ev = RunEvent::DecisionApplied {
+            plan_id,
+            index: Some(2),
+            decision: DecisionKind::Retry,
+            outcome: "failed: refused".into(),
+            ok: false,
+            error: Some("refused".into()),
+            revert: Some("TaskEscrowTooEarly(..)".into()),
+        };
+        let body = ev.to_body();
+        assert_eq!(
+            body,
+            json!({"kind": "decision_applied", "plan_id": plan_id, "index": 2, "decision": "retry",
+                   "outcome": "failed: refused", "ok": false, "error": "refused",
+                   "revert": "TaskEscrowTooEarly(..)"})
+        );
+        assert_eq!(RunEvent::from_body(&body.to_string()).unwrap(), ev);
+        let ok = RunEvent::DecisionApplied {
+            plan_id,
+            index: None,
+            decision: DecisionKind::Cancel,
+            outcome: "cancelling".into(),
+            ok: true,
+            error: None,
+            revert: None,
+        };
+        assert_eq!(ok.to_body()["ok"], true);
+        assert!(ok.to_body().get("error").is_none());
+
+        let mut fields = Fields::new();
+        fields.insert("index".into(), json!(0));
+        fields.insert("tx_hash".into(), json!("0xab"));
+        for kind in EventKind::ALL {
+            let Some(ev) = RunEvent::from_chain(*kind, fields.clone()) else { continue };
+            assert_eq!(ev.kind(), *kind);
+            let body = ev.to_body();
+            assert_eq!(body["kind"], kind.as_str());
+            assert_eq!(body["tx_hash"], "0xab");
+            assert_eq!(RunEvent::from_body(&body.to_string()).unwrap(), ev);
+        }
+        let done = RunEvent::PlanCompleted {
+            plan_id,
+            subtasks: 2,
+            total_cost: Usdc::from_base_units(5),
+            paid: Usdc::from_base_units(5),
+            refunded: Usdc::from_base_units(1),
+        };
+        assert_eq!(done.to_body()["kind"], "plan_completed");
+        assert_eq!(done.to_body()["total_cost"], "5");
+        assert_eq!(done.to_body()["refunded"], "1");
+        assert!(done.kind().is_final());
+        assert_eq!(RunEvent::from_body(&done.to_body().to_string()).unwrap(), done);
+    }
+}

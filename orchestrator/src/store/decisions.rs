@@ -1,0 +1,183 @@
+//! User decisions: queued in order, taken by the runner, answered with
+//! whether they worked.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::{DecisionRow, Store, StoreError, now_ms, to_u32};
+use crate::state::DecisionKind;
+
+/// Most pending decisions one step takes.
+pub(crate) const MAX_PENDING_DECISIONS: i64 = 100;
+
+/// Most decisions a run's view lists (its latest).
+pub(crate) const MAX_LISTED_DECISIONS: i64 = 500;
+
+/// The sub-task index of a decision row, when it has one.
+fn index_of(r: &sqlx::any::AnyRow) -> Result<Option<u32>, StoreError> {
+    let idx: Option<i64> = r.try_get("idx")?;
+    idx.map(|i| to_u32(i, "decisions")).transpose()
+}
+
+impl Store {
+    /// Queues a decision; returns its position.
+    pub async fn push_decision(
+        &self,
+        run_id: &str,
+        idx: Option<u32>,
+        kind: DecisionKind,
+        arg: Option<&str>,
+    ) -> Result<i64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let seq: i64 = sqlx::query(
+            "SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM decisions WHERE run_id = $1",
+        )
+        .bind(run_id)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("next")?;
+        sqlx::query(
+            "INSERT INTO decisions (run_id, seq, idx, kind, arg, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(run_id)
+        .bind(seq)
+        .bind(idx.map(i64::from))
+        .bind(kind.as_str())
+        .bind(arg)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(seq)
+    }
+
+    /// Decisions not yet taken, oldest first: at most
+    /// [`MAX_PENDING_DECISIONS`] a call (the rest wait for the next step).
+    pub async fn pending_decisions(&self, run_id: &str) -> Result<Vec<DecisionRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, idx, kind, arg FROM decisions \
+             WHERE run_id = $1 AND done_at IS NULL ORDER BY seq LIMIT $2",
+        )
+        .bind(run_id)
+        .bind(MAX_PENDING_DECISIONS)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(DecisionRow {
+                    seq: r.try_get("seq")?,
+                    idx: index_of(r)?,
+                    kind: r.try_get("kind")?,
+                    arg: r.try_get("arg")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Marks a decision taken with what came of it: `ok` false when its
+    /// transaction failed, with the error and, when the chain refused, the
+    /// decoded revert.
+    pub async fn record_decision(
+        &self,
+        run_id: &str,
+        seq: i64,
+        outcome: &DecisionOutcome,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE decisions SET done_at = $1, outcome = $2, ok = $3, error = $4, revert = $5 \
+             WHERE run_id = $6 AND seq = $7",
+        )
+        .bind(now_ms())
+        .bind(&outcome.outcome)
+        .bind(i64::from(outcome.ok))
+        .bind(&outcome.error)
+        .bind(&outcome.revert)
+        .bind(run_id)
+        .bind(seq)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A run's latest [`MAX_LISTED_DECISIONS`] decisions, oldest first, with
+    /// what came of it.
+    pub async fn decisions(&self, run_id: &str) -> Result<Vec<DecisionRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM (SELECT seq, idx, kind, arg, created_at, done_at, outcome, ok, error, \
+               revert FROM decisions WHERE run_id = $1 ORDER BY seq DESC LIMIT $2) latest \
+             ORDER BY seq",
+        )
+        .bind(run_id)
+        .bind(MAX_LISTED_DECISIONS)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let ok: Option<i64> = r.try_get("ok")?;
+                let outcome: Option<String> = r.try_get("outcome")?;
+                Ok(DecisionRecord {
+                    seq: r.try_get("seq")?,
+                    idx: index_of(r)?,
+                    kind: decision_kind(&r.try_get::<String, _>("kind")?)?,
+                    arg: r.try_get("arg")?,
+                    created_at: r.try_get("created_at")?,
+                    done_at: r.try_get("done_at")?,
+                    // Rows from before `ok` existed: failures were written
+                    // as "failed: …".
+                    ok: outcome
+                        .as_ref()
+                        .map(|o| ok.map_or_else(|| !o.starts_with("failed"), |ok| ok != 0)),
+                    outcome,
+                    error: r.try_get("error")?,
+                    revert: r.try_get("revert")?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// What came of a decision, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecisionOutcome {
+    /// In words (`approved`, `failed: …`).
+    pub outcome: String,
+    /// Whether it worked.
+    pub ok: bool,
+    /// Why not, when it did not.
+    pub error: Option<String>,
+    /// The contract's decoded refusal, when the chain refused.
+    pub revert: Option<String>,
+}
+
+/// A decision with what came of it, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecisionRecord {
+    /// Position in the run's decisions.
+    pub seq: i64,
+    /// The sub-task, when the decision is about one.
+    pub idx: Option<u32>,
+    /// What was decided.
+    pub kind: DecisionKind,
+    /// The argument (reason, new executor).
+    pub arg: Option<String>,
+    /// Wall-clock ms when it was queued.
+    pub created_at: i64,
+    /// Wall-clock ms when it was taken; `None` while queued.
+    pub done_at: Option<i64>,
+    /// What came of it, once taken.
+    pub outcome: Option<String>,
+    /// Whether it worked, once taken.
+    pub ok: Option<bool>,
+    /// Why not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The contract's decoded refusal, when the chain refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revert: Option<String>,
+}
+
+fn decision_kind(text: &str) -> Result<DecisionKind, StoreError> {
+    DecisionKind::parse(text)
+        .map_err(|e| StoreError::Corrupt { table: "decisions", detail: e.to_string() })
+}

@@ -1,0 +1,150 @@
+//! Runs: inserted once, read, and moved between states only from the
+//! states a caller expects.
+
+use sqlx::{Row, any::AnyRow};
+
+use super::{RunRow, Store, StoreError, now_ms};
+use crate::state::{RunState, Stakes};
+
+impl Store {
+    /// Inserts a new run; refuses an id that exists.
+    pub async fn insert_run(
+        &self,
+        id: &str,
+        plan_json: &str,
+        state: RunState,
+    ) -> Result<RunRow, StoreError> {
+        self.insert_run_with(id, plan_json, state, Stakes::Low, None).await
+    }
+
+    /// Inserts a new run with its stakes and classification.
+    pub async fn insert_run_with(
+        &self,
+        id: &str,
+        plan_json: &str,
+        state: RunState,
+        stakes: Stakes,
+        classification: Option<&str>,
+    ) -> Result<RunRow, StoreError> {
+        let now = now_ms();
+        let (state, stakes) = (state.as_str(), stakes.as_str());
+        let res = sqlx::query(
+            "INSERT INTO runs (id, plan_json, state, created_at, updated_at, stakes, classification) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(plan_json)
+        .bind(state)
+        .bind(now)
+        .bind(now)
+        .bind(stakes)
+        .bind(classification)
+        .execute(&self.pool)
+        .await?;
+        if res.rows_affected() == 0 {
+            return Err(StoreError::Duplicate(id.to_owned()));
+        }
+        Ok(RunRow {
+            id: id.to_owned(),
+            plan_json: plan_json.to_owned(),
+            state: state.to_owned(),
+            reason: None,
+            created_at: now,
+            updated_at: now,
+            paused_at: None,
+            stakes: stakes.to_owned(),
+            classification: classification.map(str::to_owned),
+        })
+    }
+
+    /// The run `id`, if any.
+    pub async fn run(&self, id: &str) -> Result<Option<RunRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at, stakes, classification \
+             FROM runs WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| run_row(&r)).transpose()
+    }
+
+    /// Every run, newest first.
+    pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at, stakes, classification \
+             FROM runs ORDER BY created_at DESC, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(run_row).collect()
+    }
+
+    /// Runs in any of `states`.
+    pub async fn runs_in(&self, states: &[RunState]) -> Result<Vec<RunRow>, StoreError> {
+        let words = RunState::words(states);
+        Ok(self.runs().await?.into_iter().filter(|r| words.contains(&r.state.as_str())).collect())
+    }
+
+    /// Replaces the plan of a run still in `expected_state`; false when the
+    /// run moved on meanwhile.
+    pub async fn update_plan(
+        &self,
+        id: &str,
+        plan_json: &str,
+        expected_state: RunState,
+    ) -> Result<bool, StoreError> {
+        let res = sqlx::query(
+            "UPDATE runs SET plan_json = $1, updated_at = $2 WHERE id = $3 AND state = $4",
+        )
+        .bind(plan_json)
+        .bind(now_ms())
+        .bind(id)
+        .bind(expected_state.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+
+    /// Moves a run from one of `from` to `to`; false when it was in none of them.
+    pub async fn transition(
+        &self,
+        id: &str,
+        from: &[RunState],
+        to: RunState,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let Some(run) = self.run(id).await? else { return Ok(false) };
+        if !RunState::words(from).contains(&run.state.as_str()) {
+            return Ok(false);
+        }
+        let paused_at = (to == RunState::Paused).then(now_ms);
+        let res = sqlx::query(
+            "UPDATE runs SET state = $1, reason = $2, paused_at = $3, updated_at = $4 \
+             WHERE id = $5 AND state = $6",
+        )
+        .bind(to.as_str())
+        .bind(reason)
+        .bind(paused_at)
+        .bind(now_ms())
+        .bind(id)
+        .bind(&run.state)
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() == 1)
+    }
+}
+
+pub(super) fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
+    Ok(RunRow {
+        id: r.try_get("id")?,
+        plan_json: r.try_get("plan_json")?,
+        state: r.try_get("state")?,
+        reason: r.try_get("reason")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+        paused_at: r.try_get("paused_at")?,
+        stakes: r.try_get("stakes")?,
+        classification: r.try_get("classification")?,
+    })
+}

@@ -1,0 +1,78 @@
+// The history page (past plans with their on-chain lineage) and the agents
+// table.
+
+import { usdc, short } from './format.js';
+import { h } from './dom.js';
+import { api, index, runUrl } from './api.js';
+import { agents, reliability } from './agents.js';
+
+export async function historyPage(main) {
+  const section = h('section', { class: 'card', 'aria-labelledby': 'hist-title' }, h('h1', { id: 'hist-title' }, 'Past plans'));
+  main.append(section);
+  let runs;
+  try {
+    runs = (await api('GET', '/api/runs')).runs;
+  } catch (e) {
+    section.append(h('p', { role: 'alert' }, e.message));
+    return;
+  }
+  if (!runs.length) {
+    section.append(h('p', { class: 'muted' }, 'No plans yet. ', h('a', { href: '/', 'data-nav': true }, 'Start one.')));
+    return;
+  }
+  runs.sort((a, b) => b.created_at - a.created_at);
+  const list = h('ul', { class: 'history' });
+  section.append(h('p', { class: 'muted' }, 'Each tree is rebuilt by the indexer from chain events alone.'), list);
+  for (const run of runs) {
+    const tree = h('div', { class: 'lineage' });
+    list.append(h('li', { dataset: { run: run.id } },
+      h('a', { href: runUrl(run.id), 'data-nav': true }, h('code', {}, short(run.id))), ' ',
+      h('span', { class: `badge state-${run.state}` }, run.state), ' ',
+      h('span', { class: 'muted' }, new Date(run.created_at).toLocaleString()), tree));
+    index(`/plans/${run.id}/tree`).then((t) => tree.replaceChildren(lineage(t))).catch((e) => {
+      tree.replaceChildren(h('p', { class: 'muted' }, `lineage unavailable: ${e.message}`));
+    });
+  }
+}
+
+export function lineage(tree) {
+  const tasks = tree?.tasks ?? [];
+  if (!tasks.length) return h('p', { class: 'muted' }, 'no tasks on chain');
+  const children = (parent) => tasks.filter((t) => (parent === null ? t.depth === 0 : t.parent_id === parent && t.depth !== 0));
+  const walk = (parent) => {
+    const kids = children(parent);
+    if (!kids.length) return null;
+    return h('ul', { class: 'tree' }, kids.map((t) => h('li', {},
+      h('code', { title: t.task_id }, short(t.task_id)), ' ',
+      h('span', { class: `badge phase-${String(t.status).toLowerCase()}` }, t.status), ' ',
+      t.capability ?? '?', ' · ', short(t.executor), ' · ', `${usdc(t.amount)} USDC`,
+      t.flagged ? h('span', { class: 'warn' }, ` flagged: ${t.flagged}`) : null,
+      walk(t.task_id))));
+  };
+  return h('div', {}, walk(null), h('p', { class: 'muted' }, `as of block ${tree.block}`));
+}
+
+// ------------------------------------------------------------- agents page --
+
+export async function agentsPage(main) {
+  const section = h('section', { class: 'card', 'aria-labelledby': 'agents-title' }, h('h1', { id: 'agents-title' }, 'Agents'));
+  main.append(section);
+  const list = await agents(true);
+  if (!list.length) {
+    section.append(h('p', { class: 'muted' }, 'No agents indexed (is the orchestrator running with its indexer?).'));
+    return;
+  }
+  section.append(h('div', { class: 'table-wrap' }, h('table', { class: 'agents' },
+    h('caption', {}, 'Registered agents: prices from the registry, reliability from settled tasks'),
+    h('thead', {}, h('tr', {}, ['Agent', 'Status', 'Offers (USDC)', 'Tasks', 'Completed', 'Disputed', 'Reliability', 'Earnings (USDC)', 'Median accept / complete'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, list.map((a) => h('tr', { dataset: { agent: a.agent } },
+      h('td', {}, h('strong', {}, a.name), h('div', {}, h('code', { class: 'wrap' }, a.agent))),
+      h('td', {}, a.status),
+      h('td', {}, Object.entries(a.offers ?? {}).map(([c, p]) => h('div', {}, `${c}: ${usdc(p)}`))),
+      h('td', { class: 'num' }, a.stats.tasks),
+      h('td', { class: 'num' }, a.stats.completed),
+      h('td', { class: 'num' }, a.stats.disputed),
+      h('td', {}, reliability(a)),
+      h('td', { class: 'num' }, usdc(a.stats.earnings)),
+      h('td', {}, `${a.stats.median_accept_secs ?? '—'} s / ${a.stats.median_completion_secs ?? '—'} s`)))))));
+}

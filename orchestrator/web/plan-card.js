@@ -1,0 +1,123 @@
+// The plan card of a proposed run: DAG, sub-task table with edits,
+// totals, the high-stakes confirmation, approve and cancel.
+
+import { drawDag } from './dag.js';
+import { usdc, short, duration } from './format.js';
+import { $, h, act, errorBox } from './dom.js';
+import { api, runUrl } from './api.js';
+import { agents, nameOf, offersFor, offerLabel } from './agents.js';
+import { go } from './nav.js';
+
+/// The plan card of a proposed run: DAG, sub-task table with edits,
+/// totals, the high-stakes confirmation, approve and cancel.
+export async function planCard(view, { unassigned = [] } = {}) {
+  const list = await agents();
+  const plan = view.plan;
+  const id = view.id;
+  const high = view.stakes === 'high';
+  const err = errorBox();
+  const card = h('section', { class: 'card plan-card', 'aria-labelledby': 'plan-title', dataset: { run: id, stakes: view.stakes } });
+  const rerender = async (next) => card.replaceWith(await planCard(next, { unassigned }));
+  const edit = (button, body) => act(err, button, async () => rerender(await api('POST', `/api/runs/${id}/edit`, body)));
+
+  const dag = h('div', { class: 'dag-wrap' }, drawDag(plan.subtasks, {
+    label: (t) => [t.capability, t.executor ? nameOf(t.executor, list) : 'unassigned', `${usdc(t.cost)} USDC`],
+    phase: () => 'proposed',
+    onOpen: (t) => $(`#exec-${t.index}`, card)?.focus(),
+  }));
+
+  const order = plan.subtasks.map((t) => t.index);
+  const rows = plan.subtasks.map((t, pos) => {
+    const offers = offersFor(list, t.capability);
+    const select = h('select', { id: `exec-${t.index}`, 'aria-label': `Executor of sub-task ${t.index} (${t.capability})` });
+    if (!t.executor) select.append(h('option', { value: '' }, 'choose an executor…'));
+    if (t.executor && !offers.some((a) => a.agent.toLowerCase() === t.executor.toLowerCase())) {
+      select.append(h('option', { value: t.executor }, short(t.executor)));
+    }
+    for (const a of offers) {
+      select.append(h('option', { value: a.agent }, offerLabel(a, t.capability)));
+    }
+    // Addresses may differ in checksum case between the plan and the index.
+    const current = [...select.options].find((o) => o.value.toLowerCase() === (t.executor ?? '').toLowerCase());
+    select.value = current ? current.value : '';
+    select.addEventListener('change', () => {
+      if (select.value) edit(select, { op: 'reassign', index: t.index, executor: select.value });
+    });
+    const move = (delta) => {
+      const next = [...order];
+      const j = pos + delta;
+      [next[pos], next[j]] = [next[j], next[pos]];
+      return next;
+    };
+    const up = h('button', { type: 'button', class: 'icon', 'aria-label': `Move sub-task ${t.index} up`, disabled: pos === 0 }, '↑');
+    const down = h('button', { type: 'button', class: 'icon', 'aria-label': `Move sub-task ${t.index} down`, disabled: pos === order.length - 1 }, '↓');
+    const drop = h('button', { type: 'button', class: 'icon danger', 'aria-label': `Drop sub-task ${t.index}`, disabled: order.length === 1 }, 'Drop');
+    up.addEventListener('click', () => edit(up, { op: 'reorder', order: move(-1) }));
+    down.addEventListener('click', () => edit(down, { op: 'reorder', order: move(1) }));
+    drop.addEventListener('click', () => edit(drop, { op: 'drop', index: t.index }));
+    return h('tr', { dataset: { index: t.index } },
+      h('td', {}, `#${t.index}`),
+      h('td', {}, h('strong', {}, t.capability), h('div', { class: 'muted spec' }, t.spec)),
+      h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null),
+      h('td', { class: 'num' }, `${usdc(t.cost)}`),
+      h('td', {}, t.depends_on?.length ? t.depends_on.map((d) => `#${d}`).join(', ') : '—'),
+      h('td', { class: 'row-actions' }, up, down, drop));
+  });
+
+  const review = h('input', { type: 'checkbox', id: 'review-mode', checked: plan.review === 'manual', disabled: high });
+  review.addEventListener('change', () => edit(review, { op: 'review', review: review.checked ? 'manual' : 'auto' }));
+
+  let confirmation = null;
+  let confirmBox = null;
+  if (high) {
+    const amount = h('input', { id: 'confirm-amount', inputmode: 'decimal', autocomplete: 'off', placeholder: '0.000000' });
+    const recipients = h('textarea', { id: 'confirm-recipients', rows: 2, spellcheck: 'false', placeholder: '0x…, one per line or comma-separated' });
+    const cerr = errorBox();
+    const ok = h('p', { class: 'ok', 'aria-live': 'polite' });
+    const confirmBtn = h('button', { type: 'button' }, 'Confirm these terms');
+    confirmBtn.addEventListener('click', () => act(cerr, confirmBtn, async () => {
+      const rs = recipients.value.split(/[\s,]+/).filter(Boolean);
+      const out = await api('POST', `/api/runs/${id}/confirm`, { amount: amount.value, recipients: rs });
+      confirmation = out.confirmation_token;
+      ok.textContent = 'Terms confirmed: approve now pays exactly these amounts to these recipients.';
+    }));
+    confirmBox = h('fieldset', { class: 'confirm' },
+      h('legend', {}, 'High stakes: confirm deliberately'),
+      h('p', {}, 'This plan moves money. Type the total amount and every recipient exactly as shown above; approval is refused without this confirmation.'),
+      h('label', { for: 'confirm-amount' }, 'Total amount (USDC)'), amount,
+      h('label', { for: 'confirm-recipients' }, 'Recipients'), recipients,
+      h('div', { class: 'actions' }, confirmBtn), ok, cerr);
+  }
+
+  const approve = h('button', { type: 'button', class: 'primary', id: 'approve' }, 'Approve and fund');
+  const cancel = h('button', { type: 'button', id: 'cancel' }, 'Cancel plan');
+  approve.addEventListener('click', () => act(err, approve, async () => {
+    const body = confirmation ? { confirmation_token: confirmation } : undefined;
+    const next = await api('POST', `/api/runs/${id}/approve`, body);
+    go(runUrl(next.id));
+  }));
+  cancel.addEventListener('click', () => act(err, cancel, async () => {
+    await api('POST', `/api/runs/${id}/cancel`);
+    go(runUrl(id));
+  }));
+
+  card.append(...[
+    h('h2', { id: 'plan-title', tabindex: -1 }, 'Plan card ', h('span', { class: `badge stakes-${view.stakes}` }, `${view.stakes} stakes`)),
+    h('p', { class: 'muted' }, `Run ${short(id)} · nothing is funded until you approve.`),
+    dag,
+    h('div', { class: 'table-wrap' }, h('table', { class: 'subtasks' },
+      h('caption', {}, 'Sub-tasks: capability, executor, cost (USDC), dependencies'),
+      h('thead', {}, h('tr', {}, ['#', 'Capability and instruction', 'Executor', 'Cost', 'Needs', 'Edit'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, rows))),
+    h('dl', { class: 'totals' },
+      h('dt', {}, 'Total cost'), h('dd', { id: 'total-cost' }, `${usdc(view.total_cost)} USDC`),
+      h('dt', {}, 'Estimated duration'), h('dd', {}, duration(view.estimated_duration_secs)),
+      h('dt', {}, 'Budget'), h('dd', {}, `${usdc(plan.budget)} USDC`)),
+    high && view.confirmation ? h('p', { class: 'terms' }, 'To pay: ', h('strong', {}, `${view.confirmation.amount} USDC`), ' to ', view.confirmation.recipients.map((r) => h('code', {}, r)).reduce((acc, x, i) => (i ? [...acc, ', ', x] : [x]), [])) : null,
+    h('div', { class: 'review-toggle' }, review, h('label', { for: 'review-mode' }, high ? 'Review each result before paying (required for high stakes)' : 'Review each result before paying (otherwise results are paid on delivery)')),
+    confirmBox,
+    h('div', { class: 'actions' }, approve, cancel),
+    err,
+  ].filter(Boolean));
+  return card;
+}
