@@ -13,6 +13,8 @@ import {IAgentRegistry} from "./interfaces/IAgentRegistry.sol";
 contract AgentRegistry is IAgentRegistry {
     /// @inheritdoc IAgentRegistry
     uint256 public constant override MAX_CAPABILITIES = 32;
+    /// @inheritdoc IAgentRegistry
+    uint256 public constant override MAX_PAGE = 200;
 
     /// @dev One slot: price (128) | position in the agent's list (64) | position in the capability's list
     /// (64).
@@ -157,26 +159,35 @@ contract AgentRegistry is IAgentRegistry {
     }
 
     /// @inheritdoc IAgentRegistry
-    function agentsFor(bytes32 capability) external view override returns (address[] memory) {
-        return _agentsFor[capability];
-    }
-
-    /// @inheritdoc IAgentRegistry
-    function cheapestActive(bytes32 capability)
+    function offerOf(address agent, bytes32 capability)
         external
         view
         override
-        returns (address agent, uint128 price)
+        returns (bool active, uint128 price)
     {
+        return (_agents[agent].status == AgentStatus.Active, _offers[agent][capability].price);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function offersFor(bytes32 capability, uint256 offset, uint256 limit)
+        external
+        view
+        override
+        returns (OfferView[] memory page, uint256 total)
+    {
+        if (limit == 0 || limit > MAX_PAGE) revert AgentRegistryPageLimit(limit, MAX_PAGE);
         address[] storage list = _agentsFor[capability];
-        for (uint256 i; i < list.length; ++i) {
-            address candidate = list[i];
-            if (_agents[candidate].status != AgentStatus.Active) continue;
-            uint128 offer = _offers[candidate][capability].price;
-            if (agent == address(0) || offer < price || (offer == price && candidate < agent)) {
-                agent = candidate;
-                price = offer;
-            }
+        total = list.length;
+        uint256 end = offset >= total ? offset : total;
+        if (end - offset > limit) end = offset + limit;
+        page = new OfferView[](end - offset);
+        for (uint256 i; i < page.length; ++i) {
+            address agent = list[offset + i];
+            page[i] = OfferView({
+                agent: agent,
+                price: _offers[agent][capability].price,
+                active: _agents[agent].status == AgentStatus.Active
+            });
         }
     }
 

@@ -9,6 +9,7 @@ import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 
+import {IAgentRegistry} from "./interfaces/IAgentRegistry.sol";
 import {ITaskEscrow} from "./interfaces/ITaskEscrow.sol";
 
 /// @title TaskEscrow
@@ -30,11 +31,14 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     uint32 public constant MAX_WINDOW = 30 days;
     /// @notice Furthest a deadline may lie in the future.
     uint40 public constant MAX_DEADLINE_HORIZON = 365 days;
+    /// @inheritdoc ITaskEscrow
+    uint256 public constant override MAX_BATCH = 64;
 
     /// @dev Words in an ABI-encoded {Task}; a memory {Task} has the same layout.
-    uint256 private constant TASK_WORDS = 13;
+    uint256 private constant TASK_WORDS = 14;
 
     IERC20 private immutable _token;
+    IAgentRegistry private immutable _registry;
 
     address public override arbiter;
     address public override pendingArbiter;
@@ -42,28 +46,39 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     address public override pendingAppealArbiter;
     uint32 public override disputeWindow;
     uint32 public override appealWindow;
+    uint32 public override appealRulingWindow;
 
     mapping(uint256 taskId => bytes32 stateHash) private _taskHashes;
 
     /// @param token_ The settlement token (6-decimal USDC on live chains).
+    /// @param registry_ The agent registry every executor must offer its capability in.
     /// @param owner_ May pause, rotate arbiters and set windows.
     /// @param arbiter_ Rules on disputes.
     /// @param appealArbiter_ Rules on appeals.
+    /// @param disputeWindow_ Seconds the arbiter has to rule on a dispute.
+    /// @param appealWindow_ Seconds a party has to appeal a ruling; zero makes rulings final.
+    /// @param appealRulingWindow_ Seconds the appeal arbiter has to rule on an appeal.
     constructor(
         address token_,
+        address registry_,
         address owner_,
         address arbiter_,
         address appealArbiter_,
         uint32 disputeWindow_,
-        uint32 appealWindow_
+        uint32 appealWindow_,
+        uint32 appealRulingWindow_
     ) Ownable(owner_) {
-        if (token_ == address(0) || arbiter_ == address(0) || appealArbiter_ == address(0)) {
+        if (
+            token_ == address(0) || registry_ == address(0) || arbiter_ == address(0)
+                || appealArbiter_ == address(0)
+        ) {
             revert TaskEscrowZeroAddress();
         }
         _token = IERC20(token_);
+        _registry = IAgentRegistry(registry_);
         arbiter = arbiter_;
         appealArbiter = appealArbiter_;
-        _setWindows(disputeWindow_, appealWindow_);
+        _setWindows(disputeWindow_, appealWindow_, appealRulingWindow_);
         emit ArbiterChanged(address(0), arbiter_);
         emit AppealArbiterChanged(address(0), appealArbiter_);
     }
@@ -78,9 +93,10 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         override
         nonReentrant
         whenNotPaused
-        returns (uint256)
+        returns (uint256 taskId)
     {
-        return _create(p);
+        taskId = _create(p, _NOT_IN_BATCH);
+        _pull(p.amount);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -90,16 +106,64 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         uint8 v,
         bytes32 r,
         bytes32 s
-    ) external override nonReentrant whenNotPaused returns (uint256) {
-        // A permit someone else already submitted (front-running) must not block
-        // creation: if it fails, the allowance check in transferFrom decides.
-        try IERC20Permit(address(_token))
-            .permit(msg.sender, address(this), p.amount, permitDeadline, v, r, s) {}
-            catch {}
-        return _create(p);
+    ) external override nonReentrant whenNotPaused returns (uint256 taskId) {
+        _permit(p.amount, permitDeadline, v, r, s);
+        taskId = _create(p, _NOT_IN_BATCH);
+        _pull(p.amount);
     }
 
-    function _create(CreateParams calldata p) private returns (uint256 taskId) {
+    /// @inheritdoc ITaskEscrow
+    function createTasks(CreateParams[] calldata ps)
+        external
+        override
+        nonReentrant
+        whenNotPaused
+        returns (uint256[] memory taskIds)
+    {
+        uint256 total;
+        (taskIds, total) = _createAll(ps);
+        _pull(total);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function createTasksWithPermit(
+        CreateParams[] calldata ps,
+        uint256 permitDeadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external override nonReentrant whenNotPaused returns (uint256[] memory taskIds) {
+        uint256 total;
+        for (uint256 i; i < ps.length; ++i) {
+            total += ps[i].amount;
+        }
+        _permit(total, permitDeadline, v, r, s);
+        uint256 created;
+        (taskIds, created) = _createAll(ps);
+        _pull(created);
+    }
+
+    /// @dev A permit someone else already submitted (front-running) must not block
+    /// creation: if it fails, the allowance check in transferFrom decides.
+    function _permit(uint256 value, uint256 permitDeadline, uint8 v, bytes32 r, bytes32 s) private {
+        try IERC20Permit(address(_token)).permit(msg.sender, address(this), value, permitDeadline, v, r, s) {}
+            catch {}
+    }
+
+    function _createAll(CreateParams[] calldata ps) private returns (uint256[] memory taskIds, uint256 total) {
+        if (ps.length == 0 || ps.length > MAX_BATCH) revert TaskEscrowBatchSize(ps.length);
+        taskIds = new uint256[](ps.length);
+        for (uint256 i; i < ps.length; ++i) {
+            taskIds[i] = _create(ps[i], i);
+            total += ps[i].amount;
+        }
+    }
+
+    /// @dev Marks a creation outside any batch, so a reused reference reverts with
+    /// {TaskEscrowDuplicateReference} rather than a batch index.
+    uint256 private constant _NOT_IN_BATCH = type(uint256).max;
+
+    function _create(CreateParams calldata p, uint256 index) private returns (uint256 taskId) {
         // Checks
         if (p.amount == 0) revert TaskEscrowZeroAmount();
         if (p.client == address(0) || p.executor == address(0)) revert TaskEscrowZeroAddress();
@@ -108,9 +172,13 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         if (p.reviewWindow < MIN_WINDOW || p.reviewWindow > MAX_WINDOW) {
             revert TaskEscrowInvalidWindow(p.reviewWindow);
         }
+        _checkOffer(p.executor, p.capability, p.amount);
 
         taskId = uint256(keccak256(abi.encode(msg.sender, p.ref)));
-        if (_taskHashes[taskId] != 0) revert TaskEscrowDuplicateReference(msg.sender, p.ref);
+        if (_taskHashes[taskId] != 0) {
+            if (index == _NOT_IN_BATCH) revert TaskEscrowDuplicateReference(msg.sender, p.ref);
+            revert TaskEscrowBatchDuplicate(index, p.ref);
+        }
 
         // Effects
         Task memory t = Task({
@@ -123,19 +191,32 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             reviewWindow: p.reviewWindow,
             disputeWindow: disputeWindow,
             appealWindow: appealWindow,
+            appealRulingWindow: appealRulingWindow,
             executorShareBps: 0,
             status: Status.Created,
             specHash: keccak256(bytes(p.specURI)),
             resultHash: bytes32(0)
         });
         _store(taskId, t);
-        emit TaskCreated(taskId, p.planId, p.parentId, p.ref, t, p.specURI);
+        emit TaskCreated(taskId, p.planId, p.parentId, p.ref, p.capability, t, p.specURI);
+    }
 
-        // Interactions: pull the funds and insist the exact amount arrived.
+    /// @dev Interactions: pulls `amount` from the caller and insists the exact amount arrived.
+    function _pull(uint256 amount) private {
         uint256 balanceBefore = _token.balanceOf(address(this));
-        _token.safeTransferFrom(msg.sender, address(this), p.amount);
+        _token.safeTransferFrom(msg.sender, address(this), amount);
         uint256 received = _token.balanceOf(address(this)) - balanceBefore;
-        if (received != p.amount) revert TaskEscrowTransferMismatch(p.amount, received);
+        if (received != amount) revert TaskEscrowTransferMismatch(amount, received);
+    }
+
+    /// @dev The fourth layer of the high-stakes defence: money can only be escrowed
+    /// for an executor the registry lists as active and offering `capability` at no
+    /// more than `amount`, whoever the caller is.
+    function _checkOffer(address executor, bytes32 capability, uint128 amount) private view {
+        (bool active, uint128 price) = _registry.offerOf(executor, capability);
+        if (!active || price == 0 || price > amount) {
+            revert TaskEscrowExecutorNotOffering(executor, capability, amount);
+        }
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -170,7 +251,34 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @inheritdoc ITaskEscrow
+    function deliver(uint256 taskId, Task calldata task, string calldata resultURI) external override {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
+        _requireStatus(taskId, t, Status.Created);
+        if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
+
+        t.status = Status.Completed;
+        t.updatedAt = uint40(block.timestamp);
+        t.resultHash = keccak256(bytes(resultURI));
+        _store(taskId, t);
+        emit TaskCompleted(taskId, msg.sender, resultURI, t.updatedAt);
+    }
+
+    /// @inheritdoc ITaskEscrow
     function approvePayment(uint256 taskId, Task calldata task) external override nonReentrant {
+        _approve(taskId, task);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks) external override nonReentrant {
+        if (taskIds.length == 0 || taskIds.length > MAX_BATCH) revert TaskEscrowBatchSize(taskIds.length);
+        if (taskIds.length != tasks.length) revert TaskEscrowLengthMismatch(taskIds.length, tasks.length);
+        for (uint256 i; i < taskIds.length; ++i) {
+            _approve(taskIds[i], tasks[i]);
+        }
+    }
+
+    function _approve(uint256 taskId, Task calldata task) private {
         Task memory t = _load(taskId, task);
         if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
         _requireStatus(taskId, t, Status.Completed);
@@ -214,14 +322,15 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         if (block.timestamp > disputeEnd) revert TaskEscrowTooLate(disputeEnd);
         if (executorShareBps > BPS) revert TaskEscrowInvalidShare(executorShareBps);
 
-        emit DisputeRuled(taskId, msg.sender, executorShareBps, rationaleURI, uint40(block.timestamp));
         if (t.appealWindow == 0) {
-            _settle(taskId, t, executorShareBps, Settlement.Ruling);
+            // Final at once: the ruling, then the settlement it makes (state written first).
+            _settle(taskId, t, executorShareBps, Settlement.Ruling, _RULED_BY_ARBITER, rationaleURI);
         } else {
             t.status = Status.Ruled;
             t.updatedAt = uint40(block.timestamp);
             t.executorShareBps = executorShareBps;
             _store(taskId, t);
+            emit DisputeRuled(taskId, msg.sender, executorShareBps, rationaleURI, t.updatedAt);
         }
     }
 
@@ -249,12 +358,11 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         Task memory t = _load(taskId, task);
         if (msg.sender != appealArbiter) revert TaskEscrowUnauthorized(msg.sender);
         _requireStatus(taskId, t, Status.Appealed);
-        uint256 appealDecisionEnd = uint256(t.updatedAt) + t.disputeWindow;
-        if (block.timestamp > appealDecisionEnd) revert TaskEscrowTooLate(appealDecisionEnd);
+        uint256 appealRulingEnd = uint256(t.updatedAt) + t.appealRulingWindow;
+        if (block.timestamp > appealRulingEnd) revert TaskEscrowTooLate(appealRulingEnd);
         if (executorShareBps > BPS) revert TaskEscrowInvalidShare(executorShareBps);
 
-        emit AppealRuled(taskId, msg.sender, executorShareBps, rationaleURI, uint40(block.timestamp));
-        _settle(taskId, t, executorShareBps, Settlement.AppealRuling);
+        _settle(taskId, t, executorShareBps, Settlement.AppealRuling, _RULED_ON_APPEAL, rationaleURI);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -264,7 +372,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         if (t.status == Status.Ruled) {
             end = uint256(t.updatedAt) + t.appealWindow;
         } else if (t.status == Status.Appealed) {
-            end = uint256(t.updatedAt) + t.disputeWindow;
+            end = uint256(t.updatedAt) + t.appealRulingWindow;
         } else {
             revert TaskEscrowInvalidStatus(taskId, t.status);
         }
@@ -300,10 +408,13 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @inheritdoc ITaskEscrow
-    function reassignTask(uint256 taskId, Task calldata task, address newExecutor, uint40 newDeadline)
-        external
-        override
-    {
+    function reassignTask(
+        uint256 taskId,
+        Task calldata task,
+        address newExecutor,
+        uint40 newDeadline,
+        bytes32 capability
+    ) external override {
         Task memory t = _load(taskId, task);
         if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
         if (t.status == Status.Accepted) {
@@ -315,6 +426,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         if (newExecutor == address(0)) revert TaskEscrowZeroAddress();
         if (newExecutor == t.client || newExecutor == t.funder) revert TaskEscrowSelfDealing(newExecutor);
         _checkDeadline(newDeadline);
+        _checkOffer(newExecutor, capability, t.amount);
 
         address previous = t.executor;
         t.executor = newExecutor;
@@ -349,9 +461,10 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     /// @inheritdoc ITaskEscrow
     function acceptArbiter() external override {
         if (msg.sender != pendingArbiter) revert TaskEscrowNotPending(msg.sender);
-        emit ArbiterChanged(arbiter, msg.sender);
+        address previous = arbiter;
         arbiter = msg.sender;
         pendingArbiter = address(0);
+        emit ArbiterChanged(previous, msg.sender);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -364,14 +477,19 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     /// @inheritdoc ITaskEscrow
     function acceptAppealArbiter() external override {
         if (msg.sender != pendingAppealArbiter) revert TaskEscrowNotPending(msg.sender);
-        emit AppealArbiterChanged(appealArbiter, msg.sender);
+        address previous = appealArbiter;
         appealArbiter = msg.sender;
         pendingAppealArbiter = address(0);
+        emit AppealArbiterChanged(previous, msg.sender);
     }
 
     /// @inheritdoc ITaskEscrow
-    function setWindows(uint32 disputeWindow_, uint32 appealWindow_) external override onlyOwner {
-        _setWindows(disputeWindow_, appealWindow_);
+    function setWindows(uint32 disputeWindow_, uint32 appealWindow_, uint32 appealRulingWindow_)
+        external
+        override
+        onlyOwner
+    {
+        _setWindows(disputeWindow_, appealWindow_, appealRulingWindow_);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -381,6 +499,11 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     /// @inheritdoc ITaskEscrow
     function token() external view override returns (address) {
         return address(_token);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function registry() external view override returns (address) {
+        return address(_registry);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -439,19 +562,40 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         }
     }
 
-    function _setWindows(uint32 disputeWindow_, uint32 appealWindow_) private {
+    function _setWindows(uint32 disputeWindow_, uint32 appealWindow_, uint32 appealRulingWindow_) private {
         if (disputeWindow_ < MIN_WINDOW || disputeWindow_ > MAX_WINDOW) {
             revert TaskEscrowInvalidWindow(disputeWindow_);
         }
         if (appealWindow_ > MAX_WINDOW) revert TaskEscrowInvalidWindow(appealWindow_);
+        if (appealRulingWindow_ < MIN_WINDOW || appealRulingWindow_ > MAX_WINDOW) {
+            revert TaskEscrowInvalidWindow(appealRulingWindow_);
+        }
         disputeWindow = disputeWindow_;
         appealWindow = appealWindow_;
-        emit WindowsUpdated(disputeWindow_, appealWindow_);
+        appealRulingWindow = appealRulingWindow_;
+        emit WindowsUpdated(disputeWindow_, appealWindow_, appealRulingWindow_);
+    }
+
+    /// @dev What {_settle} emits before {TaskSettled}: nothing, {DisputeRuled} or {AppealRuled}.
+    uint8 private constant _NO_RULING = 0;
+    uint8 private constant _RULED_BY_ARBITER = 1;
+    uint8 private constant _RULED_ON_APPEAL = 2;
+
+    function _settle(uint256 taskId, Task memory t, uint16 executorShareBps, Settlement how) private {
+        _settle(taskId, t, executorShareBps, how, _NO_RULING, "");
     }
 
     /// @dev Ends a task: `executorShareBps` of the amount to the executor, the rest
-    /// to the funder. The terminal status follows from the shares.
-    function _settle(uint256 taskId, Task memory t, uint16 executorShareBps, Settlement how) private {
+    /// to the funder. The terminal status follows from the shares. A ruling that
+    /// settles at once is emitted after the state write, before {TaskSettled}.
+    function _settle(
+        uint256 taskId,
+        Task memory t,
+        uint16 executorShareBps,
+        Settlement how,
+        uint8 ruling,
+        string memory rationaleURI
+    ) private {
         uint128 toExecutor = uint128((uint256(t.amount) * executorShareBps) / BPS);
         uint128 toFunder = t.amount - toExecutor;
 
@@ -467,6 +611,11 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         t.updatedAt = uint40(block.timestamp);
         t.executorShareBps = executorShareBps;
         _store(taskId, t);
+        if (ruling == _RULED_BY_ARBITER) {
+            emit DisputeRuled(taskId, msg.sender, executorShareBps, rationaleURI, t.updatedAt);
+        } else if (ruling == _RULED_ON_APPEAL) {
+            emit AppealRuled(taskId, msg.sender, executorShareBps, rationaleURI, t.updatedAt);
+        }
         emit TaskSettled(taskId, terminal, how, toExecutor, toFunder, t.updatedAt);
 
         // Interactions

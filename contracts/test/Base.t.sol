@@ -13,6 +13,7 @@ import {Test} from "./utils/Test.sol";
 abstract contract Base is Test {
     uint32 internal constant DISPUTE_WINDOW = 3 days;
     uint32 internal constant APPEAL_WINDOW = 2 days;
+    uint32 internal constant APPEAL_RULING_WINDOW = 4 days;
     uint32 internal constant REVIEW_WINDOW = 1 days;
     uint128 internal constant AMOUNT = 10_000_000; // 10 USDC
     uint256 internal constant START = 1_700_000_000;
@@ -32,6 +33,9 @@ abstract contract Base is Test {
     address internal stranger;
 
     bytes32 internal constant PLAN = keccak256("plan-1");
+    bytes32 internal constant CAPABILITY = "summarize";
+    /// @dev What registered executors ask for {CAPABILITY}: one base unit, so any amount hires them.
+    uint128 internal constant PRICE = 1;
     string internal constant SPEC = "data:application/json,{\"parent\":\"plan-1\",\"spec\":\"summarize\"}";
     string internal constant RESULT = "data:text/plain,three bullet points";
 
@@ -50,12 +54,39 @@ abstract contract Base is Test {
 
         usdc = new MockUSDC(owner);
         registry = new AgentRegistry();
-        escrow = new TaskEscrow(address(usdc), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW);
+        escrow = new TaskEscrow(
+            address(usdc),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            APPEAL_WINDOW,
+            APPEAL_RULING_WINDOW
+        );
+        _registerExecutors();
 
         vm.prank(owner);
         usdc.mint(funder, 1_000_000_000_000);
         vm.prank(funder);
         usdc.approve(address(escrow), type(uint256).max);
+    }
+
+    /// @dev The escrow only funds registered executors: both offer {CAPABILITY}.
+    /// The registry's own tests start from an empty registry instead.
+    function _registerExecutors() internal virtual {
+        _registerExecutor(executor);
+        _registerExecutor(executor2);
+    }
+
+    /// @dev Registers `agent` in the registry offering {CAPABILITY} at {PRICE}.
+    function _registerExecutor(address agent) internal {
+        bytes32[] memory caps = new bytes32[](1);
+        caps[0] = CAPABILITY;
+        uint128[] memory prices = new uint128[](1);
+        prices[0] = PRICE;
+        vm.prank(agent);
+        registry.register("ipfs://card", caps, prices);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -67,6 +98,7 @@ abstract contract Base is Test {
             ref: ref,
             planId: PLAN,
             parentId: 0,
+            capability: CAPABILITY,
             client: client,
             executor: executor,
             amount: AMOUNT,
@@ -96,6 +128,7 @@ abstract contract Base is Test {
             reviewWindow: p.reviewWindow,
             disputeWindow: escrow.disputeWindow(),
             appealWindow: escrow.appealWindow(),
+            appealRulingWindow: escrow.appealRulingWindow(),
             executorShareBps: 0,
             status: ITaskEscrow.Status.Created,
             specHash: keccak256(bytes(p.specURI)),
@@ -129,6 +162,17 @@ abstract contract Base is Test {
     function _complete(uint256 id, ITaskEscrow.Task memory t) internal returns (ITaskEscrow.Task memory) {
         vm.prank(t.executor);
         escrow.completeTask(id, t, RESULT);
+        t.status = ITaskEscrow.Status.Completed;
+        t.updatedAt = uint40(block.timestamp);
+        t.resultHash = keccak256(bytes(RESULT));
+        _assertStored(id, t);
+        return t;
+    }
+
+    /// @dev The executor delivers a Created task in one call.
+    function _deliver(uint256 id, ITaskEscrow.Task memory t) internal returns (ITaskEscrow.Task memory) {
+        vm.prank(t.executor);
+        escrow.deliver(id, t, RESULT);
         t.status = ITaskEscrow.Status.Completed;
         t.updatedAt = uint40(block.timestamp);
         t.resultHash = keccak256(bytes(RESULT));

@@ -25,6 +25,13 @@ interface IAgentRegistry {
         uint128[] prices; // prices[i] is the price of capabilities[i]
     }
 
+    /// @notice One offer of a capability as {offersFor} returns it.
+    struct OfferView {
+        address agent;
+        uint128 price;
+        bool active; // registered and not paused
+    }
+
     /// @notice An agent registered. {CapabilitySet} follows for each capability.
     event AgentRegistered(address indexed agent, string metadataURI);
     /// @notice An agent now offers `capability` at `price` (new offer or new price).
@@ -60,6 +67,8 @@ interface IAgentRegistry {
     error AgentRegistryZeroPrice(bytes32 capability);
     /// @notice The metadata URI is empty.
     error AgentRegistryEmptyMetadata();
+    /// @notice A page limit is zero or above {MAX_PAGE}.
+    error AgentRegistryPageLimit(uint256 limit, uint256 max);
 
     /// @notice Registers the caller as an active agent.
     function register(string calldata metadataURI, bytes32[] calldata capabilities, uint128[] calldata prices)
@@ -98,12 +107,22 @@ interface IAgentRegistry {
     /// @notice The agent's price for a capability; `offered` is false if it has none.
     function priceOf(address agent, bytes32 capability) external view returns (bool offered, uint128 price);
 
-    /// @notice Every registered agent offering `capability`, active or paused.
-    function agentsFor(bytes32 capability) external view returns (address[] memory);
+    /// @notice Whether `agent` may be hired for `capability` and at what price: `active` is
+    /// false unless it is registered and not paused, `price` is zero unless it offers
+    /// the capability. One call, so the escrow can check an executor at creation.
+    function offerOf(address agent, bytes32 capability) external view returns (bool active, uint128 price);
 
-    /// @notice The active agent with the lowest price for `capability`; ties go to
-    /// the lowest address. Zero address and price if no active agent offers it.
-    function cheapestActive(bytes32 capability) external view returns (address agent, uint128 price);
+    /// @notice At most `limit` (≤ {MAX_PAGE}) of the offers for `capability` from
+    /// position `offset`, active or paused, and how many there are in all. The list
+    /// is unordered and anyone can grow it: callers page through it and choose off
+    /// chain; the escrow checks the chosen executor at creation.
+    function offersFor(bytes32 capability, uint256 offset, uint256 limit)
+        external
+        view
+        returns (OfferView[] memory page, uint256 total);
+
+    /// @notice The largest page {offersFor} returns.
+    function MAX_PAGE() external view returns (uint256);
 
     /// @notice How many agents are registered.
     function agentCount() external view returns (uint256);

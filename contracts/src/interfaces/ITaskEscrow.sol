@@ -55,8 +55,9 @@ interface ITaskEscrow {
         uint40 deadline; // executor must complete by this time
         uint40 updatedAt; // when the current status began; starts review, dispute and appeal windows
         uint32 reviewWindow; // seconds the client has to approve or dispute a completed task
-        uint32 disputeWindow; // seconds an arbiter has to rule (snapshot at creation)
-        uint32 appealWindow; // seconds to appeal a ruling (snapshot at creation)
+        uint32 disputeWindow; // seconds the arbiter has to rule on a dispute (snapshot at creation)
+        uint32 appealWindow; // seconds to appeal a ruling (snapshot at creation); zero makes rulings final
+        uint32 appealRulingWindow; // seconds the appeal arbiter has to rule on an appeal (snapshot at creation)
         uint16 executorShareBps; // the ruling while Ruled or Appealed; once settled, the share applied
         Status status;
         bytes32 specHash; // keccak256 of the spec URI
@@ -68,6 +69,7 @@ interface ITaskEscrow {
         bytes32 ref; // caller-chosen reference; the task id derives from (funder, ref)
         bytes32 planId; // the plan this task belongs to (0 for none)
         uint256 parentId; // the parent task id (0 for a root task)
+        bytes32 capability; // what the executor is hired for; it must offer it at no more than `amount`
         address client;
         address executor;
         uint128 amount;
@@ -86,6 +88,7 @@ interface ITaskEscrow {
         bytes32 indexed planId,
         uint256 indexed parentId,
         bytes32 ref,
+        bytes32 capability,
         Task task,
         string specURI
     );
@@ -94,7 +97,8 @@ interface ITaskEscrow {
     event TaskAccepted(uint256 indexed taskId, address indexed executor, uint40 at);
 
     /// @notice The executor delivered; the review window starts at `at`. The stored
-    /// result hash is `keccak256(bytes(resultURI))`.
+    /// result hash is `keccak256(bytes(resultURI))`. Emitted by {completeTask} from
+    /// Accepted and by {deliver} straight from Created.
     event TaskCompleted(uint256 indexed taskId, address indexed executor, string resultURI, uint40 at);
 
     /// @notice The client disputed the result; the dispute window starts at `at`.
@@ -150,8 +154,8 @@ interface ITaskEscrow {
     event AppealArbiterProposed(address indexed current, address indexed proposed);
     /// @notice The appeal arbiter changed.
     event AppealArbiterChanged(address indexed previous, address indexed current);
-    /// @notice The dispute and appeal windows for tasks created from now on changed.
-    event WindowsUpdated(uint32 disputeWindow, uint32 appealWindow);
+    /// @notice The windows for tasks created from now on changed.
+    event WindowsUpdated(uint32 disputeWindow, uint32 appealWindow, uint32 appealRulingWindow);
 
     /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -187,6 +191,16 @@ interface ITaskEscrow {
     error TaskEscrowTransferMismatch(uint256 expected, uint256 received);
     /// @notice The caller is not the pending arbiter or appeal arbiter.
     error TaskEscrowNotPending(address caller);
+    /// @notice The executor is not registered and active, does not offer the capability,
+    /// or asks more for it than the task's amount.
+    error TaskEscrowExecutorNotOffering(address executor, bytes32 capability, uint128 amount);
+    /// @notice A batch is empty or longer than {MAX_BATCH}.
+    error TaskEscrowBatchSize(uint256 length);
+    /// @notice Two arrays of a batch call differ in length.
+    error TaskEscrowLengthMismatch(uint256 ids, uint256 tasks);
+    /// @notice Item `index` of a batch reuses a reference: the whole batch reverts,
+    /// nothing is funded.
+    error TaskEscrowBatchDuplicate(uint256 index, bytes32 ref);
 
     /*//////////////////////////////////////////////////////////////
                             CREATION
@@ -207,6 +221,23 @@ interface ITaskEscrow {
         bytes32 s
     ) external returns (uint256 taskId);
 
+    /// @notice Creates every task of `ps` with one token transfer for their sum, from
+    /// the caller's prior approval: a wave of a plan in one transaction. All or
+    /// nothing: an invalid item reverts the batch, a reused reference with
+    /// {TaskEscrowBatchDuplicate} naming its index, so a crashed caller re-sending
+    /// the batch can never fund a task twice.
+    /// @return taskIds `taskIdFor(msg.sender, ps[i].ref)` for each item, in order.
+    function createTasks(CreateParams[] calldata ps) external returns (uint256[] memory taskIds);
+
+    /// @notice {createTasks} approved by one EIP-2612 permit for the sum of the amounts.
+    function createTasksWithPermit(
+        CreateParams[] calldata ps,
+        uint256 permitDeadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external returns (uint256[] memory taskIds);
+
     /*//////////////////////////////////////////////////////////////
                             LIFECYCLE
     //////////////////////////////////////////////////////////////*/
@@ -217,8 +248,15 @@ interface ITaskEscrow {
     /// @notice The executor delivers an Accepted task before its deadline.
     function completeTask(uint256 taskId, Task calldata task, string calldata resultURI) external;
 
+    /// @notice The executor delivers a Created task before its deadline, accepting and
+    /// completing it in one call (work done before it was accepted).
+    function deliver(uint256 taskId, Task calldata task, string calldata resultURI) external;
+
     /// @notice The client approves a Completed task; the executor is paid.
     function approvePayment(uint256 taskId, Task calldata task) external;
+
+    /// @notice The client approves several Completed tasks at once; all or nothing.
+    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks) external;
 
     /// @notice Anyone releases payment of a Completed task once its review window passed.
     function releasePayment(uint256 taskId, Task calldata task) external;
@@ -261,8 +299,13 @@ interface ITaskEscrow {
 
     /// @notice The client re-routes a task its executor never accepted, or accepted
     /// and let pass its deadline, to `newExecutor` with `newDeadline`.
-    function reassignTask(uint256 taskId, Task calldata task, address newExecutor, uint40 newDeadline)
-        external;
+    function reassignTask(
+        uint256 taskId,
+        Task calldata task,
+        address newExecutor,
+        uint40 newDeadline,
+        bytes32 capability
+    ) external;
 
     /*//////////////////////////////////////////////////////////////
                                 ADMIN
@@ -286,8 +329,8 @@ interface ITaskEscrow {
     /// @notice The proposed appeal arbiter takes the role.
     function acceptAppealArbiter() external;
 
-    /// @notice Owner: set the dispute and appeal windows snapshotted into new tasks.
-    function setWindows(uint32 disputeWindow, uint32 appealWindow) external;
+    /// @notice Owner: set the windows snapshotted into new tasks.
+    function setWindows(uint32 disputeWindow, uint32 appealWindow, uint32 appealRulingWindow) external;
 
     /*//////////////////////////////////////////////////////////////
                                 VIEWS
@@ -314,11 +357,20 @@ interface ITaskEscrow {
     /// @notice Appeal window snapshotted into new tasks, in seconds; zero makes rulings final.
     function appealWindow() external view returns (uint32);
 
+    /// @notice Appeal ruling window snapshotted into new tasks, in seconds.
+    function appealRulingWindow() external view returns (uint32);
+
+    /// @notice The registry every executor must be registered, active and offering in.
+    function registry() external view returns (address);
+
     /// @notice The stored hash of a task's state (zero if no such task).
     function taskHash(uint256 taskId) external view returns (bytes32);
 
     /// @notice The hash {taskHash} holds for `task`.
     function hashTask(Task calldata task) external pure returns (bytes32);
+
+    /// @notice Most tasks one {createTasks} or {approvePayments} call takes.
+    function MAX_BATCH() external view returns (uint256);
 
     /// @notice The id a task created by `funder` with reference `ref` gets.
     function taskIdFor(address funder, bytes32 ref) external pure returns (uint256);

@@ -76,7 +76,7 @@ contract AcceptTaskTest is EscrowBase {
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 newDeadline = uint40(block.timestamp + 2 days);
         vm.prank(client);
-        escrow.reassignTask(id, t, executor2, newDeadline);
+        escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
         t.executor = executor2;
         t.deadline = newDeadline;
         t.updatedAt = uint40(block.timestamp);

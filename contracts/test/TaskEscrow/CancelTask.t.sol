@@ -67,7 +67,7 @@ contract CancelTaskTest is EscrowBase {
         vm.warp(uint256(t.deadline) + 1);
         uint40 newDeadline = uint40(block.timestamp + 1 days);
         vm.prank(client);
-        escrow.reassignTask(id, t, executor2, newDeadline);
+        escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
         t.executor = executor2;
         t.deadline = newDeadline;
         t.status = ITaskEscrow.Status.Created;

@@ -19,7 +19,7 @@ contract ConstructorTest is EscrowBase {
         bytes memory err
     ) private {
         vm.expectRevert(err);
-        new TaskEscrow(token_, owner_, arbiter_, appealArbiter_, disputeWindow_, appealWindow_);
+        new TaskEscrow(token_, address(registry), owner_, arbiter_, appealArbiter_, disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
     }
 
     function test_RevertWhen_TokenZero() public {
@@ -107,12 +107,12 @@ contract ConstructorTest is EscrowBase {
         vm.expectEmit();
         emit Ownable.OwnershipTransferred(address(0), owner);
         vm.expectEmit();
-        emit ITaskEscrow.WindowsUpdated(DISPUTE_WINDOW, 0);
+        emit ITaskEscrow.WindowsUpdated(DISPUTE_WINDOW, 0, APPEAL_RULING_WINDOW);
         vm.expectEmit();
         emit ITaskEscrow.ArbiterChanged(address(0), arbiter);
         vm.expectEmit();
         emit ITaskEscrow.AppealArbiterChanged(address(0), appealArbiter);
-        TaskEscrow e = new TaskEscrow(address(usdc), owner, arbiter, appealArbiter, DISPUTE_WINDOW, 0);
+        TaskEscrow e = new TaskEscrow(address(usdc), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, 0, APPEAL_RULING_WINDOW);
 
         assertEq(e.token(), address(usdc), "token");
         assertEq(e.owner(), owner, "owner");
@@ -130,7 +130,7 @@ contract ConstructorTest is EscrowBase {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
         TaskEscrow e =
-            new TaskEscrow(address(usdc), owner, arbiter, appealArbiter, disputeWindow_, appealWindow_);
+            new TaskEscrow(address(usdc), address(registry), owner, arbiter, appealArbiter, disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
         assertEq(e.disputeWindow(), disputeWindow_, "dispute window");
         assertEq(e.appealWindow(), appealWindow_, "appeal window");
     }

@@ -163,7 +163,7 @@ contract CreateTaskTest is EscrowBase {
         uint256 funderBefore = usdc.balanceOf(funder);
 
         vm.expectEmit(address(escrow));
-        emit ITaskEscrow.TaskCreated(expectedId, PLAN, 42, p.ref, t, SPEC);
+        emit ITaskEscrow.TaskCreated(expectedId, PLAN, 42, p.ref, CAPABILITY, t, SPEC);
         vm.expectEmit(address(usdc));
         emit IERC20.Transfer(funder, address(escrow), AMOUNT);
         vm.prank(funder);

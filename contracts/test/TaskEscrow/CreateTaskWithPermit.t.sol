@@ -48,7 +48,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
         uint256 funderBefore = usdc.balanceOf(funder);
 
         vm.expectEmit(address(escrow));
-        emit ITaskEscrow.TaskCreated(expectedId, PLAN, 0, p.ref, t, SPEC);
+        emit ITaskEscrow.TaskCreated(expectedId, PLAN, 0, p.ref, CAPABILITY, t, SPEC);
         vm.prank(funder);
         uint256 id = escrow.createTaskWithPermit(p, permitDeadline, v, r, s);
 

@@ -172,7 +172,7 @@ abstract contract EscrowBase is Base {
 
     function _setWindows(uint32 disputeWindow_, uint32 appealWindow_) internal {
         vm.prank(owner);
-        escrow.setWindows(disputeWindow_, appealWindow_);
+        escrow.setWindows(disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
     }
 
     struct Balances {

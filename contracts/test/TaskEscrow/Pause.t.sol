@@ -66,7 +66,7 @@ contract PauseTest is EscrowBase {
         vm.prank(client);
         escrow.cancelTask(ids[1], ts[1]);
         vm.prank(client);
-        escrow.reassignTask(ids[2], ts[2], executor2, uint40(block.timestamp + 1 days));
+        escrow.reassignTask(ids[2], ts[2], executor2, uint40(block.timestamp + 1 days), CAPABILITY);
         ts[3] = _complete(ids[3], ts[3]);
         vm.prank(client);
         escrow.approvePayment(ids[3], ts[3]);

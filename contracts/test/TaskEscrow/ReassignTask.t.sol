@@ -19,21 +19,21 @@ contract ReassignTaskTest is EscrowBase {
     ) private {
         vm.prank(client);
         vm.expectRevert(err);
-        escrow.reassignTask(id, t, to, deadline_);
+        escrow.reassignTask(id, t, to, deadline_, CAPABILITY);
     }
 
     function test_RevertWhen_TaskUnknown() public {
         (, ITaskEscrow.Task memory t) = _create();
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
-        escrow.reassignTask(_unknownId(), t, executor2, _newDeadline());
+        escrow.reassignTask(_unknownId(), t, executor2, _newDeadline(), CAPABILITY);
     }
 
     function test_RevertWhen_TaskStale() public {
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.prank(client);
         _expectRevertStale(id);
-        escrow.reassignTask(id, _stale(t), executor2, _newDeadline());
+        escrow.reassignTask(id, _stale(t), executor2, _newDeadline(), CAPABILITY);
     }
 
     function test_RevertWhen_CallerNotClient() public {
@@ -43,7 +43,7 @@ contract ReassignTaskTest is EscrowBase {
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
             _expectRevertUnauthorized(others[i]);
-            escrow.reassignTask(id, t, executor2, newDeadline);
+            escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
         }
     }
 
@@ -52,13 +52,13 @@ contract ReassignTaskTest is EscrowBase {
         uint40 newDeadline = _newDeadline();
         vm.prank(client);
         _expectRevertTooEarly(uint256(t.deadline) + 1);
-        escrow.reassignTask(id, t, executor2, newDeadline);
+        escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
 
         vm.warp(t.deadline);
         newDeadline = _newDeadline();
         vm.prank(client);
         _expectRevertTooEarly(uint256(t.deadline) + 1);
-        escrow.reassignTask(id, t, executor2, newDeadline);
+        escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
     }
 
     function test_RevertWhen_StatusNeitherCreatedNorAccepted() public {
@@ -69,7 +69,7 @@ contract ReassignTaskTest is EscrowBase {
             uint40 newDeadline = _newDeadline();
             vm.prank(client);
             _expectRevertStatus(id, all[i]);
-            escrow.reassignTask(id, t, executor2, newDeadline);
+            escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
         }
     }
 
@@ -130,7 +130,7 @@ contract ReassignTaskTest is EscrowBase {
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.TaskReassigned(id, t.executor, to, newDeadline, uint40(block.timestamp));
         vm.prank(client);
-        escrow.reassignTask(id, t, to, newDeadline);
+        escrow.reassignTask(id, t, to, newDeadline, CAPABILITY);
         t.executor = to;
         t.deadline = newDeadline;
         t.status = ITaskEscrow.Status.Created;
@@ -209,7 +209,7 @@ contract ReassignTaskTest is EscrowBase {
         uint40 newDeadline = _newDeadline();
         vm.prank(client);
         _expectRevertTooEarly(uint256(p.deadline) + 1);
-        escrow.reassignTask(id, t, executor2, newDeadline);
+        escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
 
         vm.warp(uint256(p.deadline) + lateBy);
         _reassign(id, t, executor2, _newDeadline());

@@ -17,7 +17,7 @@ contract RevertingPermitTokenTest is EscrowBase {
     function setUp() public override {
         super.setUp();
         token = new RevertingPermitToken();
-        escrow = new TaskEscrow(address(token), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW);
+        escrow = new TaskEscrow(address(token), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
         token.mint(funder, 1_000_000_000_000);
     }
 
@@ -39,7 +39,7 @@ contract RevertingPermitTokenTest is EscrowBase {
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         ITaskEscrow.Task memory t = _expectedCreated(p, funder);
         vm.expectEmit(address(escrow));
-        emit ITaskEscrow.TaskCreated(escrow.taskIdFor(funder, p.ref), PLAN, 0, p.ref, t, SPEC);
+        emit ITaskEscrow.TaskCreated(escrow.taskIdFor(funder, p.ref), PLAN, 0, p.ref, CAPABILITY, t, SPEC);
         uint256 id = _createWithPermit(p);
         _assertStored(id, t);
         assertEq(token.balanceOf(address(escrow)), AMOUNT, "escrow holds");
@@ -71,7 +71,7 @@ contract RevertingPermitTokenTest is EscrowBase {
     /// @dev A token with no permit function at all behaves the same.
     function test_createTaskWithPermit_tokenWithoutPermit() public {
         PlainToken plain = new PlainToken();
-        escrow = new TaskEscrow(address(plain), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW);
+        escrow = new TaskEscrow(address(plain), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
         plain.mint(funder, AMOUNT);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         vm.expectRevert(

@@ -158,10 +158,10 @@ contract RoleMatrixTest is EscrowBase {
             if (_is(roles[i], client)) continue;
             vm.prank(roles[i]);
             _expectUnauthorized(roles[i]);
-            escrow.reassignTask(id, t, executor2, newDeadline);
+            escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
         }
         vm.prank(client);
-        escrow.reassignTask(id, t, executor2, newDeadline);
+        escrow.reassignTask(id, t, executor2, newDeadline, CAPABILITY);
         t.executor = executor2;
         t.deadline = newDeadline;
         t.status = ITaskEscrow.Status.Created;
@@ -222,7 +222,7 @@ contract RoleMatrixTest is EscrowBase {
         for (uint256 i; i < ROLES; ++i) {
             (uint256 id, ITaskEscrow.Task memory t) = _ruled(2500);
             (uint256 id2, ITaskEscrow.Task memory t2) = _appealed(7500);
-            vm.warp(uint256(t.updatedAt) + DISPUTE_WINDOW + 1); // past both the appeal and decision windows
+            vm.warp(uint256(t.updatedAt) + APPEAL_RULING_WINDOW + 1); // past both the appeal and appeal ruling windows
             vm.prank(roles[i]);
             escrow.finalizeRuling(id, t);
             _assertStored(id, _settled(t, ITaskEscrow.Status.Split, 2500));
@@ -313,10 +313,10 @@ contract RoleMatrixTest is EscrowBase {
             if (_is(roles[i], owner)) continue;
             vm.prank(roles[i]);
             _expectNotOwner(roles[i]);
-            escrow.setWindows(1 days, 0);
+            escrow.setWindows(1 days, 0, APPEAL_RULING_WINDOW);
         }
         vm.prank(owner);
-        escrow.setWindows(1 days, 0);
+        escrow.setWindows(1 days, 0, APPEAL_RULING_WINDOW);
         assertEq(escrow.disputeWindow(), 1 days, "set");
     }
 

@@ -17,33 +17,33 @@ contract SetWindowsTest is EscrowBase {
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
             vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, others[i]));
-            escrow.setWindows(1 days, 1 days);
+            escrow.setWindows(1 days, 1 days, APPEAL_RULING_WINDOW);
         }
     }
 
     function test_RevertWhen_DisputeWindowTooShort() public {
         vm.prank(owner);
         _expectInvalidWindow(MIN_WINDOW - 1);
-        escrow.setWindows(MIN_WINDOW - 1, APPEAL_WINDOW);
+        escrow.setWindows(MIN_WINDOW - 1, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
     }
 
     function test_RevertWhen_DisputeWindowTooLong() public {
         vm.prank(owner);
         _expectInvalidWindow(MAX_WINDOW + 1);
-        escrow.setWindows(MAX_WINDOW + 1, APPEAL_WINDOW);
+        escrow.setWindows(MAX_WINDOW + 1, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
     }
 
     function test_RevertWhen_AppealWindowTooLong() public {
         vm.prank(owner);
         _expectInvalidWindow(MAX_WINDOW + 1);
-        escrow.setWindows(DISPUTE_WINDOW, MAX_WINDOW + 1);
+        escrow.setWindows(DISPUTE_WINDOW, MAX_WINDOW + 1, APPEAL_RULING_WINDOW);
     }
 
     function test_setWindows() public {
         vm.expectEmit(address(escrow));
-        emit ITaskEscrow.WindowsUpdated(5 days, 1 hours);
+        emit ITaskEscrow.WindowsUpdated(5 days, 1 hours, APPEAL_RULING_WINDOW);
         vm.prank(owner);
-        escrow.setWindows(5 days, 1 hours);
+        escrow.setWindows(5 days, 1 hours, APPEAL_RULING_WINDOW);
         assertEq(escrow.disputeWindow(), 5 days, "dispute window");
         assertEq(escrow.appealWindow(), 1 hours, "appeal window");
     }
@@ -78,7 +78,7 @@ contract SetWindowsTest is EscrowBase {
                 disputeWindow_ < MIN_WINDOW || disputeWindow_ > MAX_WINDOW ? disputeWindow_ : appealWindow_
             );
         }
-        escrow.setWindows(disputeWindow_, appealWindow_);
+        escrow.setWindows(disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
         if (valid) {
             assertEq(escrow.disputeWindow(), disputeWindow_, "dispute window");
             assertEq(escrow.appealWindow(), appealWindow_, "appeal window");
@@ -92,7 +92,7 @@ contract SetWindowsTest is EscrowBase {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
         vm.expectEmit(address(escrow));
-        emit ITaskEscrow.WindowsUpdated(disputeWindow_, appealWindow_);
+        emit ITaskEscrow.WindowsUpdated(disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
         _setWindows(disputeWindow_, appealWindow_);
         assertEq(escrow.disputeWindow(), disputeWindow_, "dispute window");
         assertEq(escrow.appealWindow(), appealWindow_, "appeal window");

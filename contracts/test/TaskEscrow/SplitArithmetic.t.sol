@@ -84,7 +84,7 @@ contract SplitArithmeticTest is EscrowBase {
         t = _rule(id, t, bps);
         if (appealed) {
             t = _appeal(id, t, client);
-            vm.warp(uint256(t.updatedAt) + t.disputeWindow + 1);
+            vm.warp(uint256(t.updatedAt) + t.appealRulingWindow + 1);
         } else {
             vm.warp(uint256(t.updatedAt) + t.appealWindow + 1);
         }

@@ -71,7 +71,7 @@ contract StaleTaskTest is EscrowBase {
         else if (fn == Fn.ClaimDefault) escrow.claimDisputeDefault(id, t);
         else if (fn == Fn.RefundExpired) escrow.refundExpired(id, t);
         else if (fn == Fn.Cancel) escrow.cancelTask(id, t);
-        else escrow.reassignTask(id, t, executor2, uint40(block.timestamp + 1 days));
+        else escrow.reassignTask(id, t, executor2, uint40(block.timestamp + 1 days), CAPABILITY);
     }
 
     function _nonZero(uint256 salt, uint256 max) private pure returns (uint256) {

@@ -51,6 +51,7 @@ contract ViewsTest is EscrowBase {
         uint32 reviewWindow;
         uint32 disputeWindow;
         uint32 appealWindow;
+        uint32 appealRulingWindow;
         uint16 executorShareBps;
         uint8 status;
         bytes32 specHash;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../utils/Offers.sol";
 import {IAgentRegistry} from "../../src/interfaces/IAgentRegistry.sol";
 import {AgentRegistry} from "../../src/AgentRegistry.sol";
 import {Test} from "../utils/Test.sol";
@@ -69,11 +70,11 @@ contract Registry_Invariant_Test is Test {
                     (best, bestPrice) = (g.agents[i], p);
                 }
             }
-            (address got, uint128 gotPrice) = registry.cheapestActive(g.caps[c]);
+            (address got, uint128 gotPrice) = Offers.cheapestActive(registry, g.caps[c]);
             assertEq(got, best, "cheapestActive agent == brute force");
             assertEq(gotPrice, bestPrice, "cheapestActive price == brute force");
         }
-        (address none, uint128 nonePrice) = registry.cheapestActive("never-offered");
+        (address none, uint128 nonePrice) = Offers.cheapestActive(registry, "never-offered");
         assertEq(none, address(0), "nobody offers an unused capability");
         assertEq(nonePrice, 0, "no price for an unused capability");
     }
@@ -125,7 +126,7 @@ contract Registry_Invariant_Test is Test {
     function invariant_indexesConsistent() external view {
         Ghost memory g = _ghost();
         for (uint256 c; c < 5; ++c) {
-            address[] memory list = registry.agentsFor(g.caps[c]);
+            address[] memory list = Offers.agentsFor(registry, g.caps[c]);
             uint256 expected;
             for (uint256 i; i < g.agents.length; ++i) {
                 uint256 seen;

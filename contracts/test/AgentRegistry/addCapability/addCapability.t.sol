@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -64,7 +65,7 @@ contract AddCapability_Unit_Test is RegistryBase {
         assertEq(v.capabilities.length, 3, "capability count");
         assertEq(v.capabilities[2], CAP_C, "appended last");
         assertEq(v.prices[2], PRICE_C, "price appended");
-        address[] memory forC = registry.agentsFor(CAP_C);
+        address[] memory forC = Offers.agentsFor(registry, CAP_C);
         assertEq(forC.length, 2, "agents for C");
         assertEq(forC[1], agent, "appended to agent list");
         _assertConsistent(agent);

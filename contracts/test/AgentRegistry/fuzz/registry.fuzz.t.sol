@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -109,7 +110,7 @@ contract Registry_Fuzz_Test is RegistryBase {
         }
         assertEq(registry.agentCount(), registered, "agentCount");
         for (uint256 c; c < N_CAPS; ++c) {
-            address[] memory list = registry.agentsFor(capPool[c]);
+            address[] memory list = Offers.agentsFor(registry, capPool[c]);
             uint256 expected;
             for (uint256 i; i < N_AGENTS; ++i) {
                 uint256 seen = _count(list, agents[i]);
@@ -117,7 +118,7 @@ contract Registry_Fuzz_Test is RegistryBase {
                 if (mOffered[i][c]) ++expected;
             }
             assertEq(list.length, expected, "agentsFor length");
-            (address best, uint128 price) = registry.cheapestActive(capPool[c]);
+            (address best, uint128 price) = Offers.cheapestActive(registry, capPool[c]);
             (address bfBest, uint128 bfPrice) = _bruteForceCheapest(c);
             assertEq(best, bfBest, "cheapestActive agent");
             assertEq(price, bfPrice, "cheapestActive price");

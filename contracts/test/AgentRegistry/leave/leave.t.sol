@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -44,21 +45,21 @@ contract Leave_Unit_Test is RegistryBase {
         _assertNotOffered(agent, CAP_B);
         _assertNotOffered(agent, CAP_C);
         _assertNotOffered(agent, CAP_D);
-        assertEq(registry.agentsFor(CAP_B).length, 0, "B empty");
-        assertEq(registry.agentsFor(CAP_D).length, 0, "D empty");
-        assertEq(registry.agentsFor(CAP_A).length, 1, "A has agent2 only");
-        assertEq(registry.agentsFor(CAP_A)[0], agent2, "A: agent2");
-        assertEq(registry.agentsFor(CAP_C)[0], agent2, "C: agent2");
+        assertEq(Offers.agentsFor(registry, CAP_B).length, 0, "B empty");
+        assertEq(Offers.agentsFor(registry, CAP_D).length, 0, "D empty");
+        assertEq(Offers.agentsFor(registry, CAP_A).length, 1, "A has agent2 only");
+        assertEq(Offers.agentsFor(registry, CAP_A)[0], agent2, "A: agent2");
+        assertEq(Offers.agentsFor(registry, CAP_C)[0], agent2, "C: agent2");
         assertEq(_snapshot(agent2), agent2Before, "agent2 untouched");
         _assertConsistent(agent2);
         assertEq(registry.agentCount(), 1, "agentCount");
-        (address best,) = registry.cheapestActive(CAP_B);
+        (address best,) = Offers.cheapestActive(registry, CAP_B);
         assertEq(best, address(0), "no agent for B");
 
         // agent2's positions are right: it can remove what was moved.
         vm.prank(agent2);
         registry.removeCapability(CAP_A);
-        assertEq(registry.agentsFor(CAP_A).length, 0, "A empty");
+        assertEq(Offers.agentsFor(registry, CAP_A).length, 0, "A empty");
         _assertConsistent(agent2);
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -27,7 +28,7 @@ contract Pause_Unit_Test is RegistryBase {
     function test_pause_MarksPaused() public {
         _registerDefault(agent);
         _register(agent2, _caps(CAP_A), _prices(PRICE_B));
-        (address best,) = registry.cheapestActive(CAP_A);
+        (address best,) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent, "cheapest before");
 
         vm.expectEmit(address(registry));
@@ -40,10 +41,10 @@ contract Pause_Unit_Test is RegistryBase {
         _assertOffered(agent, CAP_B, PRICE_B);
         assertEq(registry.agentCount(), 2, "agentCount unchanged");
         uint128 price;
-        (best, price) = registry.cheapestActive(CAP_A);
+        (best, price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent2, "paused agent skipped");
         assertEq(price, PRICE_B, "next price");
-        (best, price) = registry.cheapestActive(CAP_B);
+        (best, price) = Offers.cheapestActive(registry, CAP_B);
         assertEq(best, address(0), "no active agent for B");
         assertEq(price, 0, "no price for B");
     }

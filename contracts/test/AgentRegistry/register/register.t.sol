@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -88,8 +89,8 @@ contract Register_Unit_Test is RegistryBase {
         _registerDefault(agent);
         _register(agent2, _caps(CAP_B), _prices(PRICE_C));
 
-        address[] memory forA = registry.agentsFor(CAP_A);
-        address[] memory forB = registry.agentsFor(CAP_B);
+        address[] memory forA = Offers.agentsFor(registry, CAP_A);
+        address[] memory forB = Offers.agentsFor(registry, CAP_B);
         assertEq(forA.length, 1, "agents for A");
         assertEq(forA[0], agent, "A[0]");
         assertEq(forB.length, 2, "agents for B");

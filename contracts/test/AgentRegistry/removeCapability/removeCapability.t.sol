@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -45,7 +46,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
         assertEq(v.capabilities[0], CAP_A, "cap 0 kept");
         assertEq(v.capabilities[1], CAP_B, "cap 1 kept");
         _assertNotOffered(agent, CAP_C);
-        assertEq(registry.agentsFor(CAP_C).length, 0, "no agents left for C");
+        assertEq(Offers.agentsFor(registry, CAP_C).length, 0, "no agents left for C");
         _assertConsistent(agent);
         assertEq(registry.agentCount(), 1, "agentCount unchanged");
     }
@@ -81,7 +82,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
         vm.prank(agent2);
         registry.removeCapability(CAP_A);
 
-        address[] memory forA = registry.agentsFor(CAP_A);
+        address[] memory forA = Offers.agentsFor(registry, CAP_A);
         assertEq(forA.length, 1, "one agent left");
         assertEq(forA[0], agent, "first agent kept");
         _assertNotOffered(agent2, CAP_A);
@@ -97,7 +98,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
         vm.prank(agent);
         registry.removeCapability(CAP_A);
 
-        address[] memory forA = registry.agentsFor(CAP_A);
+        address[] memory forA = Offers.agentsFor(registry, CAP_A);
         assertEq(forA.length, 2, "two agents left");
         assertEq(forA[0], agent3, "last agent moved into the hole");
         assertEq(forA[1], agent2, "middle agent kept");
@@ -108,7 +109,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
         // The moved agent's position is right: it can leave the list cleanly.
         vm.prank(agent3);
         registry.removeCapability(CAP_A);
-        forA = registry.agentsFor(CAP_A);
+        forA = Offers.agentsFor(registry, CAP_A);
         assertEq(forA.length, 1, "one agent left");
         assertEq(forA[0], agent2, "agent2 left");
         _assertConsistent(agent2);
@@ -126,7 +127,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
 
         IAgentRegistry.AgentView memory v = registry.getAgent(agent);
         assertEq(v.capabilities[v.capabilities.length - 1], CAP_A, "at the end of the caller's list");
-        address[] memory forA = registry.agentsFor(CAP_A);
+        address[] memory forA = Offers.agentsFor(registry, CAP_A);
         assertEq(forA[forA.length - 1], agent, "at the end of the agent list");
         _assertOffered(agent, CAP_A, PRICE_C);
         _assertConsistent(agent);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -37,7 +38,7 @@ contract Resume_Unit_Test is RegistryBase {
         _assertStatus(agent, IAgentRegistry.AgentStatus.Active);
         _assertOffered(agent, CAP_A, PRICE_C);
         _assertOffered(agent, CAP_B, PRICE_B);
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent, "eligible again");
         assertEq(price, PRICE_C, "price set while paused");
         assertEq(registry.agentCount(), 1, "agentCount unchanged");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -92,7 +93,7 @@ contract Roles_Unit_Test is RegistryBase {
         registry.leave();
         _assertAgentUntouched();
         assertEq(registry.agentCount(), 1, "agentCount");
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent, "agent still listed");
         assertEq(price, PRICE_A, "agent's price");
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -28,7 +29,7 @@ contract UpdatePrice_Unit_Test is RegistryBase {
     function test_updatePrice_SetsPrice() public {
         _registerDefault(agent);
         bytes32[] memory before = registry.getAgent(agent).capabilities;
-        address[] memory agentsBefore = registry.agentsFor(CAP_A);
+        address[] memory agentsBefore = Offers.agentsFor(registry, CAP_A);
 
         vm.expectEmit(address(registry));
         emit IAgentRegistry.CapabilitySet(agent, CAP_A, PRICE_C);
@@ -43,7 +44,7 @@ contract UpdatePrice_Unit_Test is RegistryBase {
             "caps"
         );
         assertEq(
-            keccak256(abi.encode(registry.agentsFor(CAP_A))), keccak256(abi.encode(agentsBefore)), "agents"
+            keccak256(abi.encode(Offers.agentsFor(registry, CAP_A))), keccak256(abi.encode(agentsBefore)), "agents"
         );
         _assertConsistent(agent);
     }

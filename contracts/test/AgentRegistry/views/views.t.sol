@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Offers} from "./../../utils/Offers.sol";
 import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {RegistryBase} from "../RegistryBase.t.sol";
 
@@ -89,7 +90,7 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_agentsFor_Empty() public view {
-        assertEq(registry.agentsFor(CAP_A).length, 0, "none");
+        assertEq(Offers.agentsFor(registry, CAP_A).length, 0, "none");
     }
 
     function test_agentsFor_IncludesPaused() public {
@@ -97,7 +98,7 @@ contract Views_Unit_Test is RegistryBase {
         _register(agent2, _caps(CAP_A), _prices(PRICE_C));
         vm.prank(agent);
         registry.pause();
-        address[] memory forA = registry.agentsFor(CAP_A);
+        address[] memory forA = Offers.agentsFor(registry, CAP_A);
         assertEq(forA.length, 2, "both listed");
         assertEq(forA[0], agent, "paused agent listed");
         assertEq(forA[1], agent2, "active agent listed");
@@ -108,7 +109,7 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_cheapestActive_NoAgents() public view {
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, address(0), "agent");
         assertEq(price, 0, "price");
     }
@@ -117,7 +118,7 @@ contract Views_Unit_Test is RegistryBase {
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, address(0), "agent");
         assertEq(price, 0, "price");
     }
@@ -127,7 +128,7 @@ contract Views_Unit_Test is RegistryBase {
         _register(agent2, _caps(CAP_A), _prices(PRICE_C)); // cheaper, later in the list
         address agent3 = makeAddr("agent3");
         _register(agent3, _caps(CAP_A), _prices(PRICE_A));
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent2, "cheapest");
         assertEq(price, PRICE_C, "price");
     }
@@ -137,7 +138,7 @@ contract Views_Unit_Test is RegistryBase {
         // Higher address listed first: the later, lower address wins the tie.
         _register(hi, _caps(CAP_A), _prices(PRICE_A));
         _register(lo, _caps(CAP_A), _prices(PRICE_A));
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, lo, "lower address wins (listed second)");
         assertEq(price, PRICE_A, "price");
 
@@ -148,19 +149,19 @@ contract Views_Unit_Test is RegistryBase {
         registry.leave();
         _register(lo, _caps(CAP_A), _prices(PRICE_A));
         _register(hi, _caps(CAP_A), _prices(PRICE_A));
-        (best,) = registry.cheapestActive(CAP_A);
+        (best,) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, lo, "lower address wins (listed first)");
     }
 
     function test_cheapestActive_FollowsPriceUpdates() public {
         _registerDefault(agent);
         _register(agent2, _caps(CAP_A), _prices(PRICE_B));
-        (address best,) = registry.cheapestActive(CAP_A);
+        (address best,) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent, "agent first");
         vm.prank(agent2);
         registry.updatePrice(CAP_A, PRICE_C);
         uint128 price;
-        (best, price) = registry.cheapestActive(CAP_A);
+        (best, price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent2, "undercut");
         assertEq(price, PRICE_C, "undercut price");
     }
@@ -170,7 +171,7 @@ contract Views_Unit_Test is RegistryBase {
         _register(agent2, _caps(CAP_A), _prices(PRICE_A));
         vm.prank(agent);
         registry.pause();
-        (address best, uint128 price) = registry.cheapestActive(CAP_A);
+        (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, agent2, "paused cheaper agent skipped");
         assertEq(price, PRICE_A, "price");
     }

@@ -3,6 +3,7 @@ pragma solidity ^0.8.28;
 
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
+import {IAgentRegistry} from "../../../src/interfaces/IAgentRegistry.sol";
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
 import {TaskEscrow} from "../../../src/TaskEscrow.sol";
 import {MockUSDC} from "../../../src/mocks/MockUSDC.sol";
@@ -14,6 +15,9 @@ import {BaseHandler} from "./BaseHandler.sol";
 /// what a call did from its logs into the ghost store.
 abstract contract EscrowBaseHandler is BaseHandler {
     uint16 internal constant BPS = 10_000;
+    /// @dev The capability every task is created for; every actor offers it.
+    bytes32 internal constant CAPABILITY = "summarize";
+    uint32 internal constant APPEAL_RULING_WINDOW = 4 days;
 
     TaskEscrow public immutable escrow;
     MockUSDC public immutable usdc;
@@ -45,6 +49,20 @@ abstract contract EscrowBaseHandler is BaseHandler {
         }
         _clients.push(_named("inv-client-0"));
         _clients.push(_named("inv-client-1"));
+        // Every funder and executor offers the capability at one base unit, so
+        // any of them may be hired for any amount.
+        IAgentRegistry registry = IAgentRegistry(escrow_.registry());
+        bytes32[] memory caps = new bytes32[](1);
+        caps[0] = CAPABILITY;
+        uint128[] memory prices = new uint128[](1);
+        prices[0] = 1;
+        // Several handlers share the actors: each registers them once.
+        for (uint256 i; i < 6; ++i) {
+            address agent = i < 3 ? _funders[i] : _executors[i - 3];
+            if (registry.isActive(agent)) continue;
+            vm.prank(agent);
+            registry.register("ipfs://card", caps, prices);
+        }
     }
 
     /// @dev Counts the call and puts the chain on the campaign clock. Also

@@ -72,6 +72,7 @@ contract EscrowCreateHandler is EscrowBaseHandler {
             reviewWindow: p.reviewWindow,
             disputeWindow: escrow.disputeWindow(),
             appealWindow: escrow.appealWindow(),
+            appealRulingWindow: escrow.appealRulingWindow(),
             executorShareBps: 0,
             status: ITaskEscrow.Status.Created,
             specHash: keccak256(bytes(p.specURI)),
@@ -135,7 +136,8 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         uint32 disputeWindow = uint32(bound(disputeSeed, 1 minutes, 4 days));
         uint32 appealWindow = appealSeed % 3 == 0 ? 0 : uint32(bound(appealSeed, 1, 3 days));
         vm.prank(owner);
-        escrow.setWindows(disputeWindow, appealWindow);
+        uint32 appealRulingWindow = uint32(bound(disputeSeed >> 32, 1 minutes, 4 days));
+        escrow.setWindows(disputeWindow, appealWindow, appealRulingWindow);
     }
 
     /// @notice Pauses or unpauses task creation.
@@ -164,6 +166,7 @@ contract EscrowCreateHandler is EscrowBaseHandler {
             ref: bytes32(0),
             planId: keccak256(abi.encode("plan", clientSeed % 3)),
             parentId: store.taskCount() == 0 ? 0 : store.taskIdAt(deadlineSeed % store.taskCount()),
+            capability: CAPABILITY,
             client: client,
             executor: _pickExecutor(executorSeed, funder, client),
             amount: uint128(amount),

@@ -288,7 +288,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         uint40 newDeadline = uint40(block.timestamp + bound(deadlineSeed, 1, MAX_DEADLINE));
         _observeStart();
         vm.prank(t.client);
-        escrow.reassignTask(id, t, newExecutor, newDeadline);
+        escrow.reassignTask(id, t, newExecutor, newDeadline, CAPABILITY);
         t.executor = newExecutor;
         t.deadline = newDeadline;
         t.status = ITaskEscrow.Status.Created;
@@ -339,7 +339,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                 if (alternative) {
                     address e = _pickExecutor(id, t.funder, t.client);
                     data = abi.encodeCall(
-                        ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days))
+                        ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days), CAPABILITY)
                     );
                     _expectRejected(t.client, data, tooEarly, id);
                     return;
@@ -561,6 +561,6 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (fn == 11) return (t.client, abi.encodeCall(ITaskEscrow.cancelTask, (id, t)));
         address e = _pickExecutor(id, t.funder, t.client);
         return
-            (t.client, abi.encodeCall(ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days))));
+            (t.client, abi.encodeCall(ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days), CAPABILITY)));
     }
 }
