@@ -410,8 +410,9 @@ pub async fn allow_escrow(env: &TestEnv) {
         .expect("approve mined");
 }
 
-/// A sponsor's task of 1,000 base units for agent 0 under `plan`, with
-/// reference `r`, `parent` and spec URI `spec`, due a day after `now`.
+/// A sponsor's task of 1,000 base units for agent 0 (a demo agent offering
+/// `summarize`, which the escrow checks) under `plan`, with reference `r`,
+/// `parent` and spec URI `spec`, due a day after `now`.
 pub fn sponsor_task(
     env: &TestEnv,
     plan: B256,
@@ -424,6 +425,7 @@ pub fn sponsor_task(
         r#ref: alloy::primitives::keccak256(r),
         planId: plan,
         parentId: parent,
+        capability: tessera_bindings::capability::encode("summarize").expect("a valid name"),
         client: env.actors.sponsor.address(),
         executor: env.actors.agent(0),
         amount: 1_000,

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use alloy::primitives::U256;
-use tessera_bindings::{AgentRegistry, capability, deployment::Deployment, usdc::Usdc};
+use tessera_bindings::{AgentRegistry, capability, deployment::Deployment, offers, usdc::Usdc};
 
 use crate::{
     Error,
@@ -65,18 +65,13 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     );
     deploy::register_demo_agents(&provider, &actors, deployment.agent_registry).await?;
     let registry = AgentRegistry::new(deployment.agent_registry, &provider);
-    let summarize = capability::encode("summarize").expect("valid name");
-    let cheapest = registry
-        .cheapestActive(summarize)
-        .call()
-        .await
-        .map_err(crate::contract_err("querying the registry"))?;
+    let (agent, price) = cheapest_active(&registry, "summarize").await?;
     let _ = writeln!(
         out,
         "registered {} demo agents; cheapest active `summarize`: {} at {} USDC",
         deploy::DEMO_AGENTS.len(),
-        cheapest.agent,
-        Usdc::from_base_units(cheapest.price)
+        agent,
+        Usdc::from_base_units(price)
     );
 
     let mut d = Driver::new(provider.clone(), &actors, &deployment);
@@ -88,8 +83,8 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
         "source": ARTICLE,
     });
     let spec_uri = format!("data:application/json,{envelope}");
-    let params = d.params(cheapest.agent, cheapest.price, spec_uri).await?;
-    let before = d.balance(cheapest.agent).await?;
+    let params = d.params(agent, price, spec_uri).await?;
+    let before = d.balance(agent).await?;
     let mut rec = d.create_with_permit(params).await?;
 
     // The executor does the work: the offline summarizer on the envelope's source.
@@ -100,9 +95,9 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     d.deliver(&mut rec, &format!("data:application/json,{result}")).await?;
     let r = d.escrow.approve(actors.client.address(), &mut rec).await?;
     d.record("approvePayment", &r);
-    let after = d.balance(cheapest.agent).await?;
+    let after = d.balance(agent).await?;
 
-    let _ = writeln!(out, "\nsummary delivered by {}:", cheapest.agent);
+    let _ = writeln!(out, "\nsummary delivered by {}:", agent);
     for bullet in result["bullets"].as_array().into_iter().flatten() {
         let _ = writeln!(out, "  - {}", bullet.as_str().unwrap_or_default());
     }
@@ -175,13 +170,8 @@ async fn plans(
     let registry = AgentRegistry::new(deployment.agent_registry, &provider);
     let mut cheapest = std::collections::HashMap::new();
     for cap in ["translate", "summarize", "extract-entities", "sentiment-classify"] {
-        let word = capability::encode(cap).expect("valid name");
-        let c = registry
-            .cheapestActive(word)
-            .call()
-            .await
-            .map_err(crate::contract_err("querying the registry"))?;
-        cheapest.insert(cap, (c.agent, Usdc::from_base_units(c.price)));
+        let (agent, price) = cheapest_active(&registry, cap).await?;
+        cheapest.insert(cap, (agent, Usdc::from_base_units(price)));
     }
     let step = |index: u32, cap: &'static str, spec: &str, deps: &[u32]| SubTask {
         index,
@@ -420,4 +410,16 @@ async fn dispute(
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
+}
+
+/// The registry's cheapest active offer of `cap`, read in bounded pages.
+async fn cheapest_active<P: alloy::providers::Provider>(
+    registry: &AgentRegistry::AgentRegistryInstance<P>,
+    cap: &str,
+) -> Result<(alloy::primitives::Address, u128), Error> {
+    let word = capability::encode(cap).expect("demo capability names are valid");
+    let read = offers::offers_for(registry, word, offers::DEFAULT_MAX_OFFERS).await.map_err(
+        |e| Error::Contract { context: "querying the registry".into(), source: Box::new(e) },
+    )?;
+    offers::cheapest_active(&read.offers, None).ok_or_else(|| Error::NoOffer(cap.to_owned()))
 }

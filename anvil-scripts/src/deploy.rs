@@ -23,6 +23,9 @@ pub struct DeployConfig {
     pub dispute_window: u32,
     /// Seconds to appeal a ruling (0 makes rulings final at once).
     pub appeal_window: u32,
+    /// Seconds the appeal arbiter has to rule on an appeal; past it the
+    /// first ruling stands.
+    pub appeal_ruling_window: u32,
     /// MockUSDC minted to the sponsor, in base units (6 decimals).
     pub sponsor_funds: U256,
 }
@@ -32,6 +35,7 @@ impl Default for DeployConfig {
         Self {
             dispute_window: 24 * 3600,
             appeal_window: 24 * 3600,
+            appeal_ruling_window: 24 * 3600,
             sponsor_funds: U256::from(1_000_000u64 * 1_000_000), // 1,000,000 USDC
         }
     }
@@ -138,11 +142,13 @@ pub async fn deploy(
         TaskEscrow::deploy_builder(
             provider,
             token,
+            agent_registry,
             owner,
             actors.arbiter.address(),
             actors.appeal_arbiter.address(),
             cfg.dispute_window,
             cfg.appeal_window,
+            cfg.appeal_ruling_window,
         )
         .from(owner),
         "deploying TaskEscrow",

@@ -14,6 +14,16 @@ use crate::{
 
 /// Task amount used throughout (2.5 USDC).
 const AMOUNT: u128 = 2_500_000;
+/// Tasks in the batch scenarios.
+pub const BATCH: usize = 10;
+/// Goal for the happy lifecycle (permit, 60-byte spec, repeat run).
+pub const GOAL_HAPPY: u64 = 200_000;
+/// Goal for a dispute whose split ruling is final at once
+/// (create + accept + complete + dispute + resolve).
+pub const GOAL_DISPUTE_SPLIT: u64 = 250_000;
+/// Goal per task in a batch of [`BATCH`] (create + accept + complete +
+/// approve, creation and approvals batched).
+pub const GOAL_BATCH_PER_TASK: u64 = 150_000;
 /// Gas of one create→accept→complete→approve lifecycle on the contract this
 /// design descends from (strings in storage), for the comparison line.
 pub const REFERENCE_LIFECYCLE_GAS: u64 = 454_000;
@@ -42,6 +52,14 @@ pub struct GasReport {
     pub happy_path_repeat_total: u64,
     /// That total as a fraction of [`REFERENCE_LIFECYCLE_GAS`].
     pub ratio_to_reference: f64,
+    /// The same lifecycle with `deliver` (accept and complete in one call).
+    pub happy_path_deliver_total: u64,
+    /// Create + accept + complete + dispute + resolve, the split ruling final at once.
+    pub dispute_split_final_total: u64,
+    /// Per task in a batch of [`BATCH`]: one create, accept + complete each, one approval.
+    pub batch_per_task: u64,
+    /// Per task in a batch of [`BATCH`] delivered with `deliver`.
+    pub batch_deliver_per_task: u64,
 }
 
 /// Runs every scenario on `deployment` (a fresh one: the first run is measured cold).
@@ -50,6 +68,7 @@ pub async fn run(
     actors: &Actors,
     deployment: &Deployment,
 ) -> Result<GasReport, Error> {
+    crate::deploy::register_demo_agents(&provider, actors, deployment.agent_registry).await?;
     let mut d = Driver::new(provider, actors, deployment);
     let exec = actors.agent(0);
     let other = actors.agent(1);
@@ -78,6 +97,43 @@ pub async fn run(
         let total = d.steps[start..].iter().map(|s| s.gas).sum();
         lifecycles.push(Lifecycle { scenario: name, spec_len: len, total });
     }
+
+    // The executor fast path: accept and complete in one call.
+    let name = "happy path, permit, 60-byte spec, deliver, repeat run";
+    d.scenario(name);
+    let start = d.steps.len();
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_permit(params).await?;
+    d.deliver_at_once(&mut rec, "data:text/plain,- point one\n- point two\n- point three").await?;
+    let r = d.escrow.approve(client, &mut rec).await?;
+    d.record("approvePayment", &r);
+    let happy_path_deliver_total = d.steps[start..].iter().map(|s| s.gas).sum();
+    lifecycles.push(Lifecycle { scenario: name.into(), spec_len: 60, total: happy_path_deliver_total });
+
+    // A wave of a plan: one creation and one approval for the whole batch.
+    let batch = async |d: &mut Driver<'_>, name: &str, at_once: bool| -> Result<u64, Error> {
+        d.scenario(name);
+        let start = d.steps.len();
+        let mut params = Vec::with_capacity(BATCH);
+        for _ in 0..BATCH {
+            params.push(d.params(exec, AMOUNT, spec_of_len(60)).await?);
+        }
+        let mut recs = d.create_many_with_permit(params).await?;
+        for rec in &mut recs {
+            if at_once {
+                d.deliver_at_once(rec, "data:text/plain,done").await?;
+            } else {
+                d.deliver(rec, "data:text/plain,done").await?;
+            }
+        }
+        d.approve_many(&mut recs).await?;
+        let total: u64 = d.steps[start..].iter().map(|s| s.gas).sum();
+        Ok(total / BATCH as u64)
+    };
+    let batch_per_task =
+        batch(&mut d, "batch of 10, permit, accept + complete, approvals batched", false).await?;
+    let batch_deliver_per_task =
+        batch(&mut d, "batch of 10, permit, deliver, approvals batched", true).await?;
 
     // Prior-approval path.
     d.scenario("happy path, prior approval, 60-byte spec");
@@ -132,8 +188,17 @@ pub async fn run(
     let escrow = d.escrow.contract().clone();
     let dispute_window =
         escrow.disputeWindow().call().await.map_err(crate::contract_err("reading windows"))?;
+    let appeal_ruling_window = escrow
+        .appealRulingWindow()
+        .call()
+        .await
+        .map_err(crate::contract_err("reading windows"))?;
     crate::deploy::confirm(
-        escrow.setWindows(dispute_window, 0).from(actors.deployer.address()).send().await,
+        escrow
+            .setWindows(dispute_window, 0, appeal_ruling_window)
+            .from(actors.deployer.address())
+            .send()
+            .await,
         "setting the appeal window to zero",
     )
     .await?;
@@ -162,7 +227,8 @@ pub async fn run(
     let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
     let mut rec = d.create_with_permit(params).await?;
     let deadline = d.now().await? + 2 * 24 * 3600;
-    let r = d.escrow.reassign(client, &mut rec, other, deadline).await?;
+    let cap = d.capability;
+    let r = d.escrow.reassign(client, &mut rec, other, deadline, cap).await?;
     d.record("reassignTask", &r);
 
     let create_gas = |scenario: &str| {
@@ -175,7 +241,17 @@ pub async fn run(
     let long = create_gas("happy path, permit, 600-byte spec, repeat run").unwrap_or_default();
     let spec_uri_gas_per_byte = (long as f64 - short as f64) / 540.0;
     let happy_path_repeat_total = lifecycles[1].total;
+    let dispute_split_final_total = d
+        .steps
+        .iter()
+        .filter(|s| s.scenario == "dispute, verdict split 60/40, final at once")
+        .map(|s| s.gas)
+        .sum();
     Ok(GasReport {
+        happy_path_deliver_total,
+        dispute_split_final_total,
+        batch_per_task,
+        batch_deliver_per_task,
         steps: d.steps,
         lifecycles,
         spec_uri_gas_per_byte,
@@ -202,9 +278,22 @@ impl GasReport {
             out += &format!("  {:<50} {:>9}\n", l.scenario, l.total);
         }
         out += &format!(
-            "\nhappy path, repeat run: {} gas = {:.2} x the {} of the reference design (target <= 200,000)\n",
+            "\nhappy path, repeat run: {} gas = {:.2} x the {} of the reference design\n",
             self.happy_path_repeat_total, self.ratio_to_reference, REFERENCE_LIFECYCLE_GAS
         );
+        out += "\nagainst the goals:\n";
+        let mut goal = |what: &str, gas: u64, goal: u64| {
+            let verdict = if gas <= goal { "meets" } else { "MISSES" };
+            out += &format!(
+                "  {what:<62} {gas:>9}  goal <= {goal:>7}  {:.2} x  {verdict}\n",
+                gas as f64 / goal as f64
+            );
+        };
+        goal("happy lifecycle (permit, 60-byte spec, repeat run)", self.happy_path_repeat_total, GOAL_HAPPY);
+        goal("happy lifecycle with deliver", self.happy_path_deliver_total, GOAL_HAPPY);
+        goal("dispute, split ruling final at once", self.dispute_split_final_total, GOAL_DISPUTE_SPLIT);
+        goal("per task, batch of 10 (accept + complete, approvals batched)", self.batch_per_task, GOAL_BATCH_PER_TASK);
+        goal("per task, batch of 10 with deliver", self.batch_deliver_per_task, GOAL_BATCH_PER_TASK);
         out += &format!(
             "spec-URI slope: {:.1} gas per byte (target <= 30; reference ~723)\n",
             self.spec_uri_gas_per_byte

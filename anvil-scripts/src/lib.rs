@@ -54,6 +54,9 @@ pub enum Error {
     /// A token amount is not a USDC amount Tessera can show.
     #[error(transparent)]
     Amount(#[from] tessera_bindings::usdc::UsdcError),
+    /// No active agent offers a capability the demo needs.
+    #[error("no active agent offers `{0}`")]
+    NoOffer(String),
     /// A key could not be derived or used.
     #[error("key: {0}")]
     Key(String),

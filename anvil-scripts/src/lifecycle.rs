@@ -3,14 +3,14 @@
 
 use alloy::{
     eips::BlockNumberOrTag,
-    primitives::{Address, TxHash, U256, keccak256},
+    primitives::{Address, B256, TxHash, U256, keccak256},
     providers::{DynProvider, Provider},
     rpc::types::TransactionReceipt,
 };
 use serde::Serialize;
 use tessera_bindings::{
-    ITaskEscrow::CreateParams, MockUSDC, client::EscrowClient, deployment::Deployment,
-    permit::TokenDomain, task::TaskRecord,
+    ITaskEscrow::CreateParams, MockUSDC, capability, client::EscrowClient,
+    deployment::Deployment, permit::TokenDomain, task::TaskRecord,
 };
 
 use crate::{Error, actors::Actors, deploy::confirm};
@@ -45,6 +45,9 @@ pub struct Driver<'a> {
     pub domain: TokenDomain,
     /// Steps mined so far.
     pub steps: Vec<Step>,
+    /// The capability new tasks ask for (the escrow checks that the
+    /// executor offers it); `summarize` unless changed.
+    pub capability: B256,
     scenario: String,
     next_ref: u64,
 }
@@ -64,6 +67,7 @@ impl<'a> Driver<'a> {
             actors,
             deployment,
             steps: Vec::new(),
+            capability: capability::encode("summarize").expect("a valid capability name"),
             scenario: String::new(),
             next_ref: 0,
         }
@@ -115,6 +119,7 @@ impl<'a> Driver<'a> {
             r#ref: keccak256(format!("{}:{}", self.scenario, self.next_ref)),
             planId: keccak256(self.scenario.as_bytes()),
             parentId: U256::ZERO,
+            capability: self.capability,
             client: self.actors.client.address(),
             executor,
             amount,
@@ -154,6 +159,39 @@ impl<'a> Driver<'a> {
         let (rec, receipt) = self.escrow.create(sponsor, params).await?;
         self.record("createTask", &receipt);
         Ok(rec)
+    }
+
+    /// The sponsor creates several tasks in one transaction with one permit
+    /// for their sum (valid until the first task's deadline).
+    pub async fn create_many_with_permit(
+        &mut self,
+        params: Vec<CreateParams>,
+    ) -> Result<Vec<TaskRecord>, Error> {
+        let deadline = U256::from(params.first().map(|p| p.deadline).unwrap_or_default());
+        let (recs, receipt) = self
+            .escrow
+            .create_many_with_permit(&self.actors.sponsor, &self.domain, params, deadline)
+            .await?;
+        self.record("createTasksWithPermit", &receipt);
+        Ok(recs)
+    }
+
+    /// The executor accepts and completes in one call (`deliver`).
+    pub async fn deliver_at_once(
+        &mut self,
+        rec: &mut TaskRecord,
+        result_uri: &str,
+    ) -> Result<(), Error> {
+        let r = self.escrow.deliver(rec.task.executor, rec, result_uri).await?;
+        self.record("deliver", &r);
+        Ok(())
+    }
+
+    /// The client approves every task of `recs` in one transaction.
+    pub async fn approve_many(&mut self, recs: &mut [TaskRecord]) -> Result<(), Error> {
+        let r = self.escrow.approve_many(self.actors.client.address(), recs).await?;
+        self.record("approvePayments", &r);
+        Ok(())
     }
 
     /// Accept and complete with `result_uri`.

@@ -18,7 +18,7 @@ use crate::{
     TaskEscrow::{self, TaskEscrowInstance},
     permit::{PermitSignature, TokenDomain, sign_permit},
     revert::{self, ContractRevert},
-    task::{FoldError, TaskRecord, created_in, hash_task},
+    task::{FoldError, TaskRecord, all_created_in, created_in, hash_task},
 };
 
 /// How many times [`EscrowClient::fetch`] re-reads a task whose logs and
@@ -126,6 +126,73 @@ impl EscrowClient {
         let record = created_in(self.address(), &receipt)
             .ok_or(ClientError::NoTaskCreated(receipt.transaction_hash))?;
         Ok((record, receipt))
+    }
+
+    /// Creates a batch of tasks funded from `from`'s prior token approval:
+    /// one transaction and one token transfer for their sum. The records come
+    /// back in the order of `params`.
+    pub async fn create_many(
+        &self,
+        from: Address,
+        params: Vec<CreateParams>,
+    ) -> Result<(Vec<TaskRecord>, TransactionReceipt), ClientError> {
+        let n = params.len();
+        let receipt = self.submit(self.escrow.createTasks(params).from(from)).await?;
+        let records = all_created_in(self.address(), &receipt);
+        if records.len() != n {
+            return Err(ClientError::NoTaskCreated(receipt.transaction_hash));
+        }
+        Ok((records, receipt))
+    }
+
+    /// Creates a batch of tasks in one transaction with one permit, signed by
+    /// `signer`, for the batch's sum.
+    pub async fn create_many_with_permit(
+        &self,
+        signer: &PrivateKeySigner,
+        domain: &TokenDomain,
+        params: Vec<CreateParams>,
+        permit_deadline: U256,
+    ) -> Result<(Vec<TaskRecord>, TransactionReceipt), ClientError> {
+        let n = params.len();
+        let sum: U256 = params.iter().map(|p| U256::from(p.amount)).sum();
+        let token = MockUSDC::new(domain.token, &self.provider);
+        let nonce = token.nonces(signer.address()).call().await.map_err(self::map_call)?;
+        let PermitSignature { deadline, v, r, s } =
+            sign_permit(signer, domain, self.address(), sum, nonce, permit_deadline)?;
+        let call =
+            self.escrow.createTasksWithPermit(params, deadline, v, r, s).from(signer.address());
+        let receipt = self.submit(call).await?;
+        let records = all_created_in(self.address(), &receipt);
+        if records.len() != n {
+            return Err(ClientError::NoTaskCreated(receipt.transaction_hash));
+        }
+        Ok((records, receipt))
+    }
+
+    /// The executor accepts and delivers in one call (work done before it was accepted).
+    pub async fn deliver(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        result_uri: &str,
+    ) -> Result<TransactionReceipt, ClientError> {
+        self.step(from, rec, |e, id, task| e.deliver(id, task, result_uri.to_owned())).await
+    }
+
+    /// The client approves and pays several delivered tasks in one transaction.
+    pub async fn approve_many(
+        &self,
+        from: Address,
+        recs: &mut [TaskRecord],
+    ) -> Result<TransactionReceipt, ClientError> {
+        let ids = recs.iter().map(|r| r.id).collect::<Vec<_>>();
+        let tasks = recs.iter().map(|r| r.task.clone()).collect::<Vec<_>>();
+        let receipt = self.submit(self.escrow.approvePayments(ids, tasks).from(from)).await?;
+        for rec in recs.iter_mut() {
+            rec.apply_receipt(self.address(), &receipt)?;
+        }
+        Ok(receipt)
     }
 
     /// The executor accepts.
@@ -256,9 +323,13 @@ impl EscrowClient {
         rec: &mut TaskRecord,
         new_executor: Address,
         new_deadline: u64,
+        capability: B256,
     ) -> Result<TransactionReceipt, ClientError> {
         let deadline = alloy::primitives::aliases::U40::from(new_deadline);
-        self.step(from, rec, |e, id, task| e.reassignTask(id, task, new_executor, deadline)).await
+        self.step(from, rec, |e, id, task| {
+            e.reassignTask(id, task, new_executor, deadline, capability)
+        })
+        .await
     }
 
     /// Rebuilds a task from its logs since `from_block` and checks the result

@@ -19,6 +19,8 @@
 //! - [`heads`]: new-block notifications (websocket, or a timer) for service loops;
 //! - [`envelope`]: the spec envelope `{parent, spec, source?, inputs?}` behind
 //!   each task's spec URI, inline or content-addressed, verified on every read;
+//! - [`offers`]: who offers a capability, read in bounded pages, and the
+//!   off-chain choice the escrow checks again at creation;
 //! - [`usdc`]: the one USDC amount type (parse, format, serde, ranges);
 //! - [`injection`]: the one detector for text aimed at agents or the judge
 //!   (prompt injection), used by the workers, the runner and the arbiter.
@@ -30,6 +32,7 @@ pub mod deployment;
 pub mod envelope;
 pub mod heads;
 pub mod injection;
+pub mod offers;
 pub mod permit;
 pub mod revert;
 pub mod task;

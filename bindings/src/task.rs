@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | `TaskCreated` | Created | the full initial `Task` is in the event |
 //! | `TaskAccepted` | Accepted | `updatedAt = at` |
-//! | `TaskCompleted` | Completed | `updatedAt = at`, `resultHash = keccak256(resultURI)` |
+//! | `TaskCompleted` | Completed (from Accepted, or from Created by `deliver`) | `updatedAt = at`, `resultHash = keccak256(resultURI)` |
 //! | `TaskDisputed` | Disputed | `updatedAt = at` |
 //! | `DisputeRuled` | Ruled | `updatedAt = at`, `executorShareBps` |
 //! | `RulingAppealed` | Appealed | `updatedAt = at` |
@@ -157,6 +157,8 @@ pub struct TaskRecord {
     pub parent_id: U256,
     /// The funder's reference the id derives from.
     pub reference: B256,
+    /// The capability the executor was checked against at creation.
+    pub capability: B256,
     /// The spec envelope URI.
     pub spec_uri: String,
     /// The result URI, once delivered.
@@ -173,6 +175,7 @@ impl TaskRecord {
             plan_id: ev.planId,
             parent_id: ev.parentId,
             reference: ev.r#ref,
+            capability: ev.capability,
             spec_uri: ev.specURI.clone(),
             result_uri: None,
             task: ev.task.clone(),
@@ -228,7 +231,7 @@ impl TaskRecord {
                 t.updatedAt = e.at;
             }
             E::TaskCompleted(e) => {
-                if from != S::Accepted {
+                if from != S::Accepted && from != S::Created {
                     return bad("TaskCompleted");
                 }
                 t.status = S::Completed as u8;
@@ -376,6 +379,19 @@ pub fn created_in(escrow: Address, receipt: &TransactionReceipt) -> Option<TaskR
     })
 }
 
+/// Every `TaskCreated` event in a receipt, in log order (a batch create emits
+/// one per task, in the order of its parameters).
+pub fn all_created_in(escrow: Address, receipt: &TransactionReceipt) -> Vec<TaskRecord> {
+    receipt
+        .inner
+        .logs()
+        .iter()
+        .filter(|l| l.address() == escrow)
+        .filter_map(|l| TaskEscrow::TaskCreated::decode_log(&l.inner).ok())
+        .map(|e| TaskRecord::from_created(&e.data))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use alloy::primitives::{U256, address, aliases::U40};
@@ -394,6 +410,7 @@ mod tests {
             reviewWindow: 60,
             disputeWindow: 120,
             appealWindow: 30,
+            appealRulingWindow: 90,
             executorShareBps: 0,
             status: Status::Created as u8,
             specHash: keccak256("spec"),
@@ -404,6 +421,7 @@ mod tests {
             planId: keccak256("plan"),
             parentId: U256::ZERO,
             r#ref: keccak256("ref"),
+            capability: keccak256("summarize"),
             task,
             specURI: "spec".into(),
         })
@@ -459,6 +477,25 @@ mod tests {
     }
 
     #[test]
+    fn deliver_completes_straight_from_created_and_only_once() {
+        let mut rec = created();
+        let completed = TaskEscrowEvents::TaskCompleted(E::TaskCompleted {
+            taskId: id(),
+            executor: rec.task.executor,
+            resultURI: "fast".into(),
+            at: at(1_050),
+        });
+        rec.apply(&completed).unwrap();
+        assert_eq!(rec.status(), Status::Completed);
+        assert_eq!(rec.task.resultHash, keccak256("fast"));
+        assert_eq!(rec.result_uri.as_deref(), Some("fast"));
+        assert_eq!(
+            rec.apply(&completed).unwrap_err(),
+            FoldError::InvalidTransition { from: Status::Completed, event: "TaskCompleted" }
+        );
+    }
+
+    #[test]
     fn ruling_then_finalize_keeps_the_ruled_share() {
         let mut rec = created();
         deliver(&mut rec);
@@ -486,19 +523,16 @@ mod tests {
     #[test]
     fn impossible_transitions_are_refused() {
         let mut rec = created();
-        // Completed before Accepted.
+        // Disputed before delivery.
         let err = rec
-            .apply(&TaskEscrowEvents::TaskCompleted(E::TaskCompleted {
+            .apply(&TaskEscrowEvents::TaskDisputed(E::TaskDisputed {
                 taskId: id(),
-                executor: rec.task.executor,
-                resultURI: "r".into(),
+                client: rec.task.client,
+                reasonURI: "r".into(),
                 at: at(1),
             }))
             .unwrap_err();
-        assert_eq!(
-            err,
-            FoldError::InvalidTransition { from: Status::Created, event: "TaskCompleted" }
-        );
+        assert_eq!(err, FoldError::InvalidTransition { from: Status::Created, event: "TaskDisputed" });
         // Paid straight from Created.
         assert!(rec.apply(&settled(Status::Paid, 0, 1_000, 0)).is_err());
         // Amounts that do not add up to the escrowed amount.
@@ -513,6 +547,7 @@ mod tests {
             planId: B256::ZERO,
             parentId: U256::ZERO,
             r#ref: B256::ZERO,
+            capability: B256::ZERO,
             task: rec.task.clone(),
             specURI: String::new(),
         });

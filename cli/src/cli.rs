@@ -275,6 +275,10 @@ struct DeployArgs {
     /// Seconds to appeal a ruling (0 makes rulings final at once).
     #[arg(long, default_value_t = 86_400)]
     appeal_window: u32,
+    /// Seconds the appeal arbiter has to rule on an appeal before the first
+    /// ruling stands.
+    #[arg(long, default_value_t = 86_400)]
+    appeal_ruling_window: u32,
 }
 
 impl DeployArgs {
@@ -282,6 +286,7 @@ impl DeployArgs {
         DeployConfig {
             dispute_window: self.dispute_window,
             appeal_window: self.appeal_window,
+            appeal_ruling_window: self.appeal_ruling_window,
             ..DeployConfig::default()
         }
     }

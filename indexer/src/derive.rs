@@ -119,10 +119,21 @@ impl TaskFold {
         let block = log.block_number.unwrap_or_default();
         let empty = MemoryBlobStore::new();
         let store: &dyn BlobStore = blobs.unwrap_or(&empty);
+        // The capability the escrow checked the executor against is on
+        // chain; an envelope naming another one is noted, not believed.
+        let on_chain = capability::decode(rec.capability);
         let (capability, spec, envelope_error) =
             match EnvelopeCodec::default().decode(&rec.spec_uri, store) {
-                Ok(e) => (e.capability, Some(e.spec), None),
-                Err(e) => (None, None, Some(e.to_string())),
+                Ok(e) => {
+                    let mismatch = match (&e.capability, &on_chain) {
+                        (Some(named), Some(checked)) if named != checked => Some(format!(
+                            "envelope names capability `{named}`, the task was created for `{checked}`"
+                        )),
+                        _ => None,
+                    };
+                    (on_chain.or(e.capability), Some(e.spec), mismatch)
+                }
+                Err(e) => (on_chain, None, Some(e.to_string())),
             };
         let row = TaskRow {
             task_id: rec.id.to_string(),
@@ -358,6 +369,7 @@ mod tests {
             planId: keccak256("plan"),
             parentId: U256::ZERO,
             r#ref: keccak256("ref"),
+            capability: capability::encode("summarize").unwrap(),
             task: Task {
                 funder: Address::repeat_byte(2),
                 client: Address::repeat_byte(2),
@@ -368,6 +380,7 @@ mod tests {
                 reviewWindow: 600,
                 disputeWindow: 600,
                 appealWindow: 0,
+                appealRulingWindow: 600,
                 executorShareBps: 0,
                 status: 1,
                 specHash: keccak256("data:,x"),
@@ -423,6 +436,21 @@ mod tests {
             at: U40::from(1_200),
         };
         assert!(fold_task(&[log(&accepted, 7)], None).is_none());
+    }
+
+    #[test]
+    fn the_capability_checked_on_chain_wins_over_the_envelope() {
+        let mut c = created();
+        c.capability = capability::encode("translate").unwrap();
+        let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
+        assert_eq!(fold.row().capability.as_deref(), Some("translate"));
+        let note = fold.row().envelope_error.as_deref().unwrap();
+        assert!(note.contains("`summarize`") && note.contains("`translate`"), "{note}");
+        // A word that is no capability name falls back to the envelope's.
+        c.capability = B256::repeat_byte(0xff);
+        let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
+        assert_eq!(fold.row().capability.as_deref(), Some("summarize"));
+        assert_eq!(fold.row().envelope_error, None);
     }
 
     #[test]

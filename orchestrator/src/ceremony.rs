@@ -24,7 +24,7 @@ use std::{
 
 use alloy::primitives::{Address, keccak256};
 use serde::Serialize;
-use tessera_bindings::{AgentRegistry, capability, client::map_call, usdc::Usdc};
+use tessera_bindings::{AgentRegistry, capability, offers, usdc::Usdc};
 use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
 
 use crate::{
@@ -120,9 +120,11 @@ impl Orchestrator {
             }
             let offer = match capability::encode(&p.capability) {
                 Ok(word) => {
-                    let best = registry.cheapestActive(word).call().await.map_err(map_call)?;
-                    (!best.agent.is_zero())
-                        .then_some((best.agent, Usdc::from_base_units(best.price)))
+                    let read = offers::offers_for(&registry, word, offers::DEFAULT_MAX_OFFERS)
+                        .await
+                        .map_err(RunError::from)?;
+                    offers::cheapest_active(&read.offers, None)
+                        .map(|(agent, price)| (agent, Usdc::from_base_units(price)))
                 }
                 Err(_) => None,
             };

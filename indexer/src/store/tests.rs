@@ -145,6 +145,7 @@ async fn a_task_whose_amount_does_not_fit_its_column_is_an_error() {
         planId: keccak256("plan"),
         parentId: U256::ZERO,
         r#ref: keccak256("ref"),
+        capability: tessera_bindings::capability::encode("summarize").unwrap(),
         task: Task {
             funder: Address::repeat_byte(2),
             client: Address::repeat_byte(2),
@@ -155,6 +156,7 @@ async fn a_task_whose_amount_does_not_fit_its_column_is_an_error() {
             reviewWindow: 600,
             disputeWindow: 600,
             appealWindow: 0,
+            appealRulingWindow: 600,
             executorShareBps: 0,
             status: 1,
             specHash: keccak256("data:,x"),

@@ -18,6 +18,7 @@ use tessera_bindings::{
     MockUSDC, TaskEscrow, capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
+    offers,
     permit::TokenDomain,
     task::{TaskRecord, decode_log},
     usdc::Usdc,
@@ -169,8 +170,8 @@ impl Chain {
         for task in &plan.subtasks {
             let Ok(word) = capability::encode(&task.capability) else { continue };
             if seen_caps.insert(task.capability.clone()) {
-                let agents = registry.agentsFor(word).call().await.map_err(map_call)?;
-                if !agents.is_empty() {
+                let listed = offers::offers_for(&registry, word, 1).await?;
+                if listed.total > 0 {
                     ctx = ctx.with_capability(task.capability.clone());
                 }
             }
@@ -216,7 +217,8 @@ impl Chain {
             Call::Dispute(_) => c.dispute(s, rec, &uri).await.map(drop),
             Call::Appeal(_) => c.appeal(s, rec, &uri).await.map(drop),
             Call::Reassign { executor, deadline } => {
-                c.reassign(s, rec, *executor, *deadline).await.map(drop)
+                let capability = rec.capability;
+                c.reassign(s, rec, *executor, *deadline, capability).await.map(drop)
             }
         }
     }

@@ -11,6 +11,7 @@ use std::{
 use alloy::primitives::{U256, aliases::U40};
 use tessera_bindings::{
     ITaskEscrow::CreateParams,
+    capability,
     envelope::{Envelope, Input, Parent},
     task::TaskRecord,
     usdc::Usdc,
@@ -295,6 +296,8 @@ impl Orchestrator {
             r#ref: reference,
             planId: plan.id,
             parentId: parent_id,
+            capability: capability::encode(&task.capability)
+                .map_err(|e| RunError::Invalid(format!("sub-task {}: {e}", row.idx)))?,
             client: self.chain.sponsor(),
             executor: row.executor,
             amount: task.cost.base_units(),
