@@ -95,6 +95,24 @@ impl TestEnv {
             .await
             .expect("balanceOf")
     }
+
+    /// Agent `agent` (a registered demo agent) now asks `price` base units for
+    /// `capability`, which it already offers: tests of the escrow's
+    /// arithmetic use amounts below the demo prices, and the escrow refuses
+    /// a task that pays less than its executor asks.
+    pub async fn set_price(&self, agent: Address, capability: &str, price: u128) {
+        let word = tessera_bindings::capability::encode(capability).expect("a valid name");
+        let receipt = tessera_bindings::AgentRegistry::new(self.deployment.agent_registry, &self.provider)
+            .updatePrice(word, price)
+            .from(agent)
+            .send()
+            .await
+            .expect("updatePrice sent")
+            .get_receipt()
+            .await
+            .expect("updatePrice mined");
+        assert!(receipt.status(), "updatePrice succeeded");
+    }
 }
 
 /// The whole stack on one chain: the orchestrator with its API on a local
@@ -392,9 +410,13 @@ pub async fn hostile_lineage(env: &TestEnv, depth: usize) -> (B256, [U256; 4], V
 pub async fn one_more_task(env: &TestEnv, label: &str) -> U256 {
     let mut d = env.driver();
     d.scenario(label);
-    let params = d.params(env.actors.agent(0), 1_000, "data:,x".into()).await.expect("params");
+    let params = d.params(env.actors.agent(0), TASK_AMOUNT, "data:,x".into()).await.expect("params");
     d.create_with_permit(params).await.expect("created").id
 }
+
+/// The amount of the plain tasks the tests create for agent 0: its
+/// `summarize` price (the escrow refuses less than the executor asks).
+pub const TASK_AMOUNT: u128 = 500_000;
 
 /// The sponsor lets the escrow take any amount, in a block of its own, so
 /// later creations need no permit.
@@ -410,7 +432,7 @@ pub async fn allow_escrow(env: &TestEnv) {
         .expect("approve mined");
 }
 
-/// A sponsor's task of 1,000 base units for agent 0 (a demo agent offering
+/// A sponsor's task of [`TASK_AMOUNT`] for agent 0 (a demo agent offering
 /// `summarize`, which the escrow checks) under `plan`, with reference `r`,
 /// `parent` and spec URI `spec`, due a day after `now`.
 pub fn sponsor_task(
@@ -428,7 +450,7 @@ pub fn sponsor_task(
         capability: tessera_bindings::capability::encode("summarize").expect("a valid name"),
         client: env.actors.sponsor.address(),
         executor: env.actors.agent(0),
-        amount: 1_000,
+        amount: TASK_AMOUNT,
         deadline: alloy::primitives::aliases::U40::from(now + 86_400),
         reviewWindow: 3600,
         specURI: spec.into(),

@@ -217,9 +217,10 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
             r#ref: keccak256(format!("bench-{i}")),
             planId: keccak256(format!("bench-plan-{}", i / 10)),
             parentId: U256::ZERO,
+            capability: tessera_bindings::capability::encode("summarize").expect("a valid name"),
             client: sponsor,
             executor,
-            amount: 1_000,
+            amount: 500_000,
             deadline: U40::from(now + 30 * 86_400),
             reviewWindow: 3600,
             specURI: spec.into(),
@@ -384,7 +385,7 @@ pub async fn run(
     let mut d = tessera_anvil::lifecycle::Driver::new(provider.clone(), &actors, &deployment);
     d.scenario("live");
     for _ in 0..live {
-        let params = d.params(actors.agent(1), 1_000, "data:,live".into()).await?;
+        let params = d.params(actors.agent(1), 400_000, "data:,live".into()).await?;
         let rec = d.create_with_permit(params).await?;
         let mined = Instant::now();
         let url = format!("{api}/api/tasks/{}", rec.id);

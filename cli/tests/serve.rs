@@ -263,7 +263,7 @@ async fn arbiter_killed_mid_resolution_rules_each_dispute_exactly_once() {
     let spec = "data:application/json,{\"parent\":\"task:1\",\"spec\":\"Summarize\",\"capability\":\"summarize\",\"source\":\"The mill closed in May after a long strike. Workers protested outside the mill for weeks.\"}";
     let mut ids = Vec::new();
     for i in 0..6 {
-        let params = d.params(env.actors.agent(0), 100_001 + i, spec.to_owned()).await.unwrap();
+        let params = d.params(env.actors.agent(0), 500_001 + i, spec.to_owned()).await.unwrap();
         let mut rec = d.create_with_permit(params).await.unwrap();
         d.deliver(&mut rec, "data:application/json,{\"text\":\"The mill closed after a strike; workers protested.\"}").await.unwrap();
         d.escrow.dispute(env.actors.client.address(), &mut rec, "data:,too short").await.unwrap();
@@ -321,9 +321,9 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     let mut d = env.driver();
     d.scenario("indexed-plan");
     let spec = "data:application/json,{\"parent\":\"task:1\",\"spec\":\"Summarize the memo\",\"capability\":\"summarize\"}";
-    let root_params = d.params(env.actors.agent(0), 1_000, spec.into()).await.unwrap();
+    let root_params = d.params(env.actors.agent(0), 1_000_000, spec.into()).await.unwrap();
     let root = d.create_with_permit(root_params).await.unwrap();
-    let mut child_params = d.params(env.actors.agent(1), 2_000, spec.into()).await.unwrap();
+    let mut child_params = d.params(env.actors.agent(1), 2_000_000, spec.into()).await.unwrap();
     child_params.parentId = root.id;
     let child = d.create_with_permit(child_params).await.unwrap();
     let plan = root.plan_id.to_string();
@@ -403,10 +403,10 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[1].starts_with("└─") && lines[1].contains("0.001000 USDC"), "{text}");
+    assert!(lines[1].starts_with("└─") && lines[1].contains("1.000000 USDC"), "{text}");
     assert!(
         lines[2].starts_with("   └─")
-            && lines[2].contains("0.002000 USDC")
+            && lines[2].contains("2.000000 USDC")
             && lines[2].contains("Summarize the memo"),
         "{text}"
     );
@@ -414,7 +414,9 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     // Live: a new task of the plan arrives on the plan's stream.
     let resp = http.get(format!("{api}/api/plans/{plan}/events")).send().await.unwrap();
     let mut stream = resp.bytes_stream();
-    let mut more = d.params(env.actors.agent(2), 3_000, spec.into()).await.unwrap();
+    // Agent 2 translates: the escrow checks the capability it is hired for.
+    d.capability = tessera_bindings::capability::encode("translate").unwrap();
+    let mut more = d.params(env.actors.agent(2), 3_000_000, spec.into()).await.unwrap();
     more.parentId = child.id;
     let third = d.create_with_permit(more).await.unwrap();
     let wanted = third.id.to_string();
@@ -503,7 +505,7 @@ async fn reorgs_and_kills(seed: u64) {
                     let params = d
                         .params(
                             env.actors.agent(0),
-                            1_000 + rng.below(1_000) as u128,
+                            500_000 + rng.below(1_000) as u128,
                             "data:,r".into(),
                         )
                         .await
@@ -539,7 +541,7 @@ async fn reorgs_and_kills(seed: u64) {
         tokio::time::sleep(Duration::from_millis(rng.below(30))).await;
     }
     // One more block, so a caught-up index has looked at the final chain.
-    let params = d.params(env.actors.agent(0), 7, "data:,last".into()).await.unwrap();
+    let params = d.params(env.actors.agent(0), 500_007, "data:,last".into()).await.unwrap();
     d.create_with_permit(params).await.unwrap();
     let head = env.provider.get_block_number().await.unwrap();
     assert!(caught_up(&http, &api, head).await, "seed {seed}: the indexer did not catch up");

@@ -48,6 +48,8 @@ struct Court {
 impl Court {
     async fn open(cfg: DeployConfig) -> Self {
         let env = TestEnv::start(cfg).await;
+        // Disputed tasks pay AMOUNT, below the demo price of summarizing.
+        env.set_price(env.actors.agent(0), "summarize", AMOUNT).await;
         let dir = tempfile::tempdir().unwrap();
         let blobs = Arc::new(FsBlobStore::new(dir.path().join("blobs")));
         let db = format!("sqlite://{}", dir.path().join("arbiter.db").display());

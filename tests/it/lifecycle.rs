@@ -24,6 +24,8 @@ async fn permit_lifecycle_pays_the_executor_exactly() {
     let mut d = env.driver();
     d.scenario("e2e happy path");
     let executor = env.actors.agent(2);
+    // The translator: the escrow checks that it offers the capability.
+    d.capability = tessera_bindings::capability::encode("translate").unwrap();
     let amount: u128 = 1_234_567;
     let [sponsor0, exec0, escrow0] = balances(&env, executor).await;
 
@@ -107,6 +109,7 @@ async fn ruling_is_final_at_once_with_a_zero_appeal_window() {
     d.scenario("e2e final split");
     let executor = env.actors.agent(1);
     let amount: u128 = 7;
+    env.set_price(executor, "summarize", amount).await;
     let [_, exec0, _] = balances(&env, executor).await;
     let sponsor0 = env.balance(env.actors.sponsor.address()).await;
 
@@ -124,6 +127,7 @@ async fn wrong_roles_and_duplicates_are_refused_with_typed_errors() {
     let mut d = env.driver();
     d.scenario("e2e refusals");
     let executor = env.actors.agent(3);
+    d.capability = tessera_bindings::capability::encode("sentiment-classify").unwrap();
     let params = d.params(executor, 500_000, spec_of_len(60)).await.unwrap();
     let mut rec = d.create_with_permit(params.clone()).await.unwrap();
 

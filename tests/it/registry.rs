@@ -1,10 +1,9 @@
 //! The agent registry as the orchestrator will query it, on a real chain.
 
-use alloy::primitives::Address;
 use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
 use tessera_bindings::{
     AgentRegistry, AgentRegistry::AgentRegistryErrors, capability, card::AgentCard,
-    client::map_call, revert::ContractRevert,
+    client::map_call, offers, revert::ContractRevert,
 };
 use tessera_e2e::TestEnv;
 
@@ -20,21 +19,31 @@ async fn cheapest_active_follows_prices_and_pauses() {
         registry.agentCount().call().await.unwrap(),
         alloy::primitives::U256::from(DEMO_AGENTS.len())
     );
-    let mut listed = registry.agentsFor(summarize).call().await.unwrap();
+    let read = || async {
+        offers::offers_for(&registry, summarize, offers::DEFAULT_MAX_OFFERS).await.unwrap()
+    };
+    let mut listed = offers::agents(&read().await.offers);
     listed.sort();
     let mut expected = vec![a, b];
     expected.sort();
     assert_eq!(listed, expected);
 
-    let best = registry.cheapestActive(summarize).call().await.unwrap();
-    assert_eq!((best.agent, best.price), (b, 400_000));
+    let best = offers::cheapest_active(&read().await.offers, None);
+    assert_eq!(best, Some((b, 400_000)));
+    assert_eq!(offers::cheapest_active(&read().await.offers, Some(399_999)), None, "over budget");
 
-    // b pauses: a is the cheapest active one.
+    // b pauses: a is the cheapest active one, and b is listed as inactive.
     registry.pause().from(b).send().await.unwrap().get_receipt().await.unwrap();
-    let best = registry.cheapestActive(summarize).call().await.unwrap();
-    assert_eq!((best.agent, best.price), (a, 500_000));
+    let now = read().await;
+    assert_eq!(offers::cheapest_active(&now.offers, None), Some((a, 500_000)));
+    assert!(now.offers.iter().any(|o| o.agent == b && !o.active && o.price == 400_000));
+    let (active, price) = {
+        let o = registry.offerOf(b, summarize).call().await.unwrap();
+        (o.active, o.price)
+    };
+    assert_eq!((active, price), (false, 400_000));
 
-    // a undercuts nobody but matches b's price after b resumes: the lower address wins the tie.
+    // a matches b's price after b resumes: the earlier listed wins the tie.
     registry.resume().from(b).send().await.unwrap().get_receipt().await.unwrap();
     registry
         .updatePrice(summarize, 400_000)
@@ -45,8 +54,8 @@ async fn cheapest_active_follows_prices_and_pauses() {
         .get_receipt()
         .await
         .unwrap();
-    let best = registry.cheapestActive(summarize).call().await.unwrap();
-    assert_eq!(best.agent, a.min(b));
+    let now = read().await;
+    assert_eq!(offers::cheapest_active(&now.offers, None), Some((now.offers[0].agent, 400_000)));
 
     // The agent card is readable back.
     let card = registry.getAgent(a).call().await.unwrap();
@@ -57,9 +66,11 @@ async fn cheapest_active_follows_prices_and_pauses() {
     assert_eq!(names, ["summarize", "extract-entities"]);
 
     // Nobody offers this capability.
-    let none =
-        registry.cheapestActive(capability::encode("compose-music").unwrap()).call().await.unwrap();
-    assert_eq!(none.agent, Address::ZERO);
+    let none = offers::offers_for(&registry, capability::encode("compose-music").unwrap(), 10)
+        .await
+        .unwrap();
+    assert_eq!((none.offers.len(), none.total), (0, 0));
+    assert_eq!(offers::cheapest_active(&none.offers, None), None);
 }
 
 #[tokio::test]

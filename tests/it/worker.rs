@@ -9,6 +9,7 @@ use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::{
     AgentRegistry, capability,
     client::{EscrowClient, connect},
+    offers,
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent},
     task::Status,
 };
@@ -59,9 +60,10 @@ async fn worker_registers_delivers_declines_and_is_paid() {
 
     // The new agent undercuts the demo summarizers.
     let registry = AgentRegistry::new(env.deployment.agent_registry, &env.provider);
-    let best =
-        registry.cheapestActive(capability::encode("summarize").unwrap()).call().await.unwrap();
-    assert_eq!((best.agent, best.price), (w.address(), 300_000));
+    let read = offers::offers_for(&registry, capability::encode("summarize").unwrap(), 100)
+        .await
+        .unwrap();
+    assert_eq!(offers::cheapest_active(&read.offers, None), Some((w.address(), 300_000)));
 
     let mut d = env.driver();
     d.scenario("worker e2e");
@@ -71,8 +73,12 @@ async fn worker_registers_delivers_declines_and_is_paid() {
         .await
         .unwrap();
     let good = d.create_with_permit(good).await.unwrap();
+    // Below the worker's price: the escrow refuses to fund it at all.
     let cheap = d.params(me, 100, spec_uri("Summarize", Some("summarize"), &blobs)).await.unwrap();
-    let cheap = d.create_with_permit(cheap).await.unwrap();
+    let refused = d.create_with_permit(cheap).await.unwrap_err();
+    assert!(refused.to_string().contains("TaskEscrowExecutorNotOffering"), "{refused}");
+    // Funded for `summarize`, which the worker offers, but the envelope asks
+    // for a translation: the worker declines.
     let other = d
         .params(me, 900_000, spec_uri("Translate to French", Some("translate"), &blobs))
         .await
@@ -82,10 +88,10 @@ async fn worker_registers_delivers_declines_and_is_paid() {
     let junk = d.create_with_permit(junk).await.unwrap();
 
     let handled = w.poll_once().await.unwrap();
-    assert_eq!(handled.len(), 4, "{handled:?}");
+    assert_eq!(handled.len(), 3, "{handled:?}");
     let Handled::Delivered { task, result_uri } = &handled[0] else { panic!("{handled:?}") };
     assert_eq!(*task, good.id);
-    for (h, id) in handled[1..].iter().zip([cheap.id, other.id, junk.id]) {
+    for (h, id) in handled[1..].iter().zip([other.id, junk.id]) {
         assert!(matches!(h, Handled::Declined { task, .. } if *task == id), "{h:?}");
     }
     assert!(w.poll_once().await.unwrap().is_empty(), "nothing new, nothing redone");
@@ -95,7 +101,7 @@ async fn worker_registers_delivers_declines_and_is_paid() {
     assert_eq!(good.result_uri.as_deref(), Some(result_uri.as_str()));
     let result = read_result(result_uri, blobs.as_ref()).unwrap();
     assert_eq!(result["bullets"].as_array().unwrap().len(), 2, "{result}");
-    for declined in [cheap.id, other.id, junk.id] {
+    for declined in [other.id, junk.id] {
         let rec = d.escrow.fetch(declined, env.deployment.deploy_block).await.unwrap();
         assert_eq!(rec.status(), Status::Created, "a declined task stays free to reassign");
     }

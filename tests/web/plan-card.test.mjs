@@ -129,7 +129,8 @@ test('a composite plan is classified, shown as a card, approved and settled node
   assert.ok(translation.length > 20, 'the translation is shown');
   await openNode(1);
   const txs = await drawerTxs();
-  assert.deepEqual(txs.map(([k]) => k), ['create', 'accept', 'complete', 'pay']);
+  // The worker delivers in one call (accept and complete together).
+  assert.deepEqual(txs.map(([k]) => k), ['create', 'complete', 'pay']);
   for (const [, hash] of txs) assert.match(hash, HEX_TX);
   // The summary's envelope carries the translation forward as its input.
   await page.locator('#drawer .env-inputs pre').waitFor({ state: 'attached' });
@@ -154,9 +155,9 @@ test('reloading a shared run URL restores the view', async () => {
     await fresh.reload();
     await fresh.waitForFunction(() => document.querySelectorAll('.events li').length >= 8);
     await fresh.locator('.dag .node[data-index="1"]').click();
-    await fresh.locator('#drawer .txs li').nth(3).waitFor();
+    await fresh.locator('#drawer .txs li').nth(2).waitFor();
     const kinds = await fresh.$$eval('#drawer .txs li', (lis) => lis.map((li) => li.dataset.tx));
-    assert.deepEqual(kinds, ['create', 'accept', 'complete', 'pay']);
+    assert.deepEqual(kinds, ['create', 'complete', 'pay']);
     assert.equal(await fresh.locator('#run-state').textContent(), 'completed');
     await fresh.screenshot({ path: path.join(ARTIFACTS, 'run-reloaded.png'), fullPage: true });
   } finally {

@@ -13,7 +13,7 @@
 //! - [`llm`]: the LLM path (async-openai, function calling, validated
 //!   arguments) used when a key is configured and the card names a model.
 //! - [`runtime`]: the worker loop on chain — registration from the card, task
-//!   discovery, accept → run → complete, and claiming unreviewed payments.
+//!   discovery, run → deliver (accept and complete in one call), and claiming unreviewed payments.
 
 pub mod card;
 pub mod llm;

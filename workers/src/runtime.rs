@@ -1,6 +1,7 @@
 //! The worker loop: an agent account that registers its card in the
-//! AgentRegistry, finds tasks assigned to it, accepts them, runs the asked
-//! capability on the envelope and delivers the result, and later claims
+//! AgentRegistry, finds tasks assigned to it, runs the asked
+//! capability on the envelope and delivers the result (`deliver`: accept and
+//! complete in one call), and later claims
 //! payment of delivered work the client left unreviewed past its window.
 //!
 //! Tasks are found by scanning the escrow's `TaskCreated` and `TaskReassigned`
@@ -259,8 +260,8 @@ impl Worker {
         }
     }
 
-    /// Accept (unless already accepted), run, complete — or decline without
-    /// touching the task.
+    /// Run, then deliver (accept and complete in one call), or complete a
+    /// task accepted before a restart — or decline without touching the task.
     async fn work(&mut self, mut rec: TaskRecord) -> Result<Handled, RuntimeError> {
         let id = rec.id;
         let decline = |reason: String| {
@@ -279,6 +280,16 @@ impl Worker {
         let Some(offer) = offer.cloned() else {
             return decline(format!("capability {:?} is not offered", envelope.capability));
         };
+        // The escrow checked this worker's offer of the capability the task
+        // was funded for; work for another one would be paid at the wrong price.
+        if let Some(funded) = capability::decode(rec.capability)
+            && funded != offer.name
+        {
+            return decline(format!(
+                "the envelope asks for {} but the task was funded for {funded}",
+                offer.name
+            ));
+        }
         if rec.task.amount < offer.price.base_units() {
             return decline(format!(
                 "pays {} but {} costs {}",
@@ -310,9 +321,11 @@ impl Worker {
         };
         let result_uri = self.store_result(&output)?;
         if rec.status() == Status::Created {
-            self.escrow.accept(self.me, &mut rec).await?;
+            // The work is done: accept and complete in one call.
+            self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
+        } else {
+            self.escrow.complete(self.me, &mut rec, &result_uri).await?;
         }
-        self.escrow.complete(self.me, &mut rec, &result_uri).await?;
         tracing::info!(task = %id, capability = %offer.name, "delivered");
         self.delivered.insert(id, rec);
         Ok(Handled::Delivered { task: id, result_uri })
