@@ -102,15 +102,16 @@ impl TestEnv {
     /// a task that pays less than its executor asks.
     pub async fn set_price(&self, agent: Address, capability: &str, price: u128) {
         let word = tessera_bindings::capability::encode(capability).expect("a valid name");
-        let receipt = tessera_bindings::AgentRegistry::new(self.deployment.agent_registry, &self.provider)
-            .updatePrice(word, price)
-            .from(agent)
-            .send()
-            .await
-            .expect("updatePrice sent")
-            .get_receipt()
-            .await
-            .expect("updatePrice mined");
+        let receipt =
+            tessera_bindings::AgentRegistry::new(self.deployment.agent_registry, &self.provider)
+                .updatePrice(word, price)
+                .from(agent)
+                .send()
+                .await
+                .expect("updatePrice sent")
+                .get_receipt()
+                .await
+                .expect("updatePrice mined");
         assert!(receipt.status(), "updatePrice succeeded");
     }
 }
@@ -410,7 +411,8 @@ pub async fn hostile_lineage(env: &TestEnv, depth: usize) -> (B256, [U256; 4], V
 pub async fn one_more_task(env: &TestEnv, label: &str) -> U256 {
     let mut d = env.driver();
     d.scenario(label);
-    let params = d.params(env.actors.agent(0), TASK_AMOUNT, "data:,x".into()).await.expect("params");
+    let params =
+        d.params(env.actors.agent(0), TASK_AMOUNT, "data:,x".into()).await.expect("params");
     d.create_with_permit(params).await.expect("created").id
 }
 

@@ -97,7 +97,7 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
     d.record("approvePayment", &r);
     let after = d.balance(agent).await?;
 
-    let _ = writeln!(out, "\nsummary delivered by {}:", agent);
+    let _ = writeln!(out, "\nsummary delivered by {agent}:");
     for bullet in result["bullets"].as_array().into_iter().flatten() {
         let _ = writeln!(out, "  - {}", bullet.as_str().unwrap_or_default());
     }
@@ -418,8 +418,9 @@ async fn cheapest_active<P: alloy::providers::Provider>(
     cap: &str,
 ) -> Result<(alloy::primitives::Address, u128), Error> {
     let word = capability::encode(cap).expect("demo capability names are valid");
-    let read = offers::offers_for(registry, word, offers::DEFAULT_MAX_OFFERS).await.map_err(
-        |e| Error::Contract { context: "querying the registry".into(), source: Box::new(e) },
-    )?;
+    let read =
+        offers::offers_for(registry, word, offers::DEFAULT_MAX_OFFERS).await.map_err(|e| {
+            Error::Contract { context: "querying the registry".into(), source: Box::new(e) }
+        })?;
     offers::cheapest_active(&read.offers, None).ok_or_else(|| Error::NoOffer(cap.to_owned()))
 }

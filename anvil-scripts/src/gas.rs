@@ -14,6 +14,10 @@ use crate::{
 
 /// Task amount used throughout (2.5 USDC).
 const AMOUNT: u128 = 2_500_000;
+/// The dispute scenario whose split ruling is final at once.
+const DISPUTE_SPLIT: &str = "dispute, verdict split 60/40, final at once";
+/// The same, on work delivered in one call.
+const DISPUTE_SPLIT_DELIVER: &str = "dispute, verdict split 60/40, final at once, deliver";
 /// Tasks in the batch scenarios.
 pub const BATCH: usize = 10;
 /// Goal for the happy lifecycle (permit, 60-byte spec, repeat run).
@@ -56,6 +60,8 @@ pub struct GasReport {
     pub happy_path_deliver_total: u64,
     /// Create + accept + complete + dispute + resolve, the split ruling final at once.
     pub dispute_split_final_total: u64,
+    /// The same on work delivered with `deliver`, as the workers deliver.
+    pub dispute_split_deliver_total: u64,
     /// Per task in a batch of [`BATCH`]: one create, accept + complete each, one approval.
     pub batch_per_task: u64,
     /// Per task in a batch of [`BATCH`] delivered with `deliver`.
@@ -108,7 +114,11 @@ pub async fn run(
     let r = d.escrow.approve(client, &mut rec).await?;
     d.record("approvePayment", &r);
     let happy_path_deliver_total = d.steps[start..].iter().map(|s| s.gas).sum();
-    lifecycles.push(Lifecycle { scenario: name.into(), spec_len: 60, total: happy_path_deliver_total });
+    lifecycles.push(Lifecycle {
+        scenario: name.into(),
+        spec_len: 60,
+        total: happy_path_deliver_total,
+    });
 
     // A wave of a plan: one creation and one approval for the whole batch.
     let batch = async |d: &mut Driver<'_>, name: &str, at_once: bool| -> Result<u64, Error> {
@@ -188,11 +198,8 @@ pub async fn run(
     let escrow = d.escrow.contract().clone();
     let dispute_window =
         escrow.disputeWindow().call().await.map_err(crate::contract_err("reading windows"))?;
-    let appeal_ruling_window = escrow
-        .appealRulingWindow()
-        .call()
-        .await
-        .map_err(crate::contract_err("reading windows"))?;
+    let appeal_ruling_window =
+        escrow.appealRulingWindow().call().await.map_err(crate::contract_err("reading windows"))?;
     crate::deploy::confirm(
         escrow
             .setWindows(dispute_window, 0, appeal_ruling_window)
@@ -208,6 +215,15 @@ pub async fn run(
         let r = d.escrow.resolve(arbiter, &mut rec, bps, "data:text/plain,rationale").await?;
         d.record("resolveDispute", &r);
     }
+    // The same split on work delivered in one call, as the workers deliver.
+    d.scenario(DISPUTE_SPLIT_DELIVER);
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let mut rec = d.create_with_permit(params).await?;
+    d.deliver_at_once(&mut rec, "data:text/plain,an unhelpful answer").await?;
+    let r = d.escrow.dispute(client, &mut rec, "data:text/plain,off topic").await?;
+    d.record("disputeTask", &r);
+    let r = d.escrow.resolve(arbiter, &mut rec, 6_000, "data:text/plain,rationale").await?;
+    d.record("resolveDispute", &r);
 
     // Expiry refund, cancel, reassign.
     d.scenario("expiry refund");
@@ -241,15 +257,14 @@ pub async fn run(
     let long = create_gas("happy path, permit, 600-byte spec, repeat run").unwrap_or_default();
     let spec_uri_gas_per_byte = (long as f64 - short as f64) / 540.0;
     let happy_path_repeat_total = lifecycles[1].total;
-    let dispute_split_final_total = d
-        .steps
-        .iter()
-        .filter(|s| s.scenario == "dispute, verdict split 60/40, final at once")
-        .map(|s| s.gas)
-        .sum();
+    let scenario_total =
+        |name: &str| d.steps.iter().filter(|s| s.scenario == name).map(|s| s.gas).sum::<u64>();
+    let dispute_split_final_total = scenario_total(DISPUTE_SPLIT);
+    let dispute_split_deliver_total = scenario_total(DISPUTE_SPLIT_DELIVER);
     Ok(GasReport {
         happy_path_deliver_total,
         dispute_split_final_total,
+        dispute_split_deliver_total,
         batch_per_task,
         batch_deliver_per_task,
         steps: d.steps,
@@ -289,11 +304,32 @@ impl GasReport {
                 gas as f64 / goal as f64
             );
         };
-        goal("happy lifecycle (permit, 60-byte spec, repeat run)", self.happy_path_repeat_total, GOAL_HAPPY);
+        goal(
+            "happy lifecycle, accept + complete (permit, 60-byte spec, repeat)",
+            self.happy_path_repeat_total,
+            GOAL_HAPPY,
+        );
         goal("happy lifecycle with deliver", self.happy_path_deliver_total, GOAL_HAPPY);
-        goal("dispute, split ruling final at once", self.dispute_split_final_total, GOAL_DISPUTE_SPLIT);
-        goal("per task, batch of 10 (accept + complete, approvals batched)", self.batch_per_task, GOAL_BATCH_PER_TASK);
-        goal("per task, batch of 10 with deliver", self.batch_deliver_per_task, GOAL_BATCH_PER_TASK);
+        goal(
+            "dispute, split ruling final at once",
+            self.dispute_split_final_total,
+            GOAL_DISPUTE_SPLIT,
+        );
+        goal(
+            "dispute, split ruling final at once, deliver",
+            self.dispute_split_deliver_total,
+            GOAL_DISPUTE_SPLIT,
+        );
+        goal(
+            "per task, batch of 10 (accept + complete, approvals batched)",
+            self.batch_per_task,
+            GOAL_BATCH_PER_TASK,
+        );
+        goal(
+            "per task, batch of 10 with deliver",
+            self.batch_deliver_per_task,
+            GOAL_BATCH_PER_TASK,
+        );
         out += &format!(
             "spec-URI slope: {:.1} gas per byte (target <= 30; reference ~723)\n",
             self.spec_uri_gas_per_byte

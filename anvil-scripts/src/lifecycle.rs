@@ -9,8 +9,8 @@ use alloy::{
 };
 use serde::Serialize;
 use tessera_bindings::{
-    ITaskEscrow::CreateParams, MockUSDC, capability, client::EscrowClient,
-    deployment::Deployment, permit::TokenDomain, task::TaskRecord,
+    ITaskEscrow::CreateParams, MockUSDC, capability, client::EscrowClient, deployment::Deployment,
+    permit::TokenDomain, task::TaskRecord,
 };
 
 use crate::{Error, actors::Actors, deploy::confirm};

@@ -31,9 +31,10 @@ pub const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// Why an escrow call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The contract reverted with one of its declared errors.
+    /// The contract reverted with one of its declared errors (boxed: some
+    /// carry several words, and every `Result` of a call carries this type).
     #[error("{0}")]
-    Revert(ContractRevert),
+    Revert(Box<ContractRevert>),
     /// The call failed for another reason (transport, gas estimation, unknown revert).
     #[error("contract call failed: {0}")]
     Call(#[from] alloy::contract::Error),
@@ -428,7 +429,7 @@ pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWalle
 /// Turns a contract error into a typed revert when it is one of ours.
 pub fn map_call(err: alloy::contract::Error) -> ClientError {
     match revert::decode(&err) {
-        Some(r) => ClientError::Revert(r),
+        Some(r) => ClientError::Revert(Box::new(r)),
         None => ClientError::Call(err),
     }
 }

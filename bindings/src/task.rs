@@ -532,7 +532,10 @@ mod tests {
                 at: at(1),
             }))
             .unwrap_err();
-        assert_eq!(err, FoldError::InvalidTransition { from: Status::Created, event: "TaskDisputed" });
+        assert_eq!(
+            err,
+            FoldError::InvalidTransition { from: Status::Created, event: "TaskDisputed" }
+        );
         // Paid straight from Created.
         assert!(rec.apply(&settled(Status::Paid, 0, 1_000, 0)).is_err());
         // Amounts that do not add up to the escrowed amount.

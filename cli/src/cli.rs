@@ -394,7 +394,7 @@ impl Cli {
                     let provider = actors.provider(running.endpoint_url());
                     let record =
                         deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
-                    tessera_anvil::gas::run(provider, &actors, &record).await
+                    Box::pin(tessera_anvil::gas::run(provider, &actors, &record)).await
                 }))
                 .await?;
                 print!("{}", report.table());

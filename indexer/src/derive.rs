@@ -122,19 +122,20 @@ impl TaskFold {
         // The capability the escrow checked the executor against is on
         // chain; an envelope naming another one is noted, not believed.
         let on_chain = capability::decode(rec.capability);
-        let (capability, spec, envelope_error) =
-            match EnvelopeCodec::default().decode(&rec.spec_uri, store) {
-                Ok(e) => {
-                    let mismatch = match (&e.capability, &on_chain) {
-                        (Some(named), Some(checked)) if named != checked => Some(format!(
-                            "envelope names capability `{named}`, the task was created for `{checked}`"
-                        )),
-                        _ => None,
-                    };
-                    (on_chain.or(e.capability), Some(e.spec), mismatch)
-                }
-                Err(e) => (on_chain, None, Some(e.to_string())),
-            };
+        let (capability, spec, envelope_error) = match EnvelopeCodec::default()
+            .decode(&rec.spec_uri, store)
+        {
+            Ok(e) => {
+                let mismatch = match (&e.capability, &on_chain) {
+                    (Some(named), Some(checked)) if named != checked => Some(format!(
+                        "envelope names capability `{named}`, the task was created for `{checked}`"
+                    )),
+                    _ => None,
+                };
+                (on_chain.or(e.capability), Some(e.spec), mismatch)
+            }
+            Err(e) => (on_chain, None, Some(e.to_string())),
+        };
         let row = TaskRow {
             task_id: rec.id.to_string(),
             plan_id: rec.plan_id.to_string(),

@@ -132,8 +132,10 @@ async fn create_tasks(env: &TestEnv, label: &str, count: usize) -> Vec<U256> {
     d.scenario(label);
     let mut ids = Vec::new();
     for _ in 0..count {
-        let params =
-            d.params(env.actors.agent(0), tessera_e2e::TASK_AMOUNT, "data:,x".into()).await.unwrap();
+        let params = d
+            .params(env.actors.agent(0), tessera_e2e::TASK_AMOUNT, "data:,x".into())
+            .await
+            .unwrap();
         ids.push(d.create_with_permit(params).await.unwrap().id);
     }
     ids
@@ -283,7 +285,8 @@ async fn hostile_envelopes_are_stored_and_flagged() {
     ];
     let mut ids = Vec::new();
     for uri in &garbage {
-        let params = d.params(env.actors.agent(0), tessera_e2e::TASK_AMOUNT, uri.clone()).await.unwrap();
+        let params =
+            d.params(env.actors.agent(0), tessera_e2e::TASK_AMOUNT, uri.clone()).await.unwrap();
         ids.push(d.create_with_permit(params).await.unwrap().id);
     }
     let dir = tempfile::tempdir().unwrap();

@@ -9,8 +9,8 @@ use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::{
     AgentRegistry, capability,
     client::{EscrowClient, connect},
-    offers,
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent},
+    offers,
     task::Status,
 };
 use tessera_e2e::TestEnv;
@@ -60,9 +60,8 @@ async fn worker_registers_delivers_declines_and_is_paid() {
 
     // The new agent undercuts the demo summarizers.
     let registry = AgentRegistry::new(env.deployment.agent_registry, &env.provider);
-    let read = offers::offers_for(&registry, capability::encode("summarize").unwrap(), 100)
-        .await
-        .unwrap();
+    let read =
+        offers::offers_for(&registry, capability::encode("summarize").unwrap(), 100).await.unwrap();
     assert_eq!(offers::cheapest_active(&read.offers, None), Some((w.address(), 300_000)));
 
     let mut d = env.driver();

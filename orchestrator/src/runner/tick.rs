@@ -357,7 +357,7 @@ mod tests {
             ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowTooEarly(TaskEscrowTooEarly {
                 notBefore: U256::from(9),
             }));
-        let outcome = outcome_of(Err(RunError::Chain(ClientError::Revert(refused))));
+        let outcome = outcome_of(Err(RunError::Chain(ClientError::Revert(Box::new(refused)))));
         assert!(!outcome.ok);
         assert!(outcome.outcome.starts_with("failed: chain: "), "{outcome:?}");
         assert_eq!(
