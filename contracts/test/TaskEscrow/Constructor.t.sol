@@ -103,6 +103,32 @@ contract ConstructorTest is EscrowBase {
         );
     }
 
+    function test_RevertWhen_RegistryZero() public {
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
+        new TaskEscrow(
+            address(usdc), address(0), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW
+        );
+    }
+
+    function test_RevertWhen_AppealRulingWindowOutOfRange() public {
+        uint32[2] memory bad = [MIN_WINDOW - 1, MAX_WINDOW + 1];
+        for (uint256 i; i < bad.length; ++i) {
+            vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidWindow.selector, bad[i]));
+            new TaskEscrow(
+                address(usdc), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, bad[i]
+            );
+        }
+    }
+
+    function testFuzz_constructor_appealRulingWindow(uint32 w) public {
+        w = uint32(bound(w, MIN_WINDOW, MAX_WINDOW));
+        TaskEscrow e = new TaskEscrow(
+            address(usdc), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, w
+        );
+        assertEq(e.appealRulingWindow(), w, "appeal ruling window");
+        assertEq(e.registry(), address(registry), "registry");
+    }
+
     function test_constructor() public {
         vm.expectEmit();
         emit Ownable.OwnershipTransferred(address(0), owner);
@@ -123,6 +149,8 @@ contract ConstructorTest is EscrowBase {
         assertEq(e.pendingAppealArbiter(), address(0), "pending appeal arbiter");
         assertEq(e.disputeWindow(), DISPUTE_WINDOW, "dispute window");
         assertEq(e.appealWindow(), 0, "appeal window");
+        assertEq(e.appealRulingWindow(), APPEAL_RULING_WINDOW, "appeal ruling window");
+        assertEq(e.registry(), address(registry), "registry");
         assertFalse(e.paused(), "not paused");
     }
 
