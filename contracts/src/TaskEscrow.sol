@@ -150,8 +150,13 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             catch {}
     }
 
-    function _createAll(CreateParams[] calldata ps) private returns (uint256[] memory taskIds, uint256 total) {
-        if (ps.length == 0 || ps.length > MAX_BATCH) revert TaskEscrowBatchSize(ps.length);
+    function _createAll(CreateParams[] calldata ps)
+        private
+        returns (uint256[] memory taskIds, uint256 total)
+    {
+        if (ps.length == 0 || ps.length > MAX_BATCH) {
+            revert TaskEscrowBatchSize(ps.length);
+        }
         taskIds = new uint256[](ps.length);
         for (uint256 i; i < ps.length; ++i) {
             taskIds[i] = _create(ps[i], i);
@@ -270,8 +275,14 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @inheritdoc ITaskEscrow
-    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks) external override nonReentrant {
-        if (taskIds.length == 0 || taskIds.length > MAX_BATCH) revert TaskEscrowBatchSize(taskIds.length);
+    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks)
+        external
+        override
+        nonReentrant
+    {
+        if (taskIds.length == 0 || taskIds.length > MAX_BATCH) {
+            revert TaskEscrowBatchSize(taskIds.length);
+        }
         if (taskIds.length != tasks.length) revert TaskEscrowLengthMismatch(taskIds.length, tasks.length);
         for (uint256 i; i < taskIds.length; ++i) {
             _approve(taskIds[i], tasks[i]);

@@ -57,7 +57,8 @@ interface ITaskEscrow {
         uint32 reviewWindow; // seconds the client has to approve or dispute a completed task
         uint32 disputeWindow; // seconds the arbiter has to rule on a dispute (snapshot at creation)
         uint32 appealWindow; // seconds to appeal a ruling (snapshot at creation); zero makes rulings final
-        uint32 appealRulingWindow; // seconds the appeal arbiter has to rule on an appeal (snapshot at creation)
+        uint32 appealRulingWindow; // seconds the appeal arbiter has to rule on an appeal (snapshot at
+        // creation)
         uint16 executorShareBps; // the ruling while Ruled or Appealed; once settled, the share applied
         Status status;
         bytes32 specHash; // keccak256 of the spec URI

@@ -19,7 +19,16 @@ contract ConstructorTest is EscrowBase {
         bytes memory err
     ) private {
         vm.expectRevert(err);
-        new TaskEscrow(token_, address(registry), owner_, arbiter_, appealArbiter_, disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
+        new TaskEscrow(
+            token_,
+            address(registry),
+            owner_,
+            arbiter_,
+            appealArbiter_,
+            disputeWindow_,
+            appealWindow_,
+            APPEAL_RULING_WINDOW
+        );
     }
 
     function test_RevertWhen_TokenZero() public {
@@ -106,7 +115,14 @@ contract ConstructorTest is EscrowBase {
     function test_RevertWhen_RegistryZero() public {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
         new TaskEscrow(
-            address(usdc), address(0), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW
+            address(usdc),
+            address(0),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            APPEAL_WINDOW,
+            APPEAL_RULING_WINDOW
         );
     }
 
@@ -115,7 +131,14 @@ contract ConstructorTest is EscrowBase {
         for (uint256 i; i < bad.length; ++i) {
             vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidWindow.selector, bad[i]));
             new TaskEscrow(
-                address(usdc), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, bad[i]
+                address(usdc),
+                address(registry),
+                owner,
+                arbiter,
+                appealArbiter,
+                DISPUTE_WINDOW,
+                APPEAL_WINDOW,
+                bad[i]
             );
         }
     }
@@ -138,7 +161,16 @@ contract ConstructorTest is EscrowBase {
         emit ITaskEscrow.ArbiterChanged(address(0), arbiter);
         vm.expectEmit();
         emit ITaskEscrow.AppealArbiterChanged(address(0), appealArbiter);
-        TaskEscrow e = new TaskEscrow(address(usdc), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, 0, APPEAL_RULING_WINDOW);
+        TaskEscrow e = new TaskEscrow(
+            address(usdc),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            0,
+            APPEAL_RULING_WINDOW
+        );
 
         assertEq(e.token(), address(usdc), "token");
         assertEq(e.owner(), owner, "owner");
@@ -157,8 +189,16 @@ contract ConstructorTest is EscrowBase {
     function testFuzz_constructor_windows(uint32 disputeWindow_, uint32 appealWindow_) public {
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
-        TaskEscrow e =
-            new TaskEscrow(address(usdc), address(registry), owner, arbiter, appealArbiter, disputeWindow_, appealWindow_, APPEAL_RULING_WINDOW);
+        TaskEscrow e = new TaskEscrow(
+            address(usdc),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            disputeWindow_,
+            appealWindow_,
+            APPEAL_RULING_WINDOW
+        );
         assertEq(e.disputeWindow(), disputeWindow_, "dispute window");
         assertEq(e.appealWindow(), appealWindow_, "appeal window");
     }

@@ -71,7 +71,9 @@ contract CreateTasksTest is EscrowBase {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchDuplicate.selector, 1, ps[1].ref));
         escrow.createTasks(ps);
         assertEq(usdc.balanceOf(funder), before, "no partial funding");
-        assertEq(escrow.taskHash(escrow.taskIdFor(funder, ps[0].ref)), bytes32(0), "the first item rolled back");
+        assertEq(
+            escrow.taskHash(escrow.taskIdFor(funder, ps[0].ref)), bytes32(0), "the first item rolled back"
+        );
     }
 
     function test_RevertWhen_AnItemFailsItsChecks() public {
@@ -115,7 +117,13 @@ contract CreateTasksTest is EscrowBase {
         for (uint256 i; i < ps.length; ++i) {
             vm.expectEmit(address(escrow));
             emit ITaskEscrow.TaskCreated(
-                escrow.taskIdFor(funder, ps[i].ref), PLAN, i, ps[i].ref, CAPABILITY, _expectedCreated(ps[i], funder), SPEC
+                escrow.taskIdFor(funder, ps[i].ref),
+                PLAN,
+                i,
+                ps[i].ref,
+                CAPABILITY,
+                _expectedCreated(ps[i], funder),
+                SPEC
             );
         }
         vm.recordLogs();

@@ -120,7 +120,7 @@ contract RulingEventOrderTest is EscrowBase {
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.recordLogs();
         vm.prank(arbiter);
-        escrow.resolveDispute(id, t, 6_000, "ipfs://rationale");
+        escrow.resolveDispute(id, t, 6000, "ipfs://rationale");
         bytes32[] memory sigs = _sigs();
         assertEq(sigs.length, 2, "two escrow events");
         assertEq(sigs[0], ITaskEscrow.DisputeRuled.selector, "the ruling first");
@@ -128,10 +128,10 @@ contract RulingEventOrderTest is EscrowBase {
     }
 
     function test_appealRuled_thenSettled() public {
-        (uint256 id, ITaskEscrow.Task memory t) = _appealed(6_000);
+        (uint256 id, ITaskEscrow.Task memory t) = _appealed(6000);
         vm.recordLogs();
         vm.prank(appealArbiter);
-        escrow.resolveAppeal(id, t, 2_500, "ipfs://appeal-rationale");
+        escrow.resolveAppeal(id, t, 2500, "ipfs://appeal-rationale");
         bytes32[] memory sigs = _sigs();
         assertEq(sigs.length, 2, "two escrow events");
         assertEq(sigs[0], ITaskEscrow.AppealRuled.selector, "the appeal ruling first");

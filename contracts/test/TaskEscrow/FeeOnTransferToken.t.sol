@@ -15,7 +15,16 @@ contract FeeOnTransferTokenTest is EscrowBase {
 
     function _deploy(uint16 feeBps) private {
         token = new FeeOnTransferToken(feeBps);
-        escrow = new TaskEscrow(address(token), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
+        escrow = new TaskEscrow(
+            address(token),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            APPEAL_WINDOW,
+            APPEAL_RULING_WINDOW
+        );
         token.mint(funder, type(uint128).max);
         vm.prank(funder);
         token.approve(address(escrow), type(uint256).max);

@@ -105,7 +105,9 @@ contract FinalizeRulingTest is EscrowBase {
         _finalize(id, t, ITaskEscrow.Status.Split, AMOUNT / 2);
     }
 
-    function testFuzz_finalizeRuling_decisionWindowBoundary(uint32 appealRulingWindow_, uint256 lateBy) public {
+    function testFuzz_finalizeRuling_decisionWindowBoundary(uint32 appealRulingWindow_, uint256 lateBy)
+        public
+    {
         appealRulingWindow_ = uint32(bound(appealRulingWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         vm.prank(owner);

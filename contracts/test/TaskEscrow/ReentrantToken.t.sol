@@ -30,7 +30,16 @@ contract ReentrantTokenTest is EscrowBase {
         super.setUp();
         token = new ReentrantToken();
         vm.label(address(token), "hostileToken");
-        escrow = new TaskEscrow(address(token), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
+        escrow = new TaskEscrow(
+            address(token),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            APPEAL_WINDOW,
+            APPEAL_RULING_WINDOW
+        );
         token.mint(funder, 1_000_000_000_000);
         vm.prank(funder);
         token.approve(address(escrow), type(uint256).max);

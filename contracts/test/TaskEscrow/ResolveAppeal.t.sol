@@ -117,7 +117,9 @@ contract ResolveAppealTest is EscrowBase {
         _assertStored(id, _settled(t, ITaskEscrow.Status.Split, 5000));
     }
 
-    function testFuzz_resolveAppeal_decisionWindowBoundary(uint32 appealRulingWindow_, uint256 lateBy) public {
+    function testFuzz_resolveAppeal_decisionWindowBoundary(uint32 appealRulingWindow_, uint256 lateBy)
+        public
+    {
         appealRulingWindow_ = uint32(bound(appealRulingWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         vm.prank(owner);

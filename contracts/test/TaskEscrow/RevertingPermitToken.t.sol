@@ -17,7 +17,16 @@ contract RevertingPermitTokenTest is EscrowBase {
     function setUp() public override {
         super.setUp();
         token = new RevertingPermitToken();
-        escrow = new TaskEscrow(address(token), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
+        escrow = new TaskEscrow(
+            address(token),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            APPEAL_WINDOW,
+            APPEAL_RULING_WINDOW
+        );
         token.mint(funder, 1_000_000_000_000);
     }
 
@@ -71,7 +80,16 @@ contract RevertingPermitTokenTest is EscrowBase {
     /// @dev A token with no permit function at all behaves the same.
     function test_createTaskWithPermit_tokenWithoutPermit() public {
         PlainToken plain = new PlainToken();
-        escrow = new TaskEscrow(address(plain), address(registry), owner, arbiter, appealArbiter, DISPUTE_WINDOW, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
+        escrow = new TaskEscrow(
+            address(plain),
+            address(registry),
+            owner,
+            arbiter,
+            appealArbiter,
+            DISPUTE_WINDOW,
+            APPEAL_WINDOW,
+            APPEAL_RULING_WINDOW
+        );
         plain.mint(funder, AMOUNT);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         vm.expectRevert(

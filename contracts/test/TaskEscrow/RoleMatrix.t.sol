@@ -222,7 +222,8 @@ contract RoleMatrixTest is EscrowBase {
         for (uint256 i; i < ROLES; ++i) {
             (uint256 id, ITaskEscrow.Task memory t) = _ruled(2500);
             (uint256 id2, ITaskEscrow.Task memory t2) = _appealed(7500);
-            vm.warp(uint256(t.updatedAt) + APPEAL_RULING_WINDOW + 1); // past both the appeal and appeal ruling windows
+            vm.warp(uint256(t.updatedAt) + APPEAL_RULING_WINDOW + 1); // past both the appeal and appeal
+            // ruling windows
             vm.prank(roles[i]);
             escrow.finalizeRuling(id, t);
             _assertStored(id, _settled(t, ITaskEscrow.Status.Split, 2500));

@@ -38,12 +38,15 @@ contract Escrow_Invariant_Test is Base {
         // lead deeper into the lifecycle (dispute, ruling, appeal) come up more
         // often, so runs of 100 calls reach every status.
         _target(address(createHandler), EscrowCreateHandler.createTask.selector, 4);
+        _target(address(createHandler), EscrowCreateHandler.createTasks.selector, 2);
         _target(address(createHandler), EscrowCreateHandler.attemptDuplicateRef.selector, 1);
         _target(address(createHandler), EscrowCreateHandler.setWindows.selector, 1);
         _target(address(createHandler), EscrowCreateHandler.togglePause.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.acceptTask.selector, 3);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.completeTask.selector, 3);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.approvePayment.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.approvePayments.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.deliver.selector, 2);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.releasePayment.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.disputeTask.selector, 3);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.resolveDispute.selector, 3);
@@ -277,8 +280,9 @@ contract Escrow_Invariant_Test is Base {
     function _allowed(ITaskEscrow.Status from, ITaskEscrow.Status to) internal pure returns (bool) {
         if (from == ITaskEscrow.Status.None) return to == ITaskEscrow.Status.Created;
         if (from == ITaskEscrow.Status.Created) {
-            return to == ITaskEscrow.Status.Accepted || to == ITaskEscrow.Status.Cancelled
-                || to == ITaskEscrow.Status.Expired || to == ITaskEscrow.Status.Created; // reassign
+            return to == ITaskEscrow.Status.Accepted || to == ITaskEscrow.Status.Completed // deliver
+                || to == ITaskEscrow.Status.Cancelled || to == ITaskEscrow.Status.Expired
+                || to == ITaskEscrow.Status.Created; // reassign
         }
         if (from == ITaskEscrow.Status.Accepted) {
             return to == ITaskEscrow.Status.Completed || to == ITaskEscrow.Status.Expired

@@ -8,7 +8,11 @@ import {IAgentRegistry} from "../../src/interfaces/IAgentRegistry.sol";
 /// agents, or to choose the cheapest active one (ties to the lowest address).
 library Offers {
     /// @dev Every agent offering `capability`, in the registry's order.
-    function agentsFor(IAgentRegistry registry, bytes32 capability) internal view returns (address[] memory all) {
+    function agentsFor(IAgentRegistry registry, bytes32 capability)
+        internal
+        view
+        returns (address[] memory all)
+    {
         IAgentRegistry.OfferView[] memory offers = _all(registry, capability);
         all = new address[](offers.length);
         for (uint256 i; i < offers.length; ++i) {

@@ -44,7 +44,9 @@ contract UpdatePrice_Unit_Test is RegistryBase {
             "caps"
         );
         assertEq(
-            keccak256(abi.encode(Offers.agentsFor(registry, CAP_A))), keccak256(abi.encode(agentsBefore)), "agents"
+            keccak256(abi.encode(Offers.agentsFor(registry, CAP_A))),
+            keccak256(abi.encode(agentsBefore)),
+            "agents"
         );
         _assertConsistent(agent);
     }

@@ -3,7 +3,9 @@ pragma solidity ^0.8.28;
 
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {Vm} from "../../utils/Vm.sol";
 import {TaskEscrow} from "../../../src/TaskEscrow.sol";
 import {MockUSDC} from "../../../src/mocks/MockUSDC.sol";
 import {EscrowStore} from "../stores/EscrowStore.sol";
@@ -100,6 +102,64 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         if (permitMode != 0) {
             vm.prank(funder);
             usdc.approve(address(escrow), type(uint256).max);
+        }
+    }
+
+    /// @notice A wave of 1..=5 fresh tasks from one funder in one call (by
+    /// allowance): each item recorded as createTask records it, and the one
+    /// token transfer must carry exactly the sum.
+    function createTasks(uint256 funderSeed, uint256 seed, uint8 count) external instrument("createTasks") {
+        if (escrow.paused()) return; // createTask covers the paused path
+        address funder = _actor(_funders, funderSeed);
+        uint256 n = bound(count, 1, 5);
+        ITaskEscrow.CreateParams[] memory ps = new ITaskEscrow.CreateParams[](n);
+        uint256 sum;
+        for (uint256 i; i < n; ++i) {
+            uint256 s = uint256(keccak256(abi.encode(seed, i)));
+            ps[i] = _params(funder, s, s >> 8, s >> 16, s >> 24);
+            bytes32 ref = keccak256(abi.encode("batch", s));
+            while (escrow.taskHash(escrow.taskIdFor(funder, ref)) != 0) {
+                ref = keccak256(abi.encode(ref));
+            }
+            ps[i].ref = ref;
+            sum += ps[i].amount;
+        }
+        vm.recordLogs();
+        vm.prank(funder);
+        uint256[] memory ids = escrow.createTasks(ps);
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        uint256 pulled;
+        for (uint256 i; i < logs.length; ++i) {
+            Vm.Log memory l = logs[i];
+            if (l.emitter == address(usdc) && l.topics[0] == IERC20.Transfer.selector) {
+                if (address(uint160(uint256(l.topics[2]))) == address(escrow)) {
+                    pulled += abi.decode(l.data, (uint256));
+                }
+            }
+        }
+        if (pulled != sum) {
+            store.recordWrongRevert(abi.encode("batch pulled other than the sum", pulled, sum));
+        }
+        for (uint256 i; i < n; ++i) {
+            ITaskEscrow.Task memory t = ITaskEscrow.Task({
+                funder: funder,
+                client: ps[i].client,
+                executor: ps[i].executor,
+                amount: ps[i].amount,
+                deadline: ps[i].deadline,
+                updatedAt: uint40(block.timestamp),
+                reviewWindow: ps[i].reviewWindow,
+                disputeWindow: escrow.disputeWindow(),
+                appealWindow: escrow.appealWindow(),
+                appealRulingWindow: escrow.appealRulingWindow(),
+                executorShareBps: 0,
+                status: ITaskEscrow.Status.Created,
+                specHash: keccak256(bytes(ps[i].specURI)),
+                resultHash: bytes32(0)
+            });
+            store.addTask(ids[i], ps[i].ref, t);
+            store.recordInflow(ids[i], ps[i].amount);
+            store.recordTransition(uint8(ITaskEscrow.Status.None), uint8(ITaskEscrow.Status.Created));
         }
     }
 

@@ -3,7 +3,9 @@ pragma solidity ^0.8.28;
 
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 
+import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {Vm} from "../../utils/Vm.sol";
 import {TaskEscrow} from "../../../src/TaskEscrow.sol";
 import {MockUSDC} from "../../../src/mocks/MockUSDC.sol";
 import {EscrowStore} from "../stores/EscrowStore.sol";
@@ -57,7 +59,8 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (s == ITaskEscrow.Status.Created || s == ITaskEscrow.Status.Accepted) return t.deadline;
         if (s == ITaskEscrow.Status.Completed) return uint256(t.updatedAt) + t.reviewWindow;
         if (s == ITaskEscrow.Status.Ruled) return uint256(t.updatedAt) + t.appealWindow;
-        return uint256(t.updatedAt) + t.disputeWindow; // Disputed, Appealed
+        if (s == ITaskEscrow.Status.Appealed) return uint256(t.updatedAt) + t.appealRulingWindow;
+        return uint256(t.updatedAt) + t.disputeWindow; // Disputed
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -169,6 +172,69 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         vm.prank(t.client);
         escrow.approvePayment(id, t);
         _commit(id, from, _settled(t, BPS, ITaskEscrow.Settlement.Approved));
+    }
+
+    /// @notice The executor's fast path: accept and complete in one call.
+    function deliver(uint256 taskSeed) external instrument("deliver") {
+        (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canAccept);
+        if (!found) return;
+        ITaskEscrow.Status from = t.status;
+        _observeStart();
+        vm.prank(t.executor);
+        escrow.deliver(id, t, "data:text/plain,delivered at once");
+        t.status = ITaskEscrow.Status.Completed;
+        t.updatedAt = uint40(block.timestamp);
+        t.resultHash = keccak256(bytes("data:text/plain,delivered at once"));
+        _commit(id, from, t);
+    }
+
+    /// @notice A client approves up to four of its completed tasks in one call;
+    /// each payout is attributed to the task whose {TaskSettled} precedes it.
+    function approvePayments(uint256 taskSeed) external instrument("approvePayments") {
+        (bool found, uint256 first, ITaskEscrow.Task memory t0) = _pick(taskSeed, _isCompleted);
+        if (!found) return;
+        uint256[] memory ids = new uint256[](4);
+        ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](4);
+        (ids[0], ts[0]) = (first, t0);
+        uint256 k = 1;
+        uint256 n = store.taskCount();
+        for (uint256 i; i < n && k < 4; ++i) {
+            uint256 id = store.taskIdAt(i);
+            ITaskEscrow.Task memory t = store.task(id);
+            if (id != first && t.status == ITaskEscrow.Status.Completed && t.client == t0.client) {
+                (ids[k], ts[k]) = (id, t);
+                ++k;
+            }
+        }
+        assembly ("memory-safe") {
+            mstore(ids, k)
+            mstore(ts, k)
+        }
+        vm.recordLogs();
+        vm.prank(t0.client);
+        escrow.approvePayments(ids, ts);
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        uint256 current;
+        for (uint256 i; i < logs.length; ++i) {
+            Vm.Log memory l = logs[i];
+            if (l.emitter == address(escrow) && l.topics[0] == ITaskEscrow.TaskSettled.selector) {
+                current = uint256(l.topics[1]);
+                (uint128 toExecutor, uint128 toFunder,) = abi.decode(l.data, (uint128, uint128, uint40));
+                store.recordSettlement(current, uint8(uint256(l.topics[2])), toExecutor, toFunder);
+            } else if (l.emitter == address(usdc) && l.topics[0] == IERC20.Transfer.selector) {
+                if (address(uint160(uint256(l.topics[1]))) == address(escrow)) {
+                    store.recordOutflow(
+                        current,
+                        address(uint160(uint256(l.topics[2]))),
+                        uint128(abi.decode(l.data, (uint256)))
+                    );
+                }
+            }
+        }
+        for (uint256 i; i < k; ++i) {
+            store.setTask(ids[i], _settled(ts[i], BPS, ITaskEscrow.Settlement.Approved));
+            store.recordTransition(uint8(ITaskEscrow.Status.Completed), uint8(ITaskEscrow.Status.Paid));
+        }
     }
 
     function releasePayment(uint256 taskSeed, uint256 callerSeed) external instrument("releasePayment") {
@@ -448,19 +514,20 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         else if (field == 5) f.executorShareBps ^= 1;
         else if (field == 6) f.status = ITaskEscrow.Status((uint8(f.status) + 1 + fieldSeed % 11) % 12);
         else if (field == 7) f.resultHash ^= bytes32(uint256(1));
-        else if (field == 8) f.disputeWindow ^= 1;
+        else if (field == 8 && (fieldSeed >> 128) % 2 == 0) f.disputeWindow ^= 1;
+        else if (field == 8) f.appealRulingWindow ^= 1;
         // Any lifecycle function loads the task first; use the permissionless ones.
         bytes memory data = fieldSeed % 2 == 0
             ? abi.encodeCall(ITaskEscrow.refundExpired, (id, f))
             : abi.encodeCall(ITaskEscrow.finalizeRuling, (id, f));
         if (field >= 10) {
-            // The stored task, dirtied in its raw encoding: selector, id, then 13 words.
-            uint256 word = field == 10 ? 10 : (fieldSeed / 12) % 3; // status, or funder/client/executor
+            // The stored task, dirtied in its raw encoding: selector, id, then 14 words.
+            uint256 word = field == 10 ? 11 : (fieldSeed / 12) % 3; // status, or funder/client/executor
             uint256 dirt = field == 10 ? 12 + (fieldSeed >> 8) % 244 : 1 << (160 + (fieldSeed >> 8) % 96);
             assembly ("memory-safe") {
                 let p := add(add(data, 0x44), mul(word, 0x20)) // 0x20 length + 4 selector + 0x20 id
                 let v := mload(p)
-                switch eq(word, 10)
+                switch eq(word, 11)
                 case 1 { mstore(p, dirt) }
                 default { mstore(p, or(v, dirt)) }
             }
@@ -560,7 +627,9 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (fn == 10) return (_stranger, abi.encodeCall(ITaskEscrow.refundExpired, (id, t)));
         if (fn == 11) return (t.client, abi.encodeCall(ITaskEscrow.cancelTask, (id, t)));
         address e = _pickExecutor(id, t.funder, t.client);
-        return
-            (t.client, abi.encodeCall(ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days), CAPABILITY)));
+        return (
+            t.client,
+            abi.encodeCall(ITaskEscrow.reassignTask, (id, t, e, uint40(block.timestamp + 1 days), CAPABILITY))
+        );
     }
 }
