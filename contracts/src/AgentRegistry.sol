@@ -212,11 +212,10 @@ contract AgentRegistry is IAgentRegistry {
         if (o.capPos != 0) revert AgentRegistryDuplicateCapability(capability);
 
         a.capabilities.push(capability);
-        address[] storage list = _agentsFor[capability];
-        list.push(agent);
+        _agentsFor[capability].push(agent);
         o.price = price;
         o.capPos = uint64(a.capabilities.length);
-        o.agentPos = uint64(list.length);
+        o.agentPos = uint64(_agentsFor[capability].length);
         emit CapabilitySet(agent, capability, price);
     }
 
