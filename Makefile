@@ -28,7 +28,7 @@ export TESSERA_ANVIL := $(ANVIL)
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
         chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean browser \
-        test-web js-test fuzz-tools fuzz-api
+        test-web js-test fuzz-tools fuzz-api audit audit-tools tree-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -72,6 +72,29 @@ $(FUZZ_STAMP): tools/fuzz-requirements.txt
 	@touch $@
 
 fuzz-tools: $(FUZZ_STAMP) ## install pinned schemathesis into .tools/fuzz (idempotent)
+
+# slither and halmos for `make audit`, the same way: a venv of their own,
+# exact pins, --no-deps, installed only when the pins changed.
+AUDIT_VENV  := $(TOOLS)/audit
+AUDIT_STAMP := $(AUDIT_VENV)/.installed
+
+$(AUDIT_STAMP): tools/audit-requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) (>= 3.11, with venv) is required for make audit" >&2; exit 1; }
+	@echo "installing pinned slither and halmos into .tools/audit"
+	@rm -rf $(AUDIT_VENV)
+	@$(PYTHON) -m venv $(AUDIT_VENV)
+	@$(AUDIT_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r tools/audit-requirements.txt
+	@$(AUDIT_VENV)/bin/slither --version >/dev/null
+	@$(AUDIT_VENV)/bin/halmos --version >/dev/null
+	@touch $@
+
+audit-tools: $(AUDIT_STAMP) ## install pinned slither and halmos into .tools/audit (idempotent)
+
+tree-check: ## every revert branch of every contracts/test .tree file is named by a test that mirrors it
+	@tools/tree-check
+
+audit: toolchain audit-tools ## slither (0 high/medium, lows triaged in contracts/audit/TRIAGE.md) and halmos symbolic checks
+	@tools/audit
 
 # --- contracts and bindings -------------------------------------------------
 
@@ -167,7 +190,7 @@ js-test: check-prereqs ## the web UI's script unit tests (node's test runner)
 test-web: toolchain browser ## only the web UI scenarios in headless Chromium (screenshots in target/web-artifacts/)
 	@$(CARGO) test --locked -p tessera --test web -- --nocapture
 
-test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check js-test rust-test ## everything a reviewer runs
+test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check tree-check audit js-test rust-test ## everything a reviewer runs
 	@echo "make test: all checks passed"
 
 # --- running -------------------------------------------------------------------

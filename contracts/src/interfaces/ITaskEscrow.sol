@@ -331,7 +331,8 @@ interface ITaskEscrow {
     function acceptAppealArbiter() external;
 
     /// @notice Owner: set the windows snapshotted into new tasks.
-    function setWindows(uint32 newDisputeWindow, uint32 newAppealWindow, uint32 newAppealRulingWindow) external;
+    function setWindows(uint32 newDisputeWindow, uint32 newAppealWindow, uint32 newAppealRulingWindow)
+        external;
 
     /*//////////////////////////////////////////////////////////////
                                 VIEWS

@@ -5,6 +5,7 @@ import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 import {MockUSDC} from "../../src/mocks/MockUSDC.sol";
 import {Test} from "../utils/Test.sol";
 
+/// @notice Mirrors mint.tree.
 contract MockUSDCTest is Test {
     MockUSDC internal usdc;
     address internal owner;

@@ -4,6 +4,7 @@ pragma solidity ^0.8.28;
 import {ITaskEscrow} from "../../src/interfaces/ITaskEscrow.sol";
 import {EscrowBase} from "./EscrowBase.sol";
 
+/// @notice Mirrors views.tree.
 contract ViewsTest is EscrowBase {
     function test_views_constants() public view {
         assertEq(escrow.BPS(), 10_000, "BPS");

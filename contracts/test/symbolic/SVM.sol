@@ -6,7 +6,6 @@ pragma solidity ^0.8.28;
 interface SVM {
     function createUint256(string calldata name) external pure returns (uint256);
     function createAddress(string calldata name) external pure returns (address);
-    function createCalldata(string calldata contractName) external pure returns (bytes memory);
 }
 
 SVM constant svm = SVM(address(uint160(uint256(keccak256("svm cheat code")))));
