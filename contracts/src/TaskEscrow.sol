@@ -246,23 +246,20 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
 
     /// @inheritdoc ITaskEscrow
     function completeTask(uint256 taskId, Task calldata task, string calldata resultURI) external override {
-        Task memory t = _load(taskId, task);
-        if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
-        _requireStatus(taskId, t, Status.Accepted);
-        if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
-
-        t.status = Status.Completed;
-        t.updatedAt = uint40(block.timestamp);
-        t.resultHash = keccak256(bytes(resultURI));
-        _store(taskId, t);
-        emit TaskCompleted(taskId, msg.sender, resultURI, t.updatedAt);
+        _complete(taskId, task, resultURI, Status.Accepted);
     }
 
     /// @inheritdoc ITaskEscrow
     function deliver(uint256 taskId, Task calldata task, string calldata resultURI) external override {
+        _complete(taskId, task, resultURI, Status.Created);
+    }
+
+    /// @dev The executor delivers `resultURI` on a task in status `from` (Accepted
+    /// for {completeTask}, Created for {deliver}) before its deadline.
+    function _complete(uint256 taskId, Task calldata task, string calldata resultURI, Status from) private {
         Task memory t = _load(taskId, task);
         if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
-        _requireStatus(taskId, t, Status.Created);
+        _requireStatus(taskId, t, from);
         if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
 
         t.status = Status.Completed;

@@ -54,8 +54,19 @@ abstract contract Base is Test {
 
         usdc = new MockUSDC(owner);
         registry = new AgentRegistry();
-        escrow = new TaskEscrow(
-            address(usdc),
+        escrow = _deployEscrow(address(usdc));
+        _registerExecutors();
+
+        vm.prank(owner);
+        usdc.mint(funder, 1_000_000_000_000);
+        vm.prank(funder);
+        usdc.approve(address(escrow), type(uint256).max);
+    }
+
+    /// @dev An escrow settling in `token` with the fixture's registry, roles and windows.
+    function _deployEscrow(address token) internal returns (TaskEscrow) {
+        return new TaskEscrow(
+            token,
             address(registry),
             owner,
             arbiter,
@@ -64,12 +75,6 @@ abstract contract Base is Test {
             APPEAL_WINDOW,
             APPEAL_RULING_WINDOW
         );
-        _registerExecutors();
-
-        vm.prank(owner);
-        usdc.mint(funder, 1_000_000_000_000);
-        vm.prank(funder);
-        usdc.approve(address(escrow), type(uint256).max);
     }
 
     /// @dev The escrow only funds registered executors: both offer {CAPABILITY}.

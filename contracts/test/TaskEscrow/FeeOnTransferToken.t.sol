@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
-import {TaskEscrow} from "../../src/TaskEscrow.sol";
 import {ITaskEscrow} from "../../src/interfaces/ITaskEscrow.sol";
 import {FeeOnTransferToken} from "../mocks/FeeOnTransferToken.sol";
 import {EscrowBase} from "./EscrowBase.sol";
@@ -15,16 +14,7 @@ contract FeeOnTransferTokenTest is EscrowBase {
 
     function _deploy(uint16 feeBps) private {
         token = new FeeOnTransferToken(feeBps);
-        escrow = new TaskEscrow(
-            address(token),
-            address(registry),
-            owner,
-            arbiter,
-            appealArbiter,
-            DISPUTE_WINDOW,
-            APPEAL_WINDOW,
-            APPEAL_RULING_WINDOW
-        );
+        escrow = _deployEscrow(address(token));
         token.mint(funder, type(uint128).max);
         vm.prank(funder);
         token.approve(address(escrow), type(uint256).max);

@@ -3,7 +3,6 @@ pragma solidity ^0.8.28;
 
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 
-import {TaskEscrow} from "../../src/TaskEscrow.sol";
 import {ITaskEscrow} from "../../src/interfaces/ITaskEscrow.sol";
 import {ReentrantToken} from "../mocks/ReentrantToken.sol";
 import {EscrowBase} from "./EscrowBase.sol";
@@ -30,16 +29,7 @@ contract ReentrantTokenTest is EscrowBase {
         super.setUp();
         token = new ReentrantToken();
         vm.label(address(token), "hostileToken");
-        escrow = new TaskEscrow(
-            address(token),
-            address(registry),
-            owner,
-            arbiter,
-            appealArbiter,
-            DISPUTE_WINDOW,
-            APPEAL_WINDOW,
-            APPEAL_RULING_WINDOW
-        );
+        escrow = _deployEscrow(address(token));
         token.mint(funder, 1_000_000_000_000);
         vm.prank(funder);
         token.approve(address(escrow), type(uint256).max);

@@ -4,7 +4,6 @@ pragma solidity ^0.8.28;
 import {IERC20Errors} from "@openzeppelin/contracts/interfaces/draft-IERC6093.sol";
 import {ERC20} from "@openzeppelin/contracts/token/ERC20/ERC20.sol";
 
-import {TaskEscrow} from "../../src/TaskEscrow.sol";
 import {ITaskEscrow} from "../../src/interfaces/ITaskEscrow.sol";
 import {RevertingPermitToken} from "../mocks/RevertingPermitToken.sol";
 import {EscrowBase} from "./EscrowBase.sol";
@@ -17,16 +16,7 @@ contract RevertingPermitTokenTest is EscrowBase {
     function setUp() public override {
         super.setUp();
         token = new RevertingPermitToken();
-        escrow = new TaskEscrow(
-            address(token),
-            address(registry),
-            owner,
-            arbiter,
-            appealArbiter,
-            DISPUTE_WINDOW,
-            APPEAL_WINDOW,
-            APPEAL_RULING_WINDOW
-        );
+        escrow = _deployEscrow(address(token));
         token.mint(funder, 1_000_000_000_000);
     }
 
@@ -80,16 +70,7 @@ contract RevertingPermitTokenTest is EscrowBase {
     /// @dev A token with no permit function at all behaves the same.
     function test_createTaskWithPermit_tokenWithoutPermit() public {
         PlainToken plain = new PlainToken();
-        escrow = new TaskEscrow(
-            address(plain),
-            address(registry),
-            owner,
-            arbiter,
-            appealArbiter,
-            DISPUTE_WINDOW,
-            APPEAL_WINDOW,
-            APPEAL_RULING_WINDOW
-        );
+        escrow = _deployEscrow(address(plain));
         plain.mint(funder, AMOUNT);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         vm.expectRevert(
