@@ -83,7 +83,16 @@ interface ITaskEscrow {
                                 EVENTS
     //////////////////////////////////////////////////////////////*/
 
-    /// @notice A task was created and funded. `task` is the full initial state.
+    /// @notice A task was created and funded.
+    /// @dev Carries everything an indexer needs to rebuild the task without a call:
+    /// the full initial {Task} and the spec URI whose hash it stores.
+    /// @param taskId `taskIdFor(task.funder, ref)`.
+    /// @param planId The plan the task belongs to (0 for none); not stored.
+    /// @param parentId The parent task id (0 for a root task); not stored, not checked.
+    /// @param ref The funder's reference the id derives from.
+    /// @param capability What the executor was hired for, as checked against the registry.
+    /// @param task The full initial state; its hash is what {taskHash} holds.
+    /// @param specURI The spec envelope; `task.specHash == keccak256(bytes(specURI))`.
     event TaskCreated(
         uint256 indexed taskId,
         bytes32 indexed planId,
@@ -95,18 +104,37 @@ interface ITaskEscrow {
     );
 
     /// @notice The executor accepted the task.
+    /// @dev Only the executor accepts; the deadline does not change.
+    /// @param taskId The task.
+    /// @param executor The executor, who called.
+    /// @param at The block time, now the task's `updatedAt`.
     event TaskAccepted(uint256 indexed taskId, address indexed executor, uint40 at);
 
-    /// @notice The executor delivered; the review window starts at `at`. The stored
-    /// result hash is `keccak256(bytes(resultURI))`. Emitted by {completeTask} from
-    /// Accepted and by {deliver} straight from Created.
+    /// @notice The executor delivered; the review window starts at `at`.
+    /// @dev Emitted by {completeTask} from Accepted and by {deliver} straight from
+    /// Created. The stored result hash is `keccak256(bytes(resultURI))`.
+    /// @param taskId The task.
+    /// @param executor The executor, who called.
+    /// @param resultURI Where the result is.
+    /// @param at The block time, now the task's `updatedAt`.
     event TaskCompleted(uint256 indexed taskId, address indexed executor, string resultURI, uint40 at);
 
     /// @notice The client disputed the result; the dispute window starts at `at`.
+    /// @dev The funds stay escrowed until a ruling or {claimDisputeDefault}.
+    /// @param taskId The task.
+    /// @param client The client, who called.
+    /// @param reasonURI Why the client disputes; only emitted, never stored.
+    /// @param at The block time, now the task's `updatedAt`.
     event TaskDisputed(uint256 indexed taskId, address indexed client, string reasonURI, uint40 at);
 
-    /// @notice The arbiter ruled. With a non-zero appeal window the ruling can be
-    /// appealed until `at + appealWindow`; otherwise {TaskSettled} follows at once.
+    /// @notice The arbiter ruled.
+    /// @dev With a non-zero appeal window the ruling can be appealed until
+    /// `at + appealWindow`; otherwise {TaskSettled} follows in the same call.
+    /// @param taskId The task.
+    /// @param arbiter The arbiter, who called.
+    /// @param executorShareBps The executor's share of the amount, in basis points.
+    /// @param rationaleURI The council's reasoning; only emitted, never stored.
+    /// @param at The block time, now the task's `updatedAt`.
     event DisputeRuled(
         uint256 indexed taskId,
         address indexed arbiter,
@@ -116,9 +144,20 @@ interface ITaskEscrow {
     );
 
     /// @notice A party appealed the ruling to the appeal arbiter.
+    /// @dev The standing ruling is kept in the task and applies if the appeal goes undecided.
+    /// @param taskId The task.
+    /// @param appellant The client or the executor, who called.
+    /// @param reasonURI Why the party appeals; only emitted, never stored.
+    /// @param at The block time, now the task's `updatedAt`; the appeal ruling window starts.
     event RulingAppealed(uint256 indexed taskId, address indexed appellant, string reasonURI, uint40 at);
 
-    /// @notice The appeal arbiter ruled; {TaskSettled} follows.
+    /// @notice The appeal arbiter ruled; {TaskSettled} follows in the same call.
+    /// @dev Replaces the standing ruling; there is no further appeal.
+    /// @param taskId The task.
+    /// @param appealArbiter The appeal arbiter, who called.
+    /// @param executorShareBps The executor's share of the amount, in basis points; final.
+    /// @param rationaleURI The appeal's reasoning; only emitted, never stored.
+    /// @param at The block time, now the task's `updatedAt`.
     event AppealRuled(
         uint256 indexed taskId,
         address indexed appealArbiter,
@@ -128,6 +167,12 @@ interface ITaskEscrow {
     );
 
     /// @notice The task was re-routed to another executor with a new deadline.
+    /// @dev The task is Created again; the funder, client and amount are unchanged.
+    /// @param taskId The task.
+    /// @param previousExecutor The executor taken off the task.
+    /// @param newExecutor The executor now assigned.
+    /// @param newDeadline The new deadline.
+    /// @param at The block time, now the task's `updatedAt`.
     event TaskReassigned(
         uint256 indexed taskId,
         address indexed previousExecutor,
@@ -136,8 +181,15 @@ interface ITaskEscrow {
         uint40 at
     );
 
-    /// @notice The task reached a terminal `status`; the escrow paid
-    /// `executorAmount` to the executor and `funderAmount` to the funder.
+    /// @notice The task reached a terminal status and the escrow paid it out.
+    /// @dev `executorAmount + funderAmount` is the task's amount: a settled task holds
+    /// no tokens.
+    /// @param taskId The task.
+    /// @param status The terminal status: Paid, Refunded, Split, Cancelled or Expired.
+    /// @param settlement Why the task was settled.
+    /// @param executorAmount Tokens sent to the executor.
+    /// @param funderAmount Tokens sent back to the funder.
+    /// @param at The block time, now the task's `updatedAt`.
     event TaskSettled(
         uint256 indexed taskId,
         Status indexed status,
@@ -148,14 +200,35 @@ interface ITaskEscrow {
     );
 
     /// @notice The owner proposed a new arbiter, who must accept.
+    /// @dev Nothing changes until the proposed arbiter calls {acceptArbiter}.
+    /// @param current The arbiter until the proposed one accepts.
+    /// @param proposed The proposed arbiter.
     event ArbiterProposed(address indexed current, address indexed proposed);
+
     /// @notice The arbiter changed.
+    /// @dev Also emitted at deployment, with `previous` zero.
+    /// @param previous The former arbiter (zero at deployment).
+    /// @param current The arbiter from now on.
     event ArbiterChanged(address indexed previous, address indexed current);
+
     /// @notice The owner proposed a new appeal arbiter, who must accept.
+    /// @dev Nothing changes until the proposed appeal arbiter calls {acceptAppealArbiter}.
+    /// @param current The appeal arbiter until the proposed one accepts.
+    /// @param proposed The proposed appeal arbiter.
     event AppealArbiterProposed(address indexed current, address indexed proposed);
+
     /// @notice The appeal arbiter changed.
+    /// @dev Also emitted at deployment, with `previous` zero.
+    /// @param previous The former appeal arbiter (zero at deployment).
+    /// @param current The appeal arbiter from now on.
     event AppealArbiterChanged(address indexed previous, address indexed current);
-    /// @notice The windows for tasks created from now on changed.
+
+    /// @notice The windows for tasks created from now on changed; existing tasks
+    /// keep the windows they were created with.
+    /// @dev Also emitted at deployment.
+    /// @param disputeWindow Seconds the arbiter has to rule on a dispute.
+    /// @param appealWindow Seconds a party has to appeal a ruling; zero makes rulings final.
+    /// @param appealRulingWindow Seconds the appeal arbiter has to rule on an appeal.
     event WindowsUpdated(uint32 disputeWindow, uint32 appealWindow, uint32 appealRulingWindow);
 
     /*//////////////////////////////////////////////////////////////
@@ -163,44 +236,87 @@ interface ITaskEscrow {
     //////////////////////////////////////////////////////////////*/
 
     /// @notice No task has this id.
+    /// @param taskId The id asked for.
     error TaskEscrowUnknownTask(uint256 taskId);
+
     /// @notice The supplied task does not match the stored hash (stale or forged).
+    /// @param taskId The id asked for; rebuild its {Task} from events and retry.
     error TaskEscrowStaleTask(uint256 taskId);
+
     /// @notice This funder already used this reference.
+    /// @param funder The caller.
+    /// @param ref The reference already used.
     error TaskEscrowDuplicateReference(address funder, bytes32 ref);
+
     /// @notice The task is not in a status that allows this call.
+    /// @param taskId The task.
+    /// @param status Where it stands.
     error TaskEscrowInvalidStatus(uint256 taskId, Status status);
+
     /// @notice The caller does not hold the role this call needs.
+    /// @param caller The caller.
     error TaskEscrowUnauthorized(address caller);
+
     /// @notice The amount is zero.
     error TaskEscrowZeroAmount();
+
     /// @notice An address parameter is the zero address.
     error TaskEscrowZeroAddress();
+
     /// @notice The executor is also the client or the funder.
+    /// @param executor The executor named.
     error TaskEscrowSelfDealing(address executor);
-    /// @notice The deadline is not in the future, or too far in it.
+
+    /// @notice The deadline is not in the future, or more than a year in it.
+    /// @param deadline The deadline given.
     error TaskEscrowInvalidDeadline(uint40 deadline);
-    /// @notice A window is outside its allowed range.
+
+    /// @notice A window is outside its allowed range (one minute to 30 days; an
+    /// appeal window may also be zero).
+    /// @param window The window given, in seconds.
     error TaskEscrowInvalidWindow(uint32 window);
+
     /// @notice A share is above 10,000 basis points.
+    /// @param executorShareBps The share given.
     error TaskEscrowInvalidShare(uint16 executorShareBps);
+
     /// @notice The call came too early (a window or deadline has not passed yet).
+    /// @param notBefore The first timestamp at which the call can succeed.
     error TaskEscrowTooEarly(uint256 notBefore);
+
     /// @notice The call came too late (a window or deadline has passed).
+    /// @param notAfter The last timestamp at which the call could have succeeded.
     error TaskEscrowTooLate(uint256 notAfter);
+
     /// @notice The token moved a different amount than asked (e.g. a fee-on-transfer token).
+    /// @param expected The amount asked for.
+    /// @param received The amount the escrow's balance grew by.
     error TaskEscrowTransferMismatch(uint256 expected, uint256 received);
+
     /// @notice The caller is not the pending arbiter or appeal arbiter.
+    /// @param caller The caller.
     error TaskEscrowNotPending(address caller);
+
     /// @notice The executor is not registered and active, does not offer the capability,
     /// or asks more for it than the task's amount.
+    /// @param executor The executor named.
+    /// @param capability The capability it was to be hired for.
+    /// @param amount The task's amount.
     error TaskEscrowExecutorNotOffering(address executor, bytes32 capability, uint128 amount);
+
     /// @notice A batch is empty or longer than {MAX_BATCH}.
+    /// @param length The batch's length.
     error TaskEscrowBatchSize(uint256 length);
+
     /// @notice Two arrays of a batch call differ in length.
+    /// @param ids The number of task ids.
+    /// @param tasks The number of tasks.
     error TaskEscrowLengthMismatch(uint256 ids, uint256 tasks);
-    /// @notice Item `index` of a batch reuses a reference: the whole batch reverts,
+
+    /// @notice An item of a batch reuses a reference: the whole batch reverts,
     /// nothing is funded.
+    /// @param index The position of the item in the batch.
+    /// @param ref The reference it reuses (earlier in the batch or in an earlier call).
     error TaskEscrowBatchDuplicate(uint256 index, bytes32 ref);
 
     /*//////////////////////////////////////////////////////////////
@@ -208,12 +324,26 @@ interface ITaskEscrow {
     //////////////////////////////////////////////////////////////*/
 
     /// @notice Creates a task funded from the caller's prior token approval.
+    /// @dev Reverts while paused; if an amount, address, deadline or review window is
+    /// invalid; if the executor is the caller or the client
+    /// ({TaskEscrowSelfDealing}) or does not offer `p.capability` at no more than
+    /// `p.amount` ({TaskEscrowExecutorNotOffering}); if the caller already used
+    /// `p.ref` ({TaskEscrowDuplicateReference}); or if the transfer moves another
+    /// amount than `p.amount` ({TaskEscrowTransferMismatch}). Emits {TaskCreated}.
+    /// @param p The task to create; the caller is its funder.
     /// @return taskId `taskIdFor(msg.sender, p.ref)`.
     function createTask(CreateParams calldata p) external returns (uint256 taskId);
 
     /// @notice Creates a task in one transaction, approving the transfer with an
-    /// EIP-2612 permit signed by the caller. A permit already used (e.g. front-run)
-    /// is tolerated when the allowance suffices.
+    /// EIP-2612 permit signed by the caller.
+    /// @dev A permit that fails (already used, e.g. front-run) is tolerated: the
+    /// transfer then succeeds if the allowance suffices. Otherwise as {createTask}.
+    /// @param p The task to create; the caller is its funder.
+    /// @param permitDeadline The permit's deadline.
+    /// @param v The permit signature's recovery id.
+    /// @param r The permit signature's `r`.
+    /// @param s The permit signature's `s`.
+    /// @return taskId `taskIdFor(msg.sender, p.ref)`.
     function createTaskWithPermit(
         CreateParams calldata p,
         uint256 permitDeadline,
@@ -223,14 +353,23 @@ interface ITaskEscrow {
     ) external returns (uint256 taskId);
 
     /// @notice Creates every task of `ps` with one token transfer for their sum, from
-    /// the caller's prior approval: a wave of a plan in one transaction. All or
-    /// nothing: an invalid item reverts the batch, a reused reference with
+    /// the caller's prior approval: a wave of a plan in one transaction.
+    /// @dev All or nothing: any item that {createTask} would reject reverts the
+    /// batch; a reference reused within the batch or used before reverts with
     /// {TaskEscrowBatchDuplicate} naming its index, so a crashed caller re-sending
-    /// the batch can never fund a task twice.
+    /// the batch can never fund a task twice. Emits one {TaskCreated} per item, in order.
+    /// @param ps The tasks, 1 to {MAX_BATCH} of them ({TaskEscrowBatchSize}).
     /// @return taskIds `taskIdFor(msg.sender, ps[i].ref)` for each item, in order.
     function createTasks(CreateParams[] calldata ps) external returns (uint256[] memory taskIds);
 
     /// @notice {createTasks} approved by one EIP-2612 permit for the sum of the amounts.
+    /// @dev A permit that fails is tolerated as in {createTaskWithPermit}.
+    /// @param ps The tasks, 1 to {MAX_BATCH} of them.
+    /// @param permitDeadline The permit's deadline.
+    /// @param v The permit signature's recovery id.
+    /// @param r The permit signature's `r`.
+    /// @param s The permit signature's `s`.
+    /// @return taskIds `taskIdFor(msg.sender, ps[i].ref)` for each item, in order.
     function createTasksWithPermit(
         CreateParams[] calldata ps,
         uint256 permitDeadline,
@@ -243,30 +382,71 @@ interface ITaskEscrow {
                             LIFECYCLE
     //////////////////////////////////////////////////////////////*/
 
+    // Every call below takes the task's id and its full current state `task`,
+    // checked against the stored hash: an unknown id reverts with
+    // {TaskEscrowUnknownTask}, a state that does not match with {TaskEscrowStaleTask}.
+
     /// @notice The executor accepts a Created task before its deadline.
+    /// @dev Reverts unless the caller is the executor, the task is Created and the
+    /// deadline has not passed. Emits {TaskAccepted}.
+    /// @param taskId The task.
+    /// @param task Its current state.
     function acceptTask(uint256 taskId, Task calldata task) external;
 
     /// @notice The executor delivers an Accepted task before its deadline.
+    /// @dev Reverts unless the caller is the executor, the task is Accepted and the
+    /// deadline has not passed. Starts the review window. Emits {TaskCompleted}.
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param resultURI Where the result is; only its hash is stored.
     function completeTask(uint256 taskId, Task calldata task, string calldata resultURI) external;
 
     /// @notice The executor delivers a Created task before its deadline, accepting and
     /// completing it in one call (work done before it was accepted).
+    /// @dev As {completeTask}, but from Created. Emits {TaskCompleted} only.
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param resultURI Where the result is; only its hash is stored.
     function deliver(uint256 taskId, Task calldata task, string calldata resultURI) external;
 
-    /// @notice The client approves a Completed task; the executor is paid.
+    /// @notice The client approves a Completed task; the executor is paid in full.
+    /// @dev Reverts unless the caller is the client and the task is Completed; the
+    /// review window need not have ended. Emits {TaskSettled} (Paid, Approved).
+    /// @param taskId The task.
+    /// @param task Its current state.
     function approvePayment(uint256 taskId, Task calldata task) external;
 
     /// @notice The client approves several Completed tasks at once; all or nothing.
+    /// @dev Each item as {approvePayment}. Emits one {TaskSettled} per task, in order.
+    /// @param taskIds The tasks, 1 to {MAX_BATCH} of them ({TaskEscrowBatchSize}).
+    /// @param tasks Their current states, one per id ({TaskEscrowLengthMismatch}).
     function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks) external;
 
     /// @notice Anyone releases payment of a Completed task once its review window passed.
+    /// @dev Reverts with {TaskEscrowTooEarly} until `updatedAt + reviewWindow` has
+    /// passed. Emits {TaskSettled} (Paid, AutoReleased).
+    /// @param taskId The task.
+    /// @param task Its current state.
     function releasePayment(uint256 taskId, Task calldata task) external;
 
     /// @notice The client disputes a Completed task within its review window.
+    /// @dev Reverts unless the caller is the client, the task is Completed and the
+    /// review window is open. Starts the dispute window. Emits {TaskDisputed}.
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param reasonURI Why the client disputes; only emitted.
     function disputeTask(uint256 taskId, Task calldata task, string calldata reasonURI) external;
 
     /// @notice The arbiter rules on a Disputed task within its dispute window.
     /// `executorShareBps` of the amount goes to the executor, the rest to the funder.
+    /// @dev Reverts unless the caller is the arbiter, the task is Disputed, the
+    /// dispute window is open and the share is at most 10,000. With a zero appeal
+    /// window the ruling is final: {DisputeRuled} then {TaskSettled} (Ruling).
+    /// Otherwise the task becomes Ruled and the appeal window starts: {DisputeRuled}.
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param executorShareBps The executor's share in basis points (0 to 10,000).
+    /// @param rationaleURI The council's reasoning; only emitted.
     function resolveDispute(
         uint256 taskId,
         Task calldata task,
@@ -275,9 +455,23 @@ interface ITaskEscrow {
     ) external;
 
     /// @notice The client or the executor appeals a ruling within the appeal window.
+    /// @dev Reverts unless the caller is the client or the executor, the task is
+    /// Ruled and the appeal window is open. Starts the appeal ruling window.
+    /// Emits {RulingAppealed}.
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param reasonURI Why the party appeals; only emitted.
     function appealRuling(uint256 taskId, Task calldata task, string calldata reasonURI) external;
 
-    /// @notice The appeal arbiter rules on an appealed task within its dispute window; final.
+    /// @notice The appeal arbiter rules on an appealed task within its appeal ruling
+    /// window; the ruling is final.
+    /// @dev Reverts unless the caller is the appeal arbiter, the task is Appealed, the
+    /// appeal ruling window is open and the share is at most 10,000. Emits
+    /// {AppealRuled} then {TaskSettled} (AppealRuling).
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param executorShareBps The executor's share in basis points (0 to 10,000).
+    /// @param rationaleURI The appeal's reasoning; only emitted.
     function resolveAppeal(
         uint256 taskId,
         Task calldata task,
@@ -287,19 +481,47 @@ interface ITaskEscrow {
 
     /// @notice Anyone settles a ruling that stands: after the appeal window with no
     /// appeal, or after an appeal the appeal arbiter left undecided past its window.
+    /// @dev Reverts unless the task is Ruled or Appealed, and with {TaskEscrowTooEarly}
+    /// while the window that applies is open. Settles at the standing share.
+    /// Emits {TaskSettled} (RulingFinalized).
+    /// @param taskId The task.
+    /// @param task Its current state.
     function finalizeRuling(uint256 taskId, Task calldata task) external;
 
     /// @notice Anyone refunds the funder of a dispute left unruled past its window.
+    /// @dev Reverts unless the task is Disputed, and with {TaskEscrowTooEarly} while
+    /// the dispute window is open. Emits {TaskSettled} (Refunded, DisputeDefault).
+    /// @param taskId The task.
+    /// @param task Its current state.
     function claimDisputeDefault(uint256 taskId, Task calldata task) external;
 
     /// @notice Anyone refunds the funder of a Created or Accepted task past its deadline.
+    /// @dev Reverts unless the task is Created or Accepted, and with
+    /// {TaskEscrowTooEarly} until the deadline has passed. Emits {TaskSettled}
+    /// (Expired, Expired).
+    /// @param taskId The task.
+    /// @param task Its current state.
     function refundExpired(uint256 taskId, Task calldata task) external;
 
     /// @notice The client cancels a task nobody accepted; the funder is refunded.
+    /// @dev Reverts unless the caller is the client and the task is Created. Emits
+    /// {TaskSettled} (Cancelled, Cancelled).
+    /// @param taskId The task.
+    /// @param task Its current state.
     function cancelTask(uint256 taskId, Task calldata task) external;
 
     /// @notice The client re-routes a task its executor never accepted, or accepted
     /// and let pass its deadline, to `newExecutor` with `newDeadline`.
+    /// @dev Reverts unless the caller is the client and the task is Created, or
+    /// Accepted with its deadline passed ({TaskEscrowTooEarly} before). The new
+    /// executor is checked as at creation: non-zero, neither client nor funder, and
+    /// offering `capability` at no more than the amount. The task becomes Created
+    /// again. Emits {TaskReassigned}.
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param newExecutor The executor to assign.
+    /// @param newDeadline Its deadline, in the future and at most a year ahead.
+    /// @param capability What the new executor is hired for.
     function reassignTask(
         uint256 taskId,
         Task calldata task,
@@ -312,25 +534,46 @@ interface ITaskEscrow {
                                 ADMIN
     //////////////////////////////////////////////////////////////*/
 
-    /// @notice Owner: stop new tasks. Everything else keeps working.
+    /// @notice Owner: stop new tasks. Everything else keeps working, so no escrowed
+    /// token is ever locked by a pause.
+    /// @dev Reverts unless the caller is the owner.
     function pause() external;
 
     /// @notice Owner: allow new tasks again.
+    /// @dev Reverts unless the caller is the owner.
     function unpause() external;
 
     /// @notice Owner: propose a new arbiter; takes effect when it calls {acceptArbiter}.
+    /// @dev Reverts unless the caller is the owner; replaces any earlier proposal.
+    /// Emits {ArbiterProposed}.
+    /// @param newArbiter The proposed arbiter, non-zero.
     function proposeArbiter(address newArbiter) external;
 
     /// @notice The proposed arbiter takes the role.
+    /// @dev Reverts with {TaskEscrowNotPending} unless the caller is the pending
+    /// arbiter. Emits {ArbiterChanged}.
     function acceptArbiter() external;
 
     /// @notice Owner: propose a new appeal arbiter; takes effect on {acceptAppealArbiter}.
+    /// @dev Reverts unless the caller is the owner; replaces any earlier proposal.
+    /// Emits {AppealArbiterProposed}.
+    /// @param newAppealArbiter The proposed appeal arbiter, non-zero.
     function proposeAppealArbiter(address newAppealArbiter) external;
 
     /// @notice The proposed appeal arbiter takes the role.
+    /// @dev Reverts with {TaskEscrowNotPending} unless the caller is the pending
+    /// appeal arbiter. Emits {AppealArbiterChanged}.
     function acceptAppealArbiter() external;
 
     /// @notice Owner: set the windows snapshotted into new tasks.
+    /// @dev Reverts unless the caller is the owner, and with {TaskEscrowInvalidWindow}
+    /// for a window out of range. Tasks already created keep their windows. Emits
+    /// {WindowsUpdated}.
+    /// @param newDisputeWindow Seconds the arbiter has to rule (one minute to 30 days).
+    /// @param newAppealWindow Seconds to appeal a ruling (zero to 30 days; zero makes
+    /// rulings final).
+    /// @param newAppealRulingWindow Seconds the appeal arbiter has to rule (one minute
+    /// to 30 days).
     function setWindows(uint32 newDisputeWindow, uint32 newAppealWindow, uint32 newAppealRulingWindow)
         external;
 
@@ -339,41 +582,71 @@ interface ITaskEscrow {
     //////////////////////////////////////////////////////////////*/
 
     /// @notice The settlement token.
+    /// @dev Immutable; set at deployment.
+    /// @return The token's address.
     function token() external view returns (address);
 
     /// @notice The current arbiter.
+    /// @dev Changed only by {proposeArbiter} then {acceptArbiter}.
+    /// @return The arbiter's address.
     function arbiter() external view returns (address);
 
-    /// @notice The arbiter proposed and not yet accepted (zero if none).
+    /// @notice The arbiter proposed and not yet accepted.
+    /// @dev Cleared when the proposed arbiter accepts.
+    /// @return The pending arbiter's address (zero if none).
     function pendingArbiter() external view returns (address);
 
     /// @notice The current appeal arbiter.
+    /// @dev Changed only by {proposeAppealArbiter} then {acceptAppealArbiter}.
+    /// @return The appeal arbiter's address.
     function appealArbiter() external view returns (address);
 
-    /// @notice The appeal arbiter proposed and not yet accepted (zero if none).
+    /// @notice The appeal arbiter proposed and not yet accepted.
+    /// @dev Cleared when the proposed appeal arbiter accepts.
+    /// @return The pending appeal arbiter's address (zero if none).
     function pendingAppealArbiter() external view returns (address);
 
-    /// @notice Dispute window snapshotted into new tasks, in seconds.
+    /// @notice Dispute window snapshotted into new tasks.
+    /// @dev Set by {setWindows}; each task keeps the value it was created with.
+    /// @return Seconds.
     function disputeWindow() external view returns (uint32);
 
-    /// @notice Appeal window snapshotted into new tasks, in seconds; zero makes rulings final.
+    /// @notice Appeal window snapshotted into new tasks; zero makes rulings final.
+    /// @dev Set by {setWindows}; each task keeps the value it was created with.
+    /// @return Seconds.
     function appealWindow() external view returns (uint32);
 
-    /// @notice Appeal ruling window snapshotted into new tasks, in seconds.
+    /// @notice Appeal ruling window snapshotted into new tasks.
+    /// @dev Set by {setWindows}; each task keeps the value it was created with.
+    /// @return Seconds.
     function appealRulingWindow() external view returns (uint32);
 
     /// @notice The registry every executor must be registered, active and offering in.
+    /// @dev Immutable; set at deployment.
+    /// @return The registry's address.
     function registry() external view returns (address);
 
-    /// @notice The stored hash of a task's state (zero if no such task).
+    /// @notice The stored hash of a task's state.
+    /// @dev A settled task keeps its hash, so its id can never be funded again.
+    /// @param taskId The task.
+    /// @return `keccak256(abi.encode(task))` of its current state (zero if no such task).
     function taskHash(uint256 taskId) external view returns (bytes32);
 
     /// @notice The hash {taskHash} holds for `task`.
+    /// @dev Lets a caller check a {Task} rebuilt from events before sending it.
+    /// @param task A task state.
+    /// @return `keccak256(abi.encode(task))`.
     function hashTask(Task calldata task) external pure returns (bytes32);
 
     /// @notice Most tasks one {createTasks} or {approvePayments} call takes.
+    /// @dev Bounds the gas of one batch call well under a block.
+    /// @return The batch limit (64).
     function MAX_BATCH() external view returns (uint256);
 
     /// @notice The id a task created by `funder` with reference `ref` gets.
+    /// @dev Lets a funder know a task's id before creating it, and find it again after a crash.
+    /// @param funder The funder (the caller of a creation).
+    /// @param ref The funder's reference.
+    /// @return `uint256(keccak256(abi.encode(funder, ref)))`.
     function taskIdFor(address funder, bytes32 ref) external pure returns (uint256);
 }
