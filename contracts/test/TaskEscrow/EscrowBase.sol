@@ -139,6 +139,15 @@ abstract contract EscrowBase is Base {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowUnauthorized.selector, caller));
     }
 
+    function _expectNotPending(address caller) internal {
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowNotPending.selector, caller));
+    }
+
+    function _pause() internal {
+        vm.prank(owner);
+        escrow.pause();
+    }
+
     function _expectRevertTooEarly(uint256 notBefore) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowTooEarly.selector, notBefore));
     }

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {EscrowBase} from "../EscrowBase.sol";
+
+/// @notice Mirrors approvePayment.tree.
+contract ApprovePaymentTest is EscrowBase {
+    function test_RevertWhen_TaskUnknown() public {
+        (, ITaskEscrow.Task memory t) = _completed();
+        vm.prank(client);
+        _expectRevertUnknown(_unknownId());
+        escrow.approvePayment(_unknownId(), t);
+    }
+
+    function test_RevertWhen_TaskStale() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _completed();
+        vm.prank(client);
+        _expectRevertStale(id);
+        escrow.approvePayment(id, _stale(t));
+    }
+
+    function test_RevertWhen_CallerNotClient() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _completed();
+        address[5] memory others = [funder, executor, executor2, arbiter, stranger];
+        for (uint256 i; i < others.length; ++i) {
+            vm.prank(others[i]);
+            _expectRevertUnauthorized(others[i]);
+            escrow.approvePayment(id, t);
+        }
+    }
+
+    function test_RevertWhen_StatusNotCompleted() public {
+        ITaskEscrow.Status[] memory all = _allStatuses();
+        for (uint256 i; i < all.length; ++i) {
+            if (all[i] == ITaskEscrow.Status.Completed) continue;
+            (uint256 id, ITaskEscrow.Task memory t) = _taskIn(all[i]);
+            vm.prank(client);
+            _expectRevertStatus(id, all[i]);
+            escrow.approvePayment(id, t);
+        }
+    }
+
+    function test_approvePayment() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _completed();
+        vm.warp(block.timestamp + 1 hours);
+        Balances memory before = _balances(t);
+
+        _expectSettled(id, ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, AMOUNT, 0);
+        vm.prank(client);
+        escrow.approvePayment(id, t);
+
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
+        _assertPaidOut(t, before, AMOUNT, 0);
+    }
+
+    function test_approvePayment_afterReviewWindow() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _completed();
+        vm.warp(uint256(t.updatedAt) + t.reviewWindow + 30 days);
+        Balances memory before = _balances(t);
+        _expectSettled(id, ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, AMOUNT, 0);
+        vm.prank(client);
+        escrow.approvePayment(id, t);
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
+        _assertPaidOut(t, before, AMOUNT, 0);
+    }
+
+    function test_RevertWhen_ApprovedTwice() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _completed();
+        vm.prank(client);
+        escrow.approvePayment(id, t);
+        ITaskEscrow.Task memory paid = _settled(_copy(t), ITaskEscrow.Status.Paid, BPS);
+
+        // The pre-payment state is stale now; the paid state is terminal.
+        vm.prank(client);
+        _expectRevertStale(id);
+        escrow.approvePayment(id, t);
+        vm.prank(client);
+        _expectRevertStatus(id, ITaskEscrow.Status.Paid);
+        escrow.approvePayment(id, paid);
+        assertEq(usdc.balanceOf(executor), AMOUNT, "paid once");
+    }
+
+    function testFuzz_approvePayment_paysTheWholeAmount(uint128 amount) public {
+        amount = uint128(bound(amount, 1, type(uint128).max));
+        _mint(funder, amount);
+        ITaskEscrow.CreateParams memory p = _params(_nextRef());
+        p.amount = amount;
+        (uint256 id, ITaskEscrow.Task memory t) = _create(p);
+        t = _accept(id, t);
+        t = _complete(id, t);
+        Balances memory before = _balances(t);
+
+        _expectSettled(id, ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, amount, 0);
+        vm.prank(client);
+        escrow.approvePayment(id, t);
+
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
+        _assertPaidOut(t, before, amount, 0);
+        assertEq(usdc.balanceOf(address(escrow)), 0, "escrow empty");
+    }
+}

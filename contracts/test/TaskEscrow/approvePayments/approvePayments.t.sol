@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {EscrowBase} from "../EscrowBase.sol";
+
+/// @notice Mirrors approvePayments.tree: the client pays several delivered
+/// tasks in one call; any item that approvePayment would refuse reverts all.
+contract ApprovePaymentsTest is EscrowBase {
+    function _delivered(uint256 n) internal returns (uint256[] memory ids, ITaskEscrow.Task[] memory ts) {
+        ids = new uint256[](n);
+        ts = new ITaskEscrow.Task[](n);
+        for (uint256 i; i < n; ++i) {
+            ITaskEscrow.CreateParams memory p = _params(_nextRef());
+            p.executor = i % 2 == 0 ? executor : executor2;
+            (ids[i], ts[i]) = _create(p);
+            ts[i] = _deliver(ids[i], ts[i]);
+        }
+    }
+
+    function test_RevertWhen_LengthsDiffer() public {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(2);
+        ITaskEscrow.Task[] memory one = new ITaskEscrow.Task[](1);
+        one[0] = ts[0];
+        vm.prank(client);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowLengthMismatch.selector, 2, 1));
+        escrow.approvePayments(ids, one);
+    }
+
+    function test_RevertWhen_BatchEmptyOrTooLong() public {
+        vm.prank(client);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, 0));
+        escrow.approvePayments(new uint256[](0), new ITaskEscrow.Task[](0));
+        uint256 n = escrow.MAX_BATCH() + 1;
+        vm.prank(client);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, n));
+        escrow.approvePayments(new uint256[](n), new ITaskEscrow.Task[](n));
+    }
+
+    function test_RevertWhen_CallerNotClientOfEveryTask() public {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
+        address[4] memory others = [funder, executor, arbiter, stranger];
+        for (uint256 i; i < others.length; ++i) {
+            vm.prank(others[i]);
+            _expectRevertUnauthorized(others[i]);
+            escrow.approvePayments(ids, ts);
+        }
+    }
+
+    function test_RevertWhen_AnItemIsNotCompleted() public {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
+        (ids[1], ts[1]) = _create();
+        uint256 held = usdc.balanceOf(address(escrow));
+        vm.prank(client);
+        _expectRevertStatus(ids[1], ITaskEscrow.Status.Created);
+        escrow.approvePayments(ids, ts);
+        assertEq(usdc.balanceOf(address(escrow)), held, "nobody paid");
+    }
+
+    function test_RevertWhen_AnItemIsForged() public {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
+        ts[2] = _stale(ts[2]);
+        vm.prank(client);
+        _expectRevertStale(ids[2]);
+        escrow.approvePayments(ids, ts);
+    }
+
+    function test_RevertWhen_AnItemRepeats() public {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(2);
+        ids[1] = ids[0];
+        ts[1] = ts[0];
+        // The second approval of the same task sees the paid state: stale.
+        vm.prank(client);
+        _expectRevertStale(ids[0]);
+        escrow.approvePayments(ids, ts);
+    }
+
+    function test_approvePayments() public {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(4);
+        uint256 e1 = usdc.balanceOf(executor);
+        uint256 e2 = usdc.balanceOf(executor2);
+        uint256 held = usdc.balanceOf(address(escrow));
+        for (uint256 i; i < ids.length; ++i) {
+            _expectSettled(ids[i], ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, AMOUNT, 0);
+        }
+        vm.prank(client);
+        escrow.approvePayments(ids, ts);
+        for (uint256 i; i < ids.length; ++i) {
+            _assertStored(ids[i], _settled(ts[i], ITaskEscrow.Status.Paid, BPS));
+        }
+        assertEq(usdc.balanceOf(executor) - e1, 2 * AMOUNT, "executor paid for its two");
+        assertEq(usdc.balanceOf(executor2) - e2, 2 * AMOUNT, "executor2 paid for its two");
+        assertEq(held - usdc.balanceOf(address(escrow)), 4 * AMOUNT, "the escrow paid out exactly");
+    }
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+
+import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {EscrowBase} from "../EscrowBase.sol";
+
+/// @notice Mirrors proposeArbiter.tree.
+contract ProposeArbiterTest is EscrowBase {
+    address internal candidate;
+
+    function setUp() public override {
+        super.setUp();
+        candidate = makeAddr("candidate");
+    }
+
+    function test_RevertWhen_ProposeArbiterCallerNotOwner() public {
+        address[3] memory others = [arbiter, appealArbiter, stranger];
+        for (uint256 i; i < others.length; ++i) {
+            vm.prank(others[i]);
+            vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, others[i]));
+            escrow.proposeArbiter(candidate);
+        }
+    }
+
+    function test_RevertWhen_ProposedArbiterZero() public {
+        vm.prank(owner);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
+        escrow.proposeArbiter(address(0));
+    }
+
+    function test_proposeArbiter() public {
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.ArbiterProposed(arbiter, candidate);
+        vm.prank(owner);
+        escrow.proposeArbiter(candidate);
+        assertEq(escrow.pendingArbiter(), candidate, "pending");
+        assertEq(escrow.arbiter(), arbiter, "arbiter unchanged until accepted");
+    }
+
+    function test_proposeArbiter_replacesPending() public {
+        vm.prank(owner);
+        escrow.proposeArbiter(candidate);
+        vm.prank(owner);
+        escrow.proposeArbiter(stranger);
+        assertEq(escrow.pendingArbiter(), stranger, "pending replaced");
+        vm.prank(candidate);
+        _expectNotPending(candidate);
+        escrow.acceptArbiter();
+    }
+}

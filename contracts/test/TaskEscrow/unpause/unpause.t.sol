@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+
+import {EscrowBase} from "../EscrowBase.sol";
+
+/// @notice Mirrors unpause.tree.
+contract UnpauseTest is EscrowBase {
+    function test_RevertWhen_UnpauseCallerNotOwner() public {
+        _pause();
+        address[3] memory others = [arbiter, funder, stranger];
+        for (uint256 i; i < others.length; ++i) {
+            vm.prank(others[i]);
+            vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, others[i]));
+            escrow.unpause();
+        }
+    }
+
+    function test_RevertWhen_NotPaused() public {
+        vm.prank(owner);
+        vm.expectRevert(abi.encodeWithSelector(Pausable.ExpectedPause.selector));
+        escrow.unpause();
+    }
+
+    function test_unpause() public {
+        _pause();
+        vm.expectEmit(address(escrow));
+        emit Pausable.Unpaused(owner);
+        vm.prank(owner);
+        escrow.unpause();
+        assertFalse(escrow.paused(), "unpaused");
+        _create();
+    }
+}
