@@ -356,7 +356,7 @@ pub async fn spawn_worker(
     blobs: &std::path::Path,
 ) -> tokio::task::JoinHandle<()> {
     let store: Blobs = Arc::new(FsBlobStore::new(blobs));
-    stack::spawn_worker(&env.chain, &env.actors, &env.deployment, agent, store)
+    stack::spawn_worker(&env.chain.endpoints(), &env.actors, &env.deployment, agent, store)
         .await
         .expect("worker starts")
 }

@@ -50,6 +50,16 @@ pub struct ChainOptions {
     pub base_fee: Option<u64>,
 }
 
+/// Where a service reaches the chain: requests over HTTP (possibly through a
+/// proxy that counts them), new blocks over the websocket.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// JSON-RPC over HTTP.
+    pub http: alloy::transports::http::reqwest::Url,
+    /// The websocket for block subscriptions.
+    pub ws: String,
+}
+
 /// A running anvil; killed when dropped.
 #[derive(Debug)]
 pub struct LocalChain {
@@ -89,6 +99,12 @@ impl LocalChain {
     /// HTTP endpoint.
     pub fn endpoint_url(&self) -> alloy::transports::http::reqwest::Url {
         self.instance.endpoint_url()
+    }
+
+    /// Both endpoints, for a service that sends over HTTP and follows
+    /// blocks over the websocket.
+    pub fn endpoints(&self) -> Endpoints {
+        Endpoints { http: self.endpoint_url(), ws: self.ws_endpoint() }
     }
 
     /// WebSocket endpoint.

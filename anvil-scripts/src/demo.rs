@@ -145,11 +145,13 @@ async fn plans(
     let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
     let mut tasks = Vec::new();
     for agent in deploy::DEMO_AGENTS {
-        tasks.push(spawn_worker(chain, actors, deployment, agent, Arc::clone(&blobs)).await?);
+        tasks.push(
+            spawn_worker(&chain.endpoints(), actors, deployment, agent, Arc::clone(&blobs)).await?,
+        );
     }
     let store = Store::connect("sqlite::memory:").await.map_err(|e| orch_err(&e))?;
     let (orch, heads) = start_orchestrator(
-        chain,
+        &chain.endpoints(),
         actors,
         deployment,
         store,

@@ -19,7 +19,7 @@ use tessera_orchestrator::{
 };
 use tessera_workers::{AgentCard, runtime::Worker};
 
-use crate::{Error, actors::Actors, chain::LocalChain, deploy::DemoAgent};
+use crate::{Error, actors::Actors, chain::Endpoints, deploy::DemoAgent};
 
 /// Shared blob storage of one in-process stack.
 pub type Blobs = Arc<dyn BlobStore + Send + Sync>;
@@ -34,7 +34,7 @@ impl DemoAgent {
 /// Registers (or updates) a demo agent's card and runs its worker in the
 /// background until the handle is aborted.
 pub async fn spawn_worker(
-    chain: &LocalChain,
+    chain: &Endpoints,
     actors: &Actors,
     deployment: &Deployment,
     agent: &DemoAgent,
@@ -42,10 +42,10 @@ pub async fn spawn_worker(
 ) -> Result<tokio::task::JoinHandle<()>, Error> {
     let signer = actors.agents[agent.account].clone();
     let me = signer.address();
-    let provider = connect(chain.endpoint_url(), EthereumWallet::new(signer));
+    let provider = connect(chain.http.clone(), EthereumWallet::new(signer));
     let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), blobs);
     worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
-    let ws = chain.ws_endpoint();
+    let ws = chain.ws.clone();
     Ok(tokio::spawn(async move {
         worker.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
     }))
@@ -54,7 +54,7 @@ pub async fn spawn_worker(
 /// An orchestrator funding from the sponsor account, resumed and following
 /// new blocks over the chain's websocket.
 pub async fn start_orchestrator(
-    chain: &LocalChain,
+    chain: &Endpoints,
     actors: &Actors,
     deployment: &Deployment,
     store: Store,
@@ -62,13 +62,13 @@ pub async fn start_orchestrator(
     config: RunnerConfig,
 ) -> Result<(Arc<Orchestrator>, tokio::task::JoinHandle<()>), Error> {
     let signer = actors.sponsor.clone();
-    let provider = connect(chain.endpoint_url(), EthereumWallet::new(signer.clone()));
+    let provider = connect(chain.http.clone(), EthereumWallet::new(signer.clone()));
     let sponsor = Chain::new(provider, signer, deployment.clone())
         .await
         .map_err(|e| Error::Key(format!("orchestrator chain: {e}")))?;
     let orch = Orchestrator::new(store, sponsor, blobs, config);
     orch.resume_all().await.map_err(|e| Error::Key(format!("resuming runs: {e}")))?;
-    let heads = tokio::spawn(Arc::clone(&orch).follow_heads(Some(chain.ws_endpoint())));
+    let heads = tokio::spawn(Arc::clone(&orch).follow_heads(Some(chain.ws.clone())));
     Ok((orch, heads))
 }
 

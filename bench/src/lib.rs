@@ -17,3 +17,4 @@
 pub mod classify;
 pub mod indexer;
 pub mod plan;
+pub mod rpc_proxy;

@@ -10,40 +10,52 @@
 //! database writes, envelopes) costs on top of the transactions themselves.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
+    path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use serde::Serialize;
-use tessera_bindings::usdc::Usdc;
-use tessera_orchestrator::{
-    plan::{Plan, ReviewMode, SubTask},
-    runner::RunnerConfig,
-    store::Store,
+use alloy::{
+    primitives::{B256, U256, keccak256},
+    providers::{DynProvider, Provider},
+    rpc::types::Filter,
+    sol_types::{SolEvent, SolValue},
 };
-
+use serde::Serialize;
 use tessera_anvil::{
     Error,
     actors::Actors,
-    chain::{ChainOptions, LocalChain},
+    chain::{ChainOptions, Endpoints, LocalChain},
     deploy::{self, DEMO_AGENTS, DeployConfig},
     lifecycle::Driver,
     stack::{Blobs, spawn_worker, start_orchestrator},
 };
+use tessera_bindings::{TaskEscrow, deployment::Deployment, usdc::Usdc};
+use tessera_orchestrator::{
+    plan::{Plan, ReviewMode, SubTask},
+    runner::{Chain, Orchestrator, RunnerConfig},
+    store::Store,
+};
+
+use crate::rpc_proxy::{Counts, RpcProxy};
 
 /// What to measure.
 #[derive(Debug, Clone)]
 pub struct PlanBenchConfig {
     /// Sub-tasks per chain plan.
     pub steps: usize,
-    /// Plans measured (after one warm-up plan).
+    /// Plans measured (after one warm-up plan) per automine scenario.
     pub runs: usize,
+    /// Seconds between blocks of the second chain; `None` skips it.
+    pub block_time: Option<u64>,
+    /// Samples per scenario on that chain (the ten plans run once).
+    pub timed_runs: usize,
 }
 
 impl Default for PlanBenchConfig {
     fn default() -> Self {
-        Self { steps: 5, runs: 10 }
+        Self { steps: 5, runs: 10, block_time: Some(2), timed_runs: 3 }
     }
 }
 
@@ -75,6 +87,8 @@ pub struct PlanBenchReport {
     pub ratio_to_baseline: f64,
     /// The goal for the median plan wall time, ms.
     pub goal_ms: f64,
+    /// Every scenario on automine and on timed blocks.
+    pub scenarios: Vec<ScenarioRow>,
 }
 
 impl PlanBenchReport {
@@ -100,6 +114,37 @@ impl PlanBenchReport {
             self.goal_ms,
             if self.plan_wall.p50_ms <= self.goal_ms { "met" } else { "NOT met" }
         );
+        out += &format!(
+            "\n{:<14} {:<26} {:>3} {:>7} {:>8} {:>7} {:>9} {:>9}  {}\n",
+            "mode", "scenario", "n", "blocks", "seconds", "blk/stp", "rpc orch", "rpc work", "goal"
+        );
+        for s in &self.scenarios {
+            out += &format!(
+                "{:<14} {:<26} {:>3} {:>7.0} {:>8.2} {:>7.2} {:>9.1} {:>9.1}  {}{}\n",
+                s.mode,
+                s.scenario,
+                s.samples,
+                s.blocks_p50,
+                s.seconds_p50,
+                s.blocks_per_step,
+                s.orch_rpc_per_subtask,
+                s.worker_rpc_per_subtask,
+                if s.goal.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: {}", s.goal, if s.met { "met" } else { "NOT met" })
+                },
+                if s.creation.is_empty() { String::new() } else { format!("; {}", s.creation) },
+            );
+        }
+        out += "\nJSON-RPC requests per settled sub-task, by method (first sample of each timed scenario):\n";
+        for s in self.scenarios.iter().filter(|s| s.mode != "automine") {
+            let fmt = |m: &BTreeMap<String, f64>| {
+                m.iter().map(|(k, v)| format!("{k} {v:.1}")).collect::<Vec<_>>().join(", ")
+            };
+            out += &format!("  {} orchestrator: {}\n", s.scenario, fmt(&s.orch_methods));
+            out += &format!("  {} workers: {}\n", s.scenario, fmt(&s.worker_methods));
+        }
         out
     }
 }
@@ -120,21 +165,417 @@ const SOURCE: &str = "Tessera settles each sub-task through an escrow. Workers a
 deliver results on chain. The orchestrator approves and pays each one. Results flow forward \
 to the next step, so a chain of steps builds on what came before.";
 
-/// Runs the bench on a fresh chain.
+/// The whole stack on one chain: orchestrator and demo workers, each side
+/// talking to the chain through its own counting proxy.
+struct Stack {
+    /// Kept running for as long as the stack is.
+    _chain: LocalChain,
+    actors: Actors,
+    deployment: Deployment,
+    direct: DynProvider,
+    orch: Arc<Orchestrator>,
+    orch_rpc: RpcProxy,
+    worker_rpc: RpcProxy,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    dir: PathBuf,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Stack {
+    /// A fresh chain with the contracts and the demo agents registered.
+    async fn chain(
+        opts: &ChainOptions,
+    ) -> Result<(LocalChain, Actors, Deployment, DynProvider), Error> {
+        let chain = LocalChain::start(opts)?;
+        let actors = Actors::from_keys(&chain.keys())?;
+        let direct = actors.provider(chain.endpoint_url());
+        let deployment = deploy::deploy(&direct, &actors, &DeployConfig::default()).await?;
+        deploy::register_demo_agents(&direct, &actors, deployment.agent_registry).await?;
+        Ok((chain, actors, deployment, direct))
+    }
+
+    /// The orchestrator and the demo workers on `chain`, each side behind its
+    /// own counting proxy.
+    async fn start(
+        (chain, actors, deployment, direct): (LocalChain, Actors, Deployment, DynProvider),
+        label: &str,
+    ) -> Result<Self, Error> {
+        let proxy = |e: std::io::Error| Error::Orchestrator(format!("rpc proxy: {e}"));
+        let orch_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(proxy)?;
+        let worker_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(proxy)?;
+        let ws = chain.ws_endpoint();
+
+        let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
+        let mut tasks = Vec::new();
+        let workers = Endpoints { http: worker_rpc.url(), ws: ws.clone() };
+        for agent in DEMO_AGENTS {
+            tasks.push(
+                spawn_worker(&workers, &actors, &deployment, agent, Arc::clone(&blobs)).await?,
+            );
+        }
+        let dir =
+            std::env::temp_dir().join(format!("tessera-bench-plan-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+        let db = format!("sqlite://{}", dir.join("runs.db").display());
+        let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+        let (orch, heads) = start_orchestrator(
+            &Endpoints { http: orch_rpc.url(), ws },
+            &actors,
+            &deployment,
+            store,
+            blobs,
+            RunnerConfig::default(),
+        )
+        .await?;
+        tasks.push(heads);
+        Ok(Self {
+            _chain: chain,
+            actors,
+            deployment,
+            direct,
+            orch,
+            orch_rpc,
+            worker_rpc,
+            tasks,
+            dir,
+        })
+    }
+
+    /// A plan of `shape`, labelled `label`.
+    fn plan(&self, shape: Shape, label: &str) -> Plan {
+        let caps: [(&str, usize, u128, &str); 3] = [
+            ("summarize", 1, 400_000, "Summarize the material"),
+            ("sentiment-classify", 3, 200_000, "Classify the tone of the material"),
+            ("extract-entities", 4, 250_000, "List the entities in the material"),
+        ];
+        let mut plan = Plan::new(
+            Plan::id_from_label(&format!("bench-plan-{}-{label}", std::process::id())),
+            Usdc::from_base_units(1_000_000_000_000),
+            ReviewMode::Auto,
+        );
+        plan.source = Some(SOURCE.into());
+        let deps = |i: usize| -> Vec<u32> {
+            match shape {
+                Shape::Chain(_) if i > 0 => vec![i as u32 - 1],
+                Shape::FanOut if (1..=4).contains(&i) => vec![0],
+                Shape::FanOut if i == 5 => vec![1, 2, 3, 4],
+                _ => vec![],
+            }
+        };
+        plan.subtasks = (0..shape.subtasks())
+            .map(|i| {
+                let (cap, agent, price, spec) = caps[i % caps.len()];
+                SubTask {
+                    index: i as u32,
+                    capability: cap.into(),
+                    spec: spec.into(),
+                    executor: Some(self.actors.agent(agent)),
+                    cost: Usdc::from_base_units(price),
+                    deadline_offset_secs: 3600,
+                    depends_on: deps(i),
+                }
+            })
+            .collect();
+        plan
+    }
+
+    /// Proposes and approves `plans` together and waits for all of them to
+    /// settle; what it took.
+    async fn settle(&self, plans: Vec<Plan>) -> Result<Sample, Error> {
+        let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
+        let ids: Vec<String> = plans.iter().map(|p| p.id.to_string()).collect();
+        let plan_ids: Vec<B256> = plans.iter().map(|p| p.id).collect();
+        let subtasks: usize = plans.iter().map(|p| p.subtasks.len()).sum();
+        for plan in plans {
+            self.orch.propose(plan).await.map_err(|e| orch_err(&e))?;
+        }
+        let mut events = self.orch.subscribe();
+        let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let block0 = self.direct.get_block_number().await?;
+        let started = Instant::now();
+        for id in &ids {
+            self.orch.approve(id, None).await.map_err(|e| orch_err(&e))?;
+        }
+        let mut open: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+        let mut created: HashMap<(String, u64), Instant> = HashMap::new();
+        let mut cycles = Vec::new();
+        let waited = tokio::time::timeout(Duration::from_secs(600), async {
+            while let Ok(ev) = events.recv().await {
+                if !open.contains(ev.run_id.as_str()) {
+                    continue;
+                }
+                let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
+                let index = body["index"].as_u64().unwrap_or_default();
+                match ev.kind.as_str() {
+                    "subtask_created" => {
+                        created.insert((ev.run_id.clone(), index), Instant::now());
+                    }
+                    "subtask_paid" => {
+                        if let Some(t) = created.get(&(ev.run_id.clone(), index)) {
+                            cycles.push(t.elapsed().as_secs_f64() * 1e3);
+                        }
+                    }
+                    "plan_completed" => {
+                        open.remove(ev.run_id.as_str());
+                        if open.is_empty() {
+                            return Ok(());
+                        }
+                    }
+                    "plan_failed" => return Err(body["reason"].to_string()),
+                    _ => {}
+                }
+            }
+            Err("event stream closed".to_owned())
+        })
+        .await;
+        match waited {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => return Err(orch_err(&format!("bench plan failed: {reason}"))),
+            Err(_) => return Err(orch_err(&"bench plans did not settle in 600 s")),
+        }
+        let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let blocks = self.blocks_of(&plan_ids, block0).await?;
+        Ok(Sample {
+            subtasks,
+            wall_ms,
+            cycles,
+            settled_after: blocks.last_block.saturating_sub(block0),
+            created_after: blocks.created.into_iter().map(|(k, b)| (k, b - block0)).collect(),
+            orch: orch1.since(&orch0),
+            workers: workers1.since(&workers0),
+        })
+    }
+
+    /// Every task of `plans` since `block0`: the block each (plan, index)
+    /// was created in, and the last block any of them changed in.
+    async fn blocks_of(&self, plans: &[B256], block0: u64) -> Result<PlanBlocks, Error> {
+        let head = self.direct.get_block_number().await?;
+        let logs = self
+            .direct
+            .get_logs(
+                &Filter::new()
+                    .address(self.deployment.task_escrow)
+                    .from_block(block0 + 1)
+                    .to_block(head),
+            )
+            .await?;
+        let sponsor = self.actors.sponsor.address();
+        let mut ids: HashMap<U256, (B256, u32)> = HashMap::new();
+        for plan in plans {
+            for index in 0..64 {
+                let id = U256::from_be_bytes(
+                    keccak256((sponsor, Chain::reference(*plan, index, 0)).abi_encode()).0,
+                );
+                ids.insert(id, (*plan, index));
+            }
+        }
+        let mut out = PlanBlocks::default();
+        for log in &logs {
+            let Some(id) = log.topics().get(1).map(|t| U256::from_be_bytes(t.0)) else {
+                continue;
+            };
+            let Some(&(plan, index)) = ids.get(&id) else { continue };
+            let block = log.block_number.unwrap_or_default();
+            out.last_block = out.last_block.max(block);
+            if log.topic0() == Some(&TaskEscrow::TaskCreated::SIGNATURE_HASH) {
+                out.created.insert((plan, index), block);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Default)]
+struct PlanBlocks {
+    created: HashMap<(B256, u32), u64>,
+    last_block: u64,
+}
+
+/// One measured settlement of one or more plans.
+#[derive(Debug)]
+struct Sample {
+    subtasks: usize,
+    wall_ms: f64,
+    cycles: Vec<f64>,
+    /// Blocks from approval to the last change of any of its tasks.
+    settled_after: u64,
+    /// Blocks from approval to each (plan, index)'s creation.
+    created_after: HashMap<(B256, u32), u64>,
+    orch: Counts,
+    workers: Counts,
+}
+
+/// The plans a scenario settles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// `n` steps, each on the one before.
+    Chain(usize),
+    /// One step, four on it, one on those four.
+    FanOut,
+    /// One step (ten such plans approved together).
+    Single,
+}
+
+impl Shape {
+    fn subtasks(self) -> usize {
+        match self {
+            Shape::Chain(n) => n,
+            Shape::FanOut => 6,
+            Shape::Single => 1,
+        }
+    }
+}
+
+/// One scenario in one chain mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioRow {
+    /// `automine` or `N s blocks`.
+    pub mode: String,
+    /// What was settled.
+    pub scenario: String,
+    /// Samples measured.
+    pub samples: usize,
+    /// Median blocks from approval to the last settlement.
+    pub blocks_p50: f64,
+    /// Median seconds from approval to the last `plan_completed`.
+    pub seconds_p50: f64,
+    /// Median blocks per sub-task on the longest dependency path.
+    pub blocks_per_step: f64,
+    /// Orchestrator JSON-RPC requests per settled sub-task (median).
+    pub orch_rpc_per_subtask: f64,
+    /// Workers' JSON-RPC requests per settled sub-task (median, all four).
+    pub worker_rpc_per_subtask: f64,
+    /// What the scenario checks about when tasks were created, and the value.
+    pub creation: String,
+    /// The goal for this scenario, and whether the median met it.
+    pub goal: String,
+    /// Whether the goal was met.
+    pub met: bool,
+    /// Orchestrator requests per settled sub-task, by method (first sample).
+    pub orch_methods: BTreeMap<String, f64>,
+    /// Workers' requests per settled sub-task, by method (first sample).
+    pub worker_methods: BTreeMap<String, f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    percentiles(std::mem::take(&mut v)).p50_ms
+}
+
+fn per_subtask(c: &Counts, n: usize) -> BTreeMap<String, f64> {
+    c.by_method.iter().map(|(m, k)| (m.clone(), *k as f64 / n as f64)).collect()
+}
+
+/// Settles `shape` `samples` times on `stack` and summarizes it.
+async fn scenario(
+    stack: &Stack,
+    mode: &str,
+    shape: Shape,
+    samples: usize,
+    block_time: Option<u64>,
+) -> Result<ScenarioRow, Error> {
+    let mut rows = Vec::new();
+    for k in 0..samples {
+        let label = format!("{mode}-{shape:?}-{k}").replace(' ', "");
+        let plans = match shape {
+            Shape::Single => (0..10).map(|i| stack.plan(shape, &format!("{label}-{i}"))).collect(),
+            _ => vec![stack.plan(shape, &label)],
+        };
+        rows.push(stack.settle(plans).await?);
+    }
+    let depth = match shape {
+        Shape::Chain(n) => n,
+        Shape::FanOut => 3,
+        Shape::Single => 1,
+    };
+    let blocks: Vec<f64> = rows.iter().map(|s| s.settled_after as f64).collect();
+    let blocks_p50 = median(blocks);
+    // What the creations say: the fan-out's four parallel sub-tasks share a
+    // block; ten plans are all created within a block of their approval.
+    let (creation, creation_ok) = match shape {
+        Shape::FanOut => {
+            let spread: Vec<u64> = rows
+                .iter()
+                .map(|s| {
+                    let blocks: Vec<u64> = s
+                        .created_after
+                        .iter()
+                        .filter(|((_, i), _)| (1..=4).contains(i))
+                        .map(|(_, b)| *b)
+                        .collect();
+                    blocks.iter().max().unwrap_or(&0) - blocks.iter().min().unwrap_or(&0)
+                })
+                .collect();
+            let worst = spread.iter().copied().max().unwrap_or_default();
+            (format!("parallel four created across {} block(s) (worst)", worst + 1), worst == 0)
+        }
+        Shape::Single => {
+            let worst = rows
+                .iter()
+                .flat_map(|s| s.created_after.values().copied())
+                .max()
+                .unwrap_or_default();
+            (format!("all created by block +{worst} after approval (worst)"), worst <= 1)
+        }
+        Shape::Chain(_) => (String::new(), true),
+    };
+    let (goal, met) = match (block_time, shape) {
+        (None, Shape::Chain(5)) => {
+            let p50 = median(rows.iter().map(|s| s.wall_ms).collect());
+            ("p50 <= 350 ms".to_owned(), p50 <= 350.0)
+        }
+        (Some(_), Shape::Chain(5)) => ("<= 11 blocks".to_owned(), blocks_p50 <= 11.0),
+        (Some(_), Shape::FanOut) => ("<= 7 blocks".to_owned(), blocks_p50 <= 7.0 && creation_ok),
+        (Some(_), Shape::Single) => ("created within 1 block".to_owned(), creation_ok),
+        _ => (String::new(), true),
+    };
+    let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
+    let workers: Vec<f64> =
+        rows.iter().map(|s| s.workers.total() as f64 / s.subtasks as f64).collect();
+    let first = &rows[0];
+    Ok(ScenarioRow {
+        mode: mode.to_owned(),
+        scenario: match shape {
+            Shape::Chain(n) => format!("{n}-step chain"),
+            Shape::FanOut => "1 -> 4 -> 1 fan-out".to_owned(),
+            Shape::Single => "10 one-step plans at once".to_owned(),
+        },
+        samples,
+        blocks_p50,
+        seconds_p50: median(rows.iter().map(|s| s.wall_ms / 1e3).collect()),
+        blocks_per_step: blocks_p50 / depth as f64,
+        orch_rpc_per_subtask: median(orch),
+        worker_rpc_per_subtask: median(workers),
+        creation,
+        goal,
+        met,
+        orch_methods: per_subtask(&first.orch, first.subtasks),
+        worker_methods: per_subtask(&first.workers, first.subtasks),
+    })
+}
+
+/// Runs the bench: the automine chain bench and its direct baseline, then
+/// every scenario on automine and on a chain with `block_time` blocks.
 pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBenchReport, Error> {
     if cfg.steps == 0 || cfg.runs == 0 {
         return Err(Error::Orchestrator("steps and runs must be at least 1".into()));
     }
-    let chain = LocalChain::start(opts)?;
-    let actors = Actors::from_keys(&chain.keys())?;
-    let provider = actors.provider(chain.endpoint_url());
-    let deployment = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
-    deploy::register_demo_agents(&provider, &actors, deployment.agent_registry).await?;
+    let (chain, actors, deployment, direct) = Stack::chain(opts).await?;
 
-    // Baseline: the same lifecycles, sent back to back.
+    // Baseline: the same lifecycles, sent back to back, before any service
+    // runs (the workers would take the baseline's tasks for their own).
     let mut baseline = Vec::new();
     {
-        let mut d = Driver::new(provider.clone(), &actors, &deployment);
+        let mut d = Driver::new(direct.clone(), &actors, &deployment);
         for run in 0..=cfg.runs {
             d.scenario(format!("baseline-{run}"));
             let started = Instant::now();
@@ -151,103 +592,34 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
             }
         }
     }
+    let stack = Stack::start((chain, actors, deployment, direct), "automine").await?;
 
-    let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
-    let mut tasks = Vec::new();
-    for agent in DEMO_AGENTS {
-        tasks.push(spawn_worker(&chain, &actors, &deployment, agent, Arc::clone(&blobs)).await?);
-    }
-    let dir = std::env::temp_dir().join(format!("tessera-bench-plan-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
-    let db = format!("sqlite://{}", dir.join("runs.db").display());
-    let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
-    let (orch, heads) = start_orchestrator(
-        &chain,
-        &actors,
-        &deployment,
-        store,
-        Arc::clone(&blobs),
-        RunnerConfig::default(),
-    )
-    .await?;
-    tasks.push(heads);
-
-    let caps: [(&str, usize, u128, &str); 3] = [
-        ("summarize", 1, 400_000, "Summarize the material"),
-        ("sentiment-classify", 3, 200_000, "Classify the tone of the material"),
-        ("extract-entities", 4, 250_000, "List the entities in the material"),
-    ];
     let mut walls = Vec::new();
     let mut cycles = Vec::new();
     for run in 0..=cfg.runs {
-        let mut plan = Plan::new(
-            Plan::id_from_label(&format!("bench-plan-{}-{run}", std::process::id())),
-            Usdc::from_base_units(u128::MAX / 2),
-            ReviewMode::Auto,
-        );
-        plan.source = Some(SOURCE.into());
-        plan.subtasks = (0..cfg.steps)
-            .map(|i| {
-                let (cap, agent, price, spec) = caps[i % caps.len()];
-                SubTask {
-                    index: i as u32,
-                    capability: cap.into(),
-                    spec: spec.into(),
-                    executor: Some(actors.agent(agent)),
-                    cost: Usdc::from_base_units(price),
-                    deadline_offset_secs: 3600,
-                    depends_on: if i == 0 { vec![] } else { vec![i as u32 - 1] },
-                }
-            })
-            .collect();
-        let id = plan.id.to_string();
-        orch.propose(plan).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
-        let mut events = orch.subscribe();
-        let started = Instant::now();
-        orch.approve(&id, None).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
-        let mut created: HashMap<u64, Instant> = HashMap::new();
-        let mut run_cycles = Vec::new();
-        let outcome = tokio::time::timeout(Duration::from_secs(120), async {
-            while let Ok(ev) = events.recv().await {
-                if ev.run_id != id {
-                    continue;
-                }
-                let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
-                let index = body["index"].as_u64().unwrap_or_default();
-                match ev.kind.as_str() {
-                    "subtask_created" => {
-                        created.insert(index, Instant::now());
-                    }
-                    "subtask_paid" => {
-                        if let Some(t) = created.get(&index) {
-                            run_cycles.push(t.elapsed().as_secs_f64() * 1e3);
-                        }
-                    }
-                    "plan_completed" => return Ok(()),
-                    "plan_failed" => return Err(body["reason"].to_string()),
-                    _ => {}
-                }
-            }
-            Err("event stream closed".to_owned())
-        })
-        .await;
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(reason)) => {
-                return Err(Error::Orchestrator(format!("bench plan failed: {reason}")));
-            }
-            Err(_) => return Err(Error::Orchestrator("bench plan did not settle in 120 s".into())),
-        }
+        let plan = stack.plan(Shape::Chain(cfg.steps), &format!("warm-{run}"));
+        let sample = stack.settle(vec![plan]).await?;
         if run > 0 {
-            walls.push(started.elapsed().as_secs_f64() * 1e3);
-            cycles.extend(run_cycles);
+            walls.push(sample.wall_ms);
+            cycles.extend(sample.cycles);
         }
     }
-    for t in tasks {
-        t.abort();
+    let mut scenarios = Vec::new();
+    for shape in [Shape::Chain(cfg.steps), Shape::FanOut, Shape::Single] {
+        scenarios.push(scenario(&stack, "automine", shape, cfg.runs, None).await?);
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(stack);
+
+    if let Some(secs) = cfg.block_time {
+        let timed = ChainOptions { block_time: Some(secs), ..opts.clone() };
+        let stack = Stack::start(Stack::chain(&timed).await?, "timed").await?;
+        let mode = format!("{secs} s blocks");
+        for shape in [Shape::Chain(cfg.steps), Shape::FanOut, Shape::Single] {
+            let samples = if shape == Shape::Single { 1 } else { cfg.timed_runs };
+            scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs)).await?);
+        }
+    }
+
     let plan_wall = percentiles(walls);
     let baseline_wall = percentiles(baseline);
     Ok(PlanBenchReport {
@@ -257,6 +629,7 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         subtask_cycle: percentiles(cycles),
         baseline_wall,
         goal_ms: 1500.0,
+        scenarios,
     })
 }
 

@@ -232,9 +232,16 @@ enum BenchCommand {
         /// Sub-tasks per chain plan.
         #[arg(long, default_value_t = 5)]
         steps: usize,
-        /// Plans measured (after one warm-up).
+        /// Plans measured per automine scenario (after one warm-up).
         #[arg(long, default_value_t = 10)]
         runs: usize,
+        /// Seconds between blocks of the second chain every scenario also
+        /// runs on (0 skips it).
+        #[arg(long, default_value_t = 2)]
+        block_time: u64,
+        /// Samples per scenario on that chain (the ten plans run once).
+        #[arg(long, default_value_t = 3)]
+        timed_runs: usize,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -377,8 +384,20 @@ impl Cli {
                     write_json(&path, &report)?;
                 }
             }
-            Command::Bench(BenchCommand::Plan { chain, steps, runs, json }) => {
-                let cfg = tessera_bench::plan::PlanBenchConfig { steps, runs };
+            Command::Bench(BenchCommand::Plan {
+                chain,
+                steps,
+                runs,
+                block_time,
+                timed_runs,
+                json,
+            }) => {
+                let cfg = tessera_bench::plan::PlanBenchConfig {
+                    steps,
+                    runs,
+                    block_time: (block_time > 0).then_some(block_time),
+                    timed_runs: timed_runs.max(1),
+                };
                 let report =
                     until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))
                         .await?;

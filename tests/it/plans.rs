@@ -87,11 +87,16 @@ async fn chain_plan_hands_the_translation_to_the_summary_and_pays_each_executor(
         assert!(e["block"].as_u64().unwrap() > 0, "{e}");
         assert!(e["task_id"].as_str().is_some());
     }
-    // Step 1 started only after step 0 was paid, with its output as input.
-    let paid0 = events.iter().position(|e| e["kind"] == "subtask_paid" && e["index"] == 0).unwrap();
-    let created1 =
-        events.iter().position(|e| e["kind"] == "subtask_created" && e["index"] == 1).unwrap();
-    assert!(paid0 < created1);
+    // Step 1 started once step 0 delivered, sent right after step 0's
+    // approval (auto review), with its output as input.
+    let at = |kind: &str, index: u64| {
+        events.iter().position(|e| e["kind"] == kind && e["index"] == index).unwrap()
+    };
+    let (completed0, paid0, created1) =
+        (at("subtask_completed", 0), at("subtask_paid", 0), at("subtask_created", 1));
+    assert!(completed0 < created1);
+    let block = |i: usize| events[i]["block"].as_u64().unwrap();
+    assert!(block(paid0) <= block(created1), "the approval goes out first");
     let spec_uri = events[created1]["spec_uri"].as_str().unwrap();
     let envelope: Envelope =
         EnvelopeCodec::default().decode(spec_uri, &FsBlobStore::new(&stack.blobs)).unwrap();

@@ -1,14 +1,19 @@
 //! The chain side of the runner: the sponsor's account and contracts, the
-//! reads every step starts from, and the transactions a step sends, one at
-//! a time through the sponsor's send lane.
+//! reads every step starts from, and the transactions a step sends through
+//! the sponsor's send lane. The lane is held only while a transaction is
+//! sent (the node then counts it in the sponsor's pending nonce), not while
+//! it confirms, so several transactions — of one run or of many — go out
+//! back to back and land in the same block.
 
 use std::collections::HashSet;
 
 use alloy::{
+    contract::{CallBuilder, CallDecoder},
     eips::BlockNumberOrTag,
+    network::Ethereum,
     primitives::{Address, B256, U256, keccak256},
-    providers::{DynProvider, Provider},
-    rpc::types::{Filter, Log},
+    providers::{DynProvider, PendingTransactionBuilder, Provider},
+    rpc::types::{Filter, Log, TransactionReceipt},
     signers::local::PrivateKeySigner,
     sol_types::SolValue,
 };
@@ -16,10 +21,9 @@ use tessera_bindings::{
     AgentRegistry,
     ITaskEscrow::CreateParams,
     MockUSDC, TaskEscrow, capability,
-    client::{ClientError, EscrowClient, map_call},
+    client::{ClientError, EscrowClient, RECEIPT_TIMEOUT, map_call},
     deployment::Deployment,
     offers,
-    permit::TokenDomain,
     task::{TaskRecord, decode_log},
     usdc::Usdc,
 };
@@ -32,14 +36,16 @@ use crate::plan::{ExecutorStatus, InMemoryContext, Plan};
 pub struct Chain {
     provider: DynProvider,
     sponsor: Address,
-    signer: PrivateKeySigner,
     deployment: Deployment,
     escrow: EscrowClient,
-    domain: TokenDomain,
-    /// Serializes the sponsor's transactions so concurrent runs never race
-    /// for a nonce.
+    /// Serializes sending the sponsor's transactions so concurrent runs
+    /// never race for a nonce; held while sending, not while confirming.
     lane: Mutex<()>,
 }
+
+/// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
+#[must_use = "a sent transaction is not done until it is confirmed"]
+pub(crate) struct Sent(PendingTransactionBuilder<Ethereum>);
 
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,29 +67,23 @@ pub struct Settlement {
 
 impl Chain {
     /// The chain handle for `signer` (the sponsor, who is also the client)
-    /// over `provider`, whose wallet must hold the same key.
+    /// over `provider`, whose wallet must hold the same key. Sets the
+    /// sponsor's standing allowance for creations (see
+    /// [`Chain::ensure_allowance`]) when it is not set yet.
     pub async fn new(
         provider: DynProvider,
         signer: PrivateKeySigner,
         deployment: Deployment,
     ) -> Result<Self, RunError> {
-        let token = MockUSDC::new(deployment.token, &provider);
-        let domain = token.eip712Domain().call().await.map_err(map_call)?;
-        let domain = TokenDomain {
-            name: domain.name,
-            version: domain.version,
-            chain_id: deployment.chain_id,
-            token: deployment.token,
-        };
-        Ok(Self {
+        let chain = Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             sponsor: signer.address(),
             provider,
-            signer,
             deployment,
-            domain,
             lane: Mutex::new(()),
-        })
+        };
+        chain.ensure_allowance().await?;
+        Ok(chain)
     }
 
     /// The sponsor's address.
@@ -161,6 +161,93 @@ impl Chain {
         Ok(offer.offered.then_some(Usdc::from_base_units(offer.price)))
     }
 
+    /// Lets the escrow pull the sponsor's tokens for creations from now on,
+    /// when it may not already: one standing allowance instead of a permit
+    /// per creation, so creations of many runs can go out in one block
+    /// (permits of one signer are ordered by the token's nonce and would
+    /// invalidate each other). The escrow only ever pulls from the caller of
+    /// a creation, so the allowance serves the sponsor's own creations only.
+    pub async fn ensure_allowance(&self) -> Result<(), RunError> {
+        let token = MockUSDC::new(self.deployment.token, &self.provider);
+        let escrow = self.deployment.task_escrow;
+        let current = token.allowance(self.sponsor, escrow).call().await.map_err(map_call)?;
+        if current >= U256::MAX >> 1 {
+            return Ok(());
+        }
+        let sent = {
+            let _lane = self.lane.lock().await;
+            token.approve(escrow, U256::MAX).from(self.sponsor).send().await.map_err(map_call)?
+        };
+        Self::confirm(Sent(sent)).await?;
+        tracing::info!(%escrow, "sponsor allowance set for creations");
+        Ok(())
+    }
+
+    /// Sends `call` from the sponsor, holding the lane only while it is sent.
+    async fn dispatch<D: CallDecoder + Unpin>(
+        &self,
+        call: CallBuilder<&DynProvider, D, Ethereum>,
+    ) -> Result<Sent, ClientError> {
+        let _lane = self.lane.lock().await;
+        Ok(Sent(call.from(self.sponsor).send().await.map_err(map_call)?))
+    }
+
+    /// Waits for `sent` to be mined; a mined revert is an error.
+    pub(crate) async fn confirm(sent: Sent) -> Result<TransactionReceipt, ClientError> {
+        let receipt = sent.0.with_timeout(Some(RECEIPT_TIMEOUT)).get_receipt().await?;
+        if !receipt.status() {
+            return Err(ClientError::Reverted(receipt.transaction_hash));
+        }
+        Ok(receipt)
+    }
+
+    /// Sends the approvals of every task of `recs` (one call for several);
+    /// returns without waiting for them to be mined.
+    pub(crate) async fn approve_all(&self, recs: &[&TaskRecord]) -> Result<Sent, ClientError> {
+        let c = self.escrow.contract();
+        match recs {
+            [rec] => self.dispatch(c.approvePayment(rec.id, rec.task.clone())).await,
+            _ => {
+                let ids = recs.iter().map(|r| r.id).collect();
+                let tasks = recs.iter().map(|r| r.task.clone()).collect();
+                self.dispatch(c.approvePayments(ids, tasks)).await
+            }
+        }
+    }
+
+    /// Sends the creation of every task of `wave` (its index, id and
+    /// parameters) that does not exist yet, in one call; `None` when all of
+    /// them exist. The lane is held from the look to the send, so two
+    /// wake-ups never both create; a creation sent by an earlier life of
+    /// this process and still pending makes the escrow refuse the batch (a
+    /// reused reference), never fund a task twice.
+    pub(crate) async fn create_wave(
+        &self,
+        wave: Vec<(u32, U256, CreateParams)>,
+    ) -> Result<Option<(Vec<u32>, Sent)>, RunError> {
+        let _lane = self.lane.lock().await;
+        let mut todo = Vec::new();
+        for (index, id, params) in wave {
+            // Another wake-up (or a previous life of this process) may have
+            // created it meanwhile: the chain decides.
+            if self.task(id).await?.is_none() {
+                todo.push((index, params));
+            }
+        }
+        let Some(&(first, _)) = todo.first() else { return Ok(None) };
+        let indices: Vec<u32> = todo.iter().map(|(i, _)| *i).collect();
+        let c = self.escrow.contract();
+        let sent = if todo.len() == 1 {
+            let (_, params) = todo.pop().expect("one item");
+            c.createTask(params).from(self.sponsor).send().await
+        } else {
+            let params = todo.into_iter().map(|(_, p)| p).collect();
+            c.createTasks(params).from(self.sponsor).send().await
+        };
+        let sent = sent.map_err(|e| RunError::Create { index: first, source: map_call(e) })?;
+        Ok(Some((indices, Sent(sent))))
+    }
+
     /// Registry facts for the plan's capabilities and executors.
     pub async fn context(&self, plan: &Plan) -> Result<InMemoryContext, RunError> {
         let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
@@ -194,57 +281,32 @@ impl Chain {
         Ok(ctx)
     }
 
-    /// Sends `call` on the task `rec` as the sponsor, holding the send lane.
-    /// `uri` is the published reason of a dispute or an appeal. A revert
-    /// comes back as [`ClientError::Revert`] with the decoded error.
+    /// Sends `call` on the task `rec` as the sponsor and waits for it to be
+    /// mined. `uri` is the published reason of a dispute or an appeal. A
+    /// revert comes back as [`ClientError::Revert`] with the decoded error.
     pub(crate) async fn send(
         &self,
         rec: &TaskRecord,
         call: &Call,
         uri: Option<String>,
     ) -> Result<(), ClientError> {
-        let _lane = self.lane.lock().await;
-        let (c, s) = (&self.escrow, self.sponsor);
-        let mut rec = rec.clone();
-        let rec = &mut rec;
+        let c = self.escrow.contract();
+        let (id, task) = (rec.id, rec.task.clone());
         let uri = uri.unwrap_or_default();
-        match call {
-            Call::Approve => c.approve(s, rec).await.map(drop),
-            Call::Release => c.release(s, rec).await.map(drop),
-            Call::Cancel => c.cancel(s, rec).await.map(drop),
-            Call::RefundExpired => c.refund_expired(s, rec).await.map(drop),
-            Call::ClaimDefault => c.claim_default(s, rec).await.map(drop),
-            Call::Dispute(_) => c.dispute(s, rec, &uri).await.map(drop),
-            Call::Appeal(_) => c.appeal(s, rec, &uri).await.map(drop),
+        let sent = match call {
+            Call::Approve => self.dispatch(c.approvePayment(id, task)).await,
+            Call::Release => self.dispatch(c.releasePayment(id, task)).await,
+            Call::Cancel => self.dispatch(c.cancelTask(id, task)).await,
+            Call::RefundExpired => self.dispatch(c.refundExpired(id, task)).await,
+            Call::ClaimDefault => self.dispatch(c.claimDisputeDefault(id, task)).await,
+            Call::Dispute(_) => self.dispatch(c.disputeTask(id, task, uri)).await,
+            Call::Appeal(_) => self.dispatch(c.appealRuling(id, task, uri)).await,
             Call::Reassign { executor, deadline } => {
-                let capability = rec.capability;
-                c.reassign(s, rec, *executor, *deadline, capability).await.map(drop)
+                let deadline = alloy::primitives::aliases::U40::from(*deadline);
+                let call = c.reassignTask(id, task, *executor, deadline, rec.capability);
+                self.dispatch(call).await
             }
-        }
-    }
-
-    /// Creates task `id` with `params` unless it exists already; returns it
-    /// with its logs. The lane is held from the look to the creation, so
-    /// two wake-ups never both create.
-    pub(crate) async fn create(
-        &self,
-        index: u32,
-        id: U256,
-        params: CreateParams,
-        permit_deadline: u64,
-    ) -> Result<Option<(TaskRecord, Vec<Log>)>, RunError> {
-        {
-            let _lane = self.lane.lock().await;
-            // Another wake-up (or a previous life of this process) may have
-            // created it meanwhile: the chain decides.
-            if let Some(found) = self.task(id).await? {
-                return Ok(Some(found));
-            }
-            self.escrow
-                .create_with_permit(&self.signer, &self.domain, params, U256::from(permit_deadline))
-                .await
-                .map_err(|source| RunError::Create { index, source })?;
-        }
-        self.task(id).await
+        }?;
+        Self::confirm(sent).await.map(drop)
     }
 }

@@ -145,7 +145,16 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
             Phase::Waiting if running => {
                 let deps =
                     task.depends_on.iter().map(|d| s.row(*d)).collect::<Result<Vec<_>, _>>()?;
-                if deps.iter().all(|d| d.phase.is_paid()) {
+                // Under auto review a delivered dependency is approved in
+                // this same step, so its dependants go out beside the approval.
+                let auto = s.plan.review == ReviewMode::Auto;
+                let ready = |d: &Progress| {
+                    d.phase.is_paid()
+                        || (auto
+                            && d.phase == Phase::Chain(Status::Completed)
+                            && d.output.is_some())
+                };
+                if deps.iter().all(|d| ready(d)) {
                     let inputs = deps
                         .iter()
                         .map(|d| Input {

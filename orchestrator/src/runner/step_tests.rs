@@ -242,3 +242,30 @@ fn runs_end_on_stored_progress() {
     assert_eq!(ending(RunState::Paused, None, &stuck, Some(5), 10), None);
     assert_eq!(ending(RunState::Paused, None, &stuck, Some(11), 10), Some(Ending::TimedOut));
 }
+
+#[test]
+fn under_auto_review_dependants_go_out_beside_their_upstreams_approval() {
+    let deps: &[&[u32]] = &[&[], &[0], &[0]];
+    let mut delivered = rows(&[c(Status::Completed), W, W]);
+    let chain = chain_of(&delivered);
+    let at = |plan: &Plan, rows: &BTreeMap<u32, Progress>| {
+        steps(&Snapshot { state: RunState::Running, plan, rows, chain: &chain, now: 600 }).unwrap()
+    };
+    let auto = plan(ReviewMode::Auto, deps);
+    // Until the result is read, only the approval goes out.
+    assert_eq!(at(&auto, &delivered), [Action::Send { index: 0, call: Call::Approve }]);
+    delivered.get_mut(&0).unwrap().output = Some("output 0".into());
+    let actions = at(&auto, &delivered);
+    let [
+        Action::Send { index: 0, call: Call::Approve },
+        Action::Create { index: 1, inputs: one },
+        Action::Create { index: 2, inputs: two },
+    ] = actions.as_slice()
+    else {
+        panic!("{actions:?}")
+    };
+    assert_eq!((one[0].output.as_str(), two[0].output.as_str()), ("output 0", "output 0"));
+    // A manual review may still dispute: dependants wait for the payment.
+    let manual = plan(ReviewMode::Manual, deps);
+    assert_eq!(at(&manual, &delivered), [Action::Send { index: 0, call: Call::Release }]);
+}

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tessera_bindings::{
     envelope::{BlobStore, EnvelopeCodec},
     injection,
-    task::TaskRecord,
+    task::{Status, TaskRecord},
 };
 
 use super::{Chain, Orchestrator, RunError};
@@ -77,7 +77,10 @@ impl Orchestrator {
             row.result_uri.clone_from(&rec.result_uri);
             changed = true;
         }
-        if phase.is_paid() && row.output.is_none() {
+        // A delivered result is handed on as soon as it is there: under auto
+        // review dependants are created beside the approval.
+        let delivered = phase == Phase::Chain(Status::Completed) && rec.result_uri.is_some();
+        if (phase.is_paid() || delivered) && row.output.is_none() {
             row.output = Some(self.output_of(rec.result_uri.as_deref()).await?);
             changed = true;
         }

@@ -81,9 +81,19 @@ impl Orchestrator {
         let chain: HashMap<u32, OnChain> =
             records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
         let snapshot = Snapshot { state: run.state, plan: &plan, rows: &rows, chain: &chain, now };
+        // Approvals and creations due now go out together, each kind in one
+        // call, so a wave of sub-tasks (and, with auto review, the next
+        // wave's creation beside this one's approval) lands in one block.
+        let mut approvals = Vec::new();
+        let mut creations = Vec::new();
         for action in step::steps(&snapshot)? {
-            self.act(id, &plan, &mut rows, &records, action, now).await?;
+            match action {
+                Action::Send { index, call: Call::Approve } => approvals.push(index),
+                Action::Create { index, inputs } => creations.push((index, inputs)),
+                action => self.act(id, &plan, &mut rows, &records, action, now).await?,
+            }
         }
+        self.send_wave(&plan, &mut rows, &records, &approvals, creations, now).await?;
 
         // Completion is decided on stored phases only: sync picks up what
         // the steps did at the next wake-up.
@@ -148,10 +158,7 @@ impl Orchestrator {
                 rows.insert(index, row);
             }
             Action::Create { index, inputs } => {
-                let mut row = row_of(rows, index)?;
-                let found = self.create(plan, &row, inputs, now).await?;
-                self.sync_record(plan, &mut row, found).await?;
-                rows.insert(index, row);
+                self.send_wave(plan, rows, records, &[], vec![(index, inputs)], now).await?;
             }
             Action::Send { index, call } => {
                 let rec = records
@@ -259,15 +266,81 @@ impl Orchestrator {
             .map_err(|e| RunError::Invalid(e.to_string()))
     }
 
-    /// Creates the escrowed task for a sub-task's current attempt, unless it
-    /// exists already.
-    async fn create(
+    /// Sends the approvals of `approvals` in one call and the creations of
+    /// `creations` (each with its dependencies' outputs) in another, back to
+    /// back without waiting in between, then waits for both and records the
+    /// created tasks. A refused approval is logged (usually someone moved
+    /// first; the next look at the chain tells); a refused creation fails
+    /// the step.
+    async fn send_wave(
+        &self,
+        plan: &Plan,
+        rows: &mut BTreeMap<u32, Progress>,
+        records: &HashMap<u32, TaskRecord>,
+        approvals: &[u32],
+        creations: Vec<(u32, Vec<Input>)>,
+        now: u64,
+    ) -> Result<(), RunError> {
+        let approving = if approvals.is_empty() {
+            None
+        } else {
+            let recs = approvals
+                .iter()
+                .map(|&index| {
+                    records
+                        .get(&index)
+                        .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            match self.chain.approve_all(&recs).await {
+                Ok(sent) => Some(sent),
+                Err(e) => {
+                    refused(approvals, RunError::Chain(e))?;
+                    None
+                }
+            }
+        };
+        let mut wave = Vec::new();
+        for (index, inputs) in creations {
+            let row = rows
+                .get(&index)
+                .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+            wave.push(self.create_params(plan, row, inputs, now).await?);
+        }
+        let creating = if wave.is_empty() { None } else { self.chain.create_wave(wave).await? };
+        if let Some(sent) = approving
+            && let Err(e) = Chain::confirm(sent).await
+        {
+            refused(approvals, RunError::Chain(e))?;
+        }
+        if let Some((indices, sent)) = creating {
+            let first = indices.first().copied().unwrap_or_default();
+            Chain::confirm(sent)
+                .await
+                .map_err(|source| RunError::Create { index: first, source })?;
+            for index in indices {
+                let mut row = rows
+                    .get(&index)
+                    .cloned()
+                    .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+                let id = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
+                let found = self.chain.task(id).await?;
+                self.sync_record(plan, &mut row, found).await?;
+                rows.insert(index, row);
+            }
+        }
+        Ok(())
+    }
+
+    /// The escrow's parameters for a sub-task's current attempt, its
+    /// envelope published: its index, task id and parameters.
+    async fn create_params(
         &self,
         plan: &Plan,
         row: &Progress,
         inputs: Vec<Input>,
         now: u64,
-    ) -> Result<Option<(TaskRecord, Vec<alloy::rpc::types::Log>)>, RunError> {
+    ) -> Result<(u32, U256, CreateParams), RunError> {
         let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
         let reference = Chain::reference(plan.id, row.idx, row.attempt);
         let id = self.chain.task_id(reference);
@@ -305,7 +378,7 @@ impl Orchestrator {
             reviewWindow: plan.review_window_secs,
             specURI: spec_uri,
         };
-        self.chain.create(row.idx, id, params, deadline).await
+        Ok((row.idx, id, params))
     }
 
     /// What every attempt of every sub-task paid out, from the settlements
@@ -325,6 +398,21 @@ impl Orchestrator {
         }
         Ok(total)
     }
+}
+
+/// Logs a refused transaction on `indices` and carries on; any other
+/// failure (the node unreachable, say) fails the step.
+fn refused(indices: &[u32], e: RunError) -> Result<(), RunError> {
+    if !e.is_refusal() {
+        return Err(e);
+    }
+    tracing::warn!(
+        ?indices,
+        error = %e,
+        revert = e.revert().map(revert_text).unwrap_or_default(),
+        "transaction refused; re-reading the chain"
+    );
+    Ok(())
 }
 
 /// A decision's result as stored and sent.

@@ -1,0 +1,157 @@
+//! A counting JSON-RPC proxy: forwards every HTTP request to the chain and
+//! counts the JSON-RPC calls in it (each element of a batch counts), by
+//! method. The plan bench puts one in front of the orchestrator and one in
+//! front of the workers, so each side's requests per settled sub-task are
+//! measured where a hosted provider would meter them.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+};
+
+use axum::{
+    Router,
+    body::Bytes,
+    extract::State,
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use reqwest::Url;
+use serde_json::Value;
+
+/// Calls counted so far, by method.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Method → calls.
+    pub by_method: BTreeMap<String, u64>,
+}
+
+impl Counts {
+    /// All calls.
+    pub fn total(&self) -> u64 {
+        self.by_method.values().sum()
+    }
+
+    /// What was counted since `earlier`.
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        let by_method = self
+            .by_method
+            .iter()
+            .map(|(m, n)| (m.clone(), n - earlier.by_method.get(m).copied().unwrap_or_default()))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        Counts { by_method }
+    }
+}
+
+#[derive(Clone)]
+struct Shared {
+    upstream: Url,
+    client: reqwest::Client,
+    counts: Arc<Mutex<Counts>>,
+}
+
+/// A running proxy; stops when dropped.
+#[derive(Debug)]
+pub struct RpcProxy {
+    url: Url,
+    counts: Arc<Mutex<Counts>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RpcProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RpcProxy {
+    /// Listens on a free local port and forwards to `upstream`.
+    pub async fn start(upstream: Url) -> std::io::Result<Self> {
+        let counts = Arc::new(Mutex::new(Counts::default()));
+        let shared =
+            Shared { upstream, client: reqwest::Client::new(), counts: Arc::clone(&counts) };
+        let app = Router::new().route("/", post(forward)).with_state(shared);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::warn!(error = %e, "rpc proxy stopped");
+            }
+        });
+        let url = Url::parse(&format!("http://{addr}/")).expect("a socket address is a URL");
+        Ok(Self { url, counts, task })
+    }
+
+    /// Where to send requests.
+    pub fn url(&self) -> Url {
+        self.url.clone()
+    }
+
+    /// The calls counted so far.
+    pub fn counts(&self) -> Counts {
+        self.counts.lock().expect("counts lock").clone()
+    }
+}
+
+/// Counts the calls in `body`: one per object, one per element of a batch.
+fn count(body: &[u8], counts: &Mutex<Counts>) {
+    let methods: Vec<String> = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(calls)) => calls.iter().map(method_of).collect(),
+        Ok(call) => vec![method_of(&call)],
+        Err(_) => vec!["<not json>".to_owned()],
+    };
+    let mut counts = counts.lock().expect("counts lock");
+    for m in methods {
+        *counts.by_method.entry(m).or_default() += 1;
+    }
+}
+
+fn method_of(call: &Value) -> String {
+    call.get("method").and_then(Value::as_str).unwrap_or("<no method>").to_owned()
+}
+
+async fn forward(State(s): State<Shared>, body: Bytes) -> Response {
+    count(&body, &s.counts);
+    let sent = s
+        .client
+        .post(s.upstream.clone())
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .send()
+        .await;
+    let reply = match sent {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+    };
+    let status = StatusCode::from_u16(reply.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    match reply.bytes().await {
+        Ok(bytes) => (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_count_each_call() {
+        let counts = Mutex::new(Counts::default());
+        count(br#"{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}"#, &counts);
+        count(
+            br#"[{"id":2,"method":"eth_getLogs"},{"id":3,"method":"eth_blockNumber"},{"id":4}]"#,
+            &counts,
+        );
+        count(b"garbage", &counts);
+        let c = counts.lock().unwrap().clone();
+        assert_eq!(c.by_method["eth_blockNumber"], 2);
+        assert_eq!(c.by_method["eth_getLogs"], 1);
+        assert_eq!(c.by_method["<no method>"], 1);
+        assert_eq!(c.by_method["<not json>"], 1);
+        assert_eq!(c.total(), 5);
+        let later = Counts { by_method: [("eth_blockNumber".into(), 5)].into() };
+        assert_eq!(later.since(&c).by_method, [("eth_blockNumber".to_owned(), 3)].into());
+    }
+}
