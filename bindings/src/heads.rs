@@ -9,12 +9,27 @@ use alloy::{
 };
 use futures_util::{StreamExt, stream::BoxStream};
 
-/// Wakes a loop on each new block, and at least every `poll`.
+/// While a subscription is live, the longest wait between passes: a
+/// safety net for a missed notification, not a polling cadence.
+pub const SUBSCRIBED_FALLBACK: Duration = Duration::from_secs(10);
+
+/// The newest block a subscription announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Its number.
+    pub number: u64,
+    /// Its timestamp, chain seconds.
+    pub timestamp: u64,
+}
+
+/// Wakes a loop on each new block, and at least every `poll` (every
+/// [`SUBSCRIBED_FALLBACK`] while a subscription is live).
 pub struct Heads {
     /// Kept alive for as long as the stream is read.
     _ws: Option<DynProvider>,
     stream: Option<BoxStream<'static, Header>>,
     poll: Duration,
+    last: Option<Head>,
 }
 
 impl std::fmt::Debug for Heads {
@@ -30,7 +45,7 @@ impl Heads {
     /// Subscribes at `ws_url` when given and answering; falls back to
     /// polling every `poll` (logged) otherwise.
     pub async fn connect(ws_url: Option<&str>, poll: Duration) -> Self {
-        let mut heads = Self { _ws: None, stream: None, poll };
+        let mut heads = Self { _ws: None, stream: None, poll, last: None };
         let Some(url) = ws_url else { return heads };
         let subscribed = async {
             let ws = ProviderBuilder::new().connect_ws(WsConnect::new(url)).await?.erased();
@@ -53,17 +68,29 @@ impl Heads {
         self.stream.is_some()
     }
 
-    /// Waits for the next block, or `poll`, whichever comes first. A closed
-    /// subscription falls back to polling.
+    /// The newest block the subscription announced, while it is live: a
+    /// pass can take the head from here instead of asking the node.
+    pub fn head(&self) -> Option<Head> {
+        self.stream.as_ref().and(self.last)
+    }
+
+    /// Waits for the next block, or the fallback timer, whichever comes
+    /// first. A closed subscription falls back to polling every `poll`.
     pub async fn wait(&mut self) {
         match self.stream.as_mut() {
             Some(stream) => tokio::select! {
-                next = stream.next() => if next.is_none() {
-                    tracing::warn!("block subscription ended; polling instead");
-                    self.stream = None;
-                    self._ws = None;
+                next = stream.next() => match next {
+                    Some(header) => {
+                        self.last = Some(Head { number: header.number, timestamp: header.timestamp });
+                    }
+                    None => {
+                        tracing::warn!("block subscription ended; polling instead");
+                        self.stream = None;
+                        self._ws = None;
+                        self.last = None;
+                    }
                 },
-                () = tokio::time::sleep(self.poll) => {}
+                () = tokio::time::sleep(SUBSCRIBED_FALLBACK.max(self.poll)) => {}
             },
             None => tokio::time::sleep(self.poll).await,
         }
@@ -94,6 +121,11 @@ impl Follow {
     /// Follows new blocks for passes called `what` in the logs.
     pub async fn connect(ws_url: Option<&str>, poll: Duration, what: &'static str) -> Self {
         Self { heads: Heads::connect(ws_url, poll).await, what, failures: 0 }
+    }
+
+    /// The newest block announced over the websocket, while it is live.
+    pub fn head(&self) -> Option<Head> {
+        self.heads.head()
     }
 
     /// Consecutive failed passes so far.

@@ -95,6 +95,9 @@ pub struct Worker {
     next_block: u64,
     delivered: BTreeMap<U256, TaskRecord>,
     retry: std::collections::BTreeSet<U256>,
+    /// The newest block the subscription announced, while it is live: no
+    /// need to ask the node for the head or its time.
+    head: Option<tessera_bindings::heads::Head>,
     llm: Option<crate::llm::LlmRunner>,
 }
 
@@ -129,6 +132,7 @@ impl Worker {
             codec: EnvelopeCodec::default(),
             delivered: BTreeMap::new(),
             retry: std::collections::BTreeSet::new(),
+            head: None,
             llm: None,
         }
     }
@@ -191,7 +195,10 @@ impl Worker {
     /// Scans new blocks once: delivers every task newly assigned to this
     /// worker, and claims payment of delivered tasks whose review window passed.
     pub async fn poll_once(&mut self) -> Result<Vec<Handled>, RuntimeError> {
-        let head = self.provider.get_block_number().await?;
+        let head = match self.head {
+            Some(h) => h.number,
+            None => self.provider.get_block_number().await?,
+        };
         let mut handled = Vec::new();
         if head >= self.next_block {
             let filter = Filter::new()
@@ -199,12 +206,20 @@ impl Worker {
                 .event_signature(vec![
                     TaskEscrow::TaskCreated::SIGNATURE_HASH,
                     TaskEscrow::TaskReassigned::SIGNATURE_HASH,
+                    TaskEscrow::TaskSettled::SIGNATURE_HASH,
                 ])
                 .from_block(self.next_block)
                 .to_block(head);
             let mut ids = Vec::new();
             for log in self.provider.get_logs(&filter).await? {
                 let id = log.topics().get(1).map(|t| U256::from_be_bytes(t.0));
+                if log.topic0() == Some(&TaskEscrow::TaskSettled::SIGNATURE_HASH) {
+                    // Settled: nothing left to claim; stop watching it.
+                    if let Some(id) = id {
+                        self.delivered.remove(&id);
+                    }
+                    continue;
+                }
                 if let Some(id) = id.filter(|id| !ids.contains(id)) {
                     ids.push(id);
                 }
@@ -252,6 +267,7 @@ impl Worker {
         tokio::pin!(shutdown);
         let mut follow = Follow::connect(ws_url, poll, "scan").await;
         loop {
+            self.head = follow.head();
             let pass =
                 self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
             if !follow.next(pass, shutdown.as_mut()).await {
@@ -364,6 +380,9 @@ impl Worker {
     }
 
     async fn chain_time(&self) -> Result<u64, RuntimeError> {
+        if let Some(h) = self.head {
+            return Ok(h.timestamp);
+        }
         let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
         Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
     }

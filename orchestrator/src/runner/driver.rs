@@ -95,11 +95,20 @@ impl Orchestrator {
         let mut follow =
             Follow::connect(ws_url.as_deref(), self.config.poll_interval, "reading the chain head")
                 .await;
-        while follow.next(self.read_head().await, shutdown.as_mut()).await {}
+        loop {
+            let pass = self.read_head(follow.head().map(|h| h.number)).await;
+            if !follow.next(pass, shutdown.as_mut()).await {
+                return;
+            }
+        }
     }
 
-    async fn read_head(&self) -> Result<(), RunError> {
-        let n = self.chain.provider().get_block_number().await?;
+    /// Publishes the head: `announced` by the subscription, else asked of the node.
+    async fn read_head(&self, announced: Option<u64>) -> Result<(), RunError> {
+        let n = match announced {
+            Some(n) => n,
+            None => self.chain.provider().get_block_number().await?,
+        };
         self.head.send_if_modified(|h| std::mem::replace(h, n) != n);
         Ok(())
     }
