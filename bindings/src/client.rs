@@ -16,6 +16,7 @@ use crate::{
     ITaskEscrow::{CreateParams, Task},
     MockUSDC,
     TaskEscrow::{self, TaskEscrowInstance},
+    heads::HeadWatch,
     permit::{PermitSignature, TokenDomain, sign_permit},
     revert::{self, ContractRevert},
     task::{FoldError, TaskRecord, all_created_in, created_in, hash_task},
@@ -41,6 +42,9 @@ pub enum ClientError {
     /// The transaction was sent but failed to confirm.
     #[error("transaction did not confirm: {0}")]
     Pending(#[from] alloy::providers::PendingTransactionError),
+    /// The transaction was sent but not mined in time.
+    #[error("transaction {0} not mined within {1:?}")]
+    NotMined(TxHash, std::time::Duration),
     /// The transaction was mined but reverted.
     #[error("transaction {0} reverted")]
     Reverted(TxHash),
@@ -68,17 +72,70 @@ impl ClientError {
     }
 }
 
+/// How often a transaction's receipt is asked for when no block
+/// subscription announces new heads.
+pub const RECEIPT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Waits for `hash` to be mined and returns its receipt (a mined revert is
+/// an error). Asks once at once (an automining node has mined it already),
+/// then once per head announced on `heads` — one more time shortly after,
+/// as a node may announce a block a moment before its receipts are served
+/// — or every [`RECEIPT_POLL`] without a subscription. Gives up after
+/// [`RECEIPT_TIMEOUT`].
+pub async fn wait_mined(
+    provider: &DynProvider,
+    hash: TxHash,
+    heads: Option<HeadWatch>,
+) -> Result<TransactionReceipt, ClientError> {
+    let started = tokio::time::Instant::now();
+    let mut heads = heads;
+    let mut just_announced = false;
+    loop {
+        if let Some(receipt) = provider.get_transaction_receipt(hash).await? {
+            if !receipt.status() {
+                return Err(ClientError::Reverted(hash));
+            }
+            return Ok(receipt);
+        }
+        if started.elapsed() > RECEIPT_TIMEOUT {
+            return Err(ClientError::NotMined(hash, RECEIPT_TIMEOUT));
+        }
+        if just_announced {
+            just_announced = false;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        }
+        match heads.as_mut() {
+            Some(watch) => tokio::select! {
+                changed = watch.changed() => match changed {
+                    Ok(()) => just_announced = true,
+                    Err(_) => heads = None,
+                },
+                () = tokio::time::sleep(crate::heads::SUBSCRIBED_FALLBACK) => {}
+            },
+            None => tokio::time::sleep(RECEIPT_POLL).await,
+        }
+    }
+}
+
 /// Sends escrow calls through a provider whose wallet holds the callers' keys.
 #[derive(Debug, Clone)]
 pub struct EscrowClient {
     provider: DynProvider,
     escrow: TaskEscrowInstance<DynProvider>,
+    heads: Option<HeadWatch>,
 }
 
 impl EscrowClient {
     /// A client for the escrow at `escrow`.
     pub fn new(provider: DynProvider, escrow: Address) -> Self {
-        Self { escrow: TaskEscrow::new(escrow, provider.clone()), provider }
+        Self { escrow: TaskEscrow::new(escrow, provider.clone()), provider, heads: None }
+    }
+
+    /// Confirms transactions by the heads announced on `heads` (see
+    /// [`wait_mined`]) instead of polling for receipts.
+    pub fn follow(&mut self, heads: Option<HeadWatch>) {
+        self.heads = heads;
     }
 
     /// The escrow's address.
@@ -402,11 +459,7 @@ impl EscrowClient {
         call: CallBuilder<&DynProvider, D, Ethereum>,
     ) -> Result<TransactionReceipt, ClientError> {
         let pending = call.send().await.map_err(map_call)?;
-        let receipt = pending.with_timeout(Some(RECEIPT_TIMEOUT)).get_receipt().await?;
-        if !receipt.status() {
-            return Err(ClientError::Reverted(receipt.transaction_hash));
-        }
-        Ok(receipt)
+        wait_mined(&self.provider, *pending.tx_hash(), self.heads.clone()).await
     }
 }
 

@@ -1,13 +1,16 @@
 //! New-block notifications for the services' loops: a websocket
 //! subscription to new heads when one answers, else a timer.
+//!
+//! One background reader per subscription publishes each announced head on
+//! a watch channel, so a loop waiting between passes and every transaction
+//! waiting for its receipt (see [`crate::client::wait_mined`]) follow the
+//! same stream: one subscription confirms many transactions.
 
 use std::time::Duration;
 
-use alloy::{
-    providers::{DynProvider, Provider, ProviderBuilder, WsConnect},
-    rpc::types::Header,
-};
-use futures_util::{StreamExt, stream::BoxStream};
+use alloy::providers::{Provider, ProviderBuilder, WsConnect};
+use futures_util::StreamExt;
+use tokio::sync::watch;
 
 /// While a subscription is live, the longest wait between passes: a
 /// safety net for a missed notification, not a polling cadence.
@@ -22,20 +25,31 @@ pub struct Head {
     pub timestamp: u64,
 }
 
+/// The announced heads, for as long as the subscription lives: `None`
+/// until the first one; closed when the subscription ends.
+pub type HeadWatch = watch::Receiver<Option<Head>>;
+
 /// Wakes a loop on each new block, and at least every `poll` (every
 /// [`SUBSCRIBED_FALLBACK`] while a subscription is live).
 pub struct Heads {
-    /// Kept alive for as long as the stream is read.
-    _ws: Option<DynProvider>,
-    stream: Option<BoxStream<'static, Header>>,
+    watch: Option<HeadWatch>,
+    /// Reads the subscription; aborted when these heads are dropped.
+    reader: Option<tokio::task::JoinHandle<()>>,
     poll: Duration,
-    last: Option<Head>,
+}
+
+impl Drop for Heads {
+    fn drop(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            reader.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for Heads {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Heads")
-            .field("websocket", &self.stream.is_some())
+            .field("websocket", &self.watch.is_some())
             .field("poll", &self.poll)
             .finish()
     }
@@ -45,18 +59,26 @@ impl Heads {
     /// Subscribes at `ws_url` when given and answering; falls back to
     /// polling every `poll` (logged) otherwise.
     pub async fn connect(ws_url: Option<&str>, poll: Duration) -> Self {
-        let mut heads = Self { _ws: None, stream: None, poll, last: None };
+        let mut heads = Self { watch: None, reader: None, poll };
         let Some(url) = ws_url else { return heads };
         let subscribed = async {
             let ws = ProviderBuilder::new().connect_ws(WsConnect::new(url)).await?.erased();
-            let stream = ws.subscribe_blocks().await?.into_stream().boxed();
+            let stream = ws.subscribe_blocks().await?.into_stream();
             Ok::<_, alloy::transports::TransportError>((ws, stream))
         };
         match subscribed.await {
-            Ok((ws, stream)) => {
+            Ok((ws, mut stream)) => {
                 tracing::info!(url, "following new blocks over websocket");
-                heads._ws = Some(ws);
-                heads.stream = Some(stream);
+                let (tx, rx) = watch::channel(None);
+                heads.reader = Some(tokio::spawn(async move {
+                    // The provider lives as long as its stream is read.
+                    let _ws = ws;
+                    while let Some(h) = stream.next().await {
+                        tx.send_replace(Some(Head { number: h.number, timestamp: h.timestamp }));
+                    }
+                    tracing::warn!("block subscription ended; polling instead");
+                }));
+                heads.watch = Some(rx);
             }
             Err(e) => tracing::warn!(url, error = %e, "no websocket; polling instead"),
         }
@@ -65,30 +87,27 @@ impl Heads {
 
     /// Whether a websocket subscription is live.
     pub fn subscribed(&self) -> bool {
-        self.stream.is_some()
+        self.watch.as_ref().is_some_and(|w| w.has_changed().is_ok())
     }
 
     /// The newest block the subscription announced, while it is live: a
     /// pass can take the head from here instead of asking the node.
     pub fn head(&self) -> Option<Head> {
-        self.stream.as_ref().and(self.last)
+        self.watch.as_ref().filter(|w| w.has_changed().is_ok()).and_then(|w| *w.borrow())
+    }
+
+    /// A receiver of the announced heads, while the subscription is live.
+    pub fn watch(&self) -> Option<HeadWatch> {
+        self.watch.clone().filter(|w| w.has_changed().is_ok())
     }
 
     /// Waits for the next block, or the fallback timer, whichever comes
     /// first. A closed subscription falls back to polling every `poll`.
     pub async fn wait(&mut self) {
-        match self.stream.as_mut() {
-            Some(stream) => tokio::select! {
-                next = stream.next() => match next {
-                    Some(header) => {
-                        self.last = Some(Head { number: header.number, timestamp: header.timestamp });
-                    }
-                    None => {
-                        tracing::warn!("block subscription ended; polling instead");
-                        self.stream = None;
-                        self._ws = None;
-                        self.last = None;
-                    }
+        match self.watch.as_mut() {
+            Some(watch) => tokio::select! {
+                changed = watch.changed() => if changed.is_err() {
+                    self.watch = None;
                 },
                 () = tokio::time::sleep(SUBSCRIBED_FALLBACK.max(self.poll)) => {}
             },
@@ -126,6 +145,11 @@ impl Follow {
     /// The newest block announced over the websocket, while it is live.
     pub fn head(&self) -> Option<Head> {
         self.heads.head()
+    }
+
+    /// A receiver of the announced heads, while the subscription is live.
+    pub fn watch(&self) -> Option<HeadWatch> {
+        self.heads.watch()
     }
 
     /// Consecutive failed passes so far.

@@ -20,13 +20,18 @@ use alloy::{
     sol_types::SolEvent,
 };
 use tessera_bindings::{
-    AgentRegistry, TaskEscrow, capability,
+    AgentRegistry, TaskEscrow,
+    TaskEscrow::TaskEscrowEvents,
+    capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec, EnvelopeError},
     heads::Follow,
-    task::{Status, TaskRecord},
+    task::{Status, TaskRecord, decode_log},
 };
+
+/// The most blocks one scan asks the node for logs of.
+pub const MAX_LOG_RANGE: u64 = 1_000;
 
 use crate::{AgentCard, TaskInput, run};
 
@@ -201,6 +206,9 @@ impl Worker {
         };
         let mut handled = Vec::new();
         if head >= self.next_block {
+            // A bounded range: a worker far behind (restarted on a long
+            // chain) catches up a chunk per pass.
+            let to = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
             let filter = Filter::new()
                 .address(self.deployment.task_escrow)
                 .event_signature(vec![
@@ -209,25 +217,46 @@ impl Worker {
                     TaskEscrow::TaskSettled::SIGNATURE_HASH,
                 ])
                 .from_block(self.next_block)
-                .to_block(head);
-            let mut ids = Vec::new();
+                .to_block(to);
+            // Tasks created for this worker in the newest block are exactly
+            // what their creation event says; anything else (a reassignment,
+            // a range of several blocks, a retry) is read whole from the chain.
+            let single_block = self.next_block == to;
+            let mut created: Vec<TaskRecord> = Vec::new();
+            let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
             for log in self.provider.get_logs(&filter).await? {
-                let id = log.topics().get(1).map(|t| U256::from_be_bytes(t.0));
-                if log.topic0() == Some(&TaskEscrow::TaskSettled::SIGNATURE_HASH) {
-                    // Settled: nothing left to claim; stop watching it.
-                    if let Some(id) = id {
-                        self.delivered.remove(&id);
+                match decode_log(&log) {
+                    Some(TaskEscrowEvents::TaskCreated(ev)) if ev.task.executor == self.me => {
+                        if single_block {
+                            created.push(TaskRecord::from_created(&ev));
+                        } else if !ids.contains(&ev.taskId) {
+                            ids.push(ev.taskId);
+                        }
                     }
-                    continue;
-                }
-                if let Some(id) = id.filter(|id| !ids.contains(id)) {
-                    ids.push(id);
+                    Some(TaskEscrowEvents::TaskReassigned(ev)) => {
+                        created.retain(|r| r.id != ev.taskId);
+                        if ev.newExecutor == self.me && !ids.contains(&ev.taskId) {
+                            ids.push(ev.taskId);
+                        }
+                    }
+                    Some(TaskEscrowEvents::TaskSettled(ev)) => {
+                        // Settled: nothing left to do or claim; stop watching it.
+                        self.delivered.remove(&ev.taskId);
+                        created.retain(|r| r.id != ev.taskId);
+                        ids.retain(|id| *id != ev.taskId);
+                    }
+                    _ => {}
                 }
             }
-            // Tasks that could not be read last time are looked at again.
-            for id in std::mem::take(&mut self.retry) {
-                if !ids.contains(&id) {
-                    ids.push(id);
+            for rec in created {
+                let id = rec.id;
+                match self.work(rec).await {
+                    Ok(done) => handled.push(done),
+                    // Read whole next pass: the chain may have moved on.
+                    Err(e) => {
+                        tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
+                        self.retry.insert(id);
+                    }
                 }
             }
             for id in ids {
@@ -246,7 +275,7 @@ impl Worker {
                     handled.push(self.work(rec).await?);
                 }
             }
-            self.next_block = head + 1;
+            self.next_block = to + 1;
         }
         handled.extend(self.release_due().await?);
         Ok(handled)
@@ -266,6 +295,7 @@ impl Worker {
     ) {
         tokio::pin!(shutdown);
         let mut follow = Follow::connect(ws_url, poll, "scan").await;
+        self.escrow.follow(follow.watch());
         loop {
             self.head = follow.head();
             let pass =

@@ -11,8 +11,8 @@ use alloy::{
     contract::{CallBuilder, CallDecoder},
     eips::BlockNumberOrTag,
     network::Ethereum,
-    primitives::{Address, B256, U256, keccak256},
-    providers::{DynProvider, PendingTransactionBuilder, Provider},
+    primitives::{Address, B256, TxHash, U256, keccak256},
+    providers::{DynProvider, Provider},
     rpc::types::{Filter, Log, TransactionReceipt},
     signers::local::PrivateKeySigner,
     sol_types::SolValue,
@@ -21,8 +21,9 @@ use tessera_bindings::{
     AgentRegistry,
     ITaskEscrow::CreateParams,
     MockUSDC, TaskEscrow, capability,
-    client::{ClientError, EscrowClient, RECEIPT_TIMEOUT, map_call},
+    client::{ClientError, EscrowClient, map_call, wait_mined},
     deployment::Deployment,
+    heads::HeadWatch,
     offers,
     task::{TaskRecord, decode_log},
     usdc::Usdc,
@@ -41,11 +42,13 @@ pub struct Chain {
     /// Serializes sending the sponsor's transactions so concurrent runs
     /// never race for a nonce; held while sending, not while confirming.
     lane: Mutex<()>,
+    /// The heads the runner follows, once it does.
+    heads: std::sync::OnceLock<Option<HeadWatch>>,
 }
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
 #[must_use = "a sent transaction is not done until it is confirmed"]
-pub(crate) struct Sent(PendingTransactionBuilder<Ethereum>);
+pub(crate) struct Sent(TxHash);
 
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,6 +84,7 @@ impl Chain {
             provider,
             deployment,
             lane: Mutex::new(()),
+            heads: std::sync::OnceLock::new(),
         };
         chain.ensure_allowance().await?;
         Ok(chain)
@@ -178,7 +182,7 @@ impl Chain {
             let _lane = self.lane.lock().await;
             token.approve(escrow, U256::MAX).from(self.sponsor).send().await.map_err(map_call)?
         };
-        Self::confirm(Sent(sent)).await?;
+        self.confirm(Sent(*sent.tx_hash())).await?;
         tracing::info!(%escrow, "sponsor allowance set for creations");
         Ok(())
     }
@@ -189,16 +193,20 @@ impl Chain {
         call: CallBuilder<&DynProvider, D, Ethereum>,
     ) -> Result<Sent, ClientError> {
         let _lane = self.lane.lock().await;
-        Ok(Sent(call.from(self.sponsor).send().await.map_err(map_call)?))
+        Ok(Sent(*call.from(self.sponsor).send().await.map_err(map_call)?.tx_hash()))
     }
 
-    /// Waits for `sent` to be mined; a mined revert is an error.
-    pub(crate) async fn confirm(sent: Sent) -> Result<TransactionReceipt, ClientError> {
-        let receipt = sent.0.with_timeout(Some(RECEIPT_TIMEOUT)).get_receipt().await?;
-        if !receipt.status() {
-            return Err(ClientError::Reverted(receipt.transaction_hash));
-        }
-        Ok(receipt)
+    /// Waits for `sent` to be mined, by the heads the runner follows; a
+    /// mined revert is an error.
+    pub(crate) async fn confirm(&self, sent: Sent) -> Result<TransactionReceipt, ClientError> {
+        let heads = self.heads.get().and_then(|w| w.clone());
+        wait_mined(&self.provider, sent.0, heads).await
+    }
+
+    /// Confirms transactions by the heads announced on `heads` from now on.
+    pub(crate) fn follow(&self, heads: Option<HeadWatch>) {
+        // Only the first follower counts; one runner follows one stream.
+        let _ = self.heads.set(heads);
     }
 
     /// Sends the approvals of every task of `recs` (one call for several);
@@ -245,7 +253,7 @@ impl Chain {
             c.createTasks(params).from(self.sponsor).send().await
         };
         let sent = sent.map_err(|e| RunError::Create { index: first, source: map_call(e) })?;
-        Ok(Some((indices, Sent(sent))))
+        Ok(Some((indices, Sent(*sent.tx_hash()))))
     }
 
     /// Registry facts for the plan's capabilities and executors.
@@ -307,6 +315,6 @@ impl Chain {
                 self.dispatch(call).await
             }
         }?;
-        Self::confirm(sent).await.map(drop)
+        self.confirm(sent).await.map(drop)
     }
 }

@@ -95,6 +95,7 @@ impl Orchestrator {
         let mut follow =
             Follow::connect(ws_url.as_deref(), self.config.poll_interval, "reading the chain head")
                 .await;
+        self.chain.follow(follow.watch());
         loop {
             let pass = self.read_head(follow.head().map(|h| h.number)).await;
             if !follow.next(pass, shutdown.as_mut()).await {

@@ -309,13 +309,14 @@ impl Orchestrator {
         }
         let creating = if wave.is_empty() { None } else { self.chain.create_wave(wave).await? };
         if let Some(sent) = approving
-            && let Err(e) = Chain::confirm(sent).await
+            && let Err(e) = self.chain.confirm(sent).await
         {
             refused(approvals, RunError::Chain(e))?;
         }
         if let Some((indices, sent)) = creating {
             let first = indices.first().copied().unwrap_or_default();
-            Chain::confirm(sent)
+            self.chain
+                .confirm(sent)
                 .await
                 .map_err(|source| RunError::Create { index: first, source })?;
             for index in indices {
