@@ -23,7 +23,7 @@ use tessera_bindings::{
     MockUSDC, TaskEscrow, capability,
     client::{ClientError, EscrowClient, map_call, wait_mined},
     deployment::Deployment,
-    heads::HeadWatch,
+    heads::{Head, HeadWatch},
     offers,
     task::{TaskRecord, decode_log},
     usdc::Usdc,
@@ -44,6 +44,44 @@ pub struct Chain {
     lane: Mutex<()>,
     /// The heads the runner follows, once it does.
     heads: std::sync::OnceLock<Option<HeadWatch>>,
+    /// The escrow's logs of the sponsor's tasks.
+    book: Mutex<Book>,
+}
+
+/// The most blocks one `eth_getLogs` asks for (hosted providers cap the range).
+pub const MAX_LOG_RANGE: u64 = 1_000;
+
+/// The escrow's logs of the sponsor's tasks, read once per block from a cursor.
+#[derive(Debug, Default)]
+struct Book {
+    /// The last block read for good; `None` until reading starts.
+    cursor: Option<u64>,
+    /// The newest head read so far (its block is read once more with the next).
+    read_head: u64,
+    /// The logs of each task the sponsor created, in chain order.
+    logs: std::collections::HashMap<U256, Vec<Log>>,
+}
+
+impl Book {
+    /// Keeps `log` when it is about one of `sponsor`'s tasks: its creation
+    /// (funded by the sponsor) or anything after it.
+    fn absorb(&mut self, sponsor: Address, log: &Log) {
+        let Some(id) = log.topics().get(1).map(|t| U256::from_be_bytes(t.0)) else { return };
+        if !self.logs.contains_key(&id) {
+            match decode_log(log) {
+                Some(TaskEscrow::TaskEscrowEvents::TaskCreated(ev))
+                    if ev.task.funder == sponsor => {}
+                _ => return,
+            }
+        }
+        let key = |l: &Log| (l.block_number.unwrap_or_default(), l.log_index.unwrap_or_default());
+        let logs = self.logs.entry(id).or_default();
+        if logs.iter().any(|l| key(l) == key(log)) {
+            return;
+        }
+        logs.push(log.clone());
+        logs.sort_by_key(key);
+    }
 }
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
@@ -85,6 +123,7 @@ impl Chain {
             deployment,
             lane: Mutex::new(()),
             heads: std::sync::OnceLock::new(),
+            book: Mutex::new(Book::default()),
         };
         chain.ensure_allowance().await?;
         Ok(chain)
@@ -115,24 +154,80 @@ impl Chain {
         U256::from_be_bytes(keccak256((self.sponsor, reference).abi_encode()).0)
     }
 
-    /// The latest block's timestamp.
-    pub(crate) async fn now(&self) -> Result<u64, RunError> {
+    /// The newest block: announced by the subscription the runner follows,
+    /// or asked of the node when none is live.
+    pub(crate) async fn head(&self) -> Result<Head, RunError> {
+        if let Some(h) = self.heads.get().and_then(|w| w.as_ref()).and_then(|w| *w.borrow()) {
+            return Ok(h);
+        }
         let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
-        Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
+        Ok(block
+            .map(|b| Head { number: b.header.number, timestamp: b.header.timestamp })
+            .unwrap_or(Head { number: 0, timestamp: 0 }))
     }
 
-    /// The task and its logs, or `None` when it was never created.
-    pub(crate) async fn task(&self, id: U256) -> Result<Option<(TaskRecord, Vec<Log>)>, RunError> {
-        let filter = Filter::new()
-            .address(self.deployment.task_escrow)
-            .topic1(B256::from(id))
-            .from_block(self.deployment.deploy_block);
-        let logs = self.provider.get_logs(&filter).await?;
-        if logs.is_empty() {
-            return Ok(None);
+    /// Starts (or re-starts) reading the escrow's logs at `block`: a run
+    /// approved there, or resumed from there, has all its tasks' logs read.
+    pub(crate) async fn read_from(&self, block: u64) {
+        let mut book = self.book.lock().await;
+        let floor = block.max(self.deployment.deploy_block).saturating_sub(1);
+        if book.cursor.is_none_or(|c| c > floor) {
+            book.cursor = Some(floor);
         }
-        let record = TaskRecord::from_logs(id, &logs)?;
-        Ok(Some((record, logs)))
+    }
+
+    /// Reads the escrow's logs from the cursor to `head`, in ranges of at
+    /// most [`MAX_LOG_RANGE`] blocks, keeping those of the sponsor's tasks:
+    /// one request per new block for every run at once. The newest block
+    /// is read again next time (a node may announce a block a moment before
+    /// serving its logs); a log read twice is kept once.
+    pub(crate) async fn read_to(&self, head: u64) -> Result<(), RunError> {
+        let mut book = self.book.lock().await;
+        let Some(cursor) = book.cursor else { return Ok(()) };
+        if head <= book.read_head && head <= cursor + 1 {
+            return Ok(());
+        }
+        let mut from = cursor + 1;
+        while from <= head {
+            let to = head.min(from.saturating_add(MAX_LOG_RANGE - 1));
+            let filter =
+                Filter::new().address(self.deployment.task_escrow).from_block(from).to_block(to);
+            for log in self.provider.get_logs(&filter).await? {
+                book.absorb(self.sponsor, &log);
+            }
+            book.cursor = Some(if to == head { to.saturating_sub(1).max(cursor) } else { to });
+            from = to + 1;
+        }
+        book.read_head = book.read_head.max(head);
+        Ok(())
+    }
+
+    /// Keeps the logs of a mined transaction of the sponsor's, so what it
+    /// did is known before the cursor reaches its block.
+    pub(crate) async fn absorb(&self, receipt: &TransactionReceipt) {
+        let mut book = self.book.lock().await;
+        for log in receipt.inner.logs() {
+            if log.address() == self.deployment.task_escrow {
+                book.absorb(self.sponsor, log);
+            }
+        }
+    }
+
+    /// Forgets the logs of tasks `ids` (their run is over).
+    pub(crate) async fn forget(&self, ids: &[U256]) {
+        let mut book = self.book.lock().await;
+        for id in ids {
+            book.logs.remove(id);
+        }
+    }
+
+    /// The task and its logs, or `None` when it was never created (as far
+    /// as the logs read so far tell; see [`Chain::read_to`]).
+    pub(crate) async fn task(&self, id: U256) -> Result<Option<(TaskRecord, Vec<Log>)>, RunError> {
+        let book = self.book.lock().await;
+        let Some(logs) = book.logs.get(&id) else { return Ok(None) };
+        let record = TaskRecord::from_logs(id, logs)?;
+        Ok(Some((record, logs.clone())))
     }
 
     /// What task `id` paid out, once settled (`None` before, or never created).
@@ -200,7 +295,9 @@ impl Chain {
     /// mined revert is an error.
     pub(crate) async fn confirm(&self, sent: Sent) -> Result<TransactionReceipt, ClientError> {
         let heads = self.heads.get().and_then(|w| w.clone());
-        wait_mined(&self.provider, sent.0, heads).await
+        let receipt = wait_mined(&self.provider, sent.0, heads).await?;
+        self.absorb(&receipt).await;
+        Ok(receipt)
     }
 
     /// Confirms transactions by the heads announced on `heads` from now on.

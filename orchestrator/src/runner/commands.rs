@@ -236,6 +236,10 @@ impl Orchestrator {
             let executor = task.executor.ok_or(PlanError::ExecutorUnassigned(task.index))?;
             self.store.put_subtask(id, &Progress::waiting(task.index, executor).to_row()).await?;
         }
+        // The run's tasks are created from here on: its logs are read from here.
+        let head = self.chain.head().await?.number;
+        self.store.set_from_block(id, head).await?;
+        self.chain.read_from(head).await;
         if !self.transition(id, &[RunState::Proposed], RunState::Running, None).await? {
             return Err(RunError::changed(id, "approval"));
         }

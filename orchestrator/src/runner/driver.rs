@@ -79,6 +79,16 @@ impl Orchestrator {
     /// Starts driver tasks for every live run (after a restart).
     pub async fn resume_all(self: &Arc<Self>) -> Result<usize, RunError> {
         let live = self.store.runs_in(&RunState::LIVE).await?;
+        // Read the escrow's logs from the earliest approval among them (a run
+        // approved before approvals were recorded: from the deployment).
+        let mut from: Option<u64> = None;
+        for run in &live {
+            let at = self.store.from_block(&run.id).await?.unwrap_or_default();
+            from = Some(from.map_or(at, |f| f.min(at)));
+        }
+        if let Some(from) = from {
+            self.chain.read_from(from).await;
+        }
         for run in &live {
             tracing::info!(plan = %run.id, state = %run.state, "resuming run");
             self.spawn(&run.id);

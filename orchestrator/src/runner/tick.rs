@@ -37,6 +37,9 @@ impl Orchestrator {
         if !run.state.is_live() {
             return Ok(true);
         }
+        // One read of the escrow's new logs serves every run at this head.
+        let head = self.chain.head().await?;
+        self.chain.read_to(head.number).await?;
         let mut rows = self.progress(id).await?;
         let mut records: HashMap<u32, TaskRecord> = HashMap::new();
         for task in &plan.subtasks {
@@ -48,7 +51,7 @@ impl Orchestrator {
                 records.insert(index, rec);
             }
         }
-        let now = self.chain.now().await?;
+        let now = head.timestamp;
 
         for row in self.store.pending_decisions(id).await? {
             let decision = Pending::from_row(&row)?;
@@ -105,6 +108,7 @@ impl Orchestrator {
             Some(Ending::Completed) => {
                 let settled = self.settled(&plan, &stored).await?;
                 self.transition(id, &RunState::LIVE, RunState::Completed, None).await?;
+                self.chain.forget(&self.task_ids(&plan, &stored)).await;
                 let event = RunEvent::PlanCompleted {
                     plan_id: plan.id,
                     subtasks: stored.len(),
@@ -122,6 +126,7 @@ impl Orchestrator {
                 }
                 let text = reason.as_str();
                 self.transition(id, &[RunState::Cancelling], state, Some(text)).await?;
+                self.chain.forget(&self.task_ids(&plan, &stored)).await;
                 let event = RunEvent::PlanFailed { plan_id: plan.id, reason: text.to_owned() };
                 self.emit_once(id, &event).await?;
                 Ok(true)
@@ -380,6 +385,15 @@ impl Orchestrator {
             specURI: spec_uri,
         };
         Ok((row.idx, id, params))
+    }
+
+    /// The task ids of every attempt of every sub-task of `plan`.
+    fn task_ids(&self, plan: &Plan, rows: &[Progress]) -> Vec<U256> {
+        rows.iter()
+            .flat_map(|r| {
+                (0..=r.attempt).map(|a| self.chain.task_id(Chain::reference(plan.id, r.idx, a)))
+            })
+            .collect()
     }
 
     /// What every attempt of every sub-task paid out, from the settlements

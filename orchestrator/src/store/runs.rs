@@ -86,6 +86,29 @@ impl Store {
         Ok(self.runs().await?.into_iter().filter(|r| words.contains(&r.state.as_str())).collect())
     }
 
+    /// Records the block run `id` was approved at: its tasks' logs are read
+    /// from there.
+    pub async fn set_from_block(&self, id: &str, block: u64) -> Result<(), StoreError> {
+        let block = i64::try_from(block).unwrap_or(i64::MAX);
+        sqlx::query("UPDATE runs SET from_block = $1 WHERE id = $2")
+            .bind(block)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The block run `id` was approved at; `None` for a run approved before
+    /// that was recorded (or not approved).
+    pub async fn from_block(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        let row: Option<(Option<i64>,)> =
+            sqlx::query_as("SELECT from_block FROM runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.and_then(|(b,)| b).and_then(|b| u64::try_from(b).ok()))
+    }
+
     /// Replaces the plan of a run still in `expected_state`; false when the
     /// run moved on meanwhile.
     pub async fn update_plan(
