@@ -2,7 +2,10 @@
 //! chains whose results flow forward, the review gate, recovery, concurrent
 //! plans, and bad input answered with clear 4xx.
 
-use alloy::primitives::{Address, U256};
+use alloy::{
+    primitives::{Address, U256},
+    providers::Provider,
+};
 use serde_json::{Value, json};
 use tessera_bindings::envelope::{Envelope, EnvelopeCodec, FsBlobStore};
 use tessera_e2e::Stack;
@@ -502,4 +505,55 @@ async fn large_envelopes_are_content_addressed_and_served_by_hash() {
     assert_eq!(tessera_bindings::envelope::BlobHash::of(&bytes).to_string(), hash);
     assert_eq!(stack.get("/api/blobs/not-a-hash").await.0, 400);
     assert_eq!(stack.get(&format!("/api/blobs/{}", "ab".repeat(32))).await.0, 404);
+}
+
+/// On a chain with real block times a wave goes out together: the four
+/// parallel sub-tasks of a 1 -> 4 -> 1 fan-out are created in one block, in
+/// the block after (or the block of) their upstream's approval, and the last
+/// step beside the last of their approvals.
+#[tokio::test]
+async fn on_timed_blocks_a_fan_out_creates_each_wave_in_one_block() {
+    let stack = Stack::start().await;
+    // Deployed on automine; from here on a block every 2 s, as on an L2.
+    let provider = &stack.env.provider;
+    provider.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.unwrap();
+    provider.raw_request::<_, Value>("evm_setIntervalMining".into(), (2u64,)).await.unwrap();
+    let a = &stack.env.actors;
+    let id = stack
+        .run_plan(&plan(
+            "timed-fan-out",
+            "auto",
+            vec![
+                step(0, "summarize", "Summarize the article", a.agent(1), 400_000, &[]),
+                step(1, "sentiment-classify", "Tone", a.agent(3), 200_000, &[0]),
+                step(2, "extract-entities", "Names", a.agent(4), 250_000, &[0]),
+                step(3, "summarize", "Shorter", a.agent(1), 400_000, &[0]),
+                step(4, "sentiment-classify", "Tone again", a.agent(3), 200_000, &[0]),
+                step(5, "summarize", "Combine", a.agent(1), 400_000, &[1, 2, 3, 4]),
+            ],
+        ))
+        .await;
+    stack.wait_state(&id, "completed", 120).await;
+    let events = stack.events(&id).await;
+    let block_of = |kind: &str, index: u64| {
+        events
+            .iter()
+            .find(|e| e["kind"] == kind && e["index"] == index)
+            .and_then(|e| e["block"].as_u64())
+            .unwrap_or_else(|| panic!("{kind} {index} in {events:?}"))
+    };
+    let created: Vec<u64> = (1..=4).map(|i| block_of("subtask_created", i)).collect();
+    assert!(created.iter().all(|b| *b == created[0]), "one block for the wave: {created:?}");
+    let paid0 = block_of("subtask_paid", 0);
+    assert!(
+        created[0] >= paid0 && created[0] <= paid0 + 1,
+        "beside the approval: {paid0} {created:?}"
+    );
+    let last_paid = (1..=4).map(|i| block_of("subtask_paid", i)).max().unwrap();
+    let created5 = block_of("subtask_created", 5);
+    assert!(created5 >= last_paid && created5 <= last_paid + 1, "{last_paid} {created5}");
+    // Creation, delivery and approval per wave: at most a few blocks each.
+    let first = block_of("subtask_created", 0);
+    let settled = block_of("subtask_paid", 5);
+    assert!(settled - first <= 9, "settled in {} blocks", settled - first);
 }

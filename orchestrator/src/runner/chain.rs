@@ -25,6 +25,7 @@ use tessera_bindings::{
     deployment::Deployment,
     heads::{Head, HeadWatch},
     offers,
+    revert::ContractRevert,
     task::{TaskRecord, decode_log},
     usdc::Usdc,
 };
@@ -82,6 +83,15 @@ impl Book {
         logs.push(log.clone());
         logs.sort_by_key(key);
     }
+}
+
+/// Whether `revert` says a reference is taken (a creation sent before).
+fn is_duplicate(revert: &ContractRevert) -> bool {
+    use TaskEscrow::TaskEscrowErrors as E;
+    matches!(
+        revert,
+        ContractRevert::Escrow(E::TaskEscrowDuplicateReference(_) | E::TaskEscrowBatchDuplicate(_))
+    )
 }
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
@@ -349,7 +359,17 @@ impl Chain {
             let params = todo.into_iter().map(|(_, p)| p).collect();
             c.createTasks(params).from(self.sponsor).send().await
         };
-        let sent = sent.map_err(|e| RunError::Create { index: first, source: map_call(e) })?;
+        let sent = match sent.map_err(map_call) {
+            Ok(sent) => sent,
+            // A creation sent before (by a previous life of this process,
+            // still in the pool) holds the reference: nothing to send; the
+            // logs tell once it is mined.
+            Err(ClientError::Revert(r)) if is_duplicate(&r) => {
+                tracing::info!(index = first, "creation already sent; waiting for it to be mined");
+                return Ok(None);
+            }
+            Err(source) => return Err(RunError::Create { index: first, source }),
+        };
         Ok(Some((indices, Sent(*sent.tx_hash()))))
     }
 
