@@ -97,6 +97,9 @@ pub enum Action {
     },
 }
 
+/// The most blocks one scan asks the node for logs of.
+pub const MAX_LOG_RANGE: u64 = 1_000;
+
 /// The arbiter service.
 pub struct Arbiter {
     provider: DynProvider,
@@ -108,6 +111,8 @@ pub struct Arbiter {
     blobs: Arc<dyn BlobStore + Send + Sync>,
     next_block: u64,
     watch: BTreeSet<U256>,
+    /// The newest block the subscription announced, while it is live.
+    head: Option<u64>,
 }
 
 impl std::fmt::Debug for Arbiter {
@@ -146,6 +151,7 @@ impl Arbiter {
             blobs,
             next_block,
             watch: BTreeSet::new(),
+            head: None,
         })
     }
 
@@ -165,7 +171,9 @@ impl Arbiter {
     ) {
         tokio::pin!(shutdown);
         let mut follow = Follow::connect(ws_url, poll, "arbiter scan").await;
+        self.escrow.follow(follow.watch());
         loop {
+            self.head = follow.head().map(|h| h.number);
             let pass =
                 self.poll_once().await.map(|actions| actions.iter().for_each(&mut on_action));
             if !follow.next(pass, shutdown.as_mut()).await {
@@ -177,7 +185,12 @@ impl Arbiter {
     /// One look: new disputes, appeals and rulings since the cursor, plus
     /// decisions a previous life recorded but did not send.
     pub async fn poll_once(&mut self) -> Result<Vec<Action>, ArbiterError> {
-        let head = self.provider.get_block_number().await?;
+        let head = match self.head {
+            Some(n) => n,
+            None => self.provider.get_block_number().await?,
+        };
+        // A bounded range: an arbiter far behind catches up a chunk per pass.
+        let head = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
         let mut disputes: Vec<(U256, String)> = Vec::new();
         if head >= self.next_block {
             let filter = Filter::new()
