@@ -19,6 +19,7 @@ use crate::{
     heads::HeadWatch,
     permit::{PermitSignature, TokenDomain, sign_permit},
     revert::{self, ContractRevert},
+    sender::Sender,
     task::{FoldError, TaskRecord, all_created_in, created_in, hash_task},
 };
 
@@ -78,10 +79,10 @@ pub const RECEIPT_POLL: std::time::Duration = std::time::Duration::from_millis(2
 
 /// Waits for `hash` to be mined and returns its receipt (a mined revert is
 /// an error). Asks once at once (an automining node has mined it already),
-/// then once per head announced on `heads` — one more time shortly after,
-/// as a node may announce a block a moment before its receipts are served
-/// — or every [`RECEIPT_POLL`] without a subscription. Gives up after
-/// [`RECEIPT_TIMEOUT`].
+/// then once per head announced on `heads`, a moment after the announcement
+/// (a node may announce a block a moment before it serves its receipts) —
+/// or, without a subscription, at growing intervals up to [`RECEIPT_POLL`].
+/// Gives up after [`RECEIPT_TIMEOUT`].
 pub async fn wait_mined(
     provider: &DynProvider,
     hash: TxHash,
@@ -89,7 +90,8 @@ pub async fn wait_mined(
 ) -> Result<TransactionReceipt, ClientError> {
     let started = tokio::time::Instant::now();
     let mut heads = heads;
-    let mut just_announced = false;
+    // Without a subscription: 10 ms, doubling up to RECEIPT_POLL.
+    let mut poll = std::time::Duration::from_millis(10);
     loop {
         if let Some(receipt) = provider.get_transaction_receipt(hash).await? {
             if !receipt.status() {
@@ -100,23 +102,26 @@ pub async fn wait_mined(
         if started.elapsed() > RECEIPT_TIMEOUT {
             return Err(ClientError::NotMined(hash, RECEIPT_TIMEOUT));
         }
-        if just_announced {
-            just_announced = false;
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            continue;
-        }
         match heads.as_mut() {
             Some(watch) => tokio::select! {
                 changed = watch.changed() => match changed {
-                    Ok(()) => just_announced = true,
+                    // A node may announce a block a moment before it serves
+                    // the block's receipts.
+                    Ok(()) => tokio::time::sleep(ANNOUNCED_SETTLE).await,
                     Err(_) => heads = None,
                 },
                 () = tokio::time::sleep(crate::heads::SUBSCRIBED_FALLBACK) => {}
             },
-            None => tokio::time::sleep(RECEIPT_POLL).await,
+            None => {
+                tokio::time::sleep(poll).await;
+                poll = (poll * 2).min(RECEIPT_POLL);
+            }
         }
     }
 }
+
+/// How long after a head is announced its receipts are asked for.
+const ANNOUNCED_SETTLE: std::time::Duration = std::time::Duration::from_millis(30);
 
 /// Sends escrow calls through a provider whose wallet holds the callers' keys.
 #[derive(Debug, Clone)]
@@ -124,12 +129,18 @@ pub struct EscrowClient {
     provider: DynProvider,
     escrow: TaskEscrowInstance<DynProvider>,
     heads: Option<HeadWatch>,
+    sender: Sender,
 }
 
 impl EscrowClient {
     /// A client for the escrow at `escrow`.
     pub fn new(provider: DynProvider, escrow: Address) -> Self {
-        Self { escrow: TaskEscrow::new(escrow, provider.clone()), provider, heads: None }
+        Self {
+            escrow: TaskEscrow::new(escrow, provider.clone()),
+            sender: Sender::new(provider.clone()),
+            provider,
+            heads: None,
+        }
     }
 
     /// Confirms transactions by the heads announced on `heads` (see
@@ -154,7 +165,7 @@ impl EscrowClient {
         from: Address,
         params: CreateParams,
     ) -> Result<(TaskRecord, TransactionReceipt), ClientError> {
-        let receipt = self.submit(self.escrow.createTask(params).from(from)).await?;
+        let receipt = self.submit(self.escrow.createTask(params), from).await?;
         let record = created_in(self.address(), &receipt)
             .ok_or(ClientError::NoTaskCreated(receipt.transaction_hash))?;
         Ok((record, receipt))
@@ -178,9 +189,8 @@ impl EscrowClient {
             nonce,
             permit_deadline,
         )?;
-        let call =
-            self.escrow.createTaskWithPermit(params, deadline, v, r, s).from(signer.address());
-        let receipt = self.submit(call).await?;
+        let call = self.escrow.createTaskWithPermit(params, deadline, v, r, s);
+        let receipt = self.submit(call, signer.address()).await?;
         let record = created_in(self.address(), &receipt)
             .ok_or(ClientError::NoTaskCreated(receipt.transaction_hash))?;
         Ok((record, receipt))
@@ -195,7 +205,7 @@ impl EscrowClient {
         params: Vec<CreateParams>,
     ) -> Result<(Vec<TaskRecord>, TransactionReceipt), ClientError> {
         let n = params.len();
-        let receipt = self.submit(self.escrow.createTasks(params).from(from)).await?;
+        let receipt = self.submit(self.escrow.createTasks(params), from).await?;
         let records = all_created_in(self.address(), &receipt);
         if records.len() != n {
             return Err(ClientError::NoTaskCreated(receipt.transaction_hash));
@@ -218,9 +228,8 @@ impl EscrowClient {
         let nonce = token.nonces(signer.address()).call().await.map_err(self::map_call)?;
         let PermitSignature { deadline, v, r, s } =
             sign_permit(signer, domain, self.address(), sum, nonce, permit_deadline)?;
-        let call =
-            self.escrow.createTasksWithPermit(params, deadline, v, r, s).from(signer.address());
-        let receipt = self.submit(call).await?;
+        let call = self.escrow.createTasksWithPermit(params, deadline, v, r, s);
+        let receipt = self.submit(call, signer.address()).await?;
         let records = all_created_in(self.address(), &receipt);
         if records.len() != n {
             return Err(ClientError::NoTaskCreated(receipt.transaction_hash));
@@ -246,7 +255,7 @@ impl EscrowClient {
     ) -> Result<TransactionReceipt, ClientError> {
         let ids = recs.iter().map(|r| r.id).collect::<Vec<_>>();
         let tasks = recs.iter().map(|r| r.task.clone()).collect::<Vec<_>>();
-        let receipt = self.submit(self.escrow.approvePayments(ids, tasks).from(from)).await?;
+        let receipt = self.submit(self.escrow.approvePayments(ids, tasks), from).await?;
         for rec in recs.iter_mut() {
             rec.apply_receipt(self.address(), &receipt)?;
         }
@@ -441,25 +450,31 @@ impl EscrowClient {
         build: F,
     ) -> Result<TransactionReceipt, ClientError>
     where
-        D: CallDecoder + Unpin,
+        D: CallDecoder + Clone + Unpin,
         F: for<'a> FnOnce(
             &'a TaskEscrowInstance<DynProvider>,
             U256,
             Task,
         ) -> CallBuilder<&'a DynProvider, D, Ethereum>,
     {
-        let call = build(&self.escrow, rec.id, rec.task.clone()).from(from);
-        let receipt = self.submit(call).await?;
+        let call = build(&self.escrow, rec.id, rec.task.clone());
+        let receipt = self.submit(call, from).await?;
         rec.apply_receipt(self.address(), &receipt)?;
         Ok(receipt)
     }
 
-    async fn submit<D: CallDecoder + Unpin>(
+    async fn submit<D: CallDecoder + Clone + Unpin>(
         &self,
         call: CallBuilder<&DynProvider, D, Ethereum>,
+        from: Address,
     ) -> Result<TransactionReceipt, ClientError> {
-        let pending = call.send().await.map_err(map_call)?;
-        wait_mined(&self.provider, *pending.tx_hash(), self.heads.clone()).await
+        let hash = self.sender.send(call, from, self.heads.as_ref()).await?;
+        let mined = wait_mined(&self.provider, hash, self.heads.clone()).await;
+        if let Err(ClientError::NotMined(..)) = mined {
+            // Dropped or stuck: count from the node's nonce again.
+            self.sender.forget(from).await;
+        }
+        mined
     }
 }
 

@@ -35,6 +35,7 @@ pub mod injection;
 pub mod offers;
 pub mod permit;
 pub mod revert;
+pub mod sender;
 pub mod task;
 pub mod usdc;
 

@@ -1,9 +1,8 @@
 //! The chain side of the runner: the sponsor's account and contracts, the
 //! reads every step starts from, and the transactions a step sends through
-//! the sponsor's send lane. The lane is held only while a transaction is
-//! sent (the node then counts it in the sponsor's pending nonce), not while
-//! it confirms, so several transactions — of one run or of many — go out
-//! back to back and land in the same block.
+//! the sponsor's [`Sender`], which counts its nonces: a transaction is not
+//! waited for before the next is sent, so several — of one run or of many
+//! — go out back to back and land in the same block.
 
 use std::collections::HashSet;
 
@@ -26,6 +25,7 @@ use tessera_bindings::{
     heads::{Head, HeadWatch},
     offers,
     revert::ContractRevert,
+    sender::Sender,
     task::{TaskRecord, decode_log},
     usdc::Usdc,
 };
@@ -40,13 +40,15 @@ pub struct Chain {
     sponsor: Address,
     deployment: Deployment,
     escrow: EscrowClient,
-    /// Serializes sending the sponsor's transactions so concurrent runs
-    /// never race for a nonce; held while sending, not while confirming.
+    /// Held from the look for a wave's tasks to the send of their creation,
+    /// so two wake-ups never both create.
     lane: Mutex<()>,
     /// The heads the runner follows, once it does.
     heads: std::sync::OnceLock<Option<HeadWatch>>,
     /// The escrow's logs of the sponsor's tasks.
     book: Mutex<Book>,
+    /// Counts the sponsor's nonces and shares a block's fee estimate.
+    sender: Sender,
 }
 
 /// The most blocks one `eth_getLogs` asks for (hosted providers cap the range).
@@ -128,6 +130,7 @@ impl Chain {
     ) -> Result<Self, RunError> {
         let chain = Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
+            sender: Sender::new(provider.clone()),
             sponsor: signer.address(),
             provider,
             deployment,
@@ -277,35 +280,43 @@ impl Chain {
     /// invalidate each other). The escrow only ever pulls from the caller of
     /// a creation, so the allowance serves the sponsor's own creations only.
     pub async fn ensure_allowance(&self) -> Result<(), RunError> {
-        let token = MockUSDC::new(self.deployment.token, &self.provider);
+        let token = MockUSDC::new(self.deployment.token, self.provider.clone());
         let escrow = self.deployment.task_escrow;
         let current = token.allowance(self.sponsor, escrow).call().await.map_err(map_call)?;
         if current >= U256::MAX >> 1 {
             return Ok(());
         }
-        let sent = {
-            let _lane = self.lane.lock().await;
-            token.approve(escrow, U256::MAX).from(self.sponsor).send().await.map_err(map_call)?
-        };
-        self.confirm(Sent(*sent.tx_hash())).await?;
+        let approve = token.approve(escrow, U256::MAX);
+        let sent = self.dispatch(approve).await?;
+        self.confirm(sent).await?;
         tracing::info!(%escrow, "sponsor allowance set for creations");
         Ok(())
     }
 
-    /// Sends `call` from the sponsor, holding the lane only while it is sent.
-    async fn dispatch<D: CallDecoder + Unpin>(
+    /// Sends `call` from the sponsor without waiting for it to be mined (the
+    /// sender counts the nonce, so sends of many runs go out back to back).
+    async fn dispatch<D: CallDecoder + Clone + Unpin>(
         &self,
         call: CallBuilder<&DynProvider, D, Ethereum>,
     ) -> Result<Sent, ClientError> {
-        let _lane = self.lane.lock().await;
-        Ok(Sent(*call.from(self.sponsor).send().await.map_err(map_call)?.tx_hash()))
+        let heads = self.heads.get().and_then(|w| w.as_ref());
+        Ok(Sent(self.sender.send(call, self.sponsor, heads).await?))
     }
 
     /// Waits for `sent` to be mined, by the heads the runner follows; a
     /// mined revert is an error.
     pub(crate) async fn confirm(&self, sent: Sent) -> Result<TransactionReceipt, ClientError> {
         let heads = self.heads.get().and_then(|w| w.clone());
-        let receipt = wait_mined(&self.provider, sent.0, heads).await?;
+        let receipt = match wait_mined(&self.provider, sent.0, heads).await {
+            Ok(receipt) => receipt,
+            Err(e) => {
+                if matches!(e, ClientError::NotMined(..)) {
+                    // Dropped or stuck: count from the node's nonce again.
+                    self.sender.forget(self.sponsor).await;
+                }
+                return Err(e);
+            }
+        };
         self.absorb(&receipt).await;
         Ok(receipt)
     }
@@ -352,14 +363,15 @@ impl Chain {
         let Some(&(first, _)) = todo.first() else { return Ok(None) };
         let indices: Vec<u32> = todo.iter().map(|(i, _)| *i).collect();
         let c = self.escrow.contract();
+        let heads = self.heads.get().and_then(|w| w.as_ref());
         let sent = if todo.len() == 1 {
             let (_, params) = todo.pop().expect("one item");
-            c.createTask(params).from(self.sponsor).send().await
+            self.sender.send(c.createTask(params), self.sponsor, heads).await
         } else {
             let params = todo.into_iter().map(|(_, p)| p).collect();
-            c.createTasks(params).from(self.sponsor).send().await
+            self.sender.send(c.createTasks(params), self.sponsor, heads).await
         };
-        let sent = match sent.map_err(map_call) {
+        let sent = match sent {
             Ok(sent) => sent,
             // A creation sent before (by a previous life of this process,
             // still in the pool) holds the reference: nothing to send; the
@@ -370,7 +382,7 @@ impl Chain {
             }
             Err(source) => return Err(RunError::Create { index: first, source }),
         };
-        Ok(Some((indices, Sent(*sent.tx_hash()))))
+        Ok(Some((indices, Sent(sent))))
     }
 
     /// Registry facts for the plan's capabilities and executors.
