@@ -90,6 +90,10 @@ pub async fn wait_mined(
 ) -> Result<TransactionReceipt, ClientError> {
     let started = tokio::time::Instant::now();
     let mut heads = heads;
+    // Only heads announced from now on count.
+    if let Some(watch) = heads.as_mut() {
+        watch.borrow_and_update();
+    }
     // Without a subscription: 10 ms, doubling up to RECEIPT_POLL.
     let mut poll = std::time::Duration::from_millis(10);
     loop {
@@ -245,6 +249,40 @@ impl EscrowClient {
         result_uri: &str,
     ) -> Result<TransactionReceipt, ClientError> {
         self.step(from, rec, |e, id, task| e.deliver(id, task, result_uri.to_owned())).await
+    }
+
+    /// Sends the executor's delivery of `rec` (from Created: [`Self::deliver`];
+    /// from Accepted: [`Self::complete`]) without waiting for it to be
+    /// mined, so several deliveries go out in one block; [`Self::mined`]
+    /// waits for it and [`TaskRecord::apply_receipt`] folds it in.
+    pub async fn send_delivery(
+        &self,
+        from: Address,
+        rec: &TaskRecord,
+        result_uri: &str,
+    ) -> Result<TxHash, ClientError> {
+        let (id, task, uri) = (rec.id, rec.task.clone(), result_uri.to_owned());
+        if rec.status() == crate::task::Status::Accepted {
+            self.sender
+                .send(self.escrow.completeTask(id, task, uri), from, self.heads.as_ref())
+                .await
+        } else {
+            self.sender.send(self.escrow.deliver(id, task, uri), from, self.heads.as_ref()).await
+        }
+    }
+
+    /// Waits for a transaction `from` sent to be mined (see [`wait_mined`]).
+    pub async fn mined(
+        &self,
+        from: Address,
+        hash: TxHash,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let mined = wait_mined(&self.provider, hash, self.heads.clone()).await;
+        if let Err(ClientError::NotMined(..)) = mined {
+            // Dropped or stuck: count from the node's nonce again.
+            self.sender.forget(from).await;
+        }
+        mined
     }
 
     /// The client approves and pays several delivered tasks in one transaction.
@@ -469,12 +507,7 @@ impl EscrowClient {
         from: Address,
     ) -> Result<TransactionReceipt, ClientError> {
         let hash = self.sender.send(call, from, self.heads.as_ref()).await?;
-        let mined = wait_mined(&self.provider, hash, self.heads.clone()).await;
-        if let Err(ClientError::NotMined(..)) = mined {
-            // Dropped or stuck: count from the node's nonce again.
-            self.sender.forget(from).await;
-        }
-        mined
+        self.mined(from, hash).await
     }
 }
 

@@ -30,6 +30,12 @@ use tessera_bindings::{
     task::{Status, TaskRecord, decode_log},
 };
 
+/// A task looked at: declined, or its result ready to deliver.
+enum Work {
+    Declined(Handled),
+    Deliver { rec: Box<TaskRecord>, result_uri: String },
+}
+
 /// The most blocks one scan asks the node for logs of.
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
@@ -248,11 +254,42 @@ impl Worker {
                     _ => {}
                 }
             }
+            // Every delivery of the block goes out before any is waited for.
+            let mut sent = Vec::new();
             for rec in created {
                 let id = rec.id;
-                match self.work(rec).await {
-                    Ok(done) => handled.push(done),
+                match self.prepare(rec).await {
+                    Ok(Work::Declined(done)) => handled.push(done),
+                    Ok(Work::Deliver { rec, result_uri }) => {
+                        match self.escrow.send_delivery(self.me, &rec, &result_uri).await {
+                            Ok(hash) => sent.push((*rec, result_uri, hash)),
+                            Err(e) => {
+                                tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
+                                self.retry.insert(id);
+                            }
+                        }
+                    }
                     // Read whole next pass: the chain may have moved on.
+                    Err(e) => {
+                        tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
+                        self.retry.insert(id);
+                    }
+                }
+            }
+            for (mut rec, result_uri, hash) in sent {
+                let id = rec.id;
+                let folded = match self.escrow.mined(self.me, hash).await {
+                    Ok(receipt) => rec
+                        .apply_receipt(self.escrow.address(), &receipt)
+                        .map_err(|e| RuntimeError::from(ClientError::from(e))),
+                    Err(e) => Err(e.into()),
+                };
+                match folded {
+                    Ok(()) => {
+                        tracing::info!(task = %id, "delivered");
+                        self.delivered.insert(id, rec);
+                        handled.push(Handled::Delivered { task: id, result_uri });
+                    }
                     Err(e) => {
                         tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
                         self.retry.insert(id);
@@ -308,11 +345,31 @@ impl Worker {
 
     /// Run, then deliver (accept and complete in one call), or complete a
     /// task accepted before a restart — or decline without touching the task.
-    async fn work(&mut self, mut rec: TaskRecord) -> Result<Handled, RuntimeError> {
+    async fn work(&mut self, rec: TaskRecord) -> Result<Handled, RuntimeError> {
+        match self.prepare(rec).await? {
+            Work::Declined(done) => Ok(done),
+            Work::Deliver { rec, result_uri } => {
+                let mut rec = *rec;
+                let id = rec.id;
+                if rec.status() == Status::Created {
+                    // The work is done: accept and complete in one call.
+                    self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
+                } else {
+                    self.escrow.complete(self.me, &mut rec, &result_uri).await?;
+                }
+                tracing::info!(task = %id, "delivered");
+                self.delivered.insert(id, rec);
+                Ok(Handled::Delivered { task: id, result_uri })
+            }
+        }
+    }
+
+    /// Runs the task's capability, or declines without touching the task.
+    async fn prepare(&self, rec: TaskRecord) -> Result<Work, RuntimeError> {
         let id = rec.id;
         let decline = |reason: String| {
             tracing::warn!(task = %id, %reason, "declined");
-            Ok(Handled::Declined { task: id, reason })
+            Ok(Work::Declined(Handled::Declined { task: id, reason }))
         };
         let envelope = match self.codec.decode(&rec.spec_uri, self.blobs.as_ref()) {
             Ok(e) => e,
@@ -366,15 +423,8 @@ impl Worker {
             },
         };
         let result_uri = self.store_result(&output)?;
-        if rec.status() == Status::Created {
-            // The work is done: accept and complete in one call.
-            self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
-        } else {
-            self.escrow.complete(self.me, &mut rec, &result_uri).await?;
-        }
-        tracing::info!(task = %id, capability = %offer.name, "delivered");
-        self.delivered.insert(id, rec);
-        Ok(Handled::Delivered { task: id, result_uri })
+        tracing::info!(task = %id, capability = %offer.name, "work done");
+        Ok(Work::Deliver { rec: Box::new(rec), result_uri })
     }
 
     /// Claims payment of delivered tasks whose review window has passed.
