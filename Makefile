@@ -3,7 +3,7 @@
 #   make demo        anvil + deploy + agents: one lifecycle, then two plans through orchestrator and workers
 #   make test        everything a reviewer would run (see `test` below)
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
-#   make bench-plan  5-step chain plan through orchestrator + workers, vs. direct lifecycles
+#   make bench-plan  plans through orchestrator + workers on automine and 2 s blocks: blocks, seconds, RPC requests
 #   make bench       all benchmarks (gas, plan, classify, indexer)
 #   make coverage    forge coverage of the contracts
 #
@@ -223,7 +223,7 @@ bench: bench-gas bench-plan bench-classify bench-indexer ## every benchmark (gas
 bench-classify: toolchain ## offline planner accuracy per axis on the brief corpus, and classify latency p50/p99 vs. the heuristic scan alone
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench classify --json $(BENCH_DIR)/classify.json
 
-bench-plan: toolchain ## approve -> settled time of a 5-step chain plan, cycle p50/p99, direct baseline (JSON in target/bench/)
+bench-plan: toolchain ## chain, fan-out and ten plans on automine and 2 s blocks: blocks, seconds, RPC requests per sub-task (JSON in target/bench/)
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench plan --json $(BENCH_DIR)/plan.json
 
 bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)
