@@ -89,6 +89,8 @@ pub struct PlanBenchReport {
     pub goal_ms: f64,
     /// Every scenario on automine and on timed blocks.
     pub scenarios: Vec<ScenarioRow>,
+    /// Idle requests per block on timed blocks, by number of live runs.
+    pub idle: Vec<IdleRow>,
 }
 
 impl PlanBenchReport {
@@ -136,6 +138,15 @@ impl PlanBenchReport {
                 },
                 if s.creation.is_empty() { String::new() } else { format!("; {}", s.creation) },
             );
+        }
+        if !self.idle.is_empty() {
+            out += "\nIdle JSON-RPC requests per block, runs waiting at their review gates:\n";
+            for i in &self.idle {
+                out += &format!(
+                    "  {:>3} live run(s), {} blocks: orchestrator {:.2}/block, workers {:.2}/block\n",
+                    i.live_runs, i.blocks, i.orch_per_block, i.worker_per_block
+                );
+            }
         }
         out += "\nJSON-RPC requests per settled sub-task, by method (first sample of each timed scenario):\n";
         for s in self.scenarios.iter().filter(|s| s.mode != "automine") {
@@ -288,6 +299,63 @@ impl Stack {
         plan
     }
 
+    /// Proposes and approves `n` one-step plans under manual review and
+    /// waits until each stops at its review gate: live runs that wait.
+    async fn park(&self, n: usize, label: &str) -> Result<(), Error> {
+        let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
+        let mut events = self.orch.subscribe();
+        let mut open = std::collections::HashSet::new();
+        for i in 0..n {
+            let mut plan = self.plan(Shape::Single, &format!("{label}-{i}"));
+            plan.review = ReviewMode::Manual;
+            open.insert(plan.id.to_string());
+            self.orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
+            self.orch.approve(&plan.id.to_string(), None).await.map_err(|e| orch_err(&e))?;
+        }
+        let waited = tokio::time::timeout(Duration::from_secs(120), async {
+            while let Ok(ev) = events.recv().await {
+                if ev.kind.as_str() == "review_required" {
+                    open.remove(&ev.run_id);
+                    if open.is_empty() {
+                        return true;
+                    }
+                }
+            }
+            false
+        })
+        .await;
+        match waited {
+            Ok(true) => Ok(()),
+            _ => Err(orch_err(&"parked plans did not reach their review gate in 120 s")),
+        }
+    }
+
+    /// JSON-RPC requests per block of the orchestrator and of the workers
+    /// over the next `blocks` blocks, with nothing to do but wait.
+    async fn idle(&self, live_runs: usize, blocks: u64) -> Result<IdleRow, Error> {
+        let at = |n: u64| async move {
+            loop {
+                if self.direct.get_block_number().await? >= n {
+                    return Ok::<_, Error>(());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        // Start counting right after a block.
+        let block0 = self.direct.get_block_number().await? + 1;
+        at(block0).await?;
+        let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        at(block0 + blocks).await?;
+        let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let per_block = |c: Counts| c.total() as f64 / blocks as f64;
+        Ok(IdleRow {
+            live_runs,
+            blocks,
+            orch_per_block: per_block(orch1.since(&orch0)),
+            worker_per_block: per_block(workers1.since(&workers0)),
+        })
+    }
+
     /// Proposes and approves `plans` together and waits for all of them to
     /// settle; what it took.
     async fn settle(&self, plans: Vec<Plan>) -> Result<Sample, Error> {
@@ -415,6 +483,9 @@ struct Sample {
     workers: Counts,
 }
 
+/// Blocks the idle requests are counted over.
+const IDLE_BLOCKS: u64 = 5;
+
 /// The plans a scenario settles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -434,6 +505,19 @@ impl Shape {
             Shape::Single => 1,
         }
     }
+}
+
+/// Requests per block while runs wait (at their review gates).
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleRow {
+    /// Runs live and waiting.
+    pub live_runs: usize,
+    /// Blocks counted over.
+    pub blocks: u64,
+    /// Orchestrator JSON-RPC requests per block.
+    pub orch_per_block: f64,
+    /// Workers' JSON-RPC requests per block (all four).
+    pub worker_per_block: f64,
 }
 
 /// One scenario in one chain mode.
@@ -605,6 +689,7 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         }
     }
     let mut scenarios = Vec::new();
+    let mut idle = Vec::new();
     for shape in [Shape::Chain(cfg.steps), Shape::FanOut, Shape::Single] {
         scenarios.push(scenario(&stack, "automine", shape, cfg.runs, None).await?);
     }
@@ -618,6 +703,11 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
             let samples = if shape == Shape::Single { 1 } else { cfg.timed_runs };
             scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs)).await?);
         }
+        // Idle cost against live runs: one waiting run, then ten.
+        stack.park(1, "idle-a").await?;
+        idle.push(stack.idle(1, IDLE_BLOCKS).await?);
+        stack.park(9, "idle-b").await?;
+        idle.push(stack.idle(10, IDLE_BLOCKS).await?);
     }
 
     let plan_wall = percentiles(walls);
@@ -630,6 +720,7 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         baseline_wall,
         goal_ms: 1500.0,
         scenarios,
+        idle,
     })
 }
 

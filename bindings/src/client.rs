@@ -19,7 +19,7 @@ use crate::{
     heads::HeadWatch,
     permit::{PermitSignature, TokenDomain, sign_permit},
     revert::{self, ContractRevert},
-    sender::Sender,
+    sender::{Pending, Sender},
     task::{FoldError, TaskRecord, all_created_in, created_in, hash_task},
 };
 
@@ -77,56 +77,6 @@ impl ClientError {
 /// subscription announces new heads.
 pub const RECEIPT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Waits for `hash` to be mined and returns its receipt (a mined revert is
-/// an error). Asks once at once (an automining node has mined it already),
-/// then once per head announced on `heads`, a moment after the announcement
-/// (a node may announce a block a moment before it serves its receipts) —
-/// or, without a subscription, at growing intervals up to [`RECEIPT_POLL`].
-/// Gives up after [`RECEIPT_TIMEOUT`].
-pub async fn wait_mined(
-    provider: &DynProvider,
-    hash: TxHash,
-    heads: Option<HeadWatch>,
-) -> Result<TransactionReceipt, ClientError> {
-    let started = tokio::time::Instant::now();
-    let mut heads = heads;
-    // Only heads announced from now on count.
-    if let Some(watch) = heads.as_mut() {
-        watch.borrow_and_update();
-    }
-    // Without a subscription: 10 ms, doubling up to RECEIPT_POLL.
-    let mut poll = std::time::Duration::from_millis(10);
-    loop {
-        if let Some(receipt) = provider.get_transaction_receipt(hash).await? {
-            if !receipt.status() {
-                return Err(ClientError::Reverted(hash));
-            }
-            return Ok(receipt);
-        }
-        if started.elapsed() > RECEIPT_TIMEOUT {
-            return Err(ClientError::NotMined(hash, RECEIPT_TIMEOUT));
-        }
-        match heads.as_mut() {
-            Some(watch) => tokio::select! {
-                changed = watch.changed() => match changed {
-                    // A node may announce a block a moment before it serves
-                    // the block's receipts.
-                    Ok(()) => tokio::time::sleep(ANNOUNCED_SETTLE).await,
-                    Err(_) => heads = None,
-                },
-                () = tokio::time::sleep(crate::heads::SUBSCRIBED_FALLBACK) => {}
-            },
-            None => {
-                tokio::time::sleep(poll).await;
-                poll = (poll * 2).min(RECEIPT_POLL);
-            }
-        }
-    }
-}
-
-/// How long after a head is announced its receipts are asked for.
-const ANNOUNCED_SETTLE: std::time::Duration = std::time::Duration::from_millis(30);
-
 /// Sends escrow calls through a provider whose wallet holds the callers' keys.
 #[derive(Debug, Clone)]
 pub struct EscrowClient {
@@ -148,7 +98,7 @@ impl EscrowClient {
     }
 
     /// Confirms transactions by the heads announced on `heads` (see
-    /// [`wait_mined`]) instead of polling for receipts.
+    /// [`Sender::mined`]) instead of polling for receipts.
     pub fn follow(&mut self, heads: Option<HeadWatch>) {
         self.heads = heads;
     }
@@ -260,7 +210,7 @@ impl EscrowClient {
         from: Address,
         rec: &TaskRecord,
         result_uri: &str,
-    ) -> Result<TxHash, ClientError> {
+    ) -> Result<Pending, ClientError> {
         let (id, task, uri) = (rec.id, rec.task.clone(), result_uri.to_owned());
         if rec.status() == crate::task::Status::Accepted {
             self.sender
@@ -271,18 +221,10 @@ impl EscrowClient {
         }
     }
 
-    /// Waits for a transaction `from` sent to be mined (see [`wait_mined`]).
-    pub async fn mined(
-        &self,
-        from: Address,
-        hash: TxHash,
-    ) -> Result<TransactionReceipt, ClientError> {
-        let mined = wait_mined(&self.provider, hash, self.heads.clone()).await;
-        if let Err(ClientError::NotMined(..)) = mined {
-            // Dropped or stuck: count from the node's nonce again.
-            self.sender.forget(from).await;
-        }
-        mined
+    /// Waits for a sent transaction to be mined, replacing it at a higher
+    /// fee if it is stuck (see [`Sender::mined`]).
+    pub async fn mined(&self, pending: Pending) -> Result<TransactionReceipt, ClientError> {
+        self.sender.mined(pending, self.heads.clone()).await
     }
 
     /// The client approves and pays several delivered tasks in one transaction.
@@ -506,8 +448,8 @@ impl EscrowClient {
         call: CallBuilder<&DynProvider, D, Ethereum>,
         from: Address,
     ) -> Result<TransactionReceipt, ClientError> {
-        let hash = self.sender.send(call, from, self.heads.as_ref()).await?;
-        self.mined(from, hash).await
+        let pending = self.sender.send(call, from, self.heads.as_ref()).await?;
+        self.mined(pending).await
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! One background reader per subscription publishes each announced head on
 //! a watch channel, so a loop waiting between passes and every transaction
-//! waiting for its receipt (see [`crate::client::wait_mined`]) follow the
+//! waiting for its receipt (see [`crate::sender::Sender::mined`]) follow the
 //! same stream: one subscription confirms many transactions.
 
 use std::time::Duration;
@@ -164,6 +164,17 @@ impl Follow {
         outcome: Result<T, E>,
         shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> bool {
+        self.next_or(outcome, shutdown, std::future::pending()).await
+    }
+
+    /// [`Self::next`], with the next pass also due when `wake` resolves
+    /// (logs pushed by a subscription, say).
+    pub async fn next_or<T, E: std::fmt::Display>(
+        &mut self,
+        outcome: Result<T, E>,
+        shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        wake: impl std::future::Future<Output = ()>,
+    ) -> bool {
         let backoff = match outcome {
             Ok(_) => {
                 self.failures = 0;
@@ -180,7 +191,10 @@ impl Follow {
             () = shutdown => false,
             () = async {
                 tokio::time::sleep(backoff).await;
-                heads.wait().await;
+                tokio::select! {
+                    () = heads.wait() => {}
+                    () = wake => {}
+                }
             } => true,
         }
     }

@@ -17,6 +17,8 @@
 //!   encoding, written by the workers and the demo deployment, read by any
 //!   service that shows a registered agent;
 //! - [`heads`]: new-block notifications (websocket, or a timer) for service loops;
+//! - [`feed`]: logs pushed by a websocket subscription, bounded, with the
+//!   end of the feed reported so a service falls back to reading ranges;
 //! - [`envelope`]: the spec envelope `{parent, spec, source?, inputs?}` behind
 //!   each task's spec URI, inline or content-addressed, verified on every read;
 //! - [`offers`]: who offers a capability, read in bounded pages, and the
@@ -30,6 +32,7 @@ pub mod card;
 pub mod client;
 pub mod deployment;
 pub mod envelope;
+pub mod feed;
 pub mod heads;
 pub mod injection;
 pub mod offers;

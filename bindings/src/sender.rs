@@ -6,21 +6,48 @@
 //! last (a reorganization) forget the count, so the next send reads the
 //! node's again; so does a restart. Without a subscription the node's count
 //! is read for every transaction.
+//!
+//! [`Sender::mined`] waits for a sent transaction and replaces it when it
+//! is stuck: after [`STUCK_HEADS`] announced heads (or [`STUCK_AFTER`]
+//! without a subscription) it is sent again with the same nonce at a fee
+//! at least [`BUMP_PERCENT`] above the last one and no lower than a fresh
+//! estimate, at most [`MAX_REPLACEMENTS`] times; whichever of the versions
+//! is mined is the one waited for.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, time::Duration};
 
 use alloy::{
     contract::{CallBuilder, CallDecoder},
-    network::Ethereum,
+    network::{Ethereum, TransactionBuilder},
     primitives::{Address, TxHash},
     providers::{DynProvider, Provider, utils::Eip1559Estimation},
+    rpc::types::{TransactionReceipt, TransactionRequest},
 };
-use tokio::sync::Mutex;
+use tokio::{sync::Mutex, time::Instant};
 
 use crate::{
-    client::{ClientError, map_call},
+    client::{ClientError, RECEIPT_POLL, RECEIPT_TIMEOUT, map_call},
     heads::HeadWatch,
 };
+
+/// Announced heads without its inclusion after which a transaction is
+/// replaced at a higher fee.
+pub const STUCK_HEADS: u32 = 3;
+
+/// Without a subscription, how long a transaction waits before it is
+/// replaced at a higher fee.
+pub const STUCK_AFTER: Duration = Duration::from_secs(30);
+
+/// How much a replacement raises both fee caps, at least (nodes refuse a
+/// replacement under 10 %).
+pub const BUMP_PERCENT: u128 = 25;
+
+/// The most times one transaction is replaced.
+pub const MAX_REPLACEMENTS: usize = 4;
+
+/// How long after a head is announced its receipts are asked for (a node
+/// may announce a block a moment before it serves the block's receipts).
+const ANNOUNCED_SETTLE: Duration = Duration::from_millis(30);
 
 #[derive(Debug, Default)]
 struct State {
@@ -30,6 +57,30 @@ struct State {
     fees: Option<(u64, Eip1559Estimation)>,
     /// The newest head seen.
     head: u64,
+}
+
+/// A transaction the node took and that is not known to be mined yet:
+/// [`Sender::mined`] waits for it (and replaces it if it is stuck).
+#[must_use = "a sent transaction is not done until it is mined"]
+#[derive(Debug, Clone)]
+pub struct Pending {
+    from: Address,
+    /// Every version sent, the newest last.
+    hashes: Vec<TxHash>,
+    /// The newest version, for a replacement.
+    request: TransactionRequest,
+}
+
+impl Pending {
+    /// The hash of the newest version sent.
+    pub fn hash(&self) -> TxHash {
+        *self.hashes.last().expect("a pending transaction has a version")
+    }
+
+    /// The account that sent it.
+    pub fn from(&self) -> Address {
+        self.from
+    }
 }
 
 /// Sends transactions for the accounts of one provider's wallet; clones
@@ -46,17 +97,17 @@ impl Sender {
         Self { provider, state: std::sync::Arc::default() }
     }
 
-    /// Sends `call` from `from` and returns its hash once the node took it,
-    /// without waiting for it to be mined. Sends are serialized (the nonce
-    /// is counted here); `heads`, when live, lets the fee estimate serve
-    /// every transaction of a block. A revert foreseen by the gas estimate
-    /// comes back decoded, and nothing is sent.
+    /// Sends `call` from `from` and returns once the node took it, without
+    /// waiting for it to be mined. Sends are serialized (the nonce is
+    /// counted here); `heads`, when live, lets the fee estimate serve every
+    /// transaction of a block. A revert foreseen by the gas estimate comes
+    /// back decoded, and nothing is sent.
     pub async fn send<D: CallDecoder + Clone + Unpin>(
         &self,
         call: CallBuilder<&DynProvider, D, Ethereum>,
         from: Address,
         heads: Option<&HeadWatch>,
-    ) -> Result<TxHash, ClientError> {
+    ) -> Result<Pending, ClientError> {
         let mut st = self.state.lock().await;
         let head = heads.and_then(|w| *w.borrow()).map(|h| h.number);
         let fees = match (st.fees, head) {
@@ -88,25 +139,143 @@ impl Sender {
             Some(n) => n,
             None => self.provider.get_transaction_count(from).pending().await?,
         };
-        let sent = match call.clone().nonce(nonce).send().await.map_err(map_call) {
+        let send = |nonce: u64| {
+            let call = call.clone().nonce(nonce);
+            async move {
+                let pending = call.send().await.map_err(map_call)?;
+                Ok::<_, ClientError>((*pending.tx_hash(), call.into_transaction_request()))
+            }
+        };
+        let sent = match send(nonce).await {
             // The count went stale (the account also sent elsewhere): once
             // more with the node's.
             Err(ClientError::Call(_)) if counted.is_some() => {
                 let nonce = self.provider.get_transaction_count(from).pending().await?;
-                call.nonce(nonce).send().await.map_err(map_call).map(|p| (p, nonce))
+                send(nonce).await.map(|s| (s, nonce))
             }
-            other => other.map(|p| (p, nonce)),
+            other => other.map(|s| (s, nonce)),
         };
         match sent {
-            Ok((pending, nonce)) => {
+            Ok(((hash, request), nonce)) => {
                 st.nonces.insert(from, nonce + 1);
-                Ok(*pending.tx_hash())
+                Ok(Pending { from, hashes: vec![hash], request })
             }
             // A foreseen revert sent nothing: the count stands.
             Err(e @ ClientError::Revert(_)) => Err(e),
             Err(e) => {
                 st.nonces.remove(&from);
                 Err(e)
+            }
+        }
+    }
+
+    /// Waits for `pending` to be mined and returns its receipt (a mined
+    /// revert is an error). Asks once at once (an automining node has mined
+    /// it already), then once per head announced on `heads`, a moment after
+    /// the announcement — or, without a subscription, at growing intervals
+    /// up to [`RECEIPT_POLL`]. A transaction still out after
+    /// [`STUCK_HEADS`] heads (or [`STUCK_AFTER`]) is replaced at a higher
+    /// fee. Gives up after [`RECEIPT_TIMEOUT`], forgetting the sender's
+    /// count (the transaction may have been dropped).
+    pub async fn mined(
+        &self,
+        pending: Pending,
+        heads: Option<HeadWatch>,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let from = pending.from;
+        let mined = self.wait(pending, heads).await;
+        if let Err(ClientError::NotMined(..)) = &mined {
+            // Dropped or stuck: count from the node's nonce again.
+            self.forget(from).await;
+        }
+        mined
+    }
+
+    async fn wait(
+        &self,
+        mut pending: Pending,
+        mut heads: Option<HeadWatch>,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let started = Instant::now();
+        // Only heads announced from now on count.
+        if let Some(watch) = heads.as_mut() {
+            watch.borrow_and_update();
+        }
+        let mut poll = Duration::from_millis(10);
+        let (mut since_send, mut sent_at) = (0u32, Instant::now());
+        loop {
+            // The newest version first: after a replacement it is the likely one.
+            for hash in pending.hashes.iter().rev() {
+                if let Some(receipt) = self.provider.get_transaction_receipt(*hash).await? {
+                    if !receipt.status() {
+                        return Err(ClientError::Reverted(*hash));
+                    }
+                    return Ok(receipt);
+                }
+            }
+            if started.elapsed() > RECEIPT_TIMEOUT {
+                return Err(ClientError::NotMined(pending.hash(), RECEIPT_TIMEOUT));
+            }
+            let stuck = match &heads {
+                Some(_) => since_send >= STUCK_HEADS,
+                None => sent_at.elapsed() >= STUCK_AFTER,
+            };
+            if stuck && pending.hashes.len() <= MAX_REPLACEMENTS {
+                self.replace(&mut pending).await;
+                (since_send, sent_at) = (0, Instant::now());
+            }
+            match heads.as_mut() {
+                Some(watch) => tokio::select! {
+                    changed = watch.changed() => match changed {
+                        Ok(()) => {
+                            since_send += 1;
+                            tokio::time::sleep(ANNOUNCED_SETTLE).await;
+                        }
+                        Err(_) => heads = None,
+                    },
+                    () = tokio::time::sleep(crate::heads::SUBSCRIBED_FALLBACK) => {}
+                },
+                None => {
+                    tokio::time::sleep(poll).await;
+                    poll = (poll * 2).min(RECEIPT_POLL);
+                }
+            }
+        }
+    }
+
+    /// Sends `pending` again with the same nonce at a higher fee. A refused
+    /// replacement is logged and the wait goes on: a version may have been
+    /// mined meanwhile (the node then refuses the nonce as too low).
+    async fn replace(&self, pending: &mut Pending) {
+        let fresh = match self.provider.estimate_eip1559_fees().await {
+            Ok(fees) => fees,
+            Err(e) => {
+                tracing::warn!(tx = %pending.hash(), error = %e, "no fee estimate for a replacement");
+                return;
+            }
+        };
+        let bump = |old: Option<u128>, fresh: u128| {
+            let old = old.unwrap_or_default();
+            (old + old * BUMP_PERCENT / 100 + 1).max(fresh)
+        };
+        let mut request = pending.request.clone();
+        let max_fee = bump(request.max_fee_per_gas, fresh.max_fee_per_gas);
+        let tip = bump(request.max_priority_fee_per_gas, fresh.max_priority_fee_per_gas);
+        request.set_max_fee_per_gas(max_fee);
+        request.set_max_priority_fee_per_gas(tip.min(max_fee));
+        match self.provider.send_transaction(request.clone()).await {
+            Ok(sent) => {
+                tracing::info!(
+                    stuck = %pending.hash(),
+                    replacement = %sent.tx_hash(),
+                    max_fee,
+                    "transaction not mined; replaced at a higher fee"
+                );
+                pending.hashes.push(*sent.tx_hash());
+                pending.request = request;
+            }
+            Err(e) => {
+                tracing::warn!(tx = %pending.hash(), error = %e, "replacement refused; waiting on")
             }
         }
     }

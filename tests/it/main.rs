@@ -9,5 +9,6 @@ mod injection;
 mod lifecycle;
 mod plans;
 mod registry;
+mod sender;
 mod supervision;
 mod worker;

@@ -146,6 +146,55 @@ async fn restarted_worker_finishes_an_accepted_task_and_claims_payment() {
     assert_eq!(rec.status(), Status::Paid);
 }
 
+/// A worker follows the escrow's logs pushed over the websocket: a creation
+/// is taken from the feed as its event says. A feed that falls behind ends
+/// (here after one waiting log), and the worker reads ranges again from the
+/// block of the last log it took, so no task of the batch is lost.
+#[tokio::test]
+async fn a_worker_whose_log_feed_ends_reads_ranges_again_and_loses_no_task() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let mut w = worker(&env, blobs.clone());
+    w.ensure_registered().await.unwrap();
+    w.subscribe_logs(&env.chain.ws_endpoint(), 1).await;
+    assert!(w.following_logs(), "subscribed");
+    // Catch up to the head of the moment of subscribing, in ranges.
+    assert!(w.poll_once().await.unwrap().is_empty());
+
+    let mut d = env.driver();
+    d.scenario("worker feed");
+    let mut params = Vec::new();
+    for spec in ["Summarize", "Summarize again", "Summarize once more"] {
+        params.push(d.params(w.address(), 300_000, spec_uri(spec, None, &blobs)).await.unwrap());
+    }
+    let recs = d.create_many_with_permit(params).await.unwrap();
+    // Three creations pushed at a feed that holds one: it ends after the first.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let first = w.poll_once().await.unwrap();
+    assert!(
+        matches!(first.as_slice(), [Handled::Delivered { task, .. }] if *task == recs[0].id),
+        "the one log the feed held: {first:?}"
+    );
+    let rest = w.poll_once().await.unwrap();
+    assert!(!w.following_logs(), "the feed ended");
+    let mut delivered: Vec<U256> = rest
+        .iter()
+        .map(|h| match h {
+            Handled::Delivered { task, .. } => *task,
+            other => panic!("only deliveries: {rest:?} ({other:?})"),
+        })
+        .collect();
+    delivered.sort();
+    let mut expected = vec![recs[1].id, recs[2].id];
+    expected.sort();
+    assert_eq!(delivered, expected, "read again from the ranges, once each");
+    for rec in &recs {
+        let rec = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
+        assert_eq!(rec.status(), Status::Completed);
+    }
+    assert!(w.poll_once().await.unwrap().is_empty(), "nothing twice");
+}
+
 mod llm {
     use std::time::Duration;
 

@@ -4,10 +4,14 @@
 //! complete in one call), and later claims
 //! payment of delivered work the client left unreviewed past its window.
 //!
-//! Tasks are found by scanning the escrow's `TaskCreated` and `TaskReassigned`
-//! logs block range by block range, once per new block when a websocket
-//! subscription to new heads is available ([`Worker::run`]), else on a timer; each candidate is rebuilt from its own
-//! logs and checked against the stored hash before anything is sent, so a
+//! Tasks are found in the escrow's `TaskCreated`, `TaskReassigned` and
+//! `TaskSettled` logs. With a websocket ([`Worker::run`]) the node pushes
+//! them (a block with nothing for the escrow costs no request) and a pass
+//! runs on each head and each pushed log; without one, or once the feed
+//! ends, they are read block range by block range from a cursor, on each
+//! head or on a timer. A task created in the newest block is exactly what
+//! its creation event says; any other candidate is rebuilt from its own logs
+//! and checked against the stored hash before anything is sent, so a
 //! restarted worker simply resumes from the chain's truth.
 
 use std::{collections::BTreeMap, sync::Arc};
@@ -16,7 +20,7 @@ use alloy::{
     eips::BlockNumberOrTag,
     primitives::{Address, B256, U256},
     providers::{DynProvider, Provider},
-    rpc::types::Filter,
+    rpc::types::{Filter, Log},
     sol_types::SolEvent,
 };
 use tessera_bindings::{
@@ -26,6 +30,7 @@ use tessera_bindings::{
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     envelope::{BlobStore, EnvelopeCodec, EnvelopeError},
+    feed::{FEED_CAPACITY, LogFeed},
     heads::Follow,
     task::{Status, TaskRecord, decode_log},
 };
@@ -34,6 +39,17 @@ use tessera_bindings::{
 enum Work {
     Declined(Handled),
     Deliver { rec: Box<TaskRecord>, result_uri: String },
+}
+
+/// A log subscription and the blocks it serves.
+struct Feed {
+    logs: LogFeed,
+    /// The first block whose logs come from the feed (earlier ones were
+    /// read in ranges).
+    from: u64,
+    /// Where to read ranges from if the feed ends: the block of the last
+    /// log taken from it.
+    floor: u64,
 }
 
 /// The most blocks one scan asks the node for logs of.
@@ -104,6 +120,8 @@ pub struct Worker {
     blobs: Arc<dyn BlobStore + Send + Sync>,
     codec: EnvelopeCodec,
     next_block: u64,
+    /// The escrow's logs pushed over a websocket, while that lives.
+    feed: Option<Feed>,
     delivered: BTreeMap<U256, TaskRecord>,
     retry: std::collections::BTreeSet<U256>,
     /// The newest block the subscription announced, while it is live: no
@@ -135,6 +153,7 @@ impl Worker {
         Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             next_block: deployment.deploy_block,
+            feed: None,
             provider,
             me,
             card,
@@ -203,37 +222,99 @@ impl Worker {
         Ok(Registration::Updated(changes))
     }
 
-    /// Scans new blocks once: delivers every task newly assigned to this
-    /// worker, and claims payment of delivered tasks whose review window passed.
-    pub async fn poll_once(&mut self) -> Result<Vec<Handled>, RuntimeError> {
+    /// The escrow's logs a worker follows: creations, reassignments and
+    /// settlements.
+    fn filter(&self) -> Filter {
+        Filter::new().address(self.deployment.task_escrow).event_signature(vec![
+            TaskEscrow::TaskCreated::SIGNATURE_HASH,
+            TaskEscrow::TaskReassigned::SIGNATURE_HASH,
+            TaskEscrow::TaskSettled::SIGNATURE_HASH,
+        ])
+    }
+
+    /// Follows the escrow's logs pushed over the websocket at `ws_url`
+    /// instead of asking for each block's: blocks up to the head at the
+    /// moment of subscribing are still read in ranges, later ones come from
+    /// the feed, which ends when more than `capacity` logs wait (then ranges
+    /// are read again from the block of the last log taken). Without the
+    /// subscription, ranges it is. [`Worker::run`] calls this with
+    /// [`FEED_CAPACITY`].
+    pub async fn subscribe_logs(&mut self, ws_url: &str, capacity: usize) {
+        let filter = self.filter();
+        let subscribed = async {
+            let feed = LogFeed::subscribe(ws_url, &filter, capacity).await?;
+            let at = self.provider.get_block_number().await?;
+            Ok::<_, alloy::transports::TransportError>((feed, at))
+        };
+        match subscribed.await {
+            Ok((logs, at)) => {
+                tracing::info!(from = at + 1, "following the escrow's logs over websocket");
+                self.feed = Some(Feed { logs, from: at + 1, floor: at + 1 });
+            }
+            Err(e) => tracing::warn!(error = %e, "no log subscription; reading log ranges"),
+        }
+    }
+
+    /// Whether the escrow's logs come from a live subscription.
+    pub fn following_logs(&self) -> bool {
+        self.feed.is_some()
+    }
+
+    /// The logs to look at this pass, and whether they are fresh (the
+    /// newest block alone, or pushed by the feed): a fresh creation is
+    /// exactly what its event says; any other is read whole from the chain.
+    async fn next_logs(&mut self) -> Result<(Vec<Log>, bool), RuntimeError> {
+        if let Some(feed) = self.feed.as_mut()
+            && self.next_block >= feed.from
+        {
+            match feed.logs.drain(FEED_CAPACITY) {
+                Ok(logs) => {
+                    let logs: Vec<Log> = logs
+                        .into_iter()
+                        .filter(|l| !l.removed && l.block_number.is_some_and(|b| b >= feed.from))
+                        .collect();
+                    if let Some(b) = logs.last().and_then(|l| l.block_number) {
+                        feed.floor = feed.floor.max(b);
+                    }
+                    return Ok((logs, true));
+                }
+                Err(ended) => {
+                    // Read ranges again from the block of the last log taken.
+                    tracing::warn!(error = %ended, from = feed.floor, "reading log ranges");
+                    self.next_block = feed.floor;
+                    self.feed = None;
+                }
+            }
+        }
         let head = match self.head {
             Some(h) => h.number,
             None => self.provider.get_block_number().await?,
         };
+        if head < self.next_block {
+            return Ok((Vec::new(), false));
+        }
+        // A bounded range: a worker far behind (restarted on a long chain)
+        // catches up a chunk per pass.
+        let to = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
+        let filter = self.filter().from_block(self.next_block).to_block(to);
+        let logs = self.provider.get_logs(&filter).await?;
+        let single_block = self.next_block == to;
+        self.next_block = to + 1;
+        Ok((logs, single_block))
+    }
+
+    /// Looks at new logs once: delivers every task newly assigned to this
+    /// worker, and claims payment of delivered tasks whose review window passed.
+    pub async fn poll_once(&mut self) -> Result<Vec<Handled>, RuntimeError> {
         let mut handled = Vec::new();
-        if head >= self.next_block {
-            // A bounded range: a worker far behind (restarted on a long
-            // chain) catches up a chunk per pass.
-            let to = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
-            let filter = Filter::new()
-                .address(self.deployment.task_escrow)
-                .event_signature(vec![
-                    TaskEscrow::TaskCreated::SIGNATURE_HASH,
-                    TaskEscrow::TaskReassigned::SIGNATURE_HASH,
-                    TaskEscrow::TaskSettled::SIGNATURE_HASH,
-                ])
-                .from_block(self.next_block)
-                .to_block(to);
-            // Tasks created for this worker in the newest block are exactly
-            // what their creation event says; anything else (a reassignment,
-            // a range of several blocks, a retry) is read whole from the chain.
-            let single_block = self.next_block == to;
+        let (logs, fresh) = self.next_logs().await?;
+        {
             let mut created: Vec<TaskRecord> = Vec::new();
             let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
-            for log in self.provider.get_logs(&filter).await? {
+            for log in logs {
                 match decode_log(&log) {
                     Some(TaskEscrowEvents::TaskCreated(ev)) if ev.task.executor == self.me => {
-                        if single_block {
+                        if fresh {
                             created.push(TaskRecord::from_created(&ev));
                         } else if !ids.contains(&ev.taskId) {
                             ids.push(ev.taskId);
@@ -262,7 +343,7 @@ impl Worker {
                     Ok(Work::Declined(done)) => handled.push(done),
                     Ok(Work::Deliver { rec, result_uri }) => {
                         match self.escrow.send_delivery(self.me, &rec, &result_uri).await {
-                            Ok(hash) => sent.push((*rec, result_uri, hash)),
+                            Ok(pending) => sent.push((*rec, result_uri, pending)),
                             Err(e) => {
                                 tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
                                 self.retry.insert(id);
@@ -276,9 +357,9 @@ impl Worker {
                     }
                 }
             }
-            for (mut rec, result_uri, hash) in sent {
+            for (mut rec, result_uri, pending) in sent {
                 let id = rec.id;
-                let folded = match self.escrow.mined(self.me, hash).await {
+                let folded = match self.escrow.mined(pending).await {
                     Ok(receipt) => rec
                         .apply_receipt(self.escrow.address(), &receipt)
                         .map_err(|e| RuntimeError::from(ClientError::from(e))),
@@ -312,7 +393,6 @@ impl Worker {
                     handled.push(self.work(rec).await?);
                 }
             }
-            self.next_block = to + 1;
         }
         handled.extend(self.release_due().await?);
         Ok(handled)
@@ -333,11 +413,24 @@ impl Worker {
         tokio::pin!(shutdown);
         let mut follow = Follow::connect(ws_url, poll, "scan").await;
         self.escrow.follow(follow.watch());
+        if let Some(url) = ws_url
+            && follow.watch().is_some()
+        {
+            self.subscribe_logs(url, FEED_CAPACITY).await;
+        }
         loop {
             self.head = follow.head();
             let pass =
                 self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
-            if !follow.next(pass, shutdown.as_mut()).await {
+            // A pass is due on each head and on each log pushed.
+            let feed = self.feed.as_ref();
+            let pushed = async {
+                match feed {
+                    Some(f) => f.logs.arrived().await,
+                    None => std::future::pending().await,
+                }
+            };
+            if !follow.next_or(pass, shutdown.as_mut(), pushed).await {
                 return;
             }
         }

@@ -10,7 +10,7 @@ use alloy::{
     contract::{CallBuilder, CallDecoder},
     eips::BlockNumberOrTag,
     network::Ethereum,
-    primitives::{Address, B256, TxHash, U256, keccak256},
+    primitives::{Address, B256, U256, keccak256},
     providers::{DynProvider, Provider},
     rpc::types::{Filter, Log, TransactionReceipt},
     signers::local::PrivateKeySigner,
@@ -20,12 +20,12 @@ use tessera_bindings::{
     AgentRegistry,
     ITaskEscrow::CreateParams,
     MockUSDC, TaskEscrow, capability,
-    client::{ClientError, EscrowClient, map_call, wait_mined},
+    client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     heads::{Head, HeadWatch},
     offers,
     revert::ContractRevert,
-    sender::Sender,
+    sender::{Pending, Sender},
     task::{TaskRecord, decode_log},
     usdc::Usdc,
 };
@@ -98,7 +98,7 @@ fn is_duplicate(revert: &ContractRevert) -> bool {
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
 #[must_use = "a sent transaction is not done until it is confirmed"]
-pub(crate) struct Sent(TxHash);
+pub(crate) struct Sent(Pending);
 
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -307,16 +307,9 @@ impl Chain {
     /// mined revert is an error.
     pub(crate) async fn confirm(&self, sent: Sent) -> Result<TransactionReceipt, ClientError> {
         let heads = self.heads.get().and_then(|w| w.clone());
-        let receipt = match wait_mined(&self.provider, sent.0, heads).await {
-            Ok(receipt) => receipt,
-            Err(e) => {
-                if matches!(e, ClientError::NotMined(..)) {
-                    // Dropped or stuck: count from the node's nonce again.
-                    self.sender.forget(self.sponsor).await;
-                }
-                return Err(e);
-            }
-        };
+        // Replaced at a higher fee if stuck; forgets the nonce count if
+        // never mined.
+        let receipt = self.sender.mined(sent.0, heads).await?;
         self.absorb(&receipt).await;
         Ok(receipt)
     }

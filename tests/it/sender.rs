@@ -1,0 +1,54 @@
+//! The sender on a chain with timed blocks: a transaction priced out by a
+//! fee spike is replaced at a higher fee, with the same nonce, and the
+//! replacement is what gets mined.
+
+use std::time::Duration;
+
+use alloy::{consensus::Transaction, primitives::U256, providers::Provider};
+use serde_json::Value;
+use tessera_anvil::deploy::DeployConfig;
+use tessera_bindings::{MockUSDC, heads::Heads, sender::Sender};
+use tessera_e2e::TestEnv;
+
+#[tokio::test]
+async fn a_transaction_stuck_under_a_fee_spike_is_replaced_and_the_replacement_mined() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let p = &env.provider;
+    // No block until the stage is set.
+    p.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.unwrap();
+    let heads = Heads::connect(Some(&env.chain.ws_endpoint()), Duration::from_secs(1)).await;
+    let watch = heads.watch().expect("subscribed");
+    let sender = Sender::new(p.clone());
+    let token = MockUSDC::new(env.deployment.token, p.clone());
+    let sponsor = env.actors.sponsor.address();
+    let spender = env.actors.agent(0);
+    let approve = token.approve(spender, U256::from(7));
+    let pending = sender.send(approve, sponsor, Some(&watch)).await.unwrap();
+    let first = pending.hash();
+    let sent = p.get_transaction_by_hash(first).await.unwrap().expect("in the pool");
+    // The next block's base fee is eight times what the transaction offers:
+    // left alone it would wait about ten blocks for the fee to decay.
+    let spike = U256::from(sent.max_fee_per_gas() * 8);
+    p.raw_request::<_, Value>("anvil_setNextBlockBaseFeePerGas".into(), (spike,)).await.unwrap();
+    let start = p.get_block_number().await.unwrap();
+    p.raw_request::<_, Value>("evm_setIntervalMining".into(), (1u64,)).await.unwrap();
+
+    let receipt =
+        tokio::time::timeout(Duration::from_secs(60), sender.mined(pending, heads.watch()))
+            .await
+            .expect("mined within a minute")
+            .expect("mined");
+    assert_ne!(receipt.transaction_hash, first, "the replacement was mined, not the original");
+    let mined = p.get_transaction_by_hash(receipt.transaction_hash).await.unwrap().unwrap();
+    assert_eq!(mined.nonce(), sent.nonce(), "a replacement keeps the nonce");
+    assert!(mined.max_fee_per_gas() > sent.max_fee_per_gas(), "at a higher fee");
+    assert!(p.get_transaction_receipt(first).await.unwrap().is_none(), "the original is gone");
+    let block = receipt.block_number.unwrap();
+    assert!(
+        block - start <= 6,
+        "replaced after a few heads, not ten: mined {} blocks in",
+        block - start
+    );
+    let allowance = token.allowance(sponsor, spender).call().await.unwrap();
+    assert_eq!(allowance, U256::from(7), "the call took effect once");
+}
