@@ -43,6 +43,12 @@ pub struct TaskRow {
     pub capability: Option<String>,
     /// Spec from the envelope.
     pub spec: Option<String>,
+    /// The upstream tasks whose outputs the envelope's `inputs` hand to
+    /// this one (decimal ids, in the envelope's order, each once, at most
+    /// [`MAX_INPUT_EDGES`]): with the parent, every dependency edge.
+    /// Stored in a table of their own; not part of a task's view.
+    #[serde(skip)]
+    pub inputs: Vec<String>,
     /// Why the envelope could not be read, when it could not.
     pub envelope_error: Option<String>,
     /// An impossible transition seen, if any.
@@ -122,20 +128,24 @@ impl TaskFold {
         // The capability the escrow checked the executor against is on
         // chain; an envelope naming another one is noted, not believed.
         let on_chain = capability::decode(rec.capability);
-        let (capability, spec, envelope_error) = match EnvelopeCodec::default()
-            .decode(&rec.spec_uri, store)
-        {
-            Ok(e) => {
-                let mismatch = match (&e.capability, &on_chain) {
-                    (Some(named), Some(checked)) if named != checked => Some(format!(
+        let (capability, spec, inputs, envelope_error) =
+            match EnvelopeCodec::default().decode(&rec.spec_uri, store) {
+                Ok(e) => {
+                    let mut notes = Vec::new();
+                    if let (Some(named), Some(checked)) = (&e.capability, &on_chain)
+                        && named != checked
+                    {
+                        notes.push(format!(
                         "envelope names capability `{named}`, the task was created for `{checked}`"
-                    )),
-                    _ => None,
-                };
-                (on_chain.or(e.capability), Some(e.spec), mismatch)
-            }
-            Err(e) => (on_chain, None, Some(e.to_string())),
-        };
+                    ));
+                    }
+                    let (inputs, note) = input_edges(&e.inputs, rec.id);
+                    notes.extend(note);
+                    let note = (!notes.is_empty()).then(|| notes.join("; "));
+                    (on_chain.or(e.capability), Some(e.spec), inputs, note)
+                }
+                Err(e) => (on_chain, None, Vec::new(), Some(e.to_string())),
+            };
         let row = TaskRow {
             task_id: rec.id.to_string(),
             plan_id: rec.plan_id.to_string(),
@@ -149,6 +159,7 @@ impl TaskFold {
             result_uri: None,
             capability,
             spec,
+            inputs,
             envelope_error,
             flagged: None,
             created_block: block,
@@ -256,6 +267,46 @@ pub fn fold_task<'a>(
     fold.map(|f| (f, transitions))
 }
 
+/// The most input edges kept per task: an envelope is written by whoever
+/// creates the task and may name any number of inputs.
+pub const MAX_INPUT_EDGES: usize = 32;
+
+/// The upstream task ids `inputs` names (each once, never the task itself,
+/// at most [`MAX_INPUT_EDGES`]), and a note of what was left out.
+fn input_edges(
+    inputs: &[tessera_bindings::envelope::Input],
+    own: alloy::primitives::U256,
+) -> (Vec<String>, Option<String>) {
+    let mut ids: Vec<String> = Vec::new();
+    let mut bad = 0usize;
+    let mut over = 0usize;
+    for named in inputs.iter().filter_map(|i| i.task_id.as_deref()) {
+        let id = match named.trim().parse::<alloy::primitives::U256>() {
+            Ok(id) if !id.is_zero() && id != own => id.to_string(),
+            _ => {
+                bad += 1;
+                continue;
+            }
+        };
+        if ids.contains(&id) {
+            continue;
+        }
+        if ids.len() == MAX_INPUT_EDGES {
+            over += 1;
+            continue;
+        }
+        ids.push(id);
+    }
+    let mut notes = Vec::new();
+    if bad > 0 {
+        notes.push(format!("{bad} input(s) name no other task id"));
+    }
+    if over > 0 {
+        notes.push(format!("{over} input edge(s) beyond the first {MAX_INPUT_EDGES} not kept"));
+    }
+    (ids, (!notes.is_empty()).then(|| notes.join("; ")))
+}
+
 /// An agent row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentRow {
@@ -351,6 +402,25 @@ mod tests {
     use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
 
     use super::*;
+
+    #[test]
+    fn every_input_edge_is_kept_once_and_hostile_ones_are_bounded_and_noted() {
+        use tessera_bindings::envelope::Input;
+        let input = |id: &str| Input { from: 0, task_id: Some(id.into()), output: String::new() };
+        let own = U256::from(9u8);
+        let (ids, note) = input_edges(&[input("7"), input("0x8"), input("7")], own);
+        assert_eq!(ids, ["7", "8"], "decimal and hex, duplicates once");
+        assert_eq!(note, None);
+        let unnamed = Input { from: 1, task_id: None, output: String::new() };
+        let (ids, note) = input_edges(&[input("9"), input("0"), input("x"), unnamed], own);
+        assert!(ids.is_empty(), "itself, zero and garbage are no edges: {ids:?}");
+        assert_eq!(note.as_deref(), Some("3 input(s) name no other task id"));
+        let many: Vec<Input> = (1..=40).map(|i| input(&format!("{}", 100 + i))).collect();
+        let (ids, note) = input_edges(&many, own);
+        assert_eq!(ids.len(), MAX_INPUT_EDGES);
+        assert_eq!(ids[0], "101");
+        assert!(note.unwrap().contains("8 input edge(s) beyond the first 32"));
+    }
 
     fn log(ev: &impl SolEvent, block: u64) -> Log {
         Log {

@@ -110,6 +110,73 @@ async fn lineage_of_a_chain_plan_on_postgresql() {
     }
 }
 
+/// The demo's three-step shape: a summary of the entities and of the
+/// sentiment has two upstreams. The parent link names one; the envelope's
+/// inputs name both, and the index keeps every edge.
+async fn merge_lineage_keeps_both_upstreams(db: Option<String>) {
+    let stack = Stack::start().await;
+    let a = &stack.env.actors;
+    let plan_id = tessera_orchestrator::plan::Plan::id_from_label("merge");
+    let plan = json!({
+        "version": 1, "id": plan_id, "review": "auto", "budget": 5_000_000u64,
+        "source": "The council met on Monday in Lyon. It approved the budget for schools, and parents were pleased.",
+        "subtasks": [
+            {"index": 0, "capability": "extract-entities", "spec": "List the entities", "executor": a.agent(4), "cost": 250_000, "deadline_offset_secs": 3600},
+            {"index": 1, "capability": "sentiment-classify", "spec": "Classify the tone", "executor": a.agent(3), "cost": 200_000, "deadline_offset_secs": 3600},
+            {"index": 2, "capability": "summarize", "spec": "Summarize entities and tone", "executor": a.agent(1), "cost": 400_000, "deadline_offset_secs": 3600, "depends_on": [0, 1]},
+        ],
+    });
+    let id = stack.run_plan(&plan).await;
+    let run = stack.wait_state(&id, "completed", 60).await;
+    let task_of = |i: usize| run["subtasks"][i]["task_id"].as_str().unwrap().to_owned();
+    let (entities, sentiment, summary) = (task_of(0), task_of(1), task_of(2));
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.unwrap_or_else(|| sqlite(&dir, "index.db"));
+    let mut ix = indexer(&stack.env, &url, IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    let store = ix.store();
+
+    let mut up = store.ancestors(&summary).await.unwrap();
+    assert!(!up.cycle && !up.truncated, "{up:?}");
+    up.tasks.sort();
+    let mut both = vec![entities.clone(), sentiment.clone()];
+    both.sort();
+    assert_eq!(up.tasks, both, "both upstreams, from chain data alone");
+    for upstream in [&entities, &sentiment] {
+        let down = store.descendants(upstream).await.unwrap();
+        assert_eq!((down.tasks, down.cycle), (vec![summary.clone()], false));
+    }
+    let tree = wire(store.plan_tree(&plan_id.to_string()).await.unwrap());
+    let node = tree["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task_id"] == summary.as_str())
+        .unwrap_or_else(|| panic!("the summary in {tree:#}"))
+        .clone();
+    assert_eq!(node["merge"], true, "{node:#}");
+    assert_eq!(node["inputs"], json!([entities, sentiment]), "in the envelope's order");
+    let roots: Vec<&Value> = tree["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["task_id"] != summary.as_str())
+        .collect();
+    assert!(roots.iter().all(|t| t["merge"] == false && t["inputs"] == json!([])), "{tree:#}");
+}
+
+#[tokio::test]
+async fn merge_lineage_keeps_both_upstreams_on_sqlite() {
+    merge_lineage_keeps_both_upstreams(None).await;
+}
+
+#[tokio::test]
+async fn merge_lineage_keeps_both_upstreams_on_postgresql() {
+    if let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_merge").await {
+        merge_lineage_keeps_both_upstreams(Some(url)).await;
+    }
+}
+
 #[tokio::test]
 async fn an_index_in_memory_folds_many_chunks() {
     // One connection serves reads and writes alike: the fold of many

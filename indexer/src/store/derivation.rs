@@ -267,7 +267,57 @@ impl Folded {
             }
             q.execute(&mut **tx).await?;
         }
-        upsert_tasks(tx, backend, &self.rows).await
+        upsert_tasks(tx, backend, &self.rows).await?;
+        self.write_inputs(tx, backend).await
+    }
+
+    /// Rewrites the input edges of every task folded here (none for a
+    /// task that is gone).
+    async fn write_inputs(
+        &self,
+        tx: &mut Transaction<'_, Any>,
+        backend: Backend,
+    ) -> Result<(), DbError> {
+        let touched: Vec<&str> = self
+            .gone
+            .iter()
+            .map(String::as_str)
+            .chain(self.rows.iter().map(|(f, _)| f.row().task_id.as_str()))
+            .collect();
+        for chunk in touched.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "DELETE FROM ix_task_inputs WHERE task_id IN {}",
+                values(backend, 1, chunk.len())
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            q.execute(&mut **tx).await?;
+        }
+        let edges: Vec<(&str, i64, &str)> = self
+            .rows
+            .iter()
+            .flat_map(|(f, _)| {
+                let row = f.row();
+                row.inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, input)| (row.task_id.as_str(), i as i64, input.as_str()))
+            })
+            .collect();
+        for chunk in edges.chunks(INSERT_CHUNK) {
+            let sql = format!(
+                "INSERT INTO ix_task_inputs (task_id, position, input_id) VALUES {}",
+                values(backend, chunk.len(), 3)
+            );
+            let mut q = sqlx::query(&sql);
+            for (task, position, input) in chunk {
+                q = q.bind(*task).bind(*position).bind(*input);
+            }
+            q.execute(&mut **tx).await?;
+        }
+        Ok(())
     }
 }
 

@@ -21,6 +21,45 @@ use super::{
 };
 use tessera_bindings::{card::AgentCard, usdc::Usdc};
 
+/// Which way a lineage walk goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// To parents and inputs.
+    Up,
+    /// To the tasks naming this one as parent or input.
+    Down,
+}
+
+/// Whether `edges` (downstream, upstream) close a cycle: Kahn's
+/// algorithm leaves a task unremoved exactly when it is on or behind one.
+fn has_cycle(edges: &[(String, String)]) -> bool {
+    let mut pending: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut upstreams: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut unique: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for (down, up) in edges {
+        if !unique.insert((down.as_str(), up.as_str())) {
+            continue;
+        }
+        *pending.entry(up.as_str()).or_default() += 1;
+        pending.entry(down.as_str()).or_default();
+        upstreams.entry(down.as_str()).or_default().push(up.as_str());
+    }
+    // Remove tasks nothing downstream of them remains for, repeatedly.
+    let mut free: Vec<&str> = pending.iter().filter(|(_, n)| **n == 0).map(|(t, _)| *t).collect();
+    let mut removed = 0;
+    while let Some(t) = free.pop() {
+        removed += 1;
+        for up in upstreams.get(t).into_iter().flatten() {
+            let n = pending.get_mut(up).expect("every upstream is counted");
+            *n -= 1;
+            if *n == 0 {
+                free.push(up);
+            }
+        }
+    }
+    removed < pending.len()
+}
+
 /// The columns a list of tasks reads (all but `history`), with `prefix`.
 fn listed_task_columns(prefix: &str) -> String {
     let listed = &TASK_COLUMNS.columns[..TASK_COLUMNS.columns.len() - 1];
@@ -137,6 +176,8 @@ impl IndexStore {
                 pending_parent: false,
                 detached: false,
                 subtree_cost: Usdc::ZERO,
+                inputs: Vec::new(),
+                merge: false,
             });
         }
         nodes.sort_by(|a, b| {
@@ -169,91 +210,157 @@ impl IndexStore {
                         pending_parent: false,
                         detached: true,
                         subtree_cost: Usdc::ZERO,
+                        inputs: Vec::new(),
+                        merge: false,
                     });
                 }
             }
         }
         subtree_costs(&mut nodes)?;
+        self.input_edges(&plan, &mut nodes).await?;
         Ok(PlanTree { plan_id: plan, tasks: nodes, truncated })
     }
 
-    /// Ancestors of a task, nearest first, at most [`MAX_LINEAGE_DEPTH`];
-    /// the walk stops where it would come back to a task it passed.
-    pub async fn ancestors(&self, id: &str) -> Result<Lineage, DbError> {
+    /// Fills in each node's input edges and whether it is a merge.
+    async fn input_edges(&self, plan: &str, nodes: &mut [TreeNode]) -> Result<(), DbError> {
+        let limit = MAX_LINEAGE_TASKS * crate::derive::MAX_INPUT_EDGES as i64;
         let rows = sqlx::query(&format!(
-            "WITH RECURSIVE up (task_id, parent_id, depth, path, cyc) AS ( \
-               SELECT task_id, parent_id, CAST(0 AS BIGINT), ',' || task_id || ',', CAST(0 AS BIGINT) \
-                 FROM ix_tasks WHERE task_id = $1 \
-               UNION ALL \
-               SELECT p.task_id, p.parent_id, up.depth + 1, up.path || p.task_id || ',', \
-                 CAST(CASE WHEN up.path LIKE '%,' || p.task_id || ',%' THEN 1 ELSE 0 END AS BIGINT) \
-                 FROM ix_tasks p JOIN up ON p.task_id = up.parent_id \
-                 WHERE up.cyc = 0 AND up.depth < {MAX_LINEAGE_DEPTH} \
-             ) SELECT task_id, parent_id, depth, cyc FROM up WHERE depth > 0 ORDER BY depth",
+            "SELECT i.task_id, i.input_id FROM ix_task_inputs i \
+               JOIN ix_tasks t ON t.task_id = i.task_id \
+             WHERE t.plan_id = $1 ORDER BY i.task_id, i.position LIMIT {limit}"
         ))
-        .bind(id)
+        .bind(plan)
         .fetch_all(&self.api)
         .await?;
-        let mut out = Lineage::default();
+        let mut inputs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for r in &rows {
-            if r.try_get::<i64, _>("cyc")? == 1 {
-                out.cycle = true;
+            inputs.entry(r.try_get("task_id")?).or_default().push(r.try_get("input_id")?);
+        }
+        for node in nodes {
+            node.inputs = inputs.remove(&node.task.task_id).unwrap_or_default();
+            let parent = &node.task.parent_id;
+            let upstreams: BTreeSet<&str> = node
+                .inputs
+                .iter()
+                .map(String::as_str)
+                .chain((parent != "0").then_some(parent.as_str()))
+                .collect();
+            node.merge = upstreams.len() >= 2;
+        }
+        Ok(())
+    }
+
+    /// Ancestors of a task — its parent and the upstream tasks its envelope
+    /// names as inputs, theirs, and so on — nearest first (by level, then
+    /// id), each once, at most [`MAX_LINEAGE_DEPTH`] levels and
+    /// [`MAX_LINEAGE_TASKS`] tasks. `cycle` says the walk came back to a
+    /// task on its own path (parents and inputs are caller-chosen).
+    pub async fn ancestors(&self, id: &str) -> Result<Lineage, DbError> {
+        self.walk(id, Direction::Up).await
+    }
+
+    /// Descendants of a task — the tasks naming it as parent or as an
+    /// input, theirs, and so on — breadth first, each once, within the same
+    /// bounds as [`Self::ancestors`].
+    pub async fn descendants(&self, id: &str) -> Result<Lineage, DbError> {
+        self.walk(id, Direction::Down).await
+    }
+
+    /// A bounded breadth-first walk along every dependency edge from `id`:
+    /// two indexed queries per level (parent links, input edges).
+    async fn walk(&self, id: &str, direction: Direction) -> Result<Lineage, DbError> {
+        let mut out = Lineage::default();
+        // Edges met, as (downstream, upstream), for the cycle check.
+        let mut edges: Vec<(String, String)> = Vec::new();
+        let mut seen: BTreeSet<String> = BTreeSet::from([id.to_owned()]);
+        let mut level: Vec<String> = vec![id.to_owned()];
+        for depth in 0..=MAX_LINEAGE_DEPTH {
+            let next = self.neighbours(&level, direction).await?;
+            // Going up, only indexed tasks are listed: a task of the level
+            // with no row of its own is left out.
+            if direction == Direction::Up && depth > 0 {
+                let indexed: BTreeSet<&str> = next.iter().map(|(t, _)| t.as_str()).collect();
+                level.retain(|t| indexed.contains(t.as_str()));
+                out.tasks.extend(level.iter().cloned());
+            } else if depth > 0 {
+                out.tasks.extend(level.iter().cloned());
+            }
+            let mut fresh: BTreeSet<String> = BTreeSet::new();
+            for (from, to) in next {
+                let Some(to) = to else { continue };
+                let edge = match direction {
+                    Direction::Up => (from, to.clone()),
+                    Direction::Down => (to.clone(), from),
+                };
+                edges.push(edge);
+                if !seen.contains(&to) {
+                    fresh.insert(to);
+                }
+            }
+            if fresh.is_empty() {
                 break;
             }
-            out.tasks.push(r.try_get("task_id")?);
-        }
-        // Self-parented: the first step already comes back.
-        if rows.is_empty() {
-            let own = sqlx::query("SELECT parent_id FROM ix_tasks WHERE task_id = $1")
-                .bind(id)
-                .fetch_optional(&self.api)
-                .await?;
-            if let Some(r) = own {
-                out.cycle = r.try_get::<String, _>("parent_id")? == id;
+            if depth == MAX_LINEAGE_DEPTH || out.tasks.len() >= MAX_LINEAGE_TASKS as usize {
+                out.truncated = true;
+                break;
             }
+            let room = MAX_LINEAGE_TASKS as usize - out.tasks.len();
+            if fresh.len() > room {
+                out.truncated = true;
+            }
+            level = fresh.into_iter().take(room).collect();
+            seen.extend(level.iter().cloned());
         }
-        if let Some(last) = rows.last()
-            && !out.cycle
-            && last.try_get::<i64, _>("depth")? >= MAX_LINEAGE_DEPTH
-        {
-            out.truncated = last.try_get::<String, _>("parent_id")? != "0";
-        }
+        out.tasks.truncate(MAX_LINEAGE_TASKS as usize);
+        out.cycle = has_cycle(&edges);
         Ok(out)
     }
 
-    /// Descendants of a task, breadth first, at most [`MAX_LINEAGE_DEPTH`]
-    /// levels and [`MAX_LINEAGE_TASKS`] tasks; the walk stops where it
-    /// would come back to a task it passed.
-    pub async fn descendants(&self, id: &str) -> Result<Lineage, DbError> {
-        let rows = sqlx::query(&format!(
-            "WITH RECURSIVE down (task_id, depth, path, cyc) AS ( \
-               SELECT task_id, CAST(0 AS BIGINT), ',' || task_id || ',', CAST(0 AS BIGINT) FROM ix_tasks WHERE task_id = $1 \
-               UNION ALL \
-               SELECT c.task_id, down.depth + 1, down.path || c.task_id || ',', \
-                 CAST(CASE WHEN down.path LIKE '%,' || c.task_id || ',%' THEN 1 ELSE 0 END AS BIGINT) \
-                 FROM ix_tasks c JOIN down ON c.parent_id = down.task_id \
-                 WHERE down.cyc = 0 AND down.depth < {MAX_LINEAGE_DEPTH} {} \
-             ) SELECT task_id, depth, cyc FROM down WHERE depth > 0 LIMIT {}",
-            self.recursive_limit(),
-            MAX_LINEAGE_TASKS + 1,
-        ))
-        .bind(id)
-        .fetch_all(&self.api)
-        .await?;
-        let mut out =
-            Lineage { truncated: rows.len() as i64 > MAX_LINEAGE_TASKS, ..Lineage::default() };
-        let mut found: Vec<(i64, String)> = Vec::with_capacity(rows.len());
-        for r in rows.iter().take(MAX_LINEAGE_TASKS as usize) {
-            if r.try_get::<i64, _>("cyc")? == 1 {
-                out.cycle = true;
-                continue;
+    /// For each task of `level`: going up, `(task, Some(upstream))` per
+    /// parent or input edge, and `(task, None)` for an indexed task with
+    /// neither; going down, `(task, Some(downstream))` per task naming it.
+    async fn neighbours(
+        &self,
+        level: &[String],
+        direction: Direction,
+    ) -> Result<Vec<(String, Option<String>)>, DbError> {
+        let mut out = Vec::new();
+        for chunk in level.chunks(super::INSERT_CHUNK) {
+            let marks = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+            let limit = MAX_LINEAGE_TASKS + 1;
+            let queries = match direction {
+                Direction::Up => [
+                    format!(
+                        "SELECT task_id AS a, parent_id AS b FROM ix_tasks WHERE task_id IN ({marks})"
+                    ),
+                    format!(
+                        "SELECT task_id AS a, input_id AS b FROM ix_task_inputs \
+                         WHERE task_id IN ({marks}) ORDER BY task_id, position LIMIT {limit}"
+                    ),
+                ],
+                Direction::Down => [
+                    format!(
+                        "SELECT parent_id AS a, task_id AS b FROM ix_tasks \
+                         WHERE parent_id IN ({marks}) ORDER BY task_id LIMIT {limit}"
+                    ),
+                    format!(
+                        "SELECT input_id AS a, task_id AS b FROM ix_task_inputs \
+                         WHERE input_id IN ({marks}) ORDER BY task_id LIMIT {limit}"
+                    ),
+                ],
+            };
+            for sql in &queries {
+                let mut q = sqlx::query(sql);
+                for id in chunk {
+                    q = q.bind(id.as_str());
+                }
+                for r in q.fetch_all(&self.api).await? {
+                    let a: String = r.try_get("a")?;
+                    let b: String = r.try_get("b")?;
+                    out.push((a, (b != "0").then_some(b)));
+                }
             }
-            let depth: i64 = r.try_get("depth")?;
-            out.truncated |= depth >= MAX_LINEAGE_DEPTH;
-            found.push((depth, r.try_get("task_id")?));
         }
-        found.sort();
-        out.tasks = found.into_iter().map(|(_, t)| t).collect();
         Ok(out)
     }
 

@@ -41,6 +41,8 @@ pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
         result_uri: r.try_get("result_uri")?,
         capability: r.try_get("capability")?,
         spec: r.try_get("spec")?,
+        // Edges live in `ix_task_inputs`; a lineage answer reads them.
+        inputs: Vec::new(),
         envelope_error: r.try_get("envelope_error")?,
         flagged: r.try_get("flagged")?,
         created_block: uint("created_block")?,
@@ -110,6 +112,12 @@ pub struct TreeNode {
     pub detached: bool,
     /// Its amount and those of its descendants in the tree.
     pub subtree_cost: Usdc,
+    /// The upstream tasks its envelope names as inputs (every dependency
+    /// edge besides the parent link), in the envelope's order.
+    pub inputs: Vec<String>,
+    /// It depends on two or more tasks (parent and inputs together): a
+    /// merge in the plan's graph.
+    pub merge: bool,
 }
 
 /// A plan's lineage.
