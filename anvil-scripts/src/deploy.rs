@@ -105,6 +105,7 @@ impl DemoAgent {
                 .collect(),
             model: OFFLINE_MODEL.to_owned(),
             instructions: "Work offline with the built-in algorithms.".to_owned(),
+            delegates: Vec::new(),
         }
     }
 

@@ -89,6 +89,30 @@ pub enum CardError {
         /// The capability name.
         name: String,
     },
+    /// A delegated capability's name breaks the one rule, repeats, or the
+    /// list is longer than [`MAX_DELEGATES`].
+    #[error("field `delegates[{index}]`: {reason}")]
+    InvalidDelegate {
+        /// Position in the list.
+        index: usize,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The most capabilities one card may delegate.
+pub const MAX_DELEGATES: usize = 8;
+
+/// A capability the agent hands to another agent, as a tool it uses
+/// (seed 002's sub-agents): the agent creates the child task itself, pays
+/// for it from its own wallet, and waits for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delegate {
+    /// The capability delegated, e.g. `translate`.
+    pub capability: String,
+    /// The most the agent pays for one child task (the spending limit per task).
+    pub max_price: Price,
 }
 
 /// What an agent does in a Tessera market.
@@ -234,6 +258,10 @@ pub struct AgentCard {
     pub model: String,
     /// Standing instructions (system prompt) for the agent.
     pub instructions: String,
+    /// Capabilities it delegates to other agents, each with its spending
+    /// limit per task; none by default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegates: Vec<Delegate>,
 }
 
 impl AgentCard {
@@ -245,6 +273,12 @@ impl AgentCard {
     /// The offer for capability `name`, if the card lists it.
     pub fn capability(&self, name: &str) -> Option<&CapabilityOffer> {
         self.capabilities.iter().find(|c| c.name == name)
+    }
+
+    /// The spending limit for delegating capability `name`, if the card
+    /// delegates it.
+    pub fn delegate(&self, name: &str) -> Option<&Delegate> {
+        self.delegates.iter().find(|d| d.capability == name)
     }
 
     /// Checks every rule a card must satisfy; the first violation is returned.
@@ -273,6 +307,25 @@ impl AgentCard {
             }
             if offer.price.base_units() == 0 {
                 return Err(CardError::ZeroPrice { index, name: name.clone() });
+            }
+        }
+        let mut delegated = HashSet::new();
+        for (index, d) in self.delegates.iter().enumerate() {
+            let bad = |reason: String| Err(CardError::InvalidDelegate { index, reason });
+            if index >= MAX_DELEGATES {
+                return bad(format!("a card delegates at most {MAX_DELEGATES} capabilities"));
+            }
+            if let Err(e) = capability::check(&d.capability) {
+                return bad(format!("capability {:?}: {e}", d.capability));
+            }
+            if !delegated.insert(d.capability.as_str()) {
+                return bad(format!("{:?} is listed more than once", d.capability));
+            }
+            if d.max_price.base_units() == 0 {
+                return bad(format!(
+                    "the max_price of {:?} must be greater than zero",
+                    d.capability
+                ));
             }
         }
         Ok(())
@@ -325,6 +378,30 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn delegates_are_checked_and_travel_in_the_uri() {
+        let mut c = card();
+        assert!(!c.to_uri().contains("delegates"), "none by default, none written");
+        let d = |cap: &str, price: u128| Delegate {
+            capability: cap.into(),
+            max_price: Price::from_base_units(price),
+        };
+        c.delegates = vec![d("translate", 1_000_000)];
+        let back = AgentCard::from_uri(&c.to_uri()).unwrap();
+        assert_eq!(back.delegate("translate").unwrap().max_price.base_units(), 1_000_000);
+        assert!(back.delegate("summarize").is_none());
+        for (bad, needle) in [
+            (vec![d("translate", 1), d("translate", 2)], "more than once"),
+            (vec![d("Translate!", 1)], "delegates[0]"),
+            (vec![d("translate", 0)], "greater than zero"),
+            ((0..9).map(|i| d(&format!("cap-{i}"), 1)).collect(), "at most 8"),
+        ] {
+            c.delegates = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(needle) && e.contains("field `delegates["), "{e}");
+        }
+    }
+
     fn card() -> AgentCard {
         AgentCard {
             id: "summarizer-1".into(),
@@ -342,6 +419,7 @@ mod tests {
             ],
             model: OFFLINE_MODEL.into(),
             instructions: "Summarize the material.".into(),
+            delegates: Vec::new(),
         }
     }
 

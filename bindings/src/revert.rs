@@ -21,6 +21,17 @@ pub enum ContractRevert {
 }
 
 impl ContractRevert {
+    /// Whether the escrow refused a creation because its reference is
+    /// taken: the task (or one of a batch) was created before, by this
+    /// caller, perhaps by an earlier life of the same process.
+    pub fn is_duplicate_reference(&self) -> bool {
+        use TaskEscrow::TaskEscrowErrors as E;
+        matches!(
+            self,
+            Self::Escrow(E::TaskEscrowDuplicateReference(_) | E::TaskEscrowBatchDuplicate(_))
+        )
+    }
+
     /// Decodes raw revert data; `None` if no Tessera contract declares it.
     pub fn from_revert_data(data: &[u8]) -> Option<Self> {
         if let Ok(e) = TaskEscrow::TaskEscrowErrors::abi_decode(data) {

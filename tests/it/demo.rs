@@ -40,6 +40,21 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
     }
     // The summary under the translation is nested one level deeper.
     assert!(outcome.transcript.contains("   └─ task 0x"), "{}", outcome.transcript);
+    // An agent that hires an agent: the translation is the brief agent's
+    // own child task, nested under its task, and the agent keeps the margin.
+    assert!(
+        outcome.transcript.contains("paid its translator, and is up 0.400000 USDC"),
+        "{}",
+        outcome.transcript
+    );
+    let lines: Vec<&str> = outcome.transcript.lines().collect();
+    let brief = lines.iter().position(|l| l.contains("task 0x") && l.contains("brief"));
+    let brief = brief.unwrap_or_else(|| panic!("a brief task in:\n{}", outcome.transcript));
+    assert!(
+        lines[brief + 1].contains("└─ task 0x") && lines[brief + 1].contains("translate"),
+        "the child under the brief:\n{}",
+        outcome.transcript
+    );
     // And one dispute, resolved by the arbiter with a split that settles.
     assert!(outcome.transcript.contains("dispute resolved: split at"), "{}", outcome.transcript);
     assert!(

@@ -195,6 +195,142 @@ async fn a_worker_whose_log_feed_ends_reads_ranges_again_and_loses_no_task() {
     assert!(w.poll_once().await.unwrap().is_empty(), "nothing twice");
 }
 
+const BRIEF_CARD: &str = "
+id: brief-e2e
+description: Briefs; hires a translator, then summarizes.
+role: executor
+model: offline
+capabilities:
+  - name: brief
+    price: 1200000
+delegates:
+  - capability: translate
+    max_price: 1000000
+instructions: Have it translated, then summarize.
+";
+
+/// An agent that hires an agent: the brief worker creates the translation
+/// as a child task of its own (parent: its task, same plan), pays it from
+/// its wallet, waits for the demo translator, approves it, summarizes the
+/// translation and delivers its own task after the child is settled. A
+/// worker restarted while it waits follows the child it created instead of
+/// paying for a second one. Its profit is what it earned less what it paid.
+#[tokio::test]
+async fn a_delegating_worker_pays_its_child_first_and_delivers_the_combined_result() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let translator = tessera_anvil::deploy::DEMO_AGENTS.iter().find(|a| a.id == "translator");
+    let translator = translator.expect("a demo translator");
+    let translator_addr = env.actors.agent(translator.account);
+    let brief_worker = |blobs: Arc<MemoryBlobStore>| {
+        let signer = PrivateKeySigner::from_signing_key(env.chain.keys()[11].clone());
+        let me = signer.address();
+        let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer));
+        let card = AgentCard::from_yaml(BRIEF_CARD).unwrap();
+        Worker::new(provider, me, card, env.deployment.clone(), blobs)
+    };
+    let mut w = brief_worker(blobs.clone());
+    w.ensure_registered().await.unwrap();
+    let me = w.address();
+    // Its own money, for the child tasks it creates.
+    let usdc = tessera_bindings::MockUSDC::new(env.deployment.token, &env.provider);
+    usdc.mint(me, U256::from(5_000_000u64))
+        .from(env.actors.deployer.address())
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    let (me0, translator0) = (env.balance(me).await, env.balance(translator_addr).await);
+
+    let mut d = env.driver();
+    d.scenario("brief e2e");
+    d.capability = capability::encode("brief").unwrap();
+    let spec = spec_uri("Brief in French, two bullets", Some("brief"), &blobs);
+    let params = d.params(me, 1_200_000, spec).await.unwrap();
+    let own = d.create_with_permit(params).await.unwrap();
+
+    let first = w.poll_once().await.unwrap();
+    let Some(Handled::Delegated { task, child, executor, price }) = first.first().cloned() else {
+        panic!("delegated first: {first:?}");
+    };
+    assert_eq!((task, executor, price), (own.id, translator_addr, 800_000), "the cheapest offer");
+    assert_eq!(first.len(), 1, "nobody translates yet: {first:?}");
+    // Restarted while it waits: the new life follows the same child.
+    drop(w);
+    let mut w = brief_worker(blobs.clone());
+    let again = w.poll_once().await.unwrap();
+    assert!(
+        matches!(again.as_slice(), [Handled::Delegated { child: c, .. }] if *c == child),
+        "the same child, not a second one: {again:?}"
+    );
+    // Now the translator comes up and takes the child task.
+    let shared: tessera_anvil::stack::Blobs = blobs.clone();
+    let _translating = tessera_anvil::stack::spawn_worker(
+        &env.chain.endpoints(),
+        &env.actors,
+        &env.deployment,
+        translator,
+        shared,
+    )
+    .await
+    .unwrap();
+    let mut handled = Vec::new();
+    let done = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            handled.extend(w.poll_once().await.unwrap());
+            if handled.iter().any(|h| matches!(h, Handled::Delivered { .. })) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(done.is_ok(), "delivered within a minute: {handled:?}");
+
+    let child_rec = d.escrow.fetch(child, env.deployment.deploy_block).await.unwrap();
+    assert_eq!(child_rec.status(), Status::Paid);
+    assert_eq!((child_rec.parent_id, child_rec.plan_id), (own.id, own.plan_id), "lineage");
+    assert_eq!(child_rec.task.funder, me, "paid from the agent's own wallet");
+    let own_rec = d.escrow.fetch(own.id, env.deployment.deploy_block).await.unwrap();
+    assert_eq!(own_rec.status(), Status::Completed);
+    let result = read_result(own_rec.result_uri.as_deref().unwrap(), blobs.as_ref()).unwrap();
+    assert_eq!(result["capability"], "brief", "{result}");
+    assert_eq!(result["delegated"]["task"], child.to_string(), "{result}");
+    assert_eq!(result["delegated"]["paid"], "800000", "{result}");
+    let translation = result["translation"].as_str().unwrap();
+    assert!(!translation.is_empty() && !ARTICLE.contains(translation), "{result}");
+    for bullet in result["summary"]["bullets"].as_array().unwrap() {
+        assert!(translation.contains(bullet.as_str().unwrap()), "{result}");
+    }
+    // The child was settled before the own task was delivered.
+    let logs = |id: U256| {
+        let p = env.provider.clone();
+        let escrow = env.deployment.task_escrow;
+        let from = env.deployment.deploy_block;
+        async move {
+            use alloy::providers::Provider;
+            let filter = alloy::rpc::types::Filter::new()
+                .address(escrow)
+                .topic1(alloy::primitives::B256::from(id))
+                .from_block(from);
+            p.get_logs(&filter).await.unwrap()
+        }
+    };
+    let settled = logs(child).await.last().unwrap().block_number.unwrap();
+    let delivered = logs(own.id).await.last().unwrap().block_number.unwrap();
+    assert!(settled < delivered, "child settled in {settled}, own delivered in {delivered}");
+
+    // Paid once for the child; once the client approves, the agent's
+    // profit is its price less the child's.
+    assert_eq!(env.balance(translator_addr).await - translator0, U256::from(800_000));
+    assert_eq!(me0 - env.balance(me).await, U256::from(800_000), "one child paid");
+    let mut own_rec = own_rec;
+    d.escrow.approve(env.actors.client.address(), &mut own_rec).await.unwrap();
+    assert_eq!(env.balance(me).await - me0, U256::from(400_000), "profit 0.4 USDC");
+}
+
 mod llm {
     use std::time::Duration;
 

@@ -18,28 +18,52 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use alloy::{
     eips::BlockNumberOrTag,
-    primitives::{Address, B256, U256},
+    primitives::{Address, B256, U256, aliases::U40, keccak256},
     providers::{DynProvider, Provider},
     rpc::types::{Filter, Log},
-    sol_types::SolEvent,
+    sol_types::{SolEvent, SolValue},
 };
 use tessera_bindings::{
-    AgentRegistry, TaskEscrow,
+    AgentRegistry,
+    ITaskEscrow::CreateParams,
+    MockUSDC, TaskEscrow,
     TaskEscrow::TaskEscrowEvents,
     capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
-    envelope::{BlobStore, EnvelopeCodec, EnvelopeError},
+    envelope::{BlobStore, Envelope, EnvelopeCodec, EnvelopeError, Parent},
     feed::{FEED_CAPACITY, LogFeed},
     heads::Follow,
+    offers,
     task::{Status, TaskRecord, decode_log},
 };
 
-/// A task looked at: declined, or its result ready to deliver.
+/// A task looked at: declined, its result ready to deliver, or a part of
+/// it to hand to another agent first.
 enum Work {
     Declined(Handled),
     Deliver { rec: Box<TaskRecord>, result_uri: String },
+    Delegate { rec: Box<TaskRecord>, envelope: Box<Envelope>, part: Composite, limit: u128 },
 }
+
+/// A task waiting on the child task this worker created for part of it.
+#[derive(Debug, Clone)]
+struct Delegation {
+    /// The worker's own task.
+    own: TaskRecord,
+    /// Its spec, for the local work on the child's result.
+    spec: String,
+    /// The child task.
+    child: U256,
+    /// The capability delegated.
+    capability: String,
+    /// The block the child's logs start at, at the earliest.
+    from_block: u64,
+}
+
+/// Seconds of a task's deadline kept for the local work after a
+/// delegated child task delivers: the child is due this long before.
+pub const DELEGATION_MARGIN_SECS: u64 = 120;
 
 /// A log subscription and the blocks it serves.
 struct Feed {
@@ -55,7 +79,11 @@ struct Feed {
 /// The most blocks one scan asks the node for logs of.
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
-use crate::{AgentCard, TaskInput, run};
+use crate::{
+    AgentCard, Output, TaskInput,
+    offline::{Composite, DelegatedWork, brief_of, composite},
+    run,
+};
 
 /// Why the worker loop failed.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +127,18 @@ pub enum Handled {
         /// The task.
         task: U256,
     },
+    /// Part of the task handed to another agent: a child task created and
+    /// paid for from this worker's wallet, waited for before delivering.
+    Delegated {
+        /// The task.
+        task: U256,
+        /// The child task.
+        child: U256,
+        /// Its executor.
+        executor: Address,
+        /// What the child task costs this worker, base units.
+        price: u128,
+    },
 }
 
 /// What registration did.
@@ -123,6 +163,10 @@ pub struct Worker {
     /// The escrow's logs pushed over a websocket, while that lives.
     feed: Option<Feed>,
     delivered: BTreeMap<U256, TaskRecord>,
+    /// Own tasks waiting on the child task created for part of them.
+    delegations: BTreeMap<U256, Delegation>,
+    /// Whether the escrow may take this worker's tokens for child tasks.
+    allowance_set: bool,
     retry: std::collections::BTreeSet<U256>,
     /// The newest block the subscription announced, while it is live: no
     /// need to ask the node for the head or its time.
@@ -161,6 +205,8 @@ impl Worker {
             blobs,
             codec: EnvelopeCodec::default(),
             delivered: BTreeMap::new(),
+            delegations: BTreeMap::new(),
+            allowance_set: false,
             retry: std::collections::BTreeSet::new(),
             head: None,
             llm: None,
@@ -341,6 +387,9 @@ impl Worker {
                 let id = rec.id;
                 match self.prepare(rec).await {
                     Ok(Work::Declined(done)) => handled.push(done),
+                    Ok(Work::Delegate { rec, envelope, part, limit }) => {
+                        handled.push(self.delegate(*rec, *envelope, part, limit).await?);
+                    }
                     Ok(Work::Deliver { rec, result_uri }) => {
                         match self.escrow.send_delivery(self.me, &rec, &result_uri).await {
                             Ok(pending) => sent.push((*rec, result_uri, pending)),
@@ -394,6 +443,7 @@ impl Worker {
                 }
             }
         }
+        handled.extend(self.advance_delegations().await?);
         handled.extend(self.release_due().await?);
         Ok(handled)
     }
@@ -441,6 +491,9 @@ impl Worker {
     async fn work(&mut self, rec: TaskRecord) -> Result<Handled, RuntimeError> {
         match self.prepare(rec).await? {
             Work::Declined(done) => Ok(done),
+            Work::Delegate { rec, envelope, part, limit } => {
+                self.delegate(*rec, *envelope, part, limit).await
+            }
             Work::Deliver { rec, result_uri } => {
                 let mut rec = *rec;
                 let id = rec.id;
@@ -498,6 +551,21 @@ impl Worker {
         if now >= rec.task.deadline.to::<u64>() {
             return decline("deadline passed".into());
         }
+        // Part of the work is another agent's when the card delegates it.
+        if let Some(part) = composite(&offer.name)
+            && let Some(delegate) = self.card.delegate(part.delegable)
+        {
+            if self.delegations.contains_key(&id) {
+                return decline("already waiting on its delegated part".into());
+            }
+            let limit = delegate.max_price.base_units();
+            return Ok(Work::Delegate {
+                rec: Box::new(rec),
+                envelope: Box::new(envelope),
+                part,
+                limit,
+            });
+        }
         let inputs: Vec<String> = envelope.inputs.iter().map(|i| i.output.clone()).collect();
         let input =
             TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
@@ -518,6 +586,214 @@ impl Worker {
         let result_uri = self.store_result(&output)?;
         tracing::info!(task = %id, capability = %offer.name, "work done");
         Ok(Work::Deliver { rec: Box::new(rec), result_uri })
+    }
+
+    /// Hands `part` of task `rec` to another agent: creates the child task
+    /// (parent: `rec`, same plan) from this worker's wallet, paying the
+    /// cheapest active offer of at most `limit`, and waits for it in later
+    /// passes. The child's reference derives from the task, so a restarted
+    /// worker finds the child it created instead of paying twice.
+    async fn delegate(
+        &mut self,
+        rec: TaskRecord,
+        envelope: Envelope,
+        part: Composite,
+        limit: u128,
+    ) -> Result<Handled, RuntimeError> {
+        let id = rec.id;
+        let decline = |reason: String| {
+            tracing::warn!(task = %id, %reason, "declined");
+            Ok(Handled::Declined { task: id, reason })
+        };
+        let reference = keccak256(("tessera-delegate", id, part.delegable.to_owned()).abi_encode());
+        let child = U256::from_be_bytes(keccak256((self.me, reference).abi_encode()).0);
+        let mut delegation = Delegation {
+            own: rec.clone(),
+            spec: envelope.spec.clone(),
+            child,
+            capability: part.delegable.to_owned(),
+            from_block: self.deployment.deploy_block,
+        };
+        let escrow = self.escrow.contract();
+        let existing = escrow.taskHash(child).call().await.map_err(map_call)?;
+        if !existing.is_zero() {
+            // Created by an earlier life of this worker: wait for it.
+            tracing::info!(task = %id, %child, "following the child task created before");
+            let child_rec = self.escrow.fetch(child, self.deployment.deploy_block).await?;
+            self.delegations.insert(id, delegation);
+            return Ok(Handled::Delegated {
+                task: id,
+                child,
+                executor: child_rec.task.executor,
+                price: child_rec.task.amount,
+            });
+        }
+        let word = capability::encode(part.delegable).expect("delegable names are valid");
+        let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
+        let listed = offers::offers_for(&registry, word, 200).await?;
+        let others: Vec<_> = listed.offers.into_iter().filter(|o| o.agent != self.me).collect();
+        let Some((executor, price)) = offers::cheapest_active(&others, Some(limit)) else {
+            return decline(format!(
+                "nobody offers {} for at most {} base units",
+                part.delegable, limit
+            ));
+        };
+        let now = self.chain_time().await?;
+        let own_deadline = rec.task.deadline.to::<u64>();
+        let deadline = own_deadline.saturating_sub(DELEGATION_MARGIN_SECS);
+        if deadline <= now + 60 {
+            return decline("too close to its deadline to delegate".into());
+        }
+        self.ensure_allowance().await?;
+        let child_envelope = Envelope {
+            parent: Parent::Task(id.to_string()),
+            spec: envelope.spec.clone(),
+            capability: Some(part.delegable.to_owned()),
+            source: envelope.source.clone(),
+            inputs: envelope.inputs.clone(),
+        };
+        let spec_uri = self
+            .codec
+            .encode(&child_envelope, self.blobs.as_ref())
+            .map_err(|e| RuntimeError::Blob(e.to_string()))?;
+        let params = CreateParams {
+            r#ref: reference,
+            planId: rec.plan_id,
+            parentId: id,
+            capability: word,
+            client: self.me,
+            executor,
+            amount: price,
+            deadline: U40::from(deadline),
+            reviewWindow: rec.task.reviewWindow,
+            specURI: spec_uri,
+        };
+        match self.escrow.create(self.me, params).await {
+            Ok((_, receipt)) => {
+                delegation.from_block = receipt.block_number.unwrap_or(delegation.from_block);
+            }
+            // A creation of an earlier life, mined meanwhile: follow it.
+            Err(ClientError::Revert(r)) if r.is_duplicate_reference() => {}
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(task = %id, %child, %executor, price, capability = part.delegable, "delegated");
+        self.delegations.insert(id, delegation);
+        Ok(Handled::Delegated { task: id, child, executor, price })
+    }
+
+    /// Follows every child task this worker waits on: a delivered child is
+    /// approved and paid, its result worked on and the own task delivered;
+    /// a child past its deadline is refunded and the own task declined (the
+    /// client may reassign it); a child that ended otherwise declines it.
+    async fn advance_delegations(&mut self) -> Result<Vec<Handled>, RuntimeError> {
+        if self.delegations.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.chain_time().await?;
+        let mut handled = Vec::new();
+        let waiting: Vec<Delegation> = self.delegations.values().cloned().collect();
+        for d in waiting {
+            let own = d.own.id;
+            let mut child = match self.escrow.fetch(d.child, d.from_block).await {
+                Ok(rec) => rec,
+                Err(e) => {
+                    tracing::warn!(task = %own, child = %d.child, error = %e, "reading the child failed");
+                    continue;
+                }
+            };
+            let give_up = |reason: String| {
+                tracing::warn!(task = %own, child = %d.child, %reason, "declined");
+                Handled::Declined { task: own, reason }
+            };
+            match child.status() {
+                Status::Created | Status::Accepted => {
+                    if now > child.task.deadline.to::<u64>() {
+                        self.escrow.refund_expired(self.me, &mut child).await?;
+                        self.delegations.remove(&own);
+                        handled.push(give_up(format!("the delegated {} expired", d.capability)));
+                    }
+                    continue;
+                }
+                Status::Completed => {
+                    self.escrow.approve(self.me, &mut child).await?;
+                }
+                Status::Paid => {}
+                other => {
+                    self.delegations.remove(&own);
+                    handled.push(give_up(format!("the delegated {} ended {other}", d.capability)));
+                    continue;
+                }
+            }
+            self.delegations.remove(&own);
+            handled.push(self.finish(&d, &child).await?);
+        }
+        Ok(handled)
+    }
+
+    /// Works on a paid child's result and delivers the own task.
+    async fn finish(
+        &mut self,
+        d: &Delegation,
+        child: &TaskRecord,
+    ) -> Result<Handled, RuntimeError> {
+        let own = d.own.id;
+        let decline = |reason: String| {
+            tracing::warn!(task = %own, %reason, "declined");
+            Ok(Handled::Declined { task: own, reason })
+        };
+        let Some(uri) = child.result_uri.as_deref() else {
+            return decline("the delegated part delivered no result".into());
+        };
+        let delivered = match read_result(uri, self.blobs.as_ref()) {
+            Ok(json) => json,
+            Err(e) => return decline(format!("the delegated result is unreadable: {e}")),
+        };
+        let Some(text) = delivered.get("text").and_then(|t| t.as_str()) else {
+            return decline("the delegated result has no text".into());
+        };
+        let work = DelegatedWork {
+            capability: d.capability.clone(),
+            task: child.id.to_string(),
+            executor: child.task.executor.to_string(),
+            paid: child.task.amount.to_string(),
+        };
+        let brief = match brief_of(text, &d.spec, Some(work)) {
+            Ok(b) => b,
+            Err(e) => return decline(e.to_string()),
+        };
+        let result_uri = self.store_result(&Output::Brief(brief).to_json())?;
+        let mut rec = self.escrow.fetch(own, self.deployment.deploy_block).await?;
+        if rec.status() != Status::Created || rec.task.executor != self.me {
+            return decline(format!("no longer mine to deliver ({})", rec.status()));
+        }
+        self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
+        let (earned, paid) = (rec.task.amount, child.task.amount);
+        tracing::info!(
+            task = %own,
+            child = %child.id,
+            earned,
+            paid,
+            profit = i128::try_from(earned).unwrap_or(i128::MAX) - i128::try_from(paid).unwrap_or(0),
+            "delivered with a delegated part"
+        );
+        self.delivered.insert(own, rec);
+        Ok(Handled::Delivered { task: own, result_uri })
+    }
+
+    /// Lets the escrow take this worker's tokens for the child tasks it
+    /// creates (one standing allowance, set once).
+    async fn ensure_allowance(&mut self) -> Result<(), RuntimeError> {
+        if self.allowance_set {
+            return Ok(());
+        }
+        let token = MockUSDC::new(self.deployment.token, &self.provider);
+        let escrow = self.deployment.task_escrow;
+        let current = token.allowance(self.me, escrow).call().await.map_err(map_call)?;
+        if current < U256::MAX >> 1 {
+            confirm(token.approve(escrow, U256::MAX).from(self.me).send().await).await?;
+        }
+        self.allowance_set = true;
+        Ok(())
     }
 
     /// Claims payment of delivered tasks whose review window has passed.

@@ -24,7 +24,6 @@ use tessera_bindings::{
     deployment::Deployment,
     heads::{Head, HeadWatch},
     offers,
-    revert::ContractRevert,
     sender::{Pending, Sender},
     task::{TaskRecord, decode_log},
     usdc::Usdc,
@@ -85,15 +84,6 @@ impl Book {
         logs.push(log.clone());
         logs.sort_by_key(key);
     }
-}
-
-/// Whether `revert` says a reference is taken (a creation sent before).
-fn is_duplicate(revert: &ContractRevert) -> bool {
-    use TaskEscrow::TaskEscrowErrors as E;
-    matches!(
-        revert,
-        ContractRevert::Escrow(E::TaskEscrowDuplicateReference(_) | E::TaskEscrowBatchDuplicate(_))
-    )
 }
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
@@ -369,7 +359,7 @@ impl Chain {
             // A creation sent before (by a previous life of this process,
             // still in the pool) holds the reference: nothing to send; the
             // logs tell once it is mined.
-            Err(ClientError::Revert(r)) if is_duplicate(&r) => {
+            Err(ClientError::Revert(r)) if r.is_duplicate_reference() => {
                 tracing::info!(index = first, "creation already sent; waiting for it to be mined");
                 return Ok(None);
             }
