@@ -554,6 +554,9 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
     if let Some(reason) = view["reason"].as_str() {
         println!("  reason: {reason}");
     }
+    if let Some(line) = spend_line(&view) {
+        println!("{line}");
+    }
     for s in view["subtasks"].as_array().into_iter().flatten() {
         println!(
             "  #{} attempt {} {:<10} task {}",
@@ -567,6 +570,18 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
         println!("{}", decision_line(d));
     }
     Ok(())
+}
+
+/// What a started run has spent against its budget, from the API's view.
+fn spend_line(view: &Value) -> Option<String> {
+    let spend = view.get("spend").filter(|s| s["committed"] != "0")?;
+    Some(format!(
+        "  spent: {} funded, {} paid, {} refunded, of a {} budget",
+        usdc(&spend["committed"]),
+        usdc(&spend["paid"]),
+        usdc(&spend["refunded"]),
+        usdc(&view["plan"]["budget"])
+    ))
 }
 
 /// One decision of a run (from the API's view or a `decision_applied`
@@ -609,6 +624,20 @@ mod tests {
     fn database_passwords_are_redacted() {
         assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(redact("sqlite://.tessera/runs.db"), "sqlite://.tessera/runs.db");
+    }
+
+    #[test]
+    fn spend_shows_once_money_moved() {
+        let view = |committed: &str| {
+            json!({"plan": {"budget": "5000000"},
+                   "spend": {"committed": committed, "paid": "800000", "refunded": "400000"}})
+        };
+        assert_eq!(spend_line(&view("0")), None, "nothing funded yet");
+        assert_eq!(
+            spend_line(&view("1200000")).unwrap(),
+            "  spent: 1.200000 USDC funded, 0.800000 USDC paid, 0.400000 USDC refunded, \
+             of a 5.000000 USDC budget"
+        );
     }
 
     #[test]

@@ -57,7 +57,7 @@ export const EVENT_KINDS = [
   'plan_proposed', 'plan_edited', 'plan_approved', 'subtask_created', 'subtask_accepted',
   'subtask_completed', 'review_required', 'output_flagged', 'subtask_paid', 'subtask_disputed', 'dispute_opened',
   'dispute_ruled', 'ruling_appealed', 'appeal_ruled', 'dispute_resolved', 'subtask_reassigned',
-  'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'decision_applied', 'plan_paused',
+  'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'decision_applied', 'plan_paused', 'budget_exceeded',
   'plan_resumed', 'plan_cancelling', 'plan_completed', 'plan_failed',
 ];
 

@@ -47,6 +47,11 @@ export async function runPage(main, id) {
         h('span', { class: `badge state-${v.state}`, id: 'run-state' }, v.state),
         v.reason ? h('span', { class: 'muted' }, ` ${v.reason}`) : null,
         ` · ${usdc(v.total_cost)} USDC · ${v.subtasks.length || v.plan.subtasks.length} sub-task(s) · review ${v.plan.review}`),
+      // Shown from approval on, zeros included, so the page does not shift
+      // under the pointer when the first money moves.
+      v.spend && v.state !== 'proposed'
+        ? h('p', { id: 'run-spend' }, `Budget ${usdc(v.plan.budget)} USDC · funded ${usdc(v.spend.committed)} · paid ${usdc(v.spend.paid)} · refunded ${usdc(v.spend.refunded)} USDC`)
+        : null,
       h('p', { class: 'share' }, 'Share: ', h('a', { href: runUrl(id), id: 'share-link' }, `${location.origin}${runUrl(id)}`)),
       h('div', { class: 'actions' }, cancel), err);
     if (v.state === 'proposed') {

@@ -75,6 +75,12 @@ async fn chain_plan_hands_the_translation_to_the_summary_and_pays_each_executor(
         ))
         .await;
     let view = stack.wait_state(&id, "completed", 60).await;
+    // What the plan spent, as the chain says: both tasks funded and paid.
+    assert_eq!(
+        view["spend"],
+        json!({"committed": "1200000", "paid": "1200000", "refunded": "0"}),
+        "{view}"
+    );
     let events = stack.events(&id).await;
     let k = kinds(&events);
     assert_eq!(k.first(), Some(&"plan_proposed"));

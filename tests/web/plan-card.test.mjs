@@ -89,9 +89,18 @@ async function waitPhase(index, phase, timeout = 90_000) {
 
 async function openNode(index) {
   const node = page.locator(`.dag .node[data-index="${index}"]`);
-  await node.focus();
-  await page.keyboard.press('Enter');
-  await page.locator('#drawer').waitFor({ state: 'visible' });
+  // Every event re-renders the graph; a node replaced between the focus and
+  // the key press loses the press, so the press is tried again.
+  for (let attempt = 1; ; attempt++) {
+    await node.focus();
+    await page.keyboard.press('Enter');
+    try {
+      await page.locator('#drawer').waitFor({ state: 'visible', timeout: 5_000 });
+      break;
+    } catch (e) {
+      if (attempt === 5) throw e;
+    }
+  }
   await page.waitForFunction((i) => document.querySelector('#drawer-title')?.textContent.startsWith(`#${i} `), index);
 }
 
@@ -119,7 +128,12 @@ test('a composite plan is classified, shown as a card, approved and settled node
   await waitRunState('completed');
   const phases = await page.$$eval('.dag .node', (ns) => ns.map((n) => n.dataset.phase));
   assert.deepEqual(phases, ['paid', 'paid']);
-  const fills = await page.$$eval('.dag .node rect', (rs) => rs.map((r) => getComputedStyle(r).fill));
+  // Read in one go in the page, after the last re-render has drawn them.
+  const fills = await page.waitForFunction(() => {
+    const rs = [...document.querySelectorAll('.dag .node rect')];
+    const fs = rs.map((r) => getComputedStyle(r).fill);
+    return fs.every((f) => f !== '') && fs;
+  }).then((h) => h.jsonValue());
   assert.deepEqual(fills, ['rgb(215, 242, 223)', 'rgb(215, 242, 223)'], 'paid nodes are drawn green');
   runs.settled = { id, url: page.url() };
 

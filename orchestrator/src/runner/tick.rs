@@ -19,13 +19,12 @@ use tessera_bindings::{
 
 use super::{
     Chain, Orchestrator, RunError,
-    chain::Settlement,
     error::revert_text,
     step::{self, Action, Call, Ending, OnChain, Resolution, Snapshot},
 };
 use crate::{
     plan::{Plan, PlanError},
-    state::{CloseReason, Pending, Phase, Progress, RunEvent, RunState},
+    state::{CloseReason, Pending, Phase, Progress, RunEvent, RunState, Spend},
     store::{DecisionOutcome, now_ms},
 };
 
@@ -52,6 +51,12 @@ impl Orchestrator {
             }
         }
         let now = head.timestamp;
+        // What the run has spent, as the chain says: kept for the views and
+        // for the budget check before any creation.
+        let spend = self.spend(&plan, rows.values()).await?;
+        if self.store.spend(id).await? != Some(spend) {
+            self.store.set_spend(id, &spend).await?;
+        }
 
         for row in self.store.pending_decisions(id).await? {
             let decision = Pending::from_row(&row)?;
@@ -96,7 +101,7 @@ impl Orchestrator {
                 action => self.act(id, &plan, &mut rows, &records, action, now).await?,
             }
         }
-        self.send_wave(&plan, &mut rows, &records, &approvals, creations, now).await?;
+        self.send_wave(id, &plan, &mut rows, &records, &approvals, creations, now).await?;
 
         // Completion is decided on stored phases only: sync picks up what
         // the steps did at the next wake-up.
@@ -106,7 +111,8 @@ impl Orchestrator {
         let paused_for = run.paused_at.map(|at| now_ms() - at);
         match step::ending(run.state, run.reason.as_deref(), &stored, paused_for, timeout) {
             Some(Ending::Completed) => {
-                let settled = self.settled(&plan, &stored).await?;
+                let settled = self.spend(&plan, &stored).await?;
+                self.store.set_spend(id, &settled).await?;
                 self.transition(id, &RunState::LIVE, RunState::Completed, None).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
                 let event = RunEvent::PlanCompleted {
@@ -163,7 +169,7 @@ impl Orchestrator {
                 rows.insert(index, row);
             }
             Action::Create { index, inputs } => {
-                self.send_wave(plan, rows, records, &[], vec![(index, inputs)], now).await?;
+                self.send_wave(id, plan, rows, records, &[], vec![(index, inputs)], now).await?;
             }
             Action::Send { index, call } => {
                 let rec = records
@@ -184,13 +190,7 @@ impl Orchestrator {
                 }
             }
             Action::Pause { index, attempt, reason } => {
-                let paused = self
-                    .transition(id, &[RunState::Running], RunState::Paused, Some(&reason))
-                    .await?;
-                if paused {
-                    let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
-                    self.emit(id, &format!("paused:{index}:{attempt}"), &event).await?;
-                }
+                self.pause(id, plan, index, attempt, reason).await?;
             }
             Action::Close(reason) => self.close(id, plan, &reason).await?,
         }
@@ -277,8 +277,10 @@ impl Orchestrator {
     /// created tasks. A refused approval is logged (usually someone moved
     /// first; the next look at the chain tells); a refused creation fails
     /// the step.
+    #[allow(clippy::too_many_arguments)]
     async fn send_wave(
         &self,
+        id: &str,
         plan: &Plan,
         rows: &mut BTreeMap<u32, Progress>,
         records: &HashMap<u32, TaskRecord>,
@@ -306,10 +308,24 @@ impl Orchestrator {
             }
         };
         let mut wave = Vec::new();
+        // Each creation must fit in the budget with everything funded
+        // before it, this wave's earlier ones included; one that does not is
+        // not sent, and the run pauses with the reason.
+        let mut spend = if creations.is_empty() {
+            Spend::default()
+        } else {
+            self.spend(plan, rows.values()).await?
+        };
         for (index, inputs) in creations {
             let row = rows
                 .get(&index)
                 .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+            let cost = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?.cost;
+            if !spend.fits(cost, plan.budget) {
+                self.over_budget(id, plan, row, cost, &spend).await?;
+                continue;
+            }
+            spend.committed = spend.committed.checked_add(cost).unwrap_or(spend.committed);
             wave.push(self.create_params(plan, row, inputs, now).await?);
         }
         let creating = if wave.is_empty() { None } else { self.chain.create_wave(wave).await? };
@@ -396,22 +412,79 @@ impl Orchestrator {
             .collect()
     }
 
-    /// What every attempt of every sub-task paid out, from the settlements
-    /// on chain (a split ruling pays part and refunds the rest; an expired
-    /// or cancelled attempt refunds all of it).
-    async fn settled(&self, plan: &Plan, rows: &[Progress]) -> Result<Settlement, RunError> {
-        let overflow = || RunError::Invalid("settled amounts overflow".into());
-        let mut total = Settlement { paid: Usdc::ZERO, refunded: Usdc::ZERO };
+    /// What the run has spent: every attempt of every sub-task that was
+    /// funded, and what its settlement paid out and returned (a split
+    /// ruling pays part and refunds the rest; an expired or cancelled
+    /// attempt refunds all of it). From the logs the runner holds: no request.
+    async fn spend(
+        &self,
+        plan: &Plan,
+        rows: impl IntoIterator<Item = &Progress>,
+    ) -> Result<Spend, RunError> {
+        let overflow = || RunError::Invalid("spent amounts overflow".into());
+        let add = |a: Usdc, b: Usdc| a.checked_add(b).ok_or_else(overflow);
+        let mut total = Spend::default();
         for row in rows {
             for attempt in 0..=row.attempt {
                 let id = self.chain.task_id(Chain::reference(plan.id, row.idx, attempt));
+                let Some((rec, _)) = self.chain.task(id).await? else { continue };
+                total.committed = add(total.committed, Usdc::from_base_units(rec.task.amount))?;
                 if let Some(s) = self.chain.settlement(id).await? {
-                    total.paid = total.paid.checked_add(s.paid).ok_or_else(overflow)?;
-                    total.refunded = total.refunded.checked_add(s.refunded).ok_or_else(overflow)?;
+                    total.paid = add(total.paid, s.paid)?;
+                    total.refunded = add(total.refunded, s.refunded)?;
                 }
             }
         }
         Ok(total)
+    }
+
+    /// Refuses to fund sub-task `row`, whose `cost` would take the plan
+    /// over its budget: an event and a pause with the reason, nothing sent.
+    async fn over_budget(
+        &self,
+        id: &str,
+        plan: &Plan,
+        row: &Progress,
+        cost: Usdc,
+        spend: &Spend,
+    ) -> Result<(), RunError> {
+        let index = row.idx;
+        tracing::warn!(index, %cost, budget = %plan.budget, charged = %spend.charged(), "over budget");
+        let event = RunEvent::BudgetExceeded {
+            plan_id: plan.id,
+            index,
+            cost,
+            budget: plan.budget,
+            committed: spend.committed,
+            refunded: spend.refunded,
+        };
+        self.emit(id, &format!("budget:{index}:{}", row.attempt), &event).await?;
+        let reason = format!(
+            "sub-task {index} costs {} but {} of the {} budget is spent or locked: cancel, or \
+             wait for refunds",
+            cost.with_unit(),
+            spend.charged().with_unit(),
+            plan.budget.with_unit()
+        );
+        self.pause(id, plan, index, row.attempt, reason).await
+    }
+
+    /// Pauses a running run for a decision about sub-task `index`.
+    async fn pause(
+        &self,
+        id: &str,
+        plan: &Plan,
+        index: u32,
+        attempt: u32,
+        reason: String,
+    ) -> Result<(), RunError> {
+        let paused =
+            self.transition(id, &[RunState::Running], RunState::Paused, Some(&reason)).await?;
+        if paused {
+            let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
+            self.emit(id, &format!("paused:{index}:{attempt}"), &event).await?;
+        }
+        Ok(())
     }
 }
 

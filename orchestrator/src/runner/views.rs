@@ -8,7 +8,7 @@ use tessera_bindings::usdc::Usdc;
 use super::{Orchestrator, RunError};
 use crate::{
     plan::Plan,
-    state::Stakes,
+    state::{Spend, Stakes},
     store::{DecisionRecord, RunRow, SubtaskRow},
 };
 
@@ -29,6 +29,9 @@ pub struct RunView {
     pub total_cost: Usdc,
     /// Longest deadline chain, seconds.
     pub estimated_duration_secs: u64,
+    /// What the run has spent against the plan's budget, as the chain says
+    /// (zero before approval).
+    pub spend: Spend,
     /// What the user must type to confirm a high-stakes plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<ConfirmationTerms>,
@@ -65,6 +68,7 @@ impl Orchestrator {
             subtasks: self.store.subtasks(id).await?,
             decisions: self.store.decisions(id).await?,
             total_cost: plan.total_cost()?,
+            spend: self.store.spend(id).await?.unwrap_or_default(),
             estimated_duration_secs: plan.estimated_duration()?.as_secs(),
             run: row,
             plan,

@@ -99,6 +99,22 @@ pub enum RunEvent {
         /// What to decide.
         reason: String,
     },
+    /// A sub-task was not funded: its cost would take the plan over its
+    /// budget. The run pauses with the reason; nothing was sent.
+    BudgetExceeded {
+        /// The plan.
+        plan_id: B256,
+        /// The sub-task refused.
+        index: u32,
+        /// Its cost.
+        cost: Usdc,
+        /// The plan's budget.
+        budget: Usdc,
+        /// Funded so far (every attempt).
+        committed: Usdc,
+        /// Returned so far.
+        refunded: Usdc,
+    },
     /// A recovery decision let the run go on.
     PlanResumed {
         /// The plan.
@@ -189,6 +205,8 @@ words!(
         DecisionApplied => "decision_applied",
         /// See [`RunEvent::PlanPaused`].
         PlanPaused => "plan_paused",
+        /// See [`RunEvent::BudgetExceeded`].
+        BudgetExceeded => "budget_exceeded",
         /// See [`RunEvent::PlanResumed`].
         PlanResumed => "plan_resumed",
         /// See [`RunEvent::PlanCancelling`].
@@ -260,6 +278,7 @@ impl RunEvent {
             Self::SubtaskExpired(_) => K::SubtaskExpired,
             Self::DecisionApplied { .. } => K::DecisionApplied,
             Self::PlanPaused { .. } => K::PlanPaused,
+            Self::BudgetExceeded { .. } => K::BudgetExceeded,
             Self::PlanResumed { .. } => K::PlanResumed,
             Self::PlanCancelling { .. } => K::PlanCancelling,
             Self::PlanCompleted { .. } => K::PlanCompleted,

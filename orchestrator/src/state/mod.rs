@@ -84,9 +84,11 @@ macro_rules! words {
 
 mod event;
 mod rows;
+mod spend;
 
 pub use event::{EventKind, Fields, RunEvent};
 pub use rows::{Pending, Progress, RowError, Run};
+pub use spend::Spend;
 
 words!(
     /// Where a run stands.

@@ -4,7 +4,7 @@
 use sqlx::{Row, any::AnyRow};
 
 use super::{RunRow, Store, StoreError, now_ms};
-use crate::state::{RunState, Stakes};
+use crate::state::{RunState, Spend, Stakes};
 
 impl Store {
     /// Inserts a new run; refuses an id that exists.
@@ -96,6 +96,30 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Records what run `id` has spent (see [`Spend`]).
+    pub async fn set_spend(&self, id: &str, spend: &Spend) -> Result<(), StoreError> {
+        let json = serde_json::to_string(spend).expect("amounts serialize");
+        sqlx::query("UPDATE runs SET spend = $1 WHERE id = $2")
+            .bind(json)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// What run `id` has spent, as last recorded; `None` before the first
+    /// look at the chain after approval.
+    pub async fn spend(&self, id: &str) -> Result<Option<Spend>, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as("SELECT spend FROM runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(json) = row.and_then(|(s,)| s) else { return Ok(None) };
+        serde_json::from_str(&json)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt { table: "runs", detail: format!("{id}: spend: {e}") })
     }
 
     /// The block run `id` was approved at; `None` for a run approved before
