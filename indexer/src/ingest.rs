@@ -23,6 +23,10 @@ use crate::store::{Batch, IndexStore, Reorg};
 /// our contracts but the log query returned nothing from that block.
 const MAX_BLOOM_REREADS: u32 = 5;
 
+/// Blocks before a range's last whose blooms are checked against the logs
+/// served for them (only those the logs left out: a header each).
+const TAIL_BLOOM_BLOCKS: u64 = 7;
+
 /// How the indexer reads the chain.
 #[derive(Debug, Clone)]
 pub struct IndexerConfig {
@@ -310,11 +314,30 @@ impl Indexer {
                             || l.block_hash == end.as_ref().map(|b| b.header.hash)
                     });
                 let parent = first.map(|b| b.header.parent_hash);
-                let promised = end.as_ref().is_some_and(|b| {
+                let ours = |bloom: &alloy::primitives::Bloom| {
                     [self.deployment.task_escrow, self.deployment.agent_registry]
                         .iter()
-                        .any(|a| b.header.logs_bloom.contains_input(BloomInput::Raw(a.as_slice())))
-                }) && !logs.iter().any(|l| l.block_number == Some(to));
+                        .any(|a| bloom.contains_input(BloomInput::Raw(a.as_slice())))
+                };
+                let served = |n: u64| logs.iter().any(|l| l.block_number == Some(n));
+                let mut promised =
+                    end.as_ref().is_some_and(|b| ours(&b.header.logs_bloom)) && !served(to);
+                // The blocks just before the last may lag too (a node mining
+                // back to back stores receipts behind its blocks): their
+                // blooms are read as well, a few headers per range.
+                if !promised && rereads < MAX_BLOOM_REREADS {
+                    for n in to.saturating_sub(TAIL_BLOOM_BLOCKS).max(from)..to {
+                        if served(n) {
+                            continue;
+                        }
+                        let b =
+                            self.provider.get_block_by_number(BlockNumberOrTag::Number(n)).await?;
+                        if b.is_some_and(|b| ours(&b.header.logs_bloom)) {
+                            promised = true;
+                            break;
+                        }
+                    }
+                }
                 let stable = stable && !(promised && rereads < MAX_BLOOM_REREADS);
                 Ok::<_, IngestError>((logs, end, stable, parent))
             }

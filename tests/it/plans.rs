@@ -281,6 +281,68 @@ async fn change_executor_reroutes_a_task_nobody_accepts() {
     assert!(k.contains(&"subtask_reassigned".to_owned()), "{k:?}");
 }
 
+/// A sub-task handed to an executor that asks more costs its price, and a
+/// creation that would take the plan over its budget is not sent: an event
+/// and a pause with the reason, the sponsor's money untouched.
+#[tokio::test]
+async fn a_pricier_executor_over_the_budget_is_refused_before_funding() {
+    // No worker for the sentiment agent (demo agent 3): its task expires.
+    let stack = Stack::start_custom(Default::default(), None, &[0, 1, 2, 4]).await;
+    let (a3, a4) = (stack.env.actors.agent(3), stack.env.actors.agent(4));
+    // The extractor also offers sentiment, at 0.3 USDC.
+    let word = tessera_bindings::capability::encode("sentiment-classify").unwrap();
+    tessera_bindings::AgentRegistry::new(stack.env.deployment.agent_registry, &stack.env.provider)
+        .addCapability(word, 300_000)
+        .from(a4)
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    let sponsor = stack.env.actors.sponsor.address();
+    let start = stack.env.balance(sponsor).await;
+    let mut body = plan(
+        "over-budget",
+        "auto",
+        vec![step(0, "sentiment-classify", "Classify the tone", a3, 200_000, &[])],
+    );
+    body["budget"] = json!(200_000u64);
+    let id = stack.run_plan(&body).await;
+    stack.wait_phase(&id, 0, "created", 30).await;
+    stack.advance(3601).await;
+    stack.wait_state(&id, "paused", 30).await;
+    assert_eq!(stack.env.balance(sponsor).await, start, "the expired escrow came back");
+
+    let (status, reply) =
+        stack.post(&format!("/api/runs/{id}/subtasks/0/executor"), &json!({"executor": a4})).await;
+    assert_eq!(status, 202, "{reply}");
+    // The run stays live: its stream is read up to the refusal.
+    let url = format!("{}/api/runs/{id}/events", stack.api);
+    let events = tessera_e2e::read_sse_until(&stack.http, &url, "budget_exceeded").await;
+    let exceeded = events.last().cloned().unwrap_or_default();
+    assert_eq!(exceeded["kind"], "budget_exceeded", "{events:?}");
+    assert_eq!(
+        (&exceeded["index"], &exceeded["cost"], &exceeded["budget"]),
+        (&json!(0), &json!("300000"), &json!("200000")),
+        "{exceeded}"
+    );
+    let view = stack.wait_state(&id, "paused", 30).await;
+    let reason = view["reason"].as_str().unwrap();
+    assert!(reason.contains("0.300000 USDC") && reason.contains("budget"), "{reason}");
+    assert_eq!(view["plan"]["subtasks"][0]["cost"], 300_000, "the cost follows the price");
+    assert_eq!(view["subtasks"][0]["attempt"], 1);
+    assert_eq!(view["subtasks"][0]["phase"], "waiting", "never funded");
+    assert_eq!(
+        view["spend"],
+        json!({"committed": "200000", "paid": "0", "refunded": "200000"}),
+        "{view}"
+    );
+    assert_eq!(stack.env.balance(sponsor).await, start, "nothing moved");
+    let created = events.iter().filter(|e| e["kind"] == "subtask_created").count();
+    assert_eq!(created, 1, "only the first attempt was ever created");
+}
+
 #[tokio::test]
 async fn cancel_mid_plan_keeps_settled_work_and_refunds_the_rest() {
     let stack = Stack::start_custom(Default::default(), None, &[0, 2, 3, 4]).await;

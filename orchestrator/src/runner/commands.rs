@@ -74,7 +74,7 @@ pub enum Edit {
     },
 }
 
-fn plan_json(plan: &Plan) -> Result<String, RunError> {
+pub(super) fn plan_json(plan: &Plan) -> Result<String, RunError> {
     serde_json::to_string(plan).map_err(|e| RunError::Invalid(format!("plan: {e}")))
 }
 
@@ -297,9 +297,20 @@ impl Orchestrator {
             return Err(RunError::Invalid("a dispute or an appeal needs a reason".into()));
         }
         if let Decision::ChangeExecutor(i, executor) = decision {
-            let edited = plan.reassign(i, executor)?;
+            let mut edited = plan.reassign(i, executor)?;
+            // The cost follows the new executor's price when it asks more;
+            // whether the budget allows it is decided against what the run
+            // has actually spent when the sub-task is funded again.
+            if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == i)
+                && let Some(price) = self.chain.price_of(executor, &t.capability).await?
+            {
+                t.cost = t.cost.max(price);
+            }
             let ctx = self.chain.context(&edited).await?;
-            edited.validate(&ctx)?;
+            match edited.validate(&ctx) {
+                Ok(()) | Err(PlanError::OverBudget { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         let seq = self.store.push_decision(id, idx, kind, arg.as_deref()).await?;
         self.wake(id);

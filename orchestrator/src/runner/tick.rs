@@ -84,8 +84,8 @@ impl Orchestrator {
             self.emit(id, &format!("decision:{}", decision.seq), &event).await?;
         }
 
-        // Decisions may have moved the run.
-        let (run, _) = self.load(id).await?;
+        // Decisions may have moved the run, and changed a sub-task's cost.
+        let (run, plan) = self.load(id).await?;
         let chain: HashMap<u32, OnChain> =
             records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
         let snapshot = Snapshot { state: run.state, plan: &plan, rows: &rows, chain: &chain, now };
@@ -233,6 +233,7 @@ impl Orchestrator {
             Resolution::Requeue(row) => {
                 let index = row.idx;
                 let attempt = row.attempt;
+                self.follow_price(id, plan, &row).await?;
                 self.store.put_subtask(id, &row.to_row()).await?;
                 rows.insert(index, row);
                 records.remove(&index);
@@ -247,6 +248,31 @@ impl Orchestrator {
             }
             Resolution::Ignore(why) => Ok(why),
         }
+    }
+
+    /// A sub-task handed to another executor costs that executor's price
+    /// when it asks more than the plan's cost: the stored plan follows, and
+    /// the budget is checked when the new attempt is funded.
+    async fn follow_price(&self, id: &str, plan: &Plan, row: &Progress) -> Result<(), RunError> {
+        let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
+        if Some(row.executor) == task.executor {
+            return Ok(());
+        }
+        let Some(price) = self.chain.price_of(row.executor, &task.capability).await? else {
+            return Ok(());
+        };
+        if price <= task.cost {
+            return Ok(());
+        }
+        let mut edited = plan.clone();
+        if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == row.idx) {
+            t.cost = price;
+        }
+        let json = super::commands::plan_json(&edited)?;
+        let state = self.load(id).await?.0.state;
+        self.store.update_plan(id, &json, state).await?;
+        tracing::info!(index = row.idx, cost = %price, "the new executor's price is the cost");
+        Ok(())
     }
 
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
