@@ -361,6 +361,20 @@ pub async fn spawn_worker(
         .expect("worker starts")
 }
 
+/// Sends a contract call and waits for it to be mined; panics unless it
+/// succeeded.
+pub async fn mined<P, D>(
+    call: alloy::contract::CallBuilder<P, D>,
+) -> alloy::rpc::types::TransactionReceipt
+where
+    P: alloy::providers::Provider,
+    D: alloy::contract::CallDecoder,
+{
+    let receipt = call.send().await.expect("sent").get_receipt().await.expect("mined");
+    assert!(receipt.status(), "the call succeeded");
+    receipt
+}
+
 /// The task id the escrow gives `funder`'s task with reference `r`.
 pub fn task_id_for(funder: Address, r: B256) -> U256 {
     use alloy::sol_types::SolValue;

@@ -291,15 +291,11 @@ async fn a_pricier_executor_over_the_budget_is_refused_before_funding() {
     let (a3, a4) = (stack.env.actors.agent(3), stack.env.actors.agent(4));
     // The extractor also offers sentiment, at 0.3 USDC.
     let word = tessera_bindings::capability::encode("sentiment-classify").unwrap();
-    tessera_bindings::AgentRegistry::new(stack.env.deployment.agent_registry, &stack.env.provider)
-        .addCapability(word, 300_000)
-        .from(a4)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
+    let registry = tessera_bindings::AgentRegistry::new(
+        stack.env.deployment.agent_registry,
+        &stack.env.provider,
+    );
+    tessera_e2e::mined(registry.addCapability(word, 300_000).from(a4)).await;
     let sponsor = stack.env.actors.sponsor.address();
     let start = stack.env.balance(sponsor).await;
     let mut body = plan(

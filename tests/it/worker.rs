@@ -234,14 +234,8 @@ async fn a_delegating_worker_pays_its_child_first_and_delivers_the_combined_resu
     let me = w.address();
     // Its own money, for the child tasks it creates.
     let usdc = tessera_bindings::MockUSDC::new(env.deployment.token, &env.provider);
-    usdc.mint(me, U256::from(5_000_000u64))
-        .from(env.actors.deployer.address())
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
+    tessera_e2e::mined(usdc.mint(me, U256::from(5_000_000u64)).from(env.actors.deployer.address()))
+        .await;
     let (me0, translator0) = (env.balance(me).await, env.balance(translator_addr).await);
 
     let mut d = env.driver();
