@@ -76,3 +76,12 @@ export function decisionOutcome(ev) {
   if (ev.revert) text += ` (revert: ${ev.revert})`;
   return { ok: false, text };
 }
+
+/// What a lineage node says about its dependencies beyond the parent it
+/// hangs under: `⇐ merge, also from …` for a merge (the indexer's `merge`
+/// and `inputs`), nothing otherwise. `shorten` writes each id.
+export function mergeNote(task, shorten = (id) => id) {
+  if (!task?.merge) return '';
+  const others = (task.inputs ?? []).filter((id) => id !== task.parent_id).map(shorten);
+  return others.length ? `⇐ merge, also from ${others.join(', ')}` : '';
+}

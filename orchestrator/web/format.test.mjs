@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usdc, decisionOutcome, decodeDataUri, readable } from './format.js';
+import { usdc, decisionOutcome, decodeDataUri, readable, mergeNote } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
   assert.equal(usdc('1200000'), '1.200000');
@@ -43,4 +43,13 @@ test('data URIs decode in both encodings the services write', () => {
   const b64 = `data:application/json;base64,${Buffer.from(json).toString('base64')}`;
   assert.equal(decodeDataUri(b64), json);
   assert.equal(readable('{"text":"hello"}'), 'hello');
+});
+
+test('a merge names its upstreams besides the parent it hangs under', () => {
+  const merge = { task_id: '13', parent_id: '11', inputs: ['11', '12'], merge: true };
+  assert.equal(mergeNote(merge), '⇐ merge, also from 12');
+  assert.equal(mergeNote(merge, (id) => `#${id}`), '⇐ merge, also from #12');
+  assert.equal(mergeNote({ parent_id: '11', inputs: ['11'], merge: false }), '');
+  assert.equal(mergeNote({ parent_id: '0', inputs: ['11', '12'], merge: true }), '⇐ merge, also from 11, 12');
+  assert.equal(mergeNote(undefined), '');
 });

@@ -1,7 +1,7 @@
 // The history page (past plans with their on-chain lineage) and the agents
 // table.
 
-import { usdc, short } from './format.js';
+import { usdc, short, mergeNote } from './format.js';
 import { h } from './dom.js';
 import { api, index, runUrl } from './api.js';
 import { agents, reliability } from './agents.js';
@@ -46,6 +46,8 @@ export function lineage(tree) {
       h('code', { title: t.task_id }, short(t.task_id)), ' ',
       h('span', { class: `badge phase-${String(t.status).toLowerCase()}` }, t.status), ' ',
       t.capability ?? '?', ' · ', short(t.executor), ' · ', `${usdc(t.amount)} USDC`,
+      t.subtree_cost && t.subtree_cost !== t.amount ? h('span', { class: 'muted' }, ` · subtree ${usdc(t.subtree_cost)} USDC`) : null,
+      mergeNote(t, short) ? h('span', { class: 'merge' }, ` ${mergeNote(t, short)}`) : null,
       t.flagged ? h('span', { class: 'warn' }, ` flagged: ${t.flagged}`) : null,
       walk(t.task_id))));
   };

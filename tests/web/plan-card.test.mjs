@@ -285,6 +285,8 @@ test('history shows lineage trees from the indexer, and agents their prices and 
   const tree = await page.locator(`.history li[data-run="${runs.settled.id}"] .tree`).first().textContent();
   assert.match(tree, /translate/);
   assert.match(tree, /summarize/);
+  // The translation's subtree costs it and the summary under it.
+  assert.match(tree, /subtree 1\.200000 USDC/);
   await shot('history.png');
   await page.goto(`${BASE}/agents`);
   await page.locator('table.agents tbody tr').first().waitFor();
