@@ -82,7 +82,7 @@ enum Command {
     /// Turn a brief (or a plan JSON file) into a plan, show its card, ask
     /// approve / edit / cancel, then follow it to settlement.
     Plan(crate::orchestrate::PlanArgs),
-    /// Inspect runs through the orchestrator's API.
+    /// Inspect runs and take their decisions through the orchestrator's API.
     #[command(subcommand)]
     Runs(RunsCommand),
     /// The indexer: events into SQLite or PostgreSQL, reorg-safe, with a read API.
@@ -101,6 +101,18 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum RunsCommand {
+    /// List runs, newest first (optionally only those in one state).
+    List {
+        /// Only runs in this state: proposed, running, paused, cancelling,
+        /// completed, failed or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+        /// Print the API's JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: crate::orchestrate::ApiArgs,
+    },
     /// Show a run: its plan card and each sub-task's progress.
     Show {
         /// The run id (the plan id, 0x + 64 hex).
@@ -108,6 +120,10 @@ enum RunsCommand {
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
+    /// Take a decision on a live run (queued; `runs show` tells what came of
+    /// it). Needs TESSERA_API_TOKEN.
+    #[command(flatten)]
+    Decide(crate::orchestrate::DecideCommand),
 }
 
 /// Where a worker runs. The agent's private key (hex) comes from the
@@ -355,6 +371,12 @@ impl Cli {
             Command::Tasks(cmd) => crate::index::tree(cmd).await?,
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
+            }
+            Command::Runs(RunsCommand::List { state, json, api }) => {
+                crate::orchestrate::list(&api, state.as_deref(), json).await?;
+            }
+            Command::Runs(RunsCommand::Decide(cmd)) => {
+                crate::orchestrate::decide(cmd).await?;
             }
             Command::Bench(BenchCommand::Indexer {
                 chain,

@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
+use alloy::{network::EthereumWallet, primitives::Address, signers::local::PrivateKeySigner};
 use clap::Args;
 use eyre::{Context, Result, bail, eyre};
 use futures_util::StreamExt;
@@ -572,6 +572,146 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// The decisions a run takes from the command line.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum DecideCommand {
+    /// Approve and pay a delivered sub-task, or dispute it with a reason.
+    Review {
+        /// The run id.
+        run: String,
+        /// The sub-task's index in the plan.
+        index: u32,
+        /// approve or dispute.
+        #[arg(value_parser = ["approve", "dispute"])]
+        verdict: String,
+        /// Why the result is disputed (required with dispute).
+        #[arg(long, required_if_eq("verdict", "dispute"))]
+        reason: Option<String>,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Run a stuck sub-task again (or re-route a task nobody accepted).
+    Retry {
+        /// The run id.
+        run: String,
+        /// The sub-task's index in the plan.
+        index: u32,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Give a sub-task to another registered agent.
+    ChangeExecutor {
+        /// The run id.
+        run: String,
+        /// The sub-task's index in the plan.
+        index: u32,
+        /// The agent's address.
+        #[arg(long)]
+        to: Address,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Appeal a ruling on a sub-task, with a reason.
+    Appeal {
+        /// The run id.
+        run: String,
+        /// The sub-task's index in the plan.
+        index: u32,
+        /// Why the ruling is wrong.
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Cancel a run: settled work stays settled, unaccepted tasks are refunded.
+    Cancel {
+        /// The run id.
+        run: String,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+}
+
+/// Queues a decision through the API and says so.
+pub(crate) async fn decide(cmd: DecideCommand) -> Result<()> {
+    let (api, path, body) = match cmd {
+        DecideCommand::Review { run, index, verdict, reason, api } => {
+            let body = match reason {
+                Some(reason) if verdict == "dispute" => {
+                    json!({"decision": verdict, "reason": reason})
+                }
+                _ => json!({"decision": verdict}),
+            };
+            (api, format!("/api/runs/{run}/subtasks/{index}/review"), Some(body))
+        }
+        DecideCommand::Retry { run, index, api } => {
+            (api, format!("/api/runs/{run}/subtasks/{index}/retry"), None)
+        }
+        DecideCommand::ChangeExecutor { run, index, to, api } => (
+            api,
+            format!("/api/runs/{run}/subtasks/{index}/executor"),
+            Some(json!({"executor": to})),
+        ),
+        DecideCommand::Appeal { run, index, reason, api } => (
+            api,
+            format!("/api/runs/{run}/appeal"),
+            Some(json!({"index": index, "reason": reason})),
+        ),
+        DecideCommand::Cancel { run, api } => (api, format!("/api/runs/{run}/cancel"), None),
+    };
+    let client = Client::new(&api);
+    let reply = client.call(reqwest::Method::POST, &path, body.as_ref()).await?;
+    match reply["decision"].as_i64() {
+        Some(seq) => println!("decision {seq} queued; `tessera runs show` tells what came of it"),
+        None => println!("{}", reply["status"].as_str().unwrap_or("accepted")),
+    }
+    Ok(())
+}
+
+/// Lists runs, newest first, optionally only those in `state`.
+pub(crate) async fn list(api: &ApiArgs, state: Option<&str>, json: bool) -> Result<()> {
+    const STATES: [&str; 7] =
+        ["proposed", "running", "paused", "cancelling", "completed", "failed", "cancelled"];
+    if let Some(s) = state
+        && !STATES.contains(&s)
+    {
+        bail!("unknown state {s:?}: use one of {}", STATES.join(", "));
+    }
+    let client = Client::new(api);
+    let reply = client.call(reqwest::Method::GET, "/api/runs", None).await?;
+    let mut runs: Vec<Value> = reply["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| state.is_none_or(|s| r["state"] == s))
+        .cloned()
+        .collect();
+    runs.sort_by_key(|r| std::cmp::Reverse(r["created_at"].as_i64().unwrap_or_default()));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "runs": runs }))?);
+    } else {
+        print!("{}", runs_table(&runs));
+    }
+    Ok(())
+}
+
+/// Runs as a table: id, state, reason.
+fn runs_table(runs: &[Value]) -> String {
+    let mut out = String::new();
+    for r in runs {
+        out.push_str(&format!(
+            "{}  {:<10} {}\n",
+            r["id"].as_str().unwrap_or("?"),
+            r["state"].as_str().unwrap_or("?"),
+            r["reason"].as_str().unwrap_or("")
+        ));
+    }
+    if runs.is_empty() {
+        out.push_str("no runs\n");
+    }
+    out
+}
+
 /// What a started run has spent against its budget, from the API's view.
 fn spend_line(view: &Value) -> Option<String> {
     let spend = view.get("spend").filter(|s| s["committed"] != "0")?;
@@ -624,6 +764,16 @@ mod tests {
     fn database_passwords_are_redacted() {
         assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(redact("sqlite://.tessera/runs.db"), "sqlite://.tessera/runs.db");
+    }
+
+    #[test]
+    fn runs_read_as_a_table() {
+        let runs = [
+            json!({"id": "0xab", "state": "paused", "reason": "sub-task 0 expired"}),
+            json!({"id": "0xcd", "state": "completed", "reason": null}),
+        ];
+        assert_eq!(runs_table(&runs), "0xab  paused     sub-task 0 expired\n0xcd  completed  \n");
+        assert_eq!(runs_table(&[]), "no runs\n");
     }
 
     #[test]

@@ -225,6 +225,127 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     }
 }
 
+/// Every decision of a live run from the command line: the run listed by
+/// state, a delivered sub-task disputed with a reason and the next one
+/// approved, and a second run cancelled; a decision without the token or
+/// a dispute without a reason is refused with a clear error and a failing
+/// exit code.
+#[tokio::test]
+async fn runs_decisions_from_the_cli_drive_live_runs() {
+    let (env, dir, workers) = chain_with_workers().await;
+    let (_orch, api) = start(&env, dir.path());
+    let http = reqwest::Client::new();
+    wait_up(&http, &api).await;
+    let tessera = |args: Vec<String>, token: bool| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.args(args).env("TESSERA_API_URL", &api).env_remove("TESSERA_API_TOKEN");
+        if token {
+            cmd.env("TESSERA_API_TOKEN", TEST_TOKEN);
+        }
+        cmd.kill_on_drop(true);
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+                .await
+                .expect("tessera finishes")
+                .expect("tessera runs");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.success(), text)
+        }
+    };
+    let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let propose = |label: &str| {
+        let plan = json!({
+            "version": 1, "id": Plan::id_from_label(label), "review": "manual", "budget": 2_000_000u64,
+            "source": "The port reopened after the storm. Ships queued for two days. Traders were relieved.",
+            "subtasks": [
+                {"index": 0, "capability": "translate", "spec": "Translate to French",
+                 "executor": env.actors.agent(2), "cost": 800_000, "deadline_offset_secs": 3600},
+                {"index": 1, "capability": "summarize", "spec": "Summarize the translation",
+                 "executor": env.actors.agent(1), "cost": 400_000, "deadline_offset_secs": 3600,
+                 "depends_on": [0]},
+            ],
+        });
+        let http = http.clone();
+        let api = api.clone();
+        async move {
+            let url = format!("{api}/api/plans");
+            let r = http.post(url).bearer_auth(TEST_TOKEN).json(&plan).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 201);
+            let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
+            let url = format!("{api}/api/runs/{id}/approve");
+            let r = http.post(url).bearer_auth(TEST_TOKEN).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            id
+        }
+    };
+    let phase = |id: String, index: usize, want: &'static str| {
+        let http = http.clone();
+        let api = api.clone();
+        async move {
+            let end = tokio::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                let v: Value = http
+                    .get(format!("{api}/api/runs/{id}"))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                if v["subtasks"][index]["phase"] == want || v["state"] == want {
+                    return v;
+                }
+                assert!(tokio::time::Instant::now() < end, "never {want}: {v}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let id = propose("cli-decisions").await;
+    let (ok, listed) = tessera(args("runs list --state running"), false).await;
+    assert!(ok && listed.contains(&id), "{listed}");
+    let (ok, listed) = tessera(args("runs list --state completed --json"), false).await;
+    assert!(ok, "{listed}");
+    assert_eq!(serde_json::from_str::<Value>(&listed).unwrap()["runs"], json!([]));
+
+    phase(id.clone(), 0, "completed").await;
+    let (ok, text) = tessera(args(&format!("runs review {id} 0 approve")), false).await;
+    assert!(!ok && text.contains("missing bearer token"), "{text}");
+    let (ok, text) = tessera(args(&format!("runs review {id} 0 dispute")), true).await;
+    assert!(!ok && text.contains("--reason"), "a dispute needs a reason: {text}");
+    let (ok, text) = tessera(args(&format!("runs review {id} 0 approve")), true).await;
+    assert!(ok && text.contains("queued"), "{text}");
+    phase(id.clone(), 1, "completed").await;
+    let mut dispute = args(&format!("runs review {id} 1 dispute --reason"));
+    dispute.push("The summary leaves out the traders.".into());
+    let (ok, text) = tessera(dispute, true).await;
+    assert!(ok, "{text}");
+    phase(id.clone(), 1, "disputed").await;
+    let (ok, shown) = tessera(args(&format!("runs show {id}")), false).await;
+    assert!(ok, "{shown}");
+    for line in ["decision 1 approve #0: approved", "decision 2 dispute #1: disputed"] {
+        assert!(shown.contains(line), "{line} in:\n{shown}");
+    }
+    assert!(shown.contains("spent: 1.200000 USDC funded, 0.800000 USDC paid"), "{shown}");
+
+    let other = propose("cli-cancel").await;
+    let (ok, text) = tessera(args(&format!("runs cancel {other}")), true).await;
+    assert!(ok, "{text}");
+    // What never started is skipped; a delivered translation waits for its
+    // review (settled work stays settled), so the run may stay cancelling.
+    let done = phase(other.clone(), 1, "skipped").await;
+    let state = done["state"].as_str().unwrap().to_owned();
+    assert!(state == "cancelling" || state == "cancelled", "{done}");
+    let (ok, listed) = tessera(args(&format!("runs list --state {state}")), false).await;
+    assert!(ok && listed.contains(&other) && !listed.contains(&id), "{listed}");
+    for w in workers {
+        w.abort();
+    }
+}
+
 #[tokio::test]
 async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
     let (env, dir, workers) = chain_with_workers().await;
