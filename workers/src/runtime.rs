@@ -385,10 +385,21 @@ impl Worker {
             let mut sent = Vec::new();
             for rec in created {
                 let id = rec.id;
+                // Seen again while its delegated part is out: followed already.
+                if self.delegations.contains_key(&id) {
+                    continue;
+                }
                 match self.prepare(rec).await {
                     Ok(Work::Declined(done)) => handled.push(done),
                     Ok(Work::Delegate { rec, envelope, part, limit }) => {
-                        handled.push(self.delegate(*rec, *envelope, part, limit).await?);
+                        match self.delegate(*rec, *envelope, part, limit).await {
+                            Ok(done) => handled.push(done),
+                            // Read whole next pass: the chain may have moved on.
+                            Err(e) => {
+                                tracing::warn!(task = %id, error = %e, "delegating failed; will retry");
+                                self.retry.insert(id);
+                            }
+                        }
                     }
                     Ok(Work::Deliver { rec, result_uri }) => {
                         match self.escrow.send_delivery(self.me, &rec, &result_uri).await {
@@ -427,6 +438,9 @@ impl Worker {
                 }
             }
             for id in ids {
+                if self.delegations.contains_key(&id) {
+                    continue;
+                }
                 let rec = match self.escrow.fetch(id, self.deployment.deploy_block).await {
                     Ok(rec) => rec,
                     Err(e) => {
@@ -555,9 +569,6 @@ impl Worker {
         if let Some(part) = composite(&offer.name)
             && let Some(delegate) = self.card.delegate(part.delegable)
         {
-            if self.delegations.contains_key(&id) {
-                return decline("already waiting on its delegated part".into());
-            }
             let limit = delegate.max_price.base_units();
             return Ok(Work::Delegate {
                 rec: Box::new(rec),
@@ -693,41 +704,49 @@ impl Worker {
         let mut handled = Vec::new();
         let waiting: Vec<Delegation> = self.delegations.values().cloned().collect();
         for d in waiting {
-            let own = d.own.id;
-            let mut child = match self.escrow.fetch(d.child, d.from_block).await {
-                Ok(rec) => rec,
-                Err(e) => {
-                    tracing::warn!(task = %own, child = %d.child, error = %e, "reading the child failed");
-                    continue;
+            // One delegation failing (the node, a refused transaction) must
+            // not hold up the others; it is followed again next pass.
+            match self.advance(&d, now).await {
+                Ok(Some(done)) => {
+                    self.delegations.remove(&d.own.id);
+                    handled.push(done);
                 }
-            };
-            let give_up = |reason: String| {
-                tracing::warn!(task = %own, child = %d.child, %reason, "declined");
-                Handled::Declined { task: own, reason }
-            };
-            match child.status() {
-                Status::Created | Status::Accepted => {
-                    if now > child.task.deadline.to::<u64>() {
-                        self.escrow.refund_expired(self.me, &mut child).await?;
-                        self.delegations.remove(&own);
-                        handled.push(give_up(format!("the delegated {} expired", d.capability)));
-                    }
-                    continue;
-                }
-                Status::Completed => {
-                    self.escrow.approve(self.me, &mut child).await?;
-                }
-                Status::Paid => {}
-                other => {
-                    self.delegations.remove(&own);
-                    handled.push(give_up(format!("the delegated {} ended {other}", d.capability)));
-                    continue;
-                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(
+                    task = %d.own.id,
+                    child = %d.child,
+                    error = %e,
+                    "following the delegated part failed; will retry"
+                ),
             }
-            self.delegations.remove(&own);
-            handled.push(self.finish(&d, &child).await?);
         }
         Ok(handled)
+    }
+
+    /// One delegation's next step at chain time `now`: `None` while the
+    /// child is still being worked on.
+    async fn advance(&mut self, d: &Delegation, now: u64) -> Result<Option<Handled>, RuntimeError> {
+        let own = d.own.id;
+        let mut child = self.escrow.fetch(d.child, d.from_block).await?;
+        let give_up = |reason: String| {
+            tracing::warn!(task = %own, child = %d.child, %reason, "declined");
+            Some(Handled::Declined { task: own, reason })
+        };
+        match child.status() {
+            Status::Created | Status::Accepted => {
+                if now <= child.task.deadline.to::<u64>() {
+                    return Ok(None);
+                }
+                self.escrow.refund_expired(self.me, &mut child).await?;
+                return Ok(give_up(format!("the delegated {} expired", d.capability)));
+            }
+            Status::Completed => {
+                self.escrow.approve(self.me, &mut child).await?;
+            }
+            Status::Paid => {}
+            other => return Ok(give_up(format!("the delegated {} ended {other}", d.capability))),
+        }
+        self.finish(d, &child).await.map(Some)
     }
 
     /// Works on a paid child's result and delivers the own task.
