@@ -259,12 +259,27 @@ plan {label} ({id}): approved"
             indent(&lineage(&provider, deployment, plan.id, blobs.as_ref()).await?)
         );
     }
-    delegation(chain, actors, deployment, &orch, &blobs, &mut tasks, out).await?;
-    dispute(chain, actors, deployment, &orch, &blobs, &mut tasks, out).await?;
+    let mut scene =
+        Scene { chain, actors, deployment, orch: &orch, blobs: &blobs, tasks: &mut tasks, out };
+    delegation(&mut scene).await?;
+    dispute(&mut scene).await?;
     for t in tasks {
         t.abort();
     }
     Ok(())
+}
+
+/// What the demo's later scenes share: the chain with its actors and
+/// contracts, the orchestrator and blob store, the background tasks to stop
+/// at the end, and the transcript.
+struct Scene<'a> {
+    chain: &'a LocalChain,
+    actors: &'a Actors,
+    deployment: &'a Deployment,
+    orch: &'a std::sync::Arc<tessera_orchestrator::runner::Orchestrator>,
+    blobs: &'a crate::stack::Blobs,
+    tasks: &'a mut Vec<tokio::task::JoinHandle<()>>,
+    out: &'a mut String,
 }
 
 /// The card of the demo's agent that hires an agent.
@@ -274,16 +289,10 @@ const BRIEF_CARD: &str = include_str!("../../workers/cards/brief.yaml");
 /// for a brief; the agent hires the translator through a child task of its
 /// own (paid from its wallet), summarizes the translation and delivers.
 /// The lineage rebuilt from chain events shows the child under the task.
-#[allow(clippy::too_many_arguments)]
-async fn delegation(
-    chain: &LocalChain,
-    actors: &Actors,
-    deployment: &Deployment,
-    orch: &std::sync::Arc<tessera_orchestrator::runner::Orchestrator>,
-    blobs: &crate::stack::Blobs,
-    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-    out: &mut String,
-) -> Result<(), Error> {
+async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
+    let (chain, actors, deployment, orch, blobs) =
+        (scene.chain, scene.actors, scene.deployment, scene.orch, scene.blobs);
+    let (tasks, out) = (&mut *scene.tasks, &mut *scene.out);
     use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
     use tessera_orchestrator::plan::{Plan, ReviewMode, SubTask};
     use tessera_workers::{AgentCard, runtime::Worker};
@@ -370,16 +379,10 @@ async fn d_balance<P: alloy::providers::Provider>(
 /// The dispute part of the demo: a reviewed summary of a short note is
 /// disputed, the arbiter's offline rubric splits the payment, the appeal
 /// window passes (skipped ahead on the local chain) and the ruling settles.
-#[allow(clippy::too_many_arguments)]
-async fn dispute(
-    chain: &LocalChain,
-    actors: &Actors,
-    deployment: &Deployment,
-    orch: &std::sync::Arc<tessera_orchestrator::runner::Orchestrator>,
-    blobs: &crate::stack::Blobs,
-    tasks: &mut Vec<tokio::task::JoinHandle<()>>,
-    out: &mut String,
-) -> Result<(), Error> {
+async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
+    let (chain, actors, deployment, orch, blobs) =
+        (scene.chain, scene.actors, scene.deployment, scene.orch, scene.blobs);
+    let (tasks, out) = (&mut *scene.tasks, &mut *scene.out);
     use alloy::providers::Provider;
     use tessera_arbiter::{Arbiter, Judge, store::ArbiterStore};
     use tessera_orchestrator::{

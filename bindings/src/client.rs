@@ -443,6 +443,17 @@ impl EscrowClient {
         Ok(receipt)
     }
 
+    /// Sends any call (a token approval, say) from `from` through this
+    /// client's sender, so it takes its place in the nonces the sender
+    /// counts, and waits for it to be mined.
+    pub async fn transact<D: CallDecoder + Clone + Unpin>(
+        &self,
+        call: CallBuilder<&DynProvider, D, Ethereum>,
+        from: Address,
+    ) -> Result<TransactionReceipt, ClientError> {
+        self.submit(call, from).await
+    }
+
     async fn submit<D: CallDecoder + Clone + Unpin>(
         &self,
         call: CallBuilder<&DynProvider, D, Ethereum>,

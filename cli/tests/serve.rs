@@ -288,14 +288,7 @@ async fn runs_decisions_from_the_cli_drive_live_runs() {
         async move {
             let end = tokio::time::Instant::now() + Duration::from_secs(60);
             loop {
-                let v: Value = http
-                    .get(format!("{api}/api/runs/{id}"))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let v = get_json(&http, &format!("{api}/api/runs/{id}")).await;
                 if v["subtasks"][index]["phase"] == want || v["state"] == want {
                     return v;
                 }
@@ -406,8 +399,7 @@ async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
     let http = reqwest::Client::new();
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let runs: Value =
-            http.get(format!("{api}/api/runs")).send().await.unwrap().json().await.unwrap();
+        let runs = get_json(&http, &format!("{api}/api/runs")).await;
         let high: Vec<&Value> =
             runs["runs"].as_array().unwrap().iter().filter(|r| r["state"] == "running").collect();
         if !high.is_empty() {
@@ -536,24 +528,11 @@ async fn indexer_binary_serves_lineage_and_live_events() {
     }
 
     // Pagination with a cursor, and clear 4xx.
-    let page: Value = http
-        .get(format!("{api}/api/tasks?plan={plan}&limit=1"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = get_json(&http, &format!("{api}/api/tasks?plan={plan}&limit=1")).await;
     assert_eq!(page["tasks"].as_array().unwrap().len(), 1);
     let next = page["next"].as_str().unwrap().to_owned();
-    let page2: Value = http
-        .get(format!("{api}/api/tasks?plan={plan}&limit=1&cursor={next}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page2 =
+        get_json(&http, &format!("{api}/api/tasks?plan={plan}&limit=1&cursor={next}")).await;
     assert_eq!(page2["tasks"].as_array().unwrap().len(), 1);
     assert_ne!(page["tasks"][0]["task_id"], page2["tasks"][0]["task_id"]);
     assert!(page2["block"].as_u64().unwrap() >= head);
@@ -565,14 +544,7 @@ async fn indexer_binary_serves_lineage_and_live_events() {
         http.get(format!("{api}/api/tasks/12345")).send().await.unwrap().status().as_u16(),
         404
     );
-    let one: Value = http
-        .get(format!("{api}/api/tasks/{}", child.id))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let one = get_json(&http, &format!("{api}/api/tasks/{}", child.id)).await;
     assert_eq!(one["ancestors"][0], root.id.to_string());
 
     // The epic view.
@@ -786,4 +758,9 @@ async fn seeded_reorgs_and_kills_end_in_the_canonical_index() {
             reorgs_and_kills(seed).await;
         }
     }
+}
+
+/// The JSON body of a GET of `url`.
+async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    http.get(url).send().await.expect("request").json().await.expect("JSON body")
 }

@@ -805,11 +805,12 @@ impl Worker {
         if self.allowance_set {
             return Ok(());
         }
-        let token = MockUSDC::new(self.deployment.token, &self.provider);
+        let token = MockUSDC::new(self.deployment.token, self.provider.clone());
         let escrow = self.deployment.task_escrow;
         let current = token.allowance(self.me, escrow).call().await.map_err(map_call)?;
         if current < U256::MAX >> 1 {
-            confirm(token.approve(escrow, U256::MAX).from(self.me).send().await).await?;
+            // Through the sender that counts this worker's nonces.
+            self.escrow.transact(token.approve(escrow, U256::MAX), self.me).await?;
         }
         self.allowance_set = true;
         Ok(())
