@@ -100,6 +100,8 @@ impl Orchestrator {
             source: payload.map(str::to_owned),
             review_window_secs: crate::plan::DEFAULT_REVIEW_WINDOW_SECS,
             subtasks,
+            groups: Vec::new(),
+            plans: Default::default(),
         };
         let json = serde_json::to_value(&classification).expect("classifications serialize");
         let mut view = self.propose_with(plan, high, Some(&json)).await?;
@@ -143,6 +145,8 @@ impl Orchestrator {
                     cost: offer.map_or(Usdc::ZERO, |(_, price)| price),
                     deadline_offset_secs: p.deadline_offset_secs,
                     depends_on: p.depends_on.clone(),
+                    path: None,
+                    plan: None,
                 }
             })
             .collect())

@@ -83,6 +83,7 @@ impl Plan {
         if plan.subtasks.is_empty() {
             return Err(PlanError::Empty);
         }
+        plan.prune_groups();
         plan.validate_shape()?;
         Ok(plan)
     }

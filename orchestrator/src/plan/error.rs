@@ -173,6 +173,69 @@ pub enum PlanError {
         /// Number of sub-tasks in the plan.
         expected: usize,
     },
+    /// A step path is not dotted indexes (`2.1.0`).
+    #[error("`{0}` is not a step path (indexes joined by dots, such as 2.1.0)")]
+    InvalidPath(String),
+    /// A nested plan would sit deeper than the orchestrator allows.
+    #[error(
+        "step `{path}` would open plan level {depth}; plans nest at most {max} levels deep \
+         (the root plan is level 1)"
+    )]
+    NestingTooDeep {
+        /// The nested step.
+        path: String,
+        /// The level its child plan would be.
+        depth: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Named plans include each other.
+    #[error("nested plans include each other: {}", .0.join(" → "))]
+    NestingCycle(Vec<String>),
+    /// A step names a plan the file does not define.
+    #[error("step `{path}` names plan `{name}`, which the file's `plans` does not define")]
+    UnknownPlan {
+        /// The nested step.
+        path: String,
+        /// The name.
+        name: String,
+    },
+    /// Named plans no step uses.
+    #[error("plans {} are defined but no step uses them", .0.join(", "))]
+    UnusedPlans(Vec<String>),
+    /// Nested steps and a flattened plan's paths mixed in one file.
+    #[error(
+        "a plan either nests steps (`plan` on a step) or is flattened (`path` and `groups`), not both"
+    )]
+    MixedNesting,
+    /// A flattened plan's paths and groups do not fit together.
+    #[error("nesting: {0}")]
+    InvalidNesting(String),
+    /// A refusal inside a nested plan.
+    #[error("in nested plan `{path}`: {source}")]
+    Nested {
+        /// The nested step.
+        path: String,
+        /// The refusal.
+        source: Box<PlanError>,
+    },
+    /// A nested plan's leaves cost more than its budget share.
+    #[error(
+        "nested plan `{path}` costs {} but its budget share is {}: over by {}",
+        total.with_unit(),
+        budget.with_unit(),
+        excess.with_unit()
+    )]
+    GroupOverBudget {
+        /// The nested step.
+        path: String,
+        /// What its leaves cost.
+        total: Usdc,
+        /// Its share.
+        budget: Usdc,
+        /// `total - budget`.
+        excess: Usdc,
+    },
 }
 
 fn fmt_list(items: &[u32]) -> String {

@@ -19,6 +19,7 @@ mod context;
 mod edit;
 mod error;
 mod graph;
+mod nest;
 mod validate;
 
 use alloy::primitives::{Address, B256, keccak256};
@@ -28,6 +29,7 @@ pub use tessera_bindings::usdc::Usdc;
 pub use self::{
     context::{ExecutorStatus, InMemoryContext, PlanContext},
     error::PlanError,
+    nest::{ChildPlan, DEFAULT_MAX_NESTING_DEPTH, Group, MAX_NESTING_DEPTH, Nested, StepPath},
 };
 
 /// The plan format version this crate writes and accepts.
@@ -56,7 +58,9 @@ pub enum ReviewMode {
 pub struct SubTask {
     /// Position in the plan; indexes run `0..n`.
     pub index: u32,
-    /// Capability name as registered (at most 31 bytes, no NUL).
+    /// Capability name as registered (at most 31 bytes, no NUL); none for
+    /// a nested step as a plan file writes it.
+    #[serde(default)]
     pub capability: String,
     /// The instruction for the executor.
     pub spec: String,
@@ -71,6 +75,15 @@ pub struct SubTask {
     /// Indexes of sub-tasks whose output this one needs.
     #[serde(default)]
     pub depends_on: Vec<u32>,
+    /// Where the sub-task sits in a nested plan (`1.0`); a flat plan's
+    /// sub-tasks have none (their path is their index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<StepPath>,
+    /// As a plan file writes it only: this step is a plan of its own, its
+    /// `cost` the child plan's budget share. [`Plan::flatten`] replaces it
+    /// by its leaves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Nested>,
 }
 
 /// A brief split into sub-tasks.
@@ -97,6 +110,12 @@ pub struct Plan {
     /// payment releases by itself.
     #[serde(default = "default_review_window")]
     pub review_window_secs: u32,
+    /// The nested plans of a flattened plan, by path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Group>,
+    /// As a plan file writes it only: child plans its steps name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub plans: std::collections::BTreeMap<String, ChildPlan>,
 }
 
 /// Review window when a plan names none: ten minutes.
@@ -128,6 +147,8 @@ impl Plan {
             budget,
             source: None,
             review_window_secs: DEFAULT_REVIEW_WINDOW_SECS,
+            groups: Vec::new(),
+            plans: std::collections::BTreeMap::new(),
         }
     }
 
@@ -136,12 +157,21 @@ impl Plan {
         keccak256(label.as_bytes())
     }
 
-    /// Parses a plan from JSON, refusing unknown versions before anything else.
+    /// Parses a plan from JSON, refusing unknown versions before anything
+    /// else, and flattens nested steps (at most
+    /// [`DEFAULT_MAX_NESTING_DEPTH`] levels).
     pub fn from_json(json: &str) -> Result<Self, PlanError> {
+        Self::from_json_nested(json, DEFAULT_MAX_NESTING_DEPTH)
+    }
+
+    /// [`Plan::from_json`] allowing `max_depth` levels of nesting (capped
+    /// at [`MAX_NESTING_DEPTH`]).
+    pub fn from_json_nested(json: &str, max_depth: usize) -> Result<Self, PlanError> {
         let probe: VersionProbe =
             serde_json::from_str(json).map_err(|e| PlanError::Json(e.to_string()))?;
         check_version(probe.version)?;
-        serde_json::from_str(json).map_err(|e| PlanError::Json(e.to_string()))
+        let plan: Self = serde_json::from_str(json).map_err(|e| PlanError::Json(e.to_string()))?;
+        plan.flatten(max_depth)
     }
 
     /// The sub-task with `index`, if any.
@@ -184,6 +214,8 @@ mod tests {
             cost: u(100),
             deadline_offset_secs: 3600,
             depends_on: depends_on.to_vec(),
+            path: None,
+            plan: None,
         }
     }
 

@@ -32,6 +32,7 @@ impl Plan {
                 max: MAX_REVIEW_WINDOW_SECS,
             });
         }
+        self.validate_nesting()?;
         let sorted = self.sorted()?;
         for task in &sorted {
             capability::encode(&task.capability)
@@ -120,6 +121,7 @@ impl Plan {
                 Some(Some(_)) => {}
             }
         }
+        self.validate_group_budgets()?;
         let total = self.total_cost()?;
         if total > self.budget {
             return Err(PlanError::OverBudget {

@@ -145,12 +145,11 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
             Phase::Waiting if running => {
                 let deps =
                     task.depends_on.iter().map(|d| s.row(*d)).collect::<Result<Vec<_>, _>>()?;
-                // Under auto review a delivered dependency is approved in
+                // A delivered dependency under auto review is approved in
                 // this same step, so its dependants go out beside the approval.
-                let auto = s.plan.review == ReviewMode::Auto;
                 let ready = |d: &Progress| {
                     d.phase.is_paid()
-                        || (auto
+                        || (s.plan.review_of(d.idx) == ReviewMode::Auto
                             && d.phase == Phase::Chain(Status::Completed)
                             && d.output.is_some())
                 };
@@ -176,7 +175,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
             }
             Phase::Chain(Status::Completed) => {
                 let rec = s.on_chain(index)?;
-                if s.plan.review == ReviewMode::Auto {
+                if s.plan.review_of(index) == ReviewMode::Auto {
                     actions.push(Action::Send { index, call: Call::Approve });
                 } else if s.now > rec.updated_at + rec.review_window {
                     actions.push(Action::Send { index, call: Call::Release });

@@ -25,12 +25,16 @@ fn plan(review: ReviewMode, deps: &[&[u32]]) -> Plan {
                 cost: Usdc::from_base_units(1_000),
                 deadline_offset_secs: 100,
                 depends_on: d.to_vec(),
+                path: None,
+                plan: None,
             })
             .collect(),
         review,
         budget: Usdc::from_whole(1),
         source: None,
         review_window_secs: 60,
+        groups: Vec::new(),
+        plans: Default::default(),
     }
 }
 

@@ -51,7 +51,9 @@ impl Orchestrator {
             let mut body = subtask_fields(plan.id, row.idx, row.attempt, &task_id);
             events::merge(&mut body, ev.body.clone());
             self.emit_chain(&run_id, ev.kind, &ev.dedup, body.clone()).await?;
-            if ev.kind == EventKind::SubtaskCompleted && plan.review == ReviewMode::Manual {
+            if ev.kind == EventKind::SubtaskCompleted
+                && plan.review_of(row.idx) == ReviewMode::Manual
+            {
                 let review_end = rec.task.reviewWindow;
                 events::merge(&mut body, json!({ "review_window_secs": review_end }));
                 let dedup = format!("review:{}", ev.dedup);
