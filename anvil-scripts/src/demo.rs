@@ -184,6 +184,8 @@ async fn plans(
         cost: cheapest[cap].1,
         deadline_offset_secs: 3600,
         depends_on: deps.to_vec(),
+        path: None,
+        plan: None,
     };
     let mut chain_plan = Plan::new(
         Plan::id_from_label("demo: translate then summarize"),
@@ -332,6 +334,8 @@ async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
         cost: price,
         deadline_offset_secs: 3600,
         depends_on: vec![],
+        path: None,
+        plan: None,
     }];
     let id = plan.id.to_string();
     let mut events = orch.subscribe();
@@ -430,6 +434,8 @@ async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
         cost: Usdc::from_base_units(400_000),
         deadline_offset_secs: 3600,
         depends_on: vec![],
+        path: None,
+        plan: None,
     }];
     let id = plan.id.to_string();
     let cost = plan.total_cost().unwrap_or_default().to_u256();
