@@ -212,7 +212,8 @@ async fn create_plan(
 ) -> Result<impl IntoResponse, ApiError> {
     let text = std::str::from_utf8(&body)
         .map_err(|_| ApiError(StatusCode::UNPROCESSABLE_ENTITY, "body is not UTF-8".into()))?;
-    let plan = Plan::from_json(text).map_err(RunError::from)?;
+    let plan =
+        Plan::from_json_nested(text, s.orch.config().max_nesting_depth).map_err(RunError::from)?;
     let view = s.orch.propose(plan).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }

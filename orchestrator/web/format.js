@@ -1,5 +1,6 @@
 // Pure formatting shared by the pages: amounts, addresses, durations, the
-// text of data: URIs and results, and how run events read. No DOM, no
+// text of data: URIs and results, how run events read, and how a nested
+// plan's lineage groups by step path. No DOM, no
 // network: `make js-test` runs format.test.mjs against it with node.
 
 /// A USDC amount in base units (a JSON integer or a string of digits, as the
@@ -84,4 +85,92 @@ export function mergeNote(task, shorten = (id) => id) {
   if (!task?.merge) return '';
   const others = (task.inputs ?? []).filter((id) => id !== task.parent_id).map(shorten);
   return others.length ? `⇐ merge, also from ${others.join(', ')}` : '';
+}
+
+const STEP_PATH = /^(0|[1-9][0-9]{0,9})(\.(0|[1-9][0-9]{0,9})){0,7}$/;
+
+/// The segments of a step path (`1.1.0` → `[1, 1, 0]`) as an envelope may
+/// write it: 1 to 8 decimal u32s separated by dots, no sign or leading
+/// zeros, at most 64 characters. Anything else is `null`.
+export function pathSegments(path) {
+  if (typeof path !== 'string' || path.length > 64 || !STEP_PATH.test(path)) return null;
+  const segments = path.split('.').map(Number);
+  return segments.every((s) => s <= 4294967295) ? segments : null;
+}
+
+function compareSegments(a, b) {
+  for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
+    if (a[i] !== b[i]) return a[i] - b[i];
+  }
+  return a.length - b.length;
+}
+
+/// The sum of amounts in base units as a string of digits; `null` when one
+/// is not a whole number of base units.
+function sumUnits(amounts) {
+  let sum = 0n;
+  for (const a of amounts) {
+    const text = String(a ?? '').trim();
+    if (!/^[0-9]+$/.test(text)) return null;
+    sum += BigInt(text);
+  }
+  return sum.toString();
+}
+
+/// One level of steps sharing their first `depth` segments: a step ending
+/// here is `{ task }`, a run of deeper steps under one segment a nested
+/// plan `{ group: { path, label, count, cost, entries } }`.
+function nestLevel(steps, depth) {
+  const out = [];
+  let i = 0;
+  while (i < steps.length) {
+    const { task, segments } = steps[i];
+    if (segments.length === depth + 1) {
+      out.push({ task });
+      i += 1;
+      continue;
+    }
+    let j = i;
+    while (j < steps.length && steps[j].segments.length > depth + 1
+      && steps[j].segments[depth] === segments[depth]) j += 1;
+    const run = steps.slice(i, j);
+    out.push({
+      group: {
+        path: segments.slice(0, depth + 1).join('.'),
+        // The first label given at this level.
+        label: run.map((s) => s.task.groups?.[depth]).find((l) => typeof l === 'string') ?? null,
+        count: run.length,
+        cost: sumUnits(run.map((s) => s.task.amount)),
+        entries: nestLevel(run, depth + 1),
+      },
+    });
+    i = j;
+  }
+  return out;
+}
+
+/// A plan's lineage nodes (the indexer's tree) grouped by their step
+/// `path` and `groups`: `null` for a flat plan (no path of more than one
+/// segment); otherwise `{ entries, unplaced }`, where `entries` are the
+/// steps in path order (numeric, segment by segment) as `{ task }` or
+/// `{ group }` (a nested plan: its `path`, `label` from the nodes'
+/// `groups`, task `count`, `cost` in base units or `null`, and its own
+/// `entries`), and `unplaced` the nodes without a well-formed path, which
+/// hang under their parents as in a flat tree.
+export function nestByPath(tasks) {
+  const all = tasks ?? [];
+  const steps = all.map((task) => ({ task, segments: pathSegments(task?.path) }))
+    .filter((s) => s.segments);
+  if (!steps.some((s) => s.segments.length > 1)) return null;
+  // Stable: tasks of one path (retries) keep the indexer's order.
+  steps.sort((a, b) => compareSegments(a.segments, b.segments));
+  return { entries: nestLevel(steps, 0), unplaced: all.filter((t) => !pathSegments(t?.path)) };
+}
+
+/// The summary line of a nested plan from `nestByPath`: path, label, task
+/// count and cost.
+export function nestSummary(group) {
+  const label = group.label === null ? '' : ` “${group.label}”`;
+  const cost = group.cost === null ? '—' : usdc(group.cost);
+  return `${group.path} nested plan${label} · ${group.count} task${group.count === 1 ? '' : 's'} · ${cost} USDC`;
 }

@@ -1,10 +1,13 @@
 // The pure formatting of format.js: amounts (the same rule as the Rust
-// `Usdc` type: six decimals) and how decisions read, failures included.
+// `Usdc` type: six decimals), how decisions read, failures included, and
+// how a nested plan's lineage groups by step path.
 // `make js-test` runs this with node's test runner.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usdc, decisionOutcome, decodeDataUri, readable, mergeNote } from './format.js';
+import {
+  usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
+} from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
   assert.equal(usdc('1200000'), '1.200000');
@@ -52,4 +55,68 @@ test('a merge names its upstreams besides the parent it hangs under', () => {
   assert.equal(mergeNote({ parent_id: '11', inputs: ['11'], merge: false }), '');
   assert.equal(mergeNote({ parent_id: '0', inputs: ['11', '12'], merge: true }), '⇐ merge, also from 11, 12');
   assert.equal(mergeNote(undefined), '');
+});
+
+test('step paths read as the envelope allows them, anything else as null', () => {
+  assert.deepEqual(pathSegments('0'), [0]);
+  assert.deepEqual(pathSegments('2.10.0'), [2, 10, 0]);
+  assert.deepEqual(pathSegments('4294967295'), [4294967295]);
+  assert.deepEqual(pathSegments('1.2.3.4.5.6.7.8'), [1, 2, 3, 4, 5, 6, 7, 8]);
+  for (const bad of [undefined, null, 7, '', '.', '1.', '01', '1.00', '+1', '-1', ' 1', '1..2',
+    '4294967296', '1.2.3.4.5.6.7.8.9', `${'1000000000.'.repeat(5)}1000000000`]) {
+    assert.equal(pathSegments(bad), null, `${bad}`);
+  }
+});
+
+const node = (id, path, groups = [], amount = `${id}0000`, extra = {}) =>
+  ({ task_id: id, parent_id: '0', depth: 0, amount, path, groups, ...extra });
+
+test('a flat plan has no nesting to draw', () => {
+  assert.equal(nestByPath([]), null);
+  assert.equal(nestByPath(undefined), null);
+  assert.equal(nestByPath([node('10', null), node('11', undefined)]), null);
+  assert.equal(nestByPath([node('10', '0'), node('11', '1'), node('12', '2')]), null);
+});
+
+test('a nested plan three levels deep is grouped by path, in numeric path order', () => {
+  const outer = 'research the market';
+  const inner = 'dig deeper';
+  // In the indexer's order (depth, block), not the path's.
+  const tasks = [
+    node('14', '2', [], '140000', { parent_id: '13', depth: 3 }),
+    node('11', '1.0', [outer]),
+    node('10', '0'),
+    node('12', '1.1.0', [outer, inner], '120000', { parent_id: '11', depth: 1 }),
+    node('15', null, [], '150000', { parent_id: '12', depth: 2 }),
+    node('13', '1.1.1', [outer, inner], '130000', { parent_id: '12', depth: 2 }),
+    node('16', '10'),
+  ];
+  const nest = nestByPath(tasks);
+  const ids = (entries) => entries.map((e) => (e.task ? e.task.task_id : `group ${e.group.path}`));
+  assert.deepEqual(ids(nest.entries), ['10', 'group 1', '14', '16'], '2 before 10');
+  const one = nest.entries[1].group;
+  assert.deepEqual({ path: one.path, label: one.label, count: one.count, cost: one.cost },
+    { path: '1', label: outer, count: 3, cost: '360000' });
+  assert.deepEqual(ids(one.entries), ['11', 'group 1.1']);
+  const deeper = one.entries[1].group;
+  assert.deepEqual({ path: deeper.path, label: deeper.label, count: deeper.count, cost: deeper.cost },
+    { path: '1.1', label: inner, count: 2, cost: '250000' });
+  assert.deepEqual(ids(deeper.entries), ['12', '13']);
+  assert.deepEqual(nest.unplaced.map((t) => t.task_id), ['15']);
+  assert.equal(nestSummary(one), '1 nested plan “research the market” · 3 tasks · 0.360000 USDC');
+  assert.equal(nestSummary(deeper), '1.1 nested plan “dig deeper” · 2 tasks · 0.250000 USDC');
+});
+
+test('a nested plan without labels or readable amounts still groups', () => {
+  const nest = nestByPath([
+    node('20', '3.0', [], 'x'),
+    node('21', '3.1', ['late label']),
+    node('22', 'not.a.path'),
+  ]);
+  const group = nest.entries[0].group;
+  assert.equal(group.label, 'late label', 'the first label given at that level');
+  assert.equal(group.cost, null);
+  assert.equal(nestSummary(group), '3 nested plan “late label” · 2 tasks · — USDC');
+  assert.equal(nestSummary({ ...group, label: null, count: 1, cost: '5' }), '3 nested plan · 1 task · 0.000005 USDC');
+  assert.deepEqual(nest.unplaced.map((t) => t.task_id), ['22']);
 });

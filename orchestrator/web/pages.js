@@ -1,7 +1,7 @@
 // The history page (past plans with their on-chain lineage) and the agents
 // table.
 
-import { usdc, short, mergeNote } from './format.js';
+import { usdc, short, mergeNote, nestByPath, nestSummary, pathSegments } from './format.js';
 import { h } from './dom.js';
 import { api, index, runUrl } from './api.js';
 import { agents, reliability } from './agents.js';
@@ -35,23 +35,37 @@ export async function historyPage(main) {
   }
 }
 
+/// A plan's lineage, children under their parents. A plan with nested
+/// plans (step paths of more than one segment) is drawn as its nesting: its
+/// steps in path order, each nested plan a collapsible group; tasks without
+/// a path still hang under their parents.
 export function lineage(tree) {
   const tasks = tree?.tasks ?? [];
   if (!tasks.length) return h('p', { class: 'muted' }, 'no tasks on chain');
-  const children = (parent) => tasks.filter((t) => (parent === null ? t.depth === 0 : t.parent_id === parent && t.depth !== 0));
+  const nest = nestByPath(tasks);
+  // In a nested plan, a task with a step path is placed by the nesting.
+  const placed = (t) => nest !== null && pathSegments(t.path) !== null;
+  const children = (parent) => tasks.filter((t) => !placed(t)
+    && (parent === null ? t.depth === 0 : t.parent_id === parent && t.depth !== 0));
+  const item = (t) => h('li', {},
+    placed(t) ? [h('code', { class: 'path', title: 'step in the plan' }, t.path), ' '] : null,
+    h('code', { title: t.task_id }, short(t.task_id)), ' ',
+    h('span', { class: `badge phase-${String(t.status).toLowerCase()}` }, t.status), ' ',
+    t.capability ?? '?', ' · ', short(t.executor), ' · ', `${usdc(t.amount)} USDC`,
+    t.subtree_cost && t.subtree_cost !== t.amount ? h('span', { class: 'muted' }, ` · subtree ${usdc(t.subtree_cost)} USDC`) : null,
+    mergeNote(t, short) ? h('span', { class: 'merge' }, ` ${mergeNote(t, short)}`) : null,
+    t.flagged ? h('span', { class: 'warn' }, ` flagged: ${t.flagged}`) : null,
+    walk(t.task_id));
   const walk = (parent) => {
     const kids = children(parent);
     if (!kids.length) return null;
-    return h('ul', { class: 'tree' }, kids.map((t) => h('li', {},
-      h('code', { title: t.task_id }, short(t.task_id)), ' ',
-      h('span', { class: `badge phase-${String(t.status).toLowerCase()}` }, t.status), ' ',
-      t.capability ?? '?', ' · ', short(t.executor), ' · ', `${usdc(t.amount)} USDC`,
-      t.subtree_cost && t.subtree_cost !== t.amount ? h('span', { class: 'muted' }, ` · subtree ${usdc(t.subtree_cost)} USDC`) : null,
-      mergeNote(t, short) ? h('span', { class: 'merge' }, ` ${mergeNote(t, short)}`) : null,
-      t.flagged ? h('span', { class: 'warn' }, ` flagged: ${t.flagged}`) : null,
-      walk(t.task_id))));
+    return h('ul', { class: 'tree' }, kids.map(item));
   };
-  return h('div', {}, walk(null), h('p', { class: 'muted' }, `as of block ${tree.block}`));
+  const entry = (e) => (e.task ? item(e.task) : h('li', { class: 'nested', dataset: { path: e.group.path } },
+    h('details', { open: true }, h('summary', {}, nestSummary(e.group)),
+      h('ul', { class: 'tree' }, e.group.entries.map(entry)))));
+  const drawn = nest === null ? walk(null) : h('ul', { class: 'tree' }, nest.entries.map(entry), children(null).map(item));
+  return h('div', {}, drawn, h('p', { class: 'muted' }, `as of block ${tree.block}`));
 }
 
 // ------------------------------------------------------------- agents page --

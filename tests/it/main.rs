@@ -7,6 +7,7 @@ mod disputes;
 mod indexer;
 mod injection;
 mod lifecycle;
+mod nested;
 mod plans;
 mod registry;
 mod sender;

@@ -662,6 +662,10 @@ impl Worker {
             capability: Some(part.delegable.to_owned()),
             source: envelope.source.clone(),
             inputs: envelope.inputs.clone(),
+            // A delegated part is no step of the plan: it hangs under the
+            // task it serves, by its parent link.
+            path: None,
+            groups: Vec::new(),
         };
         let spec_uri = self
             .codec

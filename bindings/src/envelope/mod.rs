@@ -3,8 +3,14 @@
 //!
 //! ```json
 //! { "parent": "plan:0x…", "spec": "Summarize the text", "capability": "summarize",
-//!   "source": "original material", "inputs": [{ "from": 0, "task_id": "7", "output": "…" }] }
+//!   "source": "original material", "inputs": [{ "from": 0, "task_id": "7", "output": "…" }],
+//!   "path": "1.0", "groups": ["research the market"] }
 //! ```
+//!
+//! A task of a nested plan carries its step `path` (`1.0`: the top-level
+//! step 1 is a plan, and this is its step 0) and the `groups` labelling the
+//! plans around it, outermost first, so the nesting can be rebuilt from the
+//! chain alone.
 //!
 //! Small envelopes travel inline as `data:application/json;base64,…`; larger
 //! ones are content-addressed as `sha256:<hex>` with the bytes in a
@@ -22,7 +28,10 @@ mod model;
 
 pub use blob::{BlobError, BlobHash, BlobStore, FsBlobStore, MemoryBlobStore};
 pub use codec::{DEFAULT_INLINE_LIMIT, EnvelopeCodec, HARD_MAX_BYTES, percent_data_uri, uri_hash};
-pub use model::{Envelope, Input, Parent};
+pub use model::{
+    Envelope, Input, MAX_GROUP_LABEL_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, Parent,
+    path_segments,
+};
 
 /// Why an envelope could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +45,36 @@ pub enum EnvelopeError {
     /// `parent` is not `plan:<hex>` or `task:<id>`.
     #[error("envelope parent `{0}` is neither `plan:<32-byte hex>` nor `task:<id>`")]
     InvalidParent(String),
+    /// `path` is not a step path such as `2.1.0` (see [`path_segments`]).
+    #[error(
+        "envelope path `{0}` is not 1 to {MAX_PATH_SEGMENTS} decimal segments separated by `.` \
+         (no sign, no leading zeros, at most {MAX_PATH_BYTES} bytes)"
+    )]
+    InvalidPath(String),
+    /// `groups` does not label exactly the plans enclosing the path (one
+    /// fewer than its segments), or is given without a path.
+    #[error(
+        "envelope has {groups} group label(s) for path {}: expected {expected} (one per enclosing plan)",
+        path.as_deref().map_or_else(|| "(none)".to_owned(), |p| format!("`{p}`"))
+    )]
+    GroupsMismatch {
+        /// Labels given.
+        groups: usize,
+        /// The path (shortened), if any.
+        path: Option<String>,
+        /// Labels the path calls for.
+        expected: usize,
+    },
+    /// A group label longer than [`MAX_GROUP_LABEL_BYTES`].
+    #[error(
+        "envelope group label {index} is {len} bytes, over the limit of {MAX_GROUP_LABEL_BYTES}"
+    )]
+    GroupLabelTooLong {
+        /// Its position in `groups`.
+        index: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
     /// Larger than [`HARD_MAX_BYTES`] (or the codec's configured maximum).
     #[error("envelope is {len} bytes, over the limit of {max}")]
     TooLarge {
@@ -146,6 +185,149 @@ mod tests {
         let env = Envelope::new(Parent::Task("1".into()), "go");
         let json = String::from_utf8(env.to_json().unwrap()).unwrap();
         assert_eq!(json, r#"{"parent":"task:1","spec":"go"}"#);
+    }
+
+    fn nested() -> Envelope {
+        let mut env = envelope();
+        env.path = Some("2.10.0".into());
+        env.groups = vec!["research the market".into(), "dig déeper".into()];
+        env
+    }
+
+    #[test]
+    fn path_and_groups_round_trip() {
+        let env = nested();
+        let json = String::from_utf8(env.to_json().unwrap()).unwrap();
+        assert!(
+            json.ends_with(r#""path":"2.10.0","groups":["research the market","dig déeper"]}"#),
+            "{json}"
+        );
+        assert_eq!(Envelope::from_json(json.as_bytes()).unwrap(), env);
+        assert_eq!(serde_json::from_str::<Envelope>(&json).unwrap(), env);
+        let store = MemoryBlobStore::new();
+        let codec = EnvelopeCodec::default();
+        assert_eq!(codec.decode(&codec.encode(&env, &store).unwrap(), &store).unwrap(), env);
+        // A top-level step: a path of one segment, no groups.
+        let mut top = envelope();
+        top.path = Some("0".into());
+        let json = String::from_utf8(top.to_json().unwrap()).unwrap();
+        assert!(json.ends_with(r#""path":"0"}"#), "{json}");
+        assert_eq!(Envelope::from_json(json.as_bytes()).unwrap(), top);
+        // Groups may be left out even when the path nests; null and [] read
+        // as absent.
+        let bare = br#"{"parent":"task:1","spec":"s","path":"1.1.0","groups":[]}"#;
+        assert_eq!(Envelope::from_json(bare).unwrap().path.as_deref(), Some("1.1.0"));
+        let null = br#"{"parent":"task:1","spec":"s","path":null}"#;
+        assert_eq!(
+            Envelope::from_json(null).unwrap(),
+            Envelope::new(Parent::Task("1".into()), "s")
+        );
+    }
+
+    #[test]
+    fn path_segments_are_bounded_decimal_u32s() {
+        assert_eq!(path_segments("0").unwrap(), [0]);
+        assert_eq!(path_segments("2.1.0").unwrap(), [2, 1, 0]);
+        assert_eq!(path_segments("4294967295").unwrap(), [u32::MAX]);
+        let eight = vec!["7"; MAX_PATH_SEGMENTS].join(".");
+        assert_eq!(path_segments(&eight).unwrap(), [7; MAX_PATH_SEGMENTS]);
+        // 64 bytes exactly: five 10-digit segments and one of 9, dots included.
+        let longest = format!("{}.100000000", vec!["1000000000"; 5].join("."));
+        assert_eq!(longest.len(), MAX_PATH_BYTES);
+        assert_eq!(path_segments(&longest).unwrap().len(), 6);
+        let nine = vec!["7"; MAX_PATH_SEGMENTS + 1].join(".");
+        let too_long = format!("{longest}0");
+        for bad in [
+            "",
+            ".",
+            "1.",
+            ".1",
+            "1..2",
+            "01",
+            "1.00",
+            "+1",
+            "-1",
+            "1.-0",
+            " 1",
+            "1 ",
+            "1,2",
+            "x",
+            "１",
+            "4294967296",
+            "0x1",
+            &nine,
+            &too_long,
+        ] {
+            assert!(matches!(path_segments(bad), Err(EnvelopeError::InvalidPath(_))), "{bad:?}");
+        }
+        let huge = "9".repeat(10_000);
+        let Err(EnvelopeError::InvalidPath(echoed)) = path_segments(&huge) else {
+            panic!("a huge path is refused")
+        };
+        assert!(echoed.chars().count() <= 81, "the echo is shortened: {}", echoed.len());
+    }
+
+    #[test]
+    fn malformed_nesting_is_refused_on_both_sides() {
+        let json = |extra: &str| format!(r#"{{"parent":"task:1","spec":"s",{extra}}}"#);
+        let read = |extra: &str| Envelope::from_json(json(extra).as_bytes()).unwrap_err();
+        assert!(matches!(read(r#""path":"01""#), EnvelopeError::InvalidPath(p) if p == "01"));
+        assert!(matches!(read(r#""path":"""#), EnvelopeError::InvalidPath(_)));
+        assert!(matches!(read(r#""path":7"#), EnvelopeError::Json(_)));
+        assert!(matches!(
+            read(r#""groups":["a"]"#),
+            EnvelopeError::GroupsMismatch { groups: 1, path: None, expected: 0 }
+        ));
+        assert!(matches!(
+            read(r#""path":"3","groups":["a"]"#),
+            EnvelopeError::GroupsMismatch { groups: 1, expected: 0, .. }
+        ));
+        let err = read(r#""path":"1.2.3","groups":["a"]"#);
+        assert!(
+            matches!(&err, EnvelopeError::GroupsMismatch { groups: 1, expected: 2, path: Some(p) } if p == "1.2.3"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("expected 2"), "{err}");
+        assert!(matches!(
+            read(r#""path":"1.2","groups":["a","b"]"#),
+            EnvelopeError::GroupsMismatch { groups: 2, expected: 1, .. }
+        ));
+        let fits = "l".repeat(MAX_GROUP_LABEL_BYTES);
+        let env = Envelope::from_json(
+            json(&format!(r#""path":"1.2.3","groups":["a","{fits}"]"#)).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(env.groups[1], fits);
+        // Bytes, not characters: 101 two-byte characters are 202 bytes.
+        let over = "é".repeat(101);
+        assert!(matches!(
+            read(&format!(r#""path":"1.2.3","groups":["a","{over}"]"#)),
+            EnvelopeError::GroupLabelTooLong { index: 1, len: 202 }
+        ));
+        // Through serde and through a URI alike.
+        let err = serde_json::from_str::<Envelope>(&json(r#""path":"1.+2""#)).unwrap_err();
+        assert!(err.to_string().contains("envelope path `1.+2`"), "{err}");
+        let store = MemoryBlobStore::new();
+        let uri = percent_data_uri(json(r#""path":"1.2","groups":[]"#).as_bytes());
+        assert!(EnvelopeCodec::default().decode(&uri, &store).is_ok());
+        let uri = percent_data_uri(json(r#""path":"9.9.9.9.9.9.9.9.9""#).as_bytes());
+        assert!(matches!(
+            EnvelopeCodec::default().decode(&uri, &store),
+            Err(EnvelopeError::InvalidPath(_))
+        ));
+        // A writer cannot produce what readers refuse.
+        let mut env = nested();
+        env.path = Some("2.1".into());
+        assert!(matches!(env.to_json(), Err(EnvelopeError::GroupsMismatch { .. })));
+        assert!(matches!(
+            EnvelopeCodec::default().encode(&env, &store),
+            Err(EnvelopeError::GroupsMismatch { .. })
+        ));
+        env.path = Some("2.1.x".into());
+        assert!(matches!(env.to_json(), Err(EnvelopeError::InvalidPath(_))));
+        env.path = None;
+        env.groups.clear();
+        assert!(env.to_json().is_ok());
     }
 
     #[test]

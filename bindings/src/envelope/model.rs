@@ -1,5 +1,7 @@
 //! The envelope itself: what a sub-task's spec URI resolves to, the
-//! [`Parent`] it belongs to and the upstream [`Input`]s it carries.
+//! [`Parent`] it belongs to, the upstream [`Input`]s it carries and, for a
+//! task of a nested plan, its step path and the labels of the plans around
+//! it.
 
 use std::{fmt, str::FromStr};
 
@@ -7,6 +9,39 @@ use alloy::primitives::B256;
 use serde::{Deserialize, Serialize};
 
 use super::{BlobHash, EnvelopeError, truncate};
+
+/// Segments a step path has at most (`2.1.0` has three): how deep plans
+/// nest.
+pub const MAX_PATH_SEGMENTS: usize = 8;
+
+/// Bytes a step path has at most, dots included.
+pub const MAX_PATH_BYTES: usize = 64;
+
+/// Bytes a nested plan's label (an entry of [`Envelope::groups`]) has at
+/// most.
+pub const MAX_GROUP_LABEL_BYTES: usize = 200;
+
+/// The segments of a step path such as `2.1.0`: one to
+/// [`MAX_PATH_SEGMENTS`] decimal `u32`s separated by `.`, without sign or
+/// leading zeros (`0` itself is fine), at most [`MAX_PATH_BYTES`] in all.
+pub fn path_segments(path: &str) -> Result<Vec<u32>, EnvelopeError> {
+    let invalid = || EnvelopeError::InvalidPath(truncate(path, 80));
+    if path.is_empty() || path.len() > MAX_PATH_BYTES {
+        return Err(invalid());
+    }
+    let mut segments = Vec::new();
+    for segment in path.split('.') {
+        let digits = !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit());
+        if !digits || (segment.len() > 1 && segment.starts_with('0')) {
+            return Err(invalid());
+        }
+        if segments.len() == MAX_PATH_SEGMENTS {
+            return Err(invalid());
+        }
+        segments.push(segment.parse::<u32>().map_err(|_| invalid())?);
+    }
+    Ok(segments)
+}
 
 /// What the envelope belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +128,15 @@ pub struct Envelope {
     /// Outputs of upstream sub-tasks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<Input>,
+    /// The task's step in its (possibly nested) plan, such as `2.1.0`: the
+    /// top-level sub-task 2, its child plan's sub-task 1, that one's child
+    /// 0. A top-level step has one segment. See [`path_segments`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The labels of the nested plans enclosing the task, outermost first:
+    /// one fewer than the path has segments, or none at all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
 
 /// Wire form, so a missing `spec` is reported as such rather than as a
@@ -107,6 +151,10 @@ struct RawEnvelope {
     source: Option<String>,
     #[serde(default)]
     inputs: Vec<Input>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    groups: Vec<String>,
 }
 
 impl TryFrom<RawEnvelope> for Envelope {
@@ -114,30 +162,69 @@ impl TryFrom<RawEnvelope> for Envelope {
 
     fn try_from(raw: RawEnvelope) -> Result<Self, Self::Error> {
         let spec = raw.spec.filter(|s| !s.is_empty()).ok_or(EnvelopeError::MissingSpec)?;
-        Ok(Self {
+        let envelope = Self {
             parent: raw.parent,
             spec,
             capability: raw.capability,
             source: raw.source,
             inputs: raw.inputs,
-        })
+            path: raw.path,
+            groups: raw.groups,
+        };
+        envelope.check_nesting()?;
+        Ok(envelope)
     }
 }
 
 impl Envelope {
-    /// An envelope with no source or inputs.
+    /// An envelope with no source, inputs, path or groups.
     pub fn new(parent: Parent, spec: impl Into<String>) -> Self {
-        Self { parent, spec: spec.into(), capability: None, source: None, inputs: Vec::new() }
+        Self {
+            parent,
+            spec: spec.into(),
+            capability: None,
+            source: None,
+            inputs: Vec::new(),
+            path: None,
+            groups: Vec::new(),
+        }
     }
 
-    /// Parses envelope JSON, refusing a missing or empty `spec`.
+    /// Parses envelope JSON, refusing a missing or empty `spec` and a
+    /// malformed `path` or `groups` ([`Envelope::check_nesting`]).
     pub fn from_json(bytes: &[u8]) -> Result<Self, EnvelopeError> {
         let raw: RawEnvelope = serde_json::from_slice(bytes)?;
         raw.try_into()
     }
 
-    /// The envelope as compact JSON.
+    /// The envelope as compact JSON; refuses what [`Envelope::from_json`]
+    /// would refuse to read back (a malformed `path` or `groups`).
     pub fn to_json(&self) -> Result<Vec<u8>, EnvelopeError> {
+        self.check_nesting()?;
         Ok(serde_json::to_vec(self)?)
+    }
+
+    /// Checks `path` and `groups`: a well-formed path ([`path_segments`]),
+    /// and groups either absent or one per enclosing plan (one fewer than
+    /// the path's segments), each at most [`MAX_GROUP_LABEL_BYTES`].
+    pub fn check_nesting(&self) -> Result<(), EnvelopeError> {
+        let segments = self.path.as_deref().map(path_segments).transpose()?.map_or(0, |s| s.len());
+        if self.groups.is_empty() {
+            return Ok(());
+        }
+        let expected = segments.saturating_sub(1);
+        if self.groups.len() != expected {
+            return Err(EnvelopeError::GroupsMismatch {
+                groups: self.groups.len(),
+                path: self.path.as_deref().map(|p| truncate(p, 80)),
+                expected,
+            });
+        }
+        if let Some((index, label)) =
+            self.groups.iter().enumerate().find(|(_, g)| g.len() > MAX_GROUP_LABEL_BYTES)
+        {
+            return Err(EnvelopeError::GroupLabelTooLong { index, len: label.len() });
+        }
+        Ok(())
     }
 }

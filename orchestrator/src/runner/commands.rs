@@ -96,6 +96,15 @@ impl Orchestrator {
         if high_stakes {
             plan.review = ReviewMode::Manual;
         }
+        let max_depth = self.config.max_nesting_depth.min(crate::plan::MAX_NESTING_DEPTH);
+        if let Some(g) = plan.groups.iter().find(|g| g.depth() > max_depth) {
+            return Err(PlanError::NestingTooDeep {
+                path: g.path.to_string(),
+                depth: g.depth(),
+                max: max_depth,
+            }
+            .into());
+        }
         plan.validate_draft(&self.chain.context(&plan).await?)?;
         self.check_spend_cap(&plan)?;
         let id = plan.id.to_string();

@@ -22,6 +22,9 @@ pub struct RunnerConfig {
     /// plan's exact amounts and recipients. Services set it from their own
     /// secret; the default is derived per process.
     pub confirm_secret: B256,
+    /// Levels a proposed plan may nest (the root plan is level 1); capped
+    /// at [`crate::plan::MAX_NESTING_DEPTH`].
+    pub max_nesting_depth: usize,
     /// Consecutive failed steps after which a driver gives up and is
     /// restarted by its supervisor (with a `driver_restarted` event).
     pub max_step_failures: u32,
@@ -60,6 +63,7 @@ impl Default for RunnerConfig {
             idle_tick: Duration::from_secs(1),
             max_plan_spend: DEFAULT_MAX_PLAN_SPEND,
             confirm_secret: keccak256(seed.as_bytes()),
+            max_nesting_depth: crate::plan::DEFAULT_MAX_NESTING_DEPTH,
             max_step_failures: 5,
             #[cfg(feature = "test-utils")]
             fault: None,

@@ -41,7 +41,7 @@ pub use error::RunError;
 pub use sync::readable;
 use tessera_bindings::envelope::{BlobStore, EnvelopeCodec};
 use tokio::sync::{broadcast, watch};
-pub use views::{ConfirmationTerms, RunView};
+pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 
 use crate::{
     plan::Plan,
@@ -147,9 +147,31 @@ impl Orchestrator {
     /// sends it to live subscribers when new.
     async fn emit(&self, id: &str, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
         let kind = event.kind();
-        if let Some(ev) = self.store.append_event(id, kind, dedup, &event.to_body()).await? {
+        let mut body = event.to_body();
+        self.add_path(id, &mut body).await?;
+        if let Some(ev) = self.store.append_event(id, kind, dedup, &body).await? {
             tracing::info!(event = %kind, seq = ev.seq, "run event");
             let _ = self.events.send(ev);
+        }
+        Ok(())
+    }
+
+    /// Adds the step path (`2.1.0`) of the sub-task an event of a nested
+    /// plan is about, so the root run's one stream tells the levels apart.
+    async fn add_path(&self, id: &str, body: &mut serde_json::Value) -> Result<(), RunError> {
+        let Some(index) = body.get("index").and_then(serde_json::Value::as_u64) else {
+            return Ok(());
+        };
+        if body.get("path").is_some() {
+            return Ok(());
+        }
+        let Some(row) = self.store.run(id).await? else { return Ok(()) };
+        let plan = Plan::from_json(&row.plan_json)?;
+        if plan.is_nested()
+            && let Ok(index) = u32::try_from(index)
+            && let Some(obj) = body.as_object_mut()
+        {
+            obj.insert("path".into(), plan.path_of(index).to_string().into());
         }
         Ok(())
     }

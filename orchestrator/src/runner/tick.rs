@@ -23,7 +23,7 @@ use super::{
     step::{self, Action, Call, Ending, OnChain, Resolution, Snapshot},
 };
 use crate::{
-    plan::{Plan, PlanError},
+    plan::{Group, Plan, PlanError, StepPath},
     state::{CloseReason, Pending, Phase, Progress, RunEvent, RunState, Spend},
     store::{DecisionOutcome, now_ms},
 };
@@ -57,6 +57,7 @@ impl Orchestrator {
         if self.store.spend(id).await? != Some(spend) {
             self.store.set_spend(id, &spend).await?;
         }
+        self.settle_nested(id, &plan, &rows).await?;
 
         for row in self.store.pending_decisions(id).await? {
             let decision = Pending::from_row(&row)?;
@@ -342,14 +343,33 @@ impl Orchestrator {
         } else {
             self.spend(plan, rows.values()).await?
         };
-        for (index, inputs) in creations {
+        // A nested plan's leaves also fit in its budget share.
+        let mut shares: HashMap<StepPath, Spend> = HashMap::new();
+        'creations: for (index, inputs) in creations {
             let row = rows
                 .get(&index)
                 .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
             let cost = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?.cost;
             if !spend.fits(cost, plan.budget) {
-                self.over_budget(id, plan, row, cost, &spend).await?;
+                self.over_budget(id, plan, row, cost, &spend, None).await?;
                 continue;
+            }
+            let groups = plan.groups_of(index);
+            for g in &groups {
+                if !shares.contains_key(&g.path) {
+                    let inside = members_of(plan, g, rows);
+                    shares.insert(g.path.clone(), self.spend(plan, &inside).await?);
+                }
+                let share = shares[&g.path];
+                if !share.fits(cost, g.budget) {
+                    self.over_budget(id, plan, row, cost, &share, Some(g)).await?;
+                    continue 'creations;
+                }
+            }
+            for g in &groups {
+                if let Some(share) = shares.get_mut(&g.path) {
+                    share.committed = share.committed.checked_add(cost).unwrap_or(share.committed);
+                }
             }
             spend.committed = spend.committed.checked_add(cost).unwrap_or(spend.committed);
             wave.push(self.create_params(plan, row, inputs, now).await?);
@@ -407,6 +427,8 @@ impl Orchestrator {
             capability: Some(task.capability.clone()),
             source: if task.depends_on.is_empty() { plan.source.clone() } else { None },
             inputs,
+            path: plan.is_nested().then(|| plan.path_of(row.idx).to_string()),
+            groups: plan.groups_of(row.idx).iter().map(|g| label(&g.spec)).collect(),
         };
         let (codec, blobs) = (self.codec, Arc::clone(&self.blobs));
         let spec_uri = tokio::task::spawn_blocking(move || codec.encode(&envelope, blobs.as_ref()))
@@ -464,8 +486,37 @@ impl Orchestrator {
         Ok(total)
     }
 
+    /// Reports each nested plan whose leaves are all paid, once: the nested
+    /// step is settled, and its dependants have its output.
+    async fn settle_nested(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+    ) -> Result<(), RunError> {
+        for g in &plan.groups {
+            let members = plan.members(&g.path);
+            let inside = members_of(plan, g, rows);
+            if inside.len() != members.len() || !inside.iter().all(|r| r.phase.is_paid()) {
+                continue;
+            }
+            let spent = self.spend(plan, &inside).await?;
+            let event = RunEvent::NestedCompleted {
+                plan_id: plan.id,
+                path: g.path.to_string(),
+                nested_plan_id: g.plan_id(plan.id),
+                subtasks: members.len(),
+                paid: spent.paid,
+                budget: g.budget,
+            };
+            self.emit(id, &format!("nested:{}", g.path), &event).await?;
+        }
+        Ok(())
+    }
+
     /// Refuses to fund sub-task `row`, whose `cost` would take the plan
-    /// over its budget: an event and a pause with the reason, nothing sent.
+    /// (or, with `group`, that nested plan's share) over its budget: an
+    /// event and a pause with the reason, nothing sent.
     async fn over_budget(
         &self,
         id: &str,
@@ -473,24 +524,29 @@ impl Orchestrator {
         row: &Progress,
         cost: Usdc,
         spend: &Spend,
+        group: Option<&Group>,
     ) -> Result<(), RunError> {
         let index = row.idx;
-        tracing::warn!(index, %cost, budget = %plan.budget, charged = %spend.charged(), "over budget");
+        let budget = group.map_or(plan.budget, |g| g.budget);
+        tracing::warn!(index, %cost, %budget, charged = %spend.charged(), "over budget");
         let event = RunEvent::BudgetExceeded {
             plan_id: plan.id,
             index,
             cost,
-            budget: plan.budget,
+            budget,
             committed: spend.committed,
             refunded: spend.refunded,
         };
         self.emit(id, &format!("budget:{index}:{}", row.attempt), &event).await?;
+        let whose = match group {
+            Some(g) => format!("the {} share of nested plan `{}`", budget.with_unit(), g.path),
+            None => format!("the {} budget", budget.with_unit()),
+        };
         let reason = format!(
-            "sub-task {index} costs {} but {} of the {} budget is spent or locked: cancel, or \
+            "sub-task {index} costs {} but {} of {whose} is spent or locked: cancel, or \
              wait for refunds",
             cost.with_unit(),
             spend.charged().with_unit(),
-            plan.budget.with_unit()
         );
         self.pause(id, plan, index, row.attempt, reason).await
     }
@@ -512,6 +568,26 @@ impl Orchestrator {
         }
         Ok(())
     }
+}
+
+/// The progress rows of nested plan `group`'s leaves.
+fn members_of(plan: &Plan, group: &Group, rows: &BTreeMap<u32, Progress>) -> Vec<Progress> {
+    let members = plan.members(&group.path);
+    rows.values().filter(|r| members.contains(&r.idx)).cloned().collect()
+}
+
+/// A nested plan's label as an envelope carries it: its step's spec, cut
+/// at a character boundary to the envelope's limit.
+fn label(spec: &str) -> String {
+    let max = tessera_bindings::envelope::MAX_GROUP_LABEL_BYTES;
+    if spec.len() <= max {
+        return spec.to_owned();
+    }
+    let mut end = max;
+    while !spec.is_char_boundary(end) {
+        end -= 1;
+    }
+    spec[..end].to_owned()
 }
 
 /// Logs a refused transaction on `indices` and carries on; any other

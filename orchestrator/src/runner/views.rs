@@ -1,14 +1,14 @@
 //! A run as the API shows it: the run row, the plan, sub-task progress,
 //! the decisions with what came of them, and a high-stakes plan's terms.
 
-use alloy::primitives::Address;
+use alloy::primitives::{Address, B256};
 use serde::Serialize;
 use tessera_bindings::usdc::Usdc;
 
 use super::{Orchestrator, RunError};
 use crate::{
-    plan::Plan,
-    state::{Spend, Stakes},
+    plan::{Plan, PlanError, StepPath},
+    state::{Phase, Progress, RunState, Spend, Stakes},
     store::{DecisionRecord, RunRow, SubtaskRow},
 };
 
@@ -35,6 +35,104 @@ pub struct RunView {
     /// What the user must type to confirm a high-stakes plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<ConfirmationTerms>,
+    /// The nested plans, outermost first, each with where it stands (empty
+    /// for a flat plan).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<NestedView>,
+}
+
+/// A nested plan of a run: the step it replaces, its place in the tree,
+/// and where its leaves stand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NestedView {
+    /// The nested step's path (`1`, `2.1`).
+    pub path: StepPath,
+    /// The nested plan's own id.
+    pub plan_id: B256,
+    /// The plan it is nested in: the root plan, or an enclosing nested plan.
+    pub parent_plan_id: B256,
+    /// The run that drives it (the root run: one driver, one budget and one
+    /// event stream for every level).
+    pub run_id: String,
+    /// Its level: 2 for a plan nested in the root plan.
+    pub depth: usize,
+    /// The nested step's instruction.
+    pub spec: String,
+    /// Its budget share.
+    pub budget: Usdc,
+    /// What its leaves cost as planned.
+    pub cost: Usdc,
+    /// Its leaves' indexes in the run.
+    pub subtasks: Vec<u32>,
+    /// Where it stands, from its leaves' phases.
+    pub state: NestedState,
+}
+
+/// Where a nested plan stands, from its leaves' phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NestedState {
+    /// No leaf created yet.
+    Waiting,
+    /// Some leaf created, not every leaf paid.
+    Running,
+    /// Every leaf paid: the nested step is settled.
+    Completed,
+    /// Over without every leaf paid (skipped, refunded, or the run
+    /// cancelled or failed).
+    Closed,
+}
+
+impl NestedView {
+    /// The nested plans of `plan` with their state from `rows`, in a run
+    /// that is `closed` (cancelled or failed) or not.
+    pub fn of(
+        plan: &Plan,
+        run_id: &str,
+        rows: &[SubtaskRow],
+        closed: bool,
+    ) -> Result<Vec<Self>, RunError> {
+        let mut phases: std::collections::HashMap<u32, Phase> = std::collections::HashMap::new();
+        for row in rows {
+            phases.insert(row.idx, Progress::from_row(row)?.phase);
+        }
+        let mut out = Vec::with_capacity(plan.groups.len());
+        for g in &plan.groups {
+            let members = plan.members(&g.path);
+            let leaves: Vec<Phase> =
+                members.iter().map(|i| phases.get(i).copied().unwrap_or(Phase::Waiting)).collect();
+            let state = if leaves.iter().all(|p| p.is_paid()) {
+                NestedState::Completed
+            } else if closed || leaves.iter().all(|p| p.is_settled()) {
+                NestedState::Closed
+            } else if leaves.iter().all(|p| *p == Phase::Waiting) {
+                NestedState::Waiting
+            } else {
+                NestedState::Running
+            };
+            let parent = g.path.enclosing().last();
+            let parent_plan_id = plan
+                .groups
+                .iter()
+                .find(|p| Some(&p.path) == parent.as_ref())
+                .map_or(plan.id, |p| p.plan_id(plan.id));
+            let cost = Usdc::sum(members.iter().filter_map(|&i| plan.subtask(i)).map(|t| t.cost))
+                .ok_or(PlanError::CostOverflow)?;
+            out.push(Self {
+                path: g.path.clone(),
+                plan_id: g.plan_id(plan.id),
+                parent_plan_id,
+                run_id: run_id.to_owned(),
+                depth: g.depth(),
+                spec: g.spec.clone(),
+                budget: g.budget,
+                cost,
+                subtasks: members,
+                state,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// The exact amounts and recipients a high-stakes confirmation binds to.
@@ -63,9 +161,13 @@ impl Orchestrator {
         let stakes = Stakes::parse(&row.stakes).map_err(crate::state::RowError::from)?;
         let confirmation =
             if stakes == Stakes::High { Some(Self::confirmation_terms(&plan)?) } else { None };
+        let subtasks = self.store.subtasks(id).await?;
+        let state = RunState::parse(&row.state).map_err(crate::state::RowError::from)?;
+        let closed = matches!(state, RunState::Cancelled | RunState::Failed);
         Ok(RunView {
             confirmation,
-            subtasks: self.store.subtasks(id).await?,
+            nested: NestedView::of(&plan, id, &subtasks, closed)?,
+            subtasks,
             decisions: self.store.decisions(id).await?,
             total_cost: plan.total_cost()?,
             spend: self.store.spend(id).await?.unwrap_or_default(),

@@ -142,6 +142,22 @@ pub enum RunEvent {
         /// cancelled attempts), read from the settlements.
         refunded: Usdc,
     },
+    /// Every leaf of a nested plan was paid: the nested step is settled and
+    /// its output is its last leaves' output.
+    NestedCompleted {
+        /// The root plan.
+        plan_id: B256,
+        /// The nested step's path (`1`, `2.1`).
+        path: String,
+        /// The nested plan's own id.
+        nested_plan_id: B256,
+        /// Its leaves.
+        subtasks: usize,
+        /// What its executors were paid.
+        paid: Usdc,
+        /// Its budget share.
+        budget: Usdc,
+    },
     /// The run ended without completing.
     PlanFailed {
         /// The plan.
@@ -213,6 +229,8 @@ words!(
         PlanCancelling => "plan_cancelling",
         /// See [`RunEvent::PlanCompleted`].
         PlanCompleted => "plan_completed",
+        /// See [`RunEvent::NestedCompleted`].
+        NestedCompleted => "nested_completed",
         /// See [`RunEvent::PlanFailed`].
         PlanFailed => "plan_failed",
         /// See [`RunEvent::DriverRestarted`].
@@ -282,6 +300,7 @@ impl RunEvent {
             Self::PlanResumed { .. } => K::PlanResumed,
             Self::PlanCancelling { .. } => K::PlanCancelling,
             Self::PlanCompleted { .. } => K::PlanCompleted,
+            Self::NestedCompleted { .. } => K::NestedCompleted,
             Self::PlanFailed { .. } => K::PlanFailed,
             Self::DriverRestarted { .. } => K::DriverRestarted,
         }
