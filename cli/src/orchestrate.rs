@@ -41,6 +41,9 @@ pub(crate) struct ServeArgs {
     /// Most one plan may spend, in USDC.
     #[arg(long, default_value = "50")]
     max_plan_spend: String,
+    /// Levels a proposed plan may nest (the root plan is level 1; at most 8).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
+    max_nesting_depth: u8,
     /// Store of the embedded indexer, which feeds the web UI's history and
     /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…
     #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
@@ -119,6 +122,7 @@ pub(crate) async fn serve(
     let runner = RunnerConfig {
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
         max_plan_spend,
+        max_nesting_depth: usize::from(args.max_nesting_depth),
         // Confirmation tokens survive restarts: keyed by the service's own secret.
         confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
         ..RunnerConfig::default()
@@ -260,18 +264,39 @@ pub(crate) fn card(view: &Value) -> String {
         "  {:>3}  {:<20} {:<44} {:>16}  {}\n",
         "#", "capability", "executor", "cost", "after"
     ));
+    let groups: Vec<&Value> = plan["groups"].as_array().into_iter().flatten().collect();
+    let mut opened = std::collections::BTreeSet::new();
     for t in plan["subtasks"].as_array().into_iter().flatten() {
         let deps: Vec<String> =
             t["depends_on"].as_array().into_iter().flatten().map(Value::to_string).collect();
+        // A nested plan's leaves follow a header naming it, indented one
+        // step per level.
+        let path = t["path"].as_str().filter(|_| !groups.is_empty());
+        let segments: Vec<&str> = path.map(|p| p.split('.').collect()).unwrap_or_default();
+        for level in 1..segments.len() {
+            let prefix = segments[..level].join(".");
+            if !opened.insert(prefix.clone()) {
+                continue;
+            }
+            let g = groups.iter().find(|g| g["path"] == prefix.as_str());
+            out.push_str(&format!(
+                "  {}▾ {prefix}  nested plan, share {}: {}\n",
+                "  ".repeat(level - 1),
+                g.map_or_else(|| "?".to_owned(), |g| usdc(&g["budget"])),
+                truncate(g.and_then(|g| g["spec"].as_str()).unwrap_or(""), 70)
+            ));
+        }
+        let pad = "  ".repeat(segments.len().saturating_sub(1));
+        let at = path.map(|p| format!("  at {p}")).unwrap_or_default();
         out.push_str(&format!(
-            "  {:>3}  {:<20} {:<44} {:>16}  {}\n",
-            t["index"],
+            "  {pad}{:>3}  {:<20} {:<44} {:>16}  {}{at}\n",
+            t["index"].to_string(),
             t["capability"].as_str().unwrap_or("?"),
             t["executor"].as_str().unwrap_or("(unassigned)"),
             usdc(&t["cost"]),
             if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
         ));
-        out.push_str(&format!("       {}\n", truncate(t["spec"].as_str().unwrap_or(""), 90)));
+        out.push_str(&format!("       {pad}{}\n", truncate(t["spec"].as_str().unwrap_or(""), 90)));
     }
     let secs = view["estimated_duration_secs"].as_u64().unwrap_or(0);
     out.push_str(&format!(
@@ -566,6 +591,9 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
             s["task_id"].as_str().unwrap_or("-")
         );
     }
+    for n in view["nested"].as_array().into_iter().flatten() {
+        println!("{}", nested_line(n));
+    }
     for d in view["decisions"].as_array().into_iter().flatten() {
         println!("{}", decision_line(d));
     }
@@ -713,6 +741,20 @@ fn runs_table(runs: &[Value]) -> String {
 }
 
 /// What a started run has spent against its budget, from the API's view.
+/// One nested plan of a run, as `runs show` lists it.
+fn nested_line(n: &Value) -> String {
+    format!(
+        "  nested {} (level {}) {}: leaves {} cost {} of share {}; plan {}",
+        n["path"].as_str().unwrap_or("?"),
+        n["depth"],
+        n["state"].as_str().unwrap_or("?"),
+        n["subtasks"].as_array().map_or(0, Vec::len),
+        usdc(&n["cost"]),
+        usdc(&n["budget"]),
+        n["plan_id"].as_str().unwrap_or("?"),
+    )
+}
+
 fn spend_line(view: &Value) -> Option<String> {
     let spend = view.get("spend").filter(|s| s["committed"] != "0")?;
     Some(format!(
@@ -774,6 +816,40 @@ mod tests {
         ];
         assert_eq!(runs_table(&runs), "0xab  paused     sub-task 0 expired\n0xcd  completed  \n");
         assert_eq!(runs_table(&[]), "no runs\n");
+    }
+
+    #[test]
+    fn a_nested_plan_card_shows_its_levels() {
+        let leaf = |index: u32, path: &str, cap: &str| {
+            json!({"index": index, "path": path, "capability": cap, "spec": format!("do {cap}"),
+                   "executor": null, "cost": 100_000, "depends_on": []})
+        };
+        let view = json!({"id": "0xabc", "state": "proposed", "total_cost": "300000",
+            "estimated_duration_secs": 3600,
+            "plan": {"review": "auto", "budget": 1_000_000,
+                "groups": [{"path": "1", "spec": "Digest", "budget": 250_000},
+                           {"path": "1.1", "spec": "Judge", "budget": 100_000}],
+                "subtasks": [leaf(0, "0", "translate"), leaf(1, "1.0", "summarize"),
+                             leaf(2, "1.1.0", "sentiment-classify")]}});
+        let text = card(&view);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].starts_with("    0  translate") && lines[2].ends_with("at 0"), "{text}");
+        assert_eq!(lines[4], "  ▾ 1  nested plan, share 0.250000 USDC: Digest");
+        assert!(
+            lines[5].starts_with("      1  summarize") && lines[5].ends_with("at 1.0"),
+            "{text}"
+        );
+        assert_eq!(lines[7], "    ▾ 1.1  nested plan, share 0.100000 USDC: Judge");
+        assert!(lines[8].starts_with("        2  sentiment-classify"), "{text}");
+        let flat = json!({"id": "0x1", "plan": {"subtasks": [leaf(0, "0", "translate")]}});
+        assert!(!card(&flat).contains("at 0"), "a flat plan reads as before");
+        let n = json!({"path": "1.1", "depth": 3, "state": "completed", "subtasks": [2],
+                       "cost": "100000", "budget": "100000", "plan_id": "0xdef"});
+        assert_eq!(
+            nested_line(&n),
+            "  nested 1.1 (level 3) completed: leaves 1 cost 0.100000 USDC of share 0.100000 \
+             USDC; plan 0xdef"
+        );
     }
 
     #[test]
