@@ -140,7 +140,7 @@ async fn plans(
         store::Store,
     };
 
-    use crate::stack::{Blobs, lineage, spawn_worker, start_orchestrator};
+    use crate::stack::{Blobs, indexed_tree, spawn_worker, start_orchestrator};
 
     let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
     let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
@@ -257,12 +257,13 @@ plan {label} ({id}): approved"
         }
         let _ = write!(
             out,
-            "  lineage from chain events:\n{}",
-            indent(&lineage(&provider, deployment, plan.id, blobs.as_ref()).await?)
+            "  tree rebuilt by the indexer from chain events:\n{}",
+            indent(&indexed_tree(chain, deployment, plan.id, Arc::clone(&blobs)).await?)
         );
     }
     let mut scene =
         Scene { chain, actors, deployment, orch: &orch, blobs: &blobs, tasks: &mut tasks, out };
+    nested_plan(&mut scene).await?;
     delegation(&mut scene).await?;
     dispute(&mut scene).await?;
     for t in tasks {
@@ -282,6 +283,105 @@ struct Scene<'a> {
     blobs: &'a crate::stack::Blobs,
     tasks: &'a mut Vec<tokio::task::JoinHandle<()>>,
     out: &'a mut String,
+}
+
+/// The nested-plan part of the demo: the brief is translated, a nested
+/// plan digests the translation (entities and tone side by side, within its
+/// own budget share), and a summary merges the digest. The tree is rebuilt
+/// by the indexer from the chain's events and the envelopes they point at.
+async fn nested_plan(scene: &mut Scene<'_>) -> Result<(), Error> {
+    use serde_json::json;
+    use tessera_orchestrator::plan::Plan;
+
+    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
+    let provider = scene.actors.provider(scene.chain.endpoint_url());
+    let registry = AgentRegistry::new(scene.deployment.agent_registry, &provider);
+    let mut step = Vec::new();
+    for cap in ["translate", "extract-entities", "sentiment-classify", "summarize"] {
+        let (agent, price) = cheapest_active(&registry, cap).await?;
+        step.push((cap, agent, price));
+    }
+    let leaf = |i: usize, index: u32, spec: &str, deps: &[u32]| {
+        let (cap, agent, price) = step[i];
+        json!({"index": index, "capability": cap, "spec": spec, "executor": agent,
+               "cost": price, "deadline_offset_secs": 3600, "depends_on": deps})
+    };
+    let share = step[1].2 + step[2].2;
+    let file = json!({
+        "version": 1,
+        "id": Plan::id_from_label("demo: a nested plan"),
+        "budget": 5_000_000u64,
+        "review": "auto",
+        "source": ARTICLE,
+        "subtasks": [
+            leaf(0, 0, "Translate the article to French", &[]),
+            {"index": 1, "spec": "Digest the translation", "cost": share,
+             "deadline_offset_secs": 3600, "depends_on": [0],
+             "plan": {"subtasks": [
+                leaf(1, 0, "List the entities the translation names", &[]),
+                leaf(2, 1, "Classify the translation's tone", &[]),
+             ]}},
+            leaf(3, 2, "Summarize the digest for the sponsor", &[1]),
+        ],
+    });
+    let plan = Plan::from_json(&file.to_string()).map_err(|e| orch_err(&e))?;
+    let id = plan.id.to_string();
+    let mut events = scene.orch.subscribe();
+    scene.orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
+    scene.orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
+    let _ = writeln!(
+        scene.out,
+        "\nplan a nested plan ({id}): approved; step 1 is a plan of its own (share {} USDC)",
+        tessera_bindings::usdc::Usdc::from_base_units(share)
+    );
+    let out = &mut *scene.out;
+    let wait = async {
+        while let Ok(ev) = events.recv().await {
+            if ev.run_id != id {
+                continue;
+            }
+            let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
+            if ev.kind == "nested_completed" {
+                let _ = writeln!(
+                    out,
+                    "  nested plan {} settled: paid {} of its {} share",
+                    body["path"].as_str().unwrap_or("?"),
+                    usdc_text(&body["paid"]),
+                    usdc_text(&body["budget"])
+                );
+            }
+            if tessera_orchestrator::events::is_final(&ev.kind) {
+                return ev.kind;
+            }
+        }
+        "stream closed".to_owned()
+    };
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+        .await
+        .map_err(|_| Error::Orchestrator("the nested plan did not finish in 60 s".into()))?;
+    let view = scene.orch.view(&id).await.map_err(|e| orch_err(&e))?;
+    let _ = writeln!(
+        scene.out,
+        "  {outcome}; spent {} USDC of the {} USDC budget",
+        view.spend.paid, plan.budget
+    );
+    let tree = crate::stack::indexed_tree(
+        scene.chain,
+        scene.deployment,
+        plan.id,
+        std::sync::Arc::clone(scene.blobs),
+    )
+    .await?;
+    let _ =
+        write!(scene.out, "  tree rebuilt by the indexer from chain events:\n{}", indent(&tree));
+    Ok(())
+}
+
+/// An amount field of an event (a string of base units) in USDC.
+fn usdc_text(v: &serde_json::Value) -> String {
+    v.as_str()
+        .and_then(|s| s.parse::<u128>().ok())
+        .map_or_else(|| "?".into(), |u| format!("{} USDC", Usdc::from_base_units(u)))
 }
 
 /// The card of the demo's agent that hires an agent.
@@ -365,8 +465,12 @@ async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
     );
     let _ = write!(
         out,
-        "  lineage from chain events (the translation is the brief agent's own child task):\n{}",
-        indent(&crate::stack::lineage(&provider, deployment, plan.id, blobs.as_ref()).await?)
+        "  tree rebuilt by the indexer from chain events (the translation is the brief agent's \
+         own child task):\n{}",
+        indent(
+            &crate::stack::indexed_tree(chain, deployment, plan.id, std::sync::Arc::clone(blobs))
+                .await?
+        )
     );
     Ok(())
 }

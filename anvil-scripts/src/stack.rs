@@ -4,15 +4,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use alloy::{network::EthereumWallet, primitives::B256, providers::Provider, rpc::types::Filter};
-use tessera_bindings::{
-    TaskEscrow,
-    client::connect,
-    deployment::Deployment,
-    envelope::{BlobStore, EnvelopeCodec},
-    task::{TaskRecord, decode_log},
-    usdc::Usdc,
-};
+use alloy::{network::EthereumWallet, primitives::B256, providers::Provider};
+use tessera_bindings::{client::connect, deployment::Deployment, envelope::BlobStore};
 use tessera_orchestrator::{
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
@@ -72,74 +65,25 @@ pub async fn start_orchestrator(
     Ok((orch, heads))
 }
 
-/// The lineage of a plan rebuilt from chain events alone: every task created
-/// under `plan`, nested under its parent task, with capability (from the
-/// envelope), status, executor and amount. One line per task.
-pub async fn lineage(
-    provider: &impl Provider,
+/// A plan's tree as the indexer rebuilds it from the chain alone: one pass
+/// of an indexer (in memory) over every block since the deployment, then
+/// its plan-tree query, drawn as `tessera tasks tree` draws it.
+pub async fn indexed_tree(
+    chain: &crate::chain::LocalChain,
     deployment: &Deployment,
     plan: B256,
-    blobs: &dyn BlobStore,
+    blobs: Blobs,
 ) -> Result<String, Error> {
-    let created = provider
-        .get_logs(
-            &Filter::new()
-                .address(deployment.task_escrow)
-                .event_signature(
-                    <TaskEscrow::TaskCreated as alloy::sol_types::SolEvent>::SIGNATURE_HASH,
-                )
-                .topic2(plan)
-                .from_block(deployment.deploy_block),
-        )
-        .await?;
-    let mut tasks: Vec<TaskRecord> = Vec::new();
-    for log in &created {
-        let Some(TaskEscrow::TaskEscrowEvents::TaskCreated(ev)) = decode_log(log) else { continue };
-        let all = provider
-            .get_logs(
-                &Filter::new()
-                    .address(deployment.task_escrow)
-                    .topic1(B256::from(ev.taskId))
-                    .from_block(deployment.deploy_block),
-            )
-            .await?;
-        if let Ok(rec) = TaskRecord::from_logs(ev.taskId, &all) {
-            tasks.push(rec);
-        }
-    }
-    let mut out = format!("plan {plan}\n");
-    let codec = EnvelopeCodec::default();
-    fn walk(
-        out: &mut String,
-        tasks: &[TaskRecord],
-        parent: alloy::primitives::U256,
-        prefix: &str,
-        codec: &EnvelopeCodec,
-        blobs: &dyn BlobStore,
-    ) {
-        let children: Vec<&TaskRecord> = tasks.iter().filter(|t| t.parent_id == parent).collect();
-        for (i, t) in children.iter().enumerate() {
-            let last = i + 1 == children.len();
-            let capability = codec
-                .decode(&t.spec_uri, blobs)
-                .ok()
-                .and_then(|e| e.capability)
-                .unwrap_or_else(|| "?".into());
-            let id = format!("{:#x}", t.id);
-            out.push_str(&format!(
-                "{prefix}{} task {}…{}  {:<18} {:<9} {}  {} USDC\n",
-                if last { "└─" } else { "├─" },
-                &id[..8],
-                &id[id.len() - 4..],
-                capability,
-                t.status().as_str(),
-                t.task.executor,
-                Usdc::from_base_units(t.task.amount),
-            ));
-            let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
-            walk(out, tasks, t.id, &deeper, codec, blobs);
-        }
-    }
-    walk(&mut out, &tasks, alloy::primitives::U256::ZERO, "", &codec, blobs);
-    Ok(out)
+    use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
+    let index_err = |e: &dyn std::fmt::Display| Error::Orchestrator(format!("indexer: {e}"));
+    let store = IndexStore::connect("sqlite::memory:").await.map_err(|e| index_err(&e))?;
+    let provider =
+        alloy::providers::ProviderBuilder::new().connect_http(chain.endpoint_url()).erased();
+    let mut indexer =
+        Indexer::new(provider, deployment.clone(), store, Some(blobs), IndexerConfig::default());
+    indexer.sync_once().await.map_err(|e| index_err(&e))?;
+    let tree = indexer.store().plan_tree(&plan.to_string()).await.map_err(|e| index_err(&e))?;
+    let mut body = serde_json::to_value(&tree).map_err(|e| index_err(&e))?;
+    body["block"] = indexer.provider().get_block_number().await?.into();
+    Ok(tessera_indexer::render::plan_tree(&body))
 }

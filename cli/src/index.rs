@@ -6,7 +6,7 @@ use alloy::network::EthereumWallet;
 use clap::{Args, Subcommand};
 use eyre::{Context, Result, bail};
 use serde_json::Value;
-use tessera_bindings::{client::connect, envelope::FsBlobStore, usdc::Usdc};
+use tessera_bindings::{client::connect, envelope::FsBlobStore};
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 
 /// `tessera indexer …`.
@@ -115,101 +115,6 @@ pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
     if !status.is_success() {
         bail!("{status}: {}", body["error"].as_str().unwrap_or("no details"));
     }
-    print!("{}", render_tree(&body));
+    print!("{}", tessera_indexer::render::plan_tree(&body));
     Ok(())
-}
-
-/// The tree as text, children under their parents.
-pub(crate) fn render_tree(body: &Value) -> String {
-    let tasks: Vec<&Value> =
-        body["tasks"].as_array().map(|t| t.iter().collect()).unwrap_or_default();
-    let mut out = format!(
-        "plan {}  (as of block {})\n",
-        body["plan_id"].as_str().unwrap_or("?"),
-        body["block"]
-    );
-    fn walk(out: &mut String, tasks: &[&Value], parent: Option<&str>, prefix: &str) {
-        let children: Vec<&&Value> = tasks
-            .iter()
-            .filter(|t| match parent {
-                None => t["depth"] == 0,
-                Some(p) => t["parent_id"].as_str() == Some(p) && t["depth"] != 0,
-            })
-            .collect();
-        let shorten = |id: &str| {
-            if id.len() > 12 {
-                format!("{}…{}", &id[..6], &id[id.len() - 4..])
-            } else {
-                id.to_owned()
-            }
-        };
-        for (i, t) in children.iter().enumerate() {
-            let last = i + 1 == children.len();
-            let id = t["task_id"].as_str().unwrap_or("?");
-            let short = shorten(id);
-            // A merge: the upstreams besides the parent it hangs under.
-            let parent_id = t["parent_id"].as_str();
-            let also: Vec<String> = t["inputs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .filter(|i| Some(*i) != parent_id)
-                .map(shorten)
-                .collect();
-            let merge = if t["merge"] == true && !also.is_empty() {
-                format!("  ⇐ merge, also from {}", also.join(", "))
-            } else {
-                String::new()
-            };
-            let amount = t["amount"]
-                .as_str()
-                .and_then(|a| Usdc::parse_base_units(a).ok())
-                .map_or_else(|| "?".to_owned(), |a| a.with_unit().to_string());
-            out.push_str(&format!(
-                "{prefix}{} {short}  {:<9} {:<18} {:<44} {amount}{}  {}{merge}\n",
-                if last { "└─" } else { "├─" },
-                t["status"].as_str().unwrap_or("?"),
-                t["capability"].as_str().unwrap_or("?"),
-                t["executor"].as_str().unwrap_or("?"),
-                if t["pending_parent"] == true { " (parent not indexed yet)" } else { "" },
-                t["spec"].as_str().unwrap_or("").chars().take(50).collect::<String>(),
-            ));
-            let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
-            walk(out, tasks, Some(id), &deeper);
-        }
-    }
-    walk(&mut out, &tasks, None, "");
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::render_tree;
-
-    #[test]
-    fn a_merge_is_marked_with_its_other_upstreams() {
-        let task = |id: &str, parent: &str, depth: i64, inputs: Vec<&str>, merge: bool| {
-            json!({
-                "task_id": id, "parent_id": parent, "depth": depth, "status": "Paid",
-                "capability": "summarize", "executor": "0x01", "amount": "1000000",
-                "spec": "s", "pending_parent": false, "inputs": inputs, "merge": merge,
-            })
-        };
-        let body = json!({
-            "plan_id": "0xab", "block": 9,
-            "tasks": [
-                task("11", "0", 0, vec![], false),
-                task("12", "0", 0, vec![], false),
-                task("13", "11", 1, vec!["11", "12"], true),
-            ],
-        });
-        let text = render_tree(&body);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 4, "{text}");
-        assert!(lines[2].contains(" 13 ") && lines[2].ends_with("⇐ merge, also from 12"), "{text}");
-        assert!(!lines[1].contains("merge") && !lines[3].contains("merge"), "{text}");
-    }
 }

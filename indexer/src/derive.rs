@@ -49,6 +49,13 @@ pub struct TaskRow {
     /// Stored in a table of their own; not part of a task's view.
     #[serde(skip)]
     pub inputs: Vec<String>,
+    /// The task's step in its (possibly nested) plan, such as `1.1.0`,
+    /// from the envelope; `None` when it names none.
+    pub path: Option<String>,
+    /// The labels of the nested plans enclosing the task, outermost first
+    /// (one fewer than the path's segments), from the envelope; empty when
+    /// it names none.
+    pub groups: Vec<String>,
     /// Why the envelope could not be read, when it could not.
     pub envelope_error: Option<String>,
     /// An impossible transition seen, if any.
@@ -128,7 +135,7 @@ impl TaskFold {
         // The capability the escrow checked the executor against is on
         // chain; an envelope naming another one is noted, not believed.
         let on_chain = capability::decode(rec.capability);
-        let (capability, spec, inputs, envelope_error) =
+        let (capability, spec, inputs, nesting, envelope_error) =
             match EnvelopeCodec::default().decode(&rec.spec_uri, store) {
                 Ok(e) => {
                     let mut notes = Vec::new();
@@ -142,10 +149,11 @@ impl TaskFold {
                     let (inputs, note) = input_edges(&e.inputs, rec.id);
                     notes.extend(note);
                     let note = (!notes.is_empty()).then(|| notes.join("; "));
-                    (on_chain.or(e.capability), Some(e.spec), inputs, note)
+                    (on_chain.or(e.capability), Some(e.spec), inputs, (e.path, e.groups), note)
                 }
-                Err(e) => (on_chain, None, Vec::new(), Some(e.to_string())),
+                Err(e) => (on_chain, None, Vec::new(), (None, Vec::new()), Some(e.to_string())),
             };
+        let (path, groups) = nesting;
         let row = TaskRow {
             task_id: rec.id.to_string(),
             plan_id: rec.plan_id.to_string(),
@@ -160,6 +168,8 @@ impl TaskFold {
             capability,
             spec,
             inputs,
+            path,
+            groups,
             envelope_error,
             flagged: None,
             created_block: block,
@@ -531,5 +541,46 @@ mod tests {
         let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
         assert!(fold.row().envelope_error.is_some());
         assert_eq!(fold.row().status, "Created");
+    }
+
+    #[test]
+    fn the_step_path_and_group_labels_come_from_the_envelope() {
+        use tessera_bindings::envelope::{Envelope, Parent, percent_data_uri};
+        let mut env = Envelope::new(Parent::Task("1".into()), "go");
+        env.capability = Some("summarize".into());
+        env.path = Some("1.1.0".into());
+        env.groups = vec!["research the market".into(), "dig deeper".into()];
+        let mut c = created();
+        c.specURI = percent_data_uri(&env.to_json().unwrap());
+        let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
+        let row = fold.row();
+        assert_eq!(row.path.as_deref(), Some("1.1.0"));
+        assert_eq!(row.groups, ["research the market", "dig deeper"]);
+        assert_eq!(row.envelope_error, None);
+        let json = serde_json::to_value(row).unwrap();
+        assert_eq!(json["path"], "1.1.0");
+        assert_eq!(json["groups"], serde_json::json!(["research the market", "dig deeper"]));
+
+        // Without nesting: no path, no groups.
+        let (fold, _) = fold_task(&[log(&created(), 5)], None).unwrap();
+        assert_eq!((fold.row().path.as_deref(), fold.row().groups.len()), (None, 0));
+
+        // A malformed path or a label count that does not fit it: the
+        // envelope is not believed, and says why.
+        for bad in [
+            r#"{"parent":"task:1","spec":"go","path":"1.01"}"#,
+            r#"{"parent":"task:1","spec":"go","path":"1.1.0","groups":["only one"]}"#,
+        ] {
+            let mut c = created();
+            c.specURI = percent_data_uri(bad.as_bytes());
+            let (fold, _) = fold_task(&[log(&c, 5)], None).unwrap();
+            let row = fold.row();
+            assert_eq!(
+                (row.path.as_deref(), row.groups.len(), row.spec.as_deref()),
+                (None, 0, None)
+            );
+            let error = row.envelope_error.as_deref().unwrap();
+            assert!(error.contains("path") || error.contains("group label"), "{error}");
+        }
     }
 }

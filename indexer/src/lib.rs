@@ -15,6 +15,7 @@
 pub mod api;
 pub mod derive;
 pub mod ingest;
+pub mod render;
 pub mod store;
 
 pub use ingest::{Indexer, IndexerConfig};

@@ -102,4 +102,13 @@ mod tests {
             assert!(!js.contains("innerHTML ="), "scripts build the DOM with text nodes");
         }
     }
+
+    #[test]
+    fn the_run_page_listens_for_every_event_kind() {
+        let format = SCRIPTS.iter().find(|(name, _)| *name == "format.js").map(|(_, js)| *js);
+        let format = format.expect("format.js is served");
+        for kind in crate::state::EventKind::ALL {
+            assert!(format.contains(&format!("'{kind}'")), "EVENT_KINDS lacks {kind}");
+        }
+    }
 }

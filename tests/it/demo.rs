@@ -28,18 +28,56 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         "{}",
         outcome.transcript
     );
+    // Their trees, rebuilt by the indexer from chain events.
+    let lines: Vec<&str> = outcome.transcript.lines().collect();
+    let task_line = |l: &&str| l.contains("─ ") && l.contains("…") && l.contains("Paid");
     for needle in ["translate", "summarize", "extract-entities", "sentiment-classify"] {
         assert!(
-            outcome
-                .transcript
-                .lines()
-                .any(|l| l.contains("task 0x") && l.contains(needle) && l.contains("Paid")),
-            "lineage line for {needle} in:\n{}",
+            lines.iter().any(|l| task_line(l) && l.contains(needle)),
+            "tree line for {needle} in:\n{}",
             outcome.transcript
         );
     }
-    // The summary under the translation is nested one level deeper.
-    assert!(outcome.transcript.contains("   └─ task 0x"), "{}", outcome.transcript);
+    // The summary under the translation is drawn one level deeper, and the
+    // three-step plan's summary is marked a merge of both upstreams.
+    let translation = lines.iter().position(|l| task_line(l) && l.contains("translate")).unwrap();
+    assert!(
+        lines[translation + 1].starts_with("       └─ ")
+            && lines[translation + 1].contains("summarize"),
+        "{}",
+        outcome.transcript
+    );
+    assert!(outcome.transcript.contains("⇐ merge, also from"), "{}", outcome.transcript);
+    // A nested plan: settled within its share, drawn as a group with its
+    // leaves at their step paths, the step after it a merge of both.
+    assert!(
+        outcome
+            .transcript
+            .contains("nested plan 1 settled: paid 0.450000 USDC of its 0.450000 USDC share"),
+        "{}",
+        outcome.transcript
+    );
+    let group = lines
+        .iter()
+        .position(|l| {
+            l.contains("▾ 1 nested plan \"Digest the translation\": 2 tasks, 0.450000 USDC")
+        })
+        .unwrap_or_else(|| panic!("the nested plan's header in:\n{}", outcome.transcript));
+    assert!(
+        lines[group + 1].contains("[1.0]") && task_line(&lines[group + 1]),
+        "{}",
+        outcome.transcript
+    );
+    assert!(
+        lines[group + 2].contains("[1.1]") && task_line(&lines[group + 2]),
+        "{}",
+        outcome.transcript
+    );
+    assert!(
+        lines[group + 3].contains("[2]") && lines[group + 3].contains("⇐ merge"),
+        "{}",
+        outcome.transcript
+    );
     // An agent that hires an agent: the translation is the brief agent's
     // own child task, nested under its task, and the agent keeps the margin.
     assert!(
@@ -47,11 +85,10 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         "{}",
         outcome.transcript
     );
-    let lines: Vec<&str> = outcome.transcript.lines().collect();
-    let brief = lines.iter().position(|l| l.contains("task 0x") && l.contains("brief"));
+    let brief = lines.iter().position(|l| task_line(l) && l.contains("brief"));
     let brief = brief.unwrap_or_else(|| panic!("a brief task in:\n{}", outcome.transcript));
     assert!(
-        lines[brief + 1].contains("└─ task 0x") && lines[brief + 1].contains("translate"),
+        lines[brief + 1].contains("   └─ ") && lines[brief + 1].contains("translate"),
         "the child under the brief:\n{}",
         outcome.transcript
     );

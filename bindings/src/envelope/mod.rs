@@ -229,13 +229,13 @@ mod tests {
         assert_eq!(path_segments("0").unwrap(), [0]);
         assert_eq!(path_segments("2.1.0").unwrap(), [2, 1, 0]);
         assert_eq!(path_segments("4294967295").unwrap(), [u32::MAX]);
-        let eight = vec!["7"; MAX_PATH_SEGMENTS].join(".");
+        let eight = ["7"; MAX_PATH_SEGMENTS].join(".");
         assert_eq!(path_segments(&eight).unwrap(), [7; MAX_PATH_SEGMENTS]);
         // 64 bytes exactly: five 10-digit segments and one of 9, dots included.
-        let longest = format!("{}.100000000", vec!["1000000000"; 5].join("."));
+        let longest = format!("{}.100000000", ["1000000000"; 5].join("."));
         assert_eq!(longest.len(), MAX_PATH_BYTES);
         assert_eq!(path_segments(&longest).unwrap().len(), 6);
-        let nine = vec!["7"; MAX_PATH_SEGMENTS + 1].join(".");
+        let nine = ["7"; MAX_PATH_SEGMENTS + 1].join(".");
         let too_long = format!("{longest}0");
         for bad in [
             "",

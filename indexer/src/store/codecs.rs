@@ -238,6 +238,21 @@ pub(super) fn stored_content(r: &AnyRow) -> Result<Log, DbError> {
     })
 }
 
+/// A task's group labels as stored in its `groups` column: a JSON array of
+/// strings, `NULL` when there are none.
+pub(super) fn groups_column(groups: &[String]) -> Option<String> {
+    (!groups.is_empty()).then(|| serde_json::to_string(groups).expect("labels serialize"))
+}
+
+/// The group labels of a stored `groups` column (none for `NULL`).
+pub(super) fn groups_from_column(stored: Option<String>) -> Result<Vec<String>, DbError> {
+    let Some(stored) = stored else { return Ok(Vec::new()) };
+    serde_json::from_str(&stored).map_err(|e| DbError::Corrupt {
+        table: "ix_tasks",
+        detail: format!("groups {stored:?}: {e}"),
+    })
+}
+
 /// One transition as stored in a task's `history` column:
 /// `[block, log_index, event, from, to, valid (0/1), problem]`.
 type StoredTransition = (u64, u64, String, String, String, u8, Option<String>);

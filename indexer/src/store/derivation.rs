@@ -16,7 +16,8 @@ use tessera_db::{Backend, DbError};
 use super::{
     Derived, INSERT_CHUNK, IndexStore, MAX_LINEAGE_DEPTH, PARENT_CYCLE,
     codecs::{
-        Columns, Param, amount_to_column, history_column, id_decimal, int, stored_content, values,
+        Columns, Param, amount_to_column, groups_column, history_column, id_decimal, int,
+        stored_content, values,
     },
     writes::set_cursor,
 };
@@ -56,6 +57,8 @@ pub(super) static TASK_COLUMNS: Columns<TaskEntry> = Columns {
         ("executor_paid", |(f, _)| {
             Ok(Param::Int(amount_to_column(f.row().executor_paid, "ix_tasks", "executor_paid")?))
         }),
+        ("path", |(f, _)| Ok(Param::OptText(f.row().path.clone()))),
+        ("groups", |(f, _)| Ok(Param::OptText(groups_column(&f.row().groups)))),
         ("history", |(_, t)| Ok(Param::Text(history_column(t)))),
     ],
 };

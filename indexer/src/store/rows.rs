@@ -10,7 +10,7 @@ use tessera_db::DbError;
 
 use crate::{
     derive::TaskRow,
-    store::codecs::{amount_from_column, amount_from_text},
+    store::codecs::{amount_from_column, amount_from_text, groups_from_column},
 };
 
 /// A task as listed (every column but its history): the same row the fold
@@ -43,6 +43,8 @@ pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
         spec: r.try_get("spec")?,
         // Edges live in `ix_task_inputs`; a lineage answer reads them.
         inputs: Vec::new(),
+        path: r.try_get("path")?,
+        groups: groups_from_column(r.try_get("groups")?)?,
         envelope_error: r.try_get("envelope_error")?,
         flagged: r.try_get("flagged")?,
         created_block: uint("created_block")?,

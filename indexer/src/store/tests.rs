@@ -1,4 +1,5 @@
-//! The store's own tests: codecs, and a database of the first layout.
+//! The store's own tests: codecs, a database of an earlier layout, and a
+//! nested plan's tree on SQLite and PostgreSQL.
 
 use alloy::primitives::{Address, Bytes};
 
@@ -206,4 +207,223 @@ async fn a_corrupt_reorg_entry_is_reported_not_defaulted() {
         .unwrap();
     let err = store.reorgs().await.unwrap_err();
     assert!(matches!(err, DbError::Corrupt { table: "ix_reorgs", .. }), "{err}");
+}
+
+/// One task of the nested plan below: id, on-chain parent, amount, step
+/// path, group labels, the upstream tasks its envelope names as inputs.
+type Nested = (u64, u64, u128, Option<&'static str>, &'static [&'static str], &'static [u64]);
+
+/// A plan whose step 1 is a plan whose step 1 is a plan again (paths 0,
+/// 1.0, 1.1.0, 1.1.1, 2), with a delegated part under 1.1.0 that has no
+/// path. Parent links follow the first input, as the orchestrator sets them.
+const NESTED: &[Nested] = &[
+    (10, 0, 100_000, Some("0"), &[], &[]),
+    (11, 0, 200_000, Some("1.0"), &["research the market"], &[]),
+    (12, 11, 300_000, Some("1.1.0"), &["research the market", "dig deeper"], &[11]),
+    (13, 12, 400_000, Some("1.1.1"), &["research the market", "dig deeper"], &[12, 10]),
+    (14, 13, 500_000, Some("2"), &[], &[13, 11]),
+    (15, 12, 50_000, None, &[], &[]),
+];
+
+/// The creation logs of [`NESTED`], one block each.
+fn nested_plan_logs() -> Vec<Log> {
+    use alloy::{
+        primitives::{aliases::U40, keccak256},
+        sol_types::SolEvent,
+    };
+    use tessera_bindings::{
+        ITaskEscrow::Task,
+        TaskEscrow as E,
+        envelope::{Envelope, EnvelopeCodec, Input, MemoryBlobStore, Parent},
+    };
+    NESTED
+        .iter()
+        .enumerate()
+        .map(|(i, &(id, parent, amount, path, groups, inputs))| {
+            let mut env = Envelope::new(
+                if parent == 0 {
+                    Parent::Plan(keccak256("nested"))
+                } else {
+                    Parent::Task(parent.to_string())
+                },
+                format!("step {id}"),
+            );
+            env.path = path.map(str::to_owned);
+            env.groups = groups.iter().map(|g| (*g).to_owned()).collect();
+            env.inputs = inputs
+                .iter()
+                .map(|t| Input { from: 0, task_id: Some(t.to_string()), output: "out".into() })
+                .collect();
+            let uri = EnvelopeCodec::default().encode(&env, &MemoryBlobStore::new()).unwrap();
+            assert!(uri.starts_with("data:"), "inline, no blob store needed");
+            let ev = E::TaskCreated {
+                taskId: U256::from(id),
+                planId: keccak256("nested"),
+                parentId: U256::from(parent),
+                r#ref: keccak256(id.to_be_bytes()),
+                capability: tessera_bindings::capability::encode("summarize").unwrap(),
+                task: Task {
+                    funder: Address::repeat_byte(2),
+                    client: Address::repeat_byte(2),
+                    executor: Address::repeat_byte(3),
+                    amount,
+                    deadline: U40::from(10_000),
+                    updatedAt: U40::from(1_000),
+                    reviewWindow: 600,
+                    disputeWindow: 600,
+                    appealWindow: 0,
+                    appealRulingWindow: 600,
+                    executorShareBps: 0,
+                    status: 1,
+                    specHash: keccak256(&uri),
+                    resultHash: B256::ZERO,
+                },
+                specURI: uri,
+            };
+            Log {
+                inner: alloy::primitives::Log {
+                    address: Address::repeat_byte(1),
+                    data: ev.encode_log_data(),
+                },
+                block_number: Some(i as u64 + 1),
+                log_index: Some(0),
+                ..Log::default()
+            }
+        })
+        .collect()
+}
+
+/// The nesting travels from the envelopes to the plan's tree (and every
+/// task view), and the tree's parent links, subtree costs and merges are
+/// those of the plan without it.
+async fn a_nested_plan_comes_back_with_its_paths_and_groups(store: IndexStore) {
+    let logs = nested_plan_logs();
+    let to = logs.len() as u64;
+    store.apply(&Batch { from: 1, to, logs, ..Batch::default() }).await.unwrap();
+    store.derive(None, 2).await.unwrap();
+    let plan = alloy::primitives::keccak256("nested").to_string();
+    let tree = store.plan_tree(&plan).await.unwrap();
+    assert!(!tree.truncated);
+    assert_eq!(tree.tasks.len(), NESTED.len());
+    let node =
+        |id: u64| tree.tasks.iter().find(|n| n.task.task_id == id.to_string()).expect("listed");
+    for &(id, _, _, path, groups, _) in NESTED {
+        let n = node(id);
+        assert_eq!(n.task.path.as_deref(), path, "task {id}");
+        assert_eq!(n.task.groups, groups, "task {id}");
+        assert_eq!(n.task.envelope_error, None, "task {id}");
+    }
+    // Subtree costs along the parent links, nesting or not.
+    let cost = |id: u64| node(id).subtree_cost.base_units();
+    assert_eq!(
+        [10, 11, 12, 13, 14, 15].map(cost),
+        [100_000, 1_450_000, 1_250_000, 900_000, 500_000, 50_000]
+    );
+    let depth = |id: u64| node(id).depth;
+    assert_eq!([10, 11, 12, 13, 14, 15].map(depth), [0, 0, 1, 2, 3, 2].map(Some));
+    // Merges: 1.1.1 (under 1.1.0, also from 0) and 2 (under 1.1.1, also from 1.0).
+    let merges: Vec<&str> =
+        tree.tasks.iter().filter(|n| n.merge).map(|n| n.task.task_id.as_str()).collect();
+    assert_eq!(merges, ["13", "14"]);
+    assert_eq!(node(13).inputs, ["12", "10"]);
+    assert_eq!(node(14).inputs, ["13", "11"]);
+
+    // The API's JSON names them on every node.
+    let json = serde_json::to_value(&tree).unwrap();
+    let deepest = json["tasks"].as_array().unwrap().iter().find(|t| t["task_id"] == "13").unwrap();
+    assert_eq!(deepest["path"], "1.1.1");
+    assert_eq!(deepest["groups"], serde_json::json!(["research the market", "dig deeper"]));
+    let delegated =
+        json["tasks"].as_array().unwrap().iter().find(|t| t["task_id"] == "15").unwrap();
+    assert_eq!(delegated["path"], serde_json::Value::Null);
+    assert_eq!(delegated["groups"], serde_json::json!([]));
+
+    // A task page and one task read them back too.
+    let filter = TaskFilter { plan: Some(plan), ..TaskFilter::default() };
+    let (page, _) = store.tasks(&filter).await.unwrap();
+    let paths: Vec<Option<&str>> = page.iter().map(|t| t.path.as_deref()).collect();
+    assert_eq!(paths, [Some("0"), Some("1.0"), Some("1.1.0"), Some("1.1.1"), Some("2"), None]);
+    let one = store.task("12").await.unwrap().unwrap();
+    assert_eq!(one.task.groups, ["research the market", "dig deeper"]);
+}
+
+#[tokio::test]
+async fn a_nested_plan_comes_back_with_its_paths_and_groups_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    a_nested_plan_comes_back_with_its_paths_and_groups(IndexStore::connect(&url).await.unwrap())
+        .await;
+}
+
+#[tokio::test]
+async fn a_nested_plan_comes_back_with_its_paths_and_groups_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_nesting").await else {
+        return;
+    };
+    let store = IndexStore::connect(&url).await.unwrap();
+    assert_eq!(store.backend(), tessera_db::Backend::Postgres);
+    a_nested_plan_comes_back_with_its_paths_and_groups(store).await;
+}
+
+#[tokio::test]
+async fn an_index_before_nesting_folds_its_tasks_again_with_their_paths() {
+    // A database as migrations 1 to 4 left it: events stored, tasks folded
+    // without paths, both marks at the head.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("migrations");
+    std::fs::create_dir(&old).unwrap();
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["0001_index", "0002_compact", "0003_contracts_v2", "0004_input_edges"] {
+        let file = format!("{name}.sql");
+        std::fs::copy(manifest.join("migrations").join(&file), old.join(&file)).unwrap();
+    }
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    let migrator = sqlx::migrate::Migrator::new(old.as_path()).await.unwrap();
+    let (pool, _) = open_pool_with(&url, &Schema::new("indexer", &migrator), &[]).await.unwrap();
+    let logs = nested_plan_logs();
+    for log in &logs {
+        let (contract, kind, task, _) = super::codecs::classify(log);
+        sqlx::query("INSERT INTO ix_events VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)")
+            .bind(log.block_number.unwrap() as i64)
+            .bind(0i64)
+            .bind(vec![0u8; 32])
+            .bind(vec![0u8; 32])
+            .bind(contract)
+            .bind(kind)
+            .bind(task.map(id_bytes))
+            .bind(encode_raw(log))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let head = logs.len() as i64 + 1;
+    sqlx::query("INSERT INTO ix_cursor VALUES ('ingest', $1), ('derive', $1)")
+        .bind(head)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let store = IndexStore::connect(&url).await.unwrap();
+    assert_eq!(store.cursor().await.unwrap(), Some(head as u64), "ingestion goes on");
+    assert_eq!(store.derived().await.unwrap(), None, "every task is folded again");
+    let derived = store.derive(None, 10).await.unwrap();
+    assert_eq!(derived.tasks.len(), NESTED.len());
+    let plan = alloy::primitives::keccak256("nested").to_string();
+    let tree = store.plan_tree(&plan).await.unwrap();
+    let deepest = tree.tasks.iter().find(|n| n.task.task_id == "13").unwrap();
+    assert_eq!(deepest.task.path.as_deref(), Some("1.1.1"));
+    assert_eq!(deepest.task.groups, ["research the market", "dig deeper"]);
+}
+
+#[test]
+fn group_labels_round_trip_through_their_column() {
+    use super::codecs::{groups_column, groups_from_column};
+    assert_eq!(groups_column(&[]), None, "no labels, no JSON");
+    let labels = vec!["a \"quoted\" label".to_owned(), "dig déeper".to_owned()];
+    let stored = groups_column(&labels).unwrap();
+    assert_eq!(groups_from_column(Some(stored)).unwrap(), labels);
+    assert!(groups_from_column(None).unwrap().is_empty());
+    let err = groups_from_column(Some("{\"a\":1}".into())).unwrap_err();
+    assert!(matches!(err, DbError::Corrupt { table: "ix_tasks", .. }), "{err}");
 }
