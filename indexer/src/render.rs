@@ -203,7 +203,7 @@ fn render_levels<'a>(
 mod tests {
     use serde_json::json;
 
-    use super::render_tree;
+    use super::plan_tree;
 
     #[test]
     fn a_merge_is_marked_with_its_other_upstreams() {
