@@ -199,7 +199,7 @@ test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check tr
 
 # --- running -------------------------------------------------------------------
 
-demo: toolchain ## anvil, deploy, agents; one lifecycle, then two plans settled by orchestrator + workers, lineage tree
+demo: toolchain ## anvil, deploy, agents; one lifecycle, then plans (flat, nested, a delegation, a dispute) settled by orchestrator + workers, trees from the indexer
 	@$(CARGO) run --quiet --locked -p tessera -- demo
 
 chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes deployment.json)

@@ -253,3 +253,54 @@ async fn a_cancel_cascades_into_a_nested_plan() {
     assert!(events.iter().all(|e| e["kind"] != "nested_completed"));
     assert_eq!(events.last().unwrap()["kind"], "plan_failed");
 }
+
+/// A nested plan's budget share caps its leaves at run time too: a leaf
+/// handed to a pricier executor that still fits the plan's budget but not
+/// its nested plan's share is not funded (an event and a pause that name the
+/// share), and nothing moves.
+#[tokio::test]
+async fn a_leaf_over_its_nested_plans_share_is_refused_before_funding() {
+    // No worker for the sentiment agent (demo agent 3): its task expires.
+    let stack = Stack::start_custom(Default::default(), None, &[0, 1, 2, 4]).await;
+    let (a3, a4) = (stack.env.actors.agent(3), stack.env.actors.agent(4));
+    // The extractor also offers sentiment, at 0.3 USDC.
+    let word = tessera_bindings::capability::encode("sentiment-classify").unwrap();
+    let registry = tessera_bindings::AgentRegistry::new(
+        stack.env.deployment.agent_registry,
+        &stack.env.provider,
+    );
+    tessera_e2e::mined(registry.addCapability(word, 300_000).from(a4)).await;
+    let sponsor = stack.env.actors.sponsor.address();
+    let start = stack.env.balance(sponsor).await;
+    let body = plan(
+        "nested-share",
+        vec![nested(
+            0,
+            "Judge the tone",
+            200_000,
+            &[],
+            vec![step(0, "sentiment-classify", "Classify the tone", a3, 200_000, &[])],
+        )],
+    );
+    let id = stack.run_plan(&body).await;
+    stack.wait_phase(&id, 0, "created", 30).await;
+    stack.advance(3601).await;
+    stack.wait_state(&id, "paused", 30).await;
+    let (status, reply) =
+        stack.post(&format!("/api/runs/{id}/subtasks/0/executor"), &json!({"executor": a4})).await;
+    assert_eq!(status, 202, "{reply}");
+    let url = format!("{}/api/runs/{id}/events", stack.api);
+    let events = tessera_e2e::read_sse_until(&stack.http, &url, "budget_exceeded").await;
+    let exceeded = events.last().cloned().unwrap_or_default();
+    assert_eq!(exceeded["kind"], "budget_exceeded", "{events:?}");
+    assert_eq!(
+        (&exceeded["path"], &exceeded["cost"], &exceeded["budget"]),
+        (&json!("0.0"), &json!("300000"), &json!("200000")),
+        "the share, not the plan's 10 USDC budget: {exceeded}"
+    );
+    let view = stack.wait_state(&id, "paused", 30).await;
+    let reason = view["reason"].as_str().unwrap();
+    assert!(reason.contains("share of nested plan `0`"), "{reason}");
+    assert_eq!(view["subtasks"][0]["phase"], "waiting", "never funded");
+    assert_eq!(stack.env.balance(sponsor).await, start, "nothing moved");
+}

@@ -309,7 +309,8 @@ impl Orchestrator {
             let mut edited = plan.reassign(i, executor)?;
             // The cost follows the new executor's price when it asks more;
             // whether the budget allows it is decided against what the run
-            // has actually spent when the sub-task is funded again.
+            // has actually spent when the sub-task is funded again (the
+            // plan's budget and every enclosing nested plan's share).
             if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == i)
                 && let Some(price) = self.chain.price_of(executor, &t.capability).await?
             {
@@ -317,7 +318,7 @@ impl Orchestrator {
             }
             let ctx = self.chain.context(&edited).await?;
             match edited.validate(&ctx) {
-                Ok(()) | Err(PlanError::OverBudget { .. }) => {}
+                Ok(()) | Err(PlanError::OverBudget { .. } | PlanError::GroupOverBudget { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
         }
