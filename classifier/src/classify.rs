@@ -85,6 +85,19 @@ pub struct ProposedSubTask {
     /// Indexes this one needs the output of.
     #[serde(default)]
     pub depends_on: Vec<u32>,
+    /// Its step path (`1.0`) when the plan nests goals; see [`ProposedGroup`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// A goal of several steps, proposed as a nested plan: the steps whose
+/// paths start with `path` are its leaves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposedGroup {
+    /// The nested step's path (`1`).
+    pub path: String,
+    /// The goal, as its label.
+    pub spec: String,
 }
 
 /// Which path produced a classification.
@@ -147,6 +160,9 @@ pub struct Classification {
     pub stakes: Axis<Stakes>,
     /// The proposed sub-tasks.
     pub plan: Vec<ProposedSubTask>,
+    /// The goals proposed as nested plans (empty for a flat plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<ProposedGroup>,
     /// Why, in a sentence or two.
     pub reasoning: String,
     /// Every signal that fired, in order.
@@ -249,6 +265,7 @@ mod tests {
             estimated_cost: None,
             deadline_offset_secs: 60,
             depends_on: vec![],
+            path: None,
         }
     }
 
@@ -259,6 +276,7 @@ mod tests {
             decomposability: Axis { value: d, confidence: dc },
             stakes: Axis { value: s, confidence: sc },
             plan: (0..n).map(step).collect(),
+            groups: Vec::new(),
             reasoning: String::new(),
             signals: vec![],
             engine: Engine::Offline,

@@ -85,6 +85,20 @@ pub const CASES: &[Case] = &[
     case("Translate the menu to Spanish please", A, L, &[T]),
     // Composite, low stakes: chains.
     case("Translate this article to French, then summarize it in three bullets", C, L, &[T, S]),
+    // Numbered goals, one of several steps: a nested plan.
+    case(
+        "Brief the board on the article.\n1. Translate it to French, then summarize it.\n2. \
+         Classify its sentiment.\n3. Finally, summarize the findings.",
+        C,
+        L,
+        &[T, S, SC, S],
+    ),
+    case(
+        "1. Summarize the report and list its entities.\n2. Translate the summary to German.",
+        C,
+        L,
+        &[S, E, T],
+    ),
     case("Summarize the report and then translate the summary to Spanish", C, L, &[S, T]),
     case("Extract the entities, then summarize who does what", C, L, &[E, S]),
     case("Translate the review to French; then classify its sentiment", C, L, &[T, SC]),

@@ -353,6 +353,7 @@ mod tests {
             decomposability: Axis { value: d, confidence: 0.9 },
             stakes: Axis { value: s, confidence: 0.8 },
             plan: vec![],
+            groups: Vec::new(),
             reasoning: String::new(),
             signals: vec![],
             engine: Engine::Llm,

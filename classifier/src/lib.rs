@@ -23,6 +23,7 @@
 pub mod classifier;
 pub mod classify;
 pub mod corpus;
+pub mod goals;
 pub mod heuristic;
 pub mod llm;
 pub mod normalize;

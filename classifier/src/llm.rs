@@ -241,6 +241,7 @@ pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptE
             estimated_cost,
             deadline_offset_secs: deadline,
             depends_on: s.depends_on,
+            path: None,
         });
     }
     let mut signals: Vec<Signal> =
@@ -260,6 +261,7 @@ pub fn parse(response: &CreateChatCompletionResponse) -> Result<Answer, AttemptE
             },
             stakes: Axis { value: args.stakes, confidence: args.stakes_confidence },
             plan,
+            groups: Vec::new(),
             reasoning: args.reasoning,
             signals,
             engine: Engine::Llm,

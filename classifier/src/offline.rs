@@ -4,6 +4,9 @@
 //! from its material, the instruction cut into steps by the verbs it uses.
 //! Then the rules, in the order they apply:
 //!
+//! 0. **Goals.** Numbered goals (`1. …`, `2. …`), at least one of several
+//!    steps: each goal planned by the rules below, a goal of several steps
+//!    as a nested plan (see [`crate::goals`]).
 //! 1. **Research / top-N.** The brief leads with a research verb (`research`,
 //!    `find`, `compare`, `plan`…) and names no capability of its own or asks
 //!    for the top N; or it names no capability, asks for the top N and points
@@ -67,7 +70,7 @@ fn sentence_case(s: &str) -> String {
 }
 
 /// A spec no longer than an executor accepts.
-fn bounded(mut spec: String) -> String {
+pub(crate) fn bounded(mut spec: String) -> String {
     if spec.len() > MAX_SPEC_BYTES {
         let mut at = MAX_SPEC_BYTES - '…'.len_utf8();
         while !spec.is_char_boundary(at) {
@@ -96,7 +99,13 @@ fn subtask(index: u32, capability: &str, spec: String, depends_on: Vec<u32>) -> 
         estimated_cost: None,
         deadline_offset_secs: DEFAULT_DEADLINE_SECS,
         depends_on,
+        path: None,
     }
+}
+
+/// The offline rules on a brief already read (no signals added).
+pub(crate) fn plan_reading(r: &Reading) -> Classification {
+    propose(r, &heuristic::cues(r))
 }
 
 /// Classifies `brief` and proposes a plan by the rules above.
@@ -139,12 +148,19 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
             decomposability: Axis { value: d, confidence: conf },
             stakes,
             plan,
+            groups: Vec::new(),
             reasoning,
             signals: vec![Signal::new(SignalKind::Semantic, "offline_rule", rule)],
             engine: Engine::Offline,
             refusal: None,
         }
     };
+    // 0. Numbered goals, some of several steps: nested plans.
+    if let Some(g) = crate::goals::plan(&r.text, |goal| plan_reading(goal).plan) {
+        let mut c = result(0.8, g.plan, "goals", g.reasoning);
+        c.groups = g.groups;
+        return c;
+    }
     let instruction = sentence_case(r.instruction());
     // Steps that pay, or name an amount beside no work (research plans,
     // which return first, may name a budget).

@@ -28,7 +28,7 @@ use tessera_bindings::{AgentRegistry, capability, offers, usdc::Usdc};
 use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
 
 use crate::{
-    plan::{PLAN_VERSION, Plan, ReviewMode, SubTask},
+    plan::{Group, PLAN_VERSION, Plan, PlanError, ReviewMode, StepPath, SubTask},
     runner::{Orchestrator, RunError, RunView},
     store::now_ms,
 };
@@ -99,8 +99,8 @@ impl Orchestrator {
             review: if high { ReviewMode::Manual } else { ReviewMode::Auto },
             source: payload.map(str::to_owned),
             review_window_secs: crate::plan::DEFAULT_REVIEW_WINDOW_SECS,
+            groups: groups_of(&classification, &subtasks)?,
             subtasks,
-            groups: Vec::new(),
             plans: Default::default(),
         };
         let json = serde_json::to_value(&classification).expect("classifications serialize");
@@ -132,11 +132,11 @@ impl Orchestrator {
             };
             offers.insert(p.capability.clone(), offer);
         }
-        Ok(c.plan
+        c.plan
             .iter()
             .map(|p| {
                 let offer = offers.get(&p.capability).copied().flatten();
-                SubTask {
+                Ok(SubTask {
                     index: p.index,
                     capability: p.capability.clone(),
                     spec: p.spec.clone(),
@@ -145,10 +145,32 @@ impl Orchestrator {
                     cost: offer.map_or(Usdc::ZERO, |(_, price)| price),
                     deadline_offset_secs: p.deadline_offset_secs,
                     depends_on: p.depends_on.clone(),
-                    path: None,
+                    // Only a plan that nests goals carries paths.
+                    path: if c.groups.is_empty() {
+                        None
+                    } else {
+                        p.path.as_deref().map(str::parse).transpose()?
+                    },
                     plan: None,
-                }
+                })
             })
-            .collect())
+            .collect()
     }
+}
+
+/// The proposed goals of several steps as the plan's nested plans, each
+/// with its leaves' registry prices as its budget share.
+fn groups_of(c: &Classification, subtasks: &[SubTask]) -> Result<Vec<Group>, RunError> {
+    c.groups
+        .iter()
+        .map(|g| {
+            let path: StepPath = g.path.parse()?;
+            let members = subtasks
+                .iter()
+                .filter(|t| t.path.as_ref().is_some_and(|p| p.is_inside(&path)))
+                .map(|t| t.cost);
+            let budget = Usdc::sum(members).ok_or(PlanError::CostOverflow)?;
+            Ok(Group { path, spec: g.spec.clone(), budget, review: None })
+        })
+        .collect()
 }

@@ -222,3 +222,48 @@ async fn capabilities_no_active_agent_offers_are_left_for_a_manual_pick() {
     assert_eq!(status, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("no executor assigned"));
 }
+
+/// A brief of numbered goals, some of several steps, is proposed as a
+/// nested plan (each such goal a nested plan whose share is its leaves'
+/// prices) and runs to completion once approved.
+#[tokio::test]
+async fn a_brief_of_numbered_goals_is_proposed_as_a_nested_plan() {
+    let stack = Stack::start().await;
+    let brief = "Prepare a briefing on the attached article.
+1. Translate it to French, then summarize the translation.
+2. List the entities it names.
+3. Finally, summarize the findings for the board.";
+    let (status, out) = classify(&stack, brief).await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["ceremony"], "plan_card");
+    assert_eq!(
+        out["classification"]["groups"],
+        json!([{"path": "0",
+        "spec": "Translate it to French, then summarize the translation"}])
+    );
+    let plan = &out["run"]["plan"];
+    let shape: Vec<(String, String)> = plan["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["path"].as_str().unwrap().into(), t["capability"].as_str().unwrap().into()))
+        .collect();
+    let expected =
+        [("0.0", "translate"), ("0.1", "summarize"), ("1", "extract-entities"), ("2", "summarize")];
+    assert_eq!(shape, expected.map(|(p, c)| (p.to_owned(), c.to_owned())));
+    assert_eq!(
+        plan["subtasks"][3]["depends_on"],
+        json!([1, 2]),
+        "the findings wait for both goals"
+    );
+    // The nested plan's share is what its leaves cost at registry prices.
+    let share = plan["subtasks"][0]["cost"].as_u64().unwrap()
+        + plan["subtasks"][1]["cost"].as_u64().unwrap();
+    assert_eq!(plan["groups"][0]["budget"], share);
+    assert_eq!(out["run"]["nested"][0]["state"], "waiting");
+    let id = out["run"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = stack.post(&format!("/api/runs/{id}/approve"), &Value::Null).await;
+    assert_eq!(status, 200);
+    let view = stack.wait_state(&id, "completed", 60).await;
+    assert_eq!(view["nested"][0]["state"], "completed", "{view}");
+}
