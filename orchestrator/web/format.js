@@ -174,3 +174,27 @@ export function nestSummary(group) {
   const cost = group.cost === null ? '—' : usdc(group.cost);
   return `${group.path} nested plan${label} · ${group.count} task${group.count === 1 ? '' : 's'} · ${cost} USDC`;
 }
+
+/// The nested plans a proposed plan's table opens before each sub-task:
+/// index → [{ path, spec, budget, level }], outermost first (the root plan
+/// is level 1). Empty for a flat plan.
+export function nestedHeaders(plan) {
+  const groups = new Map((plan?.groups ?? []).map((g) => [g.path, g]));
+  const out = new Map();
+  if (!groups.size) return out;
+  const opened = new Set();
+  for (const t of plan.subtasks ?? []) {
+    const segments = pathSegments(t.path);
+    if (!segments) continue;
+    const heads = [];
+    for (let n = 1; n < segments.length; n += 1) {
+      const path = segments.slice(0, n).join('.');
+      if (opened.has(path)) continue;
+      opened.add(path);
+      const g = groups.get(path);
+      heads.push({ path, spec: g?.spec ?? '', budget: g?.budget ?? null, level: n + 1 });
+    }
+    if (heads.length) out.set(t.index, heads);
+  }
+  return out;
+}

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
+  nestedHeaders,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -119,4 +120,20 @@ test('a nested plan without labels or readable amounts still groups', () => {
   assert.equal(nestSummary(group), '3 nested plan “late label” · 2 tasks · — USDC');
   assert.equal(nestSummary({ ...group, label: null, count: 1, cost: '5' }), '3 nested plan · 1 task · 0.000005 USDC');
   assert.deepEqual(nest.unplaced.map((t) => t.task_id), ['22']);
+});
+
+test('a proposed plan opens each nested plan once, before its first leaf', () => {
+  const leaf = (index, path) => ({ index, path });
+  const plan = {
+    groups: [{ path: '1', spec: 'Digest', budget: 450000 }, { path: '1.1', spec: 'Judge', budget: 200000 }],
+    subtasks: [leaf(0, '0'), leaf(1, '1.0'), leaf(2, '1.1.0'), leaf(3, '1.1.1'), leaf(4, '2')],
+  };
+  const heads = nestedHeaders(plan);
+  assert.deepEqual([...heads.keys()], [1, 2]);
+  assert.deepEqual(heads.get(1), [{ path: '1', spec: 'Digest', budget: 450000, level: 2 }]);
+  assert.deepEqual(heads.get(2), [{ path: '1.1', spec: 'Judge', budget: 200000, level: 3 }]);
+  // A leaf that opens two levels at once lists both, outermost first.
+  const both = nestedHeaders({ groups: plan.groups, subtasks: [leaf(0, '1.1.0')] });
+  assert.deepEqual(both.get(0).map((g) => g.path), ['1', '1.1']);
+  assert.equal(nestedHeaders({ subtasks: [leaf(0, '0')] }).size, 0, 'a flat plan opens nothing');
 });

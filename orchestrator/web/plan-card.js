@@ -2,7 +2,7 @@
 // totals, the high-stakes confirmation, approve and cancel.
 
 import { drawDag } from './dag.js';
-import { usdc, short, duration } from './format.js';
+import { usdc, short, duration, nestedHeaders } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, runUrl } from './api.js';
 import { agents, nameOf, offersFor, offerLabel } from './agents.js';
@@ -20,8 +20,12 @@ export async function planCard(view, { unassigned = [] } = {}) {
   const rerender = async (next) => card.replaceWith(await planCard(next, { unassigned }));
   const edit = (button, body) => act(err, button, async () => rerender(await api('POST', `/api/runs/${id}/edit`, body)));
 
+  // A nested plan's leaves carry step paths; each nested plan gets a header
+  // row (its goal and budget share) before its first leaf.
+  const heads = nestedHeaders(plan);
+  const nested = heads.size > 0;
   const dag = h('div', { class: 'dag-wrap' }, drawDag(plan.subtasks, {
-    label: (t) => [t.capability, t.executor ? nameOf(t.executor, list) : 'unassigned', `${usdc(t.cost)} USDC`],
+    label: (t) => [nested ? `${t.path} ${t.capability}` : t.capability, t.executor ? nameOf(t.executor, list) : 'unassigned', `${usdc(t.cost)} USDC`],
     phase: () => 'proposed',
     onOpen: (t) => $(`#exec-${t.index}`, card)?.focus(),
   }));
@@ -55,13 +59,16 @@ export async function planCard(view, { unassigned = [] } = {}) {
     up.addEventListener('click', () => edit(up, { op: 'reorder', order: move(-1) }));
     down.addEventListener('click', () => edit(down, { op: 'reorder', order: move(1) }));
     drop.addEventListener('click', () => edit(drop, { op: 'drop', index: t.index }));
-    return h('tr', { dataset: { index: t.index } },
-      h('td', {}, `#${t.index}`),
+    const opened = (heads.get(t.index) ?? []).map((g) => h('tr', { class: 'nest-row', dataset: { path: g.path } },
+      h('td', { colspan: 6 }, h('strong', {}, `${'▸ '.repeat(g.level - 1)}${g.path} nested plan`),
+        ` — ${g.spec} · share ${g.budget === null ? '—' : usdc(g.budget)} USDC`)));
+    return [...opened, h('tr', { dataset: { index: t.index } },
+      h('td', {}, nested ? `#${t.index} · ${t.path}` : `#${t.index}`),
       h('td', {}, h('strong', {}, t.capability), h('div', { class: 'muted spec' }, t.spec)),
       h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null),
       h('td', { class: 'num' }, `${usdc(t.cost)}`),
       h('td', {}, t.depends_on?.length ? t.depends_on.map((d) => `#${d}`).join(', ') : '—'),
-      h('td', { class: 'row-actions' }, up, down, drop));
+      h('td', { class: 'row-actions' }, up, down, drop))];
   });
 
   const review = h('input', { type: 'checkbox', id: 'review-mode', checked: plan.review === 'manual', disabled: high });
@@ -108,7 +115,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
     h('div', { class: 'table-wrap' }, h('table', { class: 'subtasks' },
       h('caption', {}, 'Sub-tasks: capability, executor, cost (USDC), dependencies'),
       h('thead', {}, h('tr', {}, ['#', 'Capability and instruction', 'Executor', 'Cost', 'Needs', 'Edit'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, rows))),
+      h('tbody', {}, rows.flat()))),
     h('dl', { class: 'totals' },
       h('dt', {}, 'Total cost'), h('dd', { id: 'total-cost' }, `${usdc(view.total_cost)} USDC`),
       h('dt', {}, 'Estimated duration'), h('dd', {}, duration(view.estimated_duration_secs)),
