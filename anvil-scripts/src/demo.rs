@@ -184,8 +184,7 @@ async fn plans(
         cost: cheapest[cap].1,
         deadline_offset_secs: 3600,
         depends_on: deps.to_vec(),
-        path: None,
-        plan: None,
+        ..Default::default()
     };
     let mut chain_plan = Plan::new(
         Plan::id_from_label("demo: translate then summarize"),
@@ -434,8 +433,7 @@ async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
         cost: price,
         deadline_offset_secs: 3600,
         depends_on: vec![],
-        path: None,
-        plan: None,
+        ..Default::default()
     }];
     let id = plan.id.to_string();
     let mut events = orch.subscribe();
@@ -538,8 +536,7 @@ async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
         cost: Usdc::from_base_units(400_000),
         deadline_offset_secs: 3600,
         depends_on: vec![],
-        path: None,
-        plan: None,
+        ..Default::default()
     }];
     let id = plan.id.to_string();
     let cost = plan.total_cost().unwrap_or_default().to_u256();

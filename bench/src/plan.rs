@@ -293,8 +293,7 @@ impl Stack {
                     cost: Usdc::from_base_units(price),
                     deadline_offset_secs: 3600,
                     depends_on: deps(i),
-                    path: None,
-                    plan: None,
+                    ..Default::default()
                 }
             })
             .collect();

@@ -28,7 +28,7 @@ use tessera_bindings::{AgentRegistry, capability, offers, usdc::Usdc};
 use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
 
 use crate::{
-    plan::{Group, PLAN_VERSION, Plan, PlanError, ReviewMode, StepPath, SubTask},
+    plan::{Group, Plan, PlanError, ReviewMode, StepPath, SubTask},
     runner::{Orchestrator, RunError, RunView},
     store::now_ms,
 };
@@ -93,15 +93,14 @@ impl Orchestrator {
             NONCE.fetch_add(1, Ordering::Relaxed)
         );
         let plan = Plan {
-            version: PLAN_VERSION,
-            id: keccak256(label.as_bytes()),
-            budget: self.config().max_plan_spend,
-            review: if high { ReviewMode::Manual } else { ReviewMode::Auto },
             source: payload.map(str::to_owned),
-            review_window_secs: crate::plan::DEFAULT_REVIEW_WINDOW_SECS,
             groups: groups_of(&classification, &subtasks)?,
             subtasks,
-            plans: Default::default(),
+            ..Plan::new(
+                keccak256(label.as_bytes()),
+                self.config().max_plan_spend,
+                if high { ReviewMode::Manual } else { ReviewMode::Auto },
+            )
         };
         let json = serde_json::to_value(&classification).expect("classifications serialize");
         let mut view = self.propose_with(plan, high, Some(&json)).await?;
@@ -151,7 +150,7 @@ impl Orchestrator {
                     } else {
                         p.path.as_deref().map(str::parse).transpose()?
                     },
-                    plan: None,
+                    ..Default::default()
                 })
             })
             .collect()

@@ -173,6 +173,9 @@ pub enum PlanError {
         /// Number of sub-tasks in the plan.
         expected: usize,
     },
+    /// A recovery policy is not one of the words.
+    #[error("`{0}` is not a recovery policy (retry(1) to retry(5), reassign, pause or cancel)")]
+    InvalidPolicy(String),
     /// A step path is not dotted indexes (`2.1.0`).
     #[error("`{0}` is not a step path (indexes joined by dots, such as 2.1.0)")]
     InvalidPath(String),

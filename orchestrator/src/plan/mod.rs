@@ -20,6 +20,7 @@ mod edit;
 mod error;
 mod graph;
 mod nest;
+mod strategy;
 mod validate;
 
 use alloy::primitives::{Address, B256, keccak256};
@@ -30,6 +31,10 @@ pub use self::{
     context::{ExecutorStatus, InMemoryContext, PlanContext},
     error::PlanError,
     nest::{ChildPlan, DEFAULT_MAX_NESTING_DEPTH, Group, MAX_NESTING_DEPTH, Nested, StepPath},
+    strategy::{
+        Checkpoint, Choice, DisputePolicy, MAX_CHECKPOINTS, MAX_RETRIES, OnTimeout, Policy,
+        Recovery, RecoveryOverride, RunnerUp, Selection,
+    },
 };
 
 /// The plan format version this crate writes and accepts.
@@ -54,7 +59,7 @@ pub enum ReviewMode {
 }
 
 /// One unit of work, settled through its own escrowed task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SubTask {
     /// Position in the plan; indexes run `0..n`.
     pub index: u32,
@@ -84,6 +89,13 @@ pub struct SubTask {
     /// by its leaves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Nested>,
+    /// A condition over the outputs of the sub-tasks it names: false means
+    /// the sub-task is skipped, never funded (see [`crate::condition`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// This sub-task's recovery, over the plan's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryOverride>,
 }
 
 /// A brief split into sub-tasks.
@@ -116,6 +128,19 @@ pub struct Plan {
     /// As a plan file writes it only: child plans its steps name.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub plans: std::collections::BTreeMap<String, ChildPlan>,
+    /// Gates where the run waits for an approver.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    /// What the runner does on its own when work is not done in time or a
+    /// dispute is lost (sub-tasks may override it).
+    #[serde(default)]
+    pub recovery: Recovery,
+    /// How executors are picked where the plan leaves it to the orchestrator.
+    #[serde(default)]
+    pub selection: Selection,
+    /// Why each chosen executor was chosen, and who came next.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Choice>,
 }
 
 /// Review window when a plan names none: ten minutes.
@@ -149,6 +174,10 @@ impl Plan {
             review_window_secs: DEFAULT_REVIEW_WINDOW_SECS,
             groups: Vec::new(),
             plans: std::collections::BTreeMap::new(),
+            checkpoints: Vec::new(),
+            recovery: Recovery::default(),
+            selection: Selection::default(),
+            choices: Vec::new(),
         }
     }
 
@@ -214,8 +243,7 @@ mod tests {
             cost: u(100),
             deadline_offset_secs: 3600,
             depends_on: depends_on.to_vec(),
-            path: None,
-            plan: None,
+            ..Default::default()
         }
     }
 

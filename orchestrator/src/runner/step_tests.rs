@@ -6,14 +6,12 @@ use alloy::primitives::{Address, B256};
 use tessera_bindings::{task::Status, usdc::Usdc};
 
 use super::*;
-use crate::plan::{PLAN_VERSION, SubTask};
+use crate::plan::SubTask;
 
 const EXEC: Address = Address::repeat_byte(0xee);
 
 fn plan(review: ReviewMode, deps: &[&[u32]]) -> Plan {
     Plan {
-        version: PLAN_VERSION,
-        id: B256::repeat_byte(9),
         subtasks: deps
             .iter()
             .enumerate()
@@ -25,16 +23,11 @@ fn plan(review: ReviewMode, deps: &[&[u32]]) -> Plan {
                 cost: Usdc::from_base_units(1_000),
                 deadline_offset_secs: 100,
                 depends_on: d.to_vec(),
-                path: None,
-                plan: None,
+                ..Default::default()
             })
             .collect(),
-        review,
-        budget: Usdc::from_whole(1),
-        source: None,
         review_window_secs: 60,
-        groups: Vec::new(),
-        plans: Default::default(),
+        ..Plan::new(B256::repeat_byte(9), Usdc::from_whole(1), review)
     }
 }
 
