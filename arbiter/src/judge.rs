@@ -1,6 +1,7 @@
 //! Verdicts and the judges that reach them: the offline rubric, or a council
 //! model through async-openai. A council that fails twice decides for the
-//! client (a refund): a dispute always ends.
+//! client (a refund) on a dispute, and upholds the appealed ruling on an
+//! appeal: every dispute ends.
 
 use serde::{Deserialize, Serialize};
 
@@ -120,8 +121,8 @@ impl Judge {
         Council::from_env().map_or(Self::Offline, |c| Self::Council(Box::new(c)))
     }
 
-    /// Decides a dispute. Never fails: a council that fails twice rules for
-    /// the client.
+    /// Decides a dispute or an appeal (the evidence says which). Never
+    /// fails: a council that fails twice rules as [`fallback`] says.
     pub async fn decide(&self, evidence: &Evidence) -> Verdict {
         match self {
             Self::Offline => rubric::judge(evidence),
@@ -134,19 +135,31 @@ impl Judge {
                     }
                     v
                 }
-                Err(failures) => {
-                    let mut v = Verdict::new(
-                        VerdictKind::Client,
-                        0,
-                        format!("The council failed twice ({failures}); the funder is refunded."),
-                        "fallback",
-                    );
-                    v.flags.push("council_failed".into());
-                    v
-                }
+                Err(failures) => fallback(evidence, &failures),
             },
         }
     }
+}
+
+/// The verdict when the council failed twice (`failures` says how): a
+/// dispute refunds the funder; an appeal upholds the appealed ruling, as the
+/// escrow would once the appeal ruling window passed.
+pub fn fallback(evidence: &Evidence, failures: &str) -> Verdict {
+    let mut v = match &evidence.appeal {
+        None => Verdict::new(
+            VerdictKind::Client,
+            0,
+            format!("The council failed twice ({failures}); the funder is refunded."),
+            "fallback",
+        ),
+        Some(a) => Verdict::from_share(
+            a.ruling_share_bps,
+            format!("The council failed twice ({failures}); the appealed ruling stands."),
+            "fallback",
+        ),
+    };
+    v.flags.push("council_failed".into());
+    v
 }
 
 #[cfg(test)]
@@ -168,5 +181,39 @@ mod tests {
         assert!("Worker".parse::<VerdictKind>().is_err());
         assert_eq!(Verdict::from_share(10_000, "", "t").verdict, VerdictKind::Worker);
         assert_eq!(Verdict::from_share(3_333, "", "t").verdict, VerdictKind::Split);
+    }
+
+    #[test]
+    fn a_failed_council_refunds_a_dispute_and_upholds_an_appealed_ruling() {
+        let mut e = Evidence {
+            task_id: "1".into(),
+            capability: None,
+            spec: String::new(),
+            material: String::new(),
+            result: None,
+            reason: String::new(),
+            problems: vec![],
+            appeal: None,
+        };
+        let v = fallback(&e, "timeout; timeout");
+        assert_eq!((v.verdict, v.executor_share_bps), (VerdictKind::Client, 0));
+        assert_eq!(v.flags, ["council_failed"]);
+        for (share, kind) in
+            [(0, VerdictKind::Client), (4_200, VerdictKind::Split), (BPS, VerdictKind::Worker)]
+        {
+            e.appeal = Some(crate::evidence::AppealEvidence {
+                appellant: crate::evidence::Appellant::Client,
+                reason: "too generous".into(),
+                ruling_share_bps: share,
+                ruling_rationale: String::new(),
+            });
+            let v = fallback(&e, "timeout; timeout");
+            assert_eq!((v.verdict, v.executor_share_bps), (kind, share));
+            assert!(v.rationale.contains("the appealed ruling stands"), "{}", v.rationale);
+            assert_eq!(
+                (v.judge.as_str(), v.flags.as_slice()),
+                ("fallback", &["council_failed".to_owned()][..])
+            );
+        }
     }
 }

@@ -24,7 +24,9 @@
 //! A score of 0.8 or more rules for the worker, under 0.3 for the client, and
 //! in between splits the amount at the score (rounded to whole percent).
 //! The client's reason is shown in the rationale but does not move the score:
-//! the rubric judges the work.
+//! the rubric judges the work. On appeal it judges the same work again, so it
+//! upholds the appealed ruling; the appellant's reason and the ruling are
+//! noted in the rationale.
 
 use std::collections::HashMap;
 
@@ -229,6 +231,14 @@ pub fn judge(e: &Evidence) -> Verdict {
             e.reason.chars().take(200).collect::<String>()
         ));
     }
+    if let Some(a) = &e.appeal {
+        why.push(format!(
+            "on appeal by the {}, whose reason is noted: {:?}; the appealed ruling gave the executor {} bps",
+            a.appellant,
+            a.reason.chars().take(200).collect::<String>(),
+            a.ruling_share_bps
+        ));
+    }
     let share = ((score * 100.0).round() as u16) * 100;
     let kind = if score >= 0.8 {
         VerdictKind::Worker
@@ -264,6 +274,7 @@ mod tests {
             result,
             reason: "not good enough".into(),
             problems: vec![],
+            appeal: None,
         }
     }
 
@@ -363,6 +374,30 @@ mod tests {
             judge(&ev("extract-entities", Some(json!({"names": ["Tuesday", "Atlantis", "Zeus"]}))));
         assert_eq!(invented.verdict, VerdictKind::Split, "{}", invented.rationale);
         assert_eq!(invented.executor_share_bps, 3_300);
+    }
+
+    #[test]
+    fn an_appeal_is_judged_on_the_same_work_with_its_reason_noted() {
+        let first = ev("summarize", Some(json!({"text": ARTICLE})));
+        let ruling = judge(&first);
+        let mut appealed = first.clone();
+        appealed.appeal = Some(crate::evidence::AppealEvidence {
+            appellant: crate::evidence::Appellant::Executor,
+            reason: "a summary may keep every sentence".into(),
+            ruling_share_bps: ruling.executor_share_bps,
+            ruling_rationale: ruling.rationale.clone(),
+        });
+        let v = judge(&appealed);
+        assert_eq!((v.verdict, v.executor_share_bps), (ruling.verdict, ruling.executor_share_bps));
+        assert!(
+            v.rationale.contains("on appeal by the executor")
+                && v.rationale.contains("a summary may keep every sentence")
+                && v.rationale
+                    .contains(&format!("gave the executor {} bps", ruling.executor_share_bps)),
+            "{}",
+            v.rationale
+        );
+        assert!(!ruling.rationale.contains("on appeal"), "{}", ruling.rationale);
     }
 
     #[test]

@@ -1,12 +1,19 @@
-//! The arbiter service: watches the escrow for disputes and appeals, judges
-//! each dispute on its evidence, executes the verdict on chain with the
-//! arbiter key exactly once, finalizes rulings whose appeal window passed,
-//! and claims the refund of disputes left unruled past their window.
+//! The arbiter service, in one of the escrow's two judging roles:
 //!
-//! Exactly once: the on-chain status is checked before anything is sent; the
-//! verdict is recorded before it is sent and re-sent as is (never re-judged)
-//! by a restarted arbiter; the same dispute seen twice finds its task no
-//! longer disputed and does nothing.
+//! - the arbiter ([`Arbiter::new`]) watches the escrow for disputes and
+//!   appeals, judges each dispute on its evidence, executes the verdict on
+//!   chain with the arbiter key, finalizes rulings whose appeal window (or
+//!   appeal ruling window) passed, and claims the refund of disputes left
+//!   unruled past their window;
+//! - the appeal arbiter ([`Arbiter::appeal_arbiter`]) watches for appeals,
+//!   judges each on the dispute's evidence, the ruling appealed and the
+//!   appellant's reason, and executes its final verdict with the appeal
+//!   arbiter key.
+//!
+//! Exactly once, in both roles: the on-chain status is checked before
+//! anything is sent; the verdict is recorded before it is sent and re-sent
+//! as is (never re-judged) by a restarted arbiter; the same dispute or appeal
+//! seen twice finds its task no longer disputed or appealed and does nothing.
 
 use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
@@ -19,6 +26,7 @@ use alloy::{
 };
 use serde::Serialize;
 use tessera_bindings::{
+    ITaskEscrow::Task,
     TaskEscrow,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
@@ -28,7 +36,7 @@ use tessera_bindings::{
 };
 
 use crate::{
-    evidence,
+    evidence::{self, AppealFiled, Evidence},
     judge::{Judge, Verdict, VerdictKind},
     store::{ArbiterStore, Decision, Level},
 };
@@ -45,6 +53,24 @@ pub enum ArbiterError {
         me: Address,
         /// The escrow's arbiter.
         arbiter: Address,
+    },
+    /// The key is not the escrow's appeal arbiter.
+    #[error(
+        "this key ({me}) is not the escrow's appeal arbiter ({appeal_arbiter}); set TESSERA_APPEAL_ARBITER_KEY to the appeal arbiter's key"
+    )]
+    NotAppealArbiter {
+        /// The key's address.
+        me: Address,
+        /// The escrow's appeal arbiter.
+        appeal_arbiter: Address,
+    },
+    /// An appeal ruling was asked for a task that is not under appeal.
+    #[error("task {task} is {status}, not under appeal")]
+    NotAppealed {
+        /// The task.
+        task: U256,
+        /// Where it stands.
+        status: Status,
     },
     /// A chain call failed.
     #[error(transparent)]
@@ -81,6 +107,17 @@ pub enum Action {
         /// The ruling's transaction.
         tx: B256,
     },
+    /// An appeal was ruled, finally (the appeal arbiter).
+    AppealRuled {
+        /// The task.
+        task: String,
+        /// The verdict.
+        verdict: VerdictKind,
+        /// Executor's share.
+        share_bps: u16,
+        /// The appeal ruling's transaction.
+        tx: B256,
+    },
     /// A ruling became final after its appeal window.
     Finalized {
         /// The task.
@@ -100,10 +137,12 @@ pub enum Action {
 /// The most blocks one scan asks the node for logs of.
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
-/// The arbiter service.
+/// The arbiter service, ruling on disputes or on appeals.
 pub struct Arbiter {
     provider: DynProvider,
     me: Address,
+    /// Which rulings it makes: first rulings or appeal rulings.
+    level: Level,
     deployment: Deployment,
     escrow: EscrowClient,
     store: ArbiterStore,
@@ -119,6 +158,7 @@ impl std::fmt::Debug for Arbiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Arbiter")
             .field("me", &self.me)
+            .field("level", &self.level)
             .field("next_block", &self.next_block)
             .finish_non_exhaustive()
     }
@@ -135,15 +175,54 @@ impl Arbiter {
         judge: Judge,
         blobs: Arc<dyn BlobStore + Send + Sync>,
     ) -> Result<Self, ArbiterError> {
+        Self::with_level(Level::Dispute, provider, me, deployment, store, judge, blobs).await
+    }
+
+    /// An appeal arbiter sending from `me` (the provider's wallet must hold
+    /// its key); refuses a key that is not the escrow's appeal arbiter. It
+    /// may share `store` with the arbiter: decisions are kept per level, and
+    /// each role scans with a cursor of its own.
+    pub async fn appeal_arbiter(
+        provider: DynProvider,
+        me: Address,
+        deployment: Deployment,
+        store: ArbiterStore,
+        judge: Judge,
+        blobs: Arc<dyn BlobStore + Send + Sync>,
+    ) -> Result<Self, ArbiterError> {
+        Self::with_level(Level::Appeal, provider, me, deployment, store, judge, blobs).await
+    }
+
+    async fn with_level(
+        level: Level,
+        provider: DynProvider,
+        me: Address,
+        deployment: Deployment,
+        store: ArbiterStore,
+        judge: Judge,
+        blobs: Arc<dyn BlobStore + Send + Sync>,
+    ) -> Result<Self, ArbiterError> {
         let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
-        let arbiter = escrow.contract().arbiter().call().await.map_err(map_call)?;
-        if arbiter != me {
-            return Err(ArbiterError::NotArbiter { me, arbiter });
+        match level {
+            Level::Dispute => {
+                let arbiter = escrow.contract().arbiter().call().await.map_err(map_call)?;
+                if arbiter != me {
+                    return Err(ArbiterError::NotArbiter { me, arbiter });
+                }
+            }
+            Level::Appeal => {
+                let appeal_arbiter =
+                    escrow.contract().appealArbiter().call().await.map_err(map_call)?;
+                if appeal_arbiter != me {
+                    return Err(ArbiterError::NotAppealArbiter { me, appeal_arbiter });
+                }
+            }
         }
-        let next_block = store.cursor().await?.unwrap_or(deployment.deploy_block);
+        let next_block = store.cursor(level).await?.unwrap_or(deployment.deploy_block);
         Ok(Self {
             provider,
             me,
+            level,
             deployment,
             escrow,
             store,
@@ -160,6 +239,12 @@ impl Arbiter {
         &self.store
     }
 
+    /// Which rulings this arbiter makes: [`Level::Dispute`] for the arbiter,
+    /// [`Level::Appeal`] for the appeal arbiter.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
     /// Works until `shutdown`: one look per new block (websocket at
     /// `ws_url`) and at least every `poll`.
     pub async fn run(
@@ -170,7 +255,11 @@ impl Arbiter {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
-        let mut follow = Follow::connect(ws_url, poll, "arbiter scan").await;
+        let what = match self.level {
+            Level::Dispute => "arbiter scan",
+            Level::Appeal => "appeal arbiter scan",
+        };
+        let mut follow = Follow::connect(ws_url, poll, what).await;
         self.escrow.follow(follow.watch());
         loop {
             self.head = follow.head().map(|h| h.number);
@@ -182,8 +271,9 @@ impl Arbiter {
         }
     }
 
-    /// One look: new disputes, appeals and rulings since the cursor, plus
-    /// decisions a previous life recorded but did not send.
+    /// One look: new disputes, appeals and rulings since the cursor (the
+    /// appeal arbiter: new appeals), plus decisions of this level a previous
+    /// life recorded but did not send.
     pub async fn poll_once(&mut self) -> Result<Vec<Action>, ArbiterError> {
         let head = match self.head {
             Some(n) => n,
@@ -191,27 +281,35 @@ impl Arbiter {
         };
         // A bounded range: an arbiter far behind catches up a chunk per pass.
         let head = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
-        let mut disputes: Vec<(U256, String)> = Vec::new();
+        // Tasks to rule on, with the dispute's reason URI when the log gave it.
+        let mut cases: Vec<(U256, String)> = Vec::new();
         if head >= self.next_block {
-            let filter = Filter::new()
-                .address(self.deployment.task_escrow)
-                .event_signature(vec![
+            let signatures = match self.level {
+                Level::Dispute => vec![
                     TaskEscrow::TaskDisputed::SIGNATURE_HASH,
                     TaskEscrow::DisputeRuled::SIGNATURE_HASH,
                     TaskEscrow::RulingAppealed::SIGNATURE_HASH,
-                ])
+                ],
+                Level::Appeal => vec![TaskEscrow::RulingAppealed::SIGNATURE_HASH],
+            };
+            let filter = Filter::new()
+                .address(self.deployment.task_escrow)
+                .event_signature(signatures)
                 .from_block(self.next_block)
                 .to_block(head);
             for log in self.provider.get_logs(&filter).await? {
-                match decode_log(&log) {
-                    Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => {
-                        disputes.push((e.taskId, e.reasonURI))
+                match (self.level, decode_log(&log)) {
+                    (Level::Dispute, Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e))) => {
+                        cases.push((e.taskId, e.reasonURI))
                     }
-                    Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e)) => {
+                    (Level::Dispute, Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e))) => {
                         self.watch.insert(e.taskId);
                     }
-                    Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) => {
+                    (Level::Dispute, Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e))) => {
                         self.watch.insert(e.taskId);
+                    }
+                    (Level::Appeal, Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e))) => {
+                        cases.push((e.taskId, String::new()))
                     }
                     _ => {}
                 }
@@ -219,22 +317,24 @@ impl Arbiter {
         }
         let mut actions = Vec::new();
         for (task, level) in self.store.pending().await? {
-            if level == Level::Dispute
+            if level == self.level
                 && let Ok(id) = task.parse::<U256>()
-                && !disputes.iter().any(|(d, _)| *d == id)
+                && !cases.iter().any(|(d, _)| *d == id)
             {
-                disputes.push((id, String::new()));
+                cases.push((id, String::new()));
             }
         }
-        for (id, reason_uri) in disputes {
-            if let Some(a) = self.handle_dispute(id, &reason_uri).await? {
-                actions.push(a);
-            }
+        for (id, reason_uri) in cases {
+            let action = match self.level {
+                Level::Dispute => self.handle_dispute(id, &reason_uri).await?,
+                Level::Appeal => self.handle_appeal(id).await?,
+            };
+            actions.extend(action);
         }
         actions.extend(self.finalize_due().await?);
         if head >= self.next_block {
             self.next_block = head + 1;
-            self.store.set_cursor(self.next_block).await?;
+            self.store.set_cursor(self.level, self.next_block).await?;
         }
         Ok(actions)
     }
@@ -263,8 +363,7 @@ impl Arbiter {
             return Ok(None);
         }
         let now = self.now().await?;
-        let dispute_end = rec.task.updatedAt.to::<u64>() + u64::from(rec.task.disputeWindow);
-        if now > dispute_end {
+        if window_end(&rec.task).is_some_and(|end| now > end) {
             let receipt = self.escrow.claim_default(self.me, &mut rec).await?;
             tracing::info!(%task, "dispute window passed: refunded by default");
             return Ok(Some(Action::DefaultClaimed { task, tx: receipt.transaction_hash }));
@@ -303,7 +402,89 @@ impl Arbiter {
         }))
     }
 
-    /// Finalizes rulings whose appeal window (or appeal decision window) passed.
+    /// Rules finally on one appealed task, if it still is under appeal and
+    /// its appeal ruling window is open (past it, the appealed ruling stands
+    /// and the arbiter finalizes it).
+    pub async fn handle_appeal(&mut self, id: U256) -> Result<Option<Action>, ArbiterError> {
+        let task = id.to_string();
+        let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
+        if rec.status() != Status::Appealed {
+            // Ruled already (by a previous life, by hand, or the event came
+            // twice), or finalized: nothing is left to send.
+            if self.store.decision(&task, Level::Appeal).await?.is_some_and(|d| d.tx_hash.is_none())
+            {
+                self.store.executed(&task, Level::Appeal, None).await?;
+            }
+            return Ok(None);
+        }
+        let now = self.now().await?;
+        if window_end(&rec.task).is_some_and(|end| now > end) {
+            tracing::warn!(%task, "appeal ruling window passed: the appealed ruling stands");
+            return Ok(None);
+        }
+        let decision = match self.store.decision(&task, Level::Appeal).await? {
+            Some(d) => d,
+            None => {
+                let evidence = self.appeal_evidence(&rec).await?;
+                let verdict = self.judge.decide(&evidence).await;
+                let d = self.publish(&task, Level::Appeal, &verdict)?;
+                self.store.record(&d).await?;
+                // A concurrent life may have recorded first: use what is stored.
+                self.store.decision(&task, Level::Appeal).await?.unwrap_or(d)
+            }
+        };
+        let receipt = self
+            .escrow
+            .resolve_appeal(self.me, &mut rec, decision.share_bps, &decision.rationale_uri)
+            .await?;
+        let tx = receipt.transaction_hash;
+        self.store.executed(&task, Level::Appeal, Some(&tx.to_string())).await?;
+        tracing::info!(%task, verdict = %decision.verdict, share = decision.share_bps, %tx, "appeal ruled");
+        Ok(Some(Action::AppealRuled {
+            task,
+            verdict: decision.verdict,
+            share_bps: decision.share_bps,
+            tx,
+        }))
+    }
+
+    /// The evidence of an appealed task: the dispute's, the ruling appealed
+    /// (the share the task keeps, the rationale its `DisputeRuled` names) and
+    /// the appeal (appellant and reason, from `RulingAppealed`).
+    async fn appeal_evidence(&self, rec: &TaskRecord) -> Result<Evidence, ArbiterError> {
+        let filter = Filter::new()
+            .address(self.deployment.task_escrow)
+            .event_signature(vec![
+                TaskEscrow::TaskDisputed::SIGNATURE_HASH,
+                TaskEscrow::DisputeRuled::SIGNATURE_HASH,
+                TaskEscrow::RulingAppealed::SIGNATURE_HASH,
+            ])
+            .topic1(B256::from(rec.id))
+            .from_block(self.deployment.deploy_block);
+        let (mut reason_uri, mut rationale_uri) = (String::new(), String::new());
+        let (mut appellant, mut appeal_uri) = (rec.task.client, String::new());
+        for log in self.provider.get_logs(&filter).await? {
+            match decode_log(&log) {
+                Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => reason_uri = e.reasonURI,
+                Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e)) => {
+                    rationale_uri = e.rationaleURI
+                }
+                Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) => {
+                    (appellant, appeal_uri) = (e.appellant, e.reasonURI)
+                }
+                _ => {}
+            }
+        }
+        let filed = AppealFiled {
+            appellant,
+            reason_uri: &appeal_uri,
+            ruling_share_bps: rec.task.executorShareBps,
+            ruling_rationale_uri: &rationale_uri,
+        };
+        Ok(evidence::gather_appeal(rec, &reason_uri, &filed, self.blobs.as_ref()))
+    }
+
+    /// Finalizes rulings whose appeal window (or appeal ruling window) passed.
     async fn finalize_due(&mut self) -> Result<Vec<Action>, ArbiterError> {
         let mut out = Vec::new();
         if self.watch.is_empty() {
@@ -313,14 +494,12 @@ impl Arbiter {
         for id in self.watch.clone() {
             let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
             let end = match rec.status() {
-                Status::Ruled => rec.task.updatedAt.to::<u64>() + u64::from(rec.task.appealWindow),
-                Status::Appealed => {
-                    rec.task.updatedAt.to::<u64>() + u64::from(rec.task.disputeWindow)
-                }
-                _ => {
-                    self.watch.remove(&id);
-                    continue;
-                }
+                Status::Ruled | Status::Appealed => window_end(&rec.task),
+                _ => None,
+            };
+            let Some(end) = end else {
+                self.watch.remove(&id);
+                continue;
             };
             if now > end {
                 let receipt = self.escrow.finalize(self.me, &mut rec).await?;
@@ -363,6 +542,22 @@ impl Arbiter {
         let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
         Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
     }
+}
+
+/// When the window of `task`'s current status ends, in chain seconds: the
+/// dispute window of a disputed task (the arbiter's time to rule), the
+/// appeal window of a ruled one (the parties' time to appeal) and the appeal
+/// ruling window of an appealed one (the appeal arbiter's time to rule);
+/// `None` in any other status. Past it the escrow takes the default: a
+/// refund, or the standing ruling.
+pub fn window_end(task: &Task) -> Option<u64> {
+    let window = match Status::try_from(task.status).ok()? {
+        Status::Disputed => task.disputeWindow,
+        Status::Ruled => task.appealWindow,
+        Status::Appealed => task.appealRulingWindow,
+        _ => return None,
+    };
+    Some(task.updatedAt.to::<u64>() + u64::from(window))
 }
 
 /// Publishes `verdict` (rationale and all) and returns its decision row.
@@ -428,10 +623,7 @@ pub async fn decide_appeal(
 ) -> Result<B256, ArbiterError> {
     let mut rec = escrow.fetch(task, deployment.deploy_block).await?;
     if rec.status() != Status::Appealed {
-        return Err(ArbiterError::Publish(format!(
-            "task {task} is {}, not under appeal",
-            rec.status()
-        )));
+        return Err(ArbiterError::NotAppealed { task, status: rec.status() });
     }
     let d = publish_verdict(&task.to_string(), Level::Appeal, verdict, blobs)?;
     let receipt = escrow.resolve_appeal(from, &mut rec, d.share_bps, &d.rationale_uri).await?;
@@ -442,4 +634,50 @@ pub async fn decide_appeal(
             .await?;
     }
     Ok(receipt.transaction_hash)
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::primitives::aliases::U40;
+
+    use super::*;
+
+    fn task(status: Status) -> Task {
+        Task {
+            status: status as u8,
+            updatedAt: U40::from(1_000u64),
+            disputeWindow: 86_400,
+            appealWindow: 3_600,
+            appealRulingWindow: 7_200,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_waiting_status_ends_with_its_own_window() {
+        assert_eq!(window_end(&task(Status::Disputed)), Some(1_000 + 86_400));
+        assert_eq!(window_end(&task(Status::Ruled)), Some(1_000 + 3_600));
+        // An appeal waits for the appeal arbiter's window, not the dispute's.
+        assert_eq!(window_end(&task(Status::Appealed)), Some(1_000 + 7_200));
+        for status in Status::ALL {
+            if !matches!(status, Status::Disputed | Status::Ruled | Status::Appealed) {
+                assert_eq!(window_end(&task(status)), None, "{status}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_appeal_ruling_reads_as_its_own_action() {
+        let a = Action::AppealRuled {
+            task: "7".into(),
+            verdict: VerdictKind::Client,
+            share_bps: 0,
+            tx: B256::ZERO,
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            (v["action"].as_str(), v["verdict"].as_str()),
+            (Some("appeal_ruled"), Some("client"))
+        );
+    }
 }

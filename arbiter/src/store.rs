@@ -1,4 +1,4 @@
-//! The arbiter's decisions and scan cursor through sqlx (SQLite or
+//! The arbiter's decisions and scan cursors through sqlx (SQLite or
 //! PostgreSQL; migrations of the component `arbiter`). A decision's level
 //! and verdict are typed here and stored as their names, converted in
 //! [`level_from_text`] and [`verdict_from_text`] only.
@@ -197,24 +197,36 @@ impl ArbiterStore {
         Ok(out)
     }
 
-    /// The block the scan resumes at.
-    pub async fn cursor(&self) -> Result<Option<u64>, DbError> {
-        let row = sqlx::query("SELECT next_block FROM arbiter_cursor WHERE id = 'scan'")
+    /// The block the scan of the arbiter ruling at `level` resumes at (the
+    /// arbiter and the appeal arbiter may share a store).
+    pub async fn cursor(&self, level: Level) -> Result<Option<u64>, DbError> {
+        let row = sqlx::query("SELECT next_block FROM arbiter_cursor WHERE id = $1")
+            .bind(cursor_id(level))
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(|r| r.try_get::<i64, _>("next_block")).transpose()?.map(|b| b as u64))
     }
 
-    /// Saves the scan cursor.
-    pub async fn set_cursor(&self, next_block: u64) -> Result<(), DbError> {
+    /// Saves the scan cursor of the arbiter ruling at `level`.
+    pub async fn set_cursor(&self, level: Level, next_block: u64) -> Result<(), DbError> {
         sqlx::query(
-            "INSERT INTO arbiter_cursor (id, next_block) VALUES ('scan', $1) \
+            "INSERT INTO arbiter_cursor (id, next_block) VALUES ($1, $2) \
              ON CONFLICT (id) DO UPDATE SET next_block = excluded.next_block",
         )
+        .bind(cursor_id(level))
         .bind(next_block as i64)
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+}
+
+/// The cursor row of the arbiter ruling at `level`: `scan` (the name the
+/// arbiter's cursor always had) or `appeal-scan`.
+const fn cursor_id(level: Level) -> &'static str {
+    match level {
+        Level::Dispute => "scan",
+        Level::Appeal => "appeal-scan",
     }
 }
 
@@ -276,6 +288,24 @@ mod tests {
         let store = ArbiterStore::connect(&url).await.unwrap();
         assert_eq!(store.backend(), Backend::Postgres);
         every_level_and_verdict_round_trips(store).await;
+    }
+
+    #[tokio::test]
+    async fn the_arbiter_and_the_appeal_arbiter_keep_their_own_cursor() {
+        let (_dir, store) = sqlite().await;
+        assert_eq!(store.cursor(Level::Dispute).await.unwrap(), None);
+        store.set_cursor(Level::Dispute, 40).await.unwrap();
+        assert_eq!(store.cursor(Level::Appeal).await.unwrap(), None);
+        store.set_cursor(Level::Appeal, 7).await.unwrap();
+        store.set_cursor(Level::Dispute, 41).await.unwrap();
+        assert_eq!(store.cursor(Level::Dispute).await.unwrap(), Some(41));
+        assert_eq!(store.cursor(Level::Appeal).await.unwrap(), Some(7));
+        // The arbiter's row keeps the name earlier releases wrote.
+        let row = sqlx::query("SELECT next_block FROM arbiter_cursor WHERE id = 'scan'")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(row.try_get::<i64, _>("next_block").unwrap(), 41);
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@ use eyre::{Context, Result, bail, eyre};
 use tessera_arbiter::{
     Arbiter, Judge, Verdict, VerdictKind,
     service::{appeals, decide_appeal},
-    store::ArbiterStore,
+    store::{ArbiterStore, Level},
 };
 use tessera_bindings::{
     client::{EscrowClient, connect},
@@ -56,6 +56,18 @@ pub(crate) enum ArbiterCommand {
 /// `tessera arbiter appeals …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AppealsCommand {
+    /// Watch for appeals and rule on them finally with the appeal arbiter key
+    /// (TESSERA_APPEAL_ARBITER_KEY): the council judge with an LLM key (it
+    /// sees the ruling appealed and the appellant's reason), the offline
+    /// rubric otherwise (it judges the same work again, so it upholds the
+    /// ruling). May share the arbiter's decision store.
+    Run {
+        #[command(flatten)]
+        chain: ArbiterChain,
+        /// Milliseconds between looks when no block is announced.
+        #[arg(long, default_value_t = 1000)]
+        poll_ms: u64,
+    },
     /// Tasks under appeal, with the first ruling.
     List {
         #[command(flatten)]
@@ -98,38 +110,10 @@ fn key(var: &str, role: &str) -> Result<PrivateKeySigner> {
 pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>) -> Result<()> {
     match cmd {
         ArbiterCommand::Run { chain, poll_ms } => {
-            let signer = key("TESSERA_ARBITER_KEY", "arbiter")?;
-            let me = signer.address();
-            let deployment = chain.conn.deployment()?;
-            let store = ArbiterStore::connect(&chain.database_url)
-                .await
-                .wrap_err("opening the decision store")?;
-            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
-            let judge = Judge::from_env();
-            let judge_name = match &judge {
-                Judge::Offline => "offline rubric",
-                Judge::Council(_) => "council (LLM)",
-            };
-            let mut arbiter = Arbiter::new(
-                provider,
-                me,
-                deployment,
-                store,
-                judge,
-                Arc::new(FsBlobStore::new(&chain.conn.blobs)),
-            )
-            .await?;
-            println!("arbiter {me} ruling with the {judge_name}. Ctrl-C to stop.");
-            let ws = chain.conn.ws();
-            arbiter
-                .run(
-                    ws.as_deref(),
-                    Duration::from_millis(poll_ms.max(50)),
-                    |a| println!("{}", serde_json::to_string(a).unwrap_or_default()),
-                    shutdown,
-                )
-                .await;
-            println!("arbiter stopped");
+            serve(Level::Dispute, chain, poll_ms, shutdown).await?;
+        }
+        ArbiterCommand::Appeals(AppealsCommand::Run { chain, poll_ms }) => {
+            serve(Level::Appeal, chain, poll_ms, shutdown).await?;
         }
         ArbiterCommand::Decisions { chain } => {
             let store = ArbiterStore::connect(&chain.database_url).await?;
@@ -199,5 +183,49 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             );
         }
     }
+    Ok(())
+}
+
+/// Runs the arbiter ruling at `level` (the arbiter or the appeal arbiter)
+/// until `shutdown`, printing each action as a JSON line.
+async fn serve(
+    level: Level,
+    chain: ArbiterChain,
+    poll_ms: u64,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let (var, role) = match level {
+        Level::Dispute => ("TESSERA_ARBITER_KEY", "arbiter"),
+        Level::Appeal => ("TESSERA_APPEAL_ARBITER_KEY", "appeal arbiter"),
+    };
+    let signer = key(var, role)?;
+    let me = signer.address();
+    let deployment = chain.conn.deployment()?;
+    let store =
+        ArbiterStore::connect(&chain.database_url).await.wrap_err("opening the decision store")?;
+    let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    let judge = Judge::from_env();
+    let judge_name = match &judge {
+        Judge::Offline => "offline rubric",
+        Judge::Council(_) => "council (LLM)",
+    };
+    let blobs = Arc::new(FsBlobStore::new(&chain.conn.blobs));
+    let mut arbiter = match level {
+        Level::Dispute => Arbiter::new(provider, me, deployment, store, judge, blobs).await?,
+        Level::Appeal => {
+            Arbiter::appeal_arbiter(provider, me, deployment, store, judge, blobs).await?
+        }
+    };
+    println!("{role} {me} ruling with the {judge_name}. Ctrl-C to stop.");
+    let ws = chain.conn.ws();
+    arbiter
+        .run(
+            ws.as_deref(),
+            Duration::from_millis(poll_ms.max(50)),
+            |a| println!("{}", serde_json::to_string(a).unwrap_or_default()),
+            shutdown,
+        )
+        .await;
+    println!("{role} stopped");
     Ok(())
 }

@@ -16,8 +16,8 @@ use tessera_orchestrator::plan::Plan;
 mod support;
 
 use support::{
-    chain_plan, chain_with_workers, escrow_logs, propose_and_approve, start, wait_completed,
-    wait_started, wait_up,
+    Service, chain_plan, chain_with_workers, chain_with_workers_deployed, escrow_logs,
+    propose_and_approve, start, wait_completed, wait_started, wait_up,
 };
 
 #[tokio::test]
@@ -334,6 +334,125 @@ async fn runs_decisions_from_the_cli_drive_live_runs() {
     assert!(state == "cancelling" || state == "cancelled", "{done}");
     let (ok, listed) = tessera(args(&format!("runs list --state {state}")), false).await;
     assert!(ok && listed.contains(&other) && !listed.contains(&id), "{listed}");
+    for w in workers {
+        w.abort();
+    }
+}
+
+#[tokio::test]
+async fn an_appeal_from_the_cli_is_ruled_by_the_appeal_arbiter_service() {
+    let (env, dir, workers) = chain_with_workers_deployed(DeployConfig {
+        appeal_window: 3600,
+        ..DeployConfig::default()
+    })
+    .await;
+    let (_orch, api) = start(&env, dir.path());
+    let deployment = dir.path().join("deployment.json");
+    let _arbiter = Service(support::arbiter(&env, dir.path(), &deployment));
+    let _appeals = Service(support::appeal_arbiter(&env, dir.path(), &deployment));
+    let http = reqwest::Client::new();
+    wait_up(&http, &api).await;
+    let tessera = |args: Vec<String>| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+        cmd.args(args).env("TESSERA_API_URL", &api).env("TESSERA_API_TOKEN", TEST_TOKEN);
+        cmd.kill_on_drop(true);
+        async move {
+            let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+                .await
+                .expect("tessera finishes")
+                .expect("tessera runs");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.success(), text)
+        }
+    };
+    let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    let phase = |id: String, index: usize, want: &'static str| {
+        let http = http.clone();
+        let api = api.clone();
+        async move {
+            let end = tokio::time::Instant::now() + Duration::from_secs(60);
+            loop {
+                let v = get_json(&http, &format!("{api}/api/runs/{id}")).await;
+                if v["subtasks"][index]["phase"] == want || v["state"] == want {
+                    return v;
+                }
+                assert!(tokio::time::Instant::now() < end, "never {want}: {v}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    // Summarizing a two-sentence note keeps nearly all of it: the rubric splits.
+    let (a1, a3, sponsor) =
+        (env.actors.agent(1), env.actors.agent(3), env.actors.sponsor.address());
+    let plan = json!({
+        "version": 1, "id": Plan::id_from_label("cli-appeal"), "review": "manual",
+        "budget": 2_000_000u64, "source": "The ferry leaves at nine. Bring your ticket and arrive early.",
+        "subtasks": [
+            {"index": 0, "capability": "summarize", "spec": "Summarize the note", "executor": a1,
+             "cost": 400_000, "deadline_offset_secs": 3600},
+            {"index": 1, "capability": "sentiment-classify", "spec": "Tone of the summary",
+             "executor": a3, "cost": 200_000, "deadline_offset_secs": 3600, "depends_on": [0]},
+        ],
+    });
+    let id = support::propose_and_approve(&http, &api, &plan).await;
+    phase(id.clone(), 0, "completed").await;
+    let mut dispute = args(&format!("runs review {id} 0 dispute --reason"));
+    dispute.push("It just repeats the note.".into());
+    let (ok, text) = tessera(dispute).await;
+    assert!(ok, "{text}");
+    phase(id.clone(), 0, "ruled").await;
+
+    let (ok, text) = tessera(args(&format!("runs appeal {id} 0"))).await;
+    assert!(!ok && text.contains("--reason"), "an appeal needs a reason: {text}");
+    let before = (env.balance(a1).await, env.balance(sponsor).await);
+    let mut appeal = args(&format!("runs appeal {id} 0 --reason"));
+    appeal.push("The split pays for a copy of the note.".into());
+    let (ok, text) = tessera(appeal).await;
+    assert!(ok && text.contains("queued"), "{text}");
+    // The offline appeal arbiter judges the same work again: the split stands.
+    phase(id.clone(), 0, "split").await;
+    phase(id.clone(), 1, "completed").await;
+    let (ok, text) = tessera(args(&format!("runs review {id} 1 approve"))).await;
+    assert!(ok, "{text}");
+    phase(id.clone(), 0, "completed").await;
+    let events = tessera_e2e::read_sse(&http, &format!("{api}/api/runs/{id}/events")).await;
+    let at = |kind: &str| {
+        events.iter().position(|e| e["kind"] == kind).unwrap_or_else(|| panic!("no {kind}"))
+    };
+    let order = ["dispute_ruled", "ruling_appealed", "appeal_ruled", "dispute_resolved"];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{order:?} in order");
+    assert_eq!(events.last().unwrap()["kind"], "plan_completed");
+    let first = events[at("dispute_ruled")]["executor_share_bps"].as_u64().unwrap();
+    let share = events[at("appeal_ruled")]["executor_share_bps"].as_u64().unwrap();
+    assert!(share > 0 && share < 10_000 && share == first, "upheld: {first} then {share}");
+    let resolved = &events[at("dispute_resolved")];
+    assert_eq!(resolved["settlement"], "appeal_ruling", "{resolved}");
+    let to_executor = U256::from(400_000 * share / 10_000);
+    let after = (env.balance(a1).await, env.balance(sponsor).await);
+    assert_eq!(after.0 - before.0, to_executor, "the split of the summary");
+    assert_eq!(
+        after.1 + U256::from(200_000u64),
+        before.1 + U256::from(400_000u64) - to_executor,
+        "the rest of the summary back, the tone paid"
+    );
+    let (ok, shown) = tessera(args(&format!("runs show {id}"))).await;
+    assert!(ok && shown.contains("decision 2 appeal #0: appealed"), "{shown}");
+    // The appeal arbiter's decision store has the appeal ruling, sent.
+    let (ok, decisions) = tessera(vec![
+        "arbiter".into(),
+        "decisions".into(),
+        "--database-url".into(),
+        format!("sqlite://{}", dir.path().join("appeals.db").display()),
+    ])
+    .await;
+    let task = events[at("appeal_ruled")]["task_id"].as_str().unwrap().to_owned();
+    let line = decisions.lines().find(|l| l.contains(&task)).unwrap_or_default();
+    assert!(ok && line.contains("appeal") && line.contains("split"), "{decisions}");
+    assert!(!line.contains("(not sent)"), "{line}");
     for w in workers {
         w.abort();
     }

@@ -7,6 +7,7 @@
 use alloy::{primitives::B256, rpc::types::Log};
 use serde_json::{Value, json};
 use tessera_bindings::{
+    ITaskEscrow::Task,
     TaskEscrow::TaskEscrowEvents,
     injection::Finding,
     task::{Status, decode_log},
@@ -107,15 +108,23 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
         ),
         TaskEscrowEvents::DisputeRuled(e) => (
             EventKind::DisputeRuled,
-            json!({ "executor_share_bps": e.executorShareBps, "rationale_uri": e.rationaleURI }),
+            json!({
+                "executor_share_bps": e.executorShareBps,
+                "rationale_uri": e.rationaleURI,
+                "at": e.at.to::<u64>(),
+            }),
         ),
         TaskEscrowEvents::RulingAppealed(e) => (
             EventKind::RulingAppealed,
-            json!({ "appellant": e.appellant, "reason_uri": e.reasonURI }),
+            json!({ "appellant": e.appellant, "reason_uri": e.reasonURI, "at": e.at.to::<u64>() }),
         ),
         TaskEscrowEvents::AppealRuled(e) => (
             EventKind::AppealRuled,
-            json!({ "executor_share_bps": e.executorShareBps, "rationale_uri": e.rationaleURI }),
+            json!({
+                "executor_share_bps": e.executorShareBps,
+                "rationale_uri": e.rationaleURI,
+                "at": e.at.to::<u64>(),
+            }),
         ),
         TaskEscrowEvents::TaskReassigned(e) => (
             EventKind::SubtaskReassigned,
@@ -149,6 +158,27 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
     let (kind, fields) = extra;
     merge(&mut body, fields);
     Some(ChainEvent { kind, dedup: format!("{tx}:{}", log.log_index.unwrap_or_default()), body })
+}
+
+/// The window a ruling or an appeal opens, from the task's snapshot of the
+/// escrow's windows: a `dispute_ruled` event (at `at`) gets
+/// `appeal_window_secs` and `appeal_until` (the last second a party may
+/// appeal; a zero window made the ruling final at once), a `ruling_appealed`
+/// event `appeal_ruling_window_secs` and `appeal_ruling_until` (past it the
+/// appealed ruling stands). `None` for other kinds or a body without `at`.
+pub fn ruling_window(kind: EventKind, body: &Value, task: &Task) -> Option<Value> {
+    let at = body.get("at")?.as_u64()?;
+    Some(match kind {
+        EventKind::DisputeRuled => json!({
+            "appeal_window_secs": task.appealWindow,
+            "appeal_until": at + u64::from(task.appealWindow),
+        }),
+        EventKind::RulingAppealed => json!({
+            "appeal_ruling_window_secs": task.appealRulingWindow,
+            "appeal_ruling_until": at + u64::from(task.appealRulingWindow),
+        }),
+        _ => return None,
+    })
 }
 
 /// For a settlement that ended a dispute (a ruling, an appeal ruling, a
@@ -209,6 +239,22 @@ mod tests {
         assert!(note.contains("sub-task 2") && note.contains("does not stop the plan"), "{note}");
         assert!(KINDS.contains(&OUTPUT_FLAGGED));
         assert!(!is_final(OUTPUT_FLAGGED.as_str()));
+    }
+
+    #[test]
+    fn a_ruling_and_an_appeal_name_the_window_they_open() {
+        let task = Task { appealWindow: 3_600, appealRulingWindow: 7_200, ..Default::default() };
+        let at = json!({ "at": 1_000 });
+        assert_eq!(
+            ruling_window(EventKind::DisputeRuled, &at, &task),
+            Some(json!({ "appeal_window_secs": 3_600, "appeal_until": 4_600 }))
+        );
+        assert_eq!(
+            ruling_window(EventKind::RulingAppealed, &at, &task),
+            Some(json!({ "appeal_ruling_window_secs": 7_200, "appeal_ruling_until": 8_200 }))
+        );
+        assert_eq!(ruling_window(EventKind::AppealRuled, &at, &task), None);
+        assert_eq!(ruling_window(EventKind::DisputeRuled, &json!({}), &task), None);
     }
 
     #[test]

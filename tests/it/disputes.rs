@@ -66,6 +66,37 @@ impl Court {
             .unwrap()
     }
 
+    /// The appeal arbiter, sharing the arbiter's store (`db`).
+    async fn appeal_arbiter(&self, judge: Judge, db: &str) -> Arbiter {
+        let key = self.env.actors.appeal_arbiter.clone();
+        let me = key.address();
+        let provider = connect(self.env.chain.endpoint_url(), EthereumWallet::new(key));
+        let store = ArbiterStore::connect(db).await.unwrap();
+        let deployment = self.env.deployment.clone();
+        Arbiter::appeal_arbiter(provider, me, deployment, store, judge, self.blobs.clone())
+            .await
+            .unwrap()
+    }
+
+    /// `who` appeals the ruling on `rec` with a published reason.
+    async fn appeal(&self, who: Address, rec: &TaskRecord, reason: &str) {
+        let uri = EnvelopeCodec::default()
+            .publish(json!({ "reason": reason }).to_string().as_bytes(), self.blobs.as_ref())
+            .unwrap();
+        let d = self.env.driver();
+        let mut live = d.escrow.fetch(rec.id, self.env.deployment.deploy_block).await.unwrap();
+        d.escrow.appeal(who, &mut live, &uri).await.unwrap();
+    }
+
+    /// How many logs of `event` the escrow emitted.
+    async fn count(&self, event: alloy::primitives::B256) -> usize {
+        let filter = Filter::new()
+            .address(self.env.deployment.task_escrow)
+            .event_signature(event)
+            .from_block(0);
+        self.env.provider.get_logs(&filter).await.unwrap().len()
+    }
+
     /// A summarize task delivered with `result` (JSON) and disputed by the client.
     async fn disputed(&self, result: Value) -> TaskRecord {
         let codec = EnvelopeCodec::default();
@@ -417,6 +448,134 @@ async fn an_appeal_overturns_the_ruling_and_odd_splits_are_exact() {
     let actions = arbiter.poll_once().await.unwrap();
     assert!(actions.iter().any(|a| matches!(a, Action::Finalized { .. })), "{actions:?}");
     assert_eq!(court.status(&rec2).await, Status::Paid);
+}
+
+#[tokio::test]
+async fn the_appeal_arbiter_service_rules_each_appeal_once_on_its_evidence() {
+    let court = Court::open(DeployConfig { appeal_window: 3600, ..DeployConfig::default() }).await;
+    // Not the appeal arbiter's key: refused.
+    let key = court.env.actors.arbiter.clone();
+    let err = Arbiter::appeal_arbiter(
+        connect(court.env.chain.endpoint_url(), EthereumWallet::new(key.clone())),
+        key.address(),
+        court.env.deployment.clone(),
+        ArbiterStore::connect(&court.db).await.unwrap(),
+        Judge::Offline,
+        court.blobs.clone(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, ArbiterError::NotAppealArbiter { .. }), "{err}");
+    assert!(err.to_string().contains("TESSERA_APPEAL_ARBITER_KEY"), "{err}");
+
+    let mut arbiter = court.arbiter(Judge::Offline).await;
+    // Garbage: refunded on the first ruling; the executor appeals it.
+    let garbage = court.disputed(json!({"capability": "summarize", "text": "ok"})).await;
+    // A copy of the article: split; the client appeals, and a decision was
+    // recorded (by a life that died before sending it).
+    let copy = court.disputed(json!({"capability": "summarize", "text": ARTICLE})).await;
+    let actions = arbiter.poll_once().await.unwrap();
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert_eq!(court.status(&garbage).await, Status::Ruled);
+    assert_eq!(court.status(&copy).await, Status::Ruled);
+    court.appeal(court.env.actors.agent(0), &garbage, "three words were asked for").await;
+    court.appeal(court.env.actors.client.address(), &copy, "a copy is no summary").await;
+    let store = ArbiterStore::connect(&court.db).await.unwrap();
+    let recorded = Verdict::new(VerdictKind::Split, 2_500, "recorded before the crash", "appeal");
+    store
+        .record(&Decision {
+            task_id: copy.id.to_string(),
+            level: Level::Appeal,
+            verdict: VerdictKind::Split,
+            share_bps: 2_500,
+            rationale_uri: EnvelopeCodec::default()
+                .publish(serde_json::to_vec(&recorded).unwrap().as_slice(), court.blobs.as_ref())
+                .unwrap(),
+            judge: recorded.judge.clone(),
+            body: serde_json::to_string(&recorded).unwrap(),
+            tx_hash: None,
+        })
+        .await
+        .unwrap();
+
+    let mut appeal_arbiter = court.appeal_arbiter(Judge::Offline, &court.db).await;
+    let (exec0, fund0) = court.balances().await;
+    let actions = appeal_arbiter.poll_once().await.unwrap();
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    let ruled = |id: U256| {
+        actions.iter().find_map(|a| match a {
+            Action::AppealRuled { task, verdict, share_bps, .. } if *task == id.to_string() => {
+                Some((*verdict, *share_bps))
+            }
+            _ => None,
+        })
+    };
+    // The rubric judges the same work again: the refund stands.
+    assert_eq!(ruled(garbage.id), Some((VerdictKind::Client, 0)));
+    // The recorded verdict is sent as it is, not judged again.
+    assert_eq!(ruled(copy.id), Some((VerdictKind::Split, 2_500)));
+    assert_eq!(court.status(&garbage).await, Status::Refunded);
+    assert_eq!(court.status(&copy).await, Status::Split);
+    let (to_exec, to_fund) = split(2_500);
+    let (exec1, fund1) = court.balances().await;
+    assert_eq!((exec1 - exec0, fund1 - fund0), (to_exec, to_fund + U256::from(AMOUNT)));
+    assert!(appeal_arbiter.store().pending().await.unwrap().is_empty());
+    // The appeal's decision keeps the appeal on record in its rationale.
+    let d = store.decision(&garbage.id.to_string(), Level::Appeal).await.unwrap().unwrap();
+    assert!(d.tx_hash.is_some());
+    assert!(
+        d.body.contains("on appeal by the executor")
+            && d.body.contains("three words were asked for"),
+        "{}",
+        d.body
+    );
+    // The first rulings are the arbiter's and stay as they were.
+    assert!(store.decision(&garbage.id.to_string(), Level::Dispute).await.unwrap().is_some());
+
+    // Seen again, by the same appeal arbiter or a fresh one rescanning from
+    // the deployment, the appeals are no longer under appeal: nothing is sent.
+    assert!(appeal_arbiter.poll_once().await.unwrap().is_empty());
+    let fresh_db = format!("sqlite://{}/fresh.db", court._dir.path().display());
+    let mut fresh = court.appeal_arbiter(Judge::Offline, &fresh_db).await;
+    assert!(fresh.poll_once().await.unwrap().is_empty());
+    assert_eq!(court.count(TaskEscrow::AppealRuled::SIGNATURE_HASH).await, 2);
+    // Nor does the arbiter find anything left to finalize.
+    assert!(arbiter.poll_once().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_appeal_left_undecided_past_its_ruling_window_stands() {
+    // The appeal ruling window is shorter than the dispute window: an
+    // appealed ruling stands once the former passes.
+    let court = Court::open(DeployConfig {
+        dispute_window: 24 * 3600,
+        appeal_window: 3600,
+        appeal_ruling_window: 2 * 3600,
+        ..DeployConfig::default()
+    })
+    .await;
+    let mut arbiter = court.arbiter(Judge::Offline).await;
+    let rec = court.disputed(json!({"capability": "summarize", "text": ARTICLE})).await;
+    let actions = arbiter.poll_once().await.unwrap();
+    let [Action::Ruled { share_bps, .. }] = actions.as_slice() else { panic!("{actions:?}") };
+    let share = *share_bps;
+    court.appeal(court.env.actors.client.address(), &rec, "a copy is no summary").await;
+    assert!(arbiter.poll_once().await.unwrap().is_empty(), "the appeal ruling window is open");
+    court.env.driver().advance(2 * 3600 + 1).await.unwrap();
+    // Too late for the appeal arbiter: it sends nothing.
+    let db = format!("sqlite://{}/appeals.db", court._dir.path().display());
+    let mut appeal_arbiter = court.appeal_arbiter(Judge::Offline, &db).await;
+    assert!(appeal_arbiter.poll_once().await.unwrap().is_empty());
+    assert!(appeal_arbiter.store().all().await.unwrap().is_empty(), "nothing judged");
+    assert_eq!(court.status(&rec).await, Status::Appealed);
+    // The arbiter finalizes the ruling as it stood.
+    let (exec0, fund0) = court.balances().await;
+    let actions = arbiter.poll_once().await.unwrap();
+    assert!(matches!(actions.as_slice(), [Action::Finalized { .. }]), "{actions:?}");
+    assert_eq!(court.status(&rec).await, Status::Split);
+    let (exec1, fund1) = court.balances().await;
+    assert_eq!((exec1 - exec0, fund1 - fund0), split(share));
+    assert_eq!(court.count(TaskEscrow::AppealRuled::SIGNATURE_HASH).await, 0);
 }
 
 #[tokio::test]

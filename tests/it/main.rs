@@ -1,5 +1,6 @@
 //! End-to-end tests over a real anvil chain.
 
+mod appeals;
 mod ceremony;
 mod classify;
 mod demo;

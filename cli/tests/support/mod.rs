@@ -216,3 +216,28 @@ pub(crate) fn arbiter(env: &TestEnv, dir: &std::path::Path, deployment: &std::pa
         .spawn()
         .expect("tessera arbiter starts")
 }
+
+/// `tessera arbiter appeals run` (offline rubric) as a child process, with
+/// its decisions in `dir/appeals.db` and the blobs the workers write there.
+pub(crate) fn appeal_arbiter(
+    env: &TestEnv,
+    dir: &std::path::Path,
+    deployment: &std::path::Path,
+) -> Child {
+    let key = format!("0x{}", alloy::hex::encode(env.actors.appeal_arbiter.to_bytes()));
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["arbiter", "appeals", "run", "--poll-ms", "100"])
+        .arg("--deployment")
+        .arg(deployment)
+        .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+        .args(["--database-url", &format!("sqlite://{}", dir.join("appeals.db").display())])
+        .arg("--blobs")
+        .arg(dir.join("blobs"))
+        .env("TESSERA_APPEAL_ARBITER_KEY", key)
+        .env_remove("TESSERA_LLM_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("tessera arbiter appeals starts")
+}

@@ -50,6 +50,9 @@ impl Orchestrator {
             let Some(ev) = events::from_log(log) else { continue };
             let mut body = subtask_fields(plan.id, row.idx, row.attempt, &task_id);
             events::merge(&mut body, ev.body.clone());
+            if let Some(window) = events::ruling_window(ev.kind, &ev.body, &rec.task) {
+                events::merge(&mut body, window);
+            }
             self.emit_chain(&run_id, ev.kind, &ev.dedup, body.clone()).await?;
             if ev.kind == EventKind::SubtaskCompleted
                 && plan.review_of(row.idx) == ReviewMode::Manual
