@@ -21,6 +21,7 @@
 
 pub mod api;
 pub mod ceremony;
+pub mod condition;
 pub mod events;
 pub mod plan;
 pub mod runner;

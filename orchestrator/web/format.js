@@ -60,6 +60,8 @@ export const EVENT_KINDS = [
   'dispute_ruled', 'ruling_appealed', 'appeal_ruled', 'dispute_resolved', 'subtask_reassigned',
   'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'decision_applied', 'plan_paused', 'budget_exceeded',
   'plan_resumed', 'plan_cancelling', 'nested_completed', 'plan_completed', 'plan_failed', 'driver_restarted',
+  'subtask_skipped', 'checkpoint_reached', 'checkpoint_approved', 'checkpoint_rejected', 'checkpoint_escalated',
+  'recovery_applied',
 ];
 
 export function quadrantOf(c) {

@@ -66,7 +66,26 @@ impl Plan {
     /// A copy with each sub-task re-indexed by `map` (`None` drops it),
     /// sorted by new index and shape-checked.
     fn remapped(&self, map: impl Fn(u32) -> Option<u32>) -> Result<Self, PlanError> {
+        // Conditions name sub-tasks by index in their text: an edit that
+        // would renumber one they read is refused rather than rewritten.
+        for task in &self.subtasks {
+            let Some(when) = &task.when else { continue };
+            let condition = crate::condition::Condition::parse(when)
+                .map_err(|source| PlanError::InvalidCondition { index: task.index, source })?;
+            if condition.references().into_iter().any(|r| map(r) != Some(r)) {
+                return Err(PlanError::ConditionRenumbered(task.index));
+            }
+        }
         let mut plan = self.clone();
+        for cp in &mut plan.checkpoints {
+            cp.after = cp.after.iter().filter_map(|&i| map(i)).collect();
+        }
+        plan.checkpoints.retain(|cp| !cp.after.is_empty());
+        plan.choices = self
+            .choices
+            .iter()
+            .filter_map(|c| map(c.index).map(|index| super::Choice { index, ..c.clone() }))
+            .collect();
         plan.subtasks = self
             .subtasks
             .iter()

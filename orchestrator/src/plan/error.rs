@@ -173,6 +173,39 @@ pub enum PlanError {
         /// Number of sub-tasks in the plan.
         expected: usize,
     },
+    /// A sub-task's condition does not parse.
+    #[error("sub-task {index}: {source}")]
+    InvalidCondition {
+        /// The sub-task.
+        index: u32,
+        /// Why.
+        source: crate::condition::ConditionError,
+    },
+    /// A condition reads a sub-task its sub-task does not depend on.
+    #[error(
+        "sub-task {index}: its condition reads out[{read}], which it does not depend on (add {read} \
+         to depends_on)"
+    )]
+    ConditionReference {
+        /// The sub-task.
+        index: u32,
+        /// The sub-task read.
+        read: u32,
+    },
+    /// An edit would renumber a sub-task a condition reads.
+    #[error(
+        "sub-task {0}'s condition reads sub-tasks this edit would renumber; edit the plan file \
+         instead"
+    )]
+    ConditionRenumbered(u32),
+    /// A checkpoint is malformed.
+    #[error("checkpoint `{name}`: {problem}")]
+    InvalidCheckpoint {
+        /// Its name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A recovery policy is not one of the words.
     #[error("`{0}` is not a recovery policy (retry(1) to retry(5), reassign, pause or cancel)")]
     InvalidPolicy(String),

@@ -4,9 +4,9 @@
 use tessera_bindings::{capability, usdc::Usdc};
 
 use super::{
-    ExecutorStatus, MAX_DEADLINE_SECS, MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES, MAX_SPEC_BYTES,
-    MAX_SUBTASKS, MIN_DEADLINE_SECS, MIN_REVIEW_WINDOW_SECS, Plan, PlanContext, PlanError,
-    check_version,
+    ExecutorStatus, MAX_CHECKPOINTS, MAX_DEADLINE_SECS, MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES,
+    MAX_SPEC_BYTES, MAX_SUBTASKS, MIN_DEADLINE_SECS, MIN_REVIEW_WINDOW_SECS, Plan, PlanContext,
+    PlanError, check_version,
 };
 
 impl Plan {
@@ -44,6 +44,15 @@ impl Plan {
                     max: MAX_SPEC_BYTES,
                 });
             }
+            if let Some(when) = &task.when {
+                let condition = crate::condition::Condition::parse(when)
+                    .map_err(|source| PlanError::InvalidCondition { index: task.index, source })?;
+                if let Some(read) =
+                    condition.references().into_iter().find(|r| !task.depends_on.contains(r))
+                {
+                    return Err(PlanError::ConditionReference { index: task.index, read });
+                }
+            }
             if !(MIN_DEADLINE_SECS..=MAX_DEADLINE_SECS).contains(&task.deadline_offset_secs) {
                 return Err(PlanError::DeadlineOutOfRange {
                     index: task.index,
@@ -53,7 +62,39 @@ impl Plan {
                 });
             }
         }
+        self.validate_checkpoints()?;
         self.topological_order().map(drop)
+    }
+
+    /// Checkpoints: at most [`MAX_CHECKPOINTS`], unique non-empty names of
+    /// at most 64 bytes, each after at least one sub-task of the plan.
+    fn validate_checkpoints(&self) -> Result<(), PlanError> {
+        if self.checkpoints.len() > MAX_CHECKPOINTS {
+            return Err(PlanError::InvalidCheckpoint {
+                name: String::new(),
+                problem: format!("a plan has at most {MAX_CHECKPOINTS} checkpoints"),
+            });
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for cp in &self.checkpoints {
+            let bad = |problem: String| PlanError::InvalidCheckpoint {
+                name: cp.name.chars().take(64).collect(),
+                problem,
+            };
+            if cp.name.is_empty() || cp.name.len() > 64 || !names.insert(cp.name.as_str()) {
+                return Err(bad("names are 1 to 64 bytes and unique".into()));
+            }
+            if cp.after.is_empty() {
+                return Err(bad("it must follow at least one sub-task".into()));
+            }
+            if let Some(i) = cp.after.iter().find(|i| self.subtask(**i).is_none()) {
+                return Err(bad(format!("there is no sub-task {i}")));
+            }
+            if cp.timeout_secs.is_some_and(|t| t == 0 || t > MAX_DEADLINE_SECS) {
+                return Err(bad(format!("timeout_secs runs from 1 to {MAX_DEADLINE_SECS}")));
+            }
+        }
+        Ok(())
     }
 
     /// Full validation: [`Plan::validate_shape`], then capabilities and

@@ -142,6 +142,76 @@ pub enum RunEvent {
         /// cancelled attempts), read from the settlements.
         refunded: Usdc,
     },
+    /// A sub-task was skipped, never funded: its condition was false, or
+    /// everything it depends on was skipped.
+    SubtaskSkipped {
+        /// The plan.
+        plan_id: B256,
+        /// The sub-task.
+        index: u32,
+        /// Why, in words.
+        reason: String,
+        /// The condition, when one decided.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        condition: Option<String>,
+    },
+    /// The run reached a checkpoint and waits for an approver.
+    CheckpointReached {
+        /// The plan.
+        plan_id: B256,
+        /// The checkpoint.
+        name: String,
+        /// The sub-tasks it follows.
+        after: Vec<u32>,
+        /// Their outputs so far, by index.
+        outputs: std::collections::BTreeMap<u32, String>,
+        /// Seconds an approver has before its timeout policy applies.
+        timeout_secs: u64,
+        /// That policy.
+        on_timeout: crate::plan::OnTimeout,
+    },
+    /// A checkpoint was passed.
+    CheckpointApproved {
+        /// The plan.
+        plan_id: B256,
+        /// The checkpoint.
+        name: String,
+        /// `approver` or `timeout`.
+        by: String,
+    },
+    /// A checkpoint stopped the run.
+    CheckpointRejected {
+        /// The plan.
+        plan_id: B256,
+        /// The checkpoint.
+        name: String,
+        /// `approver` or `timeout`.
+        by: String,
+        /// The approver's reason, if given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A checkpoint's timeout passed it to a person; the run's decision
+    /// timeout runs from now.
+    CheckpointEscalated {
+        /// The plan.
+        plan_id: B256,
+        /// The checkpoint.
+        name: String,
+    },
+    /// The runner recovered a sub-task on its own, by the plan's policy.
+    RecoveryApplied {
+        /// The plan.
+        plan_id: B256,
+        /// The sub-task.
+        index: u32,
+        /// The policy step applied (`retry(2)`, `reassign`).
+        policy: String,
+        /// The new attempt.
+        attempt: u32,
+        /// Why, in words (what happened, and to whom the work went).
+        reason: String,
+    },
     /// Every leaf of a nested plan was paid: the nested step is settled and
     /// its output is its last leaves' output.
     NestedCompleted {
@@ -229,6 +299,18 @@ words!(
         PlanCancelling => "plan_cancelling",
         /// See [`RunEvent::PlanCompleted`].
         PlanCompleted => "plan_completed",
+        /// See [`RunEvent::SubtaskSkipped`].
+        SubtaskSkipped => "subtask_skipped",
+        /// See [`RunEvent::CheckpointReached`].
+        CheckpointReached => "checkpoint_reached",
+        /// See [`RunEvent::CheckpointApproved`].
+        CheckpointApproved => "checkpoint_approved",
+        /// See [`RunEvent::CheckpointRejected`].
+        CheckpointRejected => "checkpoint_rejected",
+        /// See [`RunEvent::CheckpointEscalated`].
+        CheckpointEscalated => "checkpoint_escalated",
+        /// See [`RunEvent::RecoveryApplied`].
+        RecoveryApplied => "recovery_applied",
         /// See [`RunEvent::NestedCompleted`].
         NestedCompleted => "nested_completed",
         /// See [`RunEvent::PlanFailed`].
@@ -300,6 +382,12 @@ impl RunEvent {
             Self::PlanResumed { .. } => K::PlanResumed,
             Self::PlanCancelling { .. } => K::PlanCancelling,
             Self::PlanCompleted { .. } => K::PlanCompleted,
+            Self::SubtaskSkipped { .. } => K::SubtaskSkipped,
+            Self::CheckpointReached { .. } => K::CheckpointReached,
+            Self::CheckpointApproved { .. } => K::CheckpointApproved,
+            Self::CheckpointRejected { .. } => K::CheckpointRejected,
+            Self::CheckpointEscalated { .. } => K::CheckpointEscalated,
+            Self::RecoveryApplied { .. } => K::RecoveryApplied,
             Self::NestedCompleted { .. } => K::NestedCompleted,
             Self::PlanFailed { .. } => K::PlanFailed,
             Self::DriverRestarted { .. } => K::DriverRestarted,

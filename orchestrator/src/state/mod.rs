@@ -83,10 +83,12 @@ macro_rules! words {
 }
 
 mod event;
+mod gate;
 mod rows;
 mod spend;
 
 pub use event::{EventKind, Fields, RunEvent};
+pub use gate::{Decider, Gate, Gates};
 pub use rows::{Pending, Progress, RowError, Run};
 pub use spend::Spend;
 
@@ -150,6 +152,10 @@ words!(
         Appeal => "appeal",
         /// Stop the plan.
         Cancel => "cancel",
+        /// Pass a checkpoint.
+        Pass => "checkpoint_approve",
+        /// Stop at a checkpoint: the run closes.
+        Stop => "checkpoint_reject",
     }
 );
 
@@ -164,6 +170,8 @@ impl DecisionKind {
             Self::Executor => "reassigned",
             Self::Appeal => "appealed",
             Self::Cancel => "cancelling",
+            Self::Pass => "passed",
+            Self::Stop => "stopped",
         }
     }
 }

@@ -4,7 +4,7 @@
 use sqlx::{Row, any::AnyRow};
 
 use super::{RunRow, Store, StoreError, now_ms};
-use crate::state::{RunState, Spend, Stakes};
+use crate::state::{Gates, RunState, Spend, Stakes};
 
 impl Store {
     /// Inserts a new run; refuses an id that exists.
@@ -107,6 +107,28 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Records where run `id`'s checkpoints stand (see [`Gates`]).
+    pub async fn set_gates(&self, id: &str, gates: &Gates) -> Result<(), StoreError> {
+        let json = serde_json::to_string(gates).expect("gates serialize");
+        sqlx::query("UPDATE runs SET gates = $1 WHERE id = $2")
+            .bind(json)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Where run `id`'s checkpoints stand; empty before any is reached.
+    pub async fn gates(&self, id: &str) -> Result<Gates, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as("SELECT gates FROM runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(json) = row.and_then(|(s,)| s) else { return Ok(Gates::new()) };
+        serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt { table: "runs", detail: format!("{id}: gates: {e}") })
     }
 
     /// What run `id` has spent, as last recorded; `None` before the first
