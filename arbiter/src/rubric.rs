@@ -380,7 +380,7 @@ mod tests {
     fn an_appeal_is_judged_on_the_same_work_with_its_reason_noted() {
         let first = ev("summarize", Some(json!({"text": ARTICLE})));
         let ruling = judge(&first);
-        let mut appealed = first.clone();
+        let mut appealed = first;
         appealed.appeal = Some(crate::evidence::AppealEvidence {
             appellant: crate::evidence::Appellant::Executor,
             reason: "a summary may keep every sentence".into(),
