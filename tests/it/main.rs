@@ -12,5 +12,6 @@ mod nested;
 mod plans;
 mod registry;
 mod sender;
+mod strategy;
 mod supervision;
 mod worker;

@@ -263,6 +263,41 @@ mod tests {
     }
 
     #[test]
+    fn conditions_and_checkpoints_are_checked_at_propose_time() {
+        let mut p = plan(vec![task(0, &[]), task(1, &[0]), task(2, &[])]);
+        p.subtasks[1].when = Some("out[0].label == \"negative\"".into());
+        assert_eq!(p.validate(&ctx()), Ok(()));
+        p.subtasks[1].when = Some("out[2].label == 1".into());
+        let err = p.validate(&ctx()).unwrap_err();
+        assert!(err.to_string().contains("2"), "reads a sub-task it does not depend on: {err}");
+        p.subtasks[1].when = Some("out[0].label ==".into());
+        let err = p.validate(&ctx()).unwrap_err();
+        assert!(matches!(err, PlanError::InvalidCondition { index: 1, .. }), "{err}");
+        p.subtasks[1].when = None;
+        let cp = |name: &str, after: Vec<u32>| Checkpoint {
+            name: name.into(),
+            after,
+            timeout_secs: None,
+            on_timeout: OnTimeout::Escalate,
+        };
+        p.checkpoints = vec![cp("legal-review_2", vec![0])];
+        assert_eq!(p.validate(&ctx()), Ok(()));
+        for (bad, why) in [
+            (vec![cp("Legal", vec![0])], "a-z"),
+            (vec![cp("a/b", vec![0])], "a-z"),
+            (vec![cp("", vec![0])], "a-z"),
+            (vec![cp("x", vec![0]), cp("x", vec![1])], "unique"),
+            (vec![cp("x", vec![])], "at least one"),
+            (vec![cp("x", vec![7])], "no sub-task 7"),
+        ] {
+            p.checkpoints = bad;
+            let err = p.validate(&ctx()).unwrap_err();
+            assert!(matches!(err, PlanError::InvalidCheckpoint { .. }), "{err}");
+            assert!(err.to_string().contains(why), "{err}");
+        }
+    }
+
+    #[test]
     fn offers_are_checked_when_prices_are_known() {
         let p = plan(vec![task(0, &[])]);
         let priced = ctx().with_offer(A, "summarize", u(100));

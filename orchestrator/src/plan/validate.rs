@@ -81,8 +81,13 @@ impl Plan {
                 name: cp.name.chars().take(64).collect(),
                 problem,
             };
-            if cp.name.is_empty() || cp.name.len() > 64 || !names.insert(cp.name.as_str()) {
-                return Err(bad("names are 1 to 64 bytes and unique".into()));
+            let word = cp
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+            if cp.name.is_empty() || cp.name.len() > 64 || !word || !names.insert(cp.name.as_str())
+            {
+                return Err(bad("names are 1 to 64 of a-z, 0-9, `_` and `-`, and unique".into()));
             }
             if cp.after.is_empty() {
                 return Err(bad("it must follow at least one sub-task".into()));

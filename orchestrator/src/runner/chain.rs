@@ -233,6 +233,14 @@ impl Chain {
         Ok(Some((record, logs.clone())))
     }
 
+    /// Whether task `id`'s executor ever accepted it (from its logs).
+    pub(crate) async fn accepted(&self, id: U256) -> Result<bool, RunError> {
+        let Some((_, logs)) = self.task(id).await? else { return Ok(false) };
+        Ok(logs.iter().any(|log| {
+            matches!(decode_log(log), Some(TaskEscrow::TaskEscrowEvents::TaskAccepted(_)))
+        }))
+    }
+
     /// What task `id` paid out, once settled (`None` before, or never created).
     pub(crate) async fn settlement(&self, id: U256) -> Result<Option<Settlement>, RunError> {
         let Some((_, logs)) = self.task(id).await? else { return Ok(None) };

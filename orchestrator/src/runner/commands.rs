@@ -30,6 +30,16 @@ pub enum Decision {
     /// Stop the plan: settled stays settled, sub-tasks not yet accepted are
     /// cancelled and refunded.
     Cancel,
+    /// Pass (`approve`) or stop at the checkpoint `name`, with an optional
+    /// reason.
+    Checkpoint {
+        /// The checkpoint's name.
+        name: String,
+        /// Approve (the run goes on) or reject (the run closes).
+        approve: bool,
+        /// Why, in words.
+        reason: Option<String>,
+    },
 }
 
 impl Decision {
@@ -42,6 +52,14 @@ impl Decision {
             Self::ChangeExecutor(i, a) => (Some(*i), DecisionKind::Executor, Some(a.to_string())),
             Self::Appeal(i, reason) => (Some(*i), DecisionKind::Appeal, Some(reason.clone())),
             Self::Cancel => (None, DecisionKind::Cancel, None),
+            Self::Checkpoint { name, approve, reason } => {
+                let kind = if *approve { DecisionKind::Pass } else { DecisionKind::Stop };
+                let arg = match reason {
+                    Some(r) => format!("{name}:{r}"),
+                    None => name.clone(),
+                };
+                (None, kind, Some(arg))
+            }
         }
     }
 }
@@ -304,6 +322,11 @@ impl Orchestrator {
             && reason.trim().is_empty()
         {
             return Err(RunError::Invalid("a dispute or an appeal needs a reason".into()));
+        }
+        if let Decision::Checkpoint { name, .. } = &decision
+            && !plan.checkpoints.iter().any(|c| &c.name == name)
+        {
+            return Err(RunError::Invalid(format!("the plan has no checkpoint {name:?}")));
         }
         if let Decision::ChangeExecutor(i, executor) = decision {
             let mut edited = plan.reassign(i, executor)?;

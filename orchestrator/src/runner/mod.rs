@@ -18,13 +18,17 @@
 //! - [`driver`]: the supervised driver tasks, the head follower, shutdown;
 //! - [`step`]: the pure transition from a run's state to its next actions;
 //! - [`tick`]: one look at a run, carrying the step's actions out;
-//! - [`sync`]: chain sync into progress rows and run events.
+//! - [`sync`]: chain sync into progress rows and run events;
+//! - `gates`: checkpoints reached, decided and timed out;
+//! - `recover`: the plan's recovery policies applied without a person.
 
 pub mod chain;
 pub mod commands;
 pub mod config;
 pub mod driver;
 pub mod error;
+mod gates;
+mod recover;
 pub mod step;
 pub mod sync;
 pub mod tick;
@@ -44,6 +48,7 @@ use tokio::sync::{broadcast, watch};
 pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 
 use crate::{
+    choose::AgentRecords,
     plan::Plan,
     state::{CloseReason, Progress, Run, RunEvent, RunState},
     store::{EventRow, Store},
@@ -60,6 +65,8 @@ pub struct Orchestrator {
     events: broadcast::Sender<EventRow>,
     head: watch::Sender<u64>,
     drivers: driver::Supervisor,
+    /// Where agents' records come from when executors are chosen.
+    records: std::sync::RwLock<Option<Arc<dyn AgentRecords>>>,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -85,7 +92,21 @@ impl Orchestrator {
             events: broadcast::channel(1024).0,
             head: watch::channel(0).0,
             drivers: driver::Supervisor::default(),
+            records: std::sync::RwLock::new(None),
         })
+    }
+
+    /// Reads agents' records from `records` when choosing executors (see
+    /// [`crate::select`]); without a source every agent has the prior only,
+    /// and every policy picks the cheapest.
+    pub fn with_records(&self, records: Arc<dyn AgentRecords>) -> &Self {
+        *self.records.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(records);
+        self
+    }
+
+    /// The source of agents' records, if any.
+    pub fn records(&self) -> Option<Arc<dyn AgentRecords>> {
+        self.records.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The configuration.

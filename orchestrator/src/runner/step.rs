@@ -3,9 +3,10 @@
 //! next. Pure: no chain, no store, no clock; [`super::tick`] reads the
 //! inputs, calls these, and carries the actions out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use alloy::primitives::Address;
+use serde_json::Value;
 use tessera_bindings::{
     envelope::Input,
     task::{Status, TaskRecord},
@@ -13,8 +14,9 @@ use tessera_bindings::{
 
 use super::RunError;
 use crate::{
-    plan::{Plan, PlanError, ReviewMode},
-    state::{CloseReason, DecisionKind, Pending, Phase, Progress, RunState},
+    condition::Condition,
+    plan::{DisputePolicy, Plan, PlanError, Policy, ReviewMode},
+    state::{CloseReason, DecisionKind, Gate, Gates, Pending, Phase, Progress, RunState},
 };
 
 /// What the runner needs to know of a sub-task's current on-chain task.
@@ -32,10 +34,13 @@ pub struct OnChain {
     pub review_window: u64,
     /// Its dispute window, seconds.
     pub dispute_window: u64,
+    /// Whether its executor accepted it (an expiry then means work not
+    /// delivered in time; otherwise nobody accepted).
+    pub accepted: bool,
 }
 
 impl OnChain {
-    /// The facts of `rec`.
+    /// The facts of `rec`; `accepted` is read from its logs by the caller.
     pub fn of(rec: &TaskRecord) -> Self {
         Self {
             status: rec.status(),
@@ -44,6 +49,7 @@ impl OnChain {
             updated_at: rec.task.updatedAt.to::<u64>(),
             review_window: u64::from(rec.task.reviewWindow),
             dispute_window: u64::from(rec.task.disputeWindow),
+            accepted: false,
         }
     }
 }
@@ -77,8 +83,18 @@ pub enum Call {
 /// One thing a step does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Mark a sub-task that never started as skipped.
+    /// Mark a sub-task that never started as skipped (the run is closing).
     Skip(u32),
+    /// Skip a sub-task the plan itself leaves out: its condition is false,
+    /// or everything it depends on was skipped. Never funded.
+    Leave {
+        /// The sub-task.
+        index: u32,
+        /// Why, in words.
+        reason: String,
+        /// The condition that decided, if one did.
+        condition: Option<String>,
+    },
     /// Create the escrowed task of a sub-task whose dependencies are paid.
     Create {
         /// The sub-task.
@@ -103,8 +119,42 @@ pub enum Action {
         /// What to decide.
         reason: String,
     },
+    /// Recover a sub-task on its own by the plan's policy (never `pause`,
+    /// which is [`Action::Pause`]).
+    Recover {
+        /// The sub-task.
+        index: u32,
+        /// Its attempt that ended.
+        attempt: u32,
+        /// What happened to it.
+        failure: Failure,
+        /// The policy that applies.
+        policy: Policy,
+    },
     /// Start closing the run.
     Close(CloseReason),
+}
+
+/// How a sub-task's attempt ended without a paid result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Nobody accepted it before its deadline (or it was cancelled).
+    Declined,
+    /// Accepted, but not delivered before its deadline.
+    Expired,
+    /// Its dispute ended in a full refund.
+    DisputeLost,
+}
+
+impl Failure {
+    /// In words, for events and pauses.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Declined => "nobody accepted it before its deadline",
+            Self::Expired => "it was accepted but not delivered before its deadline",
+            Self::DisputeLost => "its dispute ended in a full refund",
+        }
+    }
 }
 
 /// A run's state as one step sees it.
@@ -120,6 +170,11 @@ pub struct Snapshot<'a> {
     pub chain: &'a HashMap<u32, OnChain>,
     /// Chain time, seconds.
     pub now: u64,
+    /// The result documents of paid or delivered sub-tasks a waiting
+    /// sub-task's condition reads (missing ones read as `null`).
+    pub results: &'a HashMap<u32, Value>,
+    /// Sub-tasks held back by a checkpoint not yet passed (see [`held`]).
+    pub held: &'a BTreeSet<u32>,
 }
 
 impl Snapshot<'_> {
@@ -142,28 +197,53 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
         let row = s.row(index)?;
         match row.phase {
             Phase::Waiting if closing => actions.push(Action::Skip(index)),
-            Phase::Waiting if running => {
+            Phase::Waiting if running && !s.held.contains(&index) => {
                 let deps =
                     task.depends_on.iter().map(|d| s.row(*d)).collect::<Result<Vec<_>, _>>()?;
                 // A delivered dependency under auto review is approved in
                 // this same step, so its dependants go out beside the approval.
                 let ready = |d: &Progress| {
                     d.phase.is_paid()
+                        || d.phase == Phase::Skipped
                         || (s.plan.review_of(d.idx) == ReviewMode::Auto
                             && d.phase == Phase::Chain(Status::Completed)
                             && d.output.is_some())
                 };
-                if deps.iter().all(|d| ready(d)) {
-                    let inputs = deps
-                        .iter()
-                        .map(|d| Input {
-                            from: d.idx,
-                            task_id: d.task_id.clone(),
-                            output: d.output.clone().unwrap_or_default(),
-                        })
-                        .collect();
-                    actions.push(Action::Create { index, inputs });
+                if !deps.iter().all(|d| ready(d)) {
+                    continue;
                 }
+                // A sub-task whose dependencies were all skipped is
+                // skipped; one with some skipped runs on the others' outputs.
+                if !deps.is_empty() && deps.iter().all(|d| d.phase == Phase::Skipped) {
+                    actions.push(Action::Leave {
+                        index,
+                        reason: "everything it depends on was skipped".into(),
+                        condition: None,
+                    });
+                    continue;
+                }
+                if let Some(when) = &task.when {
+                    let condition = Condition::parse(when)
+                        .map_err(|e| RunError::Invalid(format!("sub-task {index}: {e}")))?;
+                    if !condition.eval(s.results) {
+                        actions.push(Action::Leave {
+                            index,
+                            reason: format!("its condition `{condition}` is false"),
+                            condition: Some(when.clone()),
+                        });
+                        continue;
+                    }
+                }
+                let inputs = deps
+                    .iter()
+                    .filter(|d| d.phase != Phase::Skipped)
+                    .map(|d| Input {
+                        from: d.idx,
+                        task_id: d.task_id.clone(),
+                        output: d.output.clone().unwrap_or_default(),
+                    })
+                    .collect();
+                actions.push(Action::Create { index, inputs });
             }
             Phase::Chain(Status::Created) if closing => {
                 actions.push(Action::Send { index, call: Call::Cancel });
@@ -188,13 +268,42 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                     actions.push(Action::Send { index, call: Call::ClaimDefault });
                 }
             }
-            phase if phase.is_stuck() && running => actions.push(Action::Pause {
-                index,
-                attempt: row.attempt,
-                reason: format!("sub-task {index} {phase}: retry, change executor or cancel"),
-            }),
+            phase if phase.is_stuck() && !closing => {
+                let accepted = s.chain.get(&index).is_some_and(|c| c.accepted);
+                let recovery = s.plan.recovery.with(task.recovery.as_ref());
+                let (failure, policy) = if accepted && phase == Phase::Chain(Status::Expired) {
+                    (Failure::Expired, recovery.on_expiry)
+                } else {
+                    (Failure::Declined, recovery.on_decline)
+                };
+                match policy {
+                    Policy::Pause if running => actions.push(Action::Pause {
+                        index,
+                        attempt: row.attempt,
+                        reason: format!(
+                            "sub-task {index} {phase}: retry, change executor or cancel"
+                        ),
+                    }),
+                    Policy::Pause => {}
+                    policy => actions.push(Action::Recover {
+                        index,
+                        attempt: row.attempt,
+                        failure,
+                        policy,
+                    }),
+                }
+            }
             Phase::Chain(Status::Refunded) if !closing => {
-                actions.push(Action::Close(CloseReason::DisputeRefunded));
+                let recovery = s.plan.recovery.with(task.recovery.as_ref());
+                actions.push(match recovery.on_dispute_lost {
+                    DisputePolicy::Fail => Action::Close(CloseReason::DisputeRefunded),
+                    DisputePolicy::RetryOther => Action::Recover {
+                        index,
+                        attempt: row.attempt,
+                        failure: Failure::DisputeLost,
+                        policy: Policy::Reassign,
+                    },
+                });
             }
             _ => {}
         }
@@ -289,7 +398,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
 /// How a run ends, decided on stored progress after a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
-    /// Every sub-task paid.
+    /// Every sub-task paid or skipped by the plan, no checkpoint waiting.
     Completed,
     /// Closing and nothing in flight: skip what never started, end in
     /// `state` for `reason`.
@@ -304,16 +413,26 @@ pub enum Ending {
 }
 
 /// Whether the run is over (or must start closing), given its stored rows;
-/// `paused_ms` is how long it has waited for a decision, `timeout_ms` how
-/// long it may.
+/// `paused_ms` is how long it has waited for a decision (`None` while a
+/// checkpoint's own timeout governs), `timeout_ms` how long it may;
+/// `gate_open` whether a checkpoint waits for an approver.
 pub fn ending(
     state: RunState,
     reason: Option<&str>,
     rows: &[Progress],
     paused_ms: Option<i64>,
     timeout_ms: i64,
+    gate_open: bool,
 ) -> Option<Ending> {
-    if rows.iter().all(|r| r.phase.is_paid()) {
+    if rows.iter().all(|r| r.phase.is_paid()) && !gate_open {
+        return Some(Ending::Completed);
+    }
+    // Skipped rows end a run only when the plan skipped them, not when a
+    // cancel did.
+    if state != RunState::Cancelling
+        && !gate_open
+        && rows.iter().all(|r| r.phase.is_paid() || r.phase == Phase::Skipped)
+    {
         return Some(Ending::Completed);
     }
     if state == RunState::Cancelling && !rows.iter().any(|r| r.phase.in_flight()) {
@@ -324,6 +443,48 @@ pub fn ending(
         return Some(Ending::TimedOut);
     }
     None
+}
+
+/// The sub-tasks held back by checkpoints not yet passed: everything that
+/// depends, directly or through others, on a sub-task a checkpoint follows,
+/// until that checkpoint is approved. (The run also pauses once a
+/// checkpoint is reached; holding its dependants keeps an auto-approved
+/// upstream from starting them in the same step.)
+pub fn held(plan: &Plan, gates: &Gates) -> BTreeSet<u32> {
+    let mut held = BTreeSet::new();
+    for cp in &plan.checkpoints {
+        if matches!(gates.get(&cp.name), Some(Gate::Approved { .. })) {
+            continue;
+        }
+        let mut frontier: Vec<u32> = cp.after.clone();
+        while let Some(i) = frontier.pop() {
+            for t in plan.subtasks.iter().filter(|t| t.depends_on.contains(&i)) {
+                if held.insert(t.index) {
+                    frontier.push(t.index);
+                }
+            }
+        }
+    }
+    held
+}
+
+/// The checkpoints of `plan` reached now: not reached before, and every
+/// sub-task they follow paid or skipped.
+pub fn reached<'p>(
+    plan: &'p Plan,
+    gates: &Gates,
+    rows: &BTreeMap<u32, Progress>,
+) -> Vec<&'p crate::plan::Checkpoint> {
+    plan.checkpoints
+        .iter()
+        .filter(|cp| !gates.contains_key(&cp.name))
+        .filter(|cp| {
+            let phases: Vec<Phase> =
+                cp.after.iter().filter_map(|i| rows.get(i).map(|r| r.phase)).collect();
+            phases.len() == cp.after.len()
+                && phases.iter().all(|p| p.is_paid() || *p == Phase::Skipped)
+        })
+        .collect()
 }
 
 fn parse_address(s: Option<&str>) -> Result<Address, RunError> {

@@ -1,6 +1,6 @@
 //! The step function driven without a chain: typed snapshots in, actions out.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use alloy::primitives::{Address, B256};
 use tessera_bindings::{task::Status, usdc::Usdc};
@@ -57,6 +57,7 @@ fn on_chain(status: Status) -> OnChain {
         updated_at: 500,
         review_window: 60,
         dispute_window: 60,
+        accepted: false,
     }
 }
 
@@ -67,7 +68,16 @@ fn chain_of(rows: &BTreeMap<u32, Progress>) -> HashMap<u32, OnChain> {
 fn step_at(state: RunState, plan: &Plan, phases: &[Phase], now: u64) -> Vec<Action> {
     let rows = rows(phases);
     let chain = chain_of(&rows);
-    steps(&Snapshot { state, plan, rows: &rows, chain: &chain, now }).unwrap()
+    steps(&Snapshot {
+        state,
+        plan,
+        rows: &rows,
+        chain: &chain,
+        now,
+        results: &HashMap::new(),
+        held: &BTreeSet::new(),
+    })
+    .unwrap()
 }
 
 const W: Phase = Phase::Waiting;
@@ -156,11 +166,27 @@ fn a_missing_row_or_record_is_an_error_not_a_panic() {
     let p = plan(ReviewMode::Auto, &[&[], &[]]);
     let mut rows = rows(&[c(Status::Created), W]);
     let chain = HashMap::new();
-    let s = Snapshot { state: RunState::Running, plan: &p, rows: &rows, chain: &chain, now: 1 };
+    let s = Snapshot {
+        state: RunState::Running,
+        plan: &p,
+        rows: &rows,
+        chain: &chain,
+        now: 1,
+        results: &HashMap::new(),
+        held: &BTreeSet::new(),
+    };
     assert!(matches!(steps(&s), Err(RunError::Inconsistent { index: 0, .. })));
     rows.remove(&1);
     let chain = chain_of(&rows);
-    let s = Snapshot { state: RunState::Running, plan: &p, rows: &rows, chain: &chain, now: 1 };
+    let s = Snapshot {
+        state: RunState::Running,
+        plan: &p,
+        rows: &rows,
+        chain: &chain,
+        now: 1,
+        results: &HashMap::new(),
+        held: &BTreeSet::new(),
+    };
     assert!(matches!(steps(&s), Err(RunError::Inconsistent { index: 1, .. })));
 }
 
@@ -173,7 +199,15 @@ fn resolve_at(phase: Phase, d: &Pending) -> Resolution {
     let rows = rows(&[phase]);
     let chain = chain_of(&rows);
     resolve(
-        &Snapshot { state: RunState::Running, plan: &p, rows: &rows, chain: &chain, now: 700 },
+        &Snapshot {
+            state: RunState::Running,
+            plan: &p,
+            rows: &rows,
+            chain: &chain,
+            now: 700,
+            results: &HashMap::new(),
+            held: &BTreeSet::new(),
+        },
         d,
     )
     .unwrap()
@@ -222,22 +256,22 @@ fn decisions_resolve_by_phase() {
 #[test]
 fn runs_end_on_stored_progress() {
     let paid = rows(&[c(Status::Paid), c(Status::Split)]).into_values().collect::<Vec<_>>();
-    assert_eq!(ending(RunState::Running, None, &paid, None, 10), Some(Ending::Completed));
+    assert_eq!(ending(RunState::Running, None, &paid, None, 10, false), Some(Ending::Completed));
     let closing = rows(&[c(Status::Paid), W]).into_values().collect::<Vec<_>>();
-    assert_eq!(ending(RunState::Running, None, &closing, None, 10), None);
+    assert_eq!(ending(RunState::Running, None, &closing, None, 10, false), None);
     assert_eq!(
-        ending(RunState::Cancelling, Some("cancelled"), &closing, None, 10),
+        ending(RunState::Cancelling, Some("cancelled"), &closing, None, 10, false),
         Some(Ending::Closed { state: RunState::Cancelled, reason: CloseReason::Cancelled })
     );
     assert_eq!(
-        ending(RunState::Cancelling, Some("dispute_refunded"), &closing, None, 10),
+        ending(RunState::Cancelling, Some("dispute_refunded"), &closing, None, 10, false),
         Some(Ending::Closed { state: RunState::Failed, reason: CloseReason::DisputeRefunded })
     );
     let in_flight = rows(&[c(Status::Accepted), W]).into_values().collect::<Vec<_>>();
-    assert_eq!(ending(RunState::Cancelling, None, &in_flight, None, 10), None);
+    assert_eq!(ending(RunState::Cancelling, None, &in_flight, None, 10, false), None);
     let stuck = rows(&[c(Status::Expired)]).into_values().collect::<Vec<_>>();
-    assert_eq!(ending(RunState::Paused, None, &stuck, Some(5), 10), None);
-    assert_eq!(ending(RunState::Paused, None, &stuck, Some(11), 10), Some(Ending::TimedOut));
+    assert_eq!(ending(RunState::Paused, None, &stuck, Some(5), 10, false), None);
+    assert_eq!(ending(RunState::Paused, None, &stuck, Some(11), 10, false), Some(Ending::TimedOut));
 }
 
 #[test]
@@ -246,7 +280,16 @@ fn under_auto_review_dependants_go_out_beside_their_upstreams_approval() {
     let mut delivered = rows(&[c(Status::Completed), W, W]);
     let chain = chain_of(&delivered);
     let at = |plan: &Plan, rows: &BTreeMap<u32, Progress>| {
-        steps(&Snapshot { state: RunState::Running, plan, rows, chain: &chain, now: 600 }).unwrap()
+        steps(&Snapshot {
+            state: RunState::Running,
+            plan,
+            rows,
+            chain: &chain,
+            now: 600,
+            results: &HashMap::new(),
+            held: &BTreeSet::new(),
+        })
+        .unwrap()
     };
     let auto = plan(ReviewMode::Auto, deps);
     // Until the result is read, only the approval goes out.
@@ -265,4 +308,148 @@ fn under_auto_review_dependants_go_out_beside_their_upstreams_approval() {
     // A manual review may still dispute: dependants wait for the payment.
     let manual = plan(ReviewMode::Manual, deps);
     assert_eq!(at(&manual, &delivered), [Action::Send { index: 0, call: Call::Release }]);
+}
+
+fn snapshot_steps(
+    plan: &Plan,
+    rows: &BTreeMap<u32, Progress>,
+    chain: &HashMap<u32, OnChain>,
+    results: &HashMap<u32, serde_json::Value>,
+    held: &BTreeSet<u32>,
+) -> Vec<Action> {
+    steps(&Snapshot { state: RunState::Running, plan, rows, chain, now: 600, results, held })
+        .unwrap()
+}
+
+#[test]
+fn a_condition_reads_its_upstream_results_and_skips_or_creates() {
+    let mut p = plan(ReviewMode::Auto, &[&[], &[0], &[1]]);
+    p.subtasks[1].when = Some("out[0].label == \"negative\" and out[0].score < -0.2".into());
+    let rows = rows(&[c(Status::Paid), W, W]);
+    let chain = chain_of(&rows);
+    let negative = HashMap::from([(0, serde_json::json!({"label": "negative", "score": -0.5}))]);
+    let positive = HashMap::from([(0, serde_json::json!({"label": "positive", "score": 0.5}))]);
+    let held = BTreeSet::new();
+    let actions = snapshot_steps(&p, &rows, &chain, &negative, &held);
+    assert!(matches!(actions.as_slice(), [Action::Create { index: 1, .. }]), "{actions:?}");
+    let actions = snapshot_steps(&p, &rows, &chain, &positive, &held);
+    let [Action::Leave { index: 1, reason, condition: Some(when) }] = actions.as_slice() else {
+        panic!("{actions:?}")
+    };
+    assert!(reason.contains("is false"), "{reason}");
+    assert_eq!(when, p.subtasks[1].when.as_ref().unwrap());
+    // A missing result reads as null: the comparison is false.
+    let actions = snapshot_steps(&p, &rows, &chain, &HashMap::new(), &held);
+    assert!(matches!(actions.as_slice(), [Action::Leave { index: 1, .. }]), "{actions:?}");
+}
+
+#[test]
+fn dependants_of_skipped_steps_follow_the_rule() {
+    // 2 depends on 0 (skipped) and 1 (paid): it runs on 1's output alone.
+    // 3 depends on 0 only: everything it depends on was skipped.
+    let p = plan(ReviewMode::Auto, &[&[], &[], &[0, 1], &[0]]);
+    let r = rows(&[Phase::Skipped, c(Status::Paid), W, W]);
+    let chain = chain_of(&r);
+    let actions = snapshot_steps(&p, &r, &chain, &HashMap::new(), &BTreeSet::new());
+    let [Action::Create { index: 2, inputs }, Action::Leave { index: 3, reason, condition: None }] =
+        actions.as_slice()
+    else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(inputs.iter().map(|i| i.from).collect::<Vec<_>>(), [1]);
+    assert!(reason.contains("skipped"), "{reason}");
+    // Skipped by the plan, the run completes; skipped by a cancel, it closes.
+    let done = [c(Status::Paid), Phase::Skipped];
+    let done = rows(&done).into_values().collect::<Vec<_>>();
+    assert_eq!(ending(RunState::Running, None, &done, None, 10, false), Some(Ending::Completed));
+    assert_eq!(ending(RunState::Running, None, &done, None, 10, true), None, "a gate waits");
+    assert!(matches!(
+        ending(RunState::Cancelling, Some("cancelled"), &done, None, 10, false),
+        Some(Ending::Closed { .. })
+    ));
+}
+
+#[test]
+fn a_checkpoint_holds_everything_downstream_until_approved() {
+    use crate::{
+        plan::Checkpoint,
+        state::{Decider, Gate, Gates},
+    };
+    let mut p = plan(ReviewMode::Auto, &[&[], &[0], &[1], &[]]);
+    p.checkpoints = vec![Checkpoint {
+        name: "review".into(),
+        after: vec![0],
+        timeout_secs: None,
+        on_timeout: Default::default(),
+    }];
+    let mut gates = Gates::new();
+    assert_eq!(held(&p, &gates), BTreeSet::from([1, 2]));
+    // Under auto review, the delivered upstream is approved but its
+    // dependant is held back in the same step.
+    let mut delivered = rows(&[c(Status::Completed), W, W, c(Status::Paid)]);
+    delivered.get_mut(&0).unwrap().output = Some("output 0".into());
+    let chain = chain_of(&delivered);
+    let actions = snapshot_steps(&p, &delivered, &chain, &HashMap::new(), &held(&p, &gates));
+    assert_eq!(actions, [Action::Send { index: 0, call: Call::Approve }]);
+    assert!(reached(&p, &gates, &delivered).is_empty(), "not paid yet");
+    let paid = rows(&[c(Status::Paid), W, W, c(Status::Paid)]);
+    assert_eq!(reached(&p, &gates, &paid).len(), 1);
+    gates.insert("review".into(), Gate::Reached { at: 1 });
+    assert!(reached(&p, &gates, &paid).is_empty(), "reached once");
+    assert_eq!(held(&p, &gates).len(), 2);
+    gates.insert("review".into(), Gate::Approved { at: 2, by: Decider::Approver });
+    assert!(held(&p, &gates).is_empty());
+}
+
+#[test]
+fn recovery_policies_decide_what_a_stuck_or_refunded_sub_task_does() {
+    use crate::plan::{DisputePolicy, Policy, RecoveryOverride};
+    let mut p = plan(ReviewMode::Auto, &[&[], &[], &[]]);
+    p.recovery.on_decline = Policy::Retry(2);
+    p.recovery.on_expiry = Policy::Reassign;
+    p.recovery.on_dispute_lost = DisputePolicy::RetryOther;
+    p.subtasks[2].recovery =
+        Some(RecoveryOverride { on_decline: Some(Policy::Cancel), ..Default::default() });
+    let r = rows(&[c(Status::Expired), c(Status::Expired), c(Status::Cancelled)]);
+    let mut chain = chain_of(&r);
+    chain.get_mut(&1).unwrap().accepted = true;
+    let actions = snapshot_steps(&p, &r, &chain, &HashMap::new(), &BTreeSet::new());
+    assert_eq!(
+        actions,
+        [
+            Action::Recover {
+                index: 0,
+                attempt: 0,
+                failure: Failure::Declined,
+                policy: Policy::Retry(2)
+            },
+            Action::Recover {
+                index: 1,
+                attempt: 0,
+                failure: Failure::Expired,
+                policy: Policy::Reassign
+            },
+            Action::Recover {
+                index: 2,
+                attempt: 0,
+                failure: Failure::Declined,
+                policy: Policy::Cancel
+            },
+        ]
+    );
+    let refunded = rows(&[c(Status::Refunded), c(Status::Paid), W]);
+    let chain = chain_of(&refunded);
+    let actions = snapshot_steps(&p, &refunded, &chain, &HashMap::new(), &BTreeSet::new());
+    assert!(
+        matches!(
+            actions.first(),
+            Some(Action::Recover {
+                index: 0,
+                failure: Failure::DisputeLost,
+                policy: Policy::Reassign,
+                ..
+            })
+        ),
+        "{actions:?}"
+    );
 }

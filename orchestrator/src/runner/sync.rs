@@ -130,6 +130,19 @@ impl Orchestrator {
         self.emit_chain(&plan.id.to_string(), events::OUTPUT_FLAGGED, &dedup, body).await
     }
 
+    /// A delivered result as the JSON document a condition reads (a result
+    /// that is not JSON is its text as a string; an unreadable one `null`).
+    pub(super) async fn result_doc(&self, uri: &str) -> Result<Value, RunError> {
+        Ok(match fetch(self.codec, Arc::clone(&self.blobs), uri).await? {
+            Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(e) => {
+                tracing::warn!(%uri, error = %e, "unreadable result");
+                Value::Null
+            }
+        })
+    }
+
     /// The text a delivered result hands to dependants (see [`readable`]); a
     /// marker when it cannot be read.
     async fn output_of(&self, uri: Option<&str>) -> Result<String, RunError> {

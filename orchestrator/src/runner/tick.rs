@@ -4,7 +4,7 @@
 //! and the store.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     sync::Arc,
 };
 
@@ -13,7 +13,7 @@ use tessera_bindings::{
     ITaskEscrow::CreateParams,
     capability,
     envelope::{Envelope, Input, Parent},
-    task::TaskRecord,
+    task::{Status, TaskRecord},
     usdc::Usdc,
 };
 
@@ -24,7 +24,7 @@ use super::{
 };
 use crate::{
     plan::{Group, Plan, PlanError, StepPath},
-    state::{CloseReason, Pending, Phase, Progress, RunEvent, RunState, Spend},
+    state::{CloseReason, DecisionKind, Gate, Pending, Phase, Progress, RunEvent, RunState, Spend},
     store::{DecisionOutcome, now_ms},
 };
 
@@ -86,10 +86,21 @@ impl Orchestrator {
         }
 
         // Decisions may have moved the run, and changed a sub-task's cost.
+        let (_, plan) = self.load(id).await?;
+        let gates = self.gates_step(id, &plan, &rows).await?;
         let (run, plan) = self.load(id).await?;
-        let chain: HashMap<u32, OnChain> =
-            records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
-        let snapshot = Snapshot { state: run.state, plan: &plan, rows: &rows, chain: &chain, now };
+        let chain = self.on_chain(&records).await?;
+        let results = self.condition_inputs(&plan, &rows).await?;
+        let held = step::held(&plan, &gates);
+        let snapshot = Snapshot {
+            state: run.state,
+            plan: &plan,
+            rows: &rows,
+            chain: &chain,
+            now,
+            results: &results,
+            held: &held,
+        };
         // Approvals and creations due now go out together, each kind in one
         // call, so a wave of sub-tasks (and, with auto review, the next
         // wave's creation beside this one's approval) lands in one block.
@@ -109,8 +120,28 @@ impl Orchestrator {
         let stored: Vec<Progress> = self.progress(id).await?.into_values().collect();
         let (run, _) = self.load(id).await?;
         let timeout = i64::try_from(self.config.decision_timeout.as_millis()).unwrap_or(i64::MAX);
-        let paused_for = run.paused_at.map(|at| now_ms() - at);
-        match step::ending(run.state, run.reason.as_deref(), &stored, paused_for, timeout) {
+        // A checkpoint waiting for an approver has its own timeout; once
+        // escalated, the run's decision timeout runs from the escalation.
+        let gates = self.store.gates(id).await?;
+        let open: Vec<Gate> = gates.values().copied().filter(|g| g.is_open()).collect();
+        let paused_for = if open.iter().any(|g| matches!(g, Gate::Reached { .. })) {
+            None
+        } else if let Some(at) = open.iter().find_map(|g| match g {
+            Gate::Escalated { at } => Some(*at),
+            _ => None,
+        }) {
+            Some(now_ms() - at)
+        } else {
+            run.paused_at.map(|at| now_ms() - at)
+        };
+        match step::ending(
+            run.state,
+            run.reason.as_deref(),
+            &stored,
+            paused_for,
+            timeout,
+            !open.is_empty(),
+        ) {
             Some(Ending::Completed) => {
                 let settled = self.spend(&plan, &stored).await?;
                 self.store.set_spend(id, &settled).await?;
@@ -169,6 +200,17 @@ impl Orchestrator {
                 self.store.put_subtask(id, &row.to_row()).await?;
                 rows.insert(index, row);
             }
+            Action::Leave { index, reason, condition } => {
+                let row = Progress { phase: Phase::Skipped, ..row_of(rows, index)? };
+                self.store.put_subtask(id, &row.to_row()).await?;
+                rows.insert(index, row);
+                tracing::info!(index, %reason, "sub-task skipped");
+                let event = RunEvent::SubtaskSkipped { plan_id: plan.id, index, reason, condition };
+                self.emit(id, &format!("skipped:{index}"), &event).await?;
+            }
+            Action::Recover { index, attempt, failure, policy } => {
+                self.recover(id, plan, rows, index, attempt, failure, policy).await?;
+            }
             Action::Create { index, inputs } => {
                 self.send_wave(id, plan, rows, records, &[], vec![(index, inputs)], now).await?;
             }
@@ -209,10 +251,15 @@ impl Orchestrator {
         decision: &Pending,
         now: u64,
     ) -> Result<String, RunError> {
+        if matches!(decision.kind, DecisionKind::Pass | DecisionKind::Stop) {
+            return self.checkpoint_decision(id, plan, rows, decision).await;
+        }
         let chain: HashMap<u32, OnChain> =
             records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
         let state = self.load(id).await?.0.state;
-        let snapshot = Snapshot { state, plan, rows, chain: &chain, now };
+        let (results, held) = (HashMap::new(), BTreeSet::new());
+        let snapshot =
+            Snapshot { state, plan, rows, chain: &chain, now, results: &results, held: &held };
         match step::resolve(&snapshot, decision)? {
             Resolution::Close => {
                 self.close(id, plan, &CloseReason::Cancelled).await?;
@@ -238,23 +285,66 @@ impl Orchestrator {
                 self.store.put_subtask(id, &row.to_row()).await?;
                 rows.insert(index, row);
                 records.remove(&index);
-                let stuck = rows.values().any(|r| r.phase.is_stuck());
-                if !stuck
-                    && self.transition(id, &[RunState::Paused], RunState::Running, None).await?
-                {
-                    let event = RunEvent::PlanResumed { plan_id: plan.id };
-                    self.emit(id, &format!("resumed:{}", decision.seq), &event).await?;
-                }
+                let gates = self.store.gates(id).await?;
+                let dedup = format!("resumed:{}", decision.seq);
+                self.resume_if_clear(id, plan, rows, &gates, &dedup).await?;
                 Ok(format!("attempt {attempt} queued"))
             }
             Resolution::Ignore(why) => Ok(why),
         }
     }
 
+    /// What the step needs of each on-chain task, with whether it was ever
+    /// accepted (read from its logs).
+    async fn on_chain(
+        &self,
+        records: &HashMap<u32, TaskRecord>,
+    ) -> Result<HashMap<u32, OnChain>, RunError> {
+        let mut out = HashMap::with_capacity(records.len());
+        for (index, rec) in records {
+            let mut facts = OnChain::of(rec);
+            if matches!(facts.status, Status::Expired | Status::Cancelled) {
+                facts.accepted = self.chain.accepted(rec.id).await?;
+            }
+            out.insert(*index, facts);
+        }
+        Ok(out)
+    }
+
+    /// The result documents the conditions of waiting sub-tasks read, for
+    /// those whose dependencies are done (paid, or delivered under auto
+    /// review).
+    async fn condition_inputs(
+        &self,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+    ) -> Result<HashMap<u32, serde_json::Value>, RunError> {
+        let mut wanted = BTreeSet::new();
+        for task in plan.subtasks.iter().filter(|t| t.when.is_some()) {
+            if rows.get(&task.index).is_none_or(|r| r.phase != Phase::Waiting) {
+                continue;
+            }
+            wanted.extend(task.depends_on.iter().copied());
+        }
+        let mut docs = HashMap::new();
+        for index in wanted {
+            let Some(uri) = rows.get(&index).and_then(|r| r.result_uri.as_deref()) else {
+                continue;
+            };
+            docs.insert(index, self.result_doc(uri).await?);
+        }
+        Ok(docs)
+    }
+
     /// A sub-task handed to another executor costs that executor's price
     /// when it asks more than the plan's cost: the stored plan follows, and
     /// the budget is checked when the new attempt is funded.
-    async fn follow_price(&self, id: &str, plan: &Plan, row: &Progress) -> Result<(), RunError> {
+    pub(super) async fn follow_price(
+        &self,
+        id: &str,
+        plan: &Plan,
+        row: &Progress,
+    ) -> Result<(), RunError> {
         let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
         if Some(row.executor) == task.executor {
             return Ok(());
@@ -552,7 +642,7 @@ impl Orchestrator {
     }
 
     /// Pauses a running run for a decision about sub-task `index`.
-    async fn pause(
+    pub(super) async fn pause(
         &self,
         id: &str,
         plan: &Plan,

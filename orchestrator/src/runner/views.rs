@@ -8,7 +8,7 @@ use tessera_bindings::usdc::Usdc;
 use super::{Orchestrator, RunError};
 use crate::{
     plan::{Plan, PlanError, StepPath},
-    state::{Phase, Progress, RunState, Spend, Stakes},
+    state::{Gates, Phase, Progress, RunState, Spend, Stakes},
     store::{DecisionRecord, RunRow, SubtaskRow},
 };
 
@@ -39,6 +39,11 @@ pub struct RunView {
     /// for a flat plan).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<NestedView>,
+    /// The plan's checkpoints reached so far, by name: `reached` or
+    /// `escalated` (waiting for an approver), `approved` or `rejected`
+    /// (with `by`: `approver` or `timeout`), each with when (ms).
+    #[serde(skip_serializing_if = "Gates::is_empty")]
+    pub gates: Gates,
 }
 
 /// A nested plan of a run: the step it replaces, its place in the tree,
@@ -165,6 +170,7 @@ impl Orchestrator {
         let state = RunState::parse(&row.state).map_err(crate::state::RowError::from)?;
         let closed = matches!(state, RunState::Cancelled | RunState::Failed);
         Ok(RunView {
+            gates: self.store.gates(id).await?,
             confirmation,
             nested: NestedView::of(&plan, id, &subtasks, closed)?,
             subtasks,

@@ -1,0 +1,199 @@
+//! Checkpoints as the runner meets them: reached once the sub-tasks they
+//! follow are paid (the run pauses, `checkpoint_reached` carries the
+//! outputs so far), passed or stopped by an approver's decision, and, when
+//! nobody decides in time, by their `on_timeout` policy.
+
+use std::collections::BTreeMap;
+
+use super::{Orchestrator, RunError, step};
+use crate::{
+    plan::{Checkpoint, OnTimeout, Plan},
+    state::{
+        CloseReason, Decider, DecisionKind, Gate, Gates, Pending, Progress, RunEvent, RunState,
+    },
+    store::now_ms,
+};
+
+impl Orchestrator {
+    /// Marks the checkpoints reached now (pausing the run) and applies the
+    /// timeout policy of those nobody decided in time. Returns the gates as
+    /// they stand.
+    pub(super) async fn gates_step(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+    ) -> Result<Gates, RunError> {
+        let mut gates = self.store.gates(id).await?;
+        if plan.checkpoints.is_empty() {
+            return Ok(gates);
+        }
+        let state = self.load(id).await?.0.state;
+        if !matches!(state, RunState::Running | RunState::Paused) {
+            return Ok(gates);
+        }
+        let now = now_ms();
+        for cp in step::reached(plan, &gates, rows) {
+            gates.insert(cp.name.clone(), Gate::Reached { at: now });
+            self.store.set_gates(id, &gates).await?;
+            let outputs = cp
+                .after
+                .iter()
+                .filter_map(|i| rows.get(i).map(|r| (*i, r.output.clone().unwrap_or_default())))
+                .collect();
+            let event = RunEvent::CheckpointReached {
+                plan_id: plan.id,
+                name: cp.name.clone(),
+                after: cp.after.clone(),
+                outputs,
+                timeout_secs: self.timeout_secs(cp),
+                on_timeout: cp.on_timeout,
+            };
+            self.emit(id, &format!("checkpoint:{}", cp.name), &event).await?;
+            self.hold(id, plan, cp).await?;
+        }
+        for cp in &plan.checkpoints {
+            let Some(Gate::Reached { at }) = gates.get(&cp.name).copied() else { continue };
+            let timeout_ms = i64::try_from(self.timeout_secs(cp)).unwrap_or(i64::MAX / 1000) * 1000;
+            if now - at <= timeout_ms {
+                continue;
+            }
+            tracing::info!(checkpoint = %cp.name, policy = ?cp.on_timeout, "checkpoint timed out");
+            match cp.on_timeout {
+                OnTimeout::Approve => {
+                    self.pass(id, plan, rows, &mut gates, cp, Decider::Timeout).await?;
+                }
+                OnTimeout::Reject => {
+                    self.stop_at(id, plan, &mut gates, cp, Decider::Timeout, None).await?;
+                }
+                OnTimeout::Escalate => {
+                    gates.insert(cp.name.clone(), Gate::Escalated { at: now });
+                    self.store.set_gates(id, &gates).await?;
+                    let event =
+                        RunEvent::CheckpointEscalated { plan_id: plan.id, name: cp.name.clone() };
+                    self.emit(id, &format!("checkpoint-escalated:{}", cp.name), &event).await?;
+                }
+            }
+        }
+        Ok(gates)
+    }
+
+    /// Applies an approver's decision on a checkpoint (`arg` is `name` or
+    /// `name:reason`); what came of it.
+    pub(super) async fn checkpoint_decision(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+        decision: &Pending,
+    ) -> Result<String, RunError> {
+        let arg = decision.arg.as_deref().unwrap_or_default();
+        let (name, reason) = match arg.split_once(':') {
+            Some((name, reason)) => (name, Some(reason.to_owned())),
+            None => (arg, None),
+        };
+        let cp = plan
+            .checkpoints
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| RunError::Invalid(format!("the plan has no checkpoint {name:?}")))?;
+        let mut gates = self.store.gates(id).await?;
+        match gates.get(name) {
+            Some(g) if g.is_open() => {}
+            Some(g) => return Ok(format!("ignored: checkpoint {name} is {}", g.word())),
+            None => return Ok(format!("ignored: checkpoint {name} is not reached yet")),
+        }
+        if decision.kind == DecisionKind::Pass {
+            self.pass(id, plan, rows, &mut gates, cp, Decider::Approver).await?;
+        } else {
+            self.stop_at(id, plan, &mut gates, cp, Decider::Approver, reason).await?;
+        }
+        Ok(decision.kind.done().to_owned())
+    }
+
+    /// Seconds an approver has at `cp`.
+    fn timeout_secs(&self, cp: &Checkpoint) -> u64 {
+        cp.timeout_secs.unwrap_or_else(|| self.config.decision_timeout.as_secs().max(1))
+    }
+
+    /// Pauses the run at `cp`.
+    async fn hold(&self, id: &str, plan: &Plan, cp: &Checkpoint) -> Result<(), RunError> {
+        let reason = format!("checkpoint {}: approve or reject", cp.name);
+        let paused = self
+            .transition(id, &[RunState::Running, RunState::Paused], RunState::Paused, Some(&reason))
+            .await?;
+        if paused {
+            let index = cp.after.iter().copied().max().unwrap_or_default();
+            let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
+            self.emit(id, &format!("paused:checkpoint:{}", cp.name), &event).await?;
+        }
+        Ok(())
+    }
+
+    /// Passes `cp`: the run goes on unless something else holds it.
+    async fn pass(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+        gates: &mut Gates,
+        cp: &Checkpoint,
+        by: Decider,
+    ) -> Result<(), RunError> {
+        gates.insert(cp.name.clone(), Gate::Approved { at: now_ms(), by });
+        self.store.set_gates(id, gates).await?;
+        let event = RunEvent::CheckpointApproved {
+            plan_id: plan.id,
+            name: cp.name.clone(),
+            by: by.as_str().to_owned(),
+        };
+        self.emit(id, &format!("checkpoint-approved:{}", cp.name), &event).await?;
+        self.resume_if_clear(id, plan, rows, gates, &format!("resumed:checkpoint:{}", cp.name))
+            .await
+    }
+
+    /// Stops the run at `cp`: it closes, failed.
+    async fn stop_at(
+        &self,
+        id: &str,
+        plan: &Plan,
+        gates: &mut Gates,
+        cp: &Checkpoint,
+        by: Decider,
+        reason: Option<String>,
+    ) -> Result<(), RunError> {
+        gates.insert(cp.name.clone(), Gate::Rejected { at: now_ms(), by });
+        self.store.set_gates(id, gates).await?;
+        let event = RunEvent::CheckpointRejected {
+            plan_id: plan.id,
+            name: cp.name.clone(),
+            by: by.as_str().to_owned(),
+            reason,
+        };
+        self.emit(id, &format!("checkpoint-rejected:{}", cp.name), &event).await?;
+        let why = CloseReason::Other(format!("checkpoint {} rejected", cp.name));
+        self.close(id, plan, &why).await
+    }
+
+    /// Resumes a paused run when nothing holds it any more: no sub-task
+    /// stuck and no checkpoint waiting.
+    pub(super) async fn resume_if_clear(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+        gates: &Gates,
+        dedup: &str,
+    ) -> Result<(), RunError> {
+        let stuck = rows.values().any(|r| r.phase.is_stuck());
+        let waiting = gates.values().any(|g| g.is_open());
+        if !stuck
+            && !waiting
+            && self.transition(id, &[RunState::Paused], RunState::Running, None).await?
+        {
+            let event = RunEvent::PlanResumed { plan_id: plan.id };
+            self.emit(id, dedup, &event).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,201 @@
+//! Recovery without a person, by the plan's policies (per sub-task
+//! overrides over the plan's):
+//!
+//! - `retry(n)`: the same executor again, with a fresh deadline, while the
+//!   sub-task has had at most `n` attempts beyond its first; then as
+//!   `reassign`;
+//! - `reassign`: the next executor the plan's selection policy picks among
+//!   the agents offering the capability, every executor tried before left
+//!   out; when there is none, the run pauses for a person;
+//! - `cancel`: the run closes;
+//! - `retry_other` (a lost dispute): as `reassign`; when nobody else offers
+//!   the capability the run fails as with `fail`.
+//!
+//! Each automatic step is a `recovery_applied` event with its reason; the
+//! budget is checked when the new attempt is funded, as for any other.
+
+use std::collections::BTreeMap;
+
+use alloy::primitives::Address;
+
+use super::{Chain, Orchestrator, RunError, step::Failure};
+use crate::{
+    plan::{Choice, MAX_RETRIES, Plan, PlanError, Policy},
+    state::{CloseReason, Phase, Progress, RunEvent},
+};
+
+/// Most attempts the runner starts on its own for one sub-task, whatever
+/// the policies say (retries and reassignments together).
+pub(super) const MAX_AUTOMATIC_ATTEMPTS: u32 = 2 * MAX_RETRIES + 2;
+
+impl Orchestrator {
+    /// Applies `policy` to sub-task `index`, whose attempt `attempt` ended
+    /// by `failure`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn recover(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &mut BTreeMap<u32, Progress>,
+        index: u32,
+        attempt: u32,
+        failure: Failure,
+        policy: Policy,
+    ) -> Result<(), RunError> {
+        let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
+        let row = rows
+            .get(&index)
+            .cloned()
+            .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+        if row.attempt != attempt {
+            return Ok(());
+        }
+        let what = format!("sub-task {index} attempt {attempt}: {}", failure.describe());
+        if policy == Policy::Cancel {
+            self.recovery_event(plan, id, index, attempt, "cancel", format!("{what}; cancelling"))
+                .await?;
+            return self.close(id, plan, &CloseReason::Cancelled).await;
+        }
+        if attempt >= MAX_AUTOMATIC_ATTEMPTS {
+            let reason = format!(
+                "{what}; {MAX_AUTOMATIC_ATTEMPTS} attempts started without a person: retry, \
+                 change executor or cancel"
+            );
+            return self.pause(id, plan, index, attempt, reason).await;
+        }
+        let (executor, word, why) = match policy {
+            Policy::Retry(n) if attempt < n => (
+                row.executor,
+                policy.to_string(),
+                format!("{what}; retry {} of {n} with {}", attempt + 1, row.executor),
+            ),
+            _ => {
+                let tried = self.tried(plan, &row).await?;
+                let choice = self.next_executor(plan, index, &task.capability, &tried).await?;
+                let word = match failure {
+                    Failure::DisputeLost => "retry_other".to_owned(),
+                    _ if matches!(policy, Policy::Retry(_)) => format!("{policy} then reassign"),
+                    _ => "reassign".to_owned(),
+                };
+                match choice {
+                    Some(choice) => {
+                        let why =
+                            format!("{what}; reassigned to {}: {}", choice.executor, choice.reason);
+                        let executor = choice.executor;
+                        self.record_choice(id, choice).await?;
+                        (executor, word, why)
+                    }
+                    None if failure == Failure::DisputeLost => {
+                        tracing::info!(index, "no other executor offers it; the run fails");
+                        return self.close(id, plan, &CloseReason::DisputeRefunded).await;
+                    }
+                    None => {
+                        let reason = format!(
+                            "{what}; no other active agent offers {} ({} tried): change \
+                             executor, retry or cancel",
+                            task.capability,
+                            tried.len()
+                        );
+                        return self.pause(id, plan, index, attempt, reason).await;
+                    }
+                }
+            }
+        };
+        let mut next = row.clone();
+        next.executor = executor;
+        next.attempt += 1;
+        next.phase = Phase::Waiting;
+        next.task_id = None;
+        next.result_uri = None;
+        next.output = None;
+        let (_, current) = self.load(id).await?;
+        self.follow_price(id, &current, &next).await?;
+        self.store.put_subtask(id, &next.to_row()).await?;
+        rows.insert(index, next);
+        tracing::info!(index, attempt = attempt + 1, %executor, policy = %word, "recovered");
+        self.recovery_event(plan, id, index, attempt + 1, &word, why).await
+    }
+
+    /// The executor the plan's selection policy picks next for sub-task
+    /// `index`, leaving out `tried`.
+    async fn next_executor(
+        &self,
+        plan: &Plan,
+        index: u32,
+        capability: &str,
+        tried: &[Address],
+    ) -> Result<Option<Choice>, RunError> {
+        let registry = tessera_bindings::AgentRegistry::new(
+            self.chain.deployment().agent_registry,
+            self.chain.provider(),
+        );
+        let Ok(word) = tessera_bindings::capability::encode(capability) else { return Ok(None) };
+        let read = tessera_bindings::offers::offers_for(
+            &registry,
+            word,
+            tessera_bindings::offers::DEFAULT_MAX_OFFERS,
+        )
+        .await
+        .map_err(RunError::from)?;
+        let others: Vec<_> =
+            read.offers.into_iter().filter(|o| !tried.contains(&o.agent)).collect();
+        Ok(tessera_bindings::offers::cheapest_active(&others, None).map(|(executor, price)| {
+            Choice {
+                index,
+                policy: plan.selection,
+                executor,
+                price: tessera_bindings::usdc::Usdc::from_base_units(price),
+                score_bps: 0,
+                reason: "the cheapest other active agent".into(),
+                runner_up: None,
+            }
+        }))
+    }
+
+    /// Keeps `choice` as the plan's reason for its sub-task's executor.
+    async fn record_choice(&self, id: &str, choice: Choice) -> Result<(), RunError> {
+        let (run, mut plan) = self.load(id).await?;
+        plan.choices.retain(|c| c.index != choice.index);
+        plan.choices.push(choice);
+        plan.choices.sort_by_key(|c| c.index);
+        let json = super::commands::plan_json(&plan)?;
+        self.store.update_plan(id, &json, run.state).await?;
+        Ok(())
+    }
+
+    /// Every executor sub-task `row` had, over all its attempts.
+    async fn tried(&self, plan: &Plan, row: &Progress) -> Result<Vec<Address>, RunError> {
+        let mut tried = vec![row.executor];
+        if let Some(e) = plan.subtask(row.idx).and_then(|t| t.executor) {
+            tried.push(e);
+        }
+        for a in 0..=row.attempt {
+            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, a));
+            if let Some((rec, _)) = self.chain.task(id).await? {
+                tried.push(rec.task.executor);
+            }
+        }
+        tried.sort_unstable();
+        tried.dedup();
+        Ok(tried)
+    }
+
+    async fn recovery_event(
+        &self,
+        plan: &Plan,
+        id: &str,
+        index: u32,
+        attempt: u32,
+        policy: &str,
+        reason: String,
+    ) -> Result<(), RunError> {
+        let event = RunEvent::RecoveryApplied {
+            plan_id: plan.id,
+            index,
+            policy: policy.to_owned(),
+            attempt,
+            reason,
+        };
+        self.emit(id, &format!("recovery:{index}:{attempt}"), &event).await
+    }
+}
