@@ -32,7 +32,7 @@ use tessera_classifier::Classifier;
 
 use crate::{
     events::is_final,
-    plan::Plan,
+    plan::{Plan, Selection},
     runner::{Decision, Edit, Orchestrator, RunError},
     store::{EventRow, StoreError},
 };
@@ -263,14 +263,18 @@ struct ClassifyBody {
     brief: String,
     #[serde(default)]
     payload: Option<String>,
+    /// How executors are chosen; balanced when none.
+    #[serde(default)]
+    policy: Option<Selection>,
 }
 
 async fn classify(
     State(s): State<AppState>,
     Body(body): Body<ClassifyBody>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let policy = body.policy.unwrap_or_default();
     let outcome =
-        s.orch.classify_brief(&s.classifier, &body.brief, body.payload.as_deref()).await?;
+        s.orch.classify_brief(&s.classifier, &body.brief, body.payload.as_deref(), policy).await?;
     let status = if outcome.run.is_some() { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(outcome)))
 }
@@ -332,18 +336,38 @@ async fn retry(
     queue(&s, &id, Decision::Retry(index)).await
 }
 
+/// An executor named, or a policy that chooses one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExecutorBody {
-    executor: Address,
+    #[serde(default)]
+    executor: Option<Address>,
+    #[serde(default)]
+    policy: Option<Selection>,
 }
 
 async fn change_executor(
     State(s): State<AppState>,
     Path((id, index)): Path<(String, u32)>,
     Body(body): Body<ExecutorBody>,
-) -> Result<impl IntoResponse, ApiError> {
-    queue(&s, &id, Decision::ChangeExecutor(index, body.executor)).await
+) -> Result<Response, ApiError> {
+    match (body.executor, body.policy) {
+        (Some(executor), None) => queue(&s, &id, Decision::ChangeExecutor(index, executor)).await,
+        (None, Some(policy)) => {
+            // The policy picks among the others; the choice is queued like
+            // a named executor, and answered with its reasons.
+            let id = run_id(&id)?;
+            let choice = s.orch.choose_other(&id, index, policy).await?;
+            let seq = s.orch.decide(&id, Decision::ChangeExecutor(index, choice.executor)).await?;
+            let body = json!({ "run": id, "decision": seq, "status": "queued", "choice": choice });
+            Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+        }
+        _ => Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "send either an executor (an address) or a policy (cheapest, reliable or balanced)"
+                .into(),
+        )),
+    }
 }
 
 #[derive(Deserialize)]

@@ -1,9 +1,13 @@
 //! From a brief to a run, with the ceremony its quadrant calls for.
 //!
 //! The classifier proposes sub-tasks; executors and costs come from the
-//! registry only (the cheapest active agent per capability, ties to the
-//! lowest address, its registered price), so no model output chooses who is
-//! paid or how much. Then:
+//! registry only, so no model output chooses who is paid or how much: per
+//! capability, the active agent the request's selection policy picks
+//! (balanced unless told: record and price weighed together; cheapest:
+//! the lowest price, ties to the lowest address; reliable: the best record;
+//! see [`crate::select`]) at its registered price. Each choice, with its
+//! reasons and the runner-up, is kept in the plan's `choices`, and the
+//! policy in its `selection`. Then:
 //!
 //! - atomic / low stakes: proposed and approved at once; the answer shows
 //!   what ran;
@@ -22,13 +26,13 @@ use std::{
     },
 };
 
-use alloy::primitives::{Address, keccak256};
+use alloy::primitives::keccak256;
 use serde::Serialize;
-use tessera_bindings::{AgentRegistry, capability, offers, usdc::Usdc};
+use tessera_bindings::usdc::Usdc;
 use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
 
 use crate::{
-    plan::{Group, Plan, PlanError, ReviewMode, StepPath, SubTask},
+    plan::{Choice, Group, Plan, PlanError, ReviewMode, Selection, StepPath, SubTask},
     runner::{Orchestrator, RunError, RunView},
     store::now_ms,
 };
@@ -54,13 +58,14 @@ pub struct BriefOutcome {
 static NONCE: AtomicU64 = AtomicU64::new(0);
 
 impl Orchestrator {
-    /// Classifies `brief`, resolves executors from the registry, and proposes
-    /// (or, for atomic / low stakes, runs) the plan.
+    /// Classifies `brief`, chooses executors from the registry by `policy`,
+    /// and proposes (or, for atomic / low stakes, runs) the plan.
     pub async fn classify_brief(
         self: &Arc<Self>,
         classifier: &Classifier,
         brief: &str,
         payload: Option<&str>,
+        policy: Selection,
     ) -> Result<BriefOutcome, RunError> {
         let classification = classifier
             .classify(brief, payload)
@@ -82,7 +87,7 @@ impl Orchestrator {
         if classification.plan.is_empty() {
             return Ok(outcome(None, vec![], Some(classification.reasoning.clone())));
         }
-        let subtasks = self.resolve(&classification).await?;
+        let (subtasks, choices) = self.resolve(&classification, policy).await?;
         let unassigned: Vec<u32> =
             subtasks.iter().filter(|t| t.executor.is_none()).map(|t| t.index).collect();
         let high = classification.stakes.value == Stakes::High;
@@ -96,6 +101,8 @@ impl Orchestrator {
             source: payload.map(str::to_owned),
             groups: groups_of(&classification, &subtasks)?,
             subtasks,
+            selection: policy,
+            choices,
             ..Plan::new(
                 keccak256(label.as_bytes()),
                 self.config().max_plan_spend,
@@ -110,31 +117,28 @@ impl Orchestrator {
         Ok(outcome(Some(view), unassigned, None))
     }
 
-    /// Sub-tasks with the registry's cheapest active agent and its price.
-    async fn resolve(&self, c: &Classification) -> Result<Vec<SubTask>, RunError> {
-        let registry =
-            AgentRegistry::new(self.chain().deployment().agent_registry, self.chain().provider());
-        let mut offers: HashMap<String, Option<(Address, Usdc)>> = HashMap::new();
+    /// Sub-tasks with the agent `policy` chooses per capability and its
+    /// registered price, and each choice.
+    async fn resolve(
+        &self,
+        c: &Classification,
+        policy: Selection,
+    ) -> Result<(Vec<SubTask>, Vec<Choice>), RunError> {
+        let mut chosen: HashMap<String, Option<Choice>> = HashMap::new();
         for p in &c.plan {
-            if offers.contains_key(&p.capability) {
-                continue;
+            if !chosen.contains_key(&p.capability) {
+                let choice = self.choose(p.index, &p.capability, policy, &[], None).await?;
+                chosen.insert(p.capability.clone(), choice);
             }
-            let offer = match capability::encode(&p.capability) {
-                Ok(word) => {
-                    let read = offers::offers_for(&registry, word, offers::DEFAULT_MAX_OFFERS)
-                        .await
-                        .map_err(RunError::from)?;
-                    offers::cheapest_active(&read.offers, None)
-                        .map(|(agent, price)| (agent, Usdc::from_base_units(price)))
-                }
-                Err(_) => None,
-            };
-            offers.insert(p.capability.clone(), offer);
         }
-        c.plan
+        let mut choices = Vec::new();
+        let subtasks = c
+            .plan
             .iter()
             .map(|p| {
-                let offer = offers.get(&p.capability).copied().flatten();
+                let choice = chosen.get(&p.capability).cloned().flatten();
+                let offer = choice.as_ref().map(|ch| (ch.executor, ch.price));
+                choices.extend(choice.map(|ch| Choice { index: p.index, ..ch }));
                 Ok(SubTask {
                     index: p.index,
                     capability: p.capability.clone(),
@@ -153,7 +157,8 @@ impl Orchestrator {
                     ..Default::default()
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>, RunError>>()?;
+        Ok((subtasks, choices))
     }
 }
 

@@ -7,6 +7,8 @@
 //!   dependency order and parallel waves, cost and duration roll-ups, and the
 //!   edits the plan card offers (reorder, re-assign, drop);
 //! - [`ceremony`]: from a classified brief to a proposed (or running) plan;
+//! - [`select`], [`choose`]: executors chosen by price, record or both
+//!   (the pure scoring, then the registry's offers and the indexer's records);
 //! - [`state`]: run states, sub-task phases, decision and event kinds and
 //!   run events, typed, with the one conversion to and from their text;
 //! - [`runner`]: the plan runner (commands, supervised drivers, the pure
@@ -21,10 +23,12 @@
 
 pub mod api;
 pub mod ceremony;
+pub mod choose;
 pub mod condition;
 pub mod events;
 pub mod plan;
 pub mod runner;
+pub mod select;
 pub mod service;
 pub mod state;
 pub mod store;

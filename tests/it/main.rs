@@ -11,6 +11,7 @@ mod lifecycle;
 mod nested;
 mod plans;
 mod registry;
+mod select;
 mod sender;
 mod strategy;
 mod supervision;

@@ -390,7 +390,7 @@ impl IndexStore {
         Ok(out)
     }
 
-    /// One agent with its stats: completed, disputed, refunded, earnings and
+    /// One agent with its stats: completed, disputed, refunded, expired, earnings and
     /// success rate over all its tasks (aggregated in the database), median
     /// accept and completion latency over its latest [`MEDIAN_SAMPLE`].
     pub async fn agent(&self, agent: &str) -> Result<Option<AgentView>, DbError> {
@@ -407,11 +407,13 @@ impl IndexStore {
         };
         let totals = sqlx::query(&format!(
             "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
-               {} AS settled, CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
+               {} AS expired, {} AS settled, \
+               CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
              FROM ix_tasks WHERE executor = $1",
             count("status IN ('Paid', 'Split')"),
             count("disputed = 1"),
             count("status = 'Refunded'"),
+            count("status = 'Expired'"),
             count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled')"),
         ))
         .bind(&address)
@@ -452,6 +454,7 @@ impl IndexStore {
                 completed,
                 disputed: total("disputed")?,
                 refunded: total("refunded")?,
+                expired: total("expired")?,
                 earnings: amount_from_column(total("earnings")?, "ix_tasks")?,
                 median_accept_secs: median(&mut accept),
                 median_completion_secs: median(&mut complete),

@@ -162,8 +162,10 @@ pub struct AgentStats {
     pub completed: i64,
     /// Ever disputed.
     pub disputed: i64,
-    /// Refunded.
+    /// Refunded in full after a dispute (a dispute the agent lost).
     pub refunded: i64,
+    /// Expired: not accepted, or not delivered, before the deadline.
+    pub expired: i64,
     /// Everything it was paid.
     pub earnings: Usdc,
     /// Median seconds from creation to acceptance.

@@ -37,6 +37,8 @@ impl Plan {
             .find(|s| s.index == index)
             .ok_or(PlanError::UnknownIndex(index))?;
         task.executor = Some(executor);
+        // Why another executor was chosen no longer says anything.
+        plan.choices.retain(|c| c.index != index || c.executor == executor);
         plan.validate_shape()?;
         Ok(plan)
     }

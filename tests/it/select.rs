@@ -1,0 +1,168 @@
+//! Executors chosen on their record: two agents offer `summarize`; the
+//! cheaper one let four of its five tasks expire, the dearer one delivered
+//! all four of its own. An indexer reads those records from the chain, and
+//! the orchestrator's choice follows the policy: balanced and reliable pick
+//! the dearer, cheapest the cheaper, each with its reasons and the
+//! runner-up; briefs and the executor endpoint take the policy too.
+
+use std::sync::Arc;
+
+use alloy::primitives::Address;
+use serde_json::{Value, json};
+use tessera_bindings::usdc::Usdc;
+use tessera_e2e::Stack;
+use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
+use tessera_orchestrator::{plan::Selection, runner::RunnerConfig};
+
+const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
+two days. Traders said the delay cost them dearly. The port authority promised new breakwaters.";
+
+fn address(v: &Value) -> Address {
+    v.as_str().unwrap_or_else(|| panic!("an address: {v}")).parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
+    // No workers: the test plays both agents itself.
+    let stack = Stack::start_custom(RunnerConfig::default(), None, &[]).await;
+    let env = &stack.env;
+    // Demo agents 0 and 1 offer summarize at 0.50 and 0.40 USDC.
+    let (dear, cheap) = (env.actors.agent(0), env.actors.agent(1));
+    let mut d = env.driver();
+
+    // The cheap agent: five tasks, one delivered and paid, four never accepted.
+    d.scenario("select: cheap agent");
+    let mut params = Vec::new();
+    for _ in 0..5 {
+        params.push(d.params(cheap, 400_000, "data:,x".into()).await.unwrap());
+    }
+    let mut poor = d.create_many_with_permit(params).await.unwrap();
+    d.deliver(&mut poor[0], "data:,a summary").await.unwrap();
+    d.approve_many(&mut poor[..1]).await.unwrap();
+    // The dear agent: four tasks, all delivered and paid.
+    d.scenario("select: dear agent");
+    let mut params = Vec::new();
+    for _ in 0..4 {
+        params.push(d.params(dear, 500_000, "data:,x".into()).await.unwrap());
+    }
+    let mut good = d.create_many_with_permit(params).await.unwrap();
+    for rec in &mut good {
+        d.deliver(rec, "data:,a summary").await.unwrap();
+    }
+    d.approve_many(&mut good).await.unwrap();
+    // Past the deadline, the cheap agent's four open tasks expire.
+    d.advance(24 * 3600 + 1).await.unwrap();
+    let anyone = env.actors.sponsor.address();
+    for rec in &mut poor[1..] {
+        d.escrow.refund_expired(anyone, rec).await.unwrap();
+    }
+
+    // Without records every policy is the cheapest.
+    for policy in [Selection::Balanced, Selection::Reliable, Selection::Cheapest] {
+        let c = stack.orch.choose(1, "summarize", policy, &[], None).await.unwrap().unwrap();
+        assert_eq!(c.executor, cheap, "{policy:?} without records");
+    }
+
+    // The indexer reads the records from the chain.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    let store = IndexStore::connect(&url).await.unwrap();
+    let mut ix = Indexer::new(
+        env.provider.clone(),
+        env.deployment.clone(),
+        store,
+        None,
+        IndexerConfig::default(),
+    );
+    ix.sync_once().await.unwrap();
+    let stats = ix.store().agent(&cheap.to_string()).await.unwrap().unwrap().stats;
+    assert_eq!((stats.completed, stats.expired, stats.refunded), (1, 4, 0));
+    let stats = ix.store().agent(&dear.to_string()).await.unwrap().unwrap().stats;
+    assert_eq!((stats.completed, stats.expired), (4, 0));
+    stack.orch.with_records(Arc::new(ix.store().clone()));
+
+    // Balanced: 6/7 reliable at 0.8 of the price beats 3/8 at the lowest.
+    let c =
+        stack.orch.choose(1, "summarize", Selection::Balanced, &[], None).await.unwrap().unwrap();
+    assert_eq!((c.index, c.executor, c.price), (1, dear, Usdc::from_base_units(500_000)));
+    assert!(
+        c.reason.starts_with("balanced: 86% reliable (4/4 settled, prior 2:1), median"),
+        "{}",
+        c.reason
+    );
+    assert!(c.reason.ends_with("0.50 USDC (cheapest 0.40 USDC)"), "{}", c.reason);
+    let ru = c.runner_up.clone().expect("a runner-up");
+    assert_eq!(ru.executor, cheap);
+    assert!(ru.score_bps < c.score_bps);
+    assert_eq!(ru.reason, "less reliable: 38% reliable (1/5 settled, 4 expired), 0.40 USDC");
+    // Reliable: the same winner; cheapest: the other.
+    let c =
+        stack.orch.choose(1, "summarize", Selection::Reliable, &[], None).await.unwrap().unwrap();
+    assert_eq!(c.executor, dear);
+    let c =
+        stack.orch.choose(1, "summarize", Selection::Cheapest, &[], None).await.unwrap().unwrap();
+    assert_eq!((c.executor, c.score_bps), (cheap, 10_000));
+    assert!(c.runner_up.unwrap().reason.starts_with("dearer: 0.50 USDC against 0.40 USDC"));
+    // Exclusions and a price cap leave the cheap one, alone.
+    let only = stack.orch.choose(1, "summarize", Selection::Balanced, &[dear], None).await.unwrap();
+    assert_eq!(only.as_ref().map(|c| (c.executor, c.runner_up.is_none())), Some((cheap, true)));
+    let cap = Some(Usdc::from_base_units(450_000));
+    let capped = stack.orch.choose(1, "summarize", Selection::Balanced, &[], cap).await.unwrap();
+    assert_eq!(capped.map(|c| c.executor), Some(cheap));
+    let both = [dear, cheap];
+    let none = stack.orch.choose(1, "summarize", Selection::Balanced, &both, None).await.unwrap();
+    assert_eq!(none, None);
+
+    // A brief: the plan keeps the policy and each choice with its reasons.
+    let brief = "Translate this article to French, then summarize it";
+    let s = &stack;
+    let classify = move |policy: Value| {
+        let body = json!({"brief": brief, "payload": ARTICLE, "policy": policy});
+        async move { s.post("/api/classify", &body).await }
+    };
+    let (status, out) = classify(Value::Null).await;
+    assert_eq!(status, 201, "{out}");
+    let plan = &out["run"]["plan"];
+    assert_eq!(plan["selection"], "balanced", "balanced unless told");
+    let summarize =
+        plan["subtasks"].as_array().unwrap().iter().find(|t| t["capability"] == "summarize");
+    let index = summarize.unwrap()["index"].clone();
+    assert_eq!(address(&summarize.unwrap()["executor"]), dear);
+    assert_eq!(summarize.unwrap()["cost"], 500_000);
+    let choice = plan["choices"].as_array().unwrap().iter().find(|c| c["index"] == index).unwrap();
+    assert_eq!(address(&choice["executor"]), dear);
+    assert_eq!(choice["policy"], "balanced");
+    assert!(choice["reason"].as_str().unwrap().contains("4/4 settled"), "{choice}");
+    assert_eq!(address(&choice["runner_up"]["executor"]), cheap);
+    assert!(choice["runner_up"]["reason"].as_str().unwrap().contains("1/5 settled, 4 expired"));
+    // The translator is the only one offering translate: chosen, no runner-up.
+    let translate = plan["choices"].as_array().unwrap().iter().find(|c| c["index"] != index);
+    assert!(translate.unwrap()["runner_up"].is_null(), "{plan}");
+    let id = out["run"]["id"].as_str().unwrap().to_owned();
+
+    let (status, out) = classify(json!("cheapest")).await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["run"]["plan"]["selection"], "cheapest");
+    let choices = out["run"]["plan"]["choices"].as_array().unwrap();
+    let choice = choices.iter().find(|c| c["index"] == index).unwrap();
+    assert_eq!(address(&choice["executor"]), cheap);
+    let (status, out) = classify(json!("fastest")).await;
+    assert_eq!(status, 422, "an unknown policy: {out}");
+
+    // A live run's sub-task handed over by policy: anyone but its executor.
+    let (status, body) = stack.post(&format!("/api/runs/{id}/approve"), &Value::Null).await;
+    assert_eq!(status, 200, "{body}");
+    let executor = |i: &Value| format!("/api/runs/{id}/subtasks/{i}/executor");
+    let (status, body) = stack.post(&executor(&index), &json!({"policy": "reliable"})).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["status"], "queued");
+    assert_eq!(address(&body["choice"]["executor"]), cheap, "the current executor is excluded");
+    assert!(body["choice"]["runner_up"].is_null());
+    let other = if index == 0 { json!(1) } else { json!(0) };
+    let (status, body) = stack.post(&executor(&other), &json!({"policy": "balanced"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("no other active agent offers"), "{body}");
+    let both = json!({"policy": "balanced", "executor": cheap});
+    let (status, body) = stack.post(&executor(&index), &both).await;
+    assert_eq!(status, 422, "{body}");
+}
