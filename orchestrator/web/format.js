@@ -1,6 +1,7 @@
 // Pure formatting shared by the pages: amounts, addresses, durations, the
-// text of data: URIs and results, how run events read, and how a nested
-// plan's lineage groups by step path. No DOM, no
+// text of data: URIs and results, how run events read, how a nested
+// plan's lineage groups by step path, and a plan's strategy (checkpoints,
+// conditions, recovery, why each executor was chosen). No DOM, no
 // network: `make js-test` runs format.test.mjs against it with node.
 
 /// A USDC amount in base units (a JSON integer or a string of digits, as the
@@ -199,4 +200,142 @@ export function nestedHeaders(plan) {
     if (heads.length) out.set(t.index, heads);
   }
   return out;
+}
+
+// --- a plan's execution strategy: checkpoints, conditions, recovery, choices
+
+const ON_TIMEOUT = { approve: 'approve', reject: 'reject', escalate: 'escalate to a person' };
+
+/// What a checkpoint's timeout does, in words: `10 min, then approve`; a
+/// checkpoint without its own timeout has the run's decision timeout.
+export function timeoutText(cp) {
+  const secs = Number(cp?.timeout_secs);
+  const when = Number.isFinite(secs) && secs > 0 ? duration(secs) : "the run's decision timeout";
+  const policy = cp?.on_timeout ?? 'escalate';
+  return `${when}, then ${ON_TIMEOUT[policy] ?? policy}`;
+}
+
+/// The sub-tasks a checkpoint follows: `#0, #2`.
+export const afterText = (after) => (after ?? []).map((i) => `#${i}`).join(', ');
+
+/// The checkpoints of `plan` with where the run stands at each (`gates`
+/// of a run view, absent before one is reached): `{ name, after,
+/// afterText, timeout, on_timeout, state, by, at, open }`, in plan order.
+/// `state` is `pending` until the gate is reached, then `reached`,
+/// `escalated`, `approved` or `rejected`; `open` when it waits for an
+/// approver (reached or escalated).
+export function checkpointsOf(plan, gates) {
+  return (plan?.checkpoints ?? []).map((cp) => {
+    const g = gates?.[cp.name];
+    const state = g?.state ?? 'pending';
+    return {
+      name: cp.name,
+      after: cp.after ?? [],
+      afterText: afterText(cp.after),
+      timeout: timeoutText(cp),
+      on_timeout: cp.on_timeout ?? 'escalate',
+      state,
+      by: g?.by ?? null,
+      at: g?.at ?? null,
+      open: state === 'reached' || state === 'escalated',
+    };
+  });
+}
+
+/// How a checkpoint's state reads: `approved by the approver`,
+/// `rejected by its timeout`, `waiting for an approver`, `not reached yet`.
+export function gateStateText(c) {
+  switch (c?.state) {
+    case 'pending': return 'not reached yet';
+    case 'reached': return 'waiting for an approver';
+    case 'escalated': return 'escalated: waiting for a person';
+    case 'approved':
+    case 'rejected':
+      return `${c.state}${c.by ? ` by ${c.by === 'timeout' ? 'its timeout' : 'the approver'}` : ''}`;
+    default: return String(c?.state ?? '');
+  }
+}
+
+/// A sub-task's condition as a note: `runs only if out[0].score > 100`;
+/// empty for an unconditional one.
+export function conditionNote(t) {
+  const w = typeof t?.when === 'string' ? t.when.trim() : '';
+  return w ? `runs only if ${w}` : '';
+}
+
+const RECOVERY_FIELDS = [
+  ['on_decline', 'not accepted'],
+  ['on_expiry', 'not delivered'],
+  ['on_dispute_lost', 'dispute lost'],
+];
+const DISPUTE_POLICY = { retry_other: 'retry with another executor', fail: 'fail' };
+const recoveryWord = (field, p) => (field === 'on_dispute_lost' ? DISPUTE_POLICY[p] ?? p : p);
+
+/// One line on what the runner does by itself when work is not done or a
+/// dispute is lost: `Recovery: not accepted → retry(2) · not delivered →
+/// pause · dispute lost → fail`, then each sub-task's overrides (`#1: not
+/// delivered → reassign`). Missing fields read as the server's defaults.
+export function recoverySummary(plan) {
+  const r = { on_decline: 'pause', on_expiry: 'pause', on_dispute_lost: 'fail', ...(plan?.recovery ?? {}) };
+  const parts = RECOVERY_FIELDS.map(([f, label]) => `${label} → ${recoveryWord(f, r[f])}`);
+  let line = `Recovery: ${parts.join(' · ')}`;
+  for (const t of plan?.subtasks ?? []) {
+    const o = t.recovery ?? {};
+    const own = RECOVERY_FIELDS.filter(([f]) => o[f]).map(([f, label]) => `${label} → ${recoveryWord(f, o[f])}`);
+    if (own.length) line += `; #${t.index}: ${own.join(', ')}`;
+  }
+  return line;
+}
+
+/// The choice behind sub-task `t`'s executor, if the plan records one and
+/// the executor is still the one chosen (an edit may have changed it).
+export function choiceFor(plan, t) {
+  const c = (plan?.choices ?? []).find((x) => x.index === t?.index);
+  if (!c) return null;
+  if (t.executor && String(c.executor).toLowerCase() !== String(t.executor).toLowerCase()) return null;
+  return c;
+}
+
+/// Why an executor was chosen, in one line: `chosen by balanced: <reason>;
+/// runner-up <name> (0.420000 USDC): <why it lost>` (the reason without
+/// the policy word the server opens it with). `name` writes an address.
+export function choiceText(c, name = short) {
+  if (!c) return '';
+  const policy = c.policy ?? 'the selection policy';
+  // The server's reasons open with the policy's word (`balanced: …`).
+  let reason = String(c.reason ?? '');
+  if (reason.startsWith(`${policy}: `)) reason = reason.slice(policy.length + 2);
+  let text = `chosen by ${policy}: ${reason}`.trim();
+  const ru = c.runner_up;
+  if (ru) text += `; runner-up ${name(ru.executor)} (${usdc(ru.price)} USDC): ${ru.reason ?? ''}`.trimEnd();
+  return text;
+}
+
+/// The readable part of a run event for the log, beyond its kind and
+/// index: the checkpoint and what became of it, why a step was skipped, the
+/// recovery applied, why the run paused. Empty for other kinds.
+export function eventNote(ev) {
+  switch (ev?.kind) {
+    case 'checkpoint_reached': {
+      const cp = { timeout_secs: ev.timeout_secs, on_timeout: ev.on_timeout };
+      return `${ev.name} reached after ${afterText(ev.after)}: waiting for an approver (${timeoutText(cp)})`;
+    }
+    case 'checkpoint_approved':
+    case 'checkpoint_rejected': {
+      const verb = ev.kind === 'checkpoint_approved' ? 'approved' : 'rejected';
+      const by = ev.by === 'timeout' ? 'by its timeout' : 'by the approver';
+      return `${ev.name} ${verb} ${by}${ev.reason ? `: ${ev.reason}` : ''}`;
+    }
+    case 'checkpoint_escalated': return `${ev.name} escalated: waiting for a person`;
+    case 'subtask_skipped':
+      return `skipped: ${ev.reason ?? 'by the plan'}${ev.condition && !String(ev.reason ?? '').includes(ev.condition) ? ` (condition ${ev.condition})` : ''}`;
+    case 'recovery_applied':
+      // Attempts count from 0, as the sub-task table's `try n` counts from 1.
+      return `${ev.policy}${Number.isInteger(ev.attempt) ? `, try ${ev.attempt + 1}` : ''}: ${ev.reason ?? ''}`.trimEnd();
+    case 'plan_paused':
+    case 'plan_cancelling':
+    case 'budget_exceeded':
+      return ev.reason ?? '';
+    default: return '';
+  }
 }

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
-  nestedHeaders,
+  nestedHeaders, checkpointsOf, gateStateText, timeoutText, conditionNote, recoverySummary, choiceFor,
+  choiceText, eventNote,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -136,4 +137,108 @@ test('a proposed plan opens each nested plan once, before its first leaf', () =>
   const both = nestedHeaders({ groups: plan.groups, subtasks: [leaf(0, '1.1.0')] });
   assert.deepEqual(both.get(0).map((g) => g.path), ['1', '1.1']);
   assert.equal(nestedHeaders({ subtasks: [leaf(0, '0')] }).size, 0, 'a flat plan opens nothing');
+});
+
+// --- a plan's strategy
+
+const strategyPlan = {
+  subtasks: [
+    { index: 0, capability: 'sentiment-classify', executor: '0xAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAa' },
+    { index: 1, capability: 'summarize', when: 'out[0].score > 100', recovery: { on_expiry: 'reassign' } },
+    { index: 2, capability: 'extract-entities', when: '  ', recovery: { on_decline: 'retry(2)', on_dispute_lost: 'retry_other' } },
+  ],
+  checkpoints: [
+    { name: 'tone-check', after: [0] },
+    { name: 'legal', after: [0, 2], timeout_secs: 600, on_timeout: 'approve' },
+    { name: 'final', after: [1], timeout_secs: 30, on_timeout: 'reject' },
+  ],
+  recovery: { on_decline: 'retry(2)', on_expiry: 'pause', on_dispute_lost: 'fail' },
+};
+
+test('checkpoints read with their place, timeout policy and the state of their gate', () => {
+  const before = checkpointsOf(strategyPlan, undefined);
+  assert.deepEqual(before.map((c) => [c.name, c.state, c.open]),
+    [['tone-check', 'pending', false], ['legal', 'pending', false], ['final', 'pending', false]]);
+  assert.equal(before[0].afterText, '#0');
+  assert.equal(before[0].timeout, "the run's decision timeout, then escalate to a person");
+  assert.equal(before[0].on_timeout, 'escalate', 'escalate is the default policy');
+  assert.equal(before[1].afterText, '#0, #2');
+  assert.equal(before[1].timeout, '10 min, then approve');
+  assert.equal(before[2].timeout, '30 s, then reject');
+
+  const gates = {
+    'tone-check': { state: 'approved', at: 5, by: 'approver' },
+    legal: { state: 'escalated', at: 9 },
+    final: { state: 'reached', at: 11 },
+  };
+  const now = checkpointsOf(strategyPlan, gates);
+  assert.deepEqual(now.map((c) => [c.state, c.by, c.open]),
+    [['approved', 'approver', false], ['escalated', null, true], ['reached', null, true]]);
+  assert.equal(now[2].at, 11);
+  assert.deepEqual(checkpointsOf({ subtasks: [] }, gates), [], 'a plan without checkpoints has none');
+  assert.deepEqual(checkpointsOf(null, null), []);
+});
+
+test('a gate state reads in words, with who decided', () => {
+  assert.equal(gateStateText({ state: 'pending' }), 'not reached yet');
+  assert.equal(gateStateText({ state: 'reached' }), 'waiting for an approver');
+  assert.equal(gateStateText({ state: 'escalated' }), 'escalated: waiting for a person');
+  assert.equal(gateStateText({ state: 'approved', by: 'approver' }), 'approved by the approver');
+  assert.equal(gateStateText({ state: 'rejected', by: 'timeout' }), 'rejected by its timeout');
+  assert.equal(timeoutText({ timeout_secs: 7200, on_timeout: 'escalate' }), '2.0 h, then escalate to a person');
+});
+
+test('a conditional step says when it runs; others say nothing', () => {
+  assert.equal(conditionNote(strategyPlan.subtasks[1]), 'runs only if out[0].score > 100');
+  assert.equal(conditionNote(strategyPlan.subtasks[0]), '');
+  assert.equal(conditionNote(strategyPlan.subtasks[2]), '', 'a blank condition is none');
+});
+
+test('the recovery line names each policy, then the sub-tasks that override it', () => {
+  assert.equal(recoverySummary(strategyPlan),
+    'Recovery: not accepted → retry(2) · not delivered → pause · dispute lost → fail'
+    + '; #1: not delivered → reassign; #2: not accepted → retry(2), dispute lost → retry with another executor');
+  assert.equal(recoverySummary({ subtasks: [] }),
+    'Recovery: not accepted → pause · not delivered → pause · dispute lost → fail', 'the defaults');
+});
+
+test('a choice reads with its policy, its reason and the runner-up', () => {
+  const c = {
+    index: 0, policy: 'balanced', executor: '0xaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', price: '200000', score_bps: 8100,
+    reason: 'balanced: 81% reliable at 0.20 USDC',
+    runner_up: { executor: '0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', price: 250000, score_bps: 7000, reason: 'dearer: 0.25 USDC against 0.20 USDC' },
+  };
+  const names = { '0xbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb': 'sentiment-b' };
+  assert.equal(choiceText(c, (a) => names[a] ?? a),
+    'chosen by balanced: 81% reliable at 0.20 USDC; runner-up sentiment-b (0.250000 USDC): dearer: 0.25 USDC against 0.20 USDC');
+  assert.equal(choiceText({ ...c, runner_up: undefined, reason: 'the only offer' }), 'chosen by balanced: the only offer',
+    'a reason not opening with the policy word is kept whole');
+  assert.match(choiceText(c), /runner-up 0xbbbb…bbbb /, 'addresses are shortened by default');
+  assert.equal(choiceText(null), '');
+
+  const plan = { ...strategyPlan, choices: [c] };
+  assert.equal(choiceFor(plan, plan.subtasks[0]), c, 'the chosen executor, whatever the address case');
+  assert.equal(choiceFor(plan, { ...plan.subtasks[0], executor: '0xcccccccccccccccccccccccccccccccccccccccc' }), null,
+    'an edit that changed the executor leaves the choice behind');
+  assert.equal(choiceFor(plan, plan.subtasks[1]), null, 'no choice recorded');
+});
+
+test('the new events read in the log: checkpoints, skipped steps, recovery', () => {
+  assert.equal(eventNote({ kind: 'checkpoint_reached', name: 'tone-check', after: [0], outputs: { 0: '{}' }, timeout_secs: 300, on_timeout: 'escalate' }),
+    'tone-check reached after #0: waiting for an approver (5 min, then escalate to a person)');
+  assert.equal(eventNote({ kind: 'checkpoint_approved', name: 'tone-check', by: 'approver' }), 'tone-check approved by the approver');
+  assert.equal(eventNote({ kind: 'checkpoint_rejected', name: 'legal', by: 'approver', reason: 'names a client' }),
+    'legal rejected by the approver: names a client');
+  assert.equal(eventNote({ kind: 'checkpoint_approved', name: 'legal', by: 'timeout' }), 'legal approved by its timeout');
+  assert.equal(eventNote({ kind: 'checkpoint_escalated', name: 'legal' }), 'legal escalated: waiting for a person');
+  assert.equal(eventNote({ kind: 'subtask_skipped', index: 1, reason: 'its condition `out[0].score > 100` is false', condition: 'out[0].score > 100' }),
+    'skipped: its condition `out[0].score > 100` is false');
+  assert.equal(eventNote({ kind: 'subtask_skipped', index: 3, reason: 'everything it depends on was skipped' }),
+    'skipped: everything it depends on was skipped');
+  assert.equal(eventNote({ kind: 'subtask_skipped', index: 2, reason: 'false', condition: 'out[0].ok' }), 'skipped: false (condition out[0].ok)');
+  assert.equal(eventNote({ kind: 'recovery_applied', index: 0, policy: 'retry(2)', attempt: 1, reason: 'sub-task 0 attempt 0: expired' }),
+    'retry(2), try 2: sub-task 0 attempt 0: expired');
+  assert.equal(eventNote({ kind: 'plan_paused', index: 0, reason: 'checkpoint tone-check: approve or reject' }),
+    'checkpoint tone-check: approve or reject');
+  assert.equal(eventNote({ kind: 'subtask_paid', index: 0 }), '');
 });
