@@ -86,6 +86,10 @@ pub(crate) struct PlanArgs {
     /// For a high-stakes plan: the recipients you agree to pay, comma-separated.
     #[arg(long, requires = "confirm_amount", value_delimiter = ',')]
     confirm_recipients: Vec<String>,
+    /// With a brief: how executors are chosen among the agents offering a
+    /// capability: by price, by record, or both weighed together.
+    #[arg(long, default_value = "balanced", value_parser = ["cheapest", "reliable", "balanced"])]
+    policy: String,
     #[command(flatten)]
     api: ApiArgs,
 }
@@ -156,6 +160,10 @@ pub(crate) async fn serve(
         nested,
     })
     .await?;
+    if let Some(ix) = &indexer {
+        // Executors are chosen on the records the embedded indexer keeps.
+        service.orchestrator().with_records(Arc::new(ix.store().clone()));
+    }
     println!(
         "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",
         service.addr(),
@@ -297,6 +305,15 @@ pub(crate) fn card(view: &Value) -> String {
             if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
         ));
         out.push_str(&format!("       {pad}{}\n", truncate(t["spec"].as_str().unwrap_or(""), 90)));
+        // Why the orchestrator chose this executor, while it still is the one.
+        let chosen = plan["choices"].as_array().into_iter().flatten().find(|c| {
+            c["index"] == t["index"]
+                && c["executor"].as_str().map(str::to_lowercase)
+                    == t["executor"].as_str().map(str::to_lowercase)
+        });
+        if let Some(c) = chosen {
+            out.push_str(&format!("       {pad}{}\n", choice_line(c)));
+        }
     }
     let secs = view["estimated_duration_secs"].as_u64().unwrap_or(0);
     out.push_str(&format!(
@@ -306,6 +323,27 @@ pub(crate) fn card(view: &Value) -> String {
         secs / 3600,
         secs % 3600 / 60
     ));
+    out
+}
+
+/// `chosen: 0x14dC…9955 — balanced: 91% reliable (…), 0.42 USDC (…);
+/// runner-up 0x2361…1E8f (37%: less reliable: …)`.
+fn choice_line(c: &Value) -> String {
+    let short = |a: &Value| match a.as_str() {
+        Some(a) if a.len() == 42 && a.is_ascii() => format!("{}…{}", &a[..6], &a[38..]),
+        Some(a) => a.to_owned(),
+        None => "?".to_owned(),
+    };
+    let mut out =
+        format!("chosen: {} — {}", short(&c["executor"]), c["reason"].as_str().unwrap_or("?"));
+    if let Some(ru) = c.get("runner_up").filter(|r| r.is_object()) {
+        out.push_str(&format!(
+            "; runner-up {} ({}%: {})",
+            short(&ru["executor"]),
+            (ru["score_bps"].as_u64().unwrap_or(0) + 50) / 100,
+            ru["reason"].as_str().unwrap_or("?")
+        ));
+    }
     out
 }
 
@@ -341,7 +379,7 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
             .call(
                 reqwest::Method::POST,
                 "/api/classify",
-                Some(&json!({"brief": brief, "payload": payload})),
+                Some(&json!({"brief": brief, "payload": payload, "policy": args.policy})),
             )
             .await?;
         print!("{}", classification_card(&outcome));
@@ -849,6 +887,38 @@ mod tests {
             nested_line(&n),
             "  nested 1.1 (level 3) completed: leaves 1 cost 0.100000 USDC of share 0.100000 \
              USDC; plan 0xdef"
+        );
+    }
+
+    #[test]
+    fn the_card_says_why_an_executor_was_chosen() {
+        let (a, b) = (
+            "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955",
+            "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f",
+        );
+        let choice = json!({"index": 0, "policy": "balanced", "executor": a, "price": 420_000,
+            "score_bps": 7589,
+            "reason": "balanced: 91% reliable (19/20 settled, 1 expired, prior 2:1), 0.42 USDC (cheapest 0.35 USDC)",
+            "runner_up": {"executor": b, "price": 350_000, "score_bps": 3745,
+                          "reason": "less reliable: 38% reliable (1/5 settled, 4 expired), 0.35 USDC"}});
+        let view = |executor: &str| {
+            json!({"id": "0x1", "plan": {"choices": [choice.clone()], "subtasks": [
+                {"index": 0, "capability": "summarize", "spec": "Summarize", "executor": executor,
+                 "cost": 420_000, "depends_on": []}]}})
+        };
+        let text = card(&view(&a.to_lowercase()));
+        assert_eq!(
+            text.lines().nth(4).unwrap(),
+            "       chosen: 0x14dC…9955 — balanced: 91% reliable (19/20 settled, 1 expired, \
+             prior 2:1), 0.42 USDC (cheapest 0.35 USDC); runner-up 0x2361…1E8f (37%: less \
+             reliable: 38% reliable (1/5 settled, 4 expired), 0.35 USDC)"
+        );
+        assert!(!card(&view(b)).contains("chosen"), "a hand-picked executor has no choice line");
+        let alone =
+            json!({"executor": a, "reason": "cheapest: 0.35 USDC, the only eligible offer"});
+        assert_eq!(
+            choice_line(&alone),
+            "chosen: 0x14dC…9955 — cheapest: 0.35 USDC, the only eligible offer"
         );
     }
 
