@@ -71,7 +71,8 @@ impl Orchestrator {
             ),
             _ => {
                 let tried = self.tried(plan, &row).await?;
-                let choice = self.next_executor(plan, index, &task.capability, &tried).await?;
+                let choice =
+                    self.choose(index, &task.capability, plan.selection, &tried, None).await?;
                 let word = match failure {
                     Failure::DisputeLost => "retry_other".to_owned(),
                     _ if matches!(policy, Policy::Retry(_)) => format!("{policy} then reassign"),
@@ -114,42 +115,6 @@ impl Orchestrator {
         rows.insert(index, next);
         tracing::info!(index, attempt = attempt + 1, %executor, policy = %word, "recovered");
         self.recovery_event(plan, id, index, attempt + 1, &word, why).await
-    }
-
-    /// The executor the plan's selection policy picks next for sub-task
-    /// `index`, leaving out `tried`.
-    async fn next_executor(
-        &self,
-        plan: &Plan,
-        index: u32,
-        capability: &str,
-        tried: &[Address],
-    ) -> Result<Option<Choice>, RunError> {
-        let registry = tessera_bindings::AgentRegistry::new(
-            self.chain.deployment().agent_registry,
-            self.chain.provider(),
-        );
-        let Ok(word) = tessera_bindings::capability::encode(capability) else { return Ok(None) };
-        let read = tessera_bindings::offers::offers_for(
-            &registry,
-            word,
-            tessera_bindings::offers::DEFAULT_MAX_OFFERS,
-        )
-        .await
-        .map_err(RunError::from)?;
-        let others: Vec<_> =
-            read.offers.into_iter().filter(|o| !tried.contains(&o.agent)).collect();
-        Ok(tessera_bindings::offers::cheapest_active(&others, None).map(|(executor, price)| {
-            Choice {
-                index,
-                policy: plan.selection,
-                executor,
-                price: tessera_bindings::usdc::Usdc::from_base_units(price),
-                score_bps: 0,
-                reason: "the cheapest other active agent".into(),
-                runner_up: None,
-            }
-        }))
     }
 
     /// Keeps `choice` as the plan's reason for its sub-task's executor.

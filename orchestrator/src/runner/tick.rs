@@ -57,7 +57,10 @@ impl Orchestrator {
         if self.store.spend(id).await? != Some(spend) {
             self.store.set_spend(id, &spend).await?;
         }
-        self.settle_nested(id, &plan, &rows).await?;
+        // Skipped leaves count as done only when the plan skipped them.
+        if run.state != RunState::Cancelling {
+            self.settle_nested(id, &plan, &rows).await?;
+        }
 
         for row in self.store.pending_decisions(id).await? {
             let decision = Pending::from_row(&row)?;
@@ -576,8 +579,9 @@ impl Orchestrator {
         Ok(total)
     }
 
-    /// Reports each nested plan whose leaves are all paid, once: the nested
-    /// step is settled, and its dependants have its output.
+    /// Reports each nested plan whose leaves are all paid (or skipped by the
+    /// plan), once: the nested step is settled, and its dependants have its
+    /// output.
     async fn settle_nested(
         &self,
         id: &str,
@@ -587,7 +591,8 @@ impl Orchestrator {
         for g in &plan.groups {
             let members = plan.members(&g.path);
             let inside = members_of(plan, g, rows);
-            if inside.len() != members.len() || !inside.iter().all(|r| r.phase.is_paid()) {
+            let done = |r: &Progress| r.phase.is_paid() || r.phase == Phase::Skipped;
+            if inside.len() != members.len() || !inside.iter().all(done) {
                 continue;
             }
             let spent = self.spend(plan, &inside).await?;
