@@ -90,6 +90,7 @@ pub fn router(
         .route("/api/runs/{id}/approve", post(approve))
         .route("/api/runs/{id}/edit", post(edit))
         .route("/api/runs/{id}/cancel", post(cancel))
+        .route("/api/runs/{id}/checkpoints/{name}", post(checkpoint))
         .route("/api/runs/{id}/subtasks/{index}/review", post(review))
         .route("/api/runs/{id}/subtasks/{index}/retry", post(retry))
         .route("/api/runs/{id}/subtasks/{index}/executor", post(change_executor))
@@ -368,6 +369,34 @@ async fn change_executor(
                 .into(),
         )),
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckpointBody {
+    decision: CheckpointVerdict,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum CheckpointVerdict {
+    Approve,
+    Reject,
+}
+
+async fn checkpoint(
+    State(s): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+    Body(body): Body<CheckpointBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    let decision = Decision::Checkpoint {
+        name,
+        approve: matches!(body.decision, CheckpointVerdict::Approve),
+        reason: body.reason.filter(|r| !r.trim().is_empty()),
+    };
+    queue(&s, &id, decision).await
 }
 
 #[derive(Deserialize)]
