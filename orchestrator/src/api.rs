@@ -61,6 +61,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/classify"),
     ("post", "/api/runs/{id}/confirm"),
     ("post", "/api/runs/{id}/appeal"),
+    ("post", "/api/runs/{id}/checkpoints/{name}"),
 ];
 
 #[derive(Clone)]
