@@ -82,8 +82,10 @@ enum Command {
     /// Turn a brief (or a plan JSON file) into a plan, show its card, ask
     /// approve / edit / cancel, then follow it to settlement.
     Plan(crate::orchestrate::PlanArgs),
-    /// Inspect runs and take their decisions through the orchestrator's API.
-    #[command(subcommand)]
+    /// Inspect runs and take their decisions through the orchestrator's API:
+    /// review, retry, change-executor, cancel, checkpoint, appeal (queued;
+    /// `runs show` tells what came of each). Decisions need TESSERA_API_TOKEN.
+    #[command(subcommand, after_help = crate::client::EXIT_CODES)]
     Runs(RunsCommand),
     /// The indexer: events into SQLite or PostgreSQL, reorg-safe, with a read API.
     #[command(subcommand)]
@@ -102,10 +104,10 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum RunsCommand {
     /// List runs, newest first (optionally only those in one state).
+    #[command(after_help = crate::client::EXIT_CODES)]
     List {
-        /// Only runs in this state: proposed, running, paused, cancelling,
-        /// completed, failed or cancelled.
-        #[arg(long)]
+        /// Only runs in this state.
+        #[arg(long, value_parser = crate::runs::run_states())]
         state: Option<String>,
         /// Print the API's JSON instead of a table.
         #[arg(long)]
@@ -114,16 +116,15 @@ enum RunsCommand {
         api: crate::orchestrate::ApiArgs,
     },
     /// Show a run: its plan card and each sub-task's progress.
+    #[command(after_help = crate::client::EXIT_CODES)]
     Show {
         /// The run id (the plan id, 0x + 64 hex).
         id: String,
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
-    /// Take a decision on a live run (queued; `runs show` tells what came of
-    /// it). Needs TESSERA_API_TOKEN.
     #[command(flatten)]
-    Decide(crate::orchestrate::DecideCommand),
+    Decide(crate::runs::DecideCommand),
 }
 
 /// Where a worker runs. The agent's private key (hex) comes from the
@@ -373,10 +374,10 @@ impl Cli {
                 crate::orchestrate::show(&api, &id).await?;
             }
             Command::Runs(RunsCommand::List { state, json, api }) => {
-                crate::orchestrate::list(&api, state.as_deref(), json).await?;
+                crate::runs::list(&api, state.as_deref(), json).await?;
             }
             Command::Runs(RunsCommand::Decide(cmd)) => {
-                crate::orchestrate::decide(cmd).await?;
+                crate::runs::decide(cmd).await?;
             }
             Command::Bench(BenchCommand::Indexer {
                 chain,

@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use alloy::{network::EthereumWallet, primitives::Address, signers::local::PrivateKeySigner};
+use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
 use clap::Args;
 use eyre::{Context, Result, bail, eyre};
 use futures_util::StreamExt;
@@ -22,6 +22,8 @@ use tessera_orchestrator::{
     service::{Service, ServiceConfig},
     store::Store,
 };
+
+use crate::client::Client;
 
 /// Where the orchestrator service runs. The sponsor's key comes from
 /// TESSERA_SPONSOR_KEY and the API token from TESSERA_API_TOKEN (environment only).
@@ -61,7 +63,7 @@ pub(crate) struct ServeArgs {
 pub(crate) struct ApiArgs {
     /// Orchestrator API base URL.
     #[arg(long, env = "TESSERA_API_URL", default_value = "http://127.0.0.1:8080")]
-    api: String,
+    pub(crate) api: String,
 }
 
 /// `tessera plan "<brief>"` or `tessera plan --file plan.json`.
@@ -90,8 +92,26 @@ pub(crate) struct PlanArgs {
     /// capability: by price, by record, or both weighed together.
     #[arg(long, default_value = "balanced", value_parser = ["cheapest", "reliable", "balanced"])]
     policy: String,
+    /// While following the run, ask on standard input what to do when it
+    /// waits for someone: a delivered sub-task under manual review
+    /// (approve / dispute <reason> / skip) or a checkpoint (approve /
+    /// reject [reason] / skip). On by default when standard input is a terminal.
+    #[arg(long, overrides_with = "no_interactive")]
+    interactive: bool,
+    /// Only follow the run; decide with `tessera runs …`.
+    #[arg(long, overrides_with = "interactive")]
+    no_interactive: bool,
     #[command(flatten)]
     api: ApiArgs,
+}
+
+impl PlanArgs {
+    /// Whether to ask at the run's pauses: as told, else when standard
+    /// input is a terminal.
+    fn interactive(&self) -> bool {
+        use std::io::IsTerminal;
+        !self.no_interactive && (self.interactive || std::io::stdin().is_terminal())
+    }
 }
 
 fn env_secret(name: &str, what: &str) -> Result<String> {
@@ -206,48 +226,6 @@ fn redact(url: &str) -> String {
             format!("{}://{user}:***@{}", &url[..scheme], &url[at + 1..])
         }
         _ => url.to_owned(),
-    }
-}
-
-struct Client {
-    base: String,
-    token: Option<String>,
-    http: reqwest::Client,
-}
-
-impl Client {
-    fn new(args: &ApiArgs) -> Self {
-        Self {
-            base: args.api.trim_end_matches('/').to_owned(),
-            token: std::env::var("TESSERA_API_TOKEN").ok(),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<Value> {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(t) = &self.token {
-            req = req.bearer_auth(t);
-        }
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        let resp = req
-            .send()
-            .await
-            .wrap_err_with(|| format!("reaching the orchestrator at {}", self.base))?;
-        let status = resp.status();
-        let value: Value = resp.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            let msg = value["error"].as_str().unwrap_or("no details");
-            bail!("{status}: {msg}");
-        }
-        Ok(value)
     }
 }
 
@@ -391,7 +369,7 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
             println!("atomic, low stakes: executed directly");
             print!("{}", card(&view));
             let id = view["id"].as_str().unwrap_or_default().to_owned();
-            return follow(&client, &id, &view).await;
+            return follow(&client, &id, &view, args.interactive()).await;
         }
         view
     };
@@ -508,7 +486,7 @@ async fn decide_and_follow(client: &Client, mut view: Value, args: &PlanArgs) ->
     }
     let body = (!body.is_null()).then_some(body);
     client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), body.as_ref()).await?;
-    follow(client, &id, &view).await
+    follow(client, &id, &view, args.interactive()).await
 }
 
 fn read_line() -> Result<String> {
@@ -543,8 +521,10 @@ fn parse_edit(line: &str) -> Result<Value> {
     })
 }
 
-/// Shows live progress per sub-task from the SSE stream, then the settlement summary.
-async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
+/// Shows live progress per sub-task from the SSE stream, then the settlement
+/// summary. With `interactive`, asks on standard input what to do when the
+/// run waits for a review or at a checkpoint, and queues the answer.
+async fn follow(client: &Client, id: &str, view: &Value, mut interactive: bool) -> Result<()> {
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>4} {spinner} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -557,7 +537,8 @@ async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
         bar.enable_steady_tick(Duration::from_millis(120));
         rows.insert(t["index"].as_u64().unwrap_or_default(), bar);
     }
-    let resp = client.http.get(format!("{}/api/runs/{id}/events", client.base)).send().await?;
+    let resp = client.http.get(format!("{}/api/runs/{id}/events", client.base)).send().await;
+    let resp = resp.map_err(|e| crate::client::ApiError::unreachable(&client.base, &e))?;
     let mut stream = resp.bytes_stream();
     let mut buf = String::new();
     let mut txs: BTreeMap<u64, Vec<(String, String)>> = BTreeMap::new();
@@ -587,6 +568,9 @@ async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
                 outcome = ev;
                 break 'read;
             }
+            if interactive && let Some(pause) = crate::runs::Pause::of(&ev) {
+                interactive = ask_and_decide(client, id, &bars, &pause).await?;
+            }
         }
     }
     for bar in rows.values() {
@@ -607,6 +591,39 @@ async fn follow(client: &Client, id: &str, view: &Value) -> Result<()> {
         bail!("the plan did not complete");
     }
     Ok(())
+}
+
+/// Asks what to do at `pause` (the progress bars hidden meanwhile) and
+/// queues the answer; whether to go on asking (not once the input ended).
+async fn ask_and_decide(
+    client: &Client,
+    id: &str,
+    bars: &MultiProgress,
+    pause: &crate::runs::Pause,
+) -> Result<bool> {
+    use crate::runs::Answer;
+    let pause = match client.call(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await {
+        Ok(view) => pause.clone().with_view(&view),
+        Err(_) => pause.clone(),
+    };
+    let pause = &pause;
+    let answer = tokio::task::block_in_place(|| {
+        bars.suspend(|| {
+            crate::runs::ask(pause, &mut std::io::stdin().lock(), &mut std::io::stdout())
+        })
+    })?;
+    match answer {
+        Answer::Decide(decision) => {
+            let what = decision.describe();
+            match decision.send(client, id).await {
+                Ok(_) => bars.suspend(|| println!("  {what} queued")),
+                Err(e) => bars.suspend(|| println!("  {what} refused: {e}")),
+            }
+        }
+        Answer::Skip => bars.suspend(|| println!("  skipped; decide later with `tessera runs …`")),
+        Answer::Closed => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// `tessera runs show <id>`.
@@ -636,146 +653,6 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
         println!("{}", decision_line(d));
     }
     Ok(())
-}
-
-/// The decisions a run takes from the command line.
-#[derive(Debug, clap::Subcommand)]
-pub(crate) enum DecideCommand {
-    /// Approve and pay a delivered sub-task, or dispute it with a reason.
-    Review {
-        /// The run id.
-        run: String,
-        /// The sub-task's index in the plan.
-        index: u32,
-        /// approve or dispute.
-        #[arg(value_parser = ["approve", "dispute"])]
-        verdict: String,
-        /// Why the result is disputed (required with dispute).
-        #[arg(long, required_if_eq("verdict", "dispute"))]
-        reason: Option<String>,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-    /// Run a stuck sub-task again (or re-route a task nobody accepted).
-    Retry {
-        /// The run id.
-        run: String,
-        /// The sub-task's index in the plan.
-        index: u32,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-    /// Give a sub-task to another registered agent.
-    ChangeExecutor {
-        /// The run id.
-        run: String,
-        /// The sub-task's index in the plan.
-        index: u32,
-        /// The agent's address.
-        #[arg(long)]
-        to: Address,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-    /// Appeal a ruling on a sub-task, with a reason.
-    Appeal {
-        /// The run id.
-        run: String,
-        /// The sub-task's index in the plan.
-        index: u32,
-        /// Why the ruling is wrong.
-        #[arg(long)]
-        reason: String,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-    /// Cancel a run: settled work stays settled, unaccepted tasks are refunded.
-    Cancel {
-        /// The run id.
-        run: String,
-        #[command(flatten)]
-        api: ApiArgs,
-    },
-}
-
-/// Queues a decision through the API and says so.
-pub(crate) async fn decide(cmd: DecideCommand) -> Result<()> {
-    let (api, path, body) = match cmd {
-        DecideCommand::Review { run, index, verdict, reason, api } => {
-            let body = match reason {
-                Some(reason) if verdict == "dispute" => {
-                    json!({"decision": verdict, "reason": reason})
-                }
-                _ => json!({"decision": verdict}),
-            };
-            (api, format!("/api/runs/{run}/subtasks/{index}/review"), Some(body))
-        }
-        DecideCommand::Retry { run, index, api } => {
-            (api, format!("/api/runs/{run}/subtasks/{index}/retry"), None)
-        }
-        DecideCommand::ChangeExecutor { run, index, to, api } => (
-            api,
-            format!("/api/runs/{run}/subtasks/{index}/executor"),
-            Some(json!({"executor": to})),
-        ),
-        DecideCommand::Appeal { run, index, reason, api } => (
-            api,
-            format!("/api/runs/{run}/appeal"),
-            Some(json!({"index": index, "reason": reason})),
-        ),
-        DecideCommand::Cancel { run, api } => (api, format!("/api/runs/{run}/cancel"), None),
-    };
-    let client = Client::new(&api);
-    let reply = client.call(reqwest::Method::POST, &path, body.as_ref()).await?;
-    match reply["decision"].as_i64() {
-        Some(seq) => println!("decision {seq} queued; `tessera runs show` tells what came of it"),
-        None => println!("{}", reply["status"].as_str().unwrap_or("accepted")),
-    }
-    Ok(())
-}
-
-/// Lists runs, newest first, optionally only those in `state`.
-pub(crate) async fn list(api: &ApiArgs, state: Option<&str>, json: bool) -> Result<()> {
-    const STATES: [&str; 7] =
-        ["proposed", "running", "paused", "cancelling", "completed", "failed", "cancelled"];
-    if let Some(s) = state
-        && !STATES.contains(&s)
-    {
-        bail!("unknown state {s:?}: use one of {}", STATES.join(", "));
-    }
-    let client = Client::new(api);
-    let reply = client.call(reqwest::Method::GET, "/api/runs", None).await?;
-    let mut runs: Vec<Value> = reply["runs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| state.is_none_or(|s| r["state"] == s))
-        .cloned()
-        .collect();
-    runs.sort_by_key(|r| std::cmp::Reverse(r["created_at"].as_i64().unwrap_or_default()));
-    if json {
-        println!("{}", serde_json::to_string_pretty(&json!({ "runs": runs }))?);
-    } else {
-        print!("{}", runs_table(&runs));
-    }
-    Ok(())
-}
-
-/// Runs as a table: id, state, reason.
-fn runs_table(runs: &[Value]) -> String {
-    let mut out = String::new();
-    for r in runs {
-        out.push_str(&format!(
-            "{}  {:<10} {}\n",
-            r["id"].as_str().unwrap_or("?"),
-            r["state"].as_str().unwrap_or("?"),
-            r["reason"].as_str().unwrap_or("")
-        ));
-    }
-    if runs.is_empty() {
-        out.push_str("no runs\n");
-    }
-    out
 }
 
 /// What a started run has spent against its budget, from the API's view.
@@ -844,16 +721,6 @@ mod tests {
     fn database_passwords_are_redacted() {
         assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(redact("sqlite://.tessera/runs.db"), "sqlite://.tessera/runs.db");
-    }
-
-    #[test]
-    fn runs_read_as_a_table() {
-        let runs = [
-            json!({"id": "0xab", "state": "paused", "reason": "sub-task 0 expired"}),
-            json!({"id": "0xcd", "state": "completed", "reason": null}),
-        ];
-        assert_eq!(runs_table(&runs), "0xab  paused     sub-task 0 expired\n0xcd  completed  \n");
-        assert_eq!(runs_table(&[]), "no runs\n");
     }
 
     #[test]

@@ -1,0 +1,199 @@
+//! The orchestrator API's client for the command line, and what its
+//! failures mean as exit codes.
+
+use serde_json::Value;
+
+use crate::orchestrate::ApiArgs;
+
+/// What the client commands exit with, as their `--help` says.
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0  done; a decision is accepted and queued (`tessera runs show` tells what came of it)
+  1  any other failure (a local file, the event stream)
+  2  usage error: a missing or malformed argument
+  3  refused by the API: a bad request, an unknown run, sub-task or
+     checkpoint, or a run in the wrong state (HTTP 400, 404, 409, 422)
+  4  unauthorized: TESSERA_API_TOKEN missing or wrong (HTTP 401, 403)
+  5  the API unreachable, or it failed (HTTP 5xx)";
+
+/// A request the orchestrator did not take.
+#[derive(Debug)]
+pub(crate) enum ApiError {
+    /// Refused as a bad request or in the wrong state (a 4xx other than
+    /// 401 and 403).
+    Refused { status: u16, message: String },
+    /// Refused for want of the right token (401, 403).
+    Unauthorized { status: u16, message: String },
+    /// The API failed (5xx).
+    Server { status: u16, message: String },
+    /// No answer at all.
+    Unreachable { base: String, error: String },
+}
+
+impl ApiError {
+    /// The error for a reply with `status` and the API's `message`.
+    pub(crate) fn from_status(status: u16, message: String) -> Self {
+        match status {
+            401 | 403 => Self::Unauthorized { status, message },
+            400..=499 => Self::Refused { status, message },
+            _ => Self::Server { status, message },
+        }
+    }
+
+    /// The API at `base` did not answer: why.
+    pub(crate) fn unreachable(base: &str, error: &reqwest::Error) -> Self {
+        Self::Unreachable { base: base.to_owned(), error: error_chain(error) }
+    }
+
+    /// The process exit code it means (see [`EXIT_CODES`]).
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Self::Refused { .. } => 3,
+            Self::Unauthorized { .. } => 4,
+            Self::Server { .. } | Self::Unreachable { .. } => 5,
+        }
+    }
+
+    /// The HTTP status, when the API answered.
+    #[cfg(test)]
+    pub(crate) fn status(&self) -> Option<u16> {
+        match self {
+            Self::Refused { status, .. }
+            | Self::Unauthorized { status, .. }
+            | Self::Server { status, .. } => Some(*status),
+            Self::Unreachable { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let reason = |status: &u16| {
+            reqwest::StatusCode::from_u16(*status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .map(|r| format!("{status} {r}"))
+                .unwrap_or_else(|| status.to_string())
+        };
+        match self {
+            Self::Refused { status, message } => {
+                write!(f, "refused ({}): {message}", reason(status))
+            }
+            Self::Unauthorized { status, message } => write!(
+                f,
+                "unauthorized ({}): {message} (set TESSERA_API_TOKEN to the orchestrator's token)",
+                reason(status)
+            ),
+            Self::Server { status, message } => {
+                write!(f, "the orchestrator failed ({}): {message}", reason(status))
+            }
+            Self::Unreachable { base, error } => {
+                write!(f, "the orchestrator at {base} is unreachable: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// The exit code for `error`: an [`ApiError`]'s anywhere in its chain,
+/// 1 for anything else.
+pub(crate) fn exit_code(error: &eyre::Report) -> u8 {
+    error.chain().find_map(|e| e.downcast_ref::<ApiError>()).map_or(1, ApiError::exit_code)
+}
+
+/// The orchestrator's API, with the token from TESSERA_API_TOKEN when set.
+pub(crate) struct Client {
+    pub(crate) base: String,
+    token: Option<String>,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Client {
+    pub(crate) fn new(args: &ApiArgs) -> Self {
+        Self {
+            base: args.api.trim_end_matches('/').to_owned(),
+            token: std::env::var("TESSERA_API_TOKEN").ok(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Sends `body` (when given) with `method` to `path`; the JSON reply,
+    /// or what kept the API from taking it.
+    pub(crate) async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req.send().await.map_err(|e| ApiError::unreachable(&self.base, &e))?;
+        let status = resp.status();
+        let value: Value = resp.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            let message = value["error"].as_str().unwrap_or("no details").to_owned();
+            return Err(ApiError::from_status(status.as_u16(), message));
+        }
+        Ok(value)
+    }
+}
+
+/// An error and its sources on one line (reqwest's own message alone says
+/// little: "error sending request").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_exit_codes() {
+        for (status, code) in
+            [(400, 3), (404, 3), (409, 3), (422, 3), (401, 4), (403, 4), (500, 5), (503, 5)]
+        {
+            let e = ApiError::from_status(status, "x".into());
+            assert_eq!((e.status(), e.exit_code()), (Some(status), code), "{status}");
+        }
+        let gone = ApiError::Unreachable { base: "http://x".into(), error: "refused".into() };
+        assert_eq!(gone.exit_code(), 5);
+    }
+
+    #[test]
+    fn the_code_is_found_under_context() {
+        use eyre::WrapErr;
+        let wrapped: eyre::Result<()> =
+            Err(ApiError::from_status(409, "wrong state".into())).wrap_err("confirmation refused");
+        assert_eq!(exit_code(&wrapped.unwrap_err()), 3);
+        assert_eq!(exit_code(&eyre::eyre!("a local failure")), 1);
+    }
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let e = ApiError::from_status(401, "missing bearer token".into());
+        assert_eq!(
+            e.to_string(),
+            "unauthorized (401 Unauthorized): missing bearer token (set TESSERA_API_TOKEN to \
+             the orchestrator's token)"
+        );
+        let e = ApiError::from_status(422, "the plan has no checkpoint \"x\"".into());
+        assert_eq!(
+            e.to_string(),
+            "refused (422 Unprocessable Entity): the plan has no checkpoint \"x\""
+        );
+    }
+}
