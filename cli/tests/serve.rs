@@ -17,7 +17,7 @@ mod support;
 
 use support::{
     Service, chain_plan, chain_with_workers, chain_with_workers_deployed, escrow_logs,
-    propose_and_approve, start, wait_completed, wait_started, wait_up,
+    propose_and_approve, start, wait_completed, wait_started, wait_up, words,
 };
 
 #[tokio::test]
@@ -226,39 +226,25 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
 }
 
 /// Every decision of a live run from the command line: the run listed by
-/// state, a delivered sub-task disputed with a reason and the next one
-/// approved, and a second run cancelled; a decision without the token or
-/// a dispute without a reason is refused with a clear error and a failing
-/// exit code.
+/// state (as a table and as JSON), a delivered sub-task approved (its JSON
+/// reply) and the next one disputed with a reason, a second run cancelled;
+/// and each refusal with its exit code: 2 for a usage error (a dispute
+/// without a reason), 3 for the API's refusal (an unknown sub-task or
+/// checkpoint, a run not yet approved, a malformed run id), 4 without the
+/// token or with a wrong one.
 #[tokio::test]
 async fn runs_decisions_from_the_cli_drive_live_runs() {
     let (env, dir, workers) = chain_with_workers().await;
     let (_orch, api) = start(&env, dir.path());
     let http = reqwest::Client::new();
     wait_up(&http, &api).await;
-    let tessera = |args: Vec<String>, token: bool| {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
-        cmd.args(args).env("TESSERA_API_URL", &api).env_remove("TESSERA_API_TOKEN");
-        if token {
-            cmd.env("TESSERA_API_TOKEN", TEST_TOKEN);
-        }
-        cmd.kill_on_drop(true);
-        async move {
-            let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-                .await
-                .expect("tessera finishes")
-                .expect("tessera runs");
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            (out.status.success(), text)
-        }
+    let tessera = |args: Vec<String>, token: Option<&'static str>| {
+        let api = api.clone();
+        async move { support::cli(&api, token, args, None).await }
     };
-    let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
-    let propose = |label: &str| {
-        let plan = json!({
+    let (ok, no, wrong) = (Some(TEST_TOKEN), None, Some("not-the-token"));
+    let plan = |label: &str| {
+        json!({
             "version": 1, "id": Plan::id_from_label(label), "review": "manual", "budget": 2_000_000u64,
             "source": "The port reopened after the storm. Ships queued for two days. Traders were relieved.",
             "subtasks": [
@@ -268,74 +254,274 @@ async fn runs_decisions_from_the_cli_drive_live_runs() {
                  "executor": env.actors.agent(1), "cost": 400_000, "deadline_offset_secs": 3600,
                  "depends_on": [0]},
             ],
-        });
-        let http = http.clone();
-        let api = api.clone();
-        async move {
-            let url = format!("{api}/api/plans");
-            let r = http.post(url).bearer_auth(TEST_TOKEN).json(&plan).send().await.unwrap();
-            assert_eq!(r.status().as_u16(), 201);
-            let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
-            let url = format!("{api}/api/runs/{id}/approve");
-            let r = http.post(url).bearer_auth(TEST_TOKEN).send().await.unwrap();
-            assert_eq!(r.status().as_u16(), 200);
-            id
-        }
+        })
     };
-    let phase = |id: String, index: usize, want: &'static str| {
-        let http = http.clone();
-        let api = api.clone();
-        async move {
-            let end = tokio::time::Instant::now() + Duration::from_secs(60);
-            loop {
-                let v = get_json(&http, &format!("{api}/api/runs/{id}")).await;
-                if v["subtasks"][index]["phase"] == want || v["state"] == want {
-                    return v;
-                }
-                assert!(tokio::time::Instant::now() < end, "never {want}: {v}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    let id = propose("cli-decisions").await;
-    let (ok, listed) = tessera(args("runs list --state running"), false).await;
-    assert!(ok && listed.contains(&id), "{listed}");
-    let (ok, listed) = tessera(args("runs list --state completed --json"), false).await;
-    assert!(ok, "{listed}");
-    assert_eq!(serde_json::from_str::<Value>(&listed).unwrap()["runs"], json!([]));
+    let id = support::propose_and_approve(&http, &api, &plan("cli-decisions")).await;
+    let ran = tessera(words("runs list --state running"), no).await;
+    assert!(ran.code == Some(0) && ran.stdout.contains(&id), "{ran:?}");
+    let ran = tessera(words("runs list --state running --json"), no).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let listed: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let runs = listed["runs"].as_array().unwrap();
+    assert!(runs.iter().any(|r| r["id"] == id.as_str()), "{listed}");
+    assert!(runs.iter().all(|r| r["state"] == "running"), "{listed}");
+    let ran = tessera(words("runs list --state completed --json"), no).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(serde_json::from_str::<Value>(&ran.stdout).unwrap()["runs"], json!([]));
+    let ran = tessera(words("runs list --state finished"), no).await;
+    assert_eq!(ran.code, Some(2), "not a state: a usage error: {ran:?}");
 
-    phase(id.clone(), 0, "completed").await;
-    let (ok, text) = tessera(args(&format!("runs review {id} 0 approve")), false).await;
-    assert!(!ok && text.contains("missing bearer token"), "{text}");
-    let (ok, text) = tessera(args(&format!("runs review {id} 0 dispute")), true).await;
-    assert!(!ok && text.contains("--reason"), "a dispute needs a reason: {text}");
-    let (ok, text) = tessera(args(&format!("runs review {id} 0 approve")), true).await;
-    assert!(ok && text.contains("queued"), "{text}");
-    phase(id.clone(), 1, "completed").await;
-    let mut dispute = args(&format!("runs review {id} 1 dispute --reason"));
+    support::wait_phase(&http, &api, &id, 0, "completed").await;
+    // Without the token, or with a wrong one: 4, and what to set.
+    let ran = tessera(words(&format!("runs review {id} 0 approve")), no).await;
+    assert_eq!(ran.code, Some(4), "{ran:?}");
+    assert!(
+        ran.stderr.contains("missing bearer token") && ran.stderr.contains("TESSERA_API_TOKEN")
+    );
+    let ran = tessera(words(&format!("runs review {id} 0 approve")), wrong).await;
+    assert_eq!(ran.code, Some(4), "{ran:?}");
+    assert!(ran.stderr.contains("invalid bearer token"), "{ran:?}");
+    // A dispute without a reason is a usage error.
+    let ran = tessera(words(&format!("runs review {id} 0 dispute")), ok).await;
+    assert!(ran.code == Some(2) && ran.stderr.contains("--reason"), "{ran:?}");
+    // The API's refusals: 3, with its message.
+    let ran = tessera(words(&format!("runs review {id} 9 approve")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("no sub-task 9"), "{ran:?}");
+    let ran = tessera(words(&format!("runs retry {id} 9 --json")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("no sub-task 9"), "{ran:?}");
+    let ran = tessera(words(&format!("runs appeal {id} 7 --reason wrong")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("no sub-task 7"), "{ran:?}");
+    let ran = tessera(words(&format!("runs checkpoint {id} legal approve")), ok).await;
+    assert_eq!(ran.code, Some(3), "{ran:?}");
+    assert!(ran.stderr.contains("the plan has no checkpoint \"legal\""), "{ran:?}");
+    let ran = tessera(words("runs review 0x12 0 approve"), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("not a run id"), "{ran:?}");
+    let unknown = Plan::id_from_label("never-proposed").to_string();
+    let ran = tessera(words(&format!("runs cancel {unknown}")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("no run"), "{ran:?}");
+
+    // Approved, with the API's JSON reply.
+    let ran = tessera(words(&format!("runs review {id} 0 approve --json")), ok).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!((reply["run"].as_str(), reply["status"].as_str()), (Some(&*id), Some("queued")));
+    assert_eq!(reply["decision"], 1, "{reply}");
+    support::wait_phase(&http, &api, &id, 1, "completed").await;
+    let mut dispute = words(&format!("runs review {id} 1 dispute --reason"));
     dispute.push("The summary leaves out the traders.".into());
-    let (ok, text) = tessera(dispute, true).await;
-    assert!(ok, "{text}");
-    phase(id.clone(), 1, "disputed").await;
-    let (ok, shown) = tessera(args(&format!("runs show {id}")), false).await;
-    assert!(ok, "{shown}");
+    let ran = tessera(dispute, ok).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(ran.stdout.starts_with("dispute of #1 queued as decision 2"), "{ran:?}");
+    support::wait_phase(&http, &api, &id, 1, "disputed").await;
+    let shown = tessera(words(&format!("runs show {id}")), no).await;
+    assert_eq!(shown.code, Some(0), "{shown:?}");
     for line in ["decision 1 approve #0: approved", "decision 2 dispute #1: disputed"] {
-        assert!(shown.contains(line), "{line} in:\n{shown}");
+        assert!(shown.stdout.contains(line), "{line} in:\n{}", shown.stdout);
     }
-    assert!(shown.contains("spent: 1.200000 USDC funded, 0.800000 USDC paid"), "{shown}");
+    assert!(shown.stdout.contains("spent: 1.200000 USDC funded, 0.800000 USDC paid"), "{shown:?}");
 
-    let other = propose("cli-cancel").await;
-    let (ok, text) = tessera(args(&format!("runs cancel {other}")), true).await;
-    assert!(ok, "{text}");
+    // A run not yet approved takes no decision but its cancellation.
+    let proposed = plan("cli-proposed");
+    let r = http.post(format!("{api}/api/plans")).bearer_auth(TEST_TOKEN).json(&proposed).send();
+    assert_eq!(r.await.unwrap().status().as_u16(), 201);
+    let pid = proposed["id"].as_str().unwrap().to_owned();
+    let ran = tessera(words(&format!("runs retry {pid} 0")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("is proposed"), "{ran:?}");
+    let ran = tessera(words(&format!("runs cancel {pid}")), ok).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.trim(), format!("run {pid} cancelled; nothing was funded"));
+    let ran = tessera(words(&format!("runs cancel {pid}")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("is cancelled"), "{ran:?}");
+
+    let other = support::propose_and_approve(&http, &api, &plan("cli-cancel")).await;
+    let ran = tessera(words(&format!("runs cancel {other} --json")), ok).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(reply["id"], other.as_str(), "the run's view: {reply}");
     // What never started is skipped; a delivered translation waits for its
     // review (settled work stays settled), so the run may stay cancelling.
-    let done = phase(other.clone(), 1, "skipped").await;
+    let done = support::wait_phase(&http, &api, &other, 1, "skipped").await;
     let state = done["state"].as_str().unwrap().to_owned();
     assert!(state == "cancelling" || state == "cancelled", "{done}");
-    let (ok, listed) = tessera(args(&format!("runs list --state {state}")), false).await;
-    assert!(ok && listed.contains(&other) && !listed.contains(&id), "{listed}");
+    let ran = tessera(words(&format!("runs list --state {state}")), no).await;
+    assert!(ran.code == Some(0) && ran.stdout.contains(&other) && !ran.stdout.contains(&id));
     for w in workers {
         w.abort();
+    }
+}
+
+/// Retry and change-executor against a task nobody accepts (the executor's
+/// worker never runs): the retry gives it a fresh deadline with the same
+/// executor, the change hands it to a running one (its JSON reply), and
+/// the run completes.
+#[tokio::test]
+async fn retry_and_change_executor_from_the_cli_reroute_a_task_nobody_accepts() {
+    // summarizer-b (demo agent 1) never runs.
+    let (env, dir, workers) =
+        support::chain_with_workers_for(DeployConfig::default(), &[0, 2, 3, 4]).await;
+    let (_orch, api) = start(&env, dir.path());
+    let http = reqwest::Client::new();
+    wait_up(&http, &api).await;
+    let (a0, a1) = (env.actors.agent(0), env.actors.agent(1));
+    let plan = chain_plan(
+        Plan::id_from_label("cli-reroute"),
+        "The library opens late on Sundays. The reading room is closed for repairs.",
+        // Enough for either summarizer: a task re-routed on chain keeps its amount.
+        &[("summarize", a1, 500_000)],
+    );
+    let id = propose_and_approve(&http, &api, &plan).await;
+    support::wait_view(&http, &api, &id, "created", |v| v["subtasks"][0]["phase"] == "created")
+        .await;
+    let tessera = |args: Vec<String>| {
+        let api = api.clone();
+        async move { support::cli(&api, Some(TEST_TOKEN), args, None).await }
+    };
+    let ran = tessera(words(&format!("runs retry {id} 0"))).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(ran.stdout.starts_with("retry of #0 queued as decision 1"), "{ran:?}");
+    let v = support::wait_view(&http, &api, &id, "retried", |v| {
+        v["decisions"].as_array().is_some_and(|d| d.iter().any(|d| d["ok"] == true))
+    })
+    .await;
+    let outcome = v["decisions"][0]["outcome"].as_str().unwrap();
+    assert!(outcome.starts_with(&format!("reassigned to {a1}")), "{v:#}");
+
+    // Exactly one of --to and --policy.
+    let ran = tessera(words(&format!("runs change-executor {id} 0"))).await;
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    let ran =
+        tessera(words(&format!("runs change-executor {id} 0 --to {a0} --policy cheapest"))).await;
+    assert_eq!(ran.code, Some(2), "{ran:?}");
+    // An agent that does not offer the capability: refused, 3.
+    let a2 = env.actors.agent(2);
+    let ran = tessera(words(&format!("runs change-executor {id} 0 --to {a2}"))).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("does not offer"), "{ran:?}");
+
+    let ran = tessera(words(&format!("runs change-executor {id} 0 --to {a0} --json"))).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!((reply["decision"].as_i64(), reply["status"].as_str()), (Some(2), Some("queued")));
+    let v = wait_completed(&http, &api, &id).await;
+    assert_eq!(v["subtasks"][0]["executor"], a0.to_string(), "{v:#}");
+    let shown = tessera(words(&format!("runs show {id}"))).await;
+    assert!(shown.stdout.contains("decision 2 executor #0: reassigned to"), "{shown:?}");
+    // A completed run takes no more decisions.
+    let ran = tessera(words(&format!("runs retry {id} 0"))).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("is completed"), "{ran:?}");
+    for w in workers {
+        w.abort();
+    }
+}
+
+/// `tessera plan --interactive` asks at each review of a manual-review plan
+/// and queues the answers: an unknown answer is asked again, a dispute
+/// without a reason too; both sub-tasks approved from standard input, the
+/// plan completes. With no more input the prompt skips, and the run waits.
+#[tokio::test]
+async fn plan_interactive_asks_at_each_review_and_queues_the_answers() {
+    let (env, dir, workers) = chain_with_workers().await;
+    let (_orch, api) = start(&env, dir.path());
+    let http = reqwest::Client::new();
+    wait_up(&http, &api).await;
+    let plan = |label: &str| {
+        json!({
+            "version": 1, "id": Plan::id_from_label(label), "review": "manual", "budget": 2_000_000u64,
+            "source": "The port reopened after the storm. Ships queued for two days. Traders were relieved.",
+            "subtasks": [
+                {"index": 0, "capability": "translate", "spec": "Translate to French",
+                 "executor": env.actors.agent(2), "cost": 800_000, "deadline_offset_secs": 3600},
+                {"index": 1, "capability": "summarize", "spec": "Summarize the translation",
+                 "executor": env.actors.agent(1), "cost": 400_000, "deadline_offset_secs": 3600,
+                 "depends_on": [0]},
+            ],
+        })
+    };
+    let file = dir.path().join("manual.json");
+    std::fs::write(&file, plan("cli-interactive").to_string()).unwrap();
+    let path = file.to_str().unwrap();
+    let args = ["plan", "--file", path, "--yes", "--interactive"];
+    let ran =
+        support::cli(&api, Some(TEST_TOKEN), args, Some("maybe\ndispute\napprove\na\n")).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    for needle in [
+        "sub-task #0 delivered",
+        "approve / dispute <reason> / skip? ",
+        "unknown answer \"maybe\"",
+        "a dispute needs a reason",
+        "approval of #0 queued",
+        "sub-task #1 delivered",
+        "approval of #1 queued",
+        "plan_completed",
+    ] {
+        assert!(ran.stdout.contains(needle), "{needle} in:\n{}", ran.stdout);
+    }
+
+    // The input ends at the first review: skipped, and asked no more; the
+    // follow goes on while the reviews are taken elsewhere.
+    std::fs::write(&file, plan("cli-interactive-eof").to_string()).unwrap();
+    let id = Plan::id_from_label("cli-interactive-eof").to_string();
+    let follower = {
+        let api = api.clone();
+        let file = file.clone();
+        tokio::spawn(async move {
+            let args = ["plan", "--file", file.to_str().unwrap(), "--yes", "--interactive"];
+            support::cli(&api, Some(TEST_TOKEN), args, Some("")).await
+        })
+    };
+    for index in [0, 1] {
+        support::wait_view(&http, &api, &id, "delivered", |v| {
+            v["subtasks"][index]["phase"] == "completed"
+        })
+        .await;
+        let url = format!("{api}/api/runs/{id}/subtasks/{index}/review");
+        let r = http.post(url).bearer_auth(TEST_TOKEN).json(&json!({"decision": "approve"}));
+        assert_eq!(r.send().await.unwrap().status().as_u16(), 202);
+    }
+    let ran = follower.await.unwrap();
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(ran.stdout.matches("no answer: skipped").count(), 1, "{ran:?}");
+    assert!(!ran.stdout.contains("sub-task #1 delivered"), "asked once: {ran:?}");
+    assert!(ran.stdout.contains("plan_completed"), "{ran:?}");
+    for w in workers {
+        w.abort();
+    }
+}
+
+/// Without an orchestrator to answer: 5; a usage error: 2; each decision's
+/// help lists the exit codes.
+#[tokio::test]
+async fn runs_exit_codes_without_an_orchestrator() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let run = Plan::id_from_label("nowhere").to_string();
+    for args in [
+        format!("runs review {run} 0 approve"),
+        format!("runs checkpoint {run} legal reject --reason late"),
+        "runs list --json".to_owned(),
+    ] {
+        let ran = support::cli(&api, Some(TEST_TOKEN), words(&args), None).await;
+        assert_eq!(ran.code, Some(5), "{args}: {ran:?}");
+        assert!(ran.stderr.contains(&format!("the orchestrator at {api} is unreachable")));
+    }
+    for args in [
+        format!("runs decide review {run} 0 approve"),
+        format!("runs review {run} 0 maybe"),
+        format!("runs checkpoint {run} legal"),
+        format!("runs change-executor {run} 0 --policy fastest"),
+    ] {
+        let ran = support::cli(&api, Some(TEST_TOKEN), words(&args), None).await;
+        assert_eq!(ran.code, Some(2), "{args}: {ran:?}");
+    }
+    for command in
+        ["review", "retry", "change-executor", "cancel", "checkpoint", "appeal", "list", "show"]
+    {
+        let ran = support::cli(&api, None, ["runs", command, "--help"], None).await;
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        for line in ["Exit codes:", "  3  refused by the API", "  4  unauthorized", "  5  the API"]
+        {
+            assert!(ran.stdout.contains(line), "{line} in runs {command} --help:\n{}", ran.stdout);
+        }
     }
 }
 
@@ -406,13 +592,16 @@ async fn an_appeal_from_the_cli_is_ruled_by_the_appeal_arbiter_service() {
     assert!(ok, "{text}");
     phase(id.clone(), 0, "ruled").await;
 
-    let (ok, text) = tessera(args(&format!("runs appeal {id} 0"))).await;
-    assert!(!ok && text.contains("--reason"), "an appeal needs a reason: {text}");
+    let ran = support::cli(&api, Some(TEST_TOKEN), words(&format!("runs appeal {id} 0")), None);
+    let ran = ran.await;
+    assert!(ran.code == Some(2) && ran.stderr.contains("--reason"), "needs a reason: {ran:?}");
     let before = (env.balance(a1).await, env.balance(sponsor).await);
-    let mut appeal = args(&format!("runs appeal {id} 0 --reason"));
+    let mut appeal = args(&format!("runs appeal {id} 0 --json --reason"));
     appeal.push("The split pays for a copy of the note.".into());
-    let (ok, text) = tessera(appeal).await;
-    assert!(ok && text.contains("queued"), "{text}");
+    let ran = support::cli(&api, Some(TEST_TOKEN), appeal, None).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!((reply["decision"].as_i64(), reply["status"].as_str()), (Some(2), Some("queued")));
     // The offline appeal arbiter judges the same work again: the split stands.
     phase(id.clone(), 0, "split").await;
     phase(id.clone(), 1, "completed").await;
@@ -513,7 +702,8 @@ async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
         .env("TESSERA_API_URL", &api)
         .env("TESSERA_API_TOKEN", TEST_TOKEN)
         .kill_on_drop(true);
-    cmd.stdout(Stdio::piped());
+    // Not the terminal's input: the follow would ask at the review.
+    cmd.stdout(Stdio::piped()).stdin(Stdio::null());
     let mut child = cmd.spawn().unwrap();
     let http = reqwest::Client::new();
     let end = tokio::time::Instant::now() + Duration::from_secs(60);

@@ -241,3 +241,108 @@ pub(crate) fn appeal_arbiter(
         .spawn()
         .expect("tessera arbiter appeals starts")
 }
+
+/// What a `tessera` command did: its exit code and its output.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    /// The exit code (none when killed by a signal).
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Ran {
+    /// Standard output and error, one after the other.
+    pub(crate) fn text(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs `tessera <args>` against the API at `api`, with `token` as
+/// TESSERA_API_TOKEN (unset when none) and `stdin` on its standard input
+/// (closed when none); 60 s at most. Waits without blocking the test's
+/// runtime, where the workers run.
+pub(crate) async fn cli<I, S>(api: &str, token: Option<&str>, args: I, stdin: Option<&str>) -> Ran
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    use tokio::io::AsyncWriteExt;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"));
+    cmd.args(args).env("TESSERA_API_URL", api).env_remove("TESSERA_API_TOKEN");
+    if let Some(t) = token {
+        cmd.env("TESSERA_API_TOKEN", t);
+    }
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("tessera runs");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().expect("piped stdin");
+        pipe.write_all(input.as_bytes()).await.expect("stdin written");
+        // Dropped: the input ends there.
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("tessera finishes within 60 s")
+        .expect("tessera's output");
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The words of `s`, as command-line arguments.
+pub(crate) fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_owned).collect()
+}
+
+/// Waits (60 s at most) until run `id`'s view satisfies `done`; returns it.
+pub(crate) async fn wait_view(
+    http: &reqwest::Client,
+    api: &str,
+    id: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = view(http, api, id).await;
+        if done(&v) {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < end, "never {what}: {v:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A chain with the contracts (deployed with `cfg`) and a worker for each
+/// demo agent in `agents` only: the others' tasks are never accepted.
+pub(crate) async fn chain_with_workers_for(
+    cfg: DeployConfig,
+    agents: &[usize],
+) -> (TestEnv, tempfile::TempDir, Vec<tokio::task::JoinHandle<()>>) {
+    let env = TestEnv::start(cfg).await;
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = dir.path().join("blobs");
+    let mut workers = Vec::new();
+    for &i in agents {
+        workers.push(spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await);
+    }
+    (env, dir, workers)
+}
+
+/// Waits (60 s at most) until sub-task `index` of run `id` is in phase
+/// `want`, or the run in state `want`; returns the run's view.
+pub(crate) async fn wait_phase(
+    http: &reqwest::Client,
+    api: &str,
+    id: &str,
+    index: usize,
+    want: &str,
+) -> Value {
+    wait_view(http, api, id, want, |v| v["subtasks"][index]["phase"] == want || v["state"] == want)
+        .await
+}
