@@ -1,8 +1,8 @@
-// The sub-task drawer: transactions, envelope, result, dispute, the
-// decisions applied to it (failures with their error and revert), and the
-// decisions its phase allows.
+// The sub-task drawer: transactions, why it was skipped, envelope, result,
+// dispute, the decisions applied to it (failures with their error and
+// revert), and the decisions its phase allows.
 
-import { usdc, parseJson, readable, decisionOutcome, LIVE } from './format.js';
+import { usdc, parseJson, readable, decisionOutcome, eventNote, LIVE } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, resolveUri } from './api.js';
 import { nameOf, offersFor, offerLabel } from './agents.js';
@@ -51,6 +51,7 @@ export async function openSubtask(state, index, refresh, focus = true) {
     ['refund', lastOf(['subtask_refunded', 'subtask_cancelled', 'subtask_expired'])],
   ].filter(([, e]) => e?.tx_hash);
   const phase = r?.phase ?? 'waiting';
+  const skipped = phase === 'skipped' ? [...mine].reverse().find((e) => e.kind === 'subtask_skipped') : null;
   const live = LIVE.has(v.state);
   const err = errorBox();
   const note = h('p', { class: 'ok', 'aria-live': 'polite' });
@@ -134,7 +135,9 @@ export async function openSubtask(state, index, refresh, focus = true) {
         h('span', { class: 'tx-kind' }, what), ' ', h('code', { class: 'wrap', title: `block ${e.block}` }, e.tx_hash),
         ' ', h('button', { type: 'button', class: 'icon', 'aria-label': `Copy the ${what} transaction hash`, onclick: () => navigator.clipboard?.writeText(e.tx_hash) }, 'Copy'))))
       : h('p', { class: 'muted' }, 'none yet'),
-    r?.task_id ? h('p', {}, h('a', { href: `/index/api/tasks/${r.task_id}`, target: '_blank', rel: 'noopener' }, 'Full task history (indexer)')) : null,
+    // Not null: replaceChildren writes null as the text "null".
+    r?.task_id ? h('p', {}, h('a', { href: `/index/api/tasks/${r.task_id}`, target: '_blank', rel: 'noopener' }, 'Full task history (indexer)')) : '',
+    skipped ? h('p', { class: 'muted skipped-why' }, eventNote(skipped)) : '',
     h('h3', {}, 'Envelope'), envelopeBox,
     h('h3', {}, 'Result'), resultBox,
     flagBox,

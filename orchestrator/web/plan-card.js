@@ -1,8 +1,12 @@
-// The plan card of a proposed run: DAG, sub-task table with edits,
-// totals, the high-stakes confirmation, approve and cancel.
+// The plan card of a proposed run: DAG, sub-task table with edits (and
+// why each executor was chosen), the plan's strategy (checkpoints,
+// conditions, recovery), totals, the high-stakes confirmation, approve and
+// cancel.
 
 import { drawDag } from './dag.js';
-import { usdc, short, duration, nestedHeaders } from './format.js';
+import {
+  usdc, short, duration, nestedHeaders, checkpointsOf, conditionNote, recoverySummary, choiceFor, choiceText,
+} from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, runUrl } from './api.js';
 import { agents, nameOf, offersFor, offerLabel } from './agents.js';
@@ -24,10 +28,14 @@ export async function planCard(view, { unassigned = [] } = {}) {
   // row (its goal and budget share) before its first leaf.
   const heads = nestedHeaders(plan);
   const nested = heads.size > 0;
+  const cps = checkpointsOf(plan, view.gates);
   const dag = h('div', { class: 'dag-wrap' }, drawDag(plan.subtasks, {
     label: (t) => [nested ? `${t.path} ${t.capability}` : t.capability, t.executor ? nameOf(t.executor, list) : 'unassigned', `${usdc(t.cost)} USDC`],
     phase: () => 'proposed',
     onOpen: (t) => $(`#exec-${t.index}`, card)?.focus(),
+    checkpoints: cps,
+    // Names may start with a digit: no CSS id selector.
+    onGate: (cp) => [...card.querySelectorAll('.strategy li[data-gate]')].find((li) => li.dataset.gate === cp.name)?.focus(),
   }));
 
   const order = plan.subtasks.map((t) => t.index);
@@ -64,8 +72,10 @@ export async function planCard(view, { unassigned = [] } = {}) {
         ` — ${g.spec} · share ${g.budget === null ? '—' : usdc(g.budget)} USDC`)));
     return [...opened, h('tr', { dataset: { index: t.index } },
       h('td', {}, nested ? `#${t.index} · ${t.path}` : `#${t.index}`),
-      h('td', {}, h('strong', {}, t.capability), h('div', { class: 'muted spec' }, t.spec)),
-      h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null),
+      h('td', {}, h('strong', {}, t.capability), h('div', { class: 'muted spec' }, t.spec),
+        conditionNote(t) ? h('div', { class: 'cond' }, h('span', { class: 'badge' }, 'if'), ` ${conditionNote(t)}`) : null),
+      h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null,
+        choiceFor(plan, t) ? h('div', { class: 'muted choice' }, choiceText(choiceFor(plan, t), (a) => nameOf(a, list))) : null),
       h('td', { class: 'num' }, `${usdc(t.cost)}`),
       h('td', {}, t.depends_on?.length ? t.depends_on.map((d) => `#${d}`).join(', ') : '—'),
       h('td', { class: 'row-actions' }, up, down, drop))];
@@ -116,6 +126,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
       h('caption', {}, 'Sub-tasks: capability, executor, cost (USDC), dependencies'),
       h('thead', {}, h('tr', {}, ['#', 'Capability and instruction', 'Executor', 'Cost', 'Needs', 'Edit'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.flat()))),
+    strategy(plan, cps),
     h('dl', { class: 'totals' },
       h('dt', {}, 'Total cost'), h('dd', { id: 'total-cost' }, `${usdc(view.total_cost)} USDC`),
       h('dt', {}, 'Estimated duration'), h('dd', {}, duration(view.estimated_duration_secs)),
@@ -127,4 +138,27 @@ export async function planCard(view, { unassigned = [] } = {}) {
     err,
   ].filter(Boolean));
   return card;
+}
+
+/// What the plan decides as it runs: its checkpoints (after which steps,
+/// timeout and policy), the conditions of its conditional steps, the
+/// recovery line and the selection policy.
+function strategy(plan, cps) {
+  const capability = (i) => plan.subtasks.find((t) => t.index === i)?.capability ?? '';
+  const conditional = plan.subtasks.filter((t) => conditionNote(t));
+  return h('section', { class: 'strategy', 'aria-labelledby': 'strategy-title' },
+    h('h3', { id: 'strategy-title' }, 'How the plan runs'),
+    cps.length ? [
+      h('h4', {}, 'Checkpoints'),
+      h('ul', { class: 'plan-checkpoints' }, cps.map((c) => h('li', { dataset: { gate: c.name }, tabindex: -1 },
+        h('strong', {}, c.name), ` — waits for an approver after ${c.after.map((i) => `#${i} ${capability(i)}`.trim()).join(', ')}; `,
+        `on timeout: ${c.timeout}`))),
+    ] : null,
+    conditional.length ? [
+      h('h4', {}, 'Conditions'),
+      h('ul', { class: 'plan-conditions' }, conditional.map((t) => h('li', { dataset: { index: t.index } },
+        h('strong', {}, `#${t.index} ${t.capability}`), ` ${conditionNote(t)}; otherwise skipped, never funded`))),
+    ] : null,
+    h('p', { class: 'recovery' }, recoverySummary(plan)),
+    h('p', { class: 'muted selection' }, `Executors the orchestrator picks are chosen by the ${plan.selection ?? 'balanced'} policy.`));
 }

@@ -1,8 +1,12 @@
-// The run page: state, live DAG and sub-task table, the event log (from the
-// run's event stream), and the drawer kept in step with every event.
+// The run page: state, live DAG and sub-task table, the checkpoints (an
+// open one with approve and reject), the event log (from the run's event
+// stream), and the drawer kept in step with every event.
 
 import { drawDag } from './dag.js';
-import { usdc, short, parseJson, quadrantOf, decisionOutcome, FINAL, LIVE, EVENT_KINDS } from './format.js';
+import {
+  usdc, short, parseJson, readable, quadrantOf, decisionOutcome, FINAL, LIVE, EVENT_KINDS, checkpointsOf,
+  gateStateText, conditionNote, eventNote,
+} from './format.js';
 import { $, h, act, banner, errorBox } from './dom.js';
 import { api, health, runUrl } from './api.js';
 import { agents, nameOf } from './agents.js';
@@ -28,11 +32,12 @@ export async function runPage(main, id) {
   const state = { id, view, events: [], list: await agents(), selected: null };
   const head = h('div', { class: 'run-head' });
   const graph = h('div', { class: 'dag-wrap' });
+  const checks = h('div', { class: 'checks' });
   const table = h('div', { class: 'table-wrap' });
   const log = h('ol', { class: 'events', 'aria-label': 'Run events', 'aria-live': 'polite' });
   const body = h('div', {});
   main.append(h('section', { class: 'card run', 'aria-labelledby': 'run-title', dataset: { run: id } },
-    head, body, graph, table,
+    head, body, graph, checks, table,
     h('details', { class: 'log', open: true }, h('summary', {}, 'Events (live)'), log)));
 
   const render = () => {
@@ -51,7 +56,8 @@ export async function runPage(main, id) {
       // under the pointer when the first money moves.
       v.spend && v.state !== 'proposed'
         ? h('p', { id: 'run-spend' }, `Budget ${usdc(v.plan.budget)} USDC · funded ${usdc(v.spend.committed)} · paid ${usdc(v.spend.paid)} · refunded ${usdc(v.spend.refunded)} USDC`)
-        : null,
+        // Not null: replaceChildren writes null as the text "null".
+        : '',
       h('p', { class: 'share' }, 'Share: ', h('a', { href: runUrl(id), id: 'share-link' }, `${location.origin}${runUrl(id)}`)),
       h('div', { class: 'actions' }, cancel), err);
     if (v.state === 'proposed') {
@@ -59,11 +65,13 @@ export async function runPage(main, id) {
       planCard(v).then((card) => body.replaceChildren(
         cls ? classificationCard(cls, quadrantOf(cls), null) : h('div'), card));
       graph.replaceChildren();
+      checks.replaceChildren();
       table.replaceChildren();
       return;
     }
     body.replaceChildren();
     const rows = new Map(v.subtasks.map((r) => [r.idx, r]));
+    const cps = checkpointsOf(v.plan, v.gates);
     graph.replaceChildren(drawDag(v.plan.subtasks, {
       label: (t) => {
         const r = rows.get(t.index);
@@ -72,14 +80,18 @@ export async function runPage(main, id) {
       phase: (t) => rows.get(t.index)?.phase ?? 'waiting',
       onOpen: (t) => openSubtask(state, t.index, refresh),
       selected: state.selected,
+      checkpoints: cps,
+      onGate: (cp) => focusCheckpoint(checks, cp.name),
     }));
+    renderCheckpoints(cps, live);
     table.replaceChildren(h('table', { class: 'subtasks' },
       h('caption', {}, 'Sub-tasks'),
       h('thead', {}, h('tr', {}, ['#', 'Capability', 'Executor', 'Phase', 'Task id', ''].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, v.plan.subtasks.map((t) => {
         const r = rows.get(t.index);
         return h('tr', { dataset: { index: t.index } },
-          h('td', {}, `#${t.index}`), h('td', {}, t.capability),
+          h('td', {}, `#${t.index}`),
+          h('td', {}, t.capability, conditionNote(t) ? h('div', { class: 'muted cond' }, conditionNote(t)) : null),
           h('td', {}, nameOf(r?.executor ?? t.executor, state.list)),
           h('td', {}, h('span', { class: `badge phase-${r?.phase ?? 'waiting'}` }, r?.phase ?? 'waiting')),
           h('td', {}, r?.task_id ? h('code', { title: r.task_id }, short(r.task_id)) : '—'),
@@ -87,6 +99,31 @@ export async function runPage(main, id) {
       }))));
     if ($('#drawer').hidden) state.selected = null;
     else if (state.selected !== null) openSubtask(state, state.selected, refresh, false);
+  };
+
+  // The checkpoints section is rebuilt only when something in it changes,
+  // so a reason being typed (and the focus) survives the stream's events.
+  let shownCheckpoints = null;
+  const renderCheckpoints = (cps, live) => {
+    const ofKind = (kinds) => new Map(state.events.filter((e) => kinds.includes(e.kind)).map((e) => [e.name, e]));
+    const reached = ofKind(['checkpoint_reached']);
+    const decided = ofKind(['checkpoint_approved', 'checkpoint_rejected']);
+    const failures = state.events.filter((e) => e.kind === 'decision_applied' && e.ok === false).length;
+    const key = JSON.stringify([cps.map((c) => [c.name, c.state, c.by]), live, [...reached.keys()], [...decided.keys()], failures]);
+    if (key === shownCheckpoints) return;
+    shownCheckpoints = key;
+    if (!cps.length) {
+      checks.replaceChildren();
+      return;
+    }
+    const capability = (i) => state.view.plan.subtasks.find((t) => t.index === i)?.capability ?? '';
+    checks.replaceChildren(h('section', { class: 'checkpoints', 'aria-labelledby': 'cp-title' },
+      h('h2', { id: 'cp-title' }, 'Checkpoints'),
+      h('ul', {}, cps.map((c) => checkpointRow(c, {
+        live, capability, reached: reached.get(c.name), decided: decided.get(c.name),
+        decide: (decision, reason) => api('POST', `/api/runs/${id}/checkpoints/${encodeURIComponent(c.name)}`,
+          reason ? { decision, reason } : { decision }).then(refresh),
+      })))));
   };
 
   // One fetch at a time; an event that lands meanwhile asks for one more, so
@@ -119,11 +156,12 @@ export async function runPage(main, id) {
     if (state.events.some((e) => e.seq === ev.seq)) return;
     state.events.push(ev);
     log.append(h('li', { dataset: { kind: ev.kind } },
-      h('code', {}, ev.kind), ev.index !== undefined ? ` #${ev.index}` : '',
+      h('code', {}, ev.kind), Number.isInteger(ev.index) ? ` #${ev.index}` : '',
       ev.tx_hash ? h('span', { class: 'muted' }, ` tx ${short(ev.tx_hash)}`) : '',
       ev.verdict ? ` verdict ${ev.verdict} (${ev.executor_share_bps} bps to the executor)` : '',
       ev.kind === 'output_flagged' ? h('span', { class: 'flag' }, ` ${(ev.rules ?? []).join(', ')}`) : '',
-      ev.kind === 'decision_applied' ? decisionNote(ev) : ''));
+      ev.kind === 'decision_applied' ? decisionNote(ev) : '',
+      eventNote(ev) ? h('span', { class: 'muted' }, ` ${eventNote(ev)}`) : ''));
     if (FINAL.has(ev.kind)) source.close();
     refresh();
   };
@@ -137,4 +175,57 @@ export async function runPage(main, id) {
 function decisionNote(ev) {
   const { ok, text } = decisionOutcome(ev);
   return h('span', { class: ok ? 'muted' : 'error decision-failed' }, ` ${text}`);
+}
+
+/// A checkpoint's row: its state, what it follows and its timeout policy;
+/// once reached, the outputs so far; while it waits on a live run, a
+/// reason and the approve and reject buttons.
+function checkpointRow(c, { live, capability, reached, decided, decide }) {
+  const follows = c.after.map((i) => `#${i} ${capability(i)}`.trim()).join(', ');
+  const said = decided?.reason ? `: “${decided.reason}”` : '';
+  const li = h('li', { dataset: { gate: c.name, state: c.state }, tabindex: -1, class: c.open ? 'open' : null },
+    h('strong', {}, c.name), ' ', h('span', { class: `badge gate-${c.state}` }, c.state),
+    h('div', {}, `${gateStateText(c)}${said}`),
+    h('div', { class: 'muted' }, `After ${follows} · on timeout: ${c.timeout}`));
+  if (c.open && reached?.outputs && Object.keys(reached.outputs).length) {
+    li.append(h('details', { class: 'outputs', open: true },
+      h('summary', {}, 'Outputs so far'),
+      Object.entries(reached.outputs).flatMap(([i, text]) => [
+        h('div', { class: 'muted' }, `#${i} ${capability(Number(i))}`.trim()), h('pre', {}, readable(text))])));
+  }
+  if (c.open && live) {
+    const reason = h('input', { id: `cp-reason-${c.name}`, autocomplete: 'off', placeholder: 'optional; kept with the decision' });
+    const approve = h('button', { type: 'button', class: 'primary', id: `cp-approve-${c.name}` }, `Approve ${c.name}`);
+    const reject = h('button', { type: 'button', class: 'danger', id: `cp-reject-${c.name}` }, `Reject ${c.name}`);
+    const err = errorBox();
+    const note = h('p', { class: 'ok', 'aria-live': 'polite' });
+    const send = (button, decision) => act(err, button, async () => {
+      await decide(decision, reason.value.trim());
+      return true;
+    }).then((ok) => {
+      if (!ok) return;
+      note.textContent = `${decision === 'approve' ? 'Approval' : 'Rejection'} queued; the runner applies it on the next block.`;
+      approve.disabled = true;
+      reject.disabled = true;
+    });
+    approve.addEventListener('click', () => send(approve, 'approve'));
+    reject.addEventListener('click', () => send(reject, 'reject'));
+    li.append(h('div', { class: 'cp-decide' },
+      h('label', { for: `cp-reason-${c.name}` }, `Reason for checkpoint ${c.name}`), reason,
+      h('div', { class: 'actions' }, approve, reject), note, err));
+  }
+  return li;
+}
+
+/// Focuses the approve button of checkpoint `name` when it waits, else its
+/// row (names may start with a digit: no CSS id selectors).
+function focusCheckpoint(root, name) {
+  const approve = document.getElementById(`cp-approve-${name}`);
+  if (approve && !approve.disabled) {
+    approve.focus();
+    return;
+  }
+  const row = [...root.querySelectorAll('li[data-gate]')].find((li) => li.dataset.gate === name);
+  row?.scrollIntoView({ block: 'nearest' });
+  row?.focus();
 }
