@@ -6,6 +6,7 @@ import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 
 const need = (name) => {
   const v = process.env[name];
@@ -65,6 +66,62 @@ async function json(p) {
   assert.equal(resp.status, 200, `GET ${p}`);
   return resp.json();
 }
+
+/// POSTs JSON with the bearer token; returns the status and the body.
+async function post(p, body) {
+  const resp = await fetch(`${BASE}${p}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await resp.text();
+  return [resp.status, text ? JSON.parse(text) : null];
+}
+
+/// The address of the registry agent `name`.
+async function agentNamed(name) {
+  const { agents } = await json('/index/api/agents');
+  const a = agents.find((x) => x.name === name);
+  assert.ok(a, `agent ${name} in ${agents.map((x) => x.name)}`);
+  return a.agent;
+}
+
+const step = (index, capability, executor, cost, depends_on, extra = {}) => ({
+  index, capability, spec: `${capability} the article`, executor, cost, deadline_offset_secs: 3600, depends_on, ...extra,
+});
+
+/// Sentiment (0), then a checkpoint after it, then the steps in `rest`:
+/// a plan as `/api/plans` takes it, under a fresh id.
+async function gatedPlan(checkpoint, rest) {
+  const sentiment = await agentNamed('sentiment');
+  return {
+    version: 1,
+    id: `0x${randomBytes(32).toString('hex')}`,
+    subtasks: [step(0, 'sentiment-classify', sentiment, 200000, []), ...rest],
+    review: 'auto',
+    budget: 10000000,
+    source: ARTICLE,
+    review_window_secs: 600,
+    checkpoints: [checkpoint],
+  };
+}
+
+/// Proposes `plan`; returns the run id.
+async function propose(plan) {
+  const [status, body] = await post('/api/plans', plan);
+  assert.equal(status, 201, `propose: ${JSON.stringify(body)}`);
+  return body.id;
+}
+
+async function waitGate(name, state, timeout = 90_000) {
+  await page.waitForFunction(
+    ([n, s]) => [...document.querySelectorAll('.dag .gate')].some((g) => g.dataset.gate === n && g.dataset.state === s),
+    [name, state],
+    { timeout },
+  );
+}
+
+const logKinds = () => page.$$eval('.events li', (lis) => lis.map((li) => li.dataset.kind));
 
 async function classify(brief, payload) {
   await page.goto(`${BASE}/`);
@@ -297,6 +354,136 @@ test('history shows lineage trees from the indexer, and agents their prices and 
   await shot('agents.png');
 });
 
+test('a checkpoint holds the run until the approver approves it, and a false condition skips its step', async () => {
+  const [summarizer, extractor] = [await agentNamed('summarizer-b'), await agentNamed('extractor')];
+  const plan = await gatedPlan({ name: 'tone-check', after: [0], timeout_secs: 900, on_timeout: 'escalate' }, [
+    step(1, 'summarize', summarizer, 400000, [0], { when: 'out[0].score > 100' }),
+    step(2, 'extract-entities', extractor, 250000, [0]),
+  ]);
+  // Why the extractor was chosen, as a plan may carry it.
+  plan.selection = 'balanced';
+  plan.choices = [{
+    index: 2, policy: 'balanced', executor: extractor, price: 250000, score_bps: 6700,
+    reason: 'balanced: 67% reliable (no settled tasks yet, prior 2:1), 0.25 USDC (the cheapest)',
+    runner_up: { executor: await agentNamed('summarizer-a'), price: 300000, score_bps: 6500, reason: 'dearer: 0.30 USDC against 0.25 USDC' },
+  }];
+  const id = await propose(plan);
+  await page.goto(`${BASE}/runs/${id}`);
+  await page.locator('.plan-card').waitFor();
+  // The executor cell says why, as the server keeps the choice.
+  const kept = ((await json(`/api/runs/${id}`)).plan.choices ?? [])
+    .find((c) => c.index === 2 && c.executor.toLowerCase() === extractor.toLowerCase());
+  const why = await page.locator('.plan-card tr[data-index="2"] .choice').allTextContents();
+  if (kept) {
+    assert.equal(why.length, 1, 'the choice is shown');
+    assert.match(why[0], /^chosen by balanced: /);
+    assert.ok(why[0].includes(kept.reason.replace(/^balanced: /, '')), why[0]);
+    if (kept.runner_up) assert.match(why[0], /; runner-up \S+ \(\d+\.\d{6} USDC\): /);
+  } else {
+    assert.deepEqual(why, [], 'no choice kept, none shown');
+  }
+  assert.equal(await page.locator('.plan-card tr[data-index="0"] .choice').count(), 0, 'no choice recorded for #0');
+
+  // The card: the gate in the graph, the checkpoint, the condition, the recovery line.
+  const gate = page.locator('.plan-card .dag .gate[data-gate="tone-check"]');
+  assert.equal(await gate.getAttribute('data-state'), 'pending');
+  assert.equal(await gate.getAttribute('aria-label'), 'Checkpoint tone-check: pending');
+  const node1 = page.locator('.plan-card .dag .node[data-index="1"]');
+  assert.match(await node1.getAttribute('class'), /\bconditional\b/);
+  assert.match(await node1.getAttribute('aria-label'), /runs only if out\[0\]\.score > 100/);
+  assert.equal(await page.locator('.plan-card .dag .node.conditional').count(), 1);
+  const cp = await page.locator('.plan-card .strategy li[data-gate="tone-check"]').textContent();
+  assert.match(cp, /after #0 sentiment-classify/);
+  assert.match(cp, /15 min, then escalate to a person/);
+  const cond = await page.locator('.plan-card .strategy .plan-conditions li').allTextContents();
+  assert.deepEqual(cond.length, 1);
+  assert.match(cond[0], /^#1 summarize runs only if out\[0\]\.score > 100/);
+  assert.match(await page.locator('.plan-card tr[data-index="1"]').textContent(), /runs only if out\[0\]\.score > 100/);
+  assert.match(await page.locator('.plan-card .strategy .recovery').textContent(),
+    /^Recovery: not accepted → pause · not delivered → pause · dispute lost → fail$/);
+  assert.doesNotMatch(await page.locator('main').innerText(), /\b(null|undefined|NaN)\b/);
+  await shot('plan-card-checkpoint.png');
+
+  await page.getByRole('button', { name: 'Approve and fund' }).click();
+  await page.waitForURL(/\/runs\/0x[0-9a-f]{64}\?chain=\d+$/);
+  await waitRunState('paused');
+  await waitGate('tone-check', 'reached');
+  assert.equal(await page.locator('.dag .node[data-index="0"]').getAttribute('data-phase'), 'paid');
+  for (const i of [1, 2]) {
+    assert.equal(await page.locator(`.dag .node[data-index="${i}"]`).getAttribute('data-phase'), 'waiting', `#${i} held at the gate`);
+  }
+  const row = page.locator('section.checkpoints li[data-gate="tone-check"]');
+  assert.equal(await row.locator('.badge').textContent(), 'reached');
+  assert.match(await row.textContent(), /After #0 sentiment-classify · on timeout: 15 min, then escalate to a person/);
+  assert.ok((await row.locator('.outputs pre').textContent()).trim().length > 0, 'the outputs so far are shown');
+  // The gate in the graph leads to its Approve button (every event redraws
+  // the graph: the press is tried again if it lands on a replaced gate).
+  for (let attempt = 1; ; attempt++) {
+    await page.locator('.dag .gate[data-gate="tone-check"]').focus();
+    await page.keyboard.press('Enter');
+    if (await page.evaluate(() => document.activeElement?.id) === 'cp-approve-tone-check') break;
+    assert.ok(attempt < 5, 'Enter on the gate focuses its Approve button');
+  }
+  await page.getByLabel('Reason for checkpoint tone-check').fill('The tone is neutral: go on.');
+  await shot('checkpoint-reached.png');
+  await page.getByRole('button', { name: 'Approve tone-check' }).click();
+
+  await waitRunState('completed');
+  await waitPhase(1, 'skipped');
+  await waitPhase(2, 'paid');
+  await waitGate('tone-check', 'approved');
+  assert.equal(await page.locator('section.checkpoints li[data-gate="tone-check"] .badge').textContent(), 'approved');
+  assert.match(await page.locator('section.checkpoints li[data-gate="tone-check"]').textContent(), /approved by the approver/);
+  assert.equal(await page.locator('#cp-approve-tone-check').count(), 0, 'no buttons once decided');
+  await page.waitForFunction(() => document.querySelectorAll('.events li[data-kind="plan_completed"]').length === 1);
+  const kinds = await logKinds();
+  for (const k of ['checkpoint_reached', 'plan_paused', 'checkpoint_approved', 'plan_resumed', 'subtask_skipped']) {
+    assert.ok(kinds.includes(k), `${k} in ${kinds}`);
+  }
+  assert.match(await page.locator('.events li[data-kind="checkpoint_reached"]').textContent(), /tone-check reached after #0/);
+  assert.match(await page.locator('.events li[data-kind="checkpoint_approved"]').textContent(), /tone-check approved by the approver/);
+  assert.match(await page.locator('.events li[data-kind="subtask_skipped"]').textContent(), /#1 skipped: .*out\[0\]\.score > 100/);
+  const view = await json(`/api/runs/${id}`);
+  assert.deepEqual(view.subtasks.map((r) => r.phase), ['paid', 'skipped', 'paid']);
+  assert.equal(view.gates['tone-check'].by, 'approver');
+  await shot('checkpoint-approved.png');
+  // The skipped step's drawer says why, and that nothing was sent.
+  await openNode(1);
+  await page.locator('#drawer .skipped-why').waitFor();
+  assert.match(await page.locator('#drawer .skipped-why').textContent(), /^skipped: its condition `out\[0\]\.score > 100` is false$/);
+  assert.equal(await page.locator('#drawer-phase').textContent(), 'skipped');
+  assert.doesNotMatch(await page.locator('#drawer').innerText(), /\b(null|undefined|NaN)\b/);
+  await page.keyboard.press('Escape');
+  runs.gated = { id, url: page.url() };
+});
+
+test('an escalated checkpoint rejected with a reason stops the run', async () => {
+  const extractor = await agentNamed('extractor');
+  const plan = await gatedPlan({ name: 'publish-ok', after: [0], timeout_secs: 1, on_timeout: 'escalate' }, [
+    step(1, 'extract-entities', extractor, 250000, [0]),
+  ]);
+  const id = await propose(plan);
+  const [status, body] = await post(`/api/runs/${id}/approve`);
+  assert.equal(status, 200, `approve: ${JSON.stringify(body)}`);
+  await page.goto(`${BASE}/runs/${id}`);
+  await waitGate('publish-ok', 'escalated');
+  await waitRunState('paused');
+  assert.match(await page.locator('section.checkpoints li[data-gate="publish-ok"]').textContent(), /escalated: waiting for a person/);
+  await page.getByLabel('Reason for checkpoint publish-ok').fill('The entities name a client.');
+  await page.getByRole('button', { name: 'Reject publish-ok' }).click();
+  await waitRunState('failed');
+  await waitGate('publish-ok', 'rejected');
+  await waitPhase(1, 'skipped');
+  assert.match(await page.locator('section.checkpoints li[data-gate="publish-ok"]').textContent(),
+    /rejected by the approver: “The entities name a client\.”/);
+  await page.locator('.events li[data-kind="checkpoint_rejected"]').waitFor();
+  assert.match(await page.locator('.events li[data-kind="checkpoint_rejected"]').textContent(),
+    /publish-ok rejected by the approver: The entities name a client\./);
+  assert.ok((await logKinds()).includes('checkpoint_escalated'));
+  assert.equal((await json(`/api/runs/${id}`)).reason, 'checkpoint publish-ok rejected');
+  await shot('checkpoint-rejected.png');
+});
+
 test('every control has a label, and the run view fits a narrow screen', async () => {
   const unnamed = async () => page.$$eval('button, input, select, textarea, [role="button"], a[href]', (els) => els
     .filter((e) => e.offsetParent !== null || e.closest('svg'))
@@ -305,11 +492,29 @@ test('every control has a label, and the run view fits a narrow screen', async (
       return !label;
     })
     .map((e) => e.outerHTML.slice(0, 80)));
-  for (const p of ['/', runs.settled.url.replace(BASE, ''), '/history', '/agents']) {
+  assert.ok(runs.gated, 'needs the run that passed a checkpoint');
+  const proposed = await propose(await gatedPlan({ name: 'look', after: [0] }, [
+    step(1, 'extract-entities', await agentNamed('extractor'), 250000, [0], { when: 'out[0].label == "negative"' }),
+  ]));
+  for (const p of ['/', runs.settled.url.replace(BASE, ''), runs.gated.url.replace(BASE, ''), '/history', '/agents']) {
     await page.goto(`${BASE}${p}`);
     await page.waitForLoadState('networkidle');
     assert.deepEqual(await unnamed(), [], `unlabelled controls on ${p}`);
   }
+  // Live runs keep their event stream open (never network-idle): wait for
+  // what matters instead. A proposed plan with a checkpoint and a condition:
+  await page.goto(`${BASE}/runs/${proposed}`);
+  await page.locator('.plan-card .strategy li[data-gate="look"]').waitFor();
+  await page.locator('.plan-card .dag .gate[data-gate="look"]').waitFor();
+  assert.deepEqual(await unnamed(), [], 'unlabelled controls on a card with a checkpoint');
+  // A run waiting at its gate: the gate, the reason and both decisions.
+  const waiting = await propose(await gatedPlan({ name: 'hold', after: [0], timeout_secs: 900 }, []));
+  assert.equal((await post(`/api/runs/${waiting}/approve`))[0], 200);
+  await page.goto(`${BASE}/runs/${waiting}`);
+  await page.locator('#cp-reject-hold').waitFor({ timeout: 90_000 });
+  assert.deepEqual(await unnamed(), [], 'unlabelled controls at an open checkpoint');
+  assert.equal(await page.getByLabel('Reason for checkpoint hold').count(), 1);
+  assert.equal((await post(`/api/runs/${waiting}/cancel`))[0] < 300, true, 'the waiting run is cancelled');
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(runs.settled.url);
   await waitRunState('completed');
