@@ -292,6 +292,18 @@ pub(crate) fn card(view: &Value) -> String {
         if let Some(c) = chosen {
             out.push_str(&format!("       {pad}{}\n", choice_line(c)));
         }
+        if let Some(when) = t["when"].as_str() {
+            out.push_str(&format!("       {pad}runs only if {when}; else skipped, unfunded\n"));
+        }
+        if let Some(r) = recovery_line(&t["recovery"]) {
+            out.push_str(&format!("       {pad}recovery: {r}\n"));
+        }
+    }
+    for cp in plan["checkpoints"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  {}\n", checkpoint_line(cp, &view["gates"])));
+    }
+    if let Some(r) = recovery_line(&plan["recovery"]) {
+        out.push_str(&format!("  recovery: {r}\n"));
     }
     let secs = view["estimated_duration_secs"].as_u64().unwrap_or(0);
     out.push_str(&format!(
@@ -302,6 +314,49 @@ pub(crate) fn card(view: &Value) -> String {
         secs % 3600 / 60
     ));
     out
+}
+
+/// `⏸ checkpoint legal after #0, #1: an approver passes or stops the run;
+/// after 1h escalate` and, once reached, where it stands.
+fn checkpoint_line(cp: &Value, gates: &Value) -> String {
+    let after: Vec<String> =
+        cp["after"].as_array().into_iter().flatten().map(|i| format!("#{i}")).collect();
+    let name = cp["name"].as_str().unwrap_or("?");
+    let timeout = match cp["timeout_secs"].as_u64() {
+        Some(t) if t % 3600 == 0 => format!("{}h", t / 3600),
+        Some(t) if t % 60 == 0 => format!("{}m", t / 60),
+        Some(t) => format!("{t}s"),
+        None => "the decision timeout".to_owned(),
+    };
+    let mut out = format!(
+        "⏸ checkpoint {name} after {}: an approver passes or stops the run; after {timeout} {}",
+        after.join(", "),
+        cp["on_timeout"].as_str().unwrap_or("escalate")
+    );
+    let gate = &gates[name];
+    if let Some(state) = gate["state"].as_str() {
+        out.push_str(&format!(" — {state}"));
+        if let Some(by) = gate["by"].as_str() {
+            out.push_str(&format!(" by the {by}"));
+        }
+    }
+    out
+}
+
+/// A recovery object as `on decline retry(2) · on expiry reassign`,
+/// defaults left out; `None` when everything is the default.
+fn recovery_line(r: &Value) -> Option<String> {
+    let parts: Vec<String> = [
+        ("on_decline", "on decline", "pause"),
+        ("on_expiry", "on expiry", "pause"),
+        ("on_dispute_lost", "on a lost dispute", "fail"),
+    ]
+    .iter()
+    .filter_map(|(key, words, default)| {
+        r[key].as_str().filter(|v| v != default).map(|v| format!("{words} {v}"))
+    })
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 /// `chosen: 0x14dC…9955 — balanced: 91% reliable (…), 0.42 USDC (…);
@@ -755,6 +810,42 @@ mod tests {
             "  nested 1.1 (level 3) completed: leaves 1 cost 0.100000 USDC of share 0.100000 \
              USDC; plan 0xdef"
         );
+    }
+
+    #[test]
+    fn the_card_shows_checkpoints_conditions_and_recovery() {
+        let view = json!({"id": "0x1", "state": "paused", "total_cost": "600000",
+            "gates": {"tone-check": {"state": "reached", "at": 1}},
+            "plan": {"budget": 1_000_000,
+                "recovery": {"on_decline": "retry(2)", "on_expiry": "pause", "on_dispute_lost": "fail"},
+                "checkpoints": [{"name": "tone-check", "after": [0], "timeout_secs": 3600,
+                                 "on_timeout": "escalate"},
+                                {"name": "final", "after": [0, 1], "on_timeout": "approve"}],
+                "subtasks": [
+                    {"index": 0, "capability": "sentiment-classify", "spec": "Tone",
+                     "executor": "0x1", "cost": 200_000, "depends_on": []},
+                    {"index": 1, "capability": "summarize", "spec": "Summary", "executor": "0x2",
+                     "cost": 400_000, "depends_on": [0], "when": "out[0].score < 0",
+                     "recovery": {"on_expiry": "reassign"}}]}});
+        let text = card(&view);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[6], "       runs only if out[0].score < 0; else skipped, unfunded",
+            "{text}"
+        );
+        assert_eq!(lines[7], "       recovery: on expiry reassign", "{text}");
+        assert_eq!(
+            lines[8],
+            "  ⏸ checkpoint tone-check after #0: an approver passes or stops the run; after 1h \
+             escalate — reached"
+        );
+        assert_eq!(
+            lines[9],
+            "  ⏸ checkpoint final after #0, #1: an approver passes or stops the run; after the \
+             decision timeout approve"
+        );
+        assert_eq!(lines[10], "  recovery: on decline retry(2)");
+        assert_eq!(recovery_line(&json!({"on_decline": "pause"})), None, "defaults say nothing");
     }
 
     #[test]

@@ -291,6 +291,8 @@ async fn runs_decisions_from_the_cli_drive_live_runs() {
     assert!(ran.code == Some(3) && ran.stderr.contains("no sub-task 9"), "{ran:?}");
     let ran = tessera(words(&format!("runs appeal {id} 7 --reason wrong")), ok).await;
     assert!(ran.code == Some(3) && ran.stderr.contains("no sub-task 7"), "{ran:?}");
+    let ran = tessera(words(&format!("runs appeal {id} 0 --reason wrong")), ok).await;
+    assert!(ran.code == Some(3) && ran.stderr.contains("only a ruling can be appealed"), "{ran:?}");
     let ran = tessera(words(&format!("runs checkpoint {id} legal approve")), ok).await;
     assert_eq!(ran.code, Some(3), "{ran:?}");
     assert!(ran.stderr.contains("the plan has no checkpoint \"legal\""), "{ran:?}");
@@ -397,10 +399,16 @@ async fn retry_and_change_executor_from_the_cli_reroute_a_task_nobody_accepts() 
     let ran = tessera(words(&format!("runs change-executor {id} 0 --to {a2}"))).await;
     assert!(ran.code == Some(3) && ran.stderr.contains("does not offer"), "{ran:?}");
 
-    let ran = tessera(words(&format!("runs change-executor {id} 0 --to {a0} --json"))).await;
+    // The policy picks among the others: summarizer-a, the only one left.
+    let ran =
+        tessera(words(&format!("runs change-executor {id} 0 --policy cheapest --json"))).await;
     assert_eq!(ran.code, Some(0), "{ran:?}");
     let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!((reply["decision"].as_i64(), reply["status"].as_str()), (Some(2), Some("queued")));
+    let chosen: alloy::primitives::Address =
+        reply["choice"]["executor"].as_str().unwrap().parse().unwrap();
+    assert_eq!(chosen, a0, "{reply:#}");
+    assert_eq!(reply["choice"]["policy"], "cheapest");
     let v = wait_completed(&http, &api, &id).await;
     assert_eq!(v["subtasks"][0]["executor"], a0.to_string(), "{v:#}");
     let shown = tessera(words(&format!("runs show {id}"))).await;
@@ -408,6 +416,59 @@ async fn retry_and_change_executor_from_the_cli_reroute_a_task_nobody_accepts() 
     // A completed run takes no more decisions.
     let ran = tessera(words(&format!("runs retry {id} 0"))).await;
     assert!(ran.code == Some(3) && ran.stderr.contains("is completed"), "{ran:?}");
+    for w in workers {
+        w.abort();
+    }
+}
+
+/// `tessera runs checkpoint` passes a run waiting at its checkpoint; the
+/// card of `tessera runs show` says where the checkpoint stands and what
+/// the plan does on its own.
+#[tokio::test]
+async fn a_checkpoint_decided_from_the_cli_lets_the_run_go_on() {
+    let (env, dir, workers) = support::chain_with_workers().await;
+    let (_orch, api) = start(&env, dir.path());
+    let http = reqwest::Client::new();
+    wait_up(&http, &api).await;
+    let (a1, a3) = (env.actors.agent(1), env.actors.agent(3));
+    let mut plan = chain_plan(
+        Plan::id_from_label("cli-checkpoint"),
+        "The ferry now leaves at nine. Passengers praised the new timetable.",
+        &[("summarize", a1, 400_000), ("sentiment-classify", a3, 200_000)],
+    );
+    plan["checkpoints"] = json!([{"name": "tone-check", "after": [0], "on_timeout": "escalate"}]);
+    plan["subtasks"][1]["when"] = json!("len(out[0].text) > 0");
+    plan["recovery"] = json!({"on_decline": "retry(2)"});
+    let id = propose_and_approve(&http, &api, &plan).await;
+    support::wait_view(&http, &api, &id, "at the checkpoint", |v| {
+        v["gates"]["tone-check"]["state"] == "reached"
+    })
+    .await;
+    let tessera = |args: Vec<String>| {
+        let api = api.clone();
+        async move { support::cli(&api, Some(TEST_TOKEN), args, None).await }
+    };
+    let shown = tessera(words(&format!("runs show {id}"))).await;
+    assert!(
+        shown.stdout.contains(
+            "⏸ checkpoint tone-check after #0: an approver passes or stops the run; after the \
+             decision timeout escalate — reached"
+        ),
+        "{shown:?}"
+    );
+    assert!(shown.stdout.contains("runs only if len(out[0].text) > 0"), "{shown:?}");
+    assert!(shown.stdout.contains("recovery: on decline retry(2)"), "{shown:?}");
+    let ran = tessera(words(&format!("runs checkpoint {id} tone-check approve --json"))).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(reply["status"], "queued", "{reply:#}");
+    let v = wait_completed(&http, &api, &id).await;
+    assert_eq!(v["gates"]["tone-check"]["state"], "approved", "{v:#}");
+    assert_eq!(v["gates"]["tone-check"]["by"], "approver");
+    assert_eq!(v["subtasks"][1]["phase"], "paid");
+    // Once passed, a second decision is taken but changes nothing.
+    let ran = tessera(words(&format!("runs checkpoint {id} tone-check reject"))).await;
+    assert_eq!(ran.code, Some(3), "a completed run takes no decision: {ran:?}");
     for w in workers {
         w.abort();
     }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use alloy::primitives::{Address, keccak256};
 use serde_json::Value;
-use tessera_bindings::usdc::Usdc;
+use tessera_bindings::{task::Status, usdc::Usdc};
 
 use super::{Orchestrator, RunError, RunView};
 use crate::{
     plan::{Plan, PlanError, ReviewMode},
-    state::{DecisionKind, Progress, RunEvent, RunState, Stakes},
+    state::{DecisionKind, Phase, Progress, RunEvent, RunState, Stakes},
     store::now_ms,
 };
 
@@ -322,6 +322,17 @@ impl Orchestrator {
             && reason.trim().is_empty()
         {
             return Err(RunError::Invalid("a dispute or an appeal needs a reason".into()));
+        }
+        // Only a ruling can be appealed: refused at once rather than queued
+        // and ignored.
+        if let Decision::Appeal(i, _) = &decision {
+            let phase = self.progress(id).await?.get(i).map(|r| r.phase);
+            if phase != Some(Phase::Chain(Status::Ruled)) {
+                let now = phase.map_or("not started", |p| p.as_str());
+                return Err(RunError::Invalid(format!(
+                    "sub-task {i} is {now}: only a ruling can be appealed"
+                )));
+            }
         }
         if let Decision::Checkpoint { name, .. } = &decision
             && !plan.checkpoints.iter().any(|c| &c.name == name)
