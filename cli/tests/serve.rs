@@ -434,10 +434,13 @@ async fn a_checkpoint_decided_from_the_cli_lets_the_run_go_on() {
     let mut plan = chain_plan(
         Plan::id_from_label("cli-checkpoint"),
         "The ferry now leaves at nine. Passengers praised the new timetable.",
-        &[("summarize", a1, 400_000), ("sentiment-classify", a3, 200_000)],
+        &[("sentiment-classify", a3, 200_000), ("summarize", a1, 400_000)],
     );
     plan["checkpoints"] = json!([{"name": "tone-check", "after": [0], "on_timeout": "escalate"}]);
-    plan["subtasks"][1]["when"] = json!("len(out[0].text) > 0");
+    plan["subtasks"][1]["when"] = json!("len(out[0].label) > 0 and out[0].score >= -1");
+    // Left to the plan's selection policy: the card says who and why.
+    plan["subtasks"][1]["executor"] = Value::Null;
+    plan["subtasks"][1]["cost"] = json!(0);
     plan["recovery"] = json!({"on_decline": "retry(2)"});
     let id = propose_and_approve(&http, &api, &plan).await;
     support::wait_view(&http, &api, &id, "at the checkpoint", |v| {
@@ -456,8 +459,16 @@ async fn a_checkpoint_decided_from_the_cli_lets_the_run_go_on() {
         ),
         "{shown:?}"
     );
-    assert!(shown.stdout.contains("runs only if len(out[0].text) > 0"), "{shown:?}");
+    assert!(shown.stdout.contains("runs only if len(out[0].label) > 0 and out[0].score >= -1"), "{shown:?}");
     assert!(shown.stdout.contains("recovery: on decline retry(2)"), "{shown:?}");
+    let a1_text = a1.to_string().to_lowercase();
+    let short = format!("{}…{}", &a1_text[..6], &a1_text[38..]);
+    assert!(
+        shown.stdout.contains(&format!("chosen: {short} — balanced: ")),
+        "the policy chose the cheaper summarizer and says why: {shown:?}"
+    );
+    assert!(shown.stdout.contains("; runner-up 0x"), "{shown:?}");
+    println!("{}", shown.stdout);
     let ran = tessera(words(&format!("runs checkpoint {id} tone-check approve --json"))).await;
     assert_eq!(ran.code, Some(0), "{ran:?}");
     let reply: Value = serde_json::from_str(&ran.stdout).unwrap();

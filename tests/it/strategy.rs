@@ -262,3 +262,35 @@ async fn retries_then_a_reassignment_recover_expiries_without_a_person() {
     let done = of_kind(&events, "plan_completed");
     assert_eq!((&done[0]["paid"], &done[0]["refunded"]), (&json!("500000"), &json!("1200000")));
 }
+
+#[tokio::test]
+async fn a_sub_task_without_an_executor_gets_the_policys_choice_with_its_reason() {
+    let stack = Stack::start().await;
+    let (a1, a3) = (stack.env.actors.agent(1), stack.env.actors.agent(3));
+    let mut open = step(1, "summarize", Address::ZERO, 0, &[0]);
+    open["executor"] = Value::Null;
+    let mut capped = step(2, "extract-entities", Address::ZERO, 260_000, &[0]);
+    capped["executor"] = Value::Null;
+    let body = plan(
+        "left-to-the-policy",
+        vec![step(0, "sentiment-classify", a3, 200_000, &[]), open, capped],
+        json!({"selection": "balanced"}),
+    );
+    let (status, view) = stack.post("/api/plans", &body).await;
+    assert_eq!(status, 201, "{view}");
+    let tasks = &view["plan"]["subtasks"];
+    // summarize: summarizer-b (0.40) over summarizer-a (0.50); no records
+    // yet, so price decides. The zero cost became the chosen price.
+    assert_eq!(tasks[1]["executor"].as_str().unwrap().parse::<Address>().unwrap(), a1);
+    assert_eq!(tasks[1]["cost"], 400_000);
+    // extract-entities at no more than 0.26: the extractor (0.25), not
+    // summarizer-a (0.30); the cost stays as the plan says.
+    let extractor = stack.env.actors.agent(4);
+    assert_eq!(tasks[2]["executor"].as_str().unwrap().parse::<Address>().unwrap(), extractor);
+    assert_eq!(tasks[2]["cost"], 260_000);
+    let choices = view["plan"]["choices"].as_array().unwrap();
+    assert_eq!(choices.iter().map(|c| c["index"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+    assert!(choices[0]["reason"].as_str().unwrap().starts_with("balanced"), "{choices:#?}");
+    assert!(choices[0]["runner_up"]["executor"].is_string(), "summarizer-a came second");
+    assert!(choices[1]["runner_up"].is_null(), "summarizer-a is over the cap: {choices:#?}");
+}

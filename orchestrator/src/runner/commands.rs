@@ -98,7 +98,33 @@ pub(super) fn plan_json(plan: &Plan) -> Result<String, RunError> {
 
 impl Orchestrator {
     /// Validates `plan` against the registry and stores it as a proposed run.
-    pub async fn propose(&self, plan: Plan) -> Result<RunView, RunError> {
+    ///
+    /// A sub-task without an executor gets the one the plan's selection
+    /// policy picks among the active agents offering its capability (at no
+    /// more than its cost, when it names one; a zero cost becomes the
+    /// chosen price), and the plan keeps why (`choices`). One nobody offers
+    /// stays unassigned: approval refuses it until one is picked.
+    pub async fn propose(&self, mut plan: Plan) -> Result<RunView, RunError> {
+        for i in 0..plan.subtasks.len() {
+            let t = &plan.subtasks[i];
+            if t.executor.is_some() || t.capability.is_empty() {
+                continue;
+            }
+            let max_price = (t.cost != Usdc::ZERO).then_some(t.cost);
+            let Some(choice) =
+                self.choose(t.index, &t.capability, plan.selection, &[], max_price).await?
+            else {
+                continue;
+            };
+            let t = &mut plan.subtasks[i];
+            t.executor = Some(choice.executor);
+            if t.cost == Usdc::ZERO {
+                t.cost = choice.price;
+            }
+            plan.choices.retain(|c| c.index != choice.index);
+            plan.choices.push(choice);
+        }
+        plan.choices.sort_by_key(|c| c.index);
         self.propose_with(plan, false, None).await
     }
 
