@@ -459,7 +459,10 @@ async fn a_checkpoint_decided_from_the_cli_lets_the_run_go_on() {
         ),
         "{shown:?}"
     );
-    assert!(shown.stdout.contains("runs only if len(out[0].label) > 0 and out[0].score >= -1"), "{shown:?}");
+    assert!(
+        shown.stdout.contains("runs only if len(out[0].label) > 0 and out[0].score >= -1"),
+        "{shown:?}"
+    );
     assert!(shown.stdout.contains("recovery: on decline retry(2)"), "{shown:?}");
     let a1_text = a1.to_string().to_lowercase();
     let short = format!("{}…{}", &a1_text[..6], &a1_text[38..]);
