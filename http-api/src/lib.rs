@@ -25,10 +25,15 @@
 //! [`limits`] holds what every API keeps whatever its clients do: a time
 //! limit on each request and a gate on open event streams.
 //!
-//! The crate depends on axum, serde and tokio only, so both API crates can
-//! share it without depending on each other.
+//! [`ops`] holds what every service offers its operators: `/metrics`
+//! (Prometheus), `/healthz`, `/readyz`, and the metrics' names in one table.
+//!
+//! The crate depends on axum, serde, tokio and the `metrics` facade with its
+//! Prometheus exporter only, so every service crate can share it without
+//! depending on the others.
 
 pub mod limits;
+pub mod ops;
 
 use axum::{
     extract::{FromRequest, FromRequestParts, Request},
