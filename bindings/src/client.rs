@@ -464,19 +464,23 @@ impl EscrowClient {
     }
 }
 
-/// An HTTP provider that signs with `wallet`.
+/// An HTTP provider that signs with `wallet`, its JSON-RPC calls counted by
+/// method ([`crate::rpc_metrics`]).
 ///
 /// Nonces are read from the node's pending state for every transaction: a
 /// cached nonce would be consumed by a call that fails gas estimation (a
 /// revert), leaving a gap that stalls every later transaction of the account.
 pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWallet) -> DynProvider {
+    let client = alloy::rpc::client::ClientBuilder::default()
+        .layer(crate::rpc_metrics::RpcMetricsLayer)
+        .http(url);
     ProviderBuilder::new()
         .disable_recommended_fillers()
         .with_gas_estimation()
         .with_simple_nonce_management()
         .fetch_chain_id()
         .wallet(wallet)
-        .connect_http(url)
+        .connect_client(client)
         .erased()
 }
 

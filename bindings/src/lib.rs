@@ -25,7 +25,9 @@
 //!   off-chain choice the escrow checks again at creation;
 //! - [`usdc`]: the one USDC amount type (parse, format, serde, ranges);
 //! - [`injection`]: the one detector for text aimed at agents or the judge
-//!   (prompt injection), used by the workers, the runner and the arbiter.
+//!   (prompt injection), used by the workers, the runner and the arbiter;
+//! - [`rpc_metrics`]: JSON-RPC calls and failures counted by method on every
+//!   service's HTTP transport.
 
 pub mod capability;
 pub mod card;
@@ -38,6 +40,7 @@ pub mod injection;
 pub mod offers;
 pub mod permit;
 pub mod revert;
+pub mod rpc_metrics;
 pub mod sender;
 pub mod task;
 pub mod usdc;
