@@ -18,6 +18,8 @@
 //! - [`api`], [`web`]: the HTTP API with its SSE stream, and the plan card
 //!   UI it serves at `/`;
 //! - [`service`]: all of it wired once, for `tessera serve` and the tests;
+//! - [`ops`]: what operators scrape and probe: runs by state, phase
+//!   latencies, readiness (store and chain);
 //! - [`envelope`]: the spec envelope codec, re-exported from
 //!   `tessera-bindings` where every consumer (workers, indexer, arbiter) shares it.
 
@@ -26,6 +28,7 @@ pub mod ceremony;
 pub mod choose;
 pub mod condition;
 pub mod events;
+pub mod ops;
 pub mod plan;
 pub mod runner;
 pub mod select;

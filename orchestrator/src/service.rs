@@ -92,6 +92,8 @@ impl Service {
         for (path, router) in config.nested {
             app = app.nest(&path, router);
         }
+        // /metrics, /healthz, /readyz: beside the API, not in its OpenAPI document.
+        app = app.merge(crate::ops::service_ops(&orch).router(gate.limits().request_timeout));
         // A 5xx is a warning here: a 503 past a limit is the server doing its
         // job, and an internal error is logged where it happened, with its cause.
         let app = app

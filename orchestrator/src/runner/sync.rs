@@ -71,6 +71,7 @@ impl Orchestrator {
             }
         }
         let phase = Phase::Chain(rec.status());
+        crate::ops::observe_phases(row.phase, phase, &logs);
         let mut changed = row.phase != phase || row.task_id.as_deref() != Some(task_id.as_str());
         row.phase = phase;
         row.task_id = Some(task_id);

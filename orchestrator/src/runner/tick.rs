@@ -76,6 +76,7 @@ impl Orchestrator {
                 );
             }
             self.store.record_decision(id, decision.seq, &outcome).await?;
+            tessera_http::ops::decision_applied(decision.kind.as_str(), outcome.ok);
             let event = RunEvent::DecisionApplied {
                 plan_id: plan.id,
                 index: decision.index,

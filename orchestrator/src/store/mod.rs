@@ -26,6 +26,7 @@ use tessera_db::{DbError, Schema};
 
 mod decisions;
 mod events;
+mod health;
 mod runs;
 mod subtasks;
 
