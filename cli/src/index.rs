@@ -80,7 +80,9 @@ pub(crate) async fn run(
         .await
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
     let gate = a.limits.gate();
-    let app = api::of(&indexer, gate.clone());
+    // /metrics, /healthz and /readyz beside the read API, outside its OpenAPI document.
+    let app = api::of(&indexer, gate.clone())
+        .merge(api::ops(&indexer).router(gate.limits().request_timeout));
     println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {

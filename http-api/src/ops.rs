@@ -383,21 +383,24 @@ impl Ops {
     }
 
     /// The three routes, each answered within `request_timeout` (`503` with
-    /// `Retry-After` past it). No fallback: merge it into an API router, or
-    /// use [`Ops::standalone`] to serve it alone.
+    /// `Retry-After` past it), a wrong method answered with the JSON `405`.
+    /// No fallback: merge it into an API router, or use [`Ops::standalone`]
+    /// to serve it alone.
     pub fn router(self, request_timeout: Duration) -> Router {
         Router::new()
             .route("/metrics", get(scrape))
             .route("/healthz", get(healthz))
             .route("/readyz", get(readyz))
+            // A JSON 405, also once merged into another router.
+            .method_not_allowed_fallback(crate::method_not_allowed)
             .layer(middleware::from_fn_with_state(request_timeout, limits::request_timeout))
             .with_state(Arc::new(self))
     }
 
-    /// [`Ops::router`] with the JSON 404 and 405 of every API, for a
-    /// service that has no other routes.
+    /// [`Ops::router`] with the JSON 404 of every API, for a service that
+    /// has no other routes.
     pub fn standalone(self, request_timeout: Duration) -> Router {
-        crate::json_fallbacks(self.router(request_timeout))
+        self.router(request_timeout).fallback(crate::not_found)
     }
 
     /// Runs every check at once; each outcome by name, and whether all passed.
@@ -543,5 +546,9 @@ mod tests {
         assert_eq!((status, body.as_str()), (StatusCode::OK, r#"{"status":"ok"}"#));
         let (status, _) = get(&not, "/nope").await;
         assert_eq!(status, StatusCode::NOT_FOUND);
+        let post = axum::http::Request::post("/metrics").body(Body::empty()).unwrap();
+        let resp = not.clone().oneshot(post).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
     }
 }

@@ -91,6 +91,24 @@ pub fn of(indexer: &crate::Indexer, gate: StreamGate) -> Router {
     )
 }
 
+/// The indexer's `/metrics`, `/healthz` and `/readyz` (served beside the
+/// API, not in its OpenAPI document): ready when its store answers `SELECT
+/// 1` and its chain `eth_blockNumber`.
+pub fn ops(indexer: &crate::Indexer) -> tessera_http::ops::Ops {
+    use alloy::providers::Provider;
+    let store = indexer.store().clone();
+    let provider = indexer.provider().clone();
+    tessera_http::ops::Ops::new()
+        .ready_when("database", move || {
+            let store = store.clone();
+            async move { store.ping().await.map_err(|e| e.to_string()) }
+        })
+        .ready_when("chain", move || {
+            let provider = provider.clone();
+            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) }
+        })
+}
+
 struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {

@@ -172,6 +172,7 @@ impl Indexer {
     /// block up to the head. Returns the number of events stored.
     pub async fn sync_once(&mut self) -> Result<usize, IngestError> {
         let head = self.provider.get_block_number().await?;
+        self.observe_head(head);
         self.roll_back_reorg(head).await?;
         let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
         let mut stored = 0;
@@ -228,6 +229,7 @@ impl Indexer {
                 "batch indexed"
             );
             stored += applied.events;
+            tessera_http::ops::events_indexed(applied.events as u64);
             unfolded += applied.events;
             // A long backfill folds its tasks now and then, so the API
             // does not wait for the whole range.
@@ -248,10 +250,23 @@ impl Indexer {
         let derived = self.store.derive(self.blobs.clone(), self.cfg.derive_chunk).await?;
         let indexed = derived.through.saturating_sub(1);
         self.progress.send_replace(Progress { head, indexed });
+        tessera_http::ops::indexer_progress(head, indexed);
         if !derived.tasks.is_empty() {
             let _ = self.updates.send(Update { block: indexed, tasks: derived.tasks, reorg: None });
         }
         Ok(())
+    }
+
+    /// Sets the head (and the lag, once a pass told the indexed block) for
+    /// `/metrics` at the start of a pass, so a pass that then fails still
+    /// shows how far behind the index is.
+    fn observe_head(&self, head: u64) {
+        let known = *self.progress.borrow();
+        if known == Progress::default() {
+            tessera_http::ops::indexer_head(head);
+        } else {
+            tessera_http::ops::indexer_progress(head, known.indexed);
+        }
     }
 
     /// The range after one of `blocks` blocks that held `logs` logs: twice

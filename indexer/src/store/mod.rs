@@ -169,4 +169,10 @@ impl IndexStore {
     pub fn backend(&self) -> Backend {
         self.backend
     }
+
+    /// `SELECT 1` on the API's connections: the database answers (`/readyz`).
+    pub async fn ping(&self) -> Result<(), DbError> {
+        sqlx::query("SELECT 1").execute(&self.api).await.map_err(DbError::from)?;
+        Ok(())
+    }
 }
