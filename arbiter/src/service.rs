@@ -134,6 +134,24 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// Counts this action in `/metrics` (`tessera_arbiter_rulings_total`,
+    /// `tessera_arbiter_actions_total`).
+    fn count(&self) {
+        use tessera_http::ops::{arbiter_action, arbiter_ruling};
+        match self {
+            Self::Ruled { verdict, .. } => {
+                arbiter_ruling(Level::Dispute.as_str(), verdict.as_str())
+            }
+            Self::AppealRuled { verdict, .. } => {
+                arbiter_ruling(Level::Appeal.as_str(), verdict.as_str());
+            }
+            Self::Finalized { .. } => arbiter_action("finalized"),
+            Self::DefaultClaimed { .. } => arbiter_action("default_claimed"),
+        }
+    }
+}
+
 /// The most blocks one scan asks the node for logs of.
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
@@ -324,14 +342,23 @@ impl Arbiter {
                 cases.push((id, String::new()));
             }
         }
+        // Seen and not ruled yet, for /metrics: what a failed pass leaves
+        // stays counted until a later pass rules on it.
+        let mut queued = cases.len();
+        tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
         for (id, reason_uri) in cases {
             let action = match self.level {
                 Level::Dispute => self.handle_dispute(id, &reason_uri).await?,
                 Level::Appeal => self.handle_appeal(id).await?,
             };
+            queued -= 1;
+            tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
+            action.iter().for_each(Action::count);
             actions.extend(action);
         }
-        actions.extend(self.finalize_due().await?);
+        let finalized = self.finalize_due().await?;
+        finalized.iter().for_each(Action::count);
+        actions.extend(finalized);
         if head >= self.next_block {
             self.next_block = head + 1;
             self.store.set_cursor(self.level, self.next_block).await?;

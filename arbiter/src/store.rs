@@ -100,6 +100,12 @@ impl ArbiterStore {
         self.backend
     }
 
+    /// `SELECT 1`: the database answers (`/readyz`).
+    pub async fn ping(&self) -> Result<(), DbError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(DbError::from)?;
+        Ok(())
+    }
+
     /// The decision for `task_id` at `level`, if any.
     pub async fn decision(&self, task_id: &str, level: Level) -> Result<Option<Decision>, DbError> {
         let row = sqlx::query(

@@ -29,6 +29,15 @@ pub(crate) struct ArbiterChain {
     database_url: String,
 }
 
+/// Where the arbiter answers operators, if anywhere.
+#[derive(Debug, Args)]
+pub(crate) struct OpsArgs {
+    /// Serve /metrics (Prometheus), /healthz and /readyz (decision store and
+    /// chain answer) on this address, e.g. 127.0.0.1:9102; none by default.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<std::net::SocketAddr>,
+}
+
 /// `tessera arbiter …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ArbiterCommand {
@@ -42,6 +51,8 @@ pub(crate) enum ArbiterCommand {
         /// Milliseconds between looks when no block is announced.
         #[arg(long, default_value_t = 1000)]
         poll_ms: u64,
+        #[command(flatten)]
+        ops: OpsArgs,
     },
     /// The arbiter's recorded decisions.
     Decisions {
@@ -67,6 +78,8 @@ pub(crate) enum AppealsCommand {
         /// Milliseconds between looks when no block is announced.
         #[arg(long, default_value_t = 1000)]
         poll_ms: u64,
+        #[command(flatten)]
+        ops: OpsArgs,
     },
     /// Tasks under appeal, with the first ruling.
     List {
@@ -109,11 +122,11 @@ fn key(var: &str, role: &str) -> Result<PrivateKeySigner> {
 
 pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>) -> Result<()> {
     match cmd {
-        ArbiterCommand::Run { chain, poll_ms } => {
-            serve(Level::Dispute, chain, poll_ms, shutdown).await?;
+        ArbiterCommand::Run { chain, poll_ms, ops } => {
+            serve(Level::Dispute, chain, poll_ms, ops, shutdown).await?;
         }
-        ArbiterCommand::Appeals(AppealsCommand::Run { chain, poll_ms }) => {
-            serve(Level::Appeal, chain, poll_ms, shutdown).await?;
+        ArbiterCommand::Appeals(AppealsCommand::Run { chain, poll_ms, ops }) => {
+            serve(Level::Appeal, chain, poll_ms, ops, shutdown).await?;
         }
         ArbiterCommand::Decisions { chain } => {
             let store = ArbiterStore::connect(&chain.database_url).await?;
@@ -187,11 +200,13 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
 }
 
 /// Runs the arbiter ruling at `level` (the arbiter or the appeal arbiter)
-/// until `shutdown`, printing each action as a JSON line.
+/// until `shutdown`, printing each action as a JSON line; with
+/// `--metrics-addr`, answers operators there meanwhile.
 async fn serve(
     level: Level,
     chain: ArbiterChain,
     poll_ms: u64,
+    ops: OpsArgs,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let (var, role) = match level {
@@ -204,6 +219,10 @@ async fn serve(
     let store =
         ArbiterStore::connect(&chain.database_url).await.wrap_err("opening the decision store")?;
     let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    let ops_server = match ops.metrics_addr {
+        Some(addr) => Some(serve_ops(addr, store.clone(), provider.clone()).await?),
+        None => None,
+    };
     let judge = Judge::from_env();
     let judge_name = match &judge {
         Judge::Offline => "offline rubric",
@@ -226,6 +245,61 @@ async fn serve(
             shutdown,
         )
         .await;
+    if let Some(server) = ops_server {
+        server.stop().await;
+    }
     println!("{role} stopped");
     Ok(())
+}
+
+/// The arbiter's `/metrics`, `/healthz` and `/readyz`, served until stopped.
+struct OpsServer {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl OpsServer {
+    /// Stops serving; requests in flight get a few seconds.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        match tokio::time::timeout(Duration::from_secs(5), self.task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the metrics server failed"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "the metrics server task failed"),
+            Err(_) => tracing::warn!("the metrics server did not drain within 5 s"),
+        }
+    }
+}
+
+/// Binds `addr` and serves the ops routes there: ready when `store`
+/// answers `SELECT 1` and `provider` `eth_blockNumber`.
+async fn serve_ops(
+    addr: std::net::SocketAddr,
+    store: ArbiterStore,
+    provider: alloy::providers::DynProvider,
+) -> Result<OpsServer> {
+    use alloy::providers::Provider;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .wrap_err_with(|| format!("listening on {addr} (--metrics-addr)"))?;
+    println!("metrics on http://{}/metrics", listener.local_addr()?);
+    let app = tessera_http::ops::Ops::new()
+        .ready_when("database", move || {
+            let store = store.clone();
+            async move { store.ping().await.map_err(|e| e.to_string()) }
+        })
+        .ready_when("chain", move || {
+            let provider = provider.clone();
+            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) }
+        })
+        .standalone(tessera_http::limits::HttpLimits::default().request_timeout);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    Ok(OpsServer { stop, task })
 }
