@@ -39,6 +39,22 @@ pub(crate) struct Cli {
     /// More log output (-v info, -vv debug); logs go to stderr.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// How logs are written: text for people, json for collectors (one
+    /// object per line, with the fields of the spans an event happened in,
+    /// such as a run's plan id).
+    #[arg(long, global = true, env = "TESSERA_LOG_FORMAT", value_enum, default_value_t)]
+    log_format: LogFormat,
+}
+
+/// How logs are written on stderr.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line: timestamp, level, target, fields, and the
+    /// current span and the spans around it with their fields.
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -321,6 +337,10 @@ impl Cli {
         self.verbose
     }
 
+    pub(crate) fn log_format(&self) -> LogFormat {
+        self.log_format
+    }
+
     /// Whether classification passes write their trace: not in a benchmark,
     /// where thousands of passes would time their own logging.
     pub(crate) fn classify_trace(&self) -> bool {
@@ -543,9 +563,9 @@ async fn shutdown_signal() {
     }
 }
 
-/// Logs to stderr; `RUST_LOG` overrides the verbosity flag. With
-/// `classify_trace`, every classification pass also writes its trace.
-pub(crate) fn init_tracing(verbose: u8, classify_trace: bool) {
+/// Logs to stderr in `format`; `RUST_LOG` overrides the verbosity flag.
+/// With `classify_trace`, every classification pass also writes its trace.
+pub(crate) fn init_tracing(verbose: u8, classify_trace: bool, format: LogFormat) {
     use tracing_subscriber::{
         Layer, filter::Targets, layer::SubscriberExt, util::SubscriberInitExt,
     };
@@ -557,11 +577,19 @@ pub(crate) fn init_tracing(verbose: u8, classify_trace: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Human-readable logs, filtered by -v / RUST_LOG; the classifier's trace
-    // events always go to stderr as JSON lines, one per event, so a pass can
-    // be followed (and parsed) whatever the verbosity.
-    let human = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+    // Logs filtered by -v / RUST_LOG, as text or JSON lines; the
+    // classifier's trace events always go to stderr as JSON lines, one per
+    // event, so a pass can be followed (and parsed) whatever the verbosity.
+    let human = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer().with_writer(std::io::stderr).boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    };
+    let human = human
         .with_filter(filter)
         .with_filter(tracing_subscriber::filter::filter_fn(|m| m.target() != "tessera::classify"));
     let trace = tracing_subscriber::fmt::layer().json().with_writer(std::io::stderr).with_filter(
