@@ -118,7 +118,7 @@ pub const METRICS: &[Metric] = &[
         name: PHASE_SECONDS,
         kind: Kind::Histogram,
         labels: &["phase"],
-        help: "Seconds (block time) a sub-task's task spent before each step: created_to_accepted, accepted_to_completed, completed_to_paid; observed when the runner sees the step.",
+        help: "Seconds (block time) a sub-task's task spent before each step: created_to_accepted, accepted_to_completed, completed_to_paid (a delivery, accepted and completed in one call, has accepted_to_completed 0); observed when the runner sees the step.",
     },
     Metric {
         name: DECISIONS,

@@ -63,15 +63,17 @@ fn reached(phase: Phase) -> u8 {
 const PHASES: [(u8, &str); 3] =
     [(1, "created_to_accepted"), (2, "accepted_to_completed"), (3, "completed_to_paid")];
 
-/// Block times of a task's steps from its logs: when it was (last) created
-/// or reassigned before being accepted, accepted, completed, and paid.
+/// Block times of a task's steps from its logs: when it was created (or
+/// last reassigned), accepted, completed, and paid. A delivery (the
+/// executor accepts and completes in one call) is accepted when it completed.
 fn step_times(logs: &[Log]) -> [Option<u64>; 4] {
     let mut at = [None; 4];
     for log in logs {
         match decode_log(log) {
             Some(TaskEscrowEvents::TaskCreated(e)) => at[0] = Some(e.task.updatedAt.to::<u64>()),
-            Some(TaskEscrowEvents::TaskReassigned(e)) if at[1].is_none() => {
-                at[0] = Some(e.at.to::<u64>());
+            // A new executor starts over from here.
+            Some(TaskEscrowEvents::TaskReassigned(e)) => {
+                at = [Some(e.at.to::<u64>()), None, None, None]
             }
             Some(TaskEscrowEvents::TaskAccepted(e)) => at[1] = Some(e.at.to::<u64>()),
             Some(TaskEscrowEvents::TaskCompleted(e)) => at[2] = Some(e.at.to::<u64>()),
@@ -82,6 +84,9 @@ fn step_times(logs: &[Log]) -> [Option<u64>; 4] {
             }
             _ => {}
         }
+    }
+    if at[1].is_none() {
+        at[1] = at[2];
     }
     at
 }
@@ -183,7 +188,17 @@ mod tests {
         assert_eq!(phase_latencies(completed, paid, &logs), vec![("completed_to_paid", 1.0)]);
         assert_eq!(phase_latencies(paid, paid, &logs), vec![]);
         assert_eq!(phase_latencies(Phase::Waiting, created, &logs), vec![]);
-        // Steps the logs do not date (a delivery without an acceptance) are skipped.
+        // Steps the logs do not date are skipped.
         assert_eq!(phase_latencies(Phase::Waiting, paid, &logs[..1]), Vec::<(&str, f64)>::new());
+        // A delivery is accepted and completed at once.
+        let delivered = [logs[0].clone(), logs[2].clone(), logs[3].clone()];
+        assert_eq!(
+            phase_latencies(created, paid, &delivered),
+            vec![
+                ("created_to_accepted", 10.0),
+                ("accepted_to_completed", 0.0),
+                ("completed_to_paid", 1.0)
+            ]
+        );
     }
 }
