@@ -54,6 +54,15 @@ pub enum DbError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Another process holds the SQLite file's lock (see [`crate::lock_sqlite`]).
+    #[error(
+        "another process uses this SQLite database (it holds {path}): SQLite serves one \
+         process; stop the other one, or use PostgreSQL"
+    )]
+    Locked {
+        /// The lock file.
+        path: String,
+    },
     /// A row holds something this version cannot read.
     #[error("corrupt row in {table}: {detail}")]
     Corrupt {

@@ -4,13 +4,14 @@
 //! [`DbError`] they fail with, the wall clock rows are stamped with
 //! ([`now_ms`]), and migrations kept per component ([`Schema`]), each with
 //! its own history so services sharing one database never coordinate their
-//! version numbers.
+//! version numbers. An SQLite file serves one process: [`lock_sqlite`].
 //!
 //! Scratch PostgreSQL databases for tests live in `test_utils`, behind the
 //! `test-utils` feature.
 
 mod clock;
 mod error;
+mod lock;
 mod migrate;
 mod pool;
 mod scratch;
@@ -19,8 +20,9 @@ pub mod test_utils;
 
 pub use clock::now_ms;
 pub use error::DbError;
+pub use lock::{FileLock, lock_sqlite};
 pub use migrate::{HISTORY_TABLE, Schema};
 pub use pool::{
     API_STATEMENT_TIMEOUT_MS, Backend, open_api_pool, open_pool, open_pool_with, open_read_pool,
 };
-pub use scratch::{DEFAULT_ADMIN_URL, create_scratch_database};
+pub use scratch::{DEFAULT_ADMIN_URL, create_scratch_database, drop_scratch_database};

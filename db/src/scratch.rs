@@ -31,6 +31,24 @@ pub async fn create_scratch_database(admin: &str, label: &str) -> Result<String,
     Ok(format!("{base}/{name}"))
 }
 
+/// Drops the scratch database `url` (made by [`create_scratch_database`] on
+/// the server `admin` connects to), closing its remaining connections.
+pub async fn drop_scratch_database(admin: &str, url: &str) -> Result<(), DbError> {
+    sqlx::any::install_default_drivers();
+    let name = url.rsplit('/').next().unwrap_or_default();
+    if !name.starts_with("tessera_") || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(DbError::UnsupportedUrl(url.to_owned()));
+    }
+    let pool = AnyPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(std::time::Duration::from_secs(3))
+        .connect(admin)
+        .await?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&pool).await?;
+    Ok(())
+}
+
 /// Drops scratch databases left by processes that no longer run.
 async fn drop_stale_scratch(pool: &AnyPool) {
     let Ok(rows) = sqlx::query(
