@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::{EventRow, Store, StoreError, now_ms};
+use super::{Backend, EVENTS_CHANNEL, EventRow, Store, StoreError, now_ms};
 use crate::state::EventKind;
 
 impl Store {
@@ -50,6 +50,15 @@ impl Store {
         .bind(now_ms())
         .execute(&mut *tx)
         .await?;
+        // Replicas hear of it once it is committed (a notification sent in
+        // a transaction is delivered at its commit, in commit order).
+        if let (Some(origin), Backend::Postgres) = (&self.origin, self.backend) {
+            sqlx::query("SELECT 1 AS sent FROM pg_notify($1, $2)")
+                .bind(EVENTS_CHANNEL)
+                .bind(super::leases::event_payload(run_id, seq, origin))
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(Some(EventRow { run_id: run_id.to_owned(), seq, kind: kind.to_owned(), body: text }))
     }

@@ -14,23 +14,27 @@
 //! - `runs`: runs and their state transitions;
 //! - `subtasks`: sub-task progress rows;
 //! - `events`: the run event stream;
-//! - `decisions`: user decisions, queued and answered.
+//! - `decisions`: user decisions, queued and answered;
+//! - `leases`: lane leases and the notifications between replicas
+//!   (PostgreSQL only; see [`crate::replica`]).
 
 use serde::Serialize;
 use sqlx::AnyPool;
 pub use tessera_db::{
-    API_STATEMENT_TIMEOUT_MS, Backend, now_ms, open_api_pool, open_pool, open_pool_with,
-    open_read_pool,
+    API_STATEMENT_TIMEOUT_MS, Backend, FileLock, lock_sqlite, now_ms, open_api_pool, open_pool,
+    open_pool_with, open_read_pool,
 };
 use tessera_db::{DbError, Schema};
 
 mod decisions;
 mod events;
 mod health;
+mod leases;
 mod runs;
 mod subtasks;
 
 pub use decisions::{DecisionOutcome, DecisionRecord};
+pub use leases::{Claim, EVENTS_CHANNEL, LeaseRow, WAKE_CHANNEL, parse_event_payload};
 
 /// The migrations, embedded at build time.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -58,6 +62,9 @@ pub enum StoreError {
         /// What was wrong.
         detail: String,
     },
+    /// What was asked exists on PostgreSQL only.
+    #[error("{0} need PostgreSQL")]
+    NeedsPostgres(&'static str),
 }
 
 /// A run as stored.
@@ -133,6 +140,9 @@ pub struct DecisionRow {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// In replica mode, this replica's id: stored events are announced
+    /// (`NOTIFY`) with it, so other replicas pass them to their subscribers.
+    origin: Option<std::sync::Arc<str>>,
 }
 
 impl StoreError {
@@ -156,7 +166,16 @@ impl Store {
     /// existing database.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         let (pool, backend) = open_pool(url, &SCHEMA).await?;
-        Ok(Self { pool, backend })
+        Ok(Self { pool, backend, origin: None })
+    }
+
+    /// This store, announcing every event it stores (`NOTIFY
+    /// tessera_events`) and every wake-up asked of it as replica `origin`'s
+    /// (PostgreSQL; nothing on SQLite).
+    #[must_use]
+    pub fn publishing(mut self, origin: &str) -> Self {
+        self.origin = Some(origin.into());
+        self
     }
 
     /// Which database this is.

@@ -26,11 +26,25 @@ impl Store {
         stakes: Stakes,
         classification: Option<&str>,
     ) -> Result<RunRow, StoreError> {
+        self.insert_run_for(id, plan_json, state, stakes, classification, None).await
+    }
+
+    /// [`Store::insert_run_with`], for `sponsor`'s lane (see [`crate::replica`]).
+    pub async fn insert_run_for(
+        &self,
+        id: &str,
+        plan_json: &str,
+        state: RunState,
+        stakes: Stakes,
+        classification: Option<&str>,
+        sponsor: Option<&str>,
+    ) -> Result<RunRow, StoreError> {
         let now = now_ms();
         let (state, stakes) = (state.as_str(), stakes.as_str());
         let res = sqlx::query(
-            "INSERT INTO runs (id, plan_json, state, created_at, updated_at, stakes, classification) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO runs (id, plan_json, state, created_at, updated_at, stakes, \
+             classification, sponsor) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
         )
         .bind(id)
         .bind(plan_json)
@@ -39,6 +53,7 @@ impl Store {
         .bind(now)
         .bind(stakes)
         .bind(classification)
+        .bind(sponsor)
         .execute(&self.pool)
         .await?;
         if res.rows_affected() == 0 {

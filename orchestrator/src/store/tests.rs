@@ -43,6 +43,7 @@ both_backends!(
     decisions_queue_in_order_until_finished,
     decisions_keep_their_outcome,
     subtask_rows_upsert,
+    runs_belong_to_a_sponsor_lane,
 );
 
 async fn decisions_keep_their_outcome(store: Store) {
@@ -145,4 +146,119 @@ async fn subtask_rows_upsert(store: Store) {
     row.output = Some("text".into());
     store.put_subtask("r", &row).await.unwrap();
     assert_eq!(store.subtasks("r").await.unwrap(), vec![row]);
+}
+
+async fn runs_belong_to_a_sponsor_lane(store: Store) {
+    store.insert_run("0x01", "{}", RunState::Running).await.unwrap();
+    store
+        .insert_run_for("0x02", "{}", RunState::Paused, Stakes::Low, None, Some("0xbb"))
+        .await
+        .unwrap();
+    store
+        .insert_run_for("0x03", "{}", RunState::Completed, Stakes::Low, None, Some("0xaa"))
+        .await
+        .unwrap();
+    assert_eq!(store.run_sponsor("0x01").await.unwrap(), None, "from before lanes");
+    assert_eq!(store.live_runs_of("0xaa").await.unwrap(), Vec::new());
+    assert_eq!(store.adopt_runs("0xaa").await.unwrap(), 1, "only the one without a sponsor");
+    assert_eq!(store.run_sponsor("0x01").await.unwrap().as_deref(), Some("0xaa"));
+    let live = |id: &str, state: &str| (id.to_owned(), state.to_owned());
+    assert_eq!(store.live_runs_of("0xaa").await.unwrap(), [live("0x01", "running")], "live only");
+    assert_eq!(store.live_runs_of("0xbb").await.unwrap(), [live("0x02", "paused")]);
+    assert_eq!(store.adopt_runs("0xcc").await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn leases_need_postgres() {
+    let (_dir, store) = sqlite().await;
+    let err = store.claim_lease("0xaa", "a", 1_000).await.unwrap_err();
+    assert!(matches!(err, StoreError::NeedsPostgres(_)), "{err}");
+    assert!(store.renew_lease("0xaa", "a", 1_000).await.is_err());
+}
+
+#[tokio::test]
+async fn a_lease_is_held_by_one_replica_renewed_taken_over_once_lapsed_and_released() {
+    let Some(store) = scratch_postgres("lane_leases").await else { return };
+    let lane = "0xaa";
+    let held = |epoch, took_over| Claim::Held { epoch, took_over };
+    assert_eq!(store.claim_lease(lane, "a", 60_000).await.unwrap(), held(1, false));
+    assert_eq!(store.claim_lease(lane, "b", 60_000).await.unwrap(), Claim::Taken);
+    assert_eq!(store.claim_lease(lane, "a", 60_000).await.unwrap(), held(1, false), "renewed");
+    assert!(store.renew_lease(lane, "a", 60_000).await.unwrap());
+    assert!(!store.renew_lease(lane, "b", 60_000).await.unwrap(), "not b's");
+    let lease = store.lease(lane).await.unwrap().unwrap();
+    assert_eq!((lease.owner.as_deref(), lease.epoch), (Some("a"), 1));
+    assert!(lease.expires_at > lease.heartbeat_at);
+
+    // a stops renewing: once its lease lapsed, b takes it over, a cannot renew.
+    assert!(store.renew_lease(lane, "a", 150).await.unwrap());
+    assert_eq!(store.claim_lease(lane, "b", 60_000).await.unwrap(), Claim::Taken, "not yet");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!store.renew_lease(lane, "a", 60_000).await.unwrap(), "a lapsed lease is lost");
+    assert_eq!(store.claim_lease(lane, "b", 60_000).await.unwrap(), held(2, true));
+    assert!(!store.renew_lease(lane, "a", 60_000).await.unwrap());
+
+    // Released, it is free at once; only its owner releases it.
+    assert!(!store.release_lease(lane, "a").await.unwrap());
+    assert!(store.release_lease(lane, "b").await.unwrap());
+    assert_eq!(store.claim_lease(lane, "a", 60_000).await.unwrap(), held(3, false));
+    // Lanes are apart.
+    assert_eq!(store.claim_lease("0xbb", "b", 60_000).await.unwrap(), held(1, false));
+}
+
+#[tokio::test]
+async fn a_claim_skips_a_lease_another_replica_is_claiming() {
+    let Some(store) = scratch_postgres("lane_skip_locked").await else { return };
+    assert!(matches!(store.claim_lease("0xaa", "a", 1).await.unwrap(), Claim::Held { .. }));
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    // Another replica holds the row locked (mid-claim): skipped, not waited for.
+    let mut tx = store.pool.begin().await.unwrap();
+    sqlx::query("SELECT owner FROM leases WHERE lane = $1 FOR UPDATE")
+        .bind("0xaa")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    let claim = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        store.claim_lease("0xaa", "b", 60_000),
+    )
+    .await
+    .expect("a locked lease is skipped at once");
+    assert_eq!(claim.unwrap(), Claim::Taken);
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        store.claim_lease("0xaa", "b", 60_000).await.unwrap(),
+        Claim::Held { epoch: 2, took_over: true }
+    );
+}
+
+#[tokio::test]
+async fn a_publishing_store_announces_events_and_wake_ups() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("lane_notify").await else {
+        return;
+    };
+    let quiet = Store::connect(&url).await.unwrap();
+    let store = quiet.clone().publishing("r1");
+    let mut listener = sqlx::postgres::PgListener::connect(&url).await.unwrap();
+    listener.listen_all([WAKE_CHANNEL, EVENTS_CHANNEL]).await.unwrap();
+    let body = serde_json::json!({"index": 0});
+    // Not in replica mode: nothing announced.
+    quiet.append_event("0x01", EventKind::SubtaskCreated, "a", &body).await.unwrap();
+    quiet.notify_wake("0x01").await.unwrap();
+    store.append_event("0x01", EventKind::SubtaskPaid, "b", &body).await.unwrap();
+    store.notify_wake("0x01").await.unwrap();
+    let mut heard = Vec::new();
+    for _ in 0..2 {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(5), listener.recv())
+            .await
+            .expect("a notification")
+            .unwrap();
+        heard.push((n.channel().to_owned(), n.payload().to_owned()));
+    }
+    let own = |c: &str, p: &str| (c.to_owned(), p.to_owned());
+    assert_eq!(heard, [own(EVENTS_CHANNEL, "0x01:2:r1"), own(WAKE_CHANNEL, "0x01")]);
+    assert_eq!(parse_event_payload(&heard[0].1), Some(("0x01", 2, "r1")));
+    let ev = store.event("0x01", 2).await.unwrap().unwrap();
+    assert_eq!(ev.kind, "subtask_paid");
+    assert!(store.event("0x01", 9).await.unwrap().is_none());
 }
