@@ -129,6 +129,7 @@ impl From<RunError> for ApiError {
             RunError::Plan(_) | RunError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::NotFound(_) => StatusCode::NOT_FOUND,
             RunError::Confirmation(_) => StatusCode::FORBIDDEN,
+            RunError::LeaseLost(_) => StatusCode::SERVICE_UNAVAILABLE,
             RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
                 StatusCode::CONFLICT
             }
@@ -200,6 +201,9 @@ async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
         "sponsor": chain.sponsor(),
         "open_streams": s.gate.open(),
         "run_drivers": s.orch.drivers().driving(),
+        "lane": s.orch.lane().map(|l| json!({
+            "lane": l.name(), "replica": l.id(), "holds": l.holds(), "epoch": l.epoch(),
+        })),
         "runtime_tasks": tokio::runtime::Handle::current().metrics().num_alive_tasks(),
     }))
 }
@@ -444,6 +448,9 @@ async fn run_events(
     Ok(s.gate.stream(move |tx| async move {
         // Subscribe before reading the backlog so nothing falls in between.
         let mut live = orch.subscribe();
+        // Replica mode: the live feed may have missed events other replicas
+        // stored; the store has them.
+        let mut resync = orch.resyncs();
         let mut last = after;
         let mut done = false;
         let mut replay = true;
@@ -463,7 +470,14 @@ async fn run_events(
                 }
                 continue;
             }
-            match live.recv().await {
+            let next = tokio::select! {
+                next = live.recv() => next,
+                Ok(()) = resync.changed() => {
+                    replay = true;
+                    continue;
+                }
+            };
+            match next {
                 Ok(ev) if ev.run_id == id && ev.seq > last => {
                     last = ev.seq;
                     done = is_final(&ev.kind);

@@ -18,6 +18,8 @@
 //! - [`api`], [`web`]: the HTTP API with its SSE stream, and the plan card
 //!   UI it serves at `/`;
 //! - [`service`]: all of it wired once, for `tessera serve` and the tests;
+//! - [`replica`]: several processes on one PostgreSQL database (a lease
+//!   per sponsor lane, `LISTEN/NOTIFY` between them);
 //! - [`ops`]: what operators scrape and probe: runs by state, phase
 //!   latencies, readiness (store and chain);
 //! - [`envelope`]: the spec envelope codec, re-exported from
@@ -30,6 +32,7 @@ pub mod condition;
 pub mod events;
 pub mod ops;
 pub mod plan;
+pub mod replica;
 pub mod runner;
 pub mod select;
 pub mod service;

@@ -2,7 +2,8 @@
 //! chain, every live run resumed, the head follower, and the HTTP API (with
 //! any routers nested beside it, such as the embedded indexer's), all under
 //! one shutdown. `tessera serve` and the end-to-end test stack both start
-//! it through [`Service::start`].
+//! it through [`Service::start`]; `tessera serve --replica` through
+//! [`Service::start_replica`] (see [`crate::replica`]).
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     api,
+    replica::{Lane, Replica, ReplicaConfig, ReplicaError},
     runner::{Chain, Orchestrator, RunError, RunnerConfig},
     store::Store,
 };
@@ -65,6 +67,9 @@ pub enum ServiceError {
     /// The server task ended abnormally.
     #[error("server task: {0}")]
     Join(#[from] tokio::task::JoinError),
+    /// Replica mode could not start.
+    #[error("replica mode: {0}")]
+    Replica(#[source] ReplicaError),
 }
 
 /// A running orchestrator service.
@@ -76,14 +81,41 @@ pub struct Service {
     stop: CancellationToken,
     server: Option<JoinHandle<std::io::Result<()>>>,
     heads: Option<JoinHandle<()>>,
+    replica: Option<Replica>,
 }
 
 impl Service {
     /// Starts the runner (resuming every live run), the head follower and
     /// the API.
     pub async fn start(config: ServiceConfig) -> Result<Self, ServiceError> {
+        Self::start_with(config, None).await
+    }
+
+    /// [`Service::start`] as one replica of the sponsor's lane: the lane's
+    /// runs are resumed and driven only while this replica holds its lease
+    /// (see [`crate::replica`]); the API answers either way.
+    pub async fn start_replica(
+        config: ServiceConfig,
+        replica: ReplicaConfig,
+    ) -> Result<Self, ServiceError> {
+        replica.check().map_err(|e| ServiceError::Replica(ReplicaError::Config(e)))?;
+        let lane = Arc::new(Lane::new(replica, config.chain.sponsor()));
+        let store = config.store.clone().publishing(lane.id());
+        Self::start_with(ServiceConfig { store, ..config }, Some(lane)).await
+    }
+
+    async fn start_with(
+        config: ServiceConfig,
+        lane: Option<Arc<Lane>>,
+    ) -> Result<Self, ServiceError> {
         let orch = Orchestrator::new(config.store, config.chain, config.blobs, config.runner);
-        let resumed = orch.resume_all().await.map_err(ServiceError::Resume)?;
+        let (resumed, replica) = match lane {
+            None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),
+            Some(lane) => {
+                let replica = Replica::start(&orch, lane).await.map_err(ServiceError::Replica)?;
+                (replica.resumed(), Some(replica))
+            }
+        };
         let heads = tokio::spawn(Arc::clone(&orch).follow_heads(config.ws_url));
         let addr = config.listener.local_addr()?;
         let gate = config.gate;
@@ -110,7 +142,7 @@ impl Service {
         let server = tokio::spawn(
             axum::serve(config.listener, app).with_graceful_shutdown(shutdown).into_future(),
         );
-        Ok(Self { orch, addr, resumed, stop, server: Some(server), heads: Some(heads) })
+        Ok(Self { orch, addr, resumed, stop, server: Some(server), heads: Some(heads), replica })
     }
 
     /// The orchestrator.
@@ -128,6 +160,11 @@ impl Service {
         self.resumed
     }
 
+    /// Replica mode, when started so.
+    pub fn replica(&self) -> Option<&Replica> {
+        self.replica.as_ref()
+    }
+
     /// Stops serving, drains the run drivers (each finishes its current
     /// step) and the head follower, and returns.
     pub async fn shutdown(&mut self) -> Result<(), ServiceError> {
@@ -139,6 +176,10 @@ impl Service {
         self.orch.shutdown().await;
         if let Some(heads) = self.heads.take() {
             heads.await?;
+        }
+        // The drivers are drained: the lease goes, a standby takes the lane.
+        if let Some(replica) = self.replica.as_mut() {
+            replica.shutdown().await;
         }
         served??;
         Ok(())

@@ -253,10 +253,16 @@ impl Chain {
         }))
     }
 
-    /// The sponsor's token balance.
-    pub(crate) async fn balance(&self) -> Result<U256, RunError> {
+    /// `account`'s token balance.
+    pub(crate) async fn balance_of(&self, account: Address) -> Result<U256, RunError> {
         let token = MockUSDC::new(self.deployment.token, &self.provider);
-        Ok(token.balanceOf(self.sponsor).call().await.map_err(map_call)?)
+        Ok(token.balanceOf(account).call().await.map_err(map_call)?)
+    }
+
+    /// Forgets the sponsor's nonce count: the next send reads the node's
+    /// (another replica sent for this sponsor meanwhile).
+    pub(crate) async fn forget_nonces(&self) {
+        self.sender.forget(self.sponsor).await;
     }
 
     /// What `executor` asks for `capability`, when it offers it.

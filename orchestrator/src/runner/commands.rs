@@ -155,8 +155,17 @@ impl Orchestrator {
         let json = plan_json(&plan)?;
         let classification = classification.map(Value::to_string);
         let stakes = if high_stakes { Stakes::High } else { Stakes::Low };
+        // The run belongs to this sponsor's lane (see `crate::replica`).
+        let sponsor = crate::replica::lane_of(self.chain.sponsor());
         self.store
-            .insert_run_with(&id, &json, RunState::Proposed, stakes, classification.as_deref())
+            .insert_run_for(
+                &id,
+                &json,
+                RunState::Proposed,
+                stakes,
+                classification.as_deref(),
+                Some(&sponsor),
+            )
             .await?;
         self.emit_once(&id, &RunEvent::PlanProposed { plan_id: plan.id, stakes }).await?;
         self.view(&id).await
@@ -277,7 +286,13 @@ impl Orchestrator {
                 Some(_) => {}
             }
         }
-        let balance = self.chain.balance().await?;
+        // The sponsor whose lane runs it pays: in replica mode, maybe a
+        // replica with another key proposed it.
+        let payer = match self.store.run_sponsor(id).await? {
+            Some(lane) => lane.parse().unwrap_or(self.chain.sponsor()),
+            None => self.chain.sponsor(),
+        };
+        let balance = self.chain.balance_of(payer).await?;
         let total = plan.total_cost()?;
         if balance < total.to_u256() {
             return Err(RunError::Invalid(format!(
@@ -298,7 +313,10 @@ impl Orchestrator {
         }
         let event = RunEvent::PlanApproved { plan_id: plan.id, total_cost: total };
         self.emit_once(id, &event).await?;
+        // Driven here, or (in replica mode, by a standby) on the replica
+        // holding the lane, told so.
         self.spawn(id);
+        self.nudge(id).await;
         self.view(id).await
     }
 
@@ -321,7 +339,7 @@ impl Orchestrator {
             }
             s if s.is_live() => {
                 self.store.push_decision(id, None, DecisionKind::Cancel, None).await?;
-                self.wake(id);
+                self.nudge(id).await;
             }
             s => return Err(RunError::wrong_state(id, s, "a cancellation")),
         }
@@ -383,7 +401,7 @@ impl Orchestrator {
             }
         }
         let seq = self.store.push_decision(id, idx, kind, arg.as_deref()).await?;
-        self.wake(id);
+        self.nudge(id).await;
         Ok(seq)
     }
 

@@ -2,7 +2,9 @@
 //! cancellation token the orchestrator owns. A driver that errors out or
 //! panics is restarted with backoff, and each restart is a
 //! `driver_restarted` run event; shutdown stops new steps, lets the current
-//! ones finish, and waits for every driver.
+//! ones finish, and waits for every driver. In replica mode a driver is
+//! started only while the lane's lease is held, and losing the lease stops
+//! every driver at once (see [`super::lane`]).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -31,11 +33,15 @@ pub struct Supervisor {
     token: CancellationToken,
     driving: StdMutex<HashSet<String>>,
     wakers: StdMutex<HashMap<String, Arc<Notify>>>,
+    /// Cancelled (and replaced) when this replica loses its lane: every
+    /// driver started under it stops at once. Apart from `token`, so a
+    /// graceful shutdown still lets the current steps finish.
+    pub(super) lane: StdMutex<CancellationToken>,
 }
 
 /// A lock that survives a panic elsewhere (the data stays consistent: every
 /// critical section is one map operation).
-fn lock<T>(m: &StdMutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &StdMutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -53,6 +59,11 @@ impl Supervisor {
     /// Runs with a driver now.
     pub fn driving(&self) -> usize {
         lock(&self.driving).len()
+    }
+
+    /// Whether run `id` has a driver now.
+    pub fn is_driving(&self, id: &str) -> bool {
+        lock(&self.driving).contains(id)
     }
 
     /// Runs that can be woken now (one per driver).
@@ -78,20 +89,30 @@ impl Orchestrator {
 
     /// Starts driver tasks for every live run (after a restart).
     pub async fn resume_all(self: &Arc<Self>) -> Result<usize, RunError> {
-        let live = self.store.runs_in(&RunState::LIVE).await?;
+        // In replica mode, the live runs of this replica's lane only.
+        let live: Vec<(String, String)> = match self.lane() {
+            Some(lane) => self.store.live_runs_of(lane.name()).await?,
+            None => self
+                .store
+                .runs_in(&RunState::LIVE)
+                .await?
+                .into_iter()
+                .map(|r| (r.id, r.state))
+                .collect(),
+        };
         // Read the escrow's logs from the earliest approval among them (a run
         // approved before approvals were recorded: from the deployment).
         let mut from: Option<u64> = None;
-        for run in &live {
-            let at = self.store.from_block(&run.id).await?.unwrap_or_default();
+        for (id, _) in &live {
+            let at = self.store.from_block(id).await?.unwrap_or_default();
             from = Some(from.map_or(at, |f| f.min(at)));
         }
         if let Some(from) = from {
             self.chain.read_from(from).await;
         }
-        for run in &live {
-            tracing::info!(plan = %run.id, state = %run.state, "resuming run");
-            self.spawn(&run.id);
+        for (id, state) in &live {
+            tracing::info!(plan = %id, %state, "resuming run");
+            self.spawn(id);
         }
         Ok(live.len())
     }
@@ -147,15 +168,23 @@ impl Orchestrator {
         self.drivers.token.is_cancelled()
     }
 
-    /// Starts the supervised driver of run `id`, unless it has one.
+    /// Starts the supervised driver of run `id`, unless it has one (or,
+    /// in replica mode, this replica does not hold the lane).
     pub(super) fn spawn(self: &Arc<Self>, id: &str) {
-        if self.drivers.token.is_cancelled() || !lock(&self.drivers.driving).insert(id.to_owned()) {
+        // Checked under the lane's lock: a lane lost meanwhile cancels the
+        // token this driver takes.
+        let lane = lock(&self.drivers.lane);
+        if self.drivers.token.is_cancelled()
+            || !self.may_drive()
+            || !lock(&self.drivers.driving).insert(id.to_owned())
+        {
             return;
         }
+        let lane = lane.clone();
         let span = tracing::info_span!("run", plan = %id);
         let mut tasks = lock(&self.drivers.tasks);
         while tasks.try_join_next().is_some() {}
-        tasks.spawn(Arc::clone(self).supervise(id.to_owned()).instrument(span));
+        tasks.spawn(Arc::clone(self).supervise(id.to_owned(), lane).instrument(span));
     }
 
     /// Wakes run `id`'s driver, when it has one.
@@ -165,13 +194,24 @@ impl Orchestrator {
         }
     }
 
+    /// Drives run `id` until it ends, shutdown, or the loss of the lane
+    /// (`lane` cancelled: the driver is dropped wherever it is).
+    async fn supervise(self: Arc<Self>, id: String, lane: CancellationToken) {
+        tokio::select! {
+            biased;
+            () = lane.cancelled() => tracing::info!("lane lost: driver stopped"),
+            () = self.supervise_steps(&id) => {}
+        }
+        self.drivers.finish(&id);
+    }
+
     /// Drives run `id` until it ends or shutdown, restarting the driver
     /// with backoff when it fails or panics.
-    async fn supervise(self: Arc<Self>, id: String) {
+    async fn supervise_steps(&self, id: &str) {
         let token = self.drivers.token.clone();
         let mut restarts = 0u32;
         loop {
-            let error = match AssertUnwindSafe(self.drive(&id)).catch_unwind().await {
+            let error = match AssertUnwindSafe(self.drive(id)).catch_unwind().await {
                 Ok(Ok(())) => break,
                 Ok(Err(e)) => e.to_string(),
                 Err(panic) => format!("panic: {}", panic_text(panic.as_ref())),
@@ -184,7 +224,7 @@ impl Orchestrator {
                 restarts,
             };
             let dedup = format!("driver_restarted:{}:{restarts}", now_ms());
-            if let Err(e) = self.emit(&id, &dedup, &event).await {
+            if let Err(e) = self.emit(id, &dedup, &event).await {
                 tracing::warn!(error = %e, "recording the driver restart");
             }
             if token.is_cancelled() {
@@ -197,7 +237,6 @@ impl Orchestrator {
                 () = tokio::time::sleep(backoff) => {}
             }
         }
-        self.drivers.finish(&id);
     }
 
     /// Steps run `id` until it is over or shutdown begins; an error after
@@ -211,6 +250,10 @@ impl Orchestrator {
             match self.tick(id).await {
                 Ok(true) => return Ok(()),
                 Ok(false) => failures = 0,
+                // The lease lapsed before a renewal: nothing was sent. Either
+                // it is renewed and the next look goes on, or the lane is
+                // lost and this driver is stopped.
+                Err(RunError::LeaseLost(_)) => {}
                 Err(e) => {
                     failures += 1;
                     if failures >= self.config.max_step_failures.max(1) {

@@ -63,6 +63,10 @@ pub enum RunError {
     /// A high-stakes approval without a matching confirmation.
     #[error("{0}")]
     Confirmation(String),
+    /// This replica no longer holds its sponsor lane's lease (see
+    /// [`crate::replica`]): nothing is sent for the lane's runs.
+    #[error("this replica does not hold the lease of lane {0}: nothing sent")]
+    LeaseLost(String),
 }
 
 impl From<alloy::transports::TransportError> for RunError {

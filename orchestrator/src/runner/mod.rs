@@ -19,6 +19,8 @@
 //! - [`step`]: the pure transition from a run's state to its next actions;
 //! - [`tick`]: one look at a run, carrying the step's actions out;
 //! - [`sync`]: chain sync into progress rows and run events;
+//! - `lane`: replica mode's side of the runner (the lease fence, taking
+//!   and losing the lane; see [`crate::replica`]);
 //! - `gates`: checkpoints reached, decided and timed out;
 //! - `recover`: the plan's recovery policies applied without a person.
 
@@ -28,6 +30,7 @@ pub mod config;
 pub mod driver;
 pub mod error;
 mod gates;
+mod lane;
 mod recover;
 pub mod step;
 pub mod sync;
@@ -67,6 +70,10 @@ pub struct Orchestrator {
     drivers: driver::Supervisor,
     /// Where agents' records come from when executors are chosen.
     records: std::sync::RwLock<Option<Arc<dyn AgentRecords>>>,
+    /// In replica mode, the sponsor lane and whether its lease is held.
+    lane: std::sync::OnceLock<Arc<crate::replica::Lane>>,
+    /// Bumped when live subscribers should read the store again.
+    resync: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -93,6 +100,8 @@ impl Orchestrator {
             head: watch::channel(0).0,
             drivers: driver::Supervisor::default(),
             records: std::sync::RwLock::new(None),
+            lane: std::sync::OnceLock::new(),
+            resync: watch::channel(0).0,
         })
     }
 
@@ -129,7 +138,10 @@ impl Orchestrator {
         self.blobs.as_ref()
     }
 
-    /// Live events of every run, as they are stored.
+    /// Live events of every run, as they are stored (in replica mode,
+    /// those other replicas store too). A subscriber that must miss none
+    /// also watches [`Orchestrator::resyncs`] and reads the store again
+    /// when it changes.
     pub fn subscribe(&self) -> broadcast::Receiver<EventRow> {
         self.events.subscribe()
     }

@@ -32,6 +32,9 @@ impl Orchestrator {
     /// One look at a run. True when the run is over.
     pub(super) async fn tick(&self, id: &str) -> Result<bool, RunError> {
         self.config.inject_fault(id);
+        // In replica mode, nothing is done for a lane this replica no
+        // longer holds (each send checks again).
+        self.fence()?;
         let (run, plan) = self.load(id).await?;
         if !run.state.is_live() {
             return Ok(true);
@@ -373,12 +376,14 @@ impl Orchestrator {
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
     /// first.
     async fn transact(&self, rec: &TaskRecord, call: &Call) -> Result<(), RunError> {
+        self.fence()?;
         let uri = match call {
             Call::Dispute(reason) | Call::Appeal(reason) => {
                 Some(self.publish_reason(reason).await?)
             }
             _ => None,
         };
+        self.fence()?;
         Ok(self.chain.send(rec, call, uri).await?)
     }
 
@@ -420,6 +425,7 @@ impl Orchestrator {
                         .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            self.fence()?;
             match self.chain.approve_all(&recs).await {
                 Ok(sent) => Some(sent),
                 Err(e) => {
@@ -468,7 +474,12 @@ impl Orchestrator {
             spend.committed = spend.committed.checked_add(cost).unwrap_or(spend.committed);
             wave.push(self.create_params(plan, row, inputs, now).await?);
         }
-        let creating = if wave.is_empty() { None } else { self.chain.create_wave(wave).await? };
+        let creating = if wave.is_empty() {
+            None
+        } else {
+            self.fence()?;
+            self.chain.create_wave(wave).await?
+        };
         if let Some(sent) = approving
             && let Err(e) = self.chain.confirm(sent).await
         {
