@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 use tessera_bindings::{client::connect, envelope::FsBlobStore, usdc::Usdc};
 use tessera_orchestrator::{
     plan::Plan,
+    replica::ReplicaConfig,
     runner::{Chain, RunnerConfig},
     service::{Service, ServiceConfig},
-    store::Store,
+    store::{Store, lock_sqlite},
 };
 
 use crate::client::Client;
@@ -54,8 +55,40 @@ pub(crate) struct ServeArgs {
     /// agents or reliability).
     #[arg(long)]
     no_index: bool,
+    /// Run as one of several replicas on a PostgreSQL run store: the
+    /// replicas with this sponsor key share its lane, one at a time holds
+    /// the lane's lease and drives its runs, the others answer the API and
+    /// take over when the holder stops. Without it, one process per store
+    /// (SQLite files are locked).
+    #[arg(long)]
+    replica: bool,
+    /// With --replica: how long the lane's lease lasts without a renewal;
+    /// a standby takes over within this after the holder dies.
+    #[arg(long, default_value_t = 5_000, requires = "replica")]
+    lease_ttl_ms: u64,
+    /// With --replica: how often the holder renews the lease (and a
+    /// standby tries to claim it); below --lease-ttl-ms.
+    #[arg(long, default_value_t = 1_000, requires = "replica")]
+    lease_heartbeat_ms: u64,
     #[command(flatten)]
     limits: crate::cli::Limits,
+}
+
+impl ServeArgs {
+    /// Replica mode, when asked for (checked: PostgreSQL, a heartbeat
+    /// inside the TTL).
+    fn replica(&self) -> Result<Option<ReplicaConfig>> {
+        if !self.replica {
+            return Ok(None);
+        }
+        let config = ReplicaConfig {
+            ttl: Duration::from_millis(self.lease_ttl_ms),
+            heartbeat: Duration::from_millis(self.lease_heartbeat_ms),
+            ..ReplicaConfig::new(self.database_url.clone())
+        };
+        config.check().map_err(|e| eyre!("--replica: {e}"))?;
+        Ok(Some(config))
+    }
 }
 
 /// Where the API is, for the client commands.
@@ -134,6 +167,10 @@ pub(crate) async fn serve(
     let signer: PrivateKeySigner =
         key.parse().map_err(|_| eyre!("TESSERA_SPONSOR_KEY is not a hex private key"))?;
     let deployment = args.conn.deployment()?;
+    let replica = args.replica()?;
+    // One process per SQLite file, for as long as this one runs.
+    let _lock = lock_sqlite(&args.database_url)
+        .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
     let store = Store::connect(&args.database_url)
         .await
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
@@ -167,7 +204,7 @@ pub(crate) async fn serve(
         nested.push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone())));
         indexer = Some(ix);
     }
-    let mut service = Service::start(ServiceConfig {
+    let config = ServiceConfig {
         store,
         chain,
         blobs: Arc::new(FsBlobStore::new(&args.conn.blobs)),
@@ -178,8 +215,11 @@ pub(crate) async fn serve(
         classifier,
         gate,
         nested,
-    })
-    .await?;
+    };
+    let mut service = match replica {
+        Some(replica) => Service::start_replica(config, replica).await?,
+        None => Service::start(config).await?,
+    };
     if let Some(ix) = &indexer {
         // Executors are chosen on the records the embedded indexer keeps.
         service.orchestrator().with_records(Arc::new(ix.store().clone()));
@@ -190,6 +230,17 @@ pub(crate) async fn serve(
         service.orchestrator().chain().sponsor(),
         service.resumed()
     );
+    if let Some(replica) = service.replica() {
+        let lane = replica.lane();
+        println!(
+            "replica {} of lane {}: {} (lease TTL {} ms, heartbeat {} ms)",
+            lane.id(),
+            lane.name(),
+            if lane.holds() { "holding the lane, driving its runs" } else { "standing by" },
+            lane.config().ttl.as_millis(),
+            lane.config().heartbeat.as_millis()
+        );
+    }
     println!(
         "classifier: {}",
         if uses_llm {
