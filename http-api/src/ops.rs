@@ -531,7 +531,7 @@ mod tests {
         let not = Ops::new()
             .ready_when("database", || async { Ok(()) })
             .ready_when("chain", || async { Err("connection refused".to_owned()) })
-            .ready_when("leases", || std::future::pending())
+            .ready_when("leases", std::future::pending)
             .check_timeout(Duration::from_millis(50))
             .standalone(Duration::from_secs(5));
         let (status, body) = get(&not, "/readyz").await;

@@ -1,0 +1,207 @@
+//! What operators scrape and probe, against the real binary on anvil:
+//! `tessera serve` with JSON logs runs a plan to completion, its `/metrics`
+//! count the run, its sub-tasks' steps and its JSON-RPC calls by method,
+//! `/readyz` is 200 and turns 503 (naming the chain) once anvil is gone;
+//! `tessera arbiter run --metrics-addr` answers the same routes.
+
+mod support;
+
+use std::{
+    io::BufRead,
+    process::{Command, Stdio},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use serde_json::Value;
+use tessera_e2e::{TEST_TOKEN, TestEnv};
+use tessera_orchestrator::plan::Plan;
+
+use support::{
+    ANY_PORT, Service, chain_plan, chain_with_workers, listening, propose_and_approve,
+    wait_completed, wait_up,
+};
+
+/// `tessera --log-format json -v serve` on a port of its own choosing, its
+/// stderr lines collected.
+fn serve_json_logs(env: &TestEnv, dir: &std::path::Path) -> (Service, String, Lines) {
+    let deployment = dir.join("deployment.json");
+    env.deployment.save(&deployment).unwrap();
+    let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
+    let (mut service, api) = listening(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["--log-format", "json", "-v", "serve", "--listen", ANY_PORT])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args(["--database-url", &format!("sqlite://{}", dir.join("runs.db").display())])
+            .args(["--index-database-url", &format!("sqlite://{}", dir.join("index.db").display())])
+            .arg("--blobs")
+            .arg(dir.join("blobs"))
+            .env("TESSERA_SPONSOR_KEY", sponsor_key)
+            .env("TESSERA_API_TOKEN", TEST_TOKEN)
+            .env_remove("DATABASE_URL")
+            .env_remove("RUST_LOG")
+            .stderr(Stdio::piped()),
+    );
+    let lines = collect(service.0.stderr.take().expect("piped stderr"));
+    (service, api, lines)
+}
+
+/// Lines read so far from a child's pipe.
+type Lines = Arc<Mutex<Vec<String>>>;
+
+/// Reads `pipe` line by line in the background (so the child never blocks
+/// on a full pipe), keeping every line.
+fn collect(pipe: impl std::io::Read + Send + 'static) -> Lines {
+    let lines = Lines::default();
+    let kept = Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            kept.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+/// The value of the sample `series` (name and labels, as rendered) in a
+/// Prometheus text scrape.
+fn sample(scrape: &str, series: &str) -> Option<f64> {
+    scrape.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Methods with a `tessera_rpc_requests_total` sample, and their counts.
+fn rpc_requests(scrape: &str) -> Vec<(String, f64)> {
+    scrape
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("tessera_rpc_requests_total{method=\"")?;
+            let (method, value) = rest.split_once("\"} ")?;
+            Some((method.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+async fn get(http: &reqwest::Client, url: &str) -> (u16, String) {
+    let resp = http.get(url).send().await.unwrap();
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+/// Polls `url` (30 s at most) until it answers `status`; returns the body.
+async fn wait_status(http: &reqwest::Client, url: &str, status: u16) -> String {
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (got, body) = get(http, url).await;
+        if got == status {
+            return body;
+        }
+        assert!(tokio::time::Instant::now() < end, "{url} never answered {status}: {got} {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
+    let (env, dir, workers) = chain_with_workers().await;
+    let http = reqwest::Client::new();
+    let (_orch, api, logs) = serve_json_logs(&env, dir.path());
+    wait_up(&http, &api).await;
+
+    // Liveness and readiness before any work.
+    let (status, body) = get(&http, &format!("{api}/healthz")).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    let (status, body) = get(&http, &format!("{api}/readyz")).await;
+    assert_eq!(status, 200, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["checks"]["database"], "ok");
+    assert_eq!(ready["checks"]["chain"], "ok");
+
+    // The arbiter beside it, answering operators on an address of its own.
+    let arbiter_key = format!("0x{}", alloy::hex::encode(env.actors.arbiter.to_bytes()));
+    let (_arbiter, arbiter_ops) = listening(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["arbiter", "run", "--poll-ms", "100", "--metrics-addr", ANY_PORT])
+            .arg("--deployment")
+            .arg(dir.path().join("deployment.json"))
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args([
+                "--database-url",
+                &format!("sqlite://{}", dir.path().join("arbiter.db").display()),
+            ])
+            .arg("--blobs")
+            .arg(dir.path().join("blobs"))
+            .env("TESSERA_ARBITER_KEY", arbiter_key)
+            .env_remove("TESSERA_LLM_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stderr(Stdio::inherit()),
+    );
+
+    // A two-step plan to completion.
+    let (a1, a3) = (env.actors.agent(1), env.actors.agent(3));
+    let plan = chain_plan(
+        Plan::id_from_label("ops-metrics"),
+        "Operators scrape every service. Prometheus reads the text format. Alerts follow.",
+        &[("summarize", a1, 400_000), ("sentiment-classify", a3, 200_000)],
+    );
+    let id = propose_and_approve(&http, &api, &plan).await;
+    wait_completed(&http, &api, &id).await;
+
+    let (status, scrape) = get(&http, &format!("{api}/metrics")).await;
+    assert_eq!(status, 200);
+    println!("--- tessera serve /metrics ---\n{scrape}");
+    assert_eq!(sample(&scrape, r#"tessera_runs{state="completed"}"#), Some(1.0), "{scrape}");
+    assert_eq!(sample(&scrape, r#"tessera_runs{state="running"}"#), Some(0.0));
+    // Each sub-task's every step is seen once (a delivery is accepted and
+    // completed in one call).
+    for phase in ["created_to_accepted", "accepted_to_completed", "completed_to_paid"] {
+        let count = format!(r#"tessera_subtask_phase_seconds_count{{phase="{phase}"}}"#);
+        assert_eq!(sample(&scrape, &count), Some(2.0), "{count} in\n{scrape}");
+    }
+    assert!(scrape.contains("# TYPE tessera_subtask_phase_seconds histogram"));
+    let rpc = rpc_requests(&scrape);
+    for method in ["eth_sendRawTransaction", "eth_getLogs", "eth_blockNumber"] {
+        assert!(rpc.iter().any(|(m, n)| m == method && *n > 0.0), "no {method} counted: {rpc:?}");
+    }
+    assert!(sample(&scrape, "tessera_indexer_events_total").is_some_and(|n| n > 0.0));
+    assert!(sample(&scrape, "tessera_indexer_head_lag_blocks").is_some());
+
+    let (status, arbiter_scrape) = get(&http, &format!("{arbiter_ops}/metrics")).await;
+    assert_eq!(status, 200);
+    println!("--- tessera arbiter run /metrics ---\n{arbiter_scrape}");
+    assert_eq!(sample(&arbiter_scrape, r#"tessera_arbiter_queue{level="dispute"}"#), Some(0.0));
+    assert!(rpc_requests(&arbiter_scrape).iter().any(|(m, _)| m == "eth_getLogs"));
+    wait_status(&http, &format!("{arbiter_ops}/readyz"), 200).await;
+
+    // JSON log lines, a run's events inside its span with the plan id.
+    let lines = logs.lock().unwrap().clone();
+    let events: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(!events.is_empty(), "no JSON log line in {lines:?}");
+    assert!(events.iter().all(|e| e["timestamp"].is_string() && e["level"].is_string()));
+    assert!(
+        events.iter().any(|e| e["fields"]["message"] == "run event" && e["span"]["plan"] == id),
+        "no run event logged in its run's span: {lines:#?}"
+    );
+
+    // The chain goes away: not ready, and the reason says so.
+    for w in workers {
+        w.abort();
+    }
+    let TestEnv { chain, .. } = env;
+    drop(chain);
+    for base in [&api, &arbiter_ops] {
+        let body = wait_status(&http, &format!("{base}/readyz"), 503).await;
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["ready"], false, "{body}");
+        assert_eq!(v["error"], "not ready: chain", "{body}");
+        assert_eq!(v["checks"]["database"], "ok", "{body}");
+    }
+    let (_, scrape) = get(&http, &format!("{api}/metrics")).await;
+    assert!(
+        sample(&scrape, r#"tessera_rpc_errors_total{method="eth_blockNumber",kind="transport"}"#)
+            .is_some_and(|n| n > 0.0),
+        "{scrape}"
+    );
+    // Still alive.
+    assert_eq!(get(&http, &format!("{api}/healthz")).await.0, 200);
+}
