@@ -1,7 +1,8 @@
 //! The orchestrator's metrics and readiness (see `tessera_http::ops` for
 //! every name): runs by state read from the store at each scrape, sub-task
 //! phase latencies observed when the runner sees a step, and `/readyz`
-//! answering once the run store and the chain both do.
+//! answering once the run store and the chain both do (and, in replica
+//! mode, once this replica holds its lane's lease).
 
 use alloy::{providers::Provider, rpc::types::Log};
 use tessera_bindings::{
@@ -10,7 +11,7 @@ use tessera_bindings::{
 };
 use tessera_http::ops::{self, Ops};
 
-use crate::{runner::Orchestrator, state::Phase, store::Store};
+use crate::{replica::Lane, runner::Orchestrator, state::Phase, store::Store};
 
 /// The service's `/metrics`, `/healthz` and `/readyz` over `orch`: ready
 /// when its store answers `SELECT 1` and its chain `eth_blockNumber`.
@@ -31,6 +32,19 @@ pub fn service_ops(orch: &Orchestrator) -> Ops {
             let store = scraped.clone();
             async move { refresh_runs(&store).await }
         })
+}
+
+/// In replica mode, `/readyz` also asks that this replica hold its lane's
+/// lease: a standby answers 503 (`lease`), so a load balancer that follows
+/// readiness sends to the holder.
+pub fn with_lease(ops: Ops, lane: std::sync::Arc<Lane>) -> Ops {
+    ops.ready_when("lease", move || {
+        std::future::ready(if lane.holds() {
+            Ok(())
+        } else {
+            Err(format!("standby: another replica holds the lease of lane {}", lane.name()))
+        })
+    })
 }
 
 /// Sets `tessera_runs{state}` for every state (0 for those without runs).
@@ -169,6 +183,19 @@ mod tests {
             }
             .encode_log_data()),
         ]
+    }
+
+    #[tokio::test]
+    async fn a_standby_replica_is_not_ready() {
+        let lane = Lane::new(crate::replica::ReplicaConfig::new("postgres://x"), Address::ZERO);
+        let name = lane.name().to_owned();
+        let ops = with_lease(Ops::new(), std::sync::Arc::new(lane));
+        let (ready, checks) = ops.readiness().await;
+        assert!(!ready);
+        assert_eq!(
+            checks["lease"],
+            format!("standby: another replica holds the lease of lane {name}")
+        );
     }
 
     #[test]

@@ -125,7 +125,11 @@ impl Service {
             app = app.nest(&path, router);
         }
         // /metrics, /healthz, /readyz: beside the API, not in its OpenAPI document.
-        app = app.merge(crate::ops::service_ops(&orch).router(gate.limits().request_timeout));
+        let mut ops = crate::ops::service_ops(&orch);
+        if let Some(replica) = &replica {
+            ops = crate::ops::with_lease(ops, Arc::clone(replica.lane()));
+        }
+        app = app.merge(ops.router(gate.limits().request_timeout));
         // A 5xx is a warning here: a 503 past a limit is the server doing its
         // job, and an internal error is logged where it happened, with its cause.
         let app = app
