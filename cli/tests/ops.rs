@@ -178,10 +178,11 @@ async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
     let events: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(!events.is_empty(), "no JSON log line in {lines:?}");
     assert!(events.iter().all(|e| e["timestamp"].is_string() && e["level"].is_string()));
-    assert!(
-        events.iter().any(|e| e["fields"]["message"] == "run event" && e["span"]["plan"] == id),
-        "no run event logged in its run's span: {lines:#?}"
-    );
+    let run_event = events
+        .iter()
+        .find(|e| e["fields"]["message"] == "run event" && e["span"]["plan"] == id)
+        .unwrap_or_else(|| panic!("no run event logged in its run's span: {lines:#?}"));
+    println!("--- a JSON log line ---\n{run_event}");
 
     // The chain goes away: not ready, and the reason says so.
     for w in workers {
@@ -191,6 +192,7 @@ async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
     drop(chain);
     for base in [&api, &arbiter_ops] {
         let body = wait_status(&http, &format!("{base}/readyz"), 503).await;
+        println!("--- {base}/readyz without the chain ---\n{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["ready"], false, "{body}");
         assert_eq!(v["error"], "not ready: chain", "{body}");
