@@ -478,6 +478,9 @@ async fn run_events(
                 }
             };
             match next {
+                // A gap (an event relayed from another replica ahead of
+                // one stored here): the store has both, in order.
+                Ok(ev) if ev.run_id == id && ev.seq > last + 1 => replay = true,
                 Ok(ev) if ev.run_id == id && ev.seq > last => {
                     last = ev.seq;
                     done = is_final(&ev.kind);
