@@ -4,6 +4,7 @@
 #   make test        everything a reviewer would run (see `test` below)
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
 #   make bench-plan  plans through orchestrator + workers on automine and 2 s blocks: blocks, seconds, RPC requests
+#   make bench-load  many plans at once through tessera serve: throughput vs direct, latency, RSS, CPU, RPC
 #   make bench       all benchmarks (gas, plan, classify, indexer)
 #   make coverage    forge coverage of the contracts
 #
@@ -27,7 +28,7 @@ export TESSERA_ANVIL := $(ANVIL)
 
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
-        chain bench bench-gas bench-plan bench-classify bench-indexer soak-indexer clean browser \
+        chain bench bench-gas bench-load bench-plan bench-classify bench-indexer soak-indexer clean browser \
         test-web js-test fuzz-tools fuzz-api audit audit-tools tree-check natspec-check
 
 help: ## list the targets
@@ -210,6 +211,7 @@ bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then index
 	  $(if $(HOLD_CHAIN),--hold-chain $(HOLD_CHAIN))
 
 LIFECYCLES ?= 50000
+PLANS ?= 200
 # A folder to keep the generated chain in and reload it from (HOLD_CHAIN=target/bench/chain).
 HOLD_CHAIN ?=
 
@@ -225,6 +227,9 @@ bench-classify: toolchain ## offline planner accuracy per axis on the brief corp
 
 bench-plan: toolchain ## chain, fan-out and ten plans on automine and 2 s blocks: blocks, seconds, RPC requests per sub-task (JSON in target/bench/)
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench plan --json $(BENCH_DIR)/plan.json
+
+bench-load: toolchain ## 200 plans x 3 steps through tessera serve with offline workers, automine and 2 s blocks: sub-tasks/s vs direct, p50/p99, RSS, CPU, store size, RPC per sub-task and per block (PLANS=200; BENCH_PG=postgres://… for PostgreSQL)
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench load --plans $(PLANS) $(if $(BENCH_PG),--postgres $(BENCH_PG)) --json $(BENCH_DIR)/load.json
 
 bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)
 	@$(CARGO) run --quiet --locked -p tessera -- bench gas --json $(BENCH_DIR)/gas.json

@@ -5,7 +5,7 @@
 
 use std::{
     path::Path,
-    process::{Child, Command, Stdio},
+    process::Stdio,
     time::{Duration, Instant},
 };
 
@@ -15,6 +15,8 @@ use alloy::{
     rpc::types::Filter,
 };
 use eyre::{Result, bail};
+
+use crate::process::{Running, peak_rss_mib, spawn_listening, tessera};
 use serde::Serialize;
 use serde_json::Value;
 use tessera_anvil::{
@@ -75,15 +77,6 @@ impl IndexerBench {
     }
 }
 
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A scratch PostgreSQL database for the backfill into PostgreSQL, on the
 /// server at `TESSERA_TEST_PG` (or the local default); `None`, with the
 /// reason printed, when none can be made.
@@ -102,65 +95,26 @@ async fn postgres_scratch() -> Option<String> {
 }
 
 /// Starts `tessera indexer run` on a port it binds itself (`:0`) and
-/// returns it with its API's base URL, read from the line where it says
-/// where it listens.
+/// returns it with its API's base URL.
 fn spawn_indexer(
     deployment: &Path,
     rpc: &str,
     db: &str,
     log: Option<&Path>,
 ) -> Result<(Running, String)> {
-    use std::io::BufRead;
-    let exe = std::env::current_exe()?;
     // With a log file, each batch's read / insert / fold timings land there.
     let stderr = match log {
         Some(path) => Stdio::from(std::fs::File::create(path)?),
         None => Stdio::null(),
     };
-    let mut child = Command::new(exe)
-        .args(["indexer", "run", "--listen", "127.0.0.1:0", "--poll-ms", "200"])
+    let mut cmd = tessera()?;
+    cmd.args(["indexer", "run", "--listen", "127.0.0.1:0", "--poll-ms", "200"])
         .arg("--deployment")
         .arg(deployment)
         .args(["--rpc-url", rpc, "--database-url", db])
         .env("RUST_LOG", if log.is_some() { "tessera_indexer=debug" } else { "warn" })
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let running = Running(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    // Reads every line, so the indexer never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(at) = line.find("http://")
-                && let Some(tx) = tx.take()
-            {
-                let addr: String = line[at + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
-                    .collect();
-                let _ = tx.send(format!("http://{}", addr.trim_end_matches('.')));
-            }
-        }
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(api) => Ok((running, api)),
-        Err(_) => bail!("the indexer did not say where it listens within 60 s"),
-    }
-}
-
-fn peak_rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+        .stderr(stderr);
+    spawn_listening(cmd, "indexer")
 }
 
 async fn wait_indexed(http: &reqwest::Client, api: &str, head: u64, limit: Duration) -> Result<()> {

@@ -9,6 +9,9 @@
 //! - [`plan`]: approve → settled wall time of an N-step chain plan through
 //!   the orchestrator and offline workers, against the same lifecycles sent
 //!   directly.
+//! - [`load`]: many plans at once through `tessera serve` processes:
+//!   sub-tasks settled per second against the same lifecycles sent
+//!   directly, plan latency, RSS, CPU, store size, JSON-RPC requests.
 //! - [`classify`]: offline classification latency against the heuristic
 //!   scan alone, and the planner's accuracy per axis on the brief corpus.
 //!
@@ -16,5 +19,7 @@
 
 pub mod classify;
 pub mod indexer;
+pub mod load;
 pub mod plan;
+pub mod process;
 pub mod rpc_proxy;

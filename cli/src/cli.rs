@@ -125,6 +125,9 @@ enum RunsCommand {
         /// Only runs in this state.
         #[arg(long, value_parser = crate::runs::run_states())]
         state: Option<String>,
+        /// At most this many (the newest).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        limit: u32,
         /// Print the API's JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -253,6 +256,32 @@ enum BenchCommand {
         /// Rounds over the corpus (after one warm-up round).
         #[arg(long, default_value_t = 200)]
         rounds: usize,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Many plans at once through `tessera serve` processes with offline
+    /// workers, on automine and with block time: sub-tasks settled per
+    /// second against the same lifecycles sent directly, plan latency
+    /// p50/p99, RSS, CPU, store size, JSON-RPC requests per sub-task and
+    /// per block.
+    Load {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// Plans in the full round (a tenth of them in the small round);
+        /// half 3-step chains, half 1 -> 2 fan-outs.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000))]
+        plans: u64,
+        /// Seconds between blocks of the second chain (0 skips it).
+        #[arg(long, default_value_t = 2)]
+        block_time: u64,
+        /// Lifecycles the direct baseline sends (its rate is what counts).
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        baseline: u64,
+        /// Store the runs in a scratch database on this PostgreSQL server
+        /// instead of SQLite (e.g. postgres://postgres@127.0.0.1:5432/postgres).
+        #[arg(long)]
+        postgres: Option<String>,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -393,8 +422,8 @@ impl Cli {
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
             }
-            Command::Runs(RunsCommand::List { state, json, api }) => {
-                crate::runs::list(&api, state.as_deref(), json).await?;
+            Command::Runs(RunsCommand::List { state, limit, json, api }) => {
+                crate::runs::list(&api, state.as_deref(), limit, json).await?;
             }
             Command::Runs(RunsCommand::Decide(cmd)) => {
                 crate::runs::decide(cmd).await?;
@@ -422,6 +451,28 @@ impl Cli {
             }
             Command::Bench(BenchCommand::Classify { rounds, json }) => {
                 let report = tessera_bench::classify::run(rounds).await;
+                print!("{}", report.table());
+                if let Some(path) = json {
+                    write_json(&path, &report)?;
+                }
+            }
+            Command::Bench(BenchCommand::Load {
+                chain,
+                plans,
+                block_time,
+                baseline,
+                postgres,
+                json,
+            }) => {
+                let cfg = tessera_bench::load::LoadBenchConfig {
+                    plans: usize::try_from(plans).unwrap_or(usize::MAX),
+                    block_time: (block_time > 0).then_some(block_time),
+                    baseline: usize::try_from(baseline).unwrap_or(usize::MAX),
+                    postgres,
+                };
+                let report =
+                    until_interrupted(Box::pin(tessera_bench::load::run(&chain.options(), &cfg)))
+                        .await?;
                 print!("{}", report.table());
                 if let Some(path) = json {
                     write_json(&path, &report)?;
@@ -525,9 +576,10 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
 
 /// Runs `work`, abandoning it on Ctrl-C or SIGTERM; abandoning drops whatever
 /// it owns, so an anvil it started is stopped either way.
-async fn until_interrupted<T>(
-    work: impl Future<Output = Result<T, tessera_anvil::Error>>,
-) -> Result<T> {
+async fn until_interrupted<T, E>(work: impl Future<Output = Result<T, E>>) -> Result<T>
+where
+    eyre::Report: From<E>,
+{
     tokio::select! {
         out = work => Ok(out?),
         () = shutdown_signal() => eyre::bail!("interrupted"),

@@ -316,18 +316,16 @@ fn reply_line(run: &str, decision: &Decision, reply: &Value) -> String {
     }
 }
 
-/// Lists runs, newest first, optionally only those in `state`: a table, or
-/// the API's JSON with `json`.
-pub(crate) async fn list(api: &ApiArgs, state: Option<&str>, json: bool) -> Result<()> {
+/// Lists at most `limit` runs, newest first, optionally only those in
+/// `state`: a table, or the API's JSON with `json`.
+pub(crate) async fn list(api: &ApiArgs, state: Option<&str>, limit: u32, json: bool) -> Result<()> {
     let client = Client::new(api);
-    let reply = client.call(reqwest::Method::GET, "/api/runs", None).await?;
-    let mut runs: Vec<Value> = reply["runs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| state.is_none_or(|s| r["state"] == s))
-        .cloned()
-        .collect();
+    let path = match state {
+        Some(s) => format!("/api/runs?state={s}&limit={limit}"),
+        None => format!("/api/runs?limit={limit}"),
+    };
+    let reply = client.call(reqwest::Method::GET, &path, None).await?;
+    let mut runs: Vec<Value> = reply["runs"].as_array().into_iter().flatten().cloned().collect();
     runs.sort_by_key(|r| std::cmp::Reverse(r["created_at"].as_i64().unwrap_or_default()));
     if json {
         println!("{}", serde_json::to_string_pretty(&json!({ "runs": runs }))?);

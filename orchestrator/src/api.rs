@@ -34,7 +34,8 @@ use crate::{
     events::is_final,
     plan::{Plan, Selection},
     runner::{Decision, Edit, Orchestrator, RunError},
-    store::{EventRow, StoreError},
+    state::RunState,
+    store::{EventRow, MAX_RUN_LIST, StoreError},
 };
 
 /// Largest request body accepted (a plan with its source material).
@@ -224,12 +225,36 @@ async fn create_plan(
     Ok((StatusCode::CREATED, Json(view)))
 }
 
-async fn list_runs(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    let runs = s.orch.store().runs().await.map_err(RunError::from)?;
-    let runs: Vec<_> = runs
-        .into_iter()
-        .map(|r| json!({ "id": r.id, "state": r.state, "reason": r.reason, "created_at": r.created_at, "updated_at": r.updated_at }))
-        .collect();
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    state: Option<String>,
+    limit: Option<u32>,
+}
+
+/// Runs newest first: at most `limit` (default 100, at most 1,000), only
+/// those in `state` when given.
+async fn list_runs(
+    State(s): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let state = q
+        .state
+        .as_deref()
+        .map(|w| {
+            RunState::parse(w).map_err(|_| {
+                ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("unknown run state {w:?}"))
+            })
+        })
+        .transpose()?;
+    let limit = q.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_RUN_LIST {
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("limit runs from 1 to {MAX_RUN_LIST}"),
+        ));
+    }
+    let runs = s.orch.store().run_list(state, limit).await.map_err(RunError::from)?;
     Ok(Json(json!({ "runs": runs })))
 }
 

@@ -35,6 +35,7 @@ mod subtasks;
 
 pub use decisions::{DecisionOutcome, DecisionRecord};
 pub use leases::{Claim, EVENTS_CHANNEL, LeaseRow, WAKE_CHANNEL, parse_event_payload};
+pub use runs::{MAX_RUN_LIST, RunSummary};
 
 /// The migrations, embedded at build time.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");

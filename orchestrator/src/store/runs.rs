@@ -4,6 +4,24 @@
 use sqlx::{Row, any::AnyRow};
 
 use super::{RunRow, Store, StoreError, now_ms};
+
+/// Most runs one list returns.
+pub const MAX_RUN_LIST: u32 = 1_000;
+
+/// A run as a list shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RunSummary {
+    /// The run id.
+    pub id: String,
+    /// Its state.
+    pub state: String,
+    /// Why it paused, failed or was cancelled.
+    pub reason: Option<String>,
+    /// Created, ms.
+    pub created_at: i64,
+    /// Last changed (for a completed run: when it completed), ms.
+    pub updated_at: i64,
+}
 use crate::state::{Gates, RunState, Spend, Stakes};
 
 impl Store {
@@ -93,6 +111,45 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(run_row).collect()
+    }
+
+    /// At most `limit` runs, newest first, optionally only those in `state`,
+    /// without their plans: what a run list shows.
+    pub async fn run_list(
+        &self,
+        state: Option<RunState>,
+        limit: u32,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let limit = i64::from(limit.clamp(1, MAX_RUN_LIST));
+        let columns = "SELECT id, state, reason, created_at, updated_at FROM runs";
+        let rows = match state {
+            Some(s) => {
+                sqlx::query(&format!(
+                    "{columns} WHERE state = $1 ORDER BY created_at DESC, id LIMIT $2"
+                ))
+                .bind(s.as_str())
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(&format!("{columns} ORDER BY created_at DESC, id LIMIT $1"))
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+        };
+        rows.iter()
+            .map(|r| {
+                Ok(RunSummary {
+                    id: r.try_get("id")?,
+                    state: r.try_get("state")?,
+                    reason: r.try_get("reason")?,
+                    created_at: r.try_get("created_at")?,
+                    updated_at: r.try_get("updated_at")?,
+                })
+            })
+            .collect()
     }
 
     /// Runs in any of `states`.

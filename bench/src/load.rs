@@ -1,0 +1,547 @@
+//! The load bench (`make bench-load`): many plans at once through real
+//! `tessera serve` processes, with the offline demo workers, on anvil —
+//! automine and a chain with block time.
+//!
+//! Each replica is the running executable's own `serve` command, talking
+//! to the chain through a counting JSON-RPC proxy, so its requests, peak
+//! RSS and CPU time are its own. The plans (a mix of 3-step chains and
+//! 1 → 2 fan-outs) are proposed and approved through the HTTP API; each
+//! plan's latency runs from its approval to the moment its run turned
+//! `completed` (the run row's own timestamp). The baseline, measured on the
+//! same chain first, is the floor of the same work: lifecycles (create,
+//! accept, deliver, approve) sent back to back by one process through the
+//! bindings, with no orchestrator and no workers.
+//!
+//! Several replicas need the lane leases of `tessera serve --replica` on
+//! PostgreSQL; one replica runs on SQLite or PostgreSQL.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use alloy::{primitives::Address, providers::Provider};
+use eyre::{Result, WrapErr, bail, eyre};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tessera_anvil::{
+    actors::Actors,
+    chain::{ChainOptions, Endpoints, LocalChain},
+    deploy::{self, DEMO_AGENTS, DeployConfig},
+    lifecycle::{Driver, spec_of_len},
+    stack::spawn_worker,
+};
+use tessera_bindings::{deployment::Deployment, envelope::FsBlobStore};
+use tessera_orchestrator::plan::Plan;
+
+use crate::{
+    process::{Running, cpu_secs, peak_rss_mib, spawn_listening, tessera},
+    rpc_proxy::RpcProxy,
+};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct LoadBenchConfig {
+    /// Plans per round (half chains, half fan-outs, three sub-tasks each).
+    pub plans: usize,
+    /// Seconds between blocks of the second chain; `None` skips it.
+    pub block_time: Option<u64>,
+    /// Lifecycles of the direct baseline (its rate is what counts).
+    pub baseline: usize,
+    /// Where the run store lives: `None` for SQLite in a scratch folder, or
+    /// a PostgreSQL server URL to make a scratch database on.
+    pub postgres: Option<String>,
+}
+
+impl Default for LoadBenchConfig {
+    fn default() -> Self {
+        Self { plans: 200, block_time: Some(2), baseline: 60, postgres: None }
+    }
+}
+
+/// One round: `plans` plans on one chain mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadRow {
+    /// `automine` or `N s blocks`.
+    pub mode: String,
+    /// Where the runs were stored.
+    pub store: String,
+    /// Replicas serving.
+    pub replicas: usize,
+    /// Plans settled.
+    pub plans: usize,
+    /// Sub-tasks settled.
+    pub subtasks: usize,
+    /// Seconds from the first approval to the last completion.
+    pub seconds: f64,
+    /// Sub-tasks settled per second.
+    pub subtasks_per_sec: f64,
+    /// Direct lifecycles per second on the same chain.
+    pub baseline_per_sec: f64,
+    /// Orchestrated throughput over direct throughput.
+    pub ratio_to_baseline: f64,
+    /// Approve → completed, per plan.
+    pub latency_p50_ms: f64,
+    /// Approve → completed, per plan.
+    pub latency_p99_ms: f64,
+    /// Highest peak RSS among the replicas, MiB.
+    pub peak_rss_mib: f64,
+    /// CPU seconds over wall seconds, all replicas together (1.0 = one core).
+    pub cpu_cores: f64,
+    /// Run store size after the round, MiB.
+    pub db_mib: f64,
+    /// JSON-RPC requests of the replicas per settled sub-task.
+    pub rpc_per_subtask: f64,
+    /// JSON-RPC requests of the replicas per block the round spanned.
+    pub rpc_per_block: f64,
+    /// Blocks the round spanned.
+    pub blocks: u64,
+}
+
+/// The bench's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadBenchReport {
+    /// Every round.
+    pub rows: Vec<LoadRow>,
+}
+
+impl LoadBenchReport {
+    /// A printable table, with the goals.
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "{:<12} {:<10} {:>3} {:>6} {:>8} {:>9} {:>9} {:>7} {:>9} {:>9} {:>8} {:>6} {:>7} {:>8} {:>8}\n",
+            "mode",
+            "store",
+            "rep",
+            "plans",
+            "seconds",
+            "subtask/s",
+            "direct/s",
+            "ratio",
+            "p50 ms",
+            "p99 ms",
+            "rss MiB",
+            "cpu",
+            "db MiB",
+            "rpc/task",
+            "rpc/blk"
+        );
+        for r in &self.rows {
+            out += &format!(
+                "{:<12} {:<10} {:>3} {:>6} {:>8.1} {:>9.2} {:>9.2} {:>7.2} {:>9.0} {:>9.0} {:>8.1} {:>6.2} {:>7.2} {:>8.1} {:>8.1}\n",
+                r.mode,
+                r.store,
+                r.replicas,
+                r.plans,
+                r.seconds,
+                r.subtasks_per_sec,
+                r.baseline_per_sec,
+                r.ratio_to_baseline,
+                r.latency_p50_ms,
+                r.latency_p99_ms,
+                r.peak_rss_mib,
+                r.cpu_cores,
+                r.db_mib,
+                r.rpc_per_subtask,
+                r.rpc_per_block
+            );
+        }
+        out += "\nGoals:\n";
+        for r in &self.rows {
+            let within = r.subtasks_per_sec * 2.0 >= r.baseline_per_sec;
+            let rss = r.peak_rss_mib < 100.0;
+            out += &format!(
+                "  {} ({} plans, {} replica(s)): throughput within 2x of direct: {} (orchestrated {:.2}x direct); RSS < 100 MiB: {} ({:.1} MiB)\n",
+                r.mode,
+                r.plans,
+                r.replicas,
+                if within { "met" } else { "NOT met" },
+                r.ratio_to_baseline,
+                if rss { "met" } else { "NOT met" },
+                r.peak_rss_mib
+            );
+        }
+        // Requests per block against the number of live sub-tasks: the
+        // small and the full round of each timed mode side by side.
+        let timed: Vec<&LoadRow> = self.rows.iter().filter(|r| r.mode != "automine").collect();
+        if let [small, .., full] = timed.as_slice() {
+            out += &format!(
+                "  requests per block do not grow with live sub-tasks: {} ({:.1}/block at {} plans, {:.1}/block at {})\n",
+                if full.rpc_per_block <= small.rpc_per_block * 1.5 + 2.0 {
+                    "met"
+                } else {
+                    "NOT met"
+                },
+                small.rpc_per_block,
+                small.plans,
+                full.rpc_per_block,
+                full.plans
+            );
+        }
+        out
+    }
+}
+
+/// The plan of number `i` in a round: even numbers a 3-step chain
+/// (summarize → tone → entities), odd ones a fan-out (summarize, then tone
+/// and entities of it side by side).
+fn plan_json(label: &str, i: usize, agents: &Agents) -> Value {
+    let step = |index: u32, cap: &str, exec: Address, cost: u64, deps: &[u32]| {
+        json!({"index": index, "capability": cap, "spec": format!("{cap} the material"),
+               "executor": exec, "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps})
+    };
+    let second_on: &[u32] = if i.is_multiple_of(2) { &[1] } else { &[0] };
+    json!({
+        "version": 1,
+        "id": Plan::id_from_label(&format!("bench-load-{label}-{}-{i}", std::process::id())),
+        "review": "auto",
+        "budget": 5_000_000u64,
+        "source": "The harbour reopened on Tuesday after the storm. Traders asked for compensation. \
+                   The port authority promised new breakwaters before winter.",
+        "subtasks": [
+            step(0, "summarize", agents.summarizer, 400_000, &[]),
+            step(1, "sentiment-classify", agents.sentiment, 200_000, &[0]),
+            step(2, "extract-entities", agents.extractor, 250_000, second_on),
+        ],
+    })
+}
+
+/// The demo agents the plans hire.
+struct Agents {
+    summarizer: Address,
+    sentiment: Address,
+    extractor: Address,
+}
+
+/// A chain with the contracts and the demo agents, and its direct rate.
+struct Bench {
+    chain: LocalChain,
+    actors: Actors,
+    deployment: Deployment,
+    dir: PathBuf,
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Bench {
+    async fn start(opts: &ChainOptions, label: &str) -> Result<Self> {
+        let chain = LocalChain::start(opts)?;
+        let actors = Actors::from_keys(&chain.keys())?;
+        let direct = actors.provider(chain.endpoint_url());
+        let deployment = deploy::deploy(&direct, &actors, &DeployConfig::default()).await?;
+        deploy::register_demo_agents(&direct, &actors, deployment.agent_registry).await?;
+        let dir =
+            std::env::temp_dir().join(format!("tessera-bench-load-{label}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("blobs"))?;
+        deployment.save(dir.join("deployment.json")).map_err(|e| eyre!("{e}"))?;
+        Ok(Self { chain, actors, deployment, dir })
+    }
+
+    /// `n` lifecycles sent back to back; lifecycles per second.
+    async fn baseline(&self, n: usize) -> Result<f64> {
+        let direct = self.actors.provider(self.chain.endpoint_url());
+        let mut d = Driver::new(direct, &self.actors, &self.deployment);
+        d.scenario("baseline".to_owned());
+        let started = Instant::now();
+        for _ in 0..n {
+            let params = d.params(self.actors.agent(1), 400_000, spec_of_len(200)).await?;
+            let mut rec = d.create_with_permit(params).await?;
+            d.deliver(&mut rec, "data:application/json,{\"text\":\"done\"}").await?;
+            d.escrow.approve(self.actors.client.address(), &mut rec).await?;
+        }
+        Ok(n as f64 / started.elapsed().as_secs_f64())
+    }
+
+    /// Starts `tessera serve` on `db` behind `rpc` (a counting proxy).
+    fn serve(&self, db: &str, rpc: &str, replica: bool) -> Result<(Running, String)> {
+        let key = format!("0x{}", alloy::hex::encode(self.actors.sponsor.to_bytes()));
+        let mut cmd = tessera()?;
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--no-index"])
+            .arg("--deployment")
+            .arg(self.dir.join("deployment.json"))
+            .arg("--blobs")
+            .arg(self.dir.join("blobs"))
+            .args(["--rpc-url", rpc, "--ws-url", &self.chain.ws_endpoint()])
+            .args(["--database-url", db, "--decision-timeout-secs", "3600"])
+            .args(["--max-streams", "4096"])
+            .env("TESSERA_SPONSOR_KEY", key)
+            .env("TESSERA_API_TOKEN", TOKEN)
+            .env("RUST_LOG", std::env::var("TESSERA_BENCH_LOG").unwrap_or_else(|_| "warn".into()))
+            .stderr(match std::env::var_os("TESSERA_BENCH_SERVE_LOG") {
+                Some(path) => std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_or_else(|_| Stdio::null(), Stdio::from),
+                None => Stdio::null(),
+            });
+        if replica {
+            cmd.arg("--replica");
+        }
+        spawn_listening(cmd, "orchestrator")
+    }
+}
+
+const TOKEN: &str = "bench-load-token-0123456789";
+
+/// Waits until `api` answers its health check.
+async fn wait_up(http: &reqwest::Client, api: &str) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        if http.get(format!("{api}/api/health")).send().await.is_ok_and(|r| r.status().is_success())
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the orchestrator at {api} did not answer within 60 s")
+}
+
+async fn post(http: &reqwest::Client, url: String, body: Option<&Value>) -> Result<Value> {
+    let mut req = http.post(&url).bearer_auth(TOKEN);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let resp = req.send().await.wrap_err_with(|| format!("POST {url}"))?;
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        bail!("POST {url}: {status}: {body}");
+    }
+    Ok(body)
+}
+
+/// A scratch PostgreSQL database on `admin`'s server.
+async fn scratch(admin: &str) -> Result<String> {
+    tessera_db::create_scratch_database(admin, "bench_load")
+        .await
+        .map_err(|e| eyre!("no scratch database at {admin}: {e}"))
+}
+
+/// Size of the run store, MiB: the SQLite file and its write-ahead log, or
+/// the PostgreSQL database.
+async fn db_mib(db: &str, dir: &Path) -> f64 {
+    if db.starts_with("sqlite:") {
+        let size = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+        return (size("runs.db") + size("runs.db-wal")) as f64 / 1_048_576.0;
+    }
+    let Ok(pool) = sqlx::PgPool::connect(db).await else { return 0.0 };
+    let size: Result<(i64,), _> =
+        sqlx::query_as("SELECT CAST(pg_database_size(current_database()) AS BIGINT)")
+            .fetch_one(&pool)
+            .await;
+    size.map_or(0.0, |(bytes,)| bytes as f64 / 1_048_576.0)
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// One round of `plans` plans through one replica on `bench`'s chain.
+async fn round(
+    bench: &Bench,
+    mode: &str,
+    plans: usize,
+    baseline_per_sec: f64,
+    postgres: Option<&str>,
+) -> Result<LoadRow> {
+    let http = reqwest::Client::new();
+    let (db, store) = match postgres {
+        Some(admin) => (scratch(admin).await?, "postgres"),
+        None => {
+            let file = bench.dir.join("runs.db");
+            let _ = std::fs::remove_file(&file);
+            let _ = std::fs::remove_file(bench.dir.join("runs.db-wal"));
+            (format!("sqlite://{}", file.display()), "sqlite")
+        }
+    };
+    let proxy =
+        RpcProxy::start(bench.chain.endpoint_url()).await.map_err(|e| eyre!("rpc proxy: {e}"))?;
+    let (replica, api) = bench.serve(&db, proxy.url().as_str(), false)?;
+    wait_up(&http, &api).await?;
+
+    let agents = Agents {
+        summarizer: bench.actors.agent(1),
+        sentiment: bench.actors.agent(3),
+        extractor: bench.actors.agent(4),
+    };
+    // A plan id names its escrow references: each round's are its own.
+    let label = format!("{mode}-{plans}");
+    let bodies: Vec<Value> = (0..plans).map(|i| plan_json(&label, i, &agents)).collect();
+    for body in &bodies {
+        post(&http, format!("{api}/api/plans"), Some(body)).await?;
+    }
+    let direct = bench.actors.provider(bench.chain.endpoint_url());
+    let block0 = direct.get_block_number().await?;
+    let counts0 = proxy.counts();
+    let cpu0 = cpu_secs(replica.pid());
+    let started = Instant::now();
+    let started_ms = now_ms();
+    let mut approved_at: HashMap<String, i64> = HashMap::new();
+    for body in &bodies {
+        let id = body["id"].as_str().unwrap_or_default().to_owned();
+        post(&http, format!("{api}/api/runs/{id}/approve"), None).await?;
+        approved_at.insert(id, now_ms());
+    }
+    // The completed runs once a second: each one's own timestamp says when
+    // it completed. A failed or cancelled one ends the bench.
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    let list = |state: &'static str| {
+        let url = format!("{api}/api/runs?state={state}&limit=1000");
+        let http = http.clone();
+        async move {
+            let body: Value = http.get(url).send().await?.json().await?;
+            Ok::<_, eyre::Report>(body["runs"].as_array().cloned().unwrap_or_default())
+        }
+    };
+    let done: HashMap<String, i64> = loop {
+        for state in ["failed", "cancelled"] {
+            if let Some(r) = list(state)
+                .await?
+                .iter()
+                .find(|r| approved_at.contains_key(r["id"].as_str().unwrap_or("")))
+            {
+                bail!("run {} ended {state}: {}", r["id"], r["reason"]);
+            }
+        }
+        let done: HashMap<String, i64> = list("completed")
+            .await?
+            .iter()
+            .filter(|r| approved_at.contains_key(r["id"].as_str().unwrap_or("")))
+            .map(|r| {
+                (r["id"].as_str().unwrap_or("").to_owned(), r["updated_at"].as_i64().unwrap_or(0))
+            })
+            .collect();
+        if done.len() == approved_at.len() {
+            break done;
+        }
+        if Instant::now() > deadline {
+            bail!("{} of {plans} plans completed in 30 minutes", done.len());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let last = done.values().copied().max().unwrap_or(started_ms);
+    let seconds =
+        ((last - started_ms) as f64 / 1e3).max(started.elapsed().as_secs_f64().min(0.001));
+    let cpu = cpu_secs(replica.pid()) - cpu0;
+    let rss = peak_rss_mib(replica.pid());
+    let requests = proxy.counts().since(&counts0).total();
+    let blocks = direct.get_block_number().await?.saturating_sub(block0).max(1);
+    let mut latencies: Vec<f64> =
+        done.iter().map(|(id, at)| (at - approved_at[id]).max(0) as f64).collect();
+    latencies.sort_by(f64::total_cmp);
+    drop(replica);
+    let db_size = db_mib(&db, &bench.dir).await;
+    let subtasks = plans * 3;
+    let per_sec = subtasks as f64 / seconds;
+    Ok(LoadRow {
+        mode: mode.to_owned(),
+        store: store.to_owned(),
+        replicas: 1,
+        plans,
+        subtasks,
+        seconds,
+        subtasks_per_sec: per_sec,
+        baseline_per_sec,
+        ratio_to_baseline: per_sec / baseline_per_sec.max(f64::MIN_POSITIVE),
+        latency_p50_ms: percentile(&latencies, 0.5),
+        latency_p99_ms: percentile(&latencies, 0.99),
+        peak_rss_mib: rss,
+        cpu_cores: cpu / seconds,
+        db_mib: db_size,
+        rpc_per_subtask: requests as f64 / subtasks as f64,
+        rpc_per_block: requests as f64 / blocks as f64,
+        blocks,
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The workers of every demo agent on `bench`'s chain, writing where the
+/// orchestrator reads; aborted when dropped.
+struct Workers(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for w in &self.0 {
+            w.abort();
+        }
+    }
+}
+
+async fn workers(bench: &Bench) -> Result<Workers> {
+    let blobs: tessera_anvil::stack::Blobs = Arc::new(FsBlobStore::new(bench.dir.join("blobs")));
+    let at = Endpoints { http: bench.chain.endpoint_url(), ws: bench.chain.ws_endpoint() };
+    let mut out = Vec::new();
+    for agent in DEMO_AGENTS {
+        out.push(
+            spawn_worker(&at, &bench.actors, &bench.deployment, agent, Arc::clone(&blobs)).await?,
+        );
+    }
+    Ok(Workers(out))
+}
+
+/// Runs the bench: on automine, then on a chain with block time, the direct
+/// baseline first, then a small round and a full round of plans through
+/// one replica.
+pub async fn run(opts: &ChainOptions, cfg: &LoadBenchConfig) -> Result<LoadBenchReport> {
+    if cfg.plans == 0 || cfg.baseline == 0 {
+        bail!("plans and baseline must be at least 1");
+    }
+    let mut modes = vec![("automine".to_owned(), opts.clone())];
+    if let Some(secs) = cfg.block_time {
+        modes.push((
+            format!("{secs} s blocks"),
+            ChainOptions { block_time: Some(secs), ..opts.clone() },
+        ));
+    }
+    let mut rows = Vec::new();
+    for (mode, chain) in modes {
+        let bench = Bench::start(&chain, &mode.replace(' ', "")).await?;
+        // Before the workers start: they would take the baseline's tasks.
+        let baseline = bench.baseline(cfg.baseline).await?;
+        let _workers = workers(&bench).await?;
+        let small = (cfg.plans / 10).max(1);
+        for plans in [small, cfg.plans] {
+            eprintln!("{mode}: {plans} plans through one replica");
+            rows.push(round(&bench, &mode, plans, baseline, cfg.postgres.as_deref()).await?);
+        }
+    }
+    Ok(LoadBenchReport { rows })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_mix_chains_and_fan_outs() {
+        let a = Agents {
+            summarizer: Address::repeat_byte(1),
+            sentiment: Address::repeat_byte(3),
+            extractor: Address::repeat_byte(4),
+        };
+        let chain = plan_json("t", 0, &a);
+        let fan = plan_json("t", 1, &a);
+        assert_eq!(chain["subtasks"][2]["depends_on"], json!([1]));
+        assert_eq!(fan["subtasks"][2]["depends_on"], json!([0]));
+        assert_ne!(chain["id"], fan["id"]);
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 0.5), 2.0);
+        assert_eq!(percentile(&[], 0.5), 0.0);
+    }
+}
