@@ -17,8 +17,7 @@ use alloy::{
     rpc::types::{Filter, Log},
     transports::TransportError,
 };
-use futures_util::StreamExt;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, broadcast, mpsc};
 
 /// The most logs waiting to be taken; a feed further behind ends.
 pub const FEED_CAPACITY: usize = 4_096;
@@ -54,14 +53,26 @@ impl LogFeed {
         capacity: usize,
     ) -> Result<Self, TransportError> {
         let ws = ProviderBuilder::new().connect_ws(WsConnect::new(ws_url)).await?.erased();
-        let mut stream = ws.subscribe_logs(filter).await?.into_stream();
+        // The client's own buffer between the socket and this reader holds
+        // a service's worth of logs (its default, 16, is less than one busy
+        // block), and a reader that lags behind it ends the feed rather
+        // than skipping logs, as the client's plain stream would.
+        let mut sub = ws.subscribe_logs(filter).channel_size(capacity.max(FEED_CAPACITY)).await?;
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let arrived = Arc::new(Notify::new());
         let notify = Arc::clone(&arrived);
         let reader = tokio::spawn(async move {
-            // The provider lives as long as its stream is read.
+            // The provider lives as long as its subscription is read.
             let _ws = ws;
-            while let Some(log) = stream.next().await {
+            loop {
+                let log = match sub.recv().await {
+                    Ok(log) => log,
+                    Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                        tracing::warn!(skipped, "log subscription lagged; ending the feed");
+                        break;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
                 if tx.try_send(log).is_err() {
                     tracing::warn!(capacity, "log feed fell behind; ending it");
                     break;

@@ -195,6 +195,43 @@ async fn a_worker_whose_log_feed_ends_reads_ranges_again_and_loses_no_task() {
     assert!(w.poll_once().await.unwrap().is_empty(), "nothing twice");
 }
 
+/// A busy block pushes more logs than the websocket client buffers by
+/// default (16): forty creations in one transaction all reach the worker
+/// through its feed, none skipped, and the feed lives on.
+#[tokio::test]
+async fn a_busy_block_reaches_the_worker_whole_through_its_feed() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let mut w = worker(&env, blobs.clone());
+    w.ensure_registered().await.unwrap();
+    w.subscribe_logs(&env.chain.ws_endpoint(), tessera_bindings::feed::FEED_CAPACITY).await;
+    assert!(w.following_logs(), "subscribed");
+    assert!(w.poll_once().await.unwrap().is_empty());
+
+    let mut d = env.driver();
+    d.scenario("busy block");
+    let mut params = Vec::new();
+    for i in 0..40 {
+        let spec = spec_uri(&format!("Summarize part {i}"), None, &blobs);
+        params.push(d.params(w.address(), 300_000, spec).await.unwrap());
+    }
+    let recs = d.create_many_with_permit(params).await.unwrap();
+    let mut delivered = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        for h in w.poll_once().await.unwrap() {
+            if let Handled::Delivered { task, .. } = h {
+                delivered.insert(task);
+            }
+        }
+        if delivered.len() == recs.len() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(delivered.len(), 40, "every creation of the block was taken");
+    assert!(w.following_logs(), "from the feed, which did not end");
+}
+
 const BRIEF_CARD: &str = "
 id: brief-e2e
 description: Briefs; hires a translator, then summarizes.
