@@ -404,11 +404,7 @@ impl Arbiter {
                     reason_uri.to_owned()
                 };
                 let evidence = evidence::gather(&rec, &reason_uri, self.blobs.as_ref());
-                let verdict = self.judge.decide(&evidence).await;
-                let d = self.publish(&task, Level::Dispute, &verdict)?;
-                self.store.record(&d).await?;
-                // A concurrent life may have recorded first: use what is stored.
-                self.store.decision(&task, Level::Dispute).await?.unwrap_or(d)
+                self.decide_once(&task, Level::Dispute, &evidence).await?
             }
         };
         let receipt = self
@@ -453,11 +449,7 @@ impl Arbiter {
             Some(d) => d,
             None => {
                 let evidence = self.appeal_evidence(&rec).await?;
-                let verdict = self.judge.decide(&evidence).await;
-                let d = self.publish(&task, Level::Appeal, &verdict)?;
-                self.store.record(&d).await?;
-                // A concurrent life may have recorded first: use what is stored.
-                self.store.decision(&task, Level::Appeal).await?.unwrap_or(d)
+                self.decide_once(&task, Level::Appeal, &evidence).await?
             }
         };
         let receipt = self
@@ -535,6 +527,21 @@ impl Arbiter {
             }
         }
         Ok(out)
+    }
+
+    /// The judge's verdict on `evidence`, published and recorded once at
+    /// `level`; a concurrent life that recorded first wins (what is stored
+    /// is what gets sent).
+    async fn decide_once(
+        &self,
+        task: &str,
+        level: Level,
+        evidence: &evidence::Evidence,
+    ) -> Result<Decision, ArbiterError> {
+        let verdict = self.judge.decide(evidence).await;
+        let d = self.publish(task, level, &verdict)?;
+        self.store.record(&d).await?;
+        Ok(self.store.decision(task, level).await?.unwrap_or(d))
     }
 
     /// Publishes the verdict (rationale and all) and returns the decision row.

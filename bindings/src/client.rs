@@ -491,3 +491,17 @@ pub fn map_call(err: alloy::contract::Error) -> ClientError {
         None => ClientError::Call(err),
     }
 }
+
+/// A readiness check for `/readyz`: the node answers `eth_blockNumber`
+/// (the error as text otherwise). Every service's chain check is this one.
+pub fn chain_ready(
+    provider: DynProvider,
+) -> impl Fn() -> futures_util::future::BoxFuture<'static, Result<(), String>> + Send + Sync + 'static
+{
+    move || {
+        let provider = provider.clone();
+        Box::pin(
+            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) },
+        )
+    }
+}

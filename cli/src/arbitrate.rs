@@ -278,7 +278,6 @@ async fn serve_ops(
     store: ArbiterStore,
     provider: alloy::providers::DynProvider,
 ) -> Result<OpsServer> {
-    use alloy::providers::Provider;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .wrap_err_with(|| format!("listening on {addr} (--metrics-addr)"))?;
@@ -288,10 +287,7 @@ async fn serve_ops(
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }
         })
-        .ready_when("chain", move || {
-            let provider = provider.clone();
-            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) }
-        })
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider))
         .standalone(tessera_http::limits::HttpLimits::default().request_timeout);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {

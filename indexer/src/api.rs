@@ -95,7 +95,6 @@ pub fn of(indexer: &crate::Indexer, gate: StreamGate) -> Router {
 /// API, not in its OpenAPI document): ready when its store answers `SELECT
 /// 1` and its chain `eth_blockNumber`.
 pub fn ops(indexer: &crate::Indexer) -> tessera_http::ops::Ops {
-    use alloy::providers::Provider;
     let store = indexer.store().clone();
     let provider = indexer.provider().clone();
     tessera_http::ops::Ops::new()
@@ -103,10 +102,7 @@ pub fn ops(indexer: &crate::Indexer) -> tessera_http::ops::Ops {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }
         })
-        .ready_when("chain", move || {
-            let provider = provider.clone();
-            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) }
-        })
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider))
 }
 
 struct ApiError(StatusCode, String);

@@ -4,7 +4,7 @@
 //! answering once the run store and the chain both do (and, in replica
 //! mode, once this replica holds its lane's lease).
 
-use alloy::{providers::Provider, rpc::types::Log};
+use alloy::rpc::types::Log;
 use tessera_bindings::{
     TaskEscrow::TaskEscrowEvents,
     task::{Status, decode_log},
@@ -24,10 +24,7 @@ pub fn service_ops(orch: &Orchestrator) -> Ops {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }
         })
-        .ready_when("chain", move || {
-            let provider = provider.clone();
-            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) }
-        })
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider))
         .on_scrape(move || {
             let store = scraped.clone();
             async move { refresh_runs(&store).await }
