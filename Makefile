@@ -5,6 +5,7 @@
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
 #   make bench-plan  plans through orchestrator + workers on automine and 2 s blocks: blocks, seconds, RPC requests
 #   make bench-load  many plans at once through tessera serve: throughput vs direct, latency, RSS, CPU, RPC
+#   make soak-replicas  the failover trial: 3 replicas, 20 random kill -9s, exactly-once, p99 takeover
 #   make bench       all benchmarks (gas, plan, classify, indexer)
 #   make coverage    forge coverage of the contracts
 #
@@ -28,7 +29,7 @@ export TESSERA_ANVIL := $(ANVIL)
 
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
-        chain bench bench-gas bench-load bench-plan bench-classify bench-indexer soak-indexer clean browser \
+        chain bench bench-gas bench-load bench-plan bench-classify bench-indexer soak-indexer soak-replicas clean browser \
         test-web js-test fuzz-tools fuzz-api audit audit-tools tree-check natspec-check
 
 help: ## list the targets
@@ -212,6 +213,7 @@ bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then index
 
 LIFECYCLES ?= 50000
 PLANS ?= 200
+BENCH_PG ?= postgres://postgres@127.0.0.1:5432/postgres
 # A folder to keep the generated chain in and reload it from (HOLD_CHAIN=target/bench/chain).
 HOLD_CHAIN ?=
 
@@ -219,6 +221,11 @@ soak-indexer: toolchain ## the seeded reorg + kill -9 indexer test with SOAK_SEE
 	@TESSERA_SOAK_SEEDS=$(SOAK_SEEDS) $(CARGO) test --locked -p tessera --test serve seeded_reorgs_and_kills -- --nocapture
 
 SOAK_SEEDS ?= 200
+
+soak-replicas: toolchain ## the failover trial: 3 replicas on PostgreSQL under waves of plans, 20 random kill -9s, exactly-once and conserved balances, p99 takeover (KILLS=20, BENCH_PG)
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench failover --kills $(KILLS) --postgres $(BENCH_PG) --json $(BENCH_DIR)/failover.json
+
+KILLS ?= 20
 
 bench: bench-gas bench-plan bench-classify bench-indexer ## every benchmark (gas, plan, classify); JSON reports in target/bench/
 
@@ -228,7 +235,7 @@ bench-classify: toolchain ## offline planner accuracy per axis on the brief corp
 bench-plan: toolchain ## chain, fan-out and ten plans on automine and 2 s blocks: blocks, seconds, RPC requests per sub-task (JSON in target/bench/)
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench plan --json $(BENCH_DIR)/plan.json
 
-bench-load: toolchain ## 200 plans x 3 steps through tessera serve with offline workers, automine and 2 s blocks: sub-tasks/s vs direct, p50/p99, RSS, CPU, store size, RPC per sub-task and per block (PLANS=200; BENCH_PG=postgres://… for PostgreSQL)
+bench-load: toolchain ## 200 plans x 3 steps through tessera serve with offline workers, automine and 2 s blocks: sub-tasks/s vs direct, p50/p99, RSS, CPU, store size, RPC per sub-task and per block then 1, 2 and 3 replicas on PostgreSQL (PLANS=200; BENCH_PG=postgres://…, empty to skip)
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench load --plans $(PLANS) $(if $(BENCH_PG),--postgres $(BENCH_PG)) --json $(BENCH_DIR)/load.json
 
 bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)

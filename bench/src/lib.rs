@@ -18,6 +18,7 @@
 //! The gas bench stays with the chain tooling (`tessera_anvil::gas`).
 
 pub mod classify;
+pub mod failover;
 pub mod indexer;
 pub mod load;
 pub mod plan;

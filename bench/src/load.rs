@@ -23,6 +23,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use alloy::signers::local::PrivateKeySigner;
 use alloy::{primitives::Address, providers::Provider};
 use eyre::{Result, WrapErr, bail, eyre};
 use serde::Serialize;
@@ -34,11 +35,11 @@ use tessera_anvil::{
     lifecycle::{Driver, spec_of_len},
     stack::spawn_worker,
 };
-use tessera_bindings::{deployment::Deployment, envelope::FsBlobStore};
+use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::plan::Plan;
 
 use crate::{
-    process::{Running, cpu_secs, peak_rss_mib, spawn_listening, tessera},
+    process::{Running, cpu_secs, peak_rss_mib, spawn_listening},
     rpc_proxy::RpcProxy,
 };
 
@@ -51,14 +52,27 @@ pub struct LoadBenchConfig {
     pub block_time: Option<u64>,
     /// Lifecycles of the direct baseline (its rate is what counts).
     pub baseline: usize,
-    /// Where the run store lives: `None` for SQLite in a scratch folder, or
-    /// a PostgreSQL server URL to make a scratch database on.
+    /// A PostgreSQL server URL to make scratch databases on: the full
+    /// round is also run there with each number of `replicas` (skipped,
+    /// with the reason printed, when the server does not answer).
     pub postgres: Option<String>,
+    /// Replicas of the PostgreSQL rounds, each with a sponsor key (a
+    /// lane) of its own; at most [`MAX_REPLICAS`].
+    pub replicas: Vec<usize>,
 }
+
+/// The most replicas a round runs (one funded sponsor key each).
+pub const MAX_REPLICAS: usize = 4;
 
 impl Default for LoadBenchConfig {
     fn default() -> Self {
-        Self { plans: 200, block_time: Some(2), baseline: 60, postgres: None }
+        Self {
+            plans: 200,
+            block_time: Some(2),
+            baseline: 60,
+            postgres: None,
+            replicas: vec![1, 2, 3],
+        }
     }
 }
 
@@ -99,6 +113,8 @@ pub struct LoadRow {
     pub rpc_per_block: f64,
     /// Blocks the round spanned.
     pub blocks: u64,
+    /// JSON-RPC requests per block, by method.
+    pub rpc_per_block_by_method: std::collections::BTreeMap<String, f64>,
 }
 
 /// The bench's results.
@@ -149,6 +165,12 @@ impl LoadBenchReport {
                 r.rpc_per_block
             );
         }
+        out += "\nRequests per block, by method:\n";
+        for r in &self.rows {
+            let methods: Vec<String> =
+                r.rpc_per_block_by_method.iter().map(|(m, n)| format!("{m} {n:.2}")).collect();
+            out += &format!("  {} {} plans: {}\n", r.mode, r.plans, methods.join(", "));
+        }
         out += "\nGoals:\n";
         for r in &self.rows {
             let within = r.subtasks_per_sec * 2.0 >= r.baseline_per_sec;
@@ -166,7 +188,8 @@ impl LoadBenchReport {
         }
         // Requests per block against the number of live sub-tasks: the
         // small and the full round of each timed mode side by side.
-        let timed: Vec<&LoadRow> = self.rows.iter().filter(|r| r.mode != "automine").collect();
+        let timed: Vec<&LoadRow> =
+            self.rows.iter().filter(|r| r.mode != "automine" && r.store == "sqlite").collect();
         if let [small, .., full] = timed.as_slice() {
             out += &format!(
                 "  requests per block do not grow with live sub-tasks: {} ({:.1}/block at {} plans, {:.1}/block at {})\n",
@@ -181,6 +204,29 @@ impl LoadBenchReport {
                 full.plans
             );
         }
+        // Scale-out: the most replicas against one, per chain mode.
+        for mode in ["automine".to_owned()]
+            .into_iter()
+            .chain(self.rows.iter().map(|r| r.mode.clone()).filter(|m| m != "automine").take(1))
+        {
+            let pg: Vec<&LoadRow> =
+                self.rows.iter().filter(|r| r.mode == mode && r.store == "postgres").collect();
+            let one = pg.iter().find(|r| r.replicas == 1);
+            let most = pg.iter().max_by_key(|r| r.replicas);
+            if let (Some(one), Some(most)) = (one, most)
+                && most.replicas > 1
+            {
+                let x = most.subtasks_per_sec / one.subtasks_per_sec.max(f64::MIN_POSITIVE);
+                out += &format!(
+                    "  {mode}: {} replicas >= 1.5x one replica's throughput: {} ({x:.2}x; CPU {:.2} vs {:.2} cores of this machine's {})\n",
+                    most.replicas,
+                    if x >= 1.5 { "met" } else { "NOT met" },
+                    most.cpu_cores,
+                    one.cpu_cores,
+                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+                );
+            }
+        }
         out
     }
 }
@@ -188,7 +234,7 @@ impl LoadBenchReport {
 /// The plan of number `i` in a round: even numbers a 3-step chain
 /// (summarize → tone → entities), odd ones a fan-out (summarize, then tone
 /// and entities of it side by side).
-fn plan_json(label: &str, i: usize, agents: &Agents) -> Value {
+pub(crate) fn plan_json(label: &str, i: usize, agents: &Agents) -> Value {
     let step = |index: u32, cap: &str, exec: Address, cost: u64, deps: &[u32]| {
         json!({"index": index, "capability": cap, "spec": format!("{cap} the material"),
                "executor": exec, "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps})
@@ -210,18 +256,23 @@ fn plan_json(label: &str, i: usize, agents: &Agents) -> Value {
 }
 
 /// The demo agents the plans hire.
-struct Agents {
-    summarizer: Address,
-    sentiment: Address,
-    extractor: Address,
+pub(crate) struct Agents {
+    pub(crate) summarizer: Address,
+    pub(crate) sentiment: Address,
+    pub(crate) extractor: Address,
 }
 
 /// A chain with the contracts and the demo agents, and its direct rate.
-struct Bench {
-    chain: LocalChain,
-    actors: Actors,
-    deployment: Deployment,
-    dir: PathBuf,
+pub(crate) struct Bench {
+    pub(crate) chain: LocalChain,
+    pub(crate) actors: Actors,
+    pub(crate) deployment: Deployment,
+    pub(crate) dir: PathBuf,
+    /// One sponsor key per replica (the first is the actors' sponsor),
+    /// each funded with tokens.
+    pub(crate) sponsors: Vec<PrivateKeySigner>,
+    /// The `tessera` executable the replicas run.
+    pub(crate) exe: PathBuf,
 }
 
 impl Drop for Bench {
@@ -231,17 +282,34 @@ impl Drop for Bench {
 }
 
 impl Bench {
-    async fn start(opts: &ChainOptions, label: &str) -> Result<Self> {
-        let chain = LocalChain::start(opts)?;
-        let actors = Actors::from_keys(&chain.keys())?;
+    pub(crate) async fn start(opts: &ChainOptions, label: &str) -> Result<Self> {
+        // The roles' accounts, then one more sponsor per extra replica.
+        let roles = 5 + tessera_anvil::actors::AGENT_ACCOUNTS;
+        let accounts = u32::try_from(roles + MAX_REPLICAS - 1)?;
+        let opts = ChainOptions {
+            accounts: Some(opts.accounts.unwrap_or(0).max(accounts)),
+            ..opts.clone()
+        };
+        let chain = LocalChain::start(&opts)?;
+        let keys = chain.keys();
+        let actors = Actors::from_keys(&keys)?;
         let direct = actors.provider(chain.endpoint_url());
-        let deployment = deploy::deploy(&direct, &actors, &DeployConfig::default()).await?;
+        let config = DeployConfig::default();
+        let deployment = deploy::deploy(&direct, &actors, &config).await?;
         deploy::register_demo_agents(&direct, &actors, deployment.agent_registry).await?;
+        let mut sponsors = vec![actors.sponsor.clone()];
+        let token = MockUSDC::new(deployment.token, &direct);
+        for key in &keys[roles..roles + MAX_REPLICAS - 1] {
+            let sponsor = PrivateKeySigner::from_signing_key(key.clone());
+            let mint = token.mint(sponsor.address(), config.sponsor_funds);
+            mint.from(actors.deployer.address()).send().await?.get_receipt().await?;
+            sponsors.push(sponsor);
+        }
         let dir =
             std::env::temp_dir().join(format!("tessera-bench-load-{label}-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("blobs"))?;
         deployment.save(dir.join("deployment.json")).map_err(|e| eyre!("{e}"))?;
-        Ok(Self { chain, actors, deployment, dir })
+        Ok(Self { chain, actors, deployment, dir, sponsors, exe: std::env::current_exe()? })
     }
 
     /// `n` lifecycles sent back to back; lifecycles per second.
@@ -259,10 +327,29 @@ impl Bench {
         Ok(n as f64 / started.elapsed().as_secs_f64())
     }
 
-    /// Starts `tessera serve` on `db` behind `rpc` (a counting proxy).
-    fn serve(&self, db: &str, rpc: &str, replica: bool) -> Result<(Running, String)> {
-        let key = format!("0x{}", alloy::hex::encode(self.actors.sponsor.to_bytes()));
-        let mut cmd = tessera()?;
+    /// Starts `tessera serve` on `db` behind `rpc` (a counting proxy) with
+    /// sponsor key `sponsor`; `replica` for replica mode (PostgreSQL).
+    pub(crate) fn serve(
+        &self,
+        db: &str,
+        rpc: &str,
+        replica: bool,
+        sponsor: usize,
+    ) -> Result<(Running, String)> {
+        self.serve_with(db, rpc, replica, sponsor, &[])
+    }
+
+    /// [`Self::serve`] with `extra` arguments.
+    pub(crate) fn serve_with(
+        &self,
+        db: &str,
+        rpc: &str,
+        replica: bool,
+        sponsor: usize,
+        extra: &[&str],
+    ) -> Result<(Running, String)> {
+        let key = format!("0x{}", alloy::hex::encode(self.sponsors[sponsor].to_bytes()));
+        let mut cmd = std::process::Command::new(&self.exe);
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--no-index"])
             .arg("--deployment")
             .arg(self.dir.join("deployment.json"))
@@ -285,14 +372,15 @@ impl Bench {
         if replica {
             cmd.arg("--replica");
         }
+        cmd.args(extra);
         spawn_listening(cmd, "orchestrator")
     }
 }
 
-const TOKEN: &str = "bench-load-token-0123456789";
+pub(crate) const TOKEN: &str = "bench-load-token-0123456789";
 
 /// Waits until `api` answers its health check.
-async fn wait_up(http: &reqwest::Client, api: &str) -> Result<()> {
+pub(crate) async fn wait_up(http: &reqwest::Client, api: &str) -> Result<()> {
     let end = Instant::now() + Duration::from_secs(60);
     while Instant::now() < end {
         if http.get(format!("{api}/api/health")).send().await.is_ok_and(|r| r.status().is_success())
@@ -304,7 +392,11 @@ async fn wait_up(http: &reqwest::Client, api: &str) -> Result<()> {
     bail!("the orchestrator at {api} did not answer within 60 s")
 }
 
-async fn post(http: &reqwest::Client, url: String, body: Option<&Value>) -> Result<Value> {
+pub(crate) async fn post(
+    http: &reqwest::Client,
+    url: String,
+    body: Option<&Value>,
+) -> Result<Value> {
     let mut req = http.post(&url).bearer_auth(TOKEN);
     if let Some(b) = body {
         req = req.json(b);
@@ -319,7 +411,7 @@ async fn post(http: &reqwest::Client, url: String, body: Option<&Value>) -> Resu
 }
 
 /// A scratch PostgreSQL database on `admin`'s server.
-async fn scratch(admin: &str) -> Result<String> {
+pub(crate) async fn scratch(admin: &str) -> Result<String> {
     tessera_db::create_scratch_database(admin, "bench_load")
         .await
         .map_err(|e| eyre!("no scratch database at {admin}: {e}"))
@@ -340,7 +432,7 @@ async fn db_mib(db: &str, dir: &Path) -> f64 {
     size.map_or(0.0, |(bytes,)| bytes as f64 / 1_048_576.0)
 }
 
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -349,16 +441,21 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// One round of `plans` plans through one replica on `bench`'s chain.
+/// One round: `plans` plans through `replicas` replicas (each its own
+/// sponsor lane; the plans dealt out in turn), on SQLite or, with
+/// `postgres`, a scratch database there.
 async fn round(
     bench: &Bench,
     mode: &str,
     plans: usize,
     baseline_per_sec: f64,
     postgres: Option<&str>,
+    replicas: usize,
 ) -> Result<LoadRow> {
     let http = reqwest::Client::new();
     let (db, store) = match postgres {
         Some(admin) => (scratch(admin).await?, "postgres"),
+        None if replicas > 1 => bail!("several replicas need PostgreSQL"),
         None => {
             let file = bench.dir.join("runs.db");
             let _ = std::fs::remove_file(&file);
@@ -368,8 +465,19 @@ async fn round(
     };
     let proxy =
         RpcProxy::start(bench.chain.endpoint_url()).await.map_err(|e| eyre!("rpc proxy: {e}"))?;
-    let (replica, api) = bench.serve(&db, proxy.url().as_str(), false)?;
-    wait_up(&http, &api).await?;
+    let mut procs = Vec::with_capacity(replicas);
+    let mut apis = Vec::with_capacity(replicas);
+    for r in 0..replicas {
+        let (child, api) = bench.serve(&db, proxy.url().as_str(), postgres.is_some(), r)?;
+        wait_up(&http, &api).await?;
+        procs.push(child);
+        apis.push(api);
+    }
+    // Each replica holds its lane before the clock starts.
+    for api in &apis {
+        wait_ready(&http, api).await?;
+    }
+    let api = apis[0].clone();
 
     let agents = Agents {
         summarizer: bench.actors.agent(1),
@@ -379,19 +487,22 @@ async fn round(
     // A plan id names its escrow references: each round's are its own.
     let label = format!("{mode}-{plans}");
     let bodies: Vec<Value> = (0..plans).map(|i| plan_json(&label, i, &agents)).collect();
-    for body in &bodies {
-        post(&http, format!("{api}/api/plans"), Some(body)).await?;
+    // Plan i belongs to replica i mod n: its sponsor funds it.
+    let api_of = |i: usize| &apis[i % replicas];
+    for (i, body) in bodies.iter().enumerate() {
+        post(&http, format!("{}/api/plans", api_of(i)), Some(body)).await?;
     }
     let direct = bench.actors.provider(bench.chain.endpoint_url());
     let block0 = direct.get_block_number().await?;
     let counts0 = proxy.counts();
-    let cpu0 = cpu_secs(replica.pid());
+    let cpu = || procs.iter().map(|p| cpu_secs(p.pid())).sum::<f64>();
+    let cpu0 = cpu();
     let started = Instant::now();
     let started_ms = now_ms();
     let mut approved_at: HashMap<String, i64> = HashMap::new();
-    for body in &bodies {
+    for (i, body) in bodies.iter().enumerate() {
         let id = body["id"].as_str().unwrap_or_default().to_owned();
-        post(&http, format!("{api}/api/runs/{id}/approve"), None).await?;
+        post(&http, format!("{}/api/runs/{id}/approve", api_of(i)), None).await?;
         approved_at.insert(id, now_ms());
     }
     // The completed runs once a second: each one's own timestamp says when
@@ -434,21 +545,22 @@ async fn round(
     let last = done.values().copied().max().unwrap_or(started_ms);
     let seconds =
         ((last - started_ms) as f64 / 1e3).max(started.elapsed().as_secs_f64().min(0.001));
-    let cpu = cpu_secs(replica.pid()) - cpu0;
-    let rss = peak_rss_mib(replica.pid());
-    let requests = proxy.counts().since(&counts0).total();
+    let cpu = cpu() - cpu0;
+    let rss = procs.iter().map(|p| peak_rss_mib(p.pid())).fold(0.0, f64::max);
+    let counted = proxy.counts().since(&counts0);
+    let requests = counted.total();
     let blocks = direct.get_block_number().await?.saturating_sub(block0).max(1);
     let mut latencies: Vec<f64> =
         done.iter().map(|(id, at)| (at - approved_at[id]).max(0) as f64).collect();
     latencies.sort_by(f64::total_cmp);
-    drop(replica);
+    drop(procs);
     let db_size = db_mib(&db, &bench.dir).await;
     let subtasks = plans * 3;
     let per_sec = subtasks as f64 / seconds;
     Ok(LoadRow {
         mode: mode.to_owned(),
         store: store.to_owned(),
-        replicas: 1,
+        replicas,
         plans,
         subtasks,
         seconds,
@@ -463,10 +575,15 @@ async fn round(
         rpc_per_subtask: requests as f64 / subtasks as f64,
         rpc_per_block: requests as f64 / blocks as f64,
         blocks,
+        rpc_per_block_by_method: counted
+            .by_method
+            .iter()
+            .map(|(m, n)| (m.clone(), *n as f64 / blocks as f64))
+            .collect(),
     })
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -474,7 +591,7 @@ fn now_ms() -> i64 {
 
 /// The workers of every demo agent on `bench`'s chain, writing where the
 /// orchestrator reads; aborted when dropped.
-struct Workers(Vec<tokio::task::JoinHandle<()>>);
+pub(crate) struct Workers(Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for Workers {
     fn drop(&mut self) {
@@ -484,7 +601,7 @@ impl Drop for Workers {
     }
 }
 
-async fn workers(bench: &Bench) -> Result<Workers> {
+pub(crate) async fn workers(bench: &Bench) -> Result<Workers> {
     let blobs: tessera_anvil::stack::Blobs = Arc::new(FsBlobStore::new(bench.dir.join("blobs")));
     let at = Endpoints { http: bench.chain.endpoint_url(), ws: bench.chain.ws_endpoint() };
     let mut out = Vec::new();
@@ -503,6 +620,20 @@ pub async fn run(opts: &ChainOptions, cfg: &LoadBenchConfig) -> Result<LoadBench
     if cfg.plans == 0 || cfg.baseline == 0 {
         bail!("plans and baseline must be at least 1");
     }
+    if cfg.replicas.iter().any(|&n| n == 0 || n > MAX_REPLICAS) {
+        bail!("replicas must be between 1 and {MAX_REPLICAS}");
+    }
+    // The PostgreSQL rounds only where the server answers.
+    let postgres = match cfg.postgres.as_deref() {
+        Some(admin) => match sqlx::PgPool::connect(admin).await {
+            Ok(_) => Some(admin.to_owned()),
+            Err(e) => {
+                eprintln!("skipping the PostgreSQL rounds: {admin} does not answer: {e}");
+                None
+            }
+        },
+        None => None,
+    };
     let mut modes = vec![("automine".to_owned(), opts.clone())];
     if let Some(secs) = cfg.block_time {
         modes.push((
@@ -518,11 +649,29 @@ pub async fn run(opts: &ChainOptions, cfg: &LoadBenchConfig) -> Result<LoadBench
         let _workers = workers(&bench).await?;
         let small = (cfg.plans / 10).max(1);
         for plans in [small, cfg.plans] {
-            eprintln!("{mode}: {plans} plans through one replica");
-            rows.push(round(&bench, &mode, plans, baseline, cfg.postgres.as_deref()).await?);
+            eprintln!("{mode}: {plans} plans through one replica on SQLite");
+            rows.push(round(&bench, &mode, plans, baseline, None, 1).await?);
+        }
+        let Some(admin) = postgres.as_deref() else { continue };
+        for &n in &cfg.replicas {
+            eprintln!("{mode}: {} plans through {n} replica(s) on PostgreSQL", cfg.plans);
+            rows.push(round(&bench, &mode, cfg.plans, baseline, Some(admin), n).await?);
         }
     }
     Ok(LoadBenchReport { rows })
+}
+
+/// Waits until `api` says it is ready (in replica mode: its lane's lease
+/// is held).
+pub(crate) async fn wait_ready(http: &reqwest::Client, api: &str) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        if http.get(format!("{api}/readyz")).send().await.is_ok_and(|r| r.status().is_success()) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the orchestrator at {api} was not ready within 60 s")
 }
 
 #[cfg(test)]

@@ -61,6 +61,10 @@ pub enum ClientError {
     /// Signing a permit failed.
     #[error("signing permit: {0}")]
     Sign(#[from] alloy::signers::Error),
+    /// One transaction carried the calls of several callers and failed for
+    /// all of them: each holds the same failure.
+    #[error("{0}")]
+    Shared(std::sync::Arc<ClientError>),
 }
 
 impl ClientError {
@@ -68,7 +72,21 @@ impl ClientError {
     pub fn revert(&self) -> Option<&ContractRevert> {
         match self {
             Self::Revert(r) => Some(r),
+            Self::Shared(e) => e.revert(),
             _ => None,
+        }
+    }
+
+    /// This failure for one more caller of the transaction it happened to:
+    /// the same error where it can be copied, else [`ClientError::Shared`].
+    pub fn share(self: &std::sync::Arc<Self>) -> Self {
+        match self.as_ref() {
+            Self::Revert(r) => Self::Revert(r.clone()),
+            Self::Reverted(h) => Self::Reverted(*h),
+            Self::NotMined(h, d) => Self::NotMined(*h, *d),
+            Self::NoTaskCreated(h) => Self::NoTaskCreated(*h),
+            Self::Shared(e) => e.share(),
+            _ => Self::Shared(std::sync::Arc::clone(self)),
         }
     }
 }

@@ -25,8 +25,9 @@ pub struct Head {
     pub timestamp: u64,
 }
 
-/// The announced heads, for as long as the subscription lives: `None`
-/// until the first one; closed when the subscription ends.
+/// The announced heads, for as long as the subscription lives, starting
+/// with the head when it began (`None` only when that could not be read);
+/// closed when the subscription ends.
 pub type HeadWatch = watch::Receiver<Option<Head>>;
 
 /// Wakes a loop on each new block, and at least every `poll` (every
@@ -64,12 +65,16 @@ impl Heads {
         let subscribed = async {
             let ws = ProviderBuilder::new().connect_ws(WsConnect::new(url)).await?.erased();
             let stream = ws.subscribe_blocks().await?.into_stream();
-            Ok::<_, alloy::transports::TransportError>((ws, stream))
+            // The head as the subscription starts, so it is known before
+            // the next block (seconds away on a chain with block time).
+            let now = ws.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await?;
+            let now = now.map(|b| Head { number: b.header.number, timestamp: b.header.timestamp });
+            Ok::<_, alloy::transports::TransportError>((ws, stream, now))
         };
         match subscribed.await {
-            Ok((ws, mut stream)) => {
+            Ok((ws, mut stream, now)) => {
                 tracing::info!(url, "following new blocks over websocket");
-                let (tx, rx) = watch::channel(None);
+                let (tx, rx) = watch::channel(now);
                 heads.reader = Some(tokio::spawn(async move {
                     // The provider lives as long as its stream is read.
                     let _ws = ws;

@@ -7,17 +7,26 @@
 //! node's again; so does a restart. Without a subscription the node's count
 //! is read for every transaction.
 //!
-//! [`Sender::mined`] waits for a sent transaction and replaces it when it
-//! is stuck: after [`STUCK_HEADS`] announced heads (or [`STUCK_AFTER`]
+//! [`Sender::mined`] waits for a sent transaction. While heads are
+//! announced it reads each new block's receipts once (`eth_getBlockReceipts`)
+//! for every transaction waiting, so the requests per block do not grow with
+//! the transactions in flight; without a subscription (or from a node that
+//! does not serve block receipts) it asks for each transaction's receipt.
+//! It replaces a transaction when it is stuck: after [`STUCK_HEADS`] announced heads (or [`STUCK_AFTER`]
 //! without a subscription) it is sent again with the same nonce at a fee
 //! at least [`BUMP_PERCENT`] above the last one and no lower than a fresh
 //! estimate, at most [`MAX_REPLACEMENTS`] times; whichever of the versions
 //! is mined is the one waited for.
 
-use std::{collections::HashMap, time::Duration};
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Arc,
+    time::Duration,
+};
 
 use alloy::{
     contract::{CallBuilder, CallDecoder},
+    eips::BlockId,
     network::{Ethereum, TransactionBuilder},
     primitives::{Address, TxHash},
     providers::{DynProvider, Provider, utils::Eip1559Estimation},
@@ -49,6 +58,14 @@ pub const MAX_REPLACEMENTS: usize = 4;
 /// may announce a block a moment before it serves the block's receipts).
 const ANNOUNCED_SETTLE: Duration = Duration::from_millis(30);
 
+/// The most blocks whose receipts are kept for the transactions waiting.
+const KEPT_BLOCKS: usize = 32;
+
+/// The most blocks a waiting transaction reads block by block to catch up;
+/// beyond that (it waited through many heads unannounced) its own receipt
+/// is asked for.
+const MAX_CATCH_UP: u64 = 16;
+
 #[derive(Debug, Default)]
 struct State {
     /// The next nonce of each account, once known.
@@ -57,6 +74,26 @@ struct State {
     fees: Option<(u64, Eip1559Estimation)>,
     /// The newest head seen.
     head: u64,
+}
+
+/// The receipts of the newest blocks read, shared by every transaction
+/// waiting on them.
+#[derive(Debug, Default)]
+struct Blocks {
+    /// By block number, the oldest first.
+    kept: VecDeque<(u64, Arc<Vec<TransactionReceipt>>)>,
+    /// The node refused `eth_getBlockReceipts`: receipts by hash only.
+    unsupported: bool,
+}
+
+/// Where a mined transaction was looked for.
+enum Found {
+    /// In a block read: this receipt.
+    Mined(Box<TransactionReceipt>),
+    /// Not in any block up to this one.
+    Upto(u64),
+    /// The blocks could not be read: ask by hash.
+    Unknown,
 }
 
 /// A transaction the node took and that is not known to be mined yet:
@@ -69,6 +106,9 @@ pub struct Pending {
     hashes: Vec<TxHash>,
     /// The newest version, for a replacement.
     request: TransactionRequest,
+    /// The head announced when it was first sent: it is mined in a later
+    /// block.
+    head: Option<u64>,
 }
 
 impl Pending {
@@ -88,13 +128,14 @@ impl Pending {
 #[derive(Debug, Clone)]
 pub struct Sender {
     provider: DynProvider,
-    state: std::sync::Arc<Mutex<State>>,
+    state: Arc<Mutex<State>>,
+    blocks: Arc<Mutex<Blocks>>,
 }
 
 impl Sender {
     /// A sender over `provider`, whose wallet signs.
     pub fn new(provider: DynProvider) -> Self {
-        Self { provider, state: std::sync::Arc::default() }
+        Self { provider, state: Arc::default(), blocks: Arc::default() }
     }
 
     /// Sends `call` from `from` and returns once the node took it, without
@@ -113,6 +154,7 @@ impl Sender {
         let fees = match (st.fees, head) {
             (Some((at, fees)), Some(now)) if at == now => fees,
             _ => {
+                tracing::debug!(?head, at = ?st.fees.map(|f| f.0), "estimating fees");
                 let fees = self.provider.estimate_eip1559_fees().await?;
                 st.fees = head.map(|h| (h, fees));
                 fees
@@ -137,7 +179,10 @@ impl Sender {
         let counted = st.nonces.get(&from).copied();
         let nonce = match counted {
             Some(n) => n,
-            None => self.provider.get_transaction_count(from).pending().await?,
+            None => {
+                tracing::debug!(%from, ?head, "reading the nonce");
+                self.provider.get_transaction_count(from).pending().await?
+            }
         };
         let send = |nonce: u64| {
             let call = call.clone().nonce(nonce);
@@ -149,7 +194,8 @@ impl Sender {
         let sent = match send(nonce).await {
             // The count went stale (the account also sent elsewhere): once
             // more with the node's.
-            Err(ClientError::Call(_)) if counted.is_some() => {
+            Err(ClientError::Call(e)) if counted.is_some() => {
+                tracing::debug!(%from, error = %e, "send refused; reading the nonce again");
                 let nonce = self.provider.get_transaction_count(from).pending().await?;
                 send(nonce).await.map(|s| (s, nonce))
             }
@@ -158,7 +204,7 @@ impl Sender {
         match sent {
             Ok(((hash, request), nonce)) => {
                 st.nonces.insert(from, nonce + 1);
-                Ok(Pending { from, hashes: vec![hash], request })
+                Ok(Pending { from, hashes: vec![hash], request, head })
             }
             // A foreseen revert sent nothing: the count stands.
             Err(e @ ClientError::Revert(_)) => Err(e),
@@ -170,10 +216,11 @@ impl Sender {
     }
 
     /// Waits for `pending` to be mined and returns its receipt (a mined
-    /// revert is an error). Asks once at once (an automining node has mined
-    /// it already), then once per head announced on `heads`, a moment after
-    /// the announcement — or, without a subscription, at growing intervals
-    /// up to [`RECEIPT_POLL`]. A transaction still out after
+    /// revert is an error). While `heads` announces blocks, looks for it in
+    /// the receipts of each block after the one it was sent at, read once
+    /// for every waiting transaction, a moment after the announcement;
+    /// otherwise asks for its receipt at once (an automining node has mined
+    /// it already) and then at growing intervals up to [`RECEIPT_POLL`]. A transaction still out after
     /// [`STUCK_HEADS`] heads (or [`STUCK_AFTER`]) is replaced at a higher
     /// fee. Gives up after [`RECEIPT_TIMEOUT`], forgetting the sender's
     /// count (the transaction may have been dropped).
@@ -203,15 +250,31 @@ impl Sender {
         }
         let mut poll = Duration::from_millis(10);
         let (mut since_send, mut sent_at) = (0u32, Instant::now());
+        // The last block known not to hold it.
+        let mut checked = pending.head;
         loop {
-            // The newest version first: after a replacement it is the likely one.
-            for hash in pending.hashes.iter().rev() {
-                if let Some(receipt) = self.provider.get_transaction_receipt(*hash).await? {
-                    if !receipt.status() {
-                        return Err(ClientError::Reverted(*hash));
-                    }
-                    return Ok(receipt);
+            let now = heads.as_ref().and_then(|w| *w.borrow()).map(|h| h.number);
+            let found = match (checked, now) {
+                (Some(from), Some(to)) => self.in_blocks(&pending.hashes, from, to).await?,
+                _ => Found::Unknown,
+            };
+            let receipt = match found {
+                Found::Mined(receipt) => Some(*receipt),
+                Found::Upto(n) => {
+                    checked = Some(n);
+                    None
                 }
+                Found::Unknown => {
+                    tracing::debug!(?checked, ?now, tx = %pending.hash(), "receipt by hash");
+                    checked = now;
+                    self.by_hash(&pending.hashes).await?
+                }
+            };
+            if let Some(receipt) = receipt {
+                if !receipt.status() {
+                    return Err(ClientError::Reverted(receipt.transaction_hash));
+                }
+                return Ok(receipt);
             }
             if started.elapsed() > RECEIPT_TIMEOUT {
                 return Err(ClientError::NotMined(pending.hash(), RECEIPT_TIMEOUT));
@@ -241,6 +304,76 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// The receipt of the first of `hashes` found, asked by hash (the
+    /// newest version first: after a replacement it is the likely one).
+    async fn by_hash(&self, hashes: &[TxHash]) -> Result<Option<TransactionReceipt>, ClientError> {
+        for hash in hashes.iter().rev() {
+            if let Some(receipt) = self.provider.get_transaction_receipt(*hash).await? {
+                return Ok(Some(receipt));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Looks for one of `hashes` in blocks `from + 1 ..= to`, each block's
+    /// receipts read once for every transaction waiting. `Unknown` when the
+    /// range is out of reach (too long, or the chain went back) or the node
+    /// serves no block receipts.
+    async fn in_blocks(&self, hashes: &[TxHash], from: u64, to: u64) -> Result<Found, ClientError> {
+        if to < from || to - from > MAX_CATCH_UP {
+            return Ok(Found::Unknown);
+        }
+        for number in from + 1..=to {
+            let Some(receipts) = self.block_receipts(number).await? else {
+                // Not served yet (announced a moment early), or not at all.
+                return Ok(if self.blocks.lock().await.unsupported {
+                    Found::Unknown
+                } else {
+                    Found::Upto(number - 1)
+                });
+            };
+            if let Some(r) = receipts.iter().find(|r| hashes.contains(&r.transaction_hash)) {
+                return Ok(Found::Mined(Box::new(r.clone())));
+            }
+        }
+        Ok(Found::Upto(to))
+    }
+
+    /// Block `number`'s receipts: read once, then kept for the other
+    /// transactions waiting. `None` when the node does not serve them (yet).
+    async fn block_receipts(
+        &self,
+        number: u64,
+    ) -> Result<Option<Arc<Vec<TransactionReceipt>>>, ClientError> {
+        let mut blocks = self.blocks.lock().await;
+        if blocks.unsupported {
+            return Ok(None);
+        }
+        if let Some((_, r)) = blocks.kept.iter().find(|(n, _)| *n == number) {
+            return Ok(Some(Arc::clone(r)));
+        }
+        let receipts = match self.provider.get_block_receipts(BlockId::number(number)).await {
+            Ok(Some(receipts)) => Arc::new(receipts),
+            Ok(None) => return Ok(None),
+            Err(e) if e.as_error_resp().is_some() => {
+                tracing::info!(error = %e, "the node serves no block receipts; asking per transaction");
+                blocks.unsupported = true;
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // A lower block than the newest kept: the chain went back, and what
+        // was kept above it may be gone.
+        if blocks.kept.back().is_some_and(|(n, _)| *n >= number) {
+            blocks.kept.retain(|(n, _)| *n < number);
+        }
+        blocks.kept.push_back((number, Arc::clone(&receipts)));
+        while blocks.kept.len() > KEPT_BLOCKS {
+            blocks.kept.pop_front();
+        }
+        Ok(Some(receipts))
     }
 
     /// Sends `pending` again with the same nonce at a higher fee. A refused

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use alloy::transports::http::reqwest::Url;
 use clap::{Args, Parser, Subcommand};
-use eyre::{Context, Result};
+use eyre::{Context, Result, bail};
 use tessera_anvil::{
     actors::Actors,
     chain::{ChainOptions, DEV_MNEMONIC, LocalChain},
@@ -278,10 +278,57 @@ enum BenchCommand {
         /// Lifecycles the direct baseline sends (its rate is what counts).
         #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=10_000))]
         baseline: u64,
-        /// Store the runs in a scratch database on this PostgreSQL server
-        /// instead of SQLite (e.g. postgres://postgres@127.0.0.1:5432/postgres).
+        /// Also run the full round on scratch databases on this PostgreSQL
+        /// server (e.g. postgres://postgres@127.0.0.1:5432/postgres), once
+        /// per number of --replicas; skipped, with the reason, when it does
+        /// not answer.
         #[arg(long)]
         postgres: Option<String>,
+        /// Replica counts of the PostgreSQL rounds (each replica its own
+        /// funded sponsor key, so its own lane), 1 to 4.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+        replicas: Vec<usize>,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// The failover trial: replicas with one sponsor key on one PostgreSQL
+    /// database drive waves of plans while one replica at a time is killed
+    /// with SIGKILL at random moments and started again; checks that every
+    /// plan completes, every sub-task is funded and settled exactly once
+    /// and the tokens are conserved, and reports the takeover times.
+    /// Exits non-zero when a check fails.
+    Failover {
+        #[command(flatten)]
+        chain: ChainArgs,
+        /// The PostgreSQL server to make a scratch database on.
+        #[arg(
+            long,
+            env = "TESSERA_TEST_PG",
+            default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+        )]
+        postgres: String,
+        /// Replicas sharing the lane.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(2..=8))]
+        replicas: u64,
+        /// Kills, one replica at a time.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(0..=1_000))]
+        kills: u64,
+        /// Plans approved before the first kill and after each one.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=200))]
+        plans_per_wave: u64,
+        /// Seconds between blocks (0: every transaction mines a block).
+        #[arg(long, default_value_t = 0)]
+        block_time: u64,
+        /// The replicas' lease TTL, ms.
+        #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(500..=60_000))]
+        lease_ttl_ms: u64,
+        /// The replicas' lease heartbeat, ms (below the TTL).
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(100..=30_000))]
+        heartbeat_ms: u64,
+        /// Seeds the moments and victims of the kills.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -462,6 +509,7 @@ impl Cli {
                 block_time,
                 baseline,
                 postgres,
+                replicas,
                 json,
             }) => {
                 let cfg = tessera_bench::load::LoadBenchConfig {
@@ -469,6 +517,7 @@ impl Cli {
                     block_time: (block_time > 0).then_some(block_time),
                     baseline: usize::try_from(baseline).unwrap_or(usize::MAX),
                     postgres,
+                    replicas,
                 };
                 let report =
                     until_interrupted(Box::pin(tessera_bench::load::run(&chain.options(), &cfg)))
@@ -476,6 +525,45 @@ impl Cli {
                 print!("{}", report.table());
                 if let Some(path) = json {
                     write_json(&path, &report)?;
+                }
+            }
+            Command::Bench(BenchCommand::Failover {
+                chain,
+                postgres,
+                replicas,
+                kills,
+                plans_per_wave,
+                block_time,
+                lease_ttl_ms,
+                heartbeat_ms,
+                seed,
+                json,
+            }) => {
+                if heartbeat_ms >= lease_ttl_ms {
+                    bail!("--heartbeat-ms must be below --lease-ttl-ms");
+                }
+                let cfg = tessera_bench::failover::FailoverConfig {
+                    replicas: usize::try_from(replicas).unwrap_or(usize::MAX),
+                    kills: usize::try_from(kills).unwrap_or(usize::MAX),
+                    plans_per_wave: usize::try_from(plans_per_wave).unwrap_or(usize::MAX),
+                    postgres,
+                    block_time: (block_time > 0).then_some(block_time),
+                    lease_ttl_ms,
+                    heartbeat_ms,
+                    seed,
+                    exe: None,
+                };
+                let report = until_interrupted(Box::pin(tessera_bench::failover::run(
+                    &chain.options(),
+                    &cfg,
+                )))
+                .await?;
+                print!("{}", report.table());
+                if let Some(path) = json {
+                    write_json(&path, &report)?;
+                }
+                if !report.passed() {
+                    bail!("the failover trial failed a check (see above)");
                 }
             }
             Command::Bench(BenchCommand::Plan {

@@ -360,3 +360,52 @@ async fn a_second_serve_on_one_sqlite_file_is_refused_and_replicas_need_postgres
     assert!(err.contains("another process uses this SQLite database"), "{err}");
     assert!(err.contains("runs.db.lock"), "{err}");
 }
+
+/// The failover trial of `make soak-replicas` at a small size: three
+/// replicas with one key, plans arriving in waves, three kills at random
+/// moments (most of the lane holder), each killed replica started again.
+#[tokio::test]
+async fn three_replicas_survive_random_kills_with_every_plan_settled_exactly_once() {
+    let test = "three_replicas_survive_random_kills";
+    let Some(admin) = std::env::var("TESSERA_TEST_PG").ok().filter(|v| !v.trim().is_empty()) else {
+        eprintln!("skipping {test}: TESSERA_TEST_PG is unset (a PostgreSQL server URL)");
+        return;
+    };
+    match tessera_db::create_scratch_database(&admin, "probe").await {
+        Ok(url) => tessera_db::drop_scratch_database(&admin, &url).await.unwrap(),
+        Err(e) => {
+            eprintln!("skipping {test}: no scratch database at {admin}: {e}");
+            return;
+        }
+    }
+    let cfg = tessera_bench::failover::FailoverConfig {
+        replicas: 3,
+        kills: 3,
+        plans_per_wave: 3,
+        postgres: admin,
+        block_time: None,
+        lease_ttl_ms: TTL_MS,
+        heartbeat_ms: HEARTBEAT_MS,
+        seed: 7,
+        exe: Some(env!("CARGO_BIN_EXE_tessera").into()),
+    };
+    let opts = tessera_anvil::chain::ChainOptions::default();
+    let report = tessera_bench::failover::run(&opts, &cfg).await.expect("the trial runs");
+    println!("{}", report.table());
+    assert_eq!(report.kills.len(), 3);
+    assert_eq!((report.plans, report.completed), (12, 12), "{report:#?}");
+    assert_eq!((report.tasks_created, report.not_exactly_once), (36, 0), "{report:#?}");
+    // The kills land under load: runs were live at the holder's kills.
+    assert!(report.kills.iter().any(|k| k.held_lane && k.live_runs > 0), "{report:#?}");
+    assert_eq!(report.sponsor_debit, report.plans_cost, "{report:#?}");
+    assert_eq!(report.executors_credit, report.sponsor_debit, "{report:#?}");
+    assert_eq!(report.escrow_change, "0", "{report:#?}");
+    // Seed 7 kills the holder at least once; each holder's kill is taken
+    // over within the TTL plus a heartbeat (and a little scheduling).
+    assert!(report.kills.iter().any(|k| k.held_lane), "{report:#?}");
+    for k in report.kills.iter().filter(|k| k.held_lane) {
+        let ms = k.takeover_ms.expect("taken over");
+        assert!(ms <= (TTL_MS + HEARTBEAT_MS + 1_000) as f64, "takeover {ms} ms: {report:#?}");
+    }
+    assert!(report.passed(), "{}", report.table());
+}

@@ -130,7 +130,7 @@ impl From<RunError> for ApiError {
             RunError::Plan(_) | RunError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::NotFound(_) => StatusCode::NOT_FOUND,
             RunError::Confirmation(_) => StatusCode::FORBIDDEN,
-            RunError::LeaseLost(_) => StatusCode::SERVICE_UNAVAILABLE,
+            RunError::LeaseLost(_) | RunError::WaveAbandoned => StatusCode::SERVICE_UNAVAILABLE,
             RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
                 StatusCode::CONFLICT
             }

@@ -40,14 +40,34 @@ pub struct Chain {
     deployment: Deployment,
     escrow: EscrowClient,
     /// Held from the look for a wave's tasks to the send of their creation,
-    /// so two wake-ups never both create.
-    lane: Mutex<()>,
+    /// so two waves never both create.
+    pub(super) lane: Mutex<()>,
+    /// The runs' parts of the next wave (see [`super::wave`]).
+    pub(super) waves: std::sync::Mutex<super::wave::Waves>,
     /// The heads the runner follows, once it does.
     heads: std::sync::OnceLock<Option<HeadWatch>>,
     /// The escrow's logs of the sponsor's tasks.
     book: Mutex<Book>,
     /// Counts the sponsor's nonces and shares a block's fee estimate.
     sender: Sender,
+    /// Registry and balance reads at the newest head, shared by every
+    /// proposal and approval at that head.
+    reads: std::sync::Mutex<Reads>,
+    /// The node mines each transaction at once (a development chain's
+    /// automine), as it says when asked at start.
+    pub(super) automine: bool,
+}
+
+/// What was read at one head (the chain's state does not change within it).
+#[derive(Debug, Default)]
+struct Reads {
+    head: Option<u64>,
+    /// Whether any agent offers a capability.
+    listed: std::collections::HashMap<B256, bool>,
+    /// An agent's status and offers.
+    agents: std::collections::HashMap<Address, (ExecutorStatus, Vec<(String, Usdc)>)>,
+    /// Token balances.
+    balances: std::collections::HashMap<Address, U256>,
 }
 
 /// The most blocks one `eth_getLogs` asks for (hosted providers cap the range).
@@ -88,7 +108,7 @@ impl Book {
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
 #[must_use = "a sent transaction is not done until it is confirmed"]
-pub(crate) struct Sent(Pending);
+pub(crate) struct Sent(pub(super) Pending);
 
 impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -118,15 +138,22 @@ impl Chain {
         signer: PrivateKeySigner,
         deployment: Deployment,
     ) -> Result<Self, RunError> {
+        // Only development nodes answer; any other chain has block time.
+        let automine =
+            provider.raw_request::<_, bool>("anvil_getAutomine".into(), ()).await.unwrap_or(false);
+        tracing::debug!(automine, "chain mining mode");
         let chain = Self {
+            automine,
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             sender: Sender::new(provider.clone()),
             sponsor: signer.address(),
             provider,
             deployment,
             lane: Mutex::new(()),
+            waves: std::sync::Mutex::default(),
             heads: std::sync::OnceLock::new(),
             book: Mutex::new(Book::default()),
+            reads: std::sync::Mutex::default(),
         };
         chain.ensure_allowance().await?;
         Ok(chain)
@@ -253,10 +280,29 @@ impl Chain {
         }))
     }
 
-    /// `account`'s token balance.
+    /// `account`'s token balance (read once per head).
     pub(crate) async fn balance_of(&self, account: Address) -> Result<U256, RunError> {
+        if let Some(b) = self.read(|r| r.balances.get(&account).copied()) {
+            return Ok(b);
+        }
         let token = MockUSDC::new(self.deployment.token, &self.provider);
-        Ok(token.balanceOf(account).call().await.map_err(map_call)?)
+        let balance = token.balanceOf(account).call().await.map_err(map_call)?;
+        self.read(|r| r.balances.insert(account, balance));
+        Ok(balance)
+    }
+
+    /// Works on the reads kept for the newest announced head, forgotten
+    /// when the head moves. Nothing is kept without a subscription, nor on
+    /// a chain that mines each transaction at once (a head there lasts no
+    /// time, and the node is often a block ahead of the announcement).
+    fn read<T>(&self, f: impl FnOnce(&mut Reads) -> T) -> T {
+        let head = self.heads.get().and_then(|w| w.as_ref()).and_then(|w| *w.borrow());
+        let head = head.map(|h| h.number).filter(|_| self.has_block_time());
+        let mut reads = self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if reads.head != head || head.is_none() {
+            *reads = Reads { head, ..Reads::default() };
+        }
+        f(&mut reads)
     }
 
     /// Forgets the sponsor's nonce count: the next send reads the node's
@@ -338,48 +384,20 @@ impl Chain {
         }
     }
 
-    /// Sends the creation of every task of `wave` (its index, id and
-    /// parameters) that does not exist yet, in one call; `None` when all of
-    /// them exist. The lane is held from the look to the send, so two
-    /// wake-ups never both create; a creation sent by an earlier life of
-    /// this process and still pending makes the escrow refuse the batch (a
-    /// reused reference), never fund a task twice.
-    pub(crate) async fn create_wave(
+    /// Sends the creation of every task of `params` in one call, without
+    /// waiting for it to be mined (see [`super::wave`], which looks for the
+    /// tasks first, under the lane's lock).
+    pub(crate) async fn create_all(
         &self,
-        wave: Vec<(u32, U256, CreateParams)>,
-    ) -> Result<Option<(Vec<u32>, Sent)>, RunError> {
-        let _lane = self.lane.lock().await;
-        let mut todo = Vec::new();
-        for (index, id, params) in wave {
-            // Another wake-up (or a previous life of this process) may have
-            // created it meanwhile: the chain decides.
-            if self.task(id).await?.is_none() {
-                todo.push((index, params));
-            }
-        }
-        let Some(&(first, _)) = todo.first() else { return Ok(None) };
-        let indices: Vec<u32> = todo.iter().map(|(i, _)| *i).collect();
+        mut params: Vec<CreateParams>,
+    ) -> Result<Sent, ClientError> {
         let c = self.escrow.contract();
-        let heads = self.heads.get().and_then(|w| w.as_ref());
-        let sent = if todo.len() == 1 {
-            let (_, params) = todo.pop().expect("one item");
-            self.sender.send(c.createTask(params), self.sponsor, heads).await
+        if params.len() == 1 {
+            let one = params.pop().expect("one item");
+            self.dispatch(c.createTask(one)).await
         } else {
-            let params = todo.into_iter().map(|(_, p)| p).collect();
-            self.sender.send(c.createTasks(params), self.sponsor, heads).await
-        };
-        let sent = match sent {
-            Ok(sent) => sent,
-            // A creation sent before (by a previous life of this process,
-            // still in the pool) holds the reference: nothing to send; the
-            // logs tell once it is mined.
-            Err(ClientError::Revert(r)) if r.is_duplicate_reference() => {
-                tracing::info!(index = first, "creation already sent; waiting for it to be mined");
-                return Ok(None);
-            }
-            Err(source) => return Err(RunError::Create { index: first, source }),
-        };
-        Ok(Some((indices, Sent(sent))))
+            self.dispatch(c.createTasks(params)).await
+        }
     }
 
     /// Registry facts for the plan's capabilities and executors.
@@ -388,27 +406,49 @@ impl Chain {
         let mut ctx = InMemoryContext::new();
         let mut seen_caps = HashSet::new();
         let mut seen_execs = HashSet::new();
+        // Read once per head: many plans proposed or approved at one head
+        // share the reads.
         for task in &plan.subtasks {
             let Ok(word) = capability::encode(&task.capability) else { continue };
             if seen_caps.insert(task.capability.clone()) {
-                let listed = offers::offers_for(&registry, word, 1).await?;
-                if listed.total > 0 {
+                let listed = match self.read(|r| r.listed.get(&word).copied()) {
+                    Some(listed) => listed,
+                    None => {
+                        let listed = offers::offers_for(&registry, word, 1).await?.total > 0;
+                        self.read(|r| r.listed.insert(word, listed));
+                        listed
+                    }
+                };
+                if listed {
                     ctx = ctx.with_capability(task.capability.clone());
                 }
             }
             let Some(executor) = task.executor else { continue };
             if seen_execs.insert(executor) {
-                let agent = registry.getAgent(executor).call().await.map_err(map_call)?;
-                let status = match agent.status {
-                    0 => ExecutorStatus::Unknown,
-                    1 => ExecutorStatus::Active,
-                    _ => ExecutorStatus::Paused,
+                let (status, offered) = match self.read(|r| r.agents.get(&executor).cloned()) {
+                    Some(known) => known,
+                    None => {
+                        let agent = registry.getAgent(executor).call().await.map_err(map_call)?;
+                        let status = match agent.status {
+                            0 => ExecutorStatus::Unknown,
+                            1 => ExecutorStatus::Active,
+                            _ => ExecutorStatus::Paused,
+                        };
+                        let offered: Vec<(String, Usdc)> = agent
+                            .capabilities
+                            .iter()
+                            .zip(&agent.prices)
+                            .filter_map(|(word, price)| {
+                                Some((capability::decode(*word)?, Usdc::from_base_units(*price)))
+                            })
+                            .collect();
+                        self.read(|r| r.agents.insert(executor, (status, offered.clone())));
+                        (status, offered)
+                    }
                 };
                 ctx = ctx.with_executor(executor, status);
-                for (word, price) in agent.capabilities.iter().zip(&agent.prices) {
-                    if let Some(name) = capability::decode(*word) {
-                        ctx = ctx.with_offer(executor, &name, Usdc::from_base_units(*price));
-                    }
+                for (name, price) in &offered {
+                    ctx = ctx.with_offer(executor, name, *price);
                 }
             }
         }

@@ -15,7 +15,7 @@ use std::{
 
 use alloy::{primitives::B256, providers::Provider};
 use futures_util::FutureExt;
-use tessera_bindings::heads::Follow;
+use tessera_bindings::heads::{Follow, Head};
 use tokio::{sync::Notify, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -128,7 +128,7 @@ impl Orchestrator {
                 .await;
         self.chain.follow(follow.watch());
         loop {
-            let pass = self.read_head(follow.head().map(|h| h.number)).await;
+            let pass = self.read_head(follow.head()).await;
             if !follow.next(pass, shutdown.as_mut()).await {
                 return;
             }
@@ -136,9 +136,12 @@ impl Orchestrator {
     }
 
     /// Publishes the head: `announced` by the subscription, else asked of the node.
-    async fn read_head(&self, announced: Option<u64>) -> Result<(), RunError> {
+    async fn read_head(&self, announced: Option<Head>) -> Result<(), RunError> {
         let n = match announced {
-            Some(n) => n,
+            Some(head) => {
+                self.chain.saw_head(head);
+                head.number
+            }
             None => self.chain.provider().get_block_number().await?,
         };
         self.head.send_if_modified(|h| std::mem::replace(h, n) != n);

@@ -57,6 +57,10 @@ pub enum RunError {
         /// What is missing.
         what: &'static str,
     },
+    /// The wave carrying this run's transactions stopped before it sent
+    /// them (its leader was stopped); the next look reads the chain again.
+    #[error("the wave carrying this step's transactions was abandoned before it was sent")]
+    WaveAbandoned,
     /// Blocking work (the blob store) did not finish.
     #[error("background work: {0}")]
     Blocking(#[from] tokio::task::JoinError),

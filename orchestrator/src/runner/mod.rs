@@ -22,7 +22,9 @@
 //! - `lane`: replica mode's side of the runner (the lease fence, taking
 //!   and losing the lane; see [`crate::replica`]);
 //! - `gates`: checkpoints reached, decided and timed out;
-//! - `recover`: the plan's recovery policies applied without a person.
+//! - `recover`: the plan's recovery policies applied without a person;
+//! - `wave`: every run's approvals and creations due at a head sent
+//!   together.
 
 pub mod chain;
 pub mod commands;
@@ -36,6 +38,7 @@ pub mod step;
 pub mod sync;
 pub mod tick;
 pub mod views;
+mod wave;
 
 use std::sync::Arc;
 

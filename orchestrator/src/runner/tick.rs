@@ -21,6 +21,7 @@ use super::{
     Chain, Orchestrator, RunError,
     error::revert_text,
     step::{self, Action, Call, Ending, OnChain, Resolution, Snapshot},
+    wave::Part,
 };
 use crate::{
     plan::{Group, Plan, PlanError, StepPath},
@@ -397,12 +398,12 @@ impl Orchestrator {
             .map_err(|e| RunError::Invalid(e.to_string()))
     }
 
-    /// Sends the approvals of `approvals` in one call and the creations of
-    /// `creations` (each with its dependencies' outputs) in another, back to
-    /// back without waiting in between, then waits for both and records the
-    /// created tasks. A refused approval is logged (usually someone moved
-    /// first; the next look at the chain tells); a refused creation fails
-    /// the step.
+    /// Hands the approvals of `approvals` and the creations of `creations`
+    /// (each with its dependencies' outputs) to the head's wave, which sends
+    /// them with every other run's in one call of each kind (see
+    /// [`super::wave`]), then records the created tasks. A refused approval
+    /// is logged (usually someone moved first; the next look at the chain
+    /// tells); a refused creation fails the step.
     #[allow(clippy::too_many_arguments)]
     async fn send_wave(
         &self,
@@ -414,26 +415,15 @@ impl Orchestrator {
         creations: Vec<(u32, Vec<Input>)>,
         now: u64,
     ) -> Result<(), RunError> {
-        let approving = if approvals.is_empty() {
-            None
-        } else {
-            let recs = approvals
-                .iter()
-                .map(|&index| {
-                    records
-                        .get(&index)
-                        .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            self.fence()?;
-            match self.chain.approve_all(&recs).await {
-                Ok(sent) => Some(sent),
-                Err(e) => {
-                    refused(approvals, RunError::Chain(e))?;
-                    None
-                }
-            }
-        };
+        let recs = approvals
+            .iter()
+            .map(|&index| {
+                records
+                    .get(&index)
+                    .cloned()
+                    .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut wave = Vec::new();
         // Each creation must fit in the budget with everything funded
         // before it, this wave's earlier ones included; one that does not is
@@ -474,33 +464,24 @@ impl Orchestrator {
             spend.committed = spend.committed.checked_add(cost).unwrap_or(spend.committed);
             wave.push(self.create_params(plan, row, inputs, now).await?);
         }
-        let creating = if wave.is_empty() {
-            None
-        } else {
-            self.fence()?;
-            self.chain.create_wave(wave).await?
-        };
-        if let Some(sent) = approving
-            && let Err(e) = self.chain.confirm(sent).await
-        {
-            refused(approvals, RunError::Chain(e))?;
+        if recs.is_empty() && wave.is_empty() {
+            return Ok(());
         }
-        if let Some((indices, sent)) = creating {
-            let first = indices.first().copied().unwrap_or_default();
-            self.chain
-                .confirm(sent)
-                .await
-                .map_err(|source| RunError::Create { index: first, source })?;
-            for index in indices {
-                let mut row = rows
-                    .get(&index)
-                    .cloned()
-                    .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-                let id = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
-                let found = self.chain.task(id).await?;
-                self.sync_record(plan, &mut row, found).await?;
-                rows.insert(index, row);
-            }
+        self.fence()?;
+        let part = Part { run: id.to_owned(), approvals: recs, creations: wave };
+        let outcome = self.chain.wave(part, &|| self.fence()).await;
+        if let Err(e) = outcome.approved {
+            refused(approvals, e)?;
+        }
+        for index in outcome.created? {
+            let mut row = rows
+                .get(&index)
+                .cloned()
+                .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+            let id = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
+            let found = self.chain.task(id).await?;
+            self.sync_record(plan, &mut row, found).await?;
+            rows.insert(index, row);
         }
         Ok(())
     }
