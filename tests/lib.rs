@@ -187,11 +187,37 @@ impl Stack {
         workers: &[usize],
         deploy: DeployConfig,
     ) -> Self {
+        Self::start_full(config, db_url, workers, deploy, None).await
+    }
+
+    /// Everything with default settings, on a chain that mines a block
+    /// every `secs` seconds from before the orchestrator starts (deployed
+    /// on automine first).
+    pub async fn start_on_timed_blocks(secs: u64) -> Self {
+        let all = [0, 1, 2, 3, 4];
+        Self::start_full(RunnerConfig::default(), None, &all, DeployConfig::default(), Some(secs))
+            .await
+    }
+
+    async fn start_full(
+        config: RunnerConfig,
+        db_url: Option<String>,
+        workers: &[usize],
+        deploy: DeployConfig,
+        block_time: Option<u64>,
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
         let env = TestEnv::start(deploy).await;
+        if let Some(secs) = block_time {
+            let p = &env.provider;
+            p.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.expect("automine");
+            p.raw_request::<_, Value>("evm_setIntervalMining".into(), (secs,))
+                .await
+                .expect("interval mining");
+        }
         let dir = tempfile::tempdir().expect("tempdir");
         let blobs = dir.path().join("blobs");
         let db_url =

@@ -621,3 +621,67 @@ async fn on_timed_blocks_a_fan_out_creates_each_wave_in_one_block() {
     let settled = block_of("subtask_paid", 5);
     assert!(settled - first <= 9, "settled in {} blocks", settled - first);
 }
+
+/// On timed blocks the runs share their waves: five one-step plans approved
+/// together are funded by one `createTasks` (not one transaction each),
+/// and every transaction confirmed from the blocks' receipts.
+#[tokio::test]
+async fn on_timed_blocks_plans_approved_together_are_funded_in_one_transaction() {
+    let stack = Stack::start_on_timed_blocks(2).await;
+    let a = &stack.env.actors;
+    let jobs = [
+        ("translate", "Translate the article to French", a.agent(2), 800_000),
+        ("summarize", "Summarize the article", a.agent(1), 400_000),
+        ("sentiment-classify", "Tone", a.agent(3), 200_000),
+        ("extract-entities", "Names", a.agent(4), 250_000),
+        ("summarize", "Summarize it shorter", a.agent(1), 400_000),
+    ];
+    let plans: Vec<Value> = jobs
+        .iter()
+        .enumerate()
+        .map(|(k, (cap, spec, who, cost))| {
+            plan(&format!("shared-wave-{k}"), "auto", vec![step(0, cap, spec, *who, *cost, &[])])
+        })
+        .collect();
+    // Proposed first, then approved at once: their first looks share a head.
+    let mut ids = Vec::new();
+    for p in &plans {
+        let (status, body) = stack.post("/api/plans", p).await;
+        assert_eq!(status, 201, "{body}");
+        ids.push(p["id"].as_str().unwrap().to_owned());
+    }
+    let paths: Vec<String> = ids.iter().map(|id| format!("/api/runs/{id}/approve")).collect();
+    let approvals = paths.iter().map(|path| stack.post(path, &Value::Null));
+    for (status, body) in futures_util::future::join_all(approvals).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    for id in &ids {
+        stack.wait_state(id, "completed", 120).await;
+    }
+    let mut creations = std::collections::BTreeMap::<alloy::primitives::B256, usize>::new();
+    let mut settlements = std::collections::BTreeSet::new();
+    for id in &ids {
+        let events = stack.events(id).await;
+        let tx = |kind: &str| {
+            let e = events.iter().find(|e| e["kind"] == kind).unwrap_or_else(|| panic!("{kind}"));
+            let tx = e["tx_hash"].as_str();
+            tx.unwrap_or_else(|| panic!("{kind} has its transaction: {e}")).parse().unwrap()
+        };
+        *creations.entry(tx("subtask_created")).or_default() += 1;
+        settlements.insert(tx("subtask_paid"));
+    }
+    println!(
+        "plans funded per transaction: {creations:?}; approval transactions: {}",
+        settlements.len()
+    );
+    assert!(
+        creations.len() <= 2,
+        "five plans funded in {} transactions: {creations:?}",
+        creations.len()
+    );
+    assert!(
+        creations.values().any(|&n| n >= 3),
+        "one transaction funded several plans: {creations:?}"
+    );
+    assert!(settlements.len() < ids.len(), "approvals shared too: {settlements:?}");
+}
