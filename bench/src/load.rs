@@ -485,7 +485,7 @@ async fn round(
         extractor: bench.actors.agent(4),
     };
     // A plan id names its escrow references: each round's are its own.
-    let label = format!("{mode}-{plans}");
+    let label = format!("{mode}-{plans}-{store}-{replicas}");
     let bodies: Vec<Value> = (0..plans).map(|i| plan_json(&label, i, &agents)).collect();
     // Plan i belongs to replica i mod n: its sponsor funds it.
     let api_of = |i: usize| &apis[i % replicas];

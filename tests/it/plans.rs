@@ -685,3 +685,58 @@ async fn on_timed_blocks_plans_approved_together_are_funded_in_one_transaction()
     );
     assert!(settlements.len() < ids.len(), "approvals shared too: {settlements:?}");
 }
+
+/// A plan id used before with this sponsor (an earlier database, another
+/// orchestrator): its first attempt's reference is held by a task created
+/// outside the run. The run does not adopt that task, nor wait on it: the
+/// sub-task moves to its next attempt, says why, and the plan completes.
+#[tokio::test]
+async fn a_reference_taken_before_the_run_began_moves_the_sub_task_to_a_new_attempt() {
+    let stack = Stack::start().await;
+    let a = &stack.env.actors;
+    let body = plan(
+        "used-before",
+        "auto",
+        vec![step(0, "summarize", "Summarize", a.agent(1), 400_000, &[])],
+    );
+    let plan_id: alloy::primitives::B256 = body["id"].as_str().unwrap().parse().unwrap();
+    // The task an earlier life made for attempt 0, straight on the escrow.
+    let now = stack.env.provider.get_block_by_number(Default::default()).await.unwrap();
+    let now = now.unwrap().header.timestamp;
+    let earlier = tessera_bindings::ITaskEscrow::CreateParams {
+        r#ref: tessera_orchestrator::runner::Chain::reference(plan_id, 0, 0),
+        planId: plan_id,
+        parentId: U256::ZERO,
+        capability: tessera_bindings::capability::encode("summarize").unwrap(),
+        client: a.sponsor.address(),
+        executor: a.agent(1),
+        amount: 400_000,
+        deadline: alloy::primitives::aliases::U40::from(now + 86_400),
+        reviewWindow: 600,
+        specURI: "data:,an earlier life".into(),
+    };
+    let escrow =
+        tessera_bindings::TaskEscrow::new(stack.env.deployment.task_escrow, &stack.env.provider);
+    let sent = escrow.createTask(earlier).from(a.sponsor.address()).send().await.unwrap();
+    assert!(sent.get_receipt().await.unwrap().status());
+    // Some blocks later, announced to the orchestrator before the approval
+    // (a run reads its logs from the head it is approved at, and the one
+    // before).
+    let blocks = U256::from(3);
+    stack.env.provider.raw_request::<_, Value>("anvil_mine".into(), (blocks,)).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    let id = stack.run_plan(&body).await;
+    let view = stack.wait_state(&id, "completed", 60).await;
+    assert_eq!(view["subtasks"][0]["attempt"], 1, "{view}");
+    assert_eq!(view["subtasks"][0]["phase"], "paid", "{view}");
+    let events = stack.events(&id).await;
+    let recovery = events.iter().find(|e| e["kind"] == "recovery_applied").expect("said why");
+    assert_eq!(recovery["policy"], "new reference", "{recovery}");
+    assert_eq!(recovery["attempt"], 1, "{recovery}");
+    let reason = recovery["reason"].as_str().unwrap();
+    assert!(reason.contains("was created before this run began"), "{reason}");
+    assert!(reason.contains("used before with this sponsor"), "{reason}");
+    let created: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_created").collect();
+    assert_eq!(created.len(), 1, "only the new attempt is this run's: {created:?}");
+}

@@ -260,6 +260,18 @@ impl Chain {
         Ok(Some((record, logs.clone())))
     }
 
+    /// Whether the escrow holds task `id` (created and mined), as its
+    /// storage says: for a task whose logs were not read.
+    pub(crate) async fn exists(&self, id: U256) -> Result<bool, RunError> {
+        let hash = self.escrow.contract().taskHash(id).call().await.map_err(map_call)?;
+        Ok(!hash.is_zero())
+    }
+
+    /// The node's newest block (not the announced head: it may be ahead).
+    pub(crate) async fn newest_block(&self) -> Result<u64, RunError> {
+        Ok(self.provider.get_block_number().await?)
+    }
+
     /// Whether task `id`'s executor ever accepted it (from its logs).
     pub(crate) async fn accepted(&self, id: U256) -> Result<bool, RunError> {
         let Some((_, logs)) = self.task(id).await? else { return Ok(false) };

@@ -145,7 +145,7 @@ impl Orchestrator {
         Ok(tried)
     }
 
-    async fn recovery_event(
+    pub(super) async fn recovery_event(
         &self,
         plan: &Plan,
         id: &str,

@@ -473,6 +473,9 @@ impl Orchestrator {
         if let Err(e) = outcome.approved {
             refused(approvals, e)?;
         }
+        for &index in &outcome.held {
+            self.held_reference(id, plan, rows, index).await?;
+        }
         for index in outcome.created? {
             let mut row = rows
                 .get(&index)
@@ -484,6 +487,57 @@ impl Orchestrator {
             rows.insert(index, row);
         }
         Ok(())
+    }
+
+    /// Sub-task `index`'s creation was refused: the escrow holds its
+    /// reference already. Sent before by this run and not mined yet: wait
+    /// (the logs tell once it is). Created, but not among the logs read
+    /// from this run's approval on: the task was made outside this run —
+    /// the plan id was used before with this sponsor, by an earlier
+    /// database or another orchestrator — and is not this run's to drive.
+    /// The sub-task moves to its next attempt (a new reference), with a
+    /// `recovery_applied` event saying why; after
+    /// [`super::recover::MAX_AUTOMATIC_ATTEMPTS`] the run pauses instead.
+    async fn held_reference(
+        &self,
+        id: &str,
+        plan: &Plan,
+        rows: &mut BTreeMap<u32, Progress>,
+        index: u32,
+    ) -> Result<(), RunError> {
+        let row = rows
+            .get(&index)
+            .cloned()
+            .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+        let task = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
+        if !self.chain.exists(task).await? {
+            tracing::info!(index, "creation sent before and not mined yet; waiting");
+            return Ok(());
+        }
+        // Everything up to the node's newest block first: it may be ours,
+        // mined a moment ago.
+        let newest = self.chain.newest_block().await?;
+        self.chain.read_to(newest).await?;
+        if self.chain.task(task).await?.is_some() {
+            return Ok(());
+        }
+        let since = self.store.from_block(id).await?.unwrap_or_default();
+        let what = format!(
+            "sub-task {index}: escrow task {task} (attempt {}) was created before this run \
+             began at block {since}: plan {} was used before with this sponsor",
+            row.attempt, plan.id
+        );
+        tracing::warn!(index, %task, "a task of this run's reference was created outside it");
+        let next = row.attempt + 1;
+        if next >= super::recover::MAX_AUTOMATIC_ATTEMPTS {
+            let reason = format!("{what}; retry with a new attempt, or cancel the run");
+            return self.pause(id, plan, index, row.attempt, reason).await;
+        }
+        let moved = Progress { attempt: next, ..row };
+        self.store.put_subtask(id, &moved.to_row()).await?;
+        rows.insert(index, moved);
+        let reason = format!("{what}; funding attempt {next} under a new reference");
+        self.recovery_event(plan, id, index, next, "new reference", reason).await
     }
 
     /// The escrow's parameters for a sub-task's current attempt, its

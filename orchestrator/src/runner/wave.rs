@@ -60,11 +60,23 @@ pub(crate) struct Outcome {
     /// The indices whose creation was mined (none when every one existed
     /// already, or was sent before and is still pending), or why not.
     pub created: Result<Vec<u32>, RunError>,
+    /// The indices whose creation the escrow refused because it holds
+    /// their reference already: sent before and still pending, or created
+    /// outside this run (see the tick, which tells them apart).
+    pub held: Vec<u32>,
 }
 
 impl Outcome {
     fn abandoned() -> Self {
-        Self { approved: Err(RunError::WaveAbandoned), created: Err(RunError::WaveAbandoned) }
+        Self {
+            approved: Err(RunError::WaveAbandoned),
+            created: Err(RunError::WaveAbandoned),
+            held: Vec::new(),
+        }
+    }
+
+    fn nothing() -> Self {
+        Self { approved: Ok(()), created: Ok(Vec::new()), held: Vec::new() }
     }
 }
 
@@ -110,6 +122,9 @@ struct Batch {
     parts: Vec<(usize, Vec<u32>)>,
     /// Sent, or why not.
     sent: Result<Pending, Arc<ClientError>>,
+    /// Per part, creations refused because the escrow holds their
+    /// reference already (nothing was sent for them).
+    held: Vec<(usize, Vec<u32>)>,
 }
 
 /// Approvals or creations.
@@ -129,7 +144,7 @@ impl Chain {
         fence: &(dyn Fn() -> Result<(), RunError> + Sync),
     ) -> Outcome {
         if part.approvals.is_empty() && part.creations.is_empty() {
-            return Outcome { approved: Ok(()), created: Ok(Vec::new()) };
+            return Outcome::nothing();
         }
         let (reply, outcome) = oneshot::channel();
         let leads = {
@@ -192,6 +207,7 @@ impl Chain {
                 let _ = reply.send(Outcome {
                     approved: fence().map(drop),
                     created: fence().map(|()| Vec::new()),
+                    held: Vec::new(),
                 });
             }
             return;
@@ -231,7 +247,12 @@ impl Chain {
         let created = futures_util::future::join_all(creations.iter().map(confirm)).await;
 
         for (place, (reply, failed)) in replies.into_iter().zip(lookups).enumerate() {
-            let mut outcome = Outcome { approved: Ok(()), created: Ok(Vec::new()) };
+            let mut outcome = Outcome::nothing();
+            for batch in &creations {
+                for (_, held) in batch.held.iter().filter(|(p, _)| *p == place) {
+                    outcome.held.extend_from_slice(held);
+                }
+            }
             for (batch, result) in approvals.iter().zip(&approved) {
                 if batch.parts.iter().any(|(p, _)| *p == place)
                     && let Err(e) = result
@@ -293,9 +314,9 @@ impl Chain {
     }
 
     /// What one sent chunk carries, and how it went. A creation the escrow
-    /// refuses as a reused reference was sent before (by a previous life
-    /// of this process, still pending): nothing to wait for; the logs tell
-    /// once it is mined.
+    /// refuses as a reused reference is held: sent before (by a previous
+    /// life of this process, still pending; the logs tell once it is
+    /// mined), or created outside this run.
     fn batch(
         &self,
         parts: &[Part],
@@ -316,13 +337,14 @@ impl Chain {
                     tracing::info!(
                         plan = %parts[*place].run,
                         ?indices,
-                        "creation already sent; waiting for it to be mined"
+                        "the escrow holds these references already"
                     );
                 }
                 // No part waits on it, and none fails because of it.
-                Batch { parts: Vec::new(), sent: Err(Arc::new(ClientError::Revert(r))) }
+                let sent = Err(Arc::new(ClientError::Revert(r)));
+                Batch { parts: Vec::new(), sent, held: carried }
             }
-            sent => Batch { parts: carried, sent: sent.map_err(Arc::new) },
+            sent => Batch { parts: carried, sent: sent.map_err(Arc::new), held: Vec::new() },
         }
     }
 
