@@ -12,11 +12,14 @@
 //! for every transaction waiting, so the requests per block do not grow with
 //! the transactions in flight; without a subscription (or from a node that
 //! does not serve block receipts) it asks for each transaction's receipt.
-//! It replaces a transaction when it is stuck: after [`STUCK_HEADS`] announced heads (or [`STUCK_AFTER`]
-//! without a subscription) it is sent again with the same nonce at a fee
-//! at least [`BUMP_PERCENT`] above the last one and no lower than a fresh
-//! estimate, at most [`MAX_REPLACEMENTS`] times; whichever of the versions
-//! is mined is the one waited for.
+//! It replaces a transaction when it is stuck: priced out (the newest
+//! block's base fee above its fee cap) after [`STUCK_HEADS`] announced
+//! heads without it, or still out after [`STUCK_AFTER`] — a transaction
+//! merely waiting its turn behind other senders' is left alone. It is sent
+//! again with the same nonce and gas limit at a fee at least
+//! [`BUMP_PERCENT`] above the last one and no lower than a fresh estimate,
+//! at most [`MAX_REPLACEMENTS`] times; whichever of the versions is mined
+//! is the one waited for.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -279,11 +282,29 @@ impl Sender {
             if started.elapsed() > RECEIPT_TIMEOUT {
                 return Err(ClientError::NotMined(pending.hash(), RECEIPT_TIMEOUT));
             }
+            // Heads without it: priced out (the base fee rose over its fee
+            // cap), or only waiting its turn behind other senders' (a node
+            // that mines one transaction per block); only the first is
+            // stuck. Any transaction still out after `STUCK_AFTER` is.
             let stuck = match &heads {
-                Some(_) => since_send >= STUCK_HEADS,
+                Some(_) if since_send >= STUCK_HEADS => {
+                    sent_at.elapsed() >= STUCK_AFTER || self.priced_out(&pending).await?
+                }
+                Some(_) => false,
                 None => sent_at.elapsed() >= STUCK_AFTER,
             };
+            if !stuck && since_send >= STUCK_HEADS {
+                since_send = 0;
+            }
             if stuck && pending.hashes.len() <= MAX_REPLACEMENTS {
+                // Asked once by hash before anything is replaced: it may
+                // have been mined since the blocks were read.
+                if let Some(receipt) = self.by_hash(&pending.hashes).await? {
+                    if !receipt.status() {
+                        return Err(ClientError::Reverted(receipt.transaction_hash));
+                    }
+                    return Ok(receipt);
+                }
                 self.replace(&mut pending).await;
                 (since_send, sent_at) = (0, Instant::now());
             }
@@ -304,6 +325,15 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// Whether the newest block's base fee is above what `pending` (its
+    /// newest version) offers at most: no block will take it as it is.
+    async fn priced_out(&self, pending: &Pending) -> Result<bool, ClientError> {
+        let Some(cap) = pending.request.max_fee_per_gas else { return Ok(false) };
+        let block = self.provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await?;
+        let base = block.and_then(|b| b.header.base_fee_per_gas).unwrap_or_default();
+        Ok(u128::from(base) > cap)
     }
 
     /// The receipt of the first of `hashes` found, asked by hash (the
@@ -392,6 +422,19 @@ impl Sender {
             (old + old * BUMP_PERCENT / 100 + 1).max(fresh)
         };
         let mut request = pending.request.clone();
+        // The original's gas limit: estimated again, the call would run
+        // against the pending state, where the original has already done
+        // what it does (and a call on a task's state then reverts).
+        if request.gas.is_none() {
+            match self.provider.get_transaction_by_hash(pending.hash()).await {
+                Ok(Some(tx)) => request.set_gas_limit(alloy::consensus::Transaction::gas_limit(&tx)),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(tx = %pending.hash(), error = %e, "reading a stuck transaction");
+                    return;
+                }
+            }
+        }
         let max_fee = bump(request.max_fee_per_gas, fresh.max_fee_per_gas);
         let tip = bump(request.max_priority_fee_per_gas, fresh.max_priority_fee_per_gas);
         request.set_max_fee_per_gas(max_fee);
