@@ -331,7 +331,8 @@ impl Sender {
     /// newest version) offers at most: no block will take it as it is.
     async fn priced_out(&self, pending: &Pending) -> Result<bool, ClientError> {
         let Some(cap) = pending.request.max_fee_per_gas else { return Ok(false) };
-        let block = self.provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await?;
+        let block =
+            self.provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await?;
         let base = block.and_then(|b| b.header.base_fee_per_gas).unwrap_or_default();
         Ok(u128::from(base) > cap)
     }
@@ -427,7 +428,9 @@ impl Sender {
         // what it does (and a call on a task's state then reverts).
         if request.gas.is_none() {
             match self.provider.get_transaction_by_hash(pending.hash()).await {
-                Ok(Some(tx)) => request.set_gas_limit(alloy::consensus::Transaction::gas_limit(&tx)),
+                Ok(Some(tx)) => {
+                    request.set_gas_limit(alloy::consensus::Transaction::gas_limit(&tx))
+                }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(tx = %pending.hash(), error = %e, "reading a stuck transaction");

@@ -32,7 +32,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     /// @notice Furthest a deadline may lie in the future.
     uint40 public constant MAX_DEADLINE_HORIZON = 365 days;
     /// @inheritdoc ITaskEscrow
-    uint256 public constant override MAX_BATCH = 64;
+    uint256 public constant override MAX_BATCH = 256;
 
     /// @dev Words in an ABI-encoded {Task}; a memory {Task} has the same layout.
     uint256 private constant TASK_WORDS = 14;

@@ -56,6 +56,8 @@ pub struct Chain {
     /// The node mines each transaction at once (a development chain's
     /// automine), as it says when asked at start.
     pub(super) automine: bool,
+    /// The escrow's largest batch (`MAX_BATCH`), read at start.
+    pub(super) max_batch: usize,
 }
 
 /// What was read at one head (the chain's state does not change within it).
@@ -142,9 +144,13 @@ impl Chain {
         let automine =
             provider.raw_request::<_, bool>("anvil_getAutomine".into(), ()).await.unwrap_or(false);
         tracing::debug!(automine, "chain mining mode");
+        let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
+        let max_batch = escrow.contract().MAX_BATCH().call().await.map_err(map_call)?;
+        let max_batch = usize::try_from(max_batch).unwrap_or(usize::MAX).clamp(1, 1_024);
         let chain = Self {
             automine,
-            escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
+            max_batch,
+            escrow,
             sender: Sender::new(provider.clone()),
             sponsor: signer.address(),
             provider,

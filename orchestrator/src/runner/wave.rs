@@ -1,7 +1,7 @@
 //! One wave per head for every run: the approvals and creations the runs
 //! find due at a head go out together, a `approvePayments` and a
 //! `createTasks` call for all of them (in chunks of the escrow's
-//! [`MAX_BATCH`]), not a pair per run.
+//! `MAX_BATCH`, read from the contract), not a pair per run.
 //!
 //! The first run to hand in its part of a wave leads it: it waits a short
 //! window for the other runs woken by the same head (an eighth of the
@@ -27,9 +27,6 @@ use tessera_bindings::{
 use tokio::sync::oneshot;
 
 use super::{Chain, RunError, chain::Sent, driver::lock};
-
-/// The escrow's largest batch (`TaskEscrow.MAX_BATCH`).
-const MAX_BATCH: usize = 64;
 
 /// The shortest wait for the other runs of a wave (a chain that mines every
 /// transaction at once).
@@ -293,7 +290,7 @@ impl Chain {
         };
         let sizes: Vec<usize> = parts.iter().map(size).collect();
         let mut out = Vec::new();
-        for chunk in chunks(&sizes, MAX_BATCH) {
+        for chunk in chunks(&sizes, self.max_batch) {
             let sent = self.send_chunk(parts, &chunk, kind).await;
             match sent {
                 Err(e) if chunk.len() > 1 && e.revert().is_some() => {
