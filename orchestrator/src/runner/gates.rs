@@ -142,11 +142,7 @@ impl Orchestrator {
     ) -> Result<(), RunError> {
         gates.insert(cp.name.clone(), Gate::Approved { at: now_ms(), by });
         self.store.set_gates(id, gates).await?;
-        let event = RunEvent::CheckpointApproved {
-            plan_id: plan.id,
-            name: cp.name.clone(),
-            by: by.as_str().to_owned(),
-        };
+        let event = RunEvent::CheckpointApproved { plan_id: plan.id, name: cp.name.clone(), by };
         self.emit(id, &format!("checkpoint-approved:{}", cp.name), &event).await?;
         self.resume_if_clear(id, plan, rows, gates, &format!("resumed:checkpoint:{}", cp.name))
             .await
@@ -164,12 +160,8 @@ impl Orchestrator {
     ) -> Result<(), RunError> {
         gates.insert(cp.name.clone(), Gate::Rejected { at: now_ms(), by });
         self.store.set_gates(id, gates).await?;
-        let event = RunEvent::CheckpointRejected {
-            plan_id: plan.id,
-            name: cp.name.clone(),
-            by: by.as_str().to_owned(),
-            reason,
-        };
+        let event =
+            RunEvent::CheckpointRejected { plan_id: plan.id, name: cp.name.clone(), by, reason };
         self.emit(id, &format!("checkpoint-rejected:{}", cp.name), &event).await?;
         let why = CloseReason::Other(format!("checkpoint {} rejected", cp.name));
         self.close(id, plan, &why).await

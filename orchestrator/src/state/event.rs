@@ -176,8 +176,8 @@ pub enum RunEvent {
         plan_id: B256,
         /// The checkpoint.
         name: String,
-        /// `approver` or `timeout`.
-        by: String,
+        /// An approver, or the checkpoint's timeout policy.
+        by: super::Decider,
     },
     /// A checkpoint stopped the run.
     CheckpointRejected {
@@ -185,8 +185,8 @@ pub enum RunEvent {
         plan_id: B256,
         /// The checkpoint.
         name: String,
-        /// `approver` or `timeout`.
-        by: String,
+        /// An approver, or the checkpoint's timeout policy.
+        by: super::Decider,
         /// The approver's reason, if given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
