@@ -22,7 +22,7 @@
 //! is the one waited for.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{BTreeMap, HashMap},
     sync::Arc,
     time::Duration,
 };
@@ -83,10 +83,21 @@ struct State {
 /// waiting on them.
 #[derive(Debug, Default)]
 struct Blocks {
-    /// By block number, the oldest first.
-    kept: VecDeque<(u64, Arc<Vec<TransactionReceipt>>)>,
+    /// By block number.
+    kept: BTreeMap<u64, Arc<Vec<TransactionReceipt>>>,
     /// The node refused `eth_getBlockReceipts`: receipts by hash only.
     unsupported: bool,
+    /// The newest block's base fee, read at a head.
+    base_fee: Option<(u64, u64)>,
+}
+
+/// A mined transaction's receipt, or its revert as an error.
+fn settled(receipt: TransactionReceipt) -> Result<TransactionReceipt, ClientError> {
+    if receipt.status() {
+        Ok(receipt)
+    } else {
+        Err(ClientError::Reverted(receipt.transaction_hash))
+    }
 }
 
 /// Where a mined transaction was looked for.
@@ -223,10 +234,10 @@ impl Sender {
     /// the receipts of each block after the one it was sent at, read once
     /// for every waiting transaction, a moment after the announcement;
     /// otherwise asks for its receipt at once (an automining node has mined
-    /// it already) and then at growing intervals up to [`RECEIPT_POLL`]. A transaction still out after
-    /// [`STUCK_HEADS`] heads (or [`STUCK_AFTER`]) is replaced at a higher
-    /// fee. Gives up after [`RECEIPT_TIMEOUT`], forgetting the sender's
-    /// count (the transaction may have been dropped).
+    /// it already) and then at growing intervals up to [`RECEIPT_POLL`].
+    /// A stuck transaction (see the module) is replaced at a higher fee.
+    /// Gives up after [`RECEIPT_TIMEOUT`], forgetting the sender's count
+    /// (the transaction may have been dropped).
     pub async fn mined(
         &self,
         pending: Pending,
@@ -274,10 +285,7 @@ impl Sender {
                 }
             };
             if let Some(receipt) = receipt {
-                if !receipt.status() {
-                    return Err(ClientError::Reverted(receipt.transaction_hash));
-                }
-                return Ok(receipt);
+                return settled(receipt);
             }
             if started.elapsed() > RECEIPT_TIMEOUT {
                 return Err(ClientError::NotMined(pending.hash(), RECEIPT_TIMEOUT));
@@ -288,7 +296,7 @@ impl Sender {
             // stuck. Any transaction still out after `STUCK_AFTER` is.
             let stuck = match &heads {
                 Some(_) if since_send >= STUCK_HEADS => {
-                    sent_at.elapsed() >= STUCK_AFTER || self.priced_out(&pending).await?
+                    sent_at.elapsed() >= STUCK_AFTER || self.priced_out(&pending, now).await?
                 }
                 Some(_) => false,
                 None => sent_at.elapsed() >= STUCK_AFTER,
@@ -300,10 +308,7 @@ impl Sender {
                 // Asked once by hash before anything is replaced: it may
                 // have been mined since the blocks were read.
                 if let Some(receipt) = self.by_hash(&pending.hashes).await? {
-                    if !receipt.status() {
-                        return Err(ClientError::Reverted(receipt.transaction_hash));
-                    }
-                    return Ok(receipt);
+                    return settled(receipt);
                 }
                 self.replace(&mut pending).await;
                 (since_send, sent_at) = (0, Instant::now());
@@ -328,12 +333,24 @@ impl Sender {
     }
 
     /// Whether the newest block's base fee is above what `pending` (its
-    /// newest version) offers at most: no block will take it as it is.
-    async fn priced_out(&self, pending: &Pending) -> Result<bool, ClientError> {
+    /// newest version) offers at most: no block will take it as it is. The
+    /// base fee is read once per announced head `head` for every waiting
+    /// transaction.
+    async fn priced_out(&self, pending: &Pending, head: Option<u64>) -> Result<bool, ClientError> {
         let Some(cap) = pending.request.max_fee_per_gas else { return Ok(false) };
-        let block =
-            self.provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await?;
-        let base = block.and_then(|b| b.header.base_fee_per_gas).unwrap_or_default();
+        let mut blocks = self.blocks.lock().await;
+        let base = match (blocks.base_fee, head) {
+            (Some((at, fee)), Some(now)) if at == now => fee,
+            _ => {
+                let block = self
+                    .provider
+                    .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+                    .await?;
+                let fee = block.and_then(|b| b.header.base_fee_per_gas).unwrap_or_default();
+                blocks.base_fee = head.map(|h| (h, fee));
+                fee
+            }
+        };
         Ok(u128::from(base) > cap)
     }
 
@@ -356,6 +373,9 @@ impl Sender {
         if to < from || to - from > MAX_CATCH_UP {
             return Ok(Found::Unknown);
         }
+        // Blocks kept above the announced head: the chain went back, and
+        // they may be gone.
+        self.blocks.lock().await.kept.retain(|&n, _| n <= to);
         for number in from + 1..=to {
             let Some(receipts) = self.block_receipts(number).await? else {
                 // Not served yet (announced a moment early), or not at all.
@@ -382,7 +402,7 @@ impl Sender {
         if blocks.unsupported {
             return Ok(None);
         }
-        if let Some((_, r)) = blocks.kept.iter().find(|(n, _)| *n == number) {
+        if let Some(r) = blocks.kept.get(&number) {
             return Ok(Some(Arc::clone(r)));
         }
         let receipts = match self.provider.get_block_receipts(BlockId::number(number)).await {
@@ -395,14 +415,9 @@ impl Sender {
             }
             Err(e) => return Err(e.into()),
         };
-        // A lower block than the newest kept: the chain went back, and what
-        // was kept above it may be gone.
-        if blocks.kept.back().is_some_and(|(n, _)| *n >= number) {
-            blocks.kept.retain(|(n, _)| *n < number);
-        }
-        blocks.kept.push_back((number, Arc::clone(&receipts)));
+        blocks.kept.insert(number, Arc::clone(&receipts));
         while blocks.kept.len() > KEPT_BLOCKS {
-            blocks.kept.pop_front();
+            blocks.kept.pop_first();
         }
         Ok(Some(receipts))
     }

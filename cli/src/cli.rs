@@ -491,17 +491,11 @@ impl Cli {
                     hold_chain.as_deref(),
                 ))
                 .await?;
-                print!("{}", report.table());
-                if let Some(path) = json {
-                    write_json(&path, &report)?;
-                }
+                show(&report.table(), json.as_deref(), &report)?;
             }
             Command::Bench(BenchCommand::Classify { rounds, json }) => {
                 let report = tessera_bench::classify::run(rounds).await;
-                print!("{}", report.table());
-                if let Some(path) = json {
-                    write_json(&path, &report)?;
-                }
+                show(&report.table(), json.as_deref(), &report)?;
             }
             Command::Bench(BenchCommand::Load {
                 chain,
@@ -522,10 +516,7 @@ impl Cli {
                 let report =
                     until_interrupted(Box::pin(tessera_bench::load::run(&chain.options(), &cfg)))
                         .await?;
-                print!("{}", report.table());
-                if let Some(path) = json {
-                    write_json(&path, &report)?;
-                }
+                show(&report.table(), json.as_deref(), &report)?;
             }
             Command::Bench(BenchCommand::Failover {
                 chain,
@@ -558,10 +549,7 @@ impl Cli {
                     &cfg,
                 )))
                 .await?;
-                print!("{}", report.table());
-                if let Some(path) = json {
-                    write_json(&path, &report)?;
-                }
+                show(&report.table(), json.as_deref(), &report)?;
                 if !report.passed() {
                     bail!("the failover trial failed a check (see above)");
                 }
@@ -583,10 +571,7 @@ impl Cli {
                 let report =
                     until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))
                         .await?;
-                print!("{}", report.table());
-                if let Some(path) = json {
-                    write_json(&path, &report)?;
-                }
+                show(&report.table(), json.as_deref(), &report)?;
             }
             Command::Bench(BenchCommand::Gas { chain, json }) => {
                 let report = until_interrupted(Box::pin(async {
@@ -598,10 +583,7 @@ impl Cli {
                     Box::pin(tessera_anvil::gas::run(provider, &actors, &record)).await
                 }))
                 .await?;
-                print!("{}", report.table());
-                if let Some(path) = json {
-                    write_json(&path, &report)?;
-                }
+                show(&report.table(), json.as_deref(), &report)?;
             }
         }
         Ok(())
@@ -609,6 +591,15 @@ impl Cli {
 }
 
 /// Writes a report as pretty JSON, creating the directory.
+/// Prints a bench's `table` and, when asked, writes its report as JSON.
+fn show(table: &str, json: Option<&std::path::Path>, report: &impl serde::Serialize) -> Result<()> {
+    print!("{table}");
+    match json {
+        Some(path) => write_json(path, report),
+        None => Ok(()),
+    }
+}
+
 fn write_json(path: &std::path::Path, report: &impl serde::Serialize) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;

@@ -315,7 +315,7 @@ impl Chain {
     /// time, and the node is often a block ahead of the announcement).
     fn read<T>(&self, f: impl FnOnce(&mut Reads) -> T) -> T {
         let head = self.heads.get().and_then(|w| w.as_ref()).and_then(|w| *w.borrow());
-        let head = head.map(|h| h.number).filter(|_| self.has_block_time());
+        let head = head.map(|h| h.number).filter(|_| !self.automine);
         let mut reads = self.reads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if reads.head != head || head.is_none() {
             *reads = Reads { head, ..Reads::default() };

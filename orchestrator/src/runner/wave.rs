@@ -174,12 +174,6 @@ impl Chain {
         waves.last = Some(head);
     }
 
-    /// Whether the chain has a block time, as opposed to mining each
-    /// transaction at once (a development node's automine).
-    pub(crate) fn has_block_time(&self) -> bool {
-        !self.automine
-    }
-
     /// How long a wave's leader waits for the other runs: on a chain with
     /// block time, an eighth of the shortest recent block interval within
     /// [`MIN_WINDOW`, `MAX_WINDOW`] (the maximum until two heads are seen);
