@@ -302,10 +302,15 @@ pub(crate) fn card(view: &Value) -> String {
         "#", "capability", "executor", "cost", "after"
     ));
     let groups: Vec<&Value> = plan["groups"].as_array().into_iter().flatten().collect();
+    let path_of = step_paths(plan);
     let mut opened = std::collections::BTreeSet::new();
     for t in plan["subtasks"].as_array().into_iter().flatten() {
-        let deps: Vec<String> =
-            t["depends_on"].as_array().into_iter().flatten().map(Value::to_string).collect();
+        let deps: Vec<String> = t["depends_on"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| path_of(d).unwrap_or_else(|| d.to_string()))
+            .collect();
         // A nested plan's leaves follow a header naming it, indented one
         // step per level.
         let path = t["path"].as_str().filter(|_| !groups.is_empty());
@@ -322,6 +327,12 @@ pub(crate) fn card(view: &Value) -> String {
                 g.map_or_else(|| "?".to_owned(), |g| usdc(&g["budget"])),
                 truncate(g.and_then(|g| g["spec"].as_str()).unwrap_or(""), 70)
             ));
+            if let Some(when) = view["conditions"][prefix.as_str()].as_str() {
+                out.push_str(&format!(
+                    "  {}  runs only if {when}; else every step of it is skipped, unfunded\n",
+                    "  ".repeat(level - 1),
+                ));
+            }
         }
         let pad = "  ".repeat(segments.len().saturating_sub(1));
         let at = path.map(|p| format!("  at {p}")).unwrap_or_default();
@@ -343,7 +354,9 @@ pub(crate) fn card(view: &Value) -> String {
         if let Some(c) = chosen {
             out.push_str(&format!("       {pad}{}\n", choice_line(c)));
         }
-        if let Some(when) = t["when"].as_str() {
+        // A nested plan's conditions read by step path, as the API writes them.
+        let when = path.and_then(|p| view["conditions"][p].as_str()).or(t["when"].as_str());
+        if let Some(when) = when {
             out.push_str(&format!("       {pad}runs only if {when}; else skipped, unfunded\n"));
         }
         if let Some(r) = recovery_line(&t["recovery"]) {
@@ -351,7 +364,7 @@ pub(crate) fn card(view: &Value) -> String {
         }
     }
     for cp in plan["checkpoints"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  {}\n", checkpoint_line(cp, &view["gates"])));
+        out.push_str(&format!("  {}\n", checkpoint_line(cp, &view["gates"], &path_of)));
     }
     if let Some(r) = recovery_line(&plan["recovery"]) {
         out.push_str(&format!("  recovery: {r}\n"));
@@ -367,11 +380,26 @@ pub(crate) fn card(view: &Value) -> String {
     out
 }
 
+/// The step path of sub-task `i` in a nested plan (`2`, `1.1`); `None` in
+/// a flat plan, where a sub-task goes by its index.
+fn step_paths(plan: &Value) -> impl Fn(&Value) -> Option<String> + '_ {
+    let nested = plan["groups"].as_array().is_some_and(|g| !g.is_empty());
+    move |i: &Value| {
+        let task = plan["subtasks"].as_array()?.iter().find(|t| t["index"] == *i)?;
+        task["path"].as_str().filter(|_| nested).map(str::to_owned)
+    }
+}
+
 /// `⏸ checkpoint legal after #0, #1: an approver passes or stops the run;
-/// after 1h escalate` and, once reached, where it stands.
-fn checkpoint_line(cp: &Value, gates: &Value) -> String {
-    let after: Vec<String> =
-        cp["after"].as_array().into_iter().flatten().map(|i| format!("#{i}")).collect();
+/// after 1h escalate` (after `2`, `1.1` in a nested plan) and, once
+/// reached, where it stands.
+fn checkpoint_line(cp: &Value, gates: &Value, path_of: impl Fn(&Value) -> Option<String>) -> String {
+    let after: Vec<String> = cp["after"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| path_of(i).unwrap_or_else(|| format!("#{i}")))
+        .collect();
     let name = cp["name"].as_str().unwrap_or("?");
     let timeout = match cp["timeout_secs"].as_u64() {
         Some(t) if t % 3600 == 0 => format!("{}h", t / 3600),
@@ -860,6 +888,49 @@ mod tests {
             nested_line(&n),
             "  nested 1.1 (level 3) completed: leaves 1 cost 0.100000 USDC of share 0.100000 \
              USDC; plan 0xdef"
+        );
+    }
+
+    #[test]
+    fn a_nested_plan_card_names_steps_by_path() {
+        // Issue 28's plan: 0 translate; 1 nested {1.0 entities, 1.1
+        // sentiment}; 2 sentiment; 3 summarize after 1 and 2 when out[2]'s
+        // score is at least -1; a checkpoint after 2; and a nested step with
+        // its own condition.
+        let leaf = |index: u32, cap: &str, deps: &[u32]| {
+            json!({"index": index, "capability": cap, "spec": format!("do {cap}"),
+                   "executor": "0x00000000000000000000000000000000000000aa", "cost": 100,
+                   "deadline_offset_secs": 3600, "depends_on": deps})
+        };
+        let mut summarize = leaf(3, "summarize", &[1, 2]);
+        summarize["when"] = json!("out[2].score >= -1");
+        let file = json!({"version": 1, "id": format!("0x{}", "11".repeat(32)), "budget": 10_000,
+            "checkpoints": [{"name": "tone", "after": [2]}],
+            "subtasks": [leaf(0, "translate", &[]),
+                {"index": 1, "spec": "Digest", "cost": 200, "deadline_offset_secs": 3600,
+                 "depends_on": [0], "when": "len(out[0].text) > 0",
+                 "plan": {"subtasks": [leaf(0, "entities", &[]), leaf(1, "sentiment", &[])]}},
+                leaf(2, "sentiment", &[0]), summarize]});
+        let plan = Plan::from_json(&file.to_string()).unwrap();
+        let view = json!({"id": "0x1", "state": "proposed", "plan": plan,
+            "conditions": tessera_orchestrator::runner::views::conditions_by_path(&plan)});
+        let text = card(&view);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[4], "  ▾ 1  nested plan, share 0.000200 USDC: Digest", "{text}");
+        assert_eq!(
+            lines[5], "    runs only if len(out[0].text) > 0; else every step of it is skipped, unfunded",
+            "{text}"
+        );
+        let summarize = lines.iter().position(|l| l.contains("summarize")).unwrap();
+        assert!(lines[summarize].ends_with("1.0, 1.1, 2  at 3"), "{text}");
+        assert_eq!(
+            lines[summarize + 2],
+            "       runs only if out[2].score >= -1; else skipped, unfunded",
+            "{text}"
+        );
+        assert!(
+            text.contains("⏸ checkpoint tone after 2: an approver passes"),
+            "the checkpoint follows root step 2: {text}"
         );
     }
 

@@ -174,7 +174,7 @@ fn groups_of(c: &Classification, subtasks: &[SubTask]) -> Result<Vec<Group>, Run
                 .filter(|t| t.path.as_ref().is_some_and(|p| p.is_inside(&path)))
                 .map(|t| t.cost);
             let budget = Usdc::sum(members).ok_or(PlanError::CostOverflow)?;
-            Ok(Group { path, spec: g.spec.clone(), budget, review: None })
+            Ok(Group { path, spec: g.spec.clone(), budget, review: None, when: None })
         })
         .collect()
 }

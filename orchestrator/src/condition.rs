@@ -107,6 +107,8 @@ pub enum Expr {
 pub struct Condition {
     text: String,
     expr: Expr,
+    /// Where each `out[n]` writes its index: byte range and the index.
+    spans: Vec<(std::ops::Range<usize>, u32)>,
 }
 
 impl fmt::Display for Condition {
@@ -127,12 +129,39 @@ impl Condition {
             return Err(fail(&format!("longer than {MAX_CONDITION_BYTES} bytes"), 0));
         }
         let tokens = lex(text).map_err(|(p, at)| fail(&p, at))?;
-        let mut parser = Parser { tokens: &tokens, pos: 0, depth: 0 };
+        let mut parser = Parser { tokens: &tokens, pos: 0, depth: 0, refs: Vec::new() };
         let expr = parser.or().map_err(|(p, at)| fail(&p, at))?;
         if let Some((tok, at)) = tokens.get(parser.pos) {
             return Err(fail(&format!("unexpected {tok}"), *at));
         }
-        Ok(Self { text: text.to_owned(), expr })
+        // An index is a number token: digits, perhaps a `.0`.
+        let spans = parser
+            .refs
+            .iter()
+            .map(|&(start, index)| {
+                let len = text[start..]
+                    .bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b'.')
+                    .count();
+                (start..start + len, index)
+            })
+            .collect();
+        Ok(Self { text: text.to_owned(), expr, spans })
+    }
+
+    /// The text with each `out[n]` written `out[label(n)]`, the rest as it
+    /// was: how references are renumbered (a nested plan's, from the
+    /// author's numbering to the run's) or shown (as step paths).
+    pub fn relabelled(&self, label: impl Fn(u32) -> String) -> String {
+        let mut out = String::with_capacity(self.text.len());
+        let mut from = 0;
+        for (range, index) in &self.spans {
+            out.push_str(&self.text[from..range.start]);
+            out.push_str(&label(*index));
+            from = range.end;
+        }
+        out.push_str(&self.text[from..]);
+        out
     }
 
     /// The sub-tasks the condition reads, each once, in order.
@@ -322,6 +351,8 @@ struct Parser<'t> {
     tokens: &'t [(Tok, usize)],
     pos: usize,
     depth: usize,
+    /// Each reference's index: where its token starts, and its value.
+    refs: Vec<(usize, u32)>,
 }
 
 impl Parser<'_> {
@@ -458,8 +489,10 @@ impl Parser<'_> {
 
     fn reference(&mut self) -> Result<Expr, Fail> {
         self.expect("[")?;
+        let start = self.at();
         let index =
             u32::try_from(self.index()?).map_err(|_| ("index too large".to_owned(), self.at()))?;
+        self.refs.push((start, index));
         self.expect("]")?;
         let mut path = Vec::new();
         loop {
@@ -536,6 +569,17 @@ mod tests {
         let c = Condition::parse("out[2].a == 1 or out[0].b and out[2].c").unwrap();
         assert_eq!(c.references(), [0, 2]);
         assert_eq!(c.to_string(), "out[2].a == 1 or out[0].b and out[2].c");
+    }
+
+    #[test]
+    fn references_are_relabelled_in_place() {
+        let c = Condition::parse(r#"out[2].a == "out[2]" or out[ 0 ].b and len(out[2].c)"#)
+            .unwrap();
+        let text = c.relabelled(|i| format!("{}", i + 10));
+        // Strings are left alone; spacing is kept.
+        assert_eq!(text, r#"out[12].a == "out[2]" or out[ 10 ].b and len(out[12].c)"#);
+        assert_eq!(Condition::parse(&text).unwrap().references(), [10, 12]);
+        assert_eq!(c.relabelled(|i| format!("1.{i}")), r#"out[1.2].a == "out[2]" or out[ 1.0 ].b and len(out[1.2].c)"#);
     }
 
     #[test]

@@ -122,7 +122,7 @@ function activate(g, fn) {
 /// state) are drawn as gates, each a focusable control running
 /// `onGate(checkpoint)`; a sub-task with a condition (`when`) gets an `if`
 /// badge and its condition in its label.
-export function drawDag(subtasks, { label, phase, onOpen, selected, checkpoints = [], onGate = () => {} }) {
+export function drawDag(subtasks, { label, phase, onOpen, selected, checkpoints = [], conditions, onGate = () => {} }) {
   const { pos, gates, width, height } = layout(subtasks, checkpoints);
   const svg = el('svg', {
     viewBox: `0 0 ${width} ${height}`,
@@ -182,7 +182,7 @@ export function drawDag(subtasks, { label, phase, onOpen, selected, checkpoints 
       'data-state': state,
       'aria-label': `Checkpoint ${cp.name}: ${state}`,
     });
-    g.append(el('title', {}, `Checkpoint ${cp.name} after ${at.after.map((i) => `#${i}`).join(', ')}: ${state}`));
+    g.append(el('title', {}, `Checkpoint ${cp.name} after ${cp.afterText ?? at.after.map((i) => `#${i}`).join(', ')}: ${state}`));
     g.append(el('path', { d: `M0,${-GATE_R} L${GATE_R},0 L0,${GATE_R} L${-GATE_R},0 Z`, class: 'gate-mark' }));
     g.append(el('text', { x: 0, y: 4, class: 'gate-glyph', 'text-anchor': 'middle' }, GATE_GLYPH[state] ?? ''));
     g.append(el('text', { x: 0, y: GATE_R + 14, class: 'gate-name', 'text-anchor': 'middle' }, clip(cp.name, GATE_LABEL)));
@@ -198,7 +198,7 @@ export function drawDag(subtasks, { label, phase, onOpen, selected, checkpoints 
     const p = pos.get(t.index);
     const lines = label(t);
     const ph = phase(t);
-    const cond = conditionNote(t);
+    const cond = conditionNote(t, conditions);
     const g = el('g', {
       class: `node phase-${ph}${selected === t.index ? ' selected' : ''}${cond ? ' conditional' : ''}`,
       transform: `translate(${p.x},${p.y})`,

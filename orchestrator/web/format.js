@@ -215,8 +215,20 @@ export function timeoutText(cp) {
   return `${when}, then ${ON_TIMEOUT[policy] ?? policy}`;
 }
 
-/// The sub-tasks a checkpoint follows: `#0, #2`.
-export const afterText = (after) => (after ?? []).map((i) => `#${i}`).join(', ');
+/// How sub-task `i` of `plan` is named: `#3` in a flat plan; in a nested
+/// plan (one with `groups`) its step path (`2`, `1.1`), the numbering its
+/// author wrote references in.
+export function stepName(plan, i) {
+  if (plan?.groups?.length) {
+    const path = (plan.subtasks ?? []).find((t) => t.index === Number(i))?.path;
+    if (typeof path === 'string' && pathSegments(path)) return path;
+  }
+  return `#${i}`;
+}
+
+/// The sub-tasks a checkpoint follows: `#0, #2` (`2, 1.1` in a nested
+/// `plan`).
+export const afterText = (after, plan) => (after ?? []).map((i) => stepName(plan, i)).join(', ');
 
 /// The checkpoints of `plan` with where the run stands at each (`gates`
 /// of a run view, absent before one is reached): `{ name, after,
@@ -231,7 +243,7 @@ export function checkpointsOf(plan, gates) {
     return {
       name: cp.name,
       after: cp.after ?? [],
-      afterText: afterText(cp.after),
+      afterText: afterText(cp.after, plan),
       timeout: timeoutText(cp),
       on_timeout: cp.on_timeout ?? 'escalate',
       state,
@@ -257,9 +269,12 @@ export function gateStateText(c) {
 }
 
 /// A sub-task's condition as a note: `runs only if out[0].score > 100`;
-/// empty for an unconditional one.
-export function conditionNote(t) {
-  const w = typeof t?.when === 'string' ? t.when.trim() : '';
+/// empty for an unconditional one. `conditions` (a run view's, for a
+/// nested plan) writes it by step path, as the author numbered it.
+export function conditionNote(t, conditions) {
+  const byPath = typeof t?.path === 'string' ? conditions?.[t.path] : undefined;
+  const raw = typeof byPath === 'string' ? byPath : t?.when;
+  const w = typeof raw === 'string' ? raw.trim() : '';
   return w ? `runs only if ${w}` : '';
 }
 
@@ -282,7 +297,7 @@ export function recoverySummary(plan) {
   for (const t of plan?.subtasks ?? []) {
     const o = t.recovery ?? {};
     const own = RECOVERY_FIELDS.filter(([f]) => o[f]).map(([f, label]) => `${label} → ${recoveryWord(f, o[f])}`);
-    if (own.length) line += `; #${t.index}: ${own.join(', ')}`;
+    if (own.length) line += `; ${stepName(plan, t.index)}: ${own.join(', ')}`;
   }
   return line;
 }
@@ -313,12 +328,13 @@ export function choiceText(c, name = short) {
 
 /// The readable part of a run event for the log, beyond its kind and
 /// index: the checkpoint and what became of it, why a step was skipped, the
-/// recovery applied, why the run paused. Empty for other kinds.
-export function eventNote(ev) {
+/// recovery applied, why the run paused. Empty for other kinds. `plan`
+/// names the sub-tasks of a nested plan by step path.
+export function eventNote(ev, plan) {
   switch (ev?.kind) {
     case 'checkpoint_reached': {
       const cp = { timeout_secs: ev.timeout_secs, on_timeout: ev.on_timeout };
-      return `${ev.name} reached after ${afterText(ev.after)}: waiting for an approver (${timeoutText(cp)})`;
+      return `${ev.name} reached after ${afterText(ev.after, plan)}: waiting for an approver (${timeoutText(cp)})`;
     }
     case 'checkpoint_approved':
     case 'checkpoint_rejected': {

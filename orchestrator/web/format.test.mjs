@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
   nestedHeaders, checkpointsOf, gateStateText, timeoutText, conditionNote, recoverySummary, choiceFor,
-  choiceText, eventNote,
+  choiceText, eventNote, stepName, afterText,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -242,3 +242,35 @@ test('the new events read in the log: checkpoints, skipped steps, recovery', () 
     'checkpoint tone-check: approve or reject');
   assert.equal(eventNote({ kind: 'subtask_paid', index: 0 }), '');
 });
+
+// Issue 28's plan as the server flattens it: root step 2 (sentiment) is
+// sub-task 3, and the checkpoint and condition the author wrote against
+// step 2 read sub-task 3.
+const nestedPlan = {
+  groups: [{ path: '1', spec: 'Digest', budget: 200 }],
+  subtasks: [
+    { index: 0, path: '0', capability: 'translate' },
+    { index: 1, path: '1.0', capability: 'entities', depends_on: [0] },
+    { index: 2, path: '1.1', capability: 'sentiment', depends_on: [0] },
+    { index: 3, path: '2', capability: 'sentiment', depends_on: [0], recovery: { on_expiry: 'reassign' } },
+    { index: 4, path: '3', capability: 'summarize', depends_on: [1, 2, 3], when: 'out[3].score >= -1' },
+  ],
+  checkpoints: [{ name: 'tone', after: [3] }],
+};
+
+test('a nested plan names its steps by path, as its author numbered them', () => {
+  assert.equal(stepName(nestedPlan, 3), '2');
+  assert.equal(stepName(nestedPlan, 2), '1.1');
+  assert.equal(stepName(strategyPlan, 2), '#2', 'a flat plan keeps its indexes');
+  assert.equal(afterText([3], nestedPlan), '2');
+  assert.equal(checkpointsOf(nestedPlan, undefined)[0].afterText, '2');
+  assert.equal(afterText([0, 2], strategyPlan), '#0, #2');
+  // The run view writes a nested plan's conditions by path.
+  const conditions = { 3: 'out[2].score >= -1' };
+  assert.equal(conditionNote(nestedPlan.subtasks[4], conditions), 'runs only if out[2].score >= -1');
+  assert.equal(conditionNote(strategyPlan.subtasks[1], conditions), 'runs only if out[0].score > 100');
+  assert.equal(eventNote({ kind: 'checkpoint_reached', name: 'tone', after: [3] }, nestedPlan),
+    "tone reached after 2: waiting for an approver (the run's decision timeout, then escalate to a person)");
+  assert.match(recoverySummary(nestedPlan), /; 2: not delivered → reassign$/);
+});
+

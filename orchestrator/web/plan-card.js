@@ -5,7 +5,7 @@
 
 import { drawDag } from './dag.js';
 import {
-  usdc, short, duration, nestedHeaders, checkpointsOf, conditionNote, recoverySummary, choiceFor, choiceText,
+  usdc, short, duration, nestedHeaders, checkpointsOf, conditionNote, recoverySummary, choiceFor, choiceText, stepName,
 } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, runUrl } from './api.js';
@@ -34,6 +34,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
     phase: () => 'proposed',
     onOpen: (t) => $(`#exec-${t.index}`, card)?.focus(),
     checkpoints: cps,
+    conditions: view.conditions,
     // Names may start with a digit: no CSS id selector.
     onGate: (cp) => [...card.querySelectorAll('.strategy li[data-gate]')].find((li) => li.dataset.gate === cp.name)?.focus(),
   }));
@@ -69,15 +70,16 @@ export async function planCard(view, { unassigned = [] } = {}) {
     drop.addEventListener('click', () => edit(drop, { op: 'drop', index: t.index }));
     const opened = (heads.get(t.index) ?? []).map((g) => h('tr', { class: 'nest-row', dataset: { path: g.path } },
       h('td', { colspan: 6 }, h('strong', {}, `${'▸ '.repeat(g.level - 1)}${g.path} nested plan`),
-        ` — ${g.spec} · share ${g.budget === null ? '—' : usdc(g.budget)} USDC`)));
+        ` — ${g.spec} · share ${g.budget === null ? '—' : usdc(g.budget)} USDC`,
+        view.conditions?.[g.path] ? h('div', { class: 'cond' }, h('span', { class: 'badge' }, 'if'), ` runs only if ${view.conditions[g.path]}; otherwise every step of it is skipped, never funded`) : null)));
     return [...opened, h('tr', { dataset: { index: t.index } },
       h('td', {}, nested ? `#${t.index} · ${t.path}` : `#${t.index}`),
       h('td', {}, h('strong', {}, t.capability), h('div', { class: 'muted spec' }, t.spec),
-        conditionNote(t) ? h('div', { class: 'cond' }, h('span', { class: 'badge' }, 'if'), ` ${conditionNote(t)}`) : null),
+        conditionNote(t, view.conditions) ? h('div', { class: 'cond' }, h('span', { class: 'badge' }, 'if'), ` ${conditionNote(t, view.conditions)}`) : null),
       h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null,
         choiceFor(plan, t) ? h('div', { class: 'muted choice' }, choiceText(choiceFor(plan, t), (a) => nameOf(a, list))) : null),
       h('td', { class: 'num' }, `${usdc(t.cost)}`),
-      h('td', {}, t.depends_on?.length ? t.depends_on.map((d) => `#${d}`).join(', ') : '—'),
+      h('td', {}, t.depends_on?.length ? t.depends_on.map((d) => stepName(plan, d)).join(', ') : '—'),
       h('td', { class: 'row-actions' }, up, down, drop))];
   });
 
@@ -126,7 +128,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
       h('caption', {}, 'Sub-tasks: capability, executor, cost (USDC), dependencies'),
       h('thead', {}, h('tr', {}, ['#', 'Capability and instruction', 'Executor', 'Cost', 'Needs', 'Edit'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.flat()))),
-    strategy(plan, cps),
+    strategy(plan, cps, view.conditions),
     h('dl', { class: 'totals' },
       h('dt', {}, 'Total cost'), h('dd', { id: 'total-cost' }, `${usdc(view.total_cost)} USDC`),
       h('dt', {}, 'Estimated duration'), h('dd', {}, duration(view.estimated_duration_secs)),
@@ -143,21 +145,21 @@ export async function planCard(view, { unassigned = [] } = {}) {
 /// What the plan decides as it runs: its checkpoints (after which steps,
 /// timeout and policy), the conditions of its conditional steps, the
 /// recovery line and the selection policy.
-function strategy(plan, cps) {
+function strategy(plan, cps, conditions) {
   const capability = (i) => plan.subtasks.find((t) => t.index === i)?.capability ?? '';
-  const conditional = plan.subtasks.filter((t) => conditionNote(t));
+  const conditional = plan.subtasks.filter((t) => conditionNote(t, conditions));
   return h('section', { class: 'strategy', 'aria-labelledby': 'strategy-title' },
     h('h3', { id: 'strategy-title' }, 'How the plan runs'),
     cps.length ? [
       h('h4', {}, 'Checkpoints'),
       h('ul', { class: 'plan-checkpoints' }, cps.map((c) => h('li', { dataset: { gate: c.name }, tabindex: -1 },
-        h('strong', {}, c.name), ` — waits for an approver after ${c.after.map((i) => `#${i} ${capability(i)}`.trim()).join(', ')}; `,
+        h('strong', {}, c.name), ` — waits for an approver after ${c.after.map((i) => `${stepName(plan, i)} ${capability(i)}`.trim()).join(', ')}; `,
         `on timeout: ${c.timeout}`))),
     ] : null,
     conditional.length ? [
       h('h4', {}, 'Conditions'),
       h('ul', { class: 'plan-conditions' }, conditional.map((t) => h('li', { dataset: { index: t.index } },
-        h('strong', {}, `#${t.index} ${t.capability}`), ` ${conditionNote(t)}; otherwise skipped, never funded`))),
+        h('strong', {}, `${stepName(plan, t.index)} ${t.capability}`), ` ${conditionNote(t, conditions)}; otherwise skipped, never funded`))),
     ] : null,
     h('p', { class: 'recovery' }, recoverySummary(plan)),
     h('p', { class: 'muted selection' }, `Executors the orchestrator picks are chosen by the ${plan.selection ?? 'balanced'} policy.`));

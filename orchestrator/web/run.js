@@ -5,7 +5,7 @@
 import { drawDag } from './dag.js';
 import {
   usdc, short, parseJson, readable, quadrantOf, decisionOutcome, FINAL, LIVE, EVENT_KINDS, checkpointsOf,
-  gateStateText, conditionNote, eventNote,
+  gateStateText, conditionNote, eventNote, stepName,
 } from './format.js';
 import { $, h, act, banner, errorBox } from './dom.js';
 import { api, health, runUrl } from './api.js';
@@ -75,12 +75,13 @@ export async function runPage(main, id) {
     graph.replaceChildren(drawDag(v.plan.subtasks, {
       label: (t) => {
         const r = rows.get(t.index);
-        return [t.capability, nameOf(r?.executor ?? t.executor, state.list), `${usdc(t.cost)} USDC${r?.attempt ? ` · try ${r.attempt + 1}` : ''}`];
+        return [v.plan.groups?.length ? `${t.path} ${t.capability}` : t.capability, nameOf(r?.executor ?? t.executor, state.list), `${usdc(t.cost)} USDC${r?.attempt ? ` · try ${r.attempt + 1}` : ''}`];
       },
       phase: (t) => rows.get(t.index)?.phase ?? 'waiting',
       onOpen: (t) => openSubtask(state, t.index, refresh),
       selected: state.selected,
       checkpoints: cps,
+      conditions: v.conditions,
       onGate: (cp) => focusCheckpoint(checks, cp.name),
     }));
     renderCheckpoints(cps, live);
@@ -90,8 +91,8 @@ export async function runPage(main, id) {
       h('tbody', {}, v.plan.subtasks.map((t) => {
         const r = rows.get(t.index);
         return h('tr', { dataset: { index: t.index } },
-          h('td', {}, `#${t.index}`),
-          h('td', {}, t.capability, conditionNote(t) ? h('div', { class: 'muted cond' }, conditionNote(t)) : null),
+          h('td', {}, v.plan.groups?.length ? `#${t.index} · ${t.path}` : `#${t.index}`),
+          h('td', {}, t.capability, conditionNote(t, v.conditions) ? h('div', { class: 'muted cond' }, conditionNote(t, v.conditions)) : null),
           h('td', {}, nameOf(r?.executor ?? t.executor, state.list)),
           h('td', {}, h('span', { class: `badge phase-${r?.phase ?? 'waiting'}` }, r?.phase ?? 'waiting')),
           h('td', {}, r?.task_id ? h('code', { title: r.task_id }, short(r.task_id)) : '—'),
@@ -116,7 +117,8 @@ export async function runPage(main, id) {
       checks.replaceChildren();
       return;
     }
-    const capability = (i) => state.view.plan.subtasks.find((t) => t.index === i)?.capability ?? '';
+    const plan = state.view.plan;
+    const capability = (i) => `${stepName(plan, i)} ${plan.subtasks.find((t) => t.index === i)?.capability ?? ''}`.trim();
     checks.replaceChildren(h('section', { class: 'checkpoints', 'aria-labelledby': 'cp-title' },
       h('h2', { id: 'cp-title' }, 'Checkpoints'),
       h('ul', {}, cps.map((c) => checkpointRow(c, {
@@ -161,7 +163,7 @@ export async function runPage(main, id) {
       ev.verdict ? ` verdict ${ev.verdict} (${ev.executor_share_bps} bps to the executor)` : '',
       ev.kind === 'output_flagged' ? h('span', { class: 'flag' }, ` ${(ev.rules ?? []).join(', ')}`) : '',
       ev.kind === 'decision_applied' ? decisionNote(ev) : '',
-      eventNote(ev) ? h('span', { class: 'muted' }, ` ${eventNote(ev)}`) : ''));
+      eventNote(ev, state.view?.plan) ? h('span', { class: 'muted' }, ` ${eventNote(ev, state.view?.plan)}`) : ''));
     if (FINAL.has(ev.kind)) source.close();
     refresh();
   };
@@ -181,7 +183,7 @@ function decisionNote(ev) {
 /// once reached, the outputs so far; while it waits on a live run, a
 /// reason and the approve and reject buttons.
 function checkpointRow(c, { live, capability, reached, decided, decide }) {
-  const follows = c.after.map((i) => `#${i} ${capability(i)}`.trim()).join(', ');
+  const follows = c.after.map((i) => capability(i)).join(', ');
   const said = decided?.reason ? `: “${decided.reason}”` : '';
   const li = h('li', { dataset: { gate: c.name, state: c.state }, tabindex: -1, class: c.open ? 'open' : null },
     h('strong', {}, c.name), ' ', h('span', { class: `badge gate-${c.state}` }, c.state),
@@ -191,7 +193,7 @@ function checkpointRow(c, { live, capability, reached, decided, decide }) {
     li.append(h('details', { class: 'outputs', open: true },
       h('summary', {}, 'Outputs so far'),
       Object.entries(reached.outputs).flatMap(([i, text]) => [
-        h('div', { class: 'muted' }, `#${i} ${capability(Number(i))}`.trim()), h('pre', {}, readable(text))])));
+        h('div', { class: 'muted' }, capability(Number(i))), h('pre', {}, readable(text))])));
   }
   if (c.open && live) {
     const reason = h('input', { id: `cp-reason-${c.name}`, autocomplete: 'off', placeholder: 'optional; kept with the decision' });

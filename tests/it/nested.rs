@@ -304,3 +304,120 @@ async fn a_leaf_over_its_nested_plans_share_is_refused_before_funding() {
     assert_eq!(view["subtasks"][0]["phase"], "waiting", "never funded");
     assert_eq!(stack.env.balance(sponsor).await, start, "nothing moved");
 }
+
+/// Issue 28's plan: 0 translate; 1 a nested plan {1.0 entities, 1.1
+/// sentiment}; 2 sentiment; 3 summarize after 1 and 2 when root step 2's
+/// score is at least -1; a checkpoint after root step 2. The checkpoint
+/// follows root step 2 (the run's sub-task 3), not the nested 1.1, and the
+/// condition reads it; the view writes the condition by step path.
+#[tokio::test]
+async fn references_in_a_nested_plan_mean_the_step_the_author_numbered() {
+    let stack = Stack::start().await;
+    let (a0, a1, a2, a3) = (
+        stack.env.actors.agent(0),
+        stack.env.actors.agent(1),
+        stack.env.actors.agent(2),
+        stack.env.actors.agent(3),
+    );
+    let mut summarize = step(3, "summarize", "Summarize the digest", a1, 400_000, &[1, 2]);
+    summarize["when"] = json!("out[2].score >= -1");
+    let mut body = plan(
+        "nested-references",
+        vec![
+            step(0, "translate", "Translate the article to French", a2, 800_000, &[]),
+            nested(
+                1,
+                "Digest the translation",
+                500_000,
+                &[0],
+                vec![
+                    step(0, "extract-entities", "List the entities", a0, 300_000, &[]),
+                    step(1, "sentiment-classify", "Classify the tone", a3, 200_000, &[]),
+                ],
+            ),
+            step(2, "sentiment-classify", "Classify the translation's tone", a3, 200_000, &[0]),
+            summarize,
+        ],
+    );
+    body["checkpoints"] = json!([{"name": "tone", "after": [2]}]);
+    let id = stack.run_plan(&body).await;
+    let view = stack.wait_state(&id, "paused", 90).await;
+    assert_eq!(view["gates"]["tone"]["state"], "reached", "{view:#}");
+    let t = &view["plan"]["subtasks"];
+    assert_eq!((&t[3]["path"], &t[3]["capability"]), (&json!("2"), &json!("sentiment-classify")));
+    assert_eq!(view["plan"]["checkpoints"][0]["after"], json!([3]), "root step 2 is sub-task 3");
+    assert_eq!(t[4]["when"], "out[3].score >= -1", "the condition reads root step 2");
+    assert_eq!(view["conditions"], json!({"3": "out[2].score >= -1"}), "shown by step path");
+    assert_eq!(view["subtasks"][3]["phase"], "paid");
+    assert_eq!(view["subtasks"][4]["phase"], "waiting", "summarize is held at the checkpoint");
+    let events = stack.events(&id).await;
+    let reached: Vec<&Value> = events.iter().filter(|e| e["kind"] == "checkpoint_reached").collect();
+    assert_eq!(reached[0]["after"], json!([3]), "{reached:#?}");
+    assert!(!reached[0]["outputs"]["3"].as_str().unwrap_or_default().is_empty(), "{reached:#?}");
+
+    let (status, _) = stack
+        .post(&format!("/api/runs/{id}/checkpoints/tone"), &json!({"decision": "approve"}))
+        .await;
+    assert_eq!(status, 202);
+    let view = stack.wait_state(&id, "completed", 90).await;
+    let phases: Vec<&str> =
+        view["subtasks"].as_array().unwrap().iter().map(|t| t["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["paid"; 5], "root step 2's score passes the condition: {view:#}");
+}
+
+/// A nested step's `when` holds for its whole child plan: false, every leaf
+/// is skipped and never funded; what follows runs on the rest.
+#[tokio::test]
+async fn a_nested_steps_false_condition_skips_its_whole_plan_unfunded() {
+    let stack = Stack::start().await;
+    let (a0, a1, a3, a4) = (
+        stack.env.actors.agent(0),
+        stack.env.actors.agent(1),
+        stack.env.actors.agent(3),
+        stack.env.actors.agent(4),
+    );
+    let sponsor = stack.env.actors.sponsor.address();
+    let before = stack.env.balance(sponsor).await;
+    let mut group = nested(
+        1,
+        "Digest when the tone is off the scale",
+        700_000,
+        &[0],
+        vec![
+            step(0, "extract-entities", "List the entities", a0, 300_000, &[]),
+            step(1, "summarize", "Summarize them", a1, 400_000, &[0]),
+        ],
+    );
+    group["when"] = json!("out[0].score > 100");
+    group["recovery"] = json!({"on_decline": "retry(2)"});
+    let body = plan(
+        "nested-condition",
+        vec![
+            step(0, "sentiment-classify", "Classify the tone", a3, 200_000, &[]),
+            group,
+            step(2, "extract-entities", "List the article's entities", a4, 300_000, &[0, 1]),
+        ],
+    );
+    let id = stack.run_plan(&body).await;
+    let view = stack.wait_state(&id, "completed", 90).await;
+    let phases: Vec<&str> =
+        view["subtasks"].as_array().unwrap().iter().map(|t| t["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["paid", "skipped", "skipped", "paid"], "{view:#}");
+    assert_eq!(view["plan"]["groups"][0]["when"], "out[0].score > 100");
+    assert_eq!(view["plan"]["subtasks"][2]["recovery"]["on_decline"], "retry(2)");
+    let events = stack.events(&id).await;
+    let skipped: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_skipped").collect();
+    assert_eq!(skipped.len(), 2, "{skipped:#?}");
+    assert_eq!(skipped[0]["index"], 1);
+    assert!(
+        skipped[0]["reason"].as_str().unwrap().contains("of nested step 1 is false"),
+        "{skipped:#?}"
+    );
+    let created: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "subtask_created")
+        .map(|e| &e["index"])
+        .collect();
+    assert_eq!(created, [&json!(0), &json!(3)], "the nested plan's leaves are never funded");
+    assert_eq!(before - stack.env.balance(sponsor).await, U256::from(500_000u64));
+}

@@ -71,11 +71,12 @@ impl Plan {
         // Conditions name sub-tasks by index in their text: an edit that
         // would renumber one they read is refused rather than rewritten.
         for task in &self.subtasks {
-            let Some(when) = &task.when else { continue };
-            let condition = crate::condition::Condition::parse(when)
-                .map_err(|source| PlanError::InvalidCondition { index: task.index, source })?;
-            if condition.references().into_iter().any(|r| map(r) != Some(r)) {
-                return Err(PlanError::ConditionRenumbered(task.index));
+            for (_, when) in self.conditions_of(task.index) {
+                let condition = crate::condition::Condition::parse(when)
+                    .map_err(|source| PlanError::InvalidCondition { index: task.index, source })?;
+                if condition.references().into_iter().any(|r| map(r) != Some(r)) {
+                    return Err(PlanError::ConditionRenumbered(task.index));
+                }
             }
         }
         let mut plan = self.clone();

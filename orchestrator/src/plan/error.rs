@@ -236,6 +236,20 @@ pub enum PlanError {
         /// The name.
         name: String,
     },
+    /// A condition reads a nested step whose child plan ends in several
+    /// steps: which output it means is unclear.
+    #[error(
+        "step `{path}`: its condition reads out[{read}], a nested plan that ends in {ends} steps; \
+         a condition reads one step's output (end the nested plan in one step)"
+    )]
+    ConditionReadsNested {
+        /// The step whose condition it is.
+        path: String,
+        /// The nested step it reads.
+        read: String,
+        /// How many steps its child plan ends in.
+        ends: usize,
+    },
     /// Named plans no step uses.
     #[error("plans {} are defined but no step uses them", .0.join(", "))]
     UnusedPlans(Vec<String>),

@@ -14,6 +14,19 @@
 //!   steps (those no sibling depends on): the child's final output is the
 //!   nested step's output.
 //!
+//! References keep the author's numbering. Each level (the root plan, and
+//! each child plan) numbers its own steps `0..n`, and a step's
+//! `depends_on`, its condition's `out[n]` and the level's checkpoints'
+//! `after` name steps of that level. Flattening is the one place they are
+//! turned into the run's indexes: `out[n]` of a nested step reads the one
+//! step its child plan ends in (refused when it ends in several), and a
+//! checkpoint after a nested step follows the steps its child plan ends in.
+//!
+//! A nested step's `when` and `recovery` hold for its whole child plan: a
+//! false condition skips every leaf, unfunded (kept on the [`Group`], read
+//! by the runner before each leaf's own); its recovery is each leaf's
+//! default, a leaf's own policy winning.
+//!
 //! A nested step holds no escrow of its own: its money is its children's,
 //! and its budget share caps what they may spend. Nesting is bounded (at most
 //! [`DEFAULT_MAX_NESTING_DEPTH`] levels unless configured, never more than
@@ -30,7 +43,11 @@ use alloy::primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 use tessera_bindings::usdc::Usdc;
 
-use super::{MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, ReviewMode, SubTask};
+use super::{
+    Checkpoint, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, RecoveryOverride, ReviewMode,
+    SubTask,
+};
+use crate::condition::Condition;
 
 /// Levels a plan may nest when the orchestrator is not told otherwise: the
 /// root plan is level 1.
@@ -141,6 +158,10 @@ pub struct ChildPlan {
     /// How its completed steps are settled; the parent's when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewMode>,
+    /// Gates after its steps, `after` in its own numbering; they join the
+    /// root plan's (names are unique across the plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
 }
 
 /// A step's child plan: inline, or the name of one of the file's `plans`.
@@ -166,6 +187,11 @@ pub struct Group {
     /// The child plan's own review mode, if it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewMode>,
+    /// The nested step's condition, over the run's indexes: false skips
+    /// every leaf of the child plan, unfunded. It reads only what the child
+    /// plan's first leaves depend on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 impl Group {
@@ -247,14 +273,18 @@ impl Plan {
         let max_depth = max_depth.clamp(1, MAX_NESTING_DEPTH);
         let plans = std::mem::take(&mut self.plans);
         let top = std::mem::take(&mut self.subtasks);
+        let checkpoints = std::mem::take(&mut self.checkpoints);
         let mut out = Flattening {
             plans: &plans,
             used: BTreeSet::new(),
             max_depth,
             leaves: Vec::new(),
             groups: Vec::new(),
+            readings: Vec::new(),
+            checkpoints: Vec::new(),
         };
-        out.level(&top, &StepPath::default(), &[], 1, &mut Vec::new())?;
+        let root = Level { prefix: StepPath::default(), inherited: &[], recovery: None, depth: 1 };
+        out.level(&top, &checkpoints, &root, &mut Vec::new())?;
         let unused: Vec<String> =
             plans.keys().filter(|name| !out.used.contains(*name)).cloned().collect();
         if !unused.is_empty() {
@@ -271,10 +301,51 @@ impl Plan {
             leaf.depends_on.sort_unstable();
             leaf.depends_on.dedup();
         }
+        // Conditions and checkpoints, in the author's numbering until now,
+        // in the run's.
+        for reading in out.readings {
+            let text = reading.condition.relabelled(|n| remap[&reading.reads[&n]].to_string());
+            if let Some(leaf) = leaves.iter_mut().find(|t| t.path.as_ref() == Some(&reading.at)) {
+                leaf.when = Some(text);
+            } else if let Some(g) = out.groups.iter_mut().find(|g| g.path == reading.at) {
+                g.when = Some(text);
+            }
+        }
+        for cp in &mut out.checkpoints {
+            cp.after = cp.after.iter().map(|i| remap[i]).collect();
+            cp.after.sort_unstable();
+            cp.after.dedup();
+        }
         out.groups.sort_by(|a, b| a.path.cmp(&b.path));
         self.subtasks = leaves;
         self.groups = out.groups;
+        self.checkpoints = out.checkpoints;
         Ok(self)
+    }
+
+    /// The conditions sub-task `index` runs under, outermost first: each
+    /// enclosing nested step's, then its own; each with the path of the
+    /// step whose condition it is. Any false skips the sub-task.
+    pub fn conditions_of(&self, index: u32) -> Vec<(StepPath, &str)> {
+        let mut out: Vec<(StepPath, &str)> = self
+            .groups_of(index)
+            .into_iter()
+            .filter_map(|g| g.when.as_deref().map(|w| (g.path.clone(), w)))
+            .collect();
+        if let Some(when) = self.subtask(index).and_then(|t| t.when.as_deref()) {
+            out.push((self.path_of(index), when));
+        }
+        out
+    }
+
+    /// A condition of this plan as a card shows it: for a nested plan, each
+    /// `out[n]` written with the step path of sub-task `n` (`out[1.0]`);
+    /// otherwise, or when it does not parse, as written.
+    pub fn condition_by_path(&self, when: &str) -> String {
+        match Condition::parse(when) {
+            Ok(c) if !self.groups.is_empty() => c.relabelled(|n| self.path_of(n).to_string()),
+            _ => when.to_owned(),
+        }
     }
 
     /// Checks the nesting of a flattened plan: every leaf has a path when
@@ -336,11 +407,33 @@ impl Plan {
                     g.path
                 )));
             }
-            if self.members(&g.path).is_empty() {
+            let members = self.members(&g.path);
+            if members.is_empty() {
                 return Err(PlanError::InvalidNesting(format!(
                     "nested plan `{}` has no sub-task",
                     g.path
                 )));
+            }
+            if let Some(when) = &g.when {
+                let condition = Condition::parse(when).map_err(|e| {
+                    PlanError::InvalidNesting(format!("nested plan `{}`: {e}", g.path))
+                })?;
+                // What the nested step waits for is what its first leaves do.
+                let firsts = members
+                    .iter()
+                    .filter_map(|&i| self.subtask(i))
+                    .filter(|t| !t.depends_on.iter().any(|d| members.contains(d)));
+                for t in firsts {
+                    if let Some(r) =
+                        condition.references().into_iter().find(|r| !t.depends_on.contains(r))
+                    {
+                        return Err(PlanError::InvalidNesting(format!(
+                            "nested plan `{}`: its condition reads out[{r}], which it does not \
+                             wait for",
+                            g.path
+                        )));
+                    }
+                }
             }
         }
         Ok(())
@@ -379,21 +472,58 @@ struct Flattening<'a> {
     /// Leaves so far, indexed in the order they were reached.
     leaves: Vec<SubTask>,
     groups: Vec<Group>,
+    /// Conditions to write in the run's numbering once leaves are indexed.
+    readings: Vec<Reading>,
+    /// Checkpoints of every level, `after` in the order leaves were reached.
+    checkpoints: Vec<Checkpoint>,
+}
+
+/// A condition as its author wrote it, and the leaf each index it reads
+/// stands for.
+struct Reading {
+    /// The step (a leaf, or a nested step) it belongs to.
+    at: StepPath,
+    condition: Condition,
+    /// Author's index at the step's level → leaf, in the order reached.
+    reads: HashMap<u32, u32>,
+}
+
+/// What a level inherits from the nested step it lays out.
+struct Level<'a> {
+    /// The nested step's path (empty for the root plan).
+    prefix: StepPath,
+    /// What its first steps wait for.
+    inherited: &'a [u32],
+    /// Its recovery, the default of its steps.
+    recovery: Option<RecoveryOverride>,
+    /// Its level: 1 for the root plan.
+    depth: usize,
+}
+
+/// A step's own recovery over the one it inherits, field by field.
+fn over(own: Option<RecoveryOverride>, outer: Option<RecoveryOverride>) -> Option<RecoveryOverride> {
+    let Some(outer) = outer else { return own };
+    let own = own.unwrap_or_default();
+    Some(RecoveryOverride {
+        on_decline: own.on_decline.or(outer.on_decline),
+        on_expiry: own.on_expiry.or(outer.on_expiry),
+        on_dispute_lost: own.on_dispute_lost.or(outer.on_dispute_lost),
+    })
 }
 
 impl Flattening<'_> {
-    /// Lays out one level's `steps` at `prefix` (the nested step's path),
-    /// whose first steps wait for `inherited`; returns the leaves holding
-    /// the level's final output. `stack` holds the named plans being laid
-    /// out, to refuse a cycle.
+    /// Lays out one level's `steps` and `checkpoints` as `at` says (where,
+    /// what its first steps wait for, its recovery); returns the leaves
+    /// holding the level's final output. `stack` holds the named plans
+    /// being laid out, to refuse a cycle.
     fn level(
         &mut self,
         steps: &[SubTask],
-        prefix: &StepPath,
-        inherited: &[u32],
-        depth: usize,
+        checkpoints: &[Checkpoint],
+        at: &Level<'_>,
         stack: &mut Vec<String>,
     ) -> Result<Vec<u32>, PlanError> {
+        let (prefix, inherited, depth) = (&at.prefix, at.inherited, at.depth);
         let in_level = |e: PlanError| {
             if prefix.is_empty() {
                 e
@@ -418,6 +548,11 @@ impl Flattening<'_> {
             } else {
                 step.depends_on.iter().flat_map(|d| finals[d].iter().copied()).collect()
             };
+            if let Some(when) = &step.when {
+                let reading = Self::reading(step, when, &path, &finals, prefix).map_err(in_level)?;
+                self.readings.push(reading);
+            }
+            let recovery = over(step.recovery, at.recovery);
             let Some(nested) = &step.plan else {
                 if self.leaves.len() >= MAX_SUBTASKS {
                     return Err(PlanError::TooManySubtasks {
@@ -431,6 +566,8 @@ impl Flattening<'_> {
                     depends_on: waits,
                     path: Some(path),
                     plan: None,
+                    when: None,
+                    recovery,
                     ..step.clone()
                 });
                 finals.insert(index, vec![flat]);
@@ -474,16 +611,33 @@ impl Flattening<'_> {
                 spec: step.spec.clone(),
                 budget: step.cost,
                 review: child.review,
+                when: None,
             });
             let named = matches!(nested, Nested::Named(_));
             if let Nested::Named(name) = nested {
                 stack.push(name.clone());
             }
-            let out = self.level(&child.subtasks, &path, &waits, depth + 1, stack);
+            let inner = Level { prefix: path, inherited: &waits, recovery, depth: depth + 1 };
+            let out = self.level(&child.subtasks, &child.checkpoints, &inner, stack);
             if named {
                 stack.pop();
             }
             finals.insert(index, out?);
+        }
+        // The level's checkpoints: after a nested step is after the steps
+        // its child plan ends in.
+        for cp in checkpoints {
+            let mut after = Vec::with_capacity(cp.after.len());
+            for i in &cp.after {
+                let leaves = finals.get(i).ok_or_else(|| {
+                    in_level(PlanError::InvalidCheckpoint {
+                        name: cp.name.chars().take(64).collect(),
+                        problem: format!("there is no sub-task {i}"),
+                    })
+                })?;
+                after.extend(leaves.iter().copied());
+            }
+            self.checkpoints.push(Checkpoint { after, ..cp.clone() });
         }
         // The level's output: the steps no sibling waits for.
         let mut out: Vec<u32> = steps
@@ -494,173 +648,41 @@ impl Flattening<'_> {
         out.sort_unstable();
         Ok(out)
     }
+
+    /// The condition `when` of `step` (at `path`) in its level's numbering:
+    /// each `out[n]` must name a step it depends on, and one of a nested
+    /// step reads the one leaf its child plan ends in.
+    fn reading(
+        step: &SubTask,
+        when: &str,
+        path: &StepPath,
+        finals: &HashMap<u32, Vec<u32>>,
+        prefix: &StepPath,
+    ) -> Result<Reading, PlanError> {
+        let condition = Condition::parse(when)
+            .map_err(|source| PlanError::InvalidCondition { index: step.index, source })?;
+        let mut reads = HashMap::new();
+        for n in condition.references() {
+            if !step.depends_on.contains(&n) {
+                return Err(PlanError::ConditionReference { index: step.index, read: n });
+            }
+            match finals[&n].as_slice() {
+                [leaf] => {
+                    reads.insert(n, *leaf);
+                }
+                ends => {
+                    return Err(PlanError::ConditionReadsNested {
+                        path: path.to_string(),
+                        read: prefix.child(n).to_string(),
+                        ends: ends.len(),
+                    });
+                }
+            }
+        }
+        Ok(Reading { at: path.clone(), condition, reads })
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use alloy::primitives::Address;
-    use serde_json::json;
-
-    use super::*;
-
-    fn leaf(index: u32, capability: &str, deps: &[u32]) -> serde_json::Value {
-        json!({"index": index, "capability": capability, "spec": format!("{capability} {index}"),
-               "executor": Address::repeat_byte(0xaa), "cost": 100,
-               "deadline_offset_secs": 3600, "depends_on": deps})
-    }
-
-    fn nested(index: u32, deps: &[u32], child: serde_json::Value, cost: u64) -> serde_json::Value {
-        json!({"index": index, "spec": format!("group {index}"), "cost": cost,
-               "deadline_offset_secs": 3600, "depends_on": deps, "plan": child})
-    }
-
-    fn file(subtasks: Vec<serde_json::Value>, plans: serde_json::Value) -> String {
-        json!({"version": 1, "id": B256::repeat_byte(1), "budget": 10_000, "review": "auto",
-               "subtasks": subtasks, "plans": plans})
-        .to_string()
-    }
-
-    fn paths(p: &Plan) -> Vec<String> {
-        p.subtasks.iter().map(|t| p.path_of(t.index).to_string()).collect()
-    }
-
-    #[test]
-    fn paths_read_and_write_as_dotted_indexes() {
-        let p: StepPath = "2.1.0".parse().unwrap();
-        assert_eq!(p.segments(), [2, 1, 0]);
-        assert_eq!(p.to_string(), "2.1.0");
-        assert!(p.is_inside(&"2".parse().unwrap()));
-        assert!(p.is_inside(&"2.1".parse().unwrap()));
-        assert!(!p.is_inside(&p));
-        assert!(!p.is_inside(&"1".parse().unwrap()));
-        assert_eq!(p.enclosing().map(|e| e.to_string()).collect::<Vec<_>>(), ["2", "2.1"]);
-        for bad in ["", "1.", ".1", "01", "1..2", "a", "-1", "1.2.3.4.5.6.7.8.9", "99999999999"] {
-            assert!(bad.parse::<StepPath>().is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_nested_step_becomes_its_leaves_with_edges_across_levels() {
-        // 0 → [1: 0 → 1] → 2, and 3 independent.
-        let child = json!({"subtasks": [leaf(0, "translate", &[]), leaf(1, "summarize", &[0])]});
-        let text = file(
-            vec![
-                leaf(0, "extract", &[]),
-                nested(1, &[0], child, 500),
-                leaf(2, "sentiment", &[1]),
-                leaf(3, "summarize", &[]),
-            ],
-            json!({}),
-        );
-        let p = Plan::from_json(&text).unwrap();
-        assert_eq!(paths(&p), ["0", "1.0", "1.1", "2", "3"]);
-        let deps: Vec<Vec<u32>> = p.subtasks.iter().map(|t| t.depends_on.clone()).collect();
-        // The child's first step waits for what the nested step waited for;
-        // the dependant of the nested step waits for the child's last step.
-        assert_eq!(deps, [vec![], vec![0], vec![1], vec![2], vec![]]);
-        assert_eq!(p.groups.len(), 1);
-        assert_eq!(p.groups[0].path.to_string(), "1");
-        assert_eq!(p.groups[0].budget, Usdc::from_base_units(500));
-        assert_eq!(p.depth(), 2);
-        assert_eq!(p.members(&p.groups[0].path), [1, 2]);
-        // The flattened form is itself a plan file, read back unchanged.
-        let again = Plan::from_json(&serde_json::to_string(&p).unwrap()).unwrap();
-        assert_eq!(again, p);
-        again.validate_shape().unwrap();
-    }
-
-    #[test]
-    fn a_child_plan_with_parallel_last_steps_hands_both_on() {
-        let child = json!({"subtasks": [leaf(0, "translate", &[]), leaf(1, "sentiment", &[])]});
-        let text = file(vec![nested(0, &[], child, 300), leaf(1, "summarize", &[0])], json!({}));
-        let p = Plan::from_json(&text).unwrap();
-        assert_eq!(paths(&p), ["0.0", "0.1", "1"]);
-        assert_eq!(p.subtask(2).unwrap().depends_on, [0, 1]);
-    }
-
-    #[test]
-    fn named_plans_are_reused_and_cycles_refused() {
-        let inner = json!({"subtasks": [leaf(0, "translate", &[])], "review": "manual"});
-        let text = file(
-            vec![nested(0, &[], json!("inner"), 200), nested(1, &[0], json!("inner"), 200)],
-            json!({"inner": inner}),
-        );
-        let p = Plan::from_json(&text).unwrap();
-        assert_eq!(paths(&p), ["0.0", "1.0"]);
-        assert_eq!(p.subtask(1).unwrap().depends_on, [0]);
-        assert_eq!(p.review_of(0), ReviewMode::Manual);
-        assert_ne!(p.groups[0].plan_id(p.id), p.groups[1].plan_id(p.id));
-
-        let a = json!({"subtasks": [nested(0, &[], json!("b"), 100)]});
-        let b = json!({"subtasks": [nested(0, &[], json!("a"), 100)]});
-        let text = file(vec![nested(0, &[], json!("a"), 100)], json!({"a": a, "b": b}));
-        let err = Plan::from_json(&text).unwrap_err();
-        assert_eq!(err, PlanError::NestingCycle(vec!["a".into(), "b".into(), "a".into()]));
-        assert!(err.to_string().contains("a → b → a"), "{err}");
-
-        let text = file(vec![nested(0, &[], json!("missing"), 100)], json!({}));
-        assert!(matches!(Plan::from_json(&text), Err(PlanError::UnknownPlan { .. })));
-        let text = file(vec![leaf(0, "translate", &[])], json!({"spare": inner}));
-        assert_eq!(Plan::from_json(&text), Err(PlanError::UnusedPlans(vec!["spare".into()])));
-    }
-
-    /// A chain of plans `levels` deep, one leaf at the bottom.
-    fn deep(levels: usize) -> String {
-        let mut child = json!({"subtasks": [leaf(0, "translate", &[])]});
-        for _ in 2..levels {
-            child = json!({"subtasks": [nested(0, &[], child, 100)]});
-        }
-        file(vec![nested(0, &[], child, 100)], json!({}))
-    }
-
-    #[test]
-    fn nesting_is_bounded_by_the_configured_depth() {
-        let five = Plan::from_json(&deep(5)).unwrap();
-        assert_eq!(five.depth(), 5);
-        assert_eq!(paths(&five), ["0.0.0.0.0"]);
-        let err = Plan::from_json(&deep(6)).unwrap_err();
-        assert_eq!(err, PlanError::NestingTooDeep { path: "0.0.0.0.0".into(), depth: 6, max: 5 });
-        assert!(err.to_string().contains("at most 5 levels"), "{err}");
-        Plan::from_json_nested(&deep(6), 6).unwrap();
-        // No configuration lifts the hard limit.
-        let err = Plan::from_json_nested(&deep(9), 100).unwrap_err();
-        assert!(matches!(err, PlanError::NestingTooDeep { max: MAX_NESTING_DEPTH, .. }), "{err}");
-    }
-
-    #[test]
-    fn a_level_is_checked_like_a_plan_and_errors_say_where() {
-        let child = json!({"subtasks": [leaf(0, "translate", &[1]), leaf(1, "summarize", &[0])]});
-        let err = Plan::from_json(&file(vec![nested(0, &[], child, 100)], json!({}))).unwrap_err();
-        assert!(err.to_string().starts_with("in nested plan `0`: dependency cycle"), "{err}");
-        let mut with_executor =
-            nested(0, &[], json!({"subtasks": [leaf(0, "translate", &[])]}), 100);
-        with_executor["executor"] = json!(Address::repeat_byte(1));
-        let err = Plan::from_json(&file(vec![with_executor], json!({}))).unwrap_err();
-        assert!(err.to_string().contains("cannot have an executor"), "{err}");
-    }
-
-    #[test]
-    fn budget_shares_cap_their_leaves() {
-        let child = json!({"subtasks": [leaf(0, "translate", &[]), leaf(1, "summarize", &[0])]});
-        let p = Plan::from_json(&file(vec![nested(0, &[], child, 150)], json!({}))).unwrap();
-        let err = p.validate_group_budgets().unwrap_err();
-        assert!(matches!(err, PlanError::GroupOverBudget { ref path, .. } if path == "0"), "{err}");
-        assert!(err.to_string().contains("by 0.000050 USDC"), "{err}");
-    }
-
-    #[test]
-    fn hand_written_flat_forms_are_checked() {
-        let child = json!({"subtasks": [leaf(0, "translate", &[])]});
-        let p = Plan::from_json(&file(vec![nested(0, &[], child, 100)], json!({}))).unwrap();
-        let mut orphan = p.clone();
-        orphan.groups.clear();
-        assert!(matches!(orphan.validate_shape(), Err(PlanError::InvalidNesting(_))));
-        let mut pathless = p.clone();
-        pathless.subtasks[0].path = None;
-        assert!(matches!(pathless.validate_shape(), Err(PlanError::InvalidNesting(_))));
-        let mut empty = p.clone();
-        empty.groups.push(Group { path: "7".parse().unwrap(), ..p.groups[0].clone() });
-        assert!(matches!(empty.validate_shape(), Err(PlanError::InvalidNesting(_))));
-        p.validate_shape().unwrap();
-    }
-}
+#[path = "nest_tests.rs"]
+mod tests;

@@ -222,17 +222,25 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                     });
                     continue;
                 }
-                if let Some(when) = &task.when {
+                // The conditions of the nested steps it lies in, then its own.
+                let mut false_one = None;
+                for (whose, when) in s.plan.conditions_of(index) {
                     let condition = Condition::parse(when)
-                        .map_err(|e| RunError::Invalid(format!("sub-task {index}: {e}")))?;
+                        .map_err(|e| RunError::Invalid(format!("step {whose}: {e}")))?;
                     if !condition.eval(s.results) {
-                        actions.push(Action::Leave {
-                            index,
-                            reason: format!("its condition `{condition}` is false"),
-                            condition: Some(when.clone()),
-                        });
-                        continue;
+                        false_one = Some((whose, when));
+                        break;
                     }
+                }
+                if let Some((whose, when)) = false_one {
+                    let shown = s.plan.condition_by_path(when);
+                    let reason = if task.path.as_ref() == Some(&whose) {
+                        format!("its condition `{shown}` is false")
+                    } else {
+                        format!("the condition `{shown}` of nested step {whose} is false")
+                    };
+                    actions.push(Action::Leave { index, reason, condition: Some(shown) });
+                    continue;
                 }
                 let inputs = deps
                     .iter()

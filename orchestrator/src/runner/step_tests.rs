@@ -453,3 +453,46 @@ fn recovery_policies_decide_what_a_stuck_or_refunded_sub_task_does() {
         "{actions:?}"
     );
 }
+
+#[test]
+fn a_nested_steps_condition_skips_its_whole_plan_and_its_recovery_applies_to_each_leaf() {
+    use crate::plan::Policy;
+    // 0 sentiment; 1 a nested plan {1.0 entities; 1.1 summarize after
+    // 1.0} when out[0].score < 0, retrying what nobody accepts.
+    let leaf = |index: u32, deps: &[u32]| {
+        serde_json::json!({"index": index, "capability": "summarize", "spec": "s",
+            "executor": EXEC, "cost": 1_000, "deadline_offset_secs": 100, "depends_on": deps})
+    };
+    let file = serde_json::json!({"version": 1, "id": B256::repeat_byte(9), "budget": 1_000_000,
+        "subtasks": [leaf(0, &[]), {"index": 1, "spec": "group", "cost": 2_000,
+            "deadline_offset_secs": 100, "depends_on": [0], "when": "out[0].score < 0",
+            "recovery": {"on_decline": "retry(2)"},
+            "plan": {"subtasks": [leaf(0, &[]), leaf(1, &[0])]}}]});
+    let p = Plan::from_json(&file.to_string()).unwrap();
+    let held = BTreeSet::new();
+    let positive = HashMap::from([(0, serde_json::json!({"score": 0.5}))]);
+    let negative = HashMap::from([(0, serde_json::json!({"score": -0.5}))]);
+    let r = rows(&[c(Status::Paid), W, W]);
+    let chain = chain_of(&r);
+    let actions = snapshot_steps(&p, &r, &chain, &positive, &held);
+    let [Action::Leave { index: 1, reason, condition: Some(when) }] = actions.as_slice() else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(reason, "the condition `out[0].score < 0` of nested step 1 is false");
+    assert_eq!(when, "out[0].score < 0");
+    // The rest of the group follows, unfunded: its leaves' upstream is skipped.
+    let r = rows(&[c(Status::Paid), Phase::Skipped, W]);
+    let actions = snapshot_steps(&p, &r, &chain_of(&r), &positive, &held);
+    assert!(matches!(actions.as_slice(), [Action::Leave { index: 2, .. }]), "{actions:?}");
+    // True, the group runs.
+    let r = rows(&[c(Status::Paid), W, W]);
+    let actions = snapshot_steps(&p, &r, &chain, &negative, &held);
+    assert!(matches!(actions.as_slice(), [Action::Create { index: 1, .. }]), "{actions:?}");
+    // A leaf nobody accepted is retried, as the nested step says.
+    let r = rows(&[c(Status::Paid), c(Status::Paid), c(Status::Expired)]);
+    let actions = snapshot_steps(&p, &r, &chain_of(&r), &negative, &held);
+    assert!(
+        matches!(actions.as_slice(), [Action::Recover { index: 2, policy: Policy::Retry(2), .. }]),
+        "{actions:?}"
+    );
+}

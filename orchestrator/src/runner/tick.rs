@@ -328,11 +328,16 @@ impl Orchestrator {
         rows: &BTreeMap<u32, Progress>,
     ) -> Result<HashMap<u32, serde_json::Value>, RunError> {
         let mut wanted = BTreeSet::new();
-        for task in plan.subtasks.iter().filter(|t| t.when.is_some()) {
+        for task in &plan.subtasks {
             if rows.get(&task.index).is_none_or(|r| r.phase != Phase::Waiting) {
                 continue;
             }
-            wanted.extend(task.depends_on.iter().copied());
+            // Its own condition and those of the nested steps it lies in.
+            for (_, when) in plan.conditions_of(task.index) {
+                if let Ok(c) = crate::condition::Condition::parse(when) {
+                    wanted.extend(c.references());
+                }
+            }
         }
         let mut docs = HashMap::new();
         for index in wanted {

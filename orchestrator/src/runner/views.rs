@@ -39,6 +39,13 @@ pub struct RunView {
     /// for a flat plan).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<NestedView>,
+    /// A nested plan's conditions as the card shows them: by the path of
+    /// the step each belongs to (a sub-task's, or a nested step's that
+    /// holds for its whole child plan), with each `out[n]` written as the
+    /// path of the step it reads (`{"3": "out[2].score >= -1"}`). Empty for
+    /// a flat plan, whose conditions read as written.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub conditions: std::collections::BTreeMap<String, String>,
     /// The plan's checkpoints reached so far, by name: `reached` or
     /// `escalated` (waiting for an approver), `approved` or `rejected`
     /// (with `by`: `approver` or `timeout`), each with when (ms).
@@ -170,6 +177,7 @@ impl Orchestrator {
         let state = RunState::parse(&row.state).map_err(crate::state::RowError::from)?;
         let closed = matches!(state, RunState::Cancelled | RunState::Failed);
         Ok(RunView {
+            conditions: conditions_by_path(&plan),
             gates: self.store.gates(id).await?,
             confirmation,
             nested: NestedView::of(&plan, id, &subtasks, closed)?,
@@ -182,4 +190,19 @@ impl Orchestrator {
             plan,
         })
     }
+}
+
+/// The conditions of a nested `plan` by step path, written by path (see
+/// [`RunView::conditions`]); empty for a flat plan.
+pub fn conditions_by_path(plan: &Plan) -> std::collections::BTreeMap<String, String> {
+    if plan.groups.is_empty() {
+        return std::collections::BTreeMap::new();
+    }
+    let groups = plan.groups.iter().filter_map(|g| g.when.as_deref().map(|w| (g.path.clone(), w)));
+    let leaves =
+        plan.subtasks.iter().filter_map(|t| t.when.as_deref().map(|w| (plan.path_of(t.index), w)));
+    groups
+        .chain(leaves)
+        .map(|(path, when)| (path.to_string(), plan.condition_by_path(when)))
+        .collect()
 }
