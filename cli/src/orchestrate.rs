@@ -393,7 +393,11 @@ fn step_paths(plan: &Value) -> impl Fn(&Value) -> Option<String> + '_ {
 /// `⏸ checkpoint legal after #0, #1: an approver passes or stops the run;
 /// after 1h escalate` (after `2`, `1.1` in a nested plan) and, once
 /// reached, where it stands.
-fn checkpoint_line(cp: &Value, gates: &Value, path_of: impl Fn(&Value) -> Option<String>) -> String {
+fn checkpoint_line(
+    cp: &Value,
+    gates: &Value,
+    path_of: impl Fn(&Value) -> Option<String>,
+) -> String {
     let after: Vec<String> = cp["after"]
         .as_array()
         .into_iter()
@@ -918,7 +922,8 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[4], "  ▾ 1  nested plan, share 0.000200 USDC: Digest", "{text}");
         assert_eq!(
-            lines[5], "    runs only if len(out[0].text) > 0; else every step of it is skipped, unfunded",
+            lines[5],
+            "    runs only if len(out[0].text) > 0; else every step of it is skipped, unfunded",
             "{text}"
         );
         let summarize = lines.iter().position(|l| l.contains("summarize")).unwrap();

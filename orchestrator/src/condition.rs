@@ -139,10 +139,8 @@ impl Condition {
             .refs
             .iter()
             .map(|&(start, index)| {
-                let len = text[start..]
-                    .bytes()
-                    .take_while(|b| b.is_ascii_digit() || *b == b'.')
-                    .count();
+                let len =
+                    text[start..].bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
                 (start..start + len, index)
             })
             .collect();
@@ -573,13 +571,16 @@ mod tests {
 
     #[test]
     fn references_are_relabelled_in_place() {
-        let c = Condition::parse(r#"out[2].a == "out[2]" or out[ 0 ].b and len(out[2].c)"#)
-            .unwrap();
+        let c =
+            Condition::parse(r#"out[2].a == "out[2]" or out[ 0 ].b and len(out[2].c)"#).unwrap();
         let text = c.relabelled(|i| format!("{}", i + 10));
         // Strings are left alone; spacing is kept.
         assert_eq!(text, r#"out[12].a == "out[2]" or out[ 10 ].b and len(out[12].c)"#);
         assert_eq!(Condition::parse(&text).unwrap().references(), [10, 12]);
-        assert_eq!(c.relabelled(|i| format!("1.{i}")), r#"out[1.2].a == "out[2]" or out[ 1.0 ].b and len(out[1.2].c)"#);
+        assert_eq!(
+            c.relabelled(|i| format!("1.{i}")),
+            r#"out[1.2].a == "out[2]" or out[ 1.0 ].b and len(out[1.2].c)"#
+        );
     }
 
     #[test]

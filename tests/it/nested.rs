@@ -5,7 +5,7 @@
 use alloy::primitives::{Address, U256};
 use serde_json::{Value, json};
 use tessera_bindings::envelope::{Envelope, EnvelopeCodec, FsBlobStore};
-use tessera_e2e::Stack;
+use tessera_e2e::{Stack, read_sse_until};
 use tessera_orchestrator::plan::Plan;
 
 const ARTICLE: &str = "The harbour authority opened a new ferry line on Friday. The line links \
@@ -350,8 +350,10 @@ async fn references_in_a_nested_plan_mean_the_step_the_author_numbered() {
     assert_eq!(view["conditions"], json!({"3": "out[2].score >= -1"}), "shown by step path");
     assert_eq!(view["subtasks"][3]["phase"], "paid");
     assert_eq!(view["subtasks"][4]["phase"], "waiting", "summarize is held at the checkpoint");
-    let events = stack.events(&id).await;
-    let reached: Vec<&Value> = events.iter().filter(|e| e["kind"] == "checkpoint_reached").collect();
+    let url = format!("{}/api/runs/{id}/events", stack.api);
+    let events = read_sse_until(&stack.http, &url, "plan_paused").await;
+    let reached: Vec<&Value> =
+        events.iter().filter(|e| e["kind"] == "checkpoint_reached").collect();
     assert_eq!(reached[0]["after"], json!([3]), "{reached:#?}");
     assert!(!reached[0]["outputs"]["3"].as_str().unwrap_or_default().is_empty(), "{reached:#?}");
 
@@ -413,11 +415,8 @@ async fn a_nested_steps_false_condition_skips_its_whole_plan_unfunded() {
         skipped[0]["reason"].as_str().unwrap().contains("of nested step 1 is false"),
         "{skipped:#?}"
     );
-    let created: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["kind"] == "subtask_created")
-        .map(|e| &e["index"])
-        .collect();
+    let created: Vec<&Value> =
+        events.iter().filter(|e| e["kind"] == "subtask_created").map(|e| &e["index"]).collect();
     assert_eq!(created, [&json!(0), &json!(3)], "the nested plan's leaves are never funded");
     assert_eq!(before - stack.env.balance(sponsor).await, U256::from(500_000u64));
 }

@@ -501,7 +501,10 @@ struct Level<'a> {
 }
 
 /// A step's own recovery over the one it inherits, field by field.
-fn over(own: Option<RecoveryOverride>, outer: Option<RecoveryOverride>) -> Option<RecoveryOverride> {
+fn over(
+    own: Option<RecoveryOverride>,
+    outer: Option<RecoveryOverride>,
+) -> Option<RecoveryOverride> {
     let Some(outer) = outer else { return own };
     let own = own.unwrap_or_default();
     Some(RecoveryOverride {
@@ -549,7 +552,8 @@ impl Flattening<'_> {
                 step.depends_on.iter().flat_map(|d| finals[d].iter().copied()).collect()
             };
             if let Some(when) = &step.when {
-                let reading = Self::reading(step, when, &path, &finals, prefix).map_err(in_level)?;
+                let reading =
+                    Self::reading(step, when, &path, &finals, prefix).map_err(in_level)?;
                 self.readings.push(reading);
             }
             let recovery = over(step.recovery, at.recovery);

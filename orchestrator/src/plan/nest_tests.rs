@@ -135,8 +135,7 @@ fn a_level_is_checked_like_a_plan_and_errors_say_where() {
     let child = json!({"subtasks": [leaf(0, "translate", &[1]), leaf(1, "summarize", &[0])]});
     let err = Plan::from_json(&file(vec![nested(0, &[], child, 100)], json!({}))).unwrap_err();
     assert!(err.to_string().starts_with("in nested plan `0`: dependency cycle"), "{err}");
-    let mut with_executor =
-        nested(0, &[], json!({"subtasks": [leaf(0, "translate", &[])]}), 100);
+    let mut with_executor = nested(0, &[], json!({"subtasks": [leaf(0, "translate", &[])]}), 100);
     with_executor["executor"] = json!(Address::repeat_byte(1));
     let err = Plan::from_json(&file(vec![with_executor], json!({}))).unwrap_err();
     assert!(err.to_string().contains("cannot have an executor"), "{err}");
@@ -201,10 +200,8 @@ fn references_mean_the_step_the_author_numbered_at_its_level() {
     // The condition reads root step 2's result, not nested step 1.1's.
     let condition = crate::condition::Condition::parse(summarize.when.as_deref().unwrap()).unwrap();
     assert_eq!(condition.references(), [3]);
-    let results = std::collections::HashMap::from([
-        (2, json!({"score": -5})),
-        (3, json!({"score": 0.5})),
-    ]);
+    let results =
+        std::collections::HashMap::from([(2, json!({"score": -5})), (3, json!({"score": 0.5}))]);
     assert!(condition.eval(&results));
     // Shown by step path, it reads as written.
     assert_eq!(p.condition_by_path(summarize.when.as_deref().unwrap()), "out[2].score >= -1");
@@ -224,17 +221,17 @@ fn child_plans_number_their_own_references() {
     let mut last = leaf(2, "summarize", &[1]);
     // A nested step's output is the one step its child plan ends in.
     last["when"] = json!("out[1].score > 0");
-    let text = file(
-        vec![leaf(0, "translate", &[]), nested(1, &[0], child.clone(), 200), last],
-        json!({}),
-    );
+    let text = file(vec![leaf(0, "translate", &[]), nested(1, &[0], child, 200), last], json!({}));
     let p = Plan::from_json(&text).unwrap();
     assert_eq!(paths(&p), ["0", "1.0", "1.1", "2"]);
     assert_eq!(p.subtask(2).unwrap().when.as_deref(), Some("len(out[1].entities) > 0"));
     assert_eq!(p.subtask(3).unwrap().when.as_deref(), Some("out[2].score > 0"));
     assert_eq!(p.condition_by_path("len(out[1].entities) > 0"), "len(out[1.0].entities) > 0");
     assert_eq!(p.checkpoints.len(), 1);
-    assert_eq!((p.checkpoints[0].name.as_str(), p.checkpoints[0].after.as_slice()), ("inner", &[2][..]));
+    assert_eq!(
+        (p.checkpoints[0].name.as_str(), p.checkpoints[0].after.as_slice()),
+        ("inner", &[2][..])
+    );
     p.validate_shape().unwrap();
 
     // A nested step whose plan ends in two steps has no one output to read.
@@ -243,8 +240,11 @@ fn child_plans_number_their_own_references() {
     last["when"] = json!("out[0].score > 0");
     let err = Plan::from_json(&file(vec![nested(0, &[], two.clone(), 200), last], json!({})))
         .unwrap_err();
-    assert!(matches!(&err, PlanError::ConditionReadsNested { path, read, ends: 2 }
-        if path == "1" && read == "0"), "{err}");
+    assert!(
+        matches!(&err, PlanError::ConditionReadsNested { path, read, ends: 2 }
+        if path == "1" && read == "0"),
+        "{err}"
+    );
     // A checkpoint after it follows both; one after a step that is not
     // there is refused where it is written.
     let mut file2: serde_json::Value = serde_json::from_str(&file(
@@ -257,13 +257,19 @@ fn child_plans_number_their_own_references() {
     let inner_bad = json!({"subtasks": [leaf(0, "entities", &[])],
                            "checkpoints": [{"name": "x", "after": [4]}]});
     let err = Plan::from_json(&file(vec![nested(0, &[], inner_bad, 100)], json!({}))).unwrap_err();
-    assert!(err.to_string().starts_with("in nested plan `0`: checkpoint `x`: there is no sub-task 4"), "{err}");
+    assert!(
+        err.to_string().starts_with("in nested plan `0`: checkpoint `x`: there is no sub-task 4"),
+        "{err}"
+    );
     // A condition reads only what its step depends on, at its level.
     let mut stray = leaf(1, "sentiment", &[]);
     stray["when"] = json!("out[0].x");
     let child = json!({"subtasks": [leaf(0, "entities", &[]), stray]});
     let err = Plan::from_json(&file(vec![nested(0, &[], child, 200)], json!({}))).unwrap_err();
-    assert!(err.to_string().starts_with("in nested plan `0`: sub-task 1: its condition reads out[0]"), "{err}");
+    assert!(
+        err.to_string().starts_with("in nested plan `0`: sub-task 1: its condition reads out[0]"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -285,7 +291,10 @@ fn a_nested_steps_condition_and_recovery_hold_for_its_whole_plan() {
     for i in [1, 2] {
         let conditions = p.conditions_of(i);
         assert_eq!(conditions.len(), 1, "leaf {i}");
-        assert_eq!((conditions[0].0.to_string(), conditions[0].1), ("1".into(), "out[0].score < 0"));
+        assert_eq!(
+            (conditions[0].0.to_string(), conditions[0].1),
+            ("1".into(), "out[0].score < 0")
+        );
     }
     assert!(p.conditions_of(0).is_empty());
     // Its recovery is each leaf's default; a leaf's own policy wins.
