@@ -20,7 +20,10 @@ fn index_of(r: &sqlx::any::AnyRow) -> Result<Option<u32>, StoreError> {
 }
 
 impl Store {
-    /// Queues a decision; returns its position.
+    /// Queues a decision; returns its position. Numbered in a transaction
+    /// no other numbering of the run's decisions runs beside
+    /// ([`tessera_db::begin_numbering`]): two writers sharing the database
+    /// never take the same position.
     pub async fn push_decision(
         &self,
         run_id: &str,
@@ -28,7 +31,8 @@ impl Store {
         kind: DecisionKind,
         arg: Option<&str>,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let key = format!("decisions:{run_id}");
+        let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, &key).await?;
         let seq: i64 = sqlx::query(
             "SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM decisions WHERE run_id = $1",
         )
