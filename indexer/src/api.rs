@@ -256,15 +256,16 @@ async fn tree(
     Query(q): Query<TreeQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let id = check_plan_id(&id)?;
-    let sponsor = match q.sponsor.as_deref() {
-        Some(a) => {
-            check_address("sponsor", a)?;
-            Some(a.parse::<alloy::primitives::Address>().map_err(|e| {
-                ApiError(StatusCode::BAD_REQUEST, format!("sponsor {a:?}: {e}"))
-            })?)
-        }
-        None => None,
-    };
+    let sponsor =
+        match q.sponsor.as_deref() {
+            Some(a) => {
+                check_address("sponsor", a)?;
+                Some(a.parse::<alloy::primitives::Address>().map_err(|e| {
+                    ApiError(StatusCode::BAD_REQUEST, format!("sponsor {a:?}: {e}"))
+                })?)
+            }
+            None => None,
+        };
     let tree = s.store.plan_tree_of(&id, sponsor).await?;
     let mut t = serde_json::to_value(&tree).expect("a plan tree serializes");
     t["block"] = json!(block(&s));

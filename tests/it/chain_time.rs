@@ -71,9 +71,9 @@ async fn decision_done(stack: &Stack, id: &str, seq: i64) -> Value {
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         let (_, view) = stack.get(&format!("/api/runs/{id}")).await;
-        let found = view["decisions"].as_array().and_then(|d| {
-            d.iter().find(|d| d["seq"] == seq && !d["done_at"].is_null()).cloned()
-        });
+        let found = view["decisions"]
+            .as_array()
+            .and_then(|d| d.iter().find(|d| d["seq"] == seq && !d["done_at"].is_null()).cloned());
         if let Some(d) = found {
             return d;
         }

@@ -495,12 +495,17 @@ async fn strangers_tasks_are_kept_out_of_a_plans_tree(db: Option<String>) {
         p
     };
     let send = |tx: TransactionRequest| async {
-        let receipt =
-            env.provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
+        let receipt = env.provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
         assert!(receipt.status(), "mined and succeeded");
     };
     let own = task_id_for(sponsor, keccak256("own"));
-    send(escrow.createTask(task(plan, "own", U256::ZERO, sponsor)).from(sponsor).into_transaction_request()).await;
+    send(
+        escrow
+            .createTask(task(plan, "own", U256::ZERO, sponsor))
+            .from(sponsor)
+            .into_transaction_request(),
+    )
+    .await;
     // The plan's executor hires another agent for its own task.
     let mut hire = task(alloy::primitives::B256::ZERO, "hire", own, agent);
     hire.executor = hired;

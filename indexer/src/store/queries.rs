@@ -330,9 +330,7 @@ impl IndexStore {
             }
         }
         let mut out: Vec<TaskView> = found.into_values().collect();
-        out.sort_by(|a, b| {
-            (a.created_block, &a.task_id).cmp(&(b.created_block, &b.task_id))
-        });
+        out.sort_by(|a, b| (a.created_block, &a.task_id).cmp(&(b.created_block, &b.task_id)));
         if out.len() as i64 > MAX_LISTED {
             out.truncate(MAX_LISTED as usize);
             more = true;
