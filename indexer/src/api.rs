@@ -396,6 +396,8 @@ mod tests {
             (format!("/api/tasks/{}", "1".repeat(79)), bad),
             ("/api/tasks/abc".to_owned(), bad),
             (format!("/api/plans/{}/tree", "ab".repeat(32)), bad),
+            (format!("/api/plans/{plan}/tree?sponsor=0x12"), bad),
+            (format!("/api/plans/{plan}/tree?sponsor=0x{}", "1".repeat(40)), StatusCode::OK),
             ("/api/agents/0x1234".to_owned(), bad),
             ("/api/tasks/7".to_owned(), StatusCode::NOT_FOUND),
             ("/api/nowhere".to_owned(), StatusCode::NOT_FOUND),
