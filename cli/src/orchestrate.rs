@@ -38,7 +38,8 @@ pub(crate) struct ServeArgs {
     /// Run store: sqlite://<file> or postgres://…
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
     database_url: String,
-    /// Seconds a paused run waits for a recovery decision before it is cancelled.
+    /// Seconds a paused run waits for a recovery decision before it is
+    /// cancelled, in chain time (block timestamps).
     #[arg(long, default_value_t = 120)]
     decision_timeout_secs: u64,
     /// Most one plan may spend, in USDC.

@@ -5,6 +5,7 @@
 //! ([`now_ms`]), and migrations kept per component ([`Schema`]), each with
 //! its own history so services sharing one database never coordinate their
 //! version numbers. An SQLite file serves one process: [`lock_sqlite`].
+//! Rows numbered per key are written in [`begin_numbering`]'s transactions.
 //!
 //! Scratch PostgreSQL databases for tests live in `test_utils`, behind the
 //! `test-utils` feature.
@@ -13,6 +14,7 @@ mod clock;
 mod error;
 mod lock;
 mod migrate;
+mod numbering;
 mod pool;
 mod scratch;
 #[cfg(any(test, feature = "test-utils"))]
@@ -22,6 +24,7 @@ pub use clock::now_ms;
 pub use error::DbError;
 pub use lock::{FileLock, lock_sqlite};
 pub use migrate::{HISTORY_TABLE, Schema};
+pub use numbering::begin_numbering;
 pub use pool::{
     API_STATEMENT_TIMEOUT_MS, Backend, open_api_pool, open_pool, open_pool_with, open_read_pool,
 };

@@ -243,9 +243,30 @@ async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<
     })))
 }
 
-async fn tree(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+/// The query of a plan's tree: the plan's sponsor, when the caller knows
+/// it (otherwise the funder of the plan's first task).
+#[derive(Debug, serde::Deserialize)]
+struct TreeQuery {
+    sponsor: Option<String>,
+}
+
+async fn tree(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<TreeQuery>,
+) -> Result<Json<Value>, ApiError> {
     let id = check_plan_id(&id)?;
-    let tree = s.store.plan_tree(&id).await?;
+    let sponsor =
+        match q.sponsor.as_deref() {
+            Some(a) => {
+                check_address("sponsor", a)?;
+                Some(a.parse::<alloy::primitives::Address>().map_err(|e| {
+                    ApiError(StatusCode::BAD_REQUEST, format!("sponsor {a:?}: {e}"))
+                })?)
+            }
+            None => None,
+        };
+    let tree = s.store.plan_tree_of(&id, sponsor).await?;
     let mut t = serde_json::to_value(&tree).expect("a plan tree serializes");
     t["block"] = json!(block(&s));
     Ok(Json(t))
@@ -375,6 +396,8 @@ mod tests {
             (format!("/api/tasks/{}", "1".repeat(79)), bad),
             ("/api/tasks/abc".to_owned(), bad),
             (format!("/api/plans/{}/tree", "ab".repeat(32)), bad),
+            (format!("/api/plans/{plan}/tree?sponsor=0x12"), bad),
+            (format!("/api/plans/{plan}/tree?sponsor=0x{}", "1".repeat(40)), StatusCode::OK),
             ("/api/agents/0x1234".to_owned(), bad),
             ("/api/tasks/7".to_owned(), StatusCode::NOT_FOUND),
             ("/api/nowhere".to_owned(), StatusCode::NOT_FOUND),

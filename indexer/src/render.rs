@@ -25,7 +25,40 @@ pub fn plan_tree(body: &Value) -> String {
     } else {
         walk(&mut out, &tasks, None, "", false, &mut seen);
     }
+    render_foreign(&mut out, body);
     out
+}
+
+/// The tasks others funded naming the plan or one of its tasks, apart
+/// from the tree (never in its cost), each with who funded it and what it
+/// names as parent.
+fn render_foreign(out: &mut String, body: &Value) {
+    let foreign: Vec<&Value> =
+        body["foreign"].as_array().map(|t| t.iter().collect()).unwrap_or_default();
+    if foreign.is_empty() {
+        return;
+    }
+    let more = if body["foreign_truncated"] == true { " (and more)" } else { "" };
+    out.push_str(&format!(
+        "foreign: {} task{}{more} naming this plan or its tasks, funded by others (not in its cost)\n",
+        foreign.len(),
+        if foreign.len() == 1 { "" } else { "s" },
+    ));
+    for (i, t) in foreign.iter().enumerate() {
+        let lead = if i + 1 == foreign.len() { "└─" } else { "├─" };
+        let parent = match t["parent_id"].as_str() {
+            Some("0") | None => "no parent".to_owned(),
+            Some(p) => format!("under {}", shorten(p)),
+        };
+        let amount = amount_of(t).map_or_else(|| "?".to_owned(), |a| a.with_unit().to_string());
+        out.push_str(&format!(
+            "{lead} {}  {:<9} {:<18} funded by {}  {parent}  {amount}\n",
+            shorten(t["task_id"].as_str().unwrap_or("?")),
+            t["status"].as_str().unwrap_or("?"),
+            t["capability"].as_str().unwrap_or("?"),
+            t["funder"].as_str().unwrap_or("?"),
+        ));
+    }
 }
 
 /// A task's step path as its segments, when it carries a well-formed one.
@@ -227,6 +260,32 @@ mod tests {
         assert_eq!(lines.len(), 4, "{text}");
         assert!(lines[2].contains(" 13 ") && lines[2].ends_with("⇐ merge, also from 12"), "{text}");
         assert!(!lines[1].contains("merge") && !lines[3].contains("merge"), "{text}");
+    }
+
+    /// Tasks others funded under the plan are drawn apart from its tree,
+    /// with who funded them and what they name as parent.
+    #[test]
+    fn foreign_tasks_are_drawn_apart() {
+        let body = json!({
+            "plan_id": "0xab", "block": 9,
+            "tasks": [{"task_id": "11", "parent_id": "0", "depth": 0, "status": "Paid",
+                       "capability": "summarize", "executor": "0x01", "amount": "1000000",
+                       "spec": "s", "pending_parent": false, "inputs": [], "merge": false}],
+            "foreign": [
+                {"task_id": "21", "parent_id": "11", "status": "Created",
+                 "capability": "summarize", "funder": "0x09", "amount": "500000"},
+                {"task_id": "22", "parent_id": "0", "status": "Created",
+                 "capability": "summarize", "funder": "0x09", "amount": "500000"},
+            ],
+            "foreign_truncated": false,
+        });
+        let text = plan_tree(&body);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(lines[1].starts_with("└─ 11 "), "{text}");
+        assert!(lines[2].starts_with("foreign: 2 tasks naming this plan"), "{text}");
+        assert!(lines[3].starts_with("├─ 21 ") && lines[3].contains("funded by 0x09  under 11"));
+        assert!(lines[4].starts_with("└─ 22 ") && lines[4].contains("no parent  0.500000 USDC"));
     }
 
     /// Byte for byte what a tree without nesting printed before plans could

@@ -464,6 +464,115 @@ async fn hostile_lineage_is_indexed_flagged_and_bounded_on_postgresql() {
     }
 }
 
+/// Tasks a stranger funds under a sponsor's plan. After the sponsor's
+/// one-task plan (whose executor hired an agent for it), a stranger funds a
+/// task under the plan's task naming the plan, one naming no plan, one
+/// naming the plan with no parent, and 2,048 more under the plan's task in
+/// batches (more than a tree's bound). The tree holds the sponsor's task
+/// and the hire, its cost is theirs, and the stranger's tasks are listed
+/// apart as foreign (the first 500).
+async fn strangers_tasks_are_kept_out_of_a_plans_tree(db: Option<String>) {
+    use tessera_bindings::MockUSDC;
+    use tessera_e2e::{TASK_AMOUNT, sponsor_task, task_id_for};
+    use tessera_indexer::store::{MAX_LINEAGE_TASKS, MAX_LISTED};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let (sponsor, stranger) = (env.actors.sponsor.address(), env.actors.client.address());
+    let (agent, hired) = (env.actors.agent(0), env.actors.agent(1));
+    let escrow = TaskEscrow::new(env.deployment.task_escrow, &env.provider);
+    let usdc = MockUSDC::new(env.deployment.token, &env.provider);
+    tessera_e2e::allow_escrow(&env).await;
+    for who in [stranger, agent] {
+        let mint = usdc.mint(who, U256::from(10_000_000_000u64));
+        mint.from(env.actors.deployer.address()).send().await.unwrap().get_receipt().await.unwrap();
+        let approve = usdc.approve(env.deployment.task_escrow, U256::MAX).from(who);
+        approve.send().await.unwrap().get_receipt().await.unwrap();
+    }
+    let plan = keccak256("strangers-money");
+    let now = env.driver().now().await.unwrap();
+    let task = |plan, r: &str, parent, client| {
+        let mut p = sponsor_task(&env, plan, r, parent, now, "data:,x");
+        p.client = client;
+        p
+    };
+    let send = |tx: TransactionRequest| async {
+        let receipt = env.provider.send_transaction(tx).await.unwrap().get_receipt().await.unwrap();
+        assert!(receipt.status(), "mined and succeeded");
+    };
+    let own = task_id_for(sponsor, keccak256("own"));
+    send(
+        escrow
+            .createTask(task(plan, "own", U256::ZERO, sponsor))
+            .from(sponsor)
+            .into_transaction_request(),
+    )
+    .await;
+    // The plan's executor hires another agent for its own task.
+    let mut hire = task(alloy::primitives::B256::ZERO, "hire", own, agent);
+    hire.executor = hired;
+    send(escrow.createTask(hire).from(agent).into_transaction_request()).await;
+    let hire = task_id_for(agent, keccak256("hire"));
+    let mut strangers = Vec::new();
+    for (r, plan_id, parent) in [
+        ("named", plan, own),
+        ("unnamed", alloy::primitives::B256::ZERO, own),
+        ("rootless", plan, U256::ZERO),
+    ] {
+        let tx = escrow.createTask(task(plan_id, r, parent, stranger)).from(stranger);
+        send(tx.into_transaction_request()).await;
+        strangers.push(task_id_for(stranger, keccak256(r)));
+    }
+    let grafts = 8 * 256;
+    for batch in 0..8 {
+        let ps: Vec<_> = (0..256)
+            .map(|i| task(plan, &format!("graft-{}", batch * 256 + i), own, stranger))
+            .collect();
+        let tx = escrow.createTasks(ps).from(stranger).gas(25_000_000);
+        send(tx.into_transaction_request()).await;
+    }
+    assert!(grafts + 3 > MAX_LINEAGE_TASKS as usize, "more than a tree's bound");
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = db.unwrap_or_else(|| sqlite(&dir, "index.db"));
+    let mut ix = indexer(&env, &url, IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    let tree = wire(within("the plan's tree", ix.store().plan_tree(&plan.to_string())).await);
+    assert_eq!(tree["sponsor"], sponsor.to_string(), "{:#}", tree["sponsor"]);
+    let tasks = tree["tasks"].as_array().unwrap();
+    let ids: Vec<&str> = tasks.iter().map(|t| t["task_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [own.to_string(), hire.to_string()], "the sponsor's task and the hire only");
+    assert_eq!((tasks[0]["depth"].as_i64(), tasks[1]["depth"].as_i64()), (Some(0), Some(1)));
+    assert_eq!(tasks[0]["subtree_cost"], (2 * TASK_AMOUNT).to_string(), "strangers cost nothing");
+    assert_eq!(tree["truncated"], false, "strangers do not count in the bound");
+    let foreign = tree["foreign"].as_array().unwrap();
+    assert_eq!(foreign.len(), MAX_LISTED as usize);
+    assert_eq!(tree["foreign_truncated"], true);
+    assert!(foreign.iter().all(|t| t["funder"] == stranger.to_string()), "only the stranger's");
+    let listed: Vec<&str> = foreign.iter().map(|t| t["task_id"].as_str().unwrap()).collect();
+    for t in &strangers {
+        assert!(listed.contains(&t.to_string().as_str()), "{t} is foreign");
+    }
+    let mut body = tree.clone();
+    body["block"] = json!(0);
+    let text = tessera_indexer::render::plan_tree(&body);
+    assert!(text.contains("foreign: 500 tasks (and more) naming this plan"), "{text}");
+
+    // The sponsor named by the caller: the same tree.
+    let named = ix.store().plan_tree_of(&plan.to_string(), Some(sponsor)).await.unwrap();
+    assert_eq!(wire(named)["tasks"], tree["tasks"]);
+}
+
+#[tokio::test]
+async fn strangers_tasks_are_kept_out_of_a_plans_tree_on_sqlite() {
+    strangers_tasks_are_kept_out_of_a_plans_tree(None).await;
+}
+
+#[tokio::test]
+async fn strangers_tasks_are_kept_out_of_a_plans_tree_on_postgresql() {
+    if let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_foreign").await {
+        strangers_tasks_are_kept_out_of_a_plans_tree(Some(url)).await;
+    }
+}
+
 /// A store answer as the API sends it.
 fn wire(answer: impl serde::Serialize) -> serde_json::Value {
     serde_json::to_value(answer).expect("store answers serialize")

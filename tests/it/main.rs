@@ -2,6 +2,7 @@
 
 mod appeals;
 mod ceremony;
+mod chain_time;
 mod classify;
 mod demo;
 mod disputes;

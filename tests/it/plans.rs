@@ -391,6 +391,8 @@ async fn a_pause_without_decision_counts_as_cancel() {
     stack.wait_phase(&id, 0, "created", 30).await;
     stack.advance(3601).await;
     stack.wait_state(&id, "paused", 30).await;
+    // The decision timeout runs on chain time.
+    stack.advance(3).await;
     let view = stack.wait_state(&id, "cancelled", 30).await;
     assert_eq!(view["subtasks"][0]["phase"], "expired");
 }

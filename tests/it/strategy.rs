@@ -107,6 +107,9 @@ async fn a_checkpoint_timing_out_approves_or_rejects_by_its_policy() {
         json!({"name": "review", "after": [0], "timeout_secs": 1, "on_timeout": "approve"}),
     );
     let id = stack.run_plan(&approve).await;
+    stack.wait_state(&id, "paused", 60).await;
+    // Timeouts run on chain time: the chain's second passes.
+    stack.advance(2).await;
     let view = stack.wait_state(&id, "completed", 60).await;
     assert_eq!(view["gates"]["review"]["by"], "timeout", "{view:#}");
     let events = stack.events(&id).await;
@@ -119,6 +122,8 @@ async fn a_checkpoint_timing_out_approves_or_rejects_by_its_policy() {
         json!({"name": "review", "after": [0], "timeout_secs": 1, "on_timeout": "reject"}),
     );
     let id = stack.run_plan(&reject).await;
+    stack.wait_state(&id, "paused", 60).await;
+    stack.advance(2).await;
     let view = stack.wait_state(&id, "failed", 60).await;
     assert_eq!(view["reason"], "checkpoint review rejected", "{view:#}");
     assert_eq!(view["subtasks"][0]["phase"], "paid");
@@ -139,6 +144,8 @@ async fn an_escalated_checkpoint_waits_for_a_person_who_may_reject() {
         json!({"name": "legal", "after": [0], "timeout_secs": 1, "on_timeout": "escalate"}),
     );
     let id = stack.run_plan(&body).await;
+    stack.wait_state(&id, "paused", 60).await;
+    stack.advance(2).await;
     events_until(&stack, &id, "checkpoint_escalated").await;
     let (_, view) = stack.get(&format!("/api/runs/{id}")).await;
     assert_eq!(view["state"], "paused");

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use alloy::primitives::U256;
+use alloy::primitives::{Address, U256};
 use sqlx::{Row, any::AnyRow};
 use tessera_db::{Backend, DbError};
 
@@ -147,24 +147,49 @@ impl IndexStore {
     /// walk is bounded ([`MAX_LINEAGE_DEPTH`] levels, [`MAX_LINEAGE_TASKS`]
     /// tasks) and a task in or under a parent cycle, or deeper than the
     /// limit, is listed `detached` with no depth instead of being followed.
+    ///
+    /// Anyone may name a plan, or any task, as the parent of a task they
+    /// fund. The tree holds only the tasks of the plan's sponsor (the
+    /// funder of its first task, see [`Self::plan_sponsor`]) and, under
+    /// each, the tasks funded by that task's executor (an agent hiring for
+    /// its own task), recursively. Any other task naming the plan or one of
+    /// the tree's tasks is listed apart as `foreign` (at most
+    /// [`MAX_LISTED`]): never in the tree's costs, nor in its bound.
     pub async fn plan_tree(&self, plan: &str) -> Result<PlanTree, DbError> {
+        self.plan_tree_of(plan, None).await
+    }
+
+    /// [`Self::plan_tree`] with the plan's sponsor named (`None`: the funder
+    /// of its first task).
+    pub async fn plan_tree_of(
+        &self,
+        plan: &str,
+        sponsor: Option<Address>,
+    ) -> Result<PlanTree, DbError> {
         let plan = plan.to_lowercase();
+        let sponsor = match sponsor {
+            Some(a) => Some(a.to_string()),
+            None => self.plan_sponsor(&plan).await?,
+        };
+        let Some(sponsor) = sponsor else {
+            return Ok(PlanTree {
+                plan_id: plan,
+                sponsor: None,
+                tasks: Vec::new(),
+                truncated: false,
+                foreign: Vec::new(),
+                foreign_truncated: false,
+            });
+        };
         let rows = sqlx::query(&format!(
-            "WITH RECURSIVE tree (task_id, depth, path) AS ( \
-               SELECT task_id, CAST(0 AS BIGINT), ',' || task_id || ',' FROM ix_tasks t \
-                 WHERE plan_id = $1 AND (parent_id = '0' \
-                 OR NOT EXISTS (SELECT 1 FROM ix_tasks p WHERE p.task_id = t.parent_id)) \
-               UNION ALL \
-               SELECT c.task_id, tree.depth + 1, tree.path || c.task_id || ',' \
-                 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
-                 WHERE tree.depth < {MAX_LINEAGE_DEPTH} AND tree.path NOT LIKE '%,' || c.task_id || ',%' {} \
-             ) SELECT {}, tree.depth AS depth FROM (SELECT task_id, depth FROM tree LIMIT {}) tree \
+            "{} SELECT {}, tree.depth AS depth FROM (SELECT task_id, depth FROM tree LIMIT {}) tree \
                JOIN ix_tasks t ON t.task_id = tree.task_id",
-            self.recursive_limit(),
+            self.members_cte(),
             listed_task_columns("t."),
             MAX_LINEAGE_TASKS + 1,
         ))
         .bind(&plan)
+        .bind(&sponsor)
         .fetch_all(&self.api)
         .await?;
         let mut truncated = rows.len() as i64 > MAX_LINEAGE_TASKS;
@@ -189,15 +214,17 @@ impl IndexStore {
             let parent = t.task.parent_id.as_str();
             t.pending_parent = parent != "0" && !reached.contains(parent);
         }
-        // The plan's tasks no root reaches: in or under a parent cycle, or
-        // below the depth limit.
+        // The sponsor's tasks of the plan no root reaches: in or under a
+        // parent cycle, or below the depth limit.
         if !truncated {
             let rows = sqlx::query(&format!(
-                "SELECT {} FROM ix_tasks WHERE plan_id = $1 ORDER BY created_block, task_id LIMIT {}",
+                "SELECT {} FROM ix_tasks WHERE plan_id = $1 AND funder = $2 \
+                 ORDER BY created_block, task_id LIMIT {}",
                 listed_task_columns(""),
                 MAX_LINEAGE_TASKS + 1,
             ))
             .bind(&plan)
+            .bind(&sponsor)
             .fetch_all(&self.api)
             .await?;
             truncated = rows.len() as i64 > MAX_LINEAGE_TASKS;
@@ -217,24 +244,119 @@ impl IndexStore {
             }
         }
         subtree_costs(&mut nodes)?;
-        self.input_edges(&plan, &mut nodes).await?;
-        Ok(PlanTree { plan_id: plan, tasks: nodes, truncated })
+        self.input_edges(&mut nodes).await?;
+        let listed: BTreeSet<String> = nodes.iter().map(|t| t.task.task_id.clone()).collect();
+        let (foreign, foreign_truncated) = self.foreign(&plan, &sponsor, &listed).await?;
+        Ok(PlanTree {
+            plan_id: plan,
+            sponsor: Some(sponsor),
+            tasks: nodes,
+            truncated,
+            foreign,
+            foreign_truncated,
+        })
     }
 
-    /// Fills in each node's input edges and whether it is a merge.
-    async fn input_edges(&self, plan: &str, nodes: &mut [TreeNode]) -> Result<(), DbError> {
-        let limit = MAX_LINEAGE_TASKS * crate::derive::MAX_INPUT_EDGES as i64;
-        let rows = sqlx::query(&format!(
-            "SELECT i.task_id, i.input_id FROM ix_task_inputs i \
-               JOIN ix_tasks t ON t.task_id = i.task_id \
-             WHERE t.plan_id = $1 ORDER BY i.task_id, i.position LIMIT {limit}"
-        ))
+    /// The sponsor of `plan` as the index sees it: the funder of its first
+    /// task (the earliest naming the plan with no parent task, else the
+    /// earliest naming it at all); `None` when no task names it.
+    pub async fn plan_sponsor(&self, plan: &str) -> Result<Option<String>, DbError> {
+        let row = sqlx::query(
+            "SELECT funder FROM ix_tasks WHERE plan_id = $1 \
+             ORDER BY CASE WHEN parent_id = '0' THEN 0 ELSE 1 END, created_block, task_id LIMIT 1",
+        )
         .bind(plan)
-        .fetch_all(&self.api)
+        .fetch_optional(&self.api)
         .await?;
+        Ok(row.map(|r| r.try_get("funder")).transpose()?)
+    }
+
+    /// The recursive `tree (task_id, executor, depth, path)` of a plan's
+    /// members (`$1` the plan, `$2` its sponsor): the sponsor's tasks naming
+    /// the plan with no indexed parent, then, under each member, the tasks
+    /// funded by the sponsor or by that member's executor.
+    fn members_cte(&self) -> String {
+        format!(
+            "WITH RECURSIVE tree (task_id, executor, depth, path) AS ( \
+               SELECT task_id, executor, CAST(0 AS BIGINT), ',' || task_id || ',' FROM ix_tasks t \
+                 WHERE plan_id = $1 AND funder = $2 AND (parent_id = '0' \
+                 OR NOT EXISTS (SELECT 1 FROM ix_tasks p WHERE p.task_id = t.parent_id)) \
+               UNION ALL \
+               SELECT c.task_id, c.executor, tree.depth + 1, tree.path || c.task_id || ',' \
+                 FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
+                 WHERE tree.depth < {MAX_LINEAGE_DEPTH} \
+                   AND tree.path NOT LIKE '%,' || c.task_id || ',%' \
+                   AND (c.funder = $2 OR c.funder = tree.executor) {} \
+             )",
+            self.recursive_limit(),
+        )
+    }
+
+    /// The tasks naming `plan`, or a member of its tree as their parent,
+    /// that are not in the tree (`listed`): funded by neither the sponsor
+    /// nor their parent's executor. The first [`MAX_LISTED`] by creation,
+    /// and whether there are more.
+    async fn foreign(
+        &self,
+        plan: &str,
+        sponsor: &str,
+        listed: &BTreeSet<String>,
+    ) -> Result<(Vec<TaskView>, bool), DbError> {
+        let limit = MAX_LISTED + 1;
+        let grafted = format!(
+            "{}, members (task_id, executor) AS (SELECT task_id, executor FROM tree LIMIT {}) \
+             SELECT {} FROM ix_tasks c JOIN members m ON c.parent_id = m.task_id \
+             WHERE c.funder <> $2 AND c.funder <> m.executor \
+             ORDER BY c.created_block, c.task_id LIMIT {limit}",
+            self.members_cte(),
+            MAX_LINEAGE_TASKS + 1,
+            listed_task_columns("c."),
+        );
+        let naming = format!(
+            "SELECT {} FROM ix_tasks WHERE plan_id = $1 AND funder <> $2 \
+             ORDER BY created_block, task_id LIMIT {limit}",
+            listed_task_columns(""),
+        );
+        let mut found: BTreeMap<String, TaskView> = BTreeMap::new();
+        let mut more = false;
+        for sql in [grafted, naming] {
+            let rows = sqlx::query(&sql).bind(plan).bind(sponsor).fetch_all(&self.api).await?;
+            more |= rows.len() as i64 > MAX_LISTED;
+            for r in &rows {
+                let task = task_from_row(r)?;
+                if !listed.contains(&task.task_id) {
+                    found.insert(task.task_id.clone(), task);
+                }
+            }
+        }
+        let mut out: Vec<TaskView> = found.into_values().collect();
+        out.sort_by(|a, b| (a.created_block, &a.task_id).cmp(&(b.created_block, &b.task_id)));
+        if out.len() as i64 > MAX_LISTED {
+            out.truncate(MAX_LISTED as usize);
+            more = true;
+        }
+        Ok((out, more))
+    }
+
+    /// Fills in each node's input edges and whether it is a merge: the
+    /// edges of the listed tasks themselves, so that tasks outside the
+    /// tree cannot crowd them out.
+    async fn input_edges(&self, nodes: &mut [TreeNode]) -> Result<(), DbError> {
+        let ids: Vec<String> = nodes.iter().map(|t| t.task.task_id.clone()).collect();
         let mut inputs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for r in &rows {
-            inputs.entry(r.try_get("task_id")?).or_default().push(r.try_get("input_id")?);
+        for chunk in ids.chunks(super::INSERT_CHUNK) {
+            let marks = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+            let sql = format!(
+                "SELECT task_id, input_id FROM ix_task_inputs WHERE task_id IN ({marks}) \
+                 ORDER BY task_id, position"
+            );
+            let mut q = sqlx::query(&sql);
+            for id in chunk {
+                q = q.bind(id.as_str());
+            }
+            for r in q.fetch_all(&self.api).await? {
+                inputs.entry(r.try_get("task_id")?).or_default().push(r.try_get("input_id")?);
+            }
         }
         for node in nodes {
             node.inputs = inputs.remove(&node.task.task_id).unwrap_or_default();

@@ -40,7 +40,9 @@ impl IndexStore {
         detected_head: u64,
         blobs: Option<&dyn BlobStore>,
     ) -> Result<Reorg, DbError> {
-        let mut tx = self.pool.begin().await?;
+        // Serialised with any other rollback on this database (indexers
+        // sharing it), so the journal's next number is read once.
+        let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, "ix_reorgs").await?;
         let rows = sqlx::query("SELECT task_id, agent FROM ix_events WHERE block >= $1")
             .bind(fork as i64)
             .fetch_all(&mut *tx)

@@ -127,10 +127,20 @@ pub struct TreeNode {
 pub struct PlanTree {
     /// The plan id (lower case).
     pub plan_id: String,
-    /// Its tasks, by depth, then creation block, then id; detached last.
+    /// The address whose tasks make the plan (the funder of its first
+    /// task, unless the caller named it); `None` when no task names it.
+    pub sponsor: Option<String>,
+    /// Its tasks, by depth, then creation block, then id; detached last:
+    /// the sponsor's, and under each task those its executor funded.
     pub tasks: Vec<TreeNode>,
     /// More tasks than a lineage answer lists.
     pub truncated: bool,
+    /// Tasks naming the plan, or one of its tasks as parent, funded by
+    /// someone else: listed apart, by creation, never in the tree's costs
+    /// or its bound.
+    pub foreign: Vec<TaskView>,
+    /// More foreign tasks than are listed.
+    pub foreign_truncated: bool,
 }
 
 /// An agent's registry state and statistics.

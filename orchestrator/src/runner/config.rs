@@ -11,7 +11,9 @@ use tessera_bindings::usdc::Usdc;
 pub struct RunnerConfig {
     /// Block polling interval when no websocket is available.
     pub poll_interval: Duration,
-    /// A run paused for a recovery decision is cancelled after this long.
+    /// A run paused for a recovery decision is cancelled after this long,
+    /// in chain time (block timestamps; a limit near `u64::MAX` seconds
+    /// never passes).
     pub decision_timeout: Duration,
     /// Longest wait between two looks at a run's state.
     pub idle_tick: Duration,

@@ -10,6 +10,7 @@ use crate::{
     plan::{Checkpoint, OnTimeout, Plan},
     state::{
         CloseReason, Decider, DecisionKind, Gate, Gates, Pending, Progress, RunEvent, RunState,
+        outlasted,
     },
     store::now_ms,
 };
@@ -17,12 +18,15 @@ use crate::{
 impl Orchestrator {
     /// Marks the checkpoints reached now (pausing the run) and applies the
     /// timeout policy of those nobody decided in time. Returns the gates as
-    /// they stand.
+    /// they stand. `now` is chain time (the head's timestamp): a wait is
+    /// measured from the chain time it began, so a replica whose clock runs
+    /// ahead times nothing out early.
     pub(super) async fn gates_step(
         &self,
         id: &str,
         plan: &Plan,
         rows: &BTreeMap<u32, Progress>,
+        now: u64,
     ) -> Result<Gates, RunError> {
         let mut gates = self.store.gates(id).await?;
         if plan.checkpoints.is_empty() {
@@ -32,9 +36,23 @@ impl Orchestrator {
         if !matches!(state, RunState::Running | RunState::Paused) {
             return Ok(gates);
         }
-        let now = now_ms();
+        let stamp = now_ms();
+        // Gates stored before waits were measured on chain time wait from
+        // this look on.
+        let mut unstamped = false;
+        for gate in gates.values_mut() {
+            if let Gate::Reached { chain_at: since @ None, .. }
+            | Gate::Escalated { chain_at: since @ None, .. } = gate
+            {
+                *since = Some(now);
+                unstamped = true;
+            }
+        }
+        if unstamped {
+            self.store.set_gates(id, &gates).await?;
+        }
         for cp in step::reached(plan, &gates, rows) {
-            gates.insert(cp.name.clone(), Gate::Reached { at: now });
+            gates.insert(cp.name.clone(), Gate::Reached { at: stamp, chain_at: Some(now) });
             self.store.set_gates(id, &gates).await?;
             let outputs = cp
                 .after
@@ -53,9 +71,11 @@ impl Orchestrator {
             self.hold(id, plan, cp).await?;
         }
         for cp in &plan.checkpoints {
-            let Some(Gate::Reached { at }) = gates.get(&cp.name).copied() else { continue };
-            let timeout_ms = i64::try_from(self.timeout_secs(cp)).unwrap_or(i64::MAX / 1000) * 1000;
-            if now - at <= timeout_ms {
+            let Some(Gate::Reached { chain_at: Some(since), .. }) = gates.get(&cp.name).copied()
+            else {
+                continue;
+            };
+            if !outlasted(since, now, self.timeout_secs(cp)) {
                 continue;
             }
             tracing::info!(checkpoint = %cp.name, policy = ?cp.on_timeout, "checkpoint timed out");
@@ -67,7 +87,8 @@ impl Orchestrator {
                     self.stop_at(id, plan, &mut gates, cp, Decider::Timeout, None).await?;
                 }
                 OnTimeout::Escalate => {
-                    gates.insert(cp.name.clone(), Gate::Escalated { at: now });
+                    let escalated = Gate::Escalated { at: stamp, chain_at: Some(now) };
+                    gates.insert(cp.name.clone(), escalated);
                     self.store.set_gates(id, &gates).await?;
                     let event =
                         RunEvent::CheckpointEscalated { plan_id: plan.id, name: cp.name.clone() };

@@ -421,15 +421,16 @@ pub enum Ending {
 }
 
 /// Whether the run is over (or must start closing), given its stored rows;
-/// `paused_ms` is how long it has waited for a decision (`None` while a
-/// checkpoint's own timeout governs), `timeout_ms` how long it may;
-/// `gate_open` whether a checkpoint waits for an approver.
+/// `paused_secs` is how long, in chain seconds, it has waited for a
+/// decision (`None` while a checkpoint's own timeout governs),
+/// `timeout_secs` how long it may; `gate_open` whether a checkpoint waits
+/// for an approver.
 pub fn ending(
     state: RunState,
     reason: Option<&str>,
     rows: &[Progress],
-    paused_ms: Option<i64>,
-    timeout_ms: i64,
+    paused_secs: Option<u64>,
+    timeout_secs: u64,
     gate_open: bool,
 ) -> Option<Ending> {
     if rows.iter().all(|r| r.phase.is_paid()) && !gate_open {
@@ -447,7 +448,7 @@ pub fn ending(
         let reason = reason.map_or(CloseReason::Cancelled, CloseReason::parse);
         return Some(Ending::Closed { state: reason.final_state(), reason });
     }
-    if state == RunState::Paused && paused_ms.is_some_and(|p| p > timeout_ms) {
+    if state == RunState::Paused && paused_secs.is_some_and(|p| p > timeout_secs) {
         return Some(Ending::TimedOut);
     }
     None

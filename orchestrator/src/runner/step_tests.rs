@@ -272,6 +272,9 @@ fn runs_end_on_stored_progress() {
     let stuck = rows(&[c(Status::Expired)]).into_values().collect::<Vec<_>>();
     assert_eq!(ending(RunState::Paused, None, &stuck, Some(5), 10, false), None);
     assert_eq!(ending(RunState::Paused, None, &stuck, Some(11), 10, false), Some(Ending::TimedOut));
+    // A decision timeout near u64::MAX (`--decision-timeout-secs`) never
+    // passes, and nothing overflows.
+    assert_eq!(ending(RunState::Paused, None, &stuck, Some(u64::MAX), u64::MAX, false), None);
 }
 
 #[test]
@@ -394,7 +397,7 @@ fn a_checkpoint_holds_everything_downstream_until_approved() {
     assert!(reached(&p, &gates, &delivered).is_empty(), "not paid yet");
     let paid = rows(&[c(Status::Paid), W, W, c(Status::Paid)]);
     assert_eq!(reached(&p, &gates, &paid).len(), 1);
-    gates.insert("review".into(), Gate::Reached { at: 1 });
+    gates.insert("review".into(), Gate::Reached { at: 1, chain_at: Some(1) });
     assert!(reached(&p, &gates, &paid).is_empty(), "reached once");
     assert_eq!(held(&p, &gates).len(), 2);
     gates.insert("review".into(), Gate::Approved { at: 2, by: Decider::Approver });

@@ -26,7 +26,7 @@ use super::{
 use crate::{
     plan::{Group, Plan, PlanError, StepPath},
     state::{CloseReason, DecisionKind, Gate, Pending, Phase, Progress, RunEvent, RunState, Spend},
-    store::{DecisionOutcome, now_ms},
+    store::DecisionOutcome,
 };
 
 impl Orchestrator {
@@ -68,7 +68,12 @@ impl Orchestrator {
 
         for row in self.store.pending_decisions(id).await? {
             let decision = Pending::from_row(&row)?;
-            let result = self.apply(id, &plan, &mut rows, &mut records, &decision, now).await;
+            // Resolved against the chain time it was first taken at: taken
+            // again after an interruption, it sends what it sent before.
+            let Some(taken) = self.store.take_decision(id, decision.seq, now).await? else {
+                continue;
+            };
+            let result = self.apply(id, &plan, &mut rows, &mut records, &decision, taken).await;
             let outcome = outcome_of(result);
             if !outcome.ok {
                 tracing::warn!(
@@ -79,7 +84,10 @@ impl Orchestrator {
                     "decision failed"
                 );
             }
-            self.store.record_decision(id, decision.seq, &outcome).await?;
+            if !self.store.record_decision(id, decision.seq, &outcome).await? {
+                // Another runner recorded it first; its outcome stands.
+                continue;
+            }
             tessera_http::ops::decision_applied(decision.kind.as_str(), outcome.ok);
             let event = RunEvent::DecisionApplied {
                 plan_id: plan.id,
@@ -95,7 +103,7 @@ impl Orchestrator {
 
         // Decisions may have moved the run, and changed a sub-task's cost.
         let (_, plan) = self.load(id).await?;
-        let gates = self.gates_step(id, &plan, &rows).await?;
+        let gates = self.gates_step(id, &plan, &rows, now).await?;
         let (run, plan) = self.load(id).await?;
         let chain = self.on_chain(&records).await?;
         let results = self.condition_inputs(&plan, &rows).await?;
@@ -127,20 +135,24 @@ impl Orchestrator {
         // the steps did at the next wake-up.
         let stored: Vec<Progress> = self.progress(id).await?.into_values().collect();
         let (run, _) = self.load(id).await?;
-        let timeout = i64::try_from(self.config.decision_timeout.as_millis()).unwrap_or(i64::MAX);
+        let timeout = self.config.decision_timeout.as_secs();
         // A checkpoint waiting for an approver has its own timeout; once
         // escalated, the run's decision timeout runs from the escalation.
+        // Both in chain seconds, from the head's timestamp when the wait
+        // began: never a replica's wall clock.
         let gates = self.store.gates(id).await?;
         let open: Vec<Gate> = gates.values().copied().filter(|g| g.is_open()).collect();
         let paused_for = if open.iter().any(|g| matches!(g, Gate::Reached { .. })) {
             None
-        } else if let Some(at) = open.iter().find_map(|g| match g {
-            Gate::Escalated { at } => Some(*at),
+        } else if let Some(since) = open.iter().find_map(|g| match g {
+            Gate::Escalated { chain_at, .. } => Some(*chain_at),
             _ => None,
         }) {
-            Some(now_ms() - at)
+            Some(since.map_or(0, |s| now.saturating_sub(s)))
+        } else if run.state == RunState::Paused {
+            self.store.pause_began(id, now).await?.map(|s| now.saturating_sub(s))
         } else {
-            run.paused_at.map(|at| now_ms() - at)
+            None
         };
         match step::ending(
             run.state,
@@ -248,8 +260,11 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// Applies one decision; returns what came of it, or why it failed (a
-    /// refused transaction is a failure, with its decoded revert).
+    /// Applies one decision taken at chain time `now`; returns what came of
+    /// it, or why it failed (a refused transaction is a failure, with its
+    /// decoded revert). A reassignment the chain already shows (sent
+    /// before an interruption, with the same deadline since `now` is the
+    /// time the decision was first taken) is not sent again.
     async fn apply(
         &self,
         id: &str,
@@ -277,7 +292,13 @@ impl Orchestrator {
                 let rec = records
                     .get(&index)
                     .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
-                self.transact(rec, &call).await?;
+                let shown = matches!(call, Call::Reassign { executor, deadline }
+                    if rec.task.executor == executor && rec.task.deadline.to::<u64>() == deadline);
+                if shown {
+                    tracing::info!(index, seq = decision.seq, "reassignment already on chain");
+                } else {
+                    self.transact(rec, &call).await?;
+                }
                 if let Some(executor) = executor
                     && let Some(row) = rows.get_mut(&index)
                 {

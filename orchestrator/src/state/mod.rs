@@ -88,7 +88,7 @@ mod rows;
 mod spend;
 
 pub use event::{EventKind, Fields, RunEvent};
-pub use gate::{Decider, Gate, Gates};
+pub use gate::{Decider, Gate, Gates, outlasted};
 pub use rows::{Pending, Progress, RowError, Run};
 pub use spend::Spend;
 

@@ -20,7 +20,10 @@ fn index_of(r: &sqlx::any::AnyRow) -> Result<Option<u32>, StoreError> {
 }
 
 impl Store {
-    /// Queues a decision; returns its position.
+    /// Queues a decision; returns its position. Numbered in a transaction
+    /// no other numbering of the run's decisions runs beside
+    /// ([`tessera_db::begin_numbering`]): two writers sharing the database
+    /// never take the same position.
     pub async fn push_decision(
         &self,
         run_id: &str,
@@ -28,7 +31,8 @@ impl Store {
         kind: DecisionKind,
         arg: Option<&str>,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let key = format!("decisions:{run_id}");
+        let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, &key).await?;
         let seq: i64 = sqlx::query(
             "SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM decisions WHERE run_id = $1",
         )
@@ -75,18 +79,67 @@ impl Store {
             .collect()
     }
 
-    /// Marks a decision taken with what came of it: `ok` false when its
-    /// transaction failed, with the error and, when the chain refused, the
-    /// decoded revert.
+    /// Takes a pending decision at chain time `now` (the head's timestamp)
+    /// before it is applied; returns the chain time it was first taken at,
+    /// or `None` when it is no longer pending (recorded meanwhile).
+    ///
+    /// A decision is applied, then recorded: a runner stopped in between
+    /// (its transaction sent, its outcome not written) takes it again. It
+    /// then resolves against the time it was first taken at, so that what
+    /// it sends is what was sent before — a reassignment carries the same
+    /// deadline, and is not sent at all when the chain already shows it.
+    pub async fn take_decision(
+        &self,
+        run_id: &str,
+        seq: i64,
+        now: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let stamp = i64::try_from(now).map_err(|_| StoreError::Corrupt {
+            table: "decisions",
+            detail: format!("chain time {now} past what a column holds"),
+        })?;
+        sqlx::query(
+            "UPDATE decisions SET taken_block_time = $1 \
+             WHERE run_id = $2 AND seq = $3 AND done_at IS NULL AND taken_block_time IS NULL",
+        )
+        .bind(stamp)
+        .bind(run_id)
+        .bind(seq)
+        .execute(&self.pool)
+        .await?;
+        let row = sqlx::query(
+            "SELECT taken_block_time FROM decisions \
+             WHERE run_id = $1 AND seq = $2 AND done_at IS NULL",
+        )
+        .bind(run_id)
+        .bind(seq)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let taken: Option<i64> = row.try_get("taken_block_time")?;
+        taken
+            .map(|t| {
+                u64::try_from(t).map_err(|_| StoreError::Corrupt {
+                    table: "decisions",
+                    detail: format!("taken_block_time {t}"),
+                })
+            })
+            .transpose()
+    }
+
+    /// Marks a pending decision taken with what came of it: `ok` false when
+    /// its transaction failed, with the error and, when the chain refused,
+    /// the decoded revert. False when it was recorded already (by another
+    /// runner): the first outcome stands.
     pub async fn record_decision(
         &self,
         run_id: &str,
         seq: i64,
         outcome: &DecisionOutcome,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
+    ) -> Result<bool, StoreError> {
+        let res = sqlx::query(
             "UPDATE decisions SET done_at = $1, outcome = $2, ok = $3, error = $4, revert = $5 \
-             WHERE run_id = $6 AND seq = $7",
+             WHERE run_id = $6 AND seq = $7 AND done_at IS NULL",
         )
         .bind(now_ms())
         .bind(&outcome.outcome)
@@ -97,7 +150,7 @@ impl Store {
         .bind(seq)
         .execute(&self.pool)
         .await?;
-        Ok(())
+        Ok(res.rows_affected() == 1)
     }
 
     /// A run's latest [`MAX_LISTED_DECISIONS`] decisions, oldest first, with

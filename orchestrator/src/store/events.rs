@@ -7,7 +7,10 @@ use crate::state::EventKind;
 
 impl Store {
     /// Appends an event unless one with the same `dedup` key exists; returns
-    /// the stored event when it is new.
+    /// the stored event when it is new. Numbered in a transaction no other
+    /// numbering of the run's events runs beside
+    /// ([`tessera_db::begin_numbering`]): two writers sharing the database
+    /// never take the same position, nor store one `dedup` key twice.
     pub async fn append_event(
         &self,
         run_id: &str,
@@ -16,7 +19,8 @@ impl Store {
         body: &serde_json::Value,
     ) -> Result<Option<EventRow>, StoreError> {
         let kind = kind.as_str();
-        let mut tx = self.pool.begin().await?;
+        let key = format!("run_events:{run_id}");
+        let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, &key).await?;
         let exists = sqlx::query("SELECT seq FROM run_events WHERE run_id = $1 AND dedup = $2")
             .bind(run_id)
             .bind(dedup)

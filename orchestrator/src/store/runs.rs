@@ -247,6 +247,42 @@ impl Store {
         Ok(res.rows_affected() == 1)
     }
 
+    /// The chain time (seconds) a paused run began waiting for a decision:
+    /// `now`, the head's timestamp, at the first call since it paused, and
+    /// that same time at every call after, until the run changes state.
+    /// `None` when the run is not paused.
+    pub async fn pause_began(&self, id: &str, now: u64) -> Result<Option<u64>, StoreError> {
+        let chain = |v: i64| {
+            u64::try_from(v).map_err(|_| StoreError::Corrupt {
+                table: "runs",
+                detail: format!("paused_block_time {v}"),
+            })
+        };
+        let stamp = i64::try_from(now).map_err(|_| StoreError::Corrupt {
+            table: "runs",
+            detail: format!("chain time {now} past what a column holds"),
+        })?;
+        let paused = RunState::Paused.as_str();
+        sqlx::query(
+            "UPDATE runs SET paused_block_time = $1 \
+             WHERE id = $2 AND state = $3 AND paused_block_time IS NULL",
+        )
+        .bind(stamp)
+        .bind(id)
+        .bind(paused)
+        .execute(&self.pool)
+        .await?;
+        let row = sqlx::query("SELECT paused_block_time FROM runs WHERE id = $1 AND state = $2")
+            .bind(id)
+            .bind(paused)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(r) => r.try_get::<Option<i64>, _>("paused_block_time")?.map(chain).transpose(),
+            None => Ok(None),
+        }
+    }
+
     /// Moves a run from one of `from` to `to`; false when it was in none of them.
     pub async fn transition(
         &self,
@@ -260,8 +296,11 @@ impl Store {
             return Ok(false);
         }
         let paused_at = (to == RunState::Paused).then(now_ms);
+        // A new pause's wait is stamped with chain time at the runner's
+        // next look ([`Self::pause_began`]).
         let res = sqlx::query(
-            "UPDATE runs SET state = $1, reason = $2, paused_at = $3, updated_at = $4 \
+            "UPDATE runs SET state = $1, reason = $2, paused_at = $3, updated_at = $4, \
+               paused_block_time = NULL \
              WHERE id = $5 AND state = $6",
         )
         .bind(to.as_str())

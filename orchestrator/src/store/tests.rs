@@ -262,3 +262,55 @@ async fn a_publishing_store_announces_events_and_wake_ups() {
     assert_eq!(ev.kind, "subtask_paid");
     assert!(store.event("0x01", 9).await.unwrap().is_none());
 }
+
+/// Two stores on one database (two replicas, or a replica and its API),
+/// each pushing decisions and appending events for one run at once: every
+/// row gets its own number, none is refused or lost.
+async fn concurrent_writers_number_without_collisions(url: &str) {
+    const EACH: i64 = 40;
+    let (one, two) = (Store::connect(url).await.unwrap(), Store::connect(url).await.unwrap());
+    let write = |store: Store, side: &'static str| async move {
+        let mut handles = Vec::new();
+        for i in 0..EACH {
+            let store = store.clone();
+            let body = serde_json::json!({});
+            handles.push(tokio::spawn(async move {
+                let seq = store.push_decision("r", Some(0), DecisionKind::Approve, None).await?;
+                let dedup = format!("{side}:{i}");
+                let event = store.append_event("r", EventKind::SubtaskPaid, &dedup, &body).await?;
+                Ok::<_, StoreError>((seq, event.map(|e| e.seq)))
+            }));
+        }
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.unwrap().unwrap_or_else(|e| panic!("a {side} write failed: {e}")));
+        }
+        out
+    };
+    let (a, b) = tokio::join!(write(one.clone(), "one"), write(two.clone(), "two"));
+    let all: Vec<(i64, Option<i64>)> = a.into_iter().chain(b).collect();
+    let mut decisions: Vec<i64> = all.iter().map(|(d, _)| *d).collect();
+    let mut events: Vec<i64> = all.iter().map(|(_, e)| e.expect("every event is new")).collect();
+    decisions.sort_unstable();
+    events.sort_unstable();
+    let expected: Vec<i64> = (1..=2 * EACH).collect();
+    assert_eq!(decisions, expected, "every decision numbered once, in one sequence");
+    assert_eq!(events, expected, "every event numbered once, in one sequence");
+    assert_eq!(one.events_after("r", 0).await.unwrap().len() as i64, 2 * EACH);
+    assert_eq!(two.decisions("r").await.unwrap().len() as i64, 2 * EACH);
+}
+
+#[tokio::test]
+async fn concurrent_writers_number_without_collisions_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("runs.db").display());
+    concurrent_writers_number_without_collisions(&url).await;
+}
+
+#[tokio::test]
+async fn concurrent_writers_number_without_collisions_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("concurrent_seq").await else {
+        return;
+    };
+    concurrent_writers_number_without_collisions(&url).await;
+}
