@@ -3,6 +3,7 @@
 mod appeals;
 mod ceremony;
 mod classify;
+mod delegation;
 mod demo;
 mod disputes;
 mod indexer;

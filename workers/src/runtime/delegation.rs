@@ -81,7 +81,7 @@ pub(super) struct ChildLog {
 enum Next {
     /// Nothing to do yet.
     Waiting,
-    /// Acted on the child (cancelled, disputed); still followed until it settles.
+    /// Acted on the child (disputed it); still followed until it settles.
     Acted(Handled),
     /// The child is settled and the own task delivered or given up.
     Settled(Handled),
@@ -339,7 +339,7 @@ impl Worker {
         };
         let stopped = |status: Status, reason: String| {
             tracing::warn!(task = %own, child = %d.child, %status, %reason, "child task not paid");
-            Next::Acted(Handled::ChildStopped { task: own, child: d.child, status, reason })
+            Handled::ChildStopped { task: own, child: d.child, status, reason }
         };
         let updated = child.task.updatedAt.to::<u64>();
         match child.status() {
@@ -348,7 +348,7 @@ impl Worker {
                     && let Some(why) = self.withdrawn(d, now).await?
                 {
                     self.escrow.cancel(self.me, &mut child).await?;
-                    return Ok(stopped(Status::Cancelled, why));
+                    return Ok(Next::Settled(stopped(Status::Cancelled, why)));
                 }
                 if now <= child.task.deadline.to::<u64>() {
                     return Ok(Next::Waiting);
@@ -364,7 +364,7 @@ impl Worker {
                 if let Some(reason) = refused {
                     let uri = self.publish_reason(&reason)?;
                     self.escrow.dispute(self.me, &mut child, &uri).await?;
-                    return Ok(stopped(Status::Disputed, reason));
+                    return Ok(Next::Acted(stopped(Status::Disputed, reason)));
                 }
                 self.escrow.approve(self.me, &mut child).await?;
             }
