@@ -461,7 +461,10 @@ mod tests {
         for (cap, needle) in [(0, "greater than zero"), (999_999, "below the max_price of")] {
             c.max_delegated_outstanding = Some(Price::from_base_units(cap));
             let e = c.validate().unwrap_err().to_string();
-            assert!(e.starts_with("field `max_delegated_outstanding`") && e.contains(needle), "{e}");
+            assert!(
+                e.starts_with("field `max_delegated_outstanding`") && e.contains(needle),
+                "{e}"
+            );
         }
     }
 

@@ -89,7 +89,13 @@ impl Scene {
     /// A worker for the brief agent with an empty memory (a new life).
     fn worker(&self) -> Worker {
         let card = AgentCard::from_yaml(&self.card).unwrap();
-        Worker::new(self.provider(), self.signer().address(), card, self.env.deployment.clone(), self.blobs.clone())
+        Worker::new(
+            self.provider(),
+            self.signer().address(),
+            card,
+            self.env.deployment.clone(),
+            self.blobs.clone(),
+        )
     }
 
     fn signer(&self) -> PrivateKeySigner {
@@ -207,14 +213,21 @@ async fn a_delegating_worker_accepts_before_funding_pays_its_child_and_delivers(
     // child's creation on chain.
     let mut own_rec = s.fetch(own.id).await;
     assert_eq!(own_rec.status(), Status::Accepted);
-    let accepted = s.logs(own.id).await.into_iter().find(|l| {
-        l.topic0() == Some(&TaskEscrow::TaskAccepted::SIGNATURE_HASH)
-    });
+    let accepted = s
+        .logs(own.id)
+        .await
+        .into_iter()
+        .find(|l| l.topic0() == Some(&TaskEscrow::TaskAccepted::SIGNATURE_HASH));
     let accepted = accepted.expect("the own task was accepted");
     let created = s.logs(child).await.into_iter().next().expect("the child was created");
     assert_eq!(created.topic0(), Some(&TaskEscrow::TaskCreated::SIGNATURE_HASH));
     let at = |l: &Log| (l.block_number.unwrap(), l.log_index.unwrap());
-    assert!(at(&accepted) < at(&created), "accepted {:?}, funded {:?}", at(&accepted), at(&created));
+    assert!(
+        at(&accepted) < at(&created),
+        "accepted {:?}, funded {:?}",
+        at(&accepted),
+        at(&created)
+    );
     // The client can no longer withdraw the task the agent is spending on.
     let client = s.env.actors.client.address();
     let refused = d.escrow.cancel(client, &mut own_rec).await.unwrap_err();
@@ -299,12 +312,17 @@ async fn a_restarted_worker_disputes_the_child_of_a_parent_taken_away_and_is_ref
     mined(registry.addCapability(brief, 1_000_000).from(other)).await;
     let mut own_rec = s.fetch(own.id).await;
     let later = d.now().await.unwrap() + 3600;
-    d.escrow.reassign(s.env.actors.client.address(), &mut own_rec, other, later, brief).await.unwrap();
+    d.escrow
+        .reassign(s.env.actors.client.address(), &mut own_rec, other, later, brief)
+        .await
+        .unwrap();
 
     let mut w = s.worker();
     let handled = w.poll_once().await.unwrap();
     let stopped = handled.iter().find_map(|h| match h {
-        Handled::ChildStopped { task, child: c, status, reason } if *task == own.id && *c == child => {
+        Handled::ChildStopped { task, child: c, status, reason }
+            if *task == own.id && *c == child =>
+        {
             Some((*status, reason.clone()))
         }
         _ => None,
@@ -412,7 +430,9 @@ async fn the_cap_refuses_a_second_child_and_a_restarted_worker_still_counts_the_
 
     // The first child delivers and is paid: room for the second.
     s.deliver_child(&d, child, &translation()).await;
-    let handled = poll_until(&mut w, |h| matches!(h, Handled::Delegated { task, .. } if *task == second.id)).await;
+    let handled =
+        poll_until(&mut w, |h| matches!(h, Handled::Delegated { task, .. } if *task == second.id))
+            .await;
     assert!(
         handled.iter().any(|h| matches!(h, Handled::Delivered { task, .. } if *task == first.id)),
         "{handled:?}"
@@ -465,7 +485,9 @@ async fn the_child_of_a_cancelled_parent_is_cancelled_not_paid() {
     let mut w = s.worker();
     let handled = w.poll_once().await.unwrap();
     let stopped = handled.iter().find_map(|h| match h {
-        Handled::ChildStopped { task, child: c, status, reason } if *task == own.id && *c == child => {
+        Handled::ChildStopped { task, child: c, status, reason }
+            if *task == own.id && *c == child =>
+        {
             Some((*status, reason.clone()))
         }
         _ => None,

@@ -48,8 +48,7 @@ pub fn check_result(capability: &str, spec: &str, result: &Value) -> Result<(), 
     };
     let checked = match capability {
         "translate" => text("text").and_then(|()| {
-            let (Some(said), Some(asked)) =
-                (obj.get("target_language"), Language::from_spec(spec))
+            let (Some(said), Some(asked)) = (obj.get("target_language"), Language::from_spec(spec))
             else {
                 return Ok(());
             };
@@ -92,7 +91,8 @@ mod tests {
             let out = run(capability, &input).unwrap().to_json();
             assert_eq!(check_result(capability, input.spec, &out), Ok(()), "{capability}: {out}");
         }
-        let llm = json!({"capability": "translate", "engine": "llm", "model": "m", "text": "Le chat."});
+        let llm =
+            json!({"capability": "translate", "engine": "llm", "model": "m", "text": "Le chat."});
         assert_eq!(check_result("translate", "To French", &llm), Ok(()));
     }
 

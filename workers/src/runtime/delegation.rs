@@ -166,7 +166,8 @@ impl Worker {
         if deadline <= now + 60 {
             return decline("too close to its deadline to delegate".into());
         }
-        let (outstanding, cap) = (self.delegated_outstanding(), self.card.delegated_outstanding_cap());
+        let (outstanding, cap) =
+            (self.delegated_outstanding(), self.card.delegated_outstanding_cap());
         if outstanding.saturating_add(price) > cap {
             // Looked at again once a child settles.
             self.deferred.insert(id);
@@ -400,10 +401,13 @@ impl Worker {
         if child.status() == Status::Paid {
             match self.finish(d, child).await {
                 Ok(done) => return Next::Settled(done),
-                Err(e) => tracing::warn!(task = %own, error = %e, "delivering after the ruling failed"),
+                Err(e) => {
+                    tracing::warn!(task = %own, error = %e, "delivering after the ruling failed")
+                }
             }
         }
-        let reason = format!("the delegated {} ended {} after a dispute", d.capability, child.status());
+        let reason =
+            format!("the delegated {} ended {} after a dispute", d.capability, child.status());
         tracing::warn!(task = %own, child = %d.child, %reason, "declined");
         Next::Settled(Handled::Declined { task: own, reason })
     }
@@ -413,7 +417,11 @@ impl Worker {
     /// before its deadline. A parent still `Created` (a child funded before
     /// its parent was accepted, by an earlier version of this worker) is
     /// accepted here first.
-    async fn withdrawn(&mut self, d: &Delegation, now: u64) -> Result<Option<String>, RuntimeError> {
+    async fn withdrawn(
+        &mut self,
+        d: &Delegation,
+        now: u64,
+    ) -> Result<Option<String>, RuntimeError> {
         // An accepted task stays this worker's until its deadline: nobody
         // else can move it, so it needs no reading.
         if d.own.status() == Status::Accepted
@@ -470,7 +478,11 @@ impl Worker {
     }
 
     /// Works on a paid child's result and delivers the own task.
-    async fn finish(&mut self, d: &Delegation, child: &TaskRecord) -> Result<Handled, RuntimeError> {
+    async fn finish(
+        &mut self,
+        d: &Delegation,
+        child: &TaskRecord,
+    ) -> Result<Handled, RuntimeError> {
         let own = d.own.id;
         let decline = |reason: String| {
             tracing::warn!(task = %own, %reason, "declined");
