@@ -135,7 +135,15 @@ impl Worker {
             // Created by an earlier life of this worker: wait for it.
             tracing::info!(task = %id, %child, "following the child task created before");
             let child_rec = self.escrow.fetch(child, self.deployment.deploy_block).await?;
-            delegation.amount = child_rec.task.amount;
+            let status = child_rec.status();
+            if status.is_terminal() && status != Status::Paid {
+                // Nothing left to follow, and no result to finish with.
+                return decline(format!("its {} child task ended {status}", part.delegable));
+            }
+            // Settled children hold nothing: a paid one is only finished.
+            if !status.is_terminal() {
+                delegation.amount = child_rec.task.amount;
+            }
             self.delegations.insert(id, delegation);
             return Ok(Handled::Delegated {
                 task: id,

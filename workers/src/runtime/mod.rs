@@ -106,7 +106,9 @@ pub enum Handled {
         /// Where the result is.
         result_uri: String,
     },
-    /// Left alone, with the reason (not accepted, so the client can reassign).
+    /// Left alone, with the reason: not accepted, so the client can
+    /// reassign it; or, for a task accepted to delegate part of it, given
+    /// up when that part failed (its client is refunded past its deadline).
     Declined {
         /// The task.
         task: U256,
