@@ -106,6 +106,7 @@ impl DemoAgent {
             model: OFFLINE_MODEL.to_owned(),
             instructions: "Work offline with the built-in algorithms.".to_owned(),
             delegates: Vec::new(),
+            max_delegated_outstanding: None,
         }
     }
 

@@ -98,6 +98,13 @@ pub enum CardError {
         /// What is wrong.
         reason: String,
     },
+    /// The cap on delegated spend outstanding is zero, or below a
+    /// delegate's `max_price` (no child task of it could ever be funded).
+    #[error("field `max_delegated_outstanding`: {reason}")]
+    InvalidDelegatedCap {
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// The most capabilities one card may delegate.
@@ -262,6 +269,14 @@ pub struct AgentCard {
     /// limit per task; none by default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delegates: Vec<Delegate>,
+    /// The most the agent has out in child tasks at once: the sum of the
+    /// amounts of the child tasks it funded that are not settled yet. A
+    /// task whose child would go over it is declined until a child settles.
+    /// By default the sum of the `delegates`' `max_price`s: one child of
+    /// each delegated capability at a time
+    /// ([`AgentCard::delegated_outstanding_cap`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delegated_outstanding: Option<Price>,
 }
 
 impl AgentCard {
@@ -279,6 +294,19 @@ impl AgentCard {
     /// delegates it.
     pub fn delegate(&self, name: &str) -> Option<&Delegate> {
         self.delegates.iter().find(|d| d.capability == name)
+    }
+
+    /// The most the agent may have out in unsettled child tasks at once,
+    /// base units: `max_delegated_outstanding`, or by default the sum of the
+    /// `delegates`' `max_price`s (zero for a card that delegates nothing).
+    pub fn delegated_outstanding_cap(&self) -> u128 {
+        match self.max_delegated_outstanding {
+            Some(cap) => cap.base_units(),
+            None => self
+                .delegates
+                .iter()
+                .fold(0u128, |sum, d| sum.saturating_add(d.max_price.base_units())),
+        }
     }
 
     /// Checks every rule a card must satisfy; the first violation is returned.
@@ -325,6 +353,19 @@ impl AgentCard {
                 return bad(format!(
                     "the max_price of {:?} must be greater than zero",
                     d.capability
+                ));
+            }
+        }
+        if let Some(cap) = self.max_delegated_outstanding {
+            let bad = |reason: String| Err(CardError::InvalidDelegatedCap { reason });
+            if cap.base_units() == 0 {
+                return bad("must be greater than zero".into());
+            }
+            if let Some(d) = self.delegates.iter().find(|d| d.max_price > cap) {
+                return bad(format!(
+                    "{cap} is below the max_price of {:?} ({}): no child task of it could be \
+                     funded",
+                    d.capability, d.max_price
                 ));
             }
         }
@@ -402,6 +443,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_delegated_spend_cap_defaults_to_one_child_of_each_and_is_checked() {
+        let mut c = card();
+        assert_eq!(c.delegated_outstanding_cap(), 0, "delegates nothing, may spend nothing");
+        let d = |cap: &str, price: u128| Delegate {
+            capability: cap.into(),
+            max_price: Price::from_base_units(price),
+        };
+        c.delegates = vec![d("translate", 1_000_000), d("summarize", 300_000)];
+        assert_eq!(c.delegated_outstanding_cap(), 1_300_000, "one child of each at a time");
+        assert!(!c.to_uri().contains("max_delegated_outstanding"), "none set, none written");
+        c.max_delegated_outstanding = Some(Price::from_base_units(5_000_000));
+        assert_eq!(c.delegated_outstanding_cap(), 5_000_000);
+        let back = AgentCard::from_uri(&c.to_uri()).unwrap();
+        assert_eq!(back.max_delegated_outstanding, Some(Price::from_base_units(5_000_000)));
+        for (cap, needle) in [(0, "greater than zero"), (999_999, "below the max_price of")] {
+            c.max_delegated_outstanding = Some(Price::from_base_units(cap));
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.starts_with("field `max_delegated_outstanding`") && e.contains(needle),
+                "{e}"
+            );
+        }
+    }
+
     fn card() -> AgentCard {
         AgentCard {
             id: "summarizer-1".into(),
@@ -420,6 +486,7 @@ mod tests {
             model: OFFLINE_MODEL.into(),
             instructions: "Summarize the material.".into(),
             delegates: Vec::new(),
+            max_delegated_outstanding: None,
         }
     }
 

@@ -324,6 +324,9 @@ instructions: Summarize the material.
             assert_eq!(card.role, Role::Executor, "{file}");
             assert!(card.capability(capability).is_some(), "{file} lacks {capability}");
         }
+        let brief = AgentCard::load(dir.join("brief.yaml")).unwrap();
+        assert_eq!(brief.delegate("translate").unwrap().max_price.base_units(), 1_000_000);
+        assert_eq!(brief.delegated_outstanding_cap(), 3_000_000, "three briefs at once");
         let e = AgentCard::load(dir.join("missing.yaml")).unwrap_err().to_string();
         assert!(e.starts_with("cannot read agent card") && e.contains("missing.yaml"), "{e}");
     }

@@ -39,6 +39,7 @@
 //! [`WorkerError::OnlyInstructions`].
 
 mod brief;
+mod check;
 mod entities;
 mod sentiment;
 mod summarize;
@@ -49,6 +50,7 @@ use serde::Serialize;
 use tessera_bindings::injection::{self, Finding, Screened};
 
 pub use brief::{Brief, Composite, DelegatedWork, brief, brief_of, composite};
+pub use check::{MalformedResult, check_result};
 pub use entities::{DateEntity, Entities, extract_entities};
 pub use sentiment::{Sentiment, SentimentLabel, SentimentTerm, classify_sentiment};
 pub use summarize::{DEFAULT_SENTENCES, Summary, summarize};

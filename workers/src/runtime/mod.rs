@@ -13,30 +13,40 @@
 //! its creation event says; any other candidate is rebuilt from its own logs
 //! and checked against the stored hash before anything is sent, so a
 //! restarted worker simply resumes from the chain's truth.
+//!
+//! A card that delegates part of a capability has the worker fund a child
+//! task for it from its own wallet ([`delegation`]'s rules: accept before
+//! funding, pay only for a parent that stands and a result that is what was
+//! bought, a cap on what is out, children followed from the chain's logs).
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use alloy::{
     eips::BlockNumberOrTag,
-    primitives::{Address, B256, U256, aliases::U40, keccak256},
+    primitives::{Address, B256, U256},
     providers::{DynProvider, Provider},
     rpc::types::{Filter, Log},
-    sol_types::{SolEvent, SolValue},
+    sol_types::SolEvent,
 };
 use tessera_bindings::{
-    AgentRegistry,
-    ITaskEscrow::CreateParams,
-    MockUSDC, TaskEscrow,
+    AgentRegistry, TaskEscrow,
     TaskEscrow::TaskEscrowEvents,
     capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
-    envelope::{BlobStore, Envelope, EnvelopeCodec, EnvelopeError, Parent},
+    envelope::{BlobStore, Envelope, EnvelopeCodec, EnvelopeError},
     feed::{FEED_CAPACITY, LogFeed},
     heads::Follow,
-    offers,
     task::{Status, TaskRecord, decode_log},
 };
+
+pub mod delegation;
+
+use delegation::{ChildLog, Delegation};
+pub use delegation::{DELEGATION_MARGIN_SECS, child_of};
 
 /// A task looked at: declined, its result ready to deliver, or a part of
 /// it to hand to another agent first.
@@ -45,25 +55,6 @@ enum Work {
     Deliver { rec: Box<TaskRecord>, result_uri: String },
     Delegate { rec: Box<TaskRecord>, envelope: Box<Envelope>, part: Composite, limit: u128 },
 }
-
-/// A task waiting on the child task this worker created for part of it.
-#[derive(Debug, Clone)]
-struct Delegation {
-    /// The worker's own task.
-    own: TaskRecord,
-    /// Its spec, for the local work on the child's result.
-    spec: String,
-    /// The child task.
-    child: U256,
-    /// The capability delegated.
-    capability: String,
-    /// The block the child's logs start at, at the earliest.
-    from_block: u64,
-}
-
-/// Seconds of a task's deadline kept for the local work after a
-/// delegated child task delivers: the child is due this long before.
-pub const DELEGATION_MARGIN_SECS: u64 = 120;
 
 /// A log subscription and the blocks it serves.
 struct Feed {
@@ -80,8 +71,8 @@ struct Feed {
 pub const MAX_LOG_RANGE: u64 = 1_000;
 
 use crate::{
-    AgentCard, Output, TaskInput,
-    offline::{Composite, DelegatedWork, brief_of, composite},
+    AgentCard, TaskInput,
+    offline::{Composite, composite},
     run,
 };
 
@@ -115,7 +106,9 @@ pub enum Handled {
         /// Where the result is.
         result_uri: String,
     },
-    /// Left alone, with the reason (not accepted, so the client can reassign).
+    /// Left alone, with the reason: not accepted, so the client can
+    /// reassign it; or, for a task accepted to delegate part of it, given
+    /// up when that part failed (its client is refunded past its deadline).
     Declined {
         /// The task.
         task: U256,
@@ -138,6 +131,20 @@ pub enum Handled {
         executor: Address,
         /// What the child task costs this worker, base units.
         price: u128,
+    },
+    /// A child task this worker funded, stopped without paying it:
+    /// cancelled before anyone accepted it, or its delivery disputed (its
+    /// own task withdrawn meanwhile, or a result that is not what was
+    /// bought). A disputed child is followed until it settles.
+    ChildStopped {
+        /// The own task.
+        task: U256,
+        /// The child task.
+        child: U256,
+        /// The child's status now: `Cancelled` or `Disputed`.
+        status: Status,
+        /// Why it was not paid.
+        reason: String,
     },
 }
 
@@ -163,11 +170,23 @@ pub struct Worker {
     /// The escrow's logs pushed over a websocket, while that lives.
     feed: Option<Feed>,
     delivered: BTreeMap<U256, TaskRecord>,
-    /// Own tasks waiting on the child task created for part of them.
+    /// Own tasks waiting on the child task created for part of them, and
+    /// the children found in the escrow's logs (a restarted worker's).
     delegations: BTreeMap<U256, Delegation>,
+    /// Child task creations read from the logs, not followed yet (reading
+    /// them failed; tried again next pass).
+    unadopted: Vec<ChildLog>,
+    /// Own tasks declined because their child would have gone over the
+    /// card's cap on delegated spend outstanding, or before the logs were
+    /// read up to the head: looked at again once a child settles or the
+    /// logs are read.
+    deferred: BTreeSet<U256>,
+    /// Whether the escrow's logs were read up to the head once: before
+    /// that, children of an earlier life may still be unknown.
+    caught_up: bool,
     /// Whether the escrow may take this worker's tokens for child tasks.
     allowance_set: bool,
-    retry: std::collections::BTreeSet<U256>,
+    retry: BTreeSet<U256>,
     /// The newest block the subscription announced, while it is live: no
     /// need to ask the node for the head or its time.
     head: Option<tessera_bindings::heads::Head>,
@@ -206,8 +225,11 @@ impl Worker {
             codec: EnvelopeCodec::default(),
             delivered: BTreeMap::new(),
             delegations: BTreeMap::new(),
+            unadopted: Vec::new(),
+            deferred: BTreeSet::new(),
+            caught_up: false,
             allowance_set: false,
-            retry: std::collections::BTreeSet::new(),
+            retry: BTreeSet::new(),
             head: None,
             llm: None,
         }
@@ -322,6 +344,8 @@ impl Worker {
                     if let Some(b) = logs.last().and_then(|l| l.block_number) {
                         feed.floor = feed.floor.max(b);
                     }
+                    // Ranges were read up to where the feed starts.
+                    self.caught_up = true;
                     return Ok((logs, true));
                 }
                 Err(ended) => {
@@ -346,6 +370,9 @@ impl Worker {
         let logs = self.provider.get_logs(&filter).await?;
         let single_block = self.next_block == to;
         self.next_block = to + 1;
+        if to == head {
+            self.caught_up = true;
+        }
         Ok((logs, single_block))
     }
 
@@ -353,10 +380,16 @@ impl Worker {
     /// worker, and claims payment of delivered tasks whose review window passed.
     pub async fn poll_once(&mut self) -> Result<Vec<Handled>, RuntimeError> {
         let mut handled = Vec::new();
+        let was_caught_up = self.caught_up;
         let (logs, fresh) = self.next_logs().await?;
+        if self.caught_up && !was_caught_up {
+            // Every child of an earlier life is known from this pass on.
+            self.retry.append(&mut self.deferred);
+        }
         {
             let mut created: Vec<TaskRecord> = Vec::new();
             let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
+            let mut children = std::mem::take(&mut self.unadopted);
             for log in logs {
                 match decode_log(&log) {
                     Some(TaskEscrowEvents::TaskCreated(ev)) if ev.task.executor == self.me => {
@@ -365,6 +398,19 @@ impl Worker {
                         } else if !ids.contains(&ev.taskId) {
                             ids.push(ev.taskId);
                         }
+                    }
+                    // A child task this worker funded for part of its task.
+                    Some(TaskEscrowEvents::TaskCreated(ev))
+                        if ev.task.client == self.me
+                            && ev.task.funder == self.me
+                            && !ev.parentId.is_zero() =>
+                    {
+                        children.push(ChildLog {
+                            child: ev.taskId,
+                            parent: ev.parentId,
+                            capability: ev.capability,
+                            block: log.block_number.unwrap_or(self.deployment.deploy_block),
+                        });
                     }
                     Some(TaskEscrowEvents::TaskReassigned(ev)) => {
                         created.retain(|r| r.id != ev.taskId);
@@ -379,6 +425,16 @@ impl Worker {
                         ids.retain(|id| *id != ev.taskId);
                     }
                     _ => {}
+                }
+            }
+            // Children first: their own tasks are followed through them.
+            for c in children {
+                match self.adopt(c).await {
+                    Ok(followed) => handled.extend(followed),
+                    Err(e) => {
+                        tracing::warn!(task = %c.parent, child = %c.child, error = %e, "reading a child task failed; will retry");
+                        self.unadopted.push(c);
+                    }
                 }
             }
             // Every delivery of the block goes out before any is waited for.
@@ -457,7 +513,12 @@ impl Worker {
                 }
             }
         }
-        handled.extend(self.advance_delegations().await?);
+        let (followed, settled) = self.advance_delegations().await?;
+        handled.extend(followed);
+        if settled {
+            // Room under the cap: the tasks declined for it are looked at again.
+            self.retry.append(&mut self.deferred);
+        }
         handled.extend(self.release_due().await?);
         Ok(handled)
     }
@@ -597,227 +658,6 @@ impl Worker {
         let result_uri = self.store_result(&output)?;
         tracing::info!(task = %id, capability = %offer.name, "work done");
         Ok(Work::Deliver { rec: Box::new(rec), result_uri })
-    }
-
-    /// Hands `part` of task `rec` to another agent: creates the child task
-    /// (parent: `rec`, same plan) from this worker's wallet, paying the
-    /// cheapest active offer of at most `limit`, and waits for it in later
-    /// passes. The child's reference derives from the task, so a restarted
-    /// worker finds the child it created instead of paying twice.
-    async fn delegate(
-        &mut self,
-        rec: TaskRecord,
-        envelope: Envelope,
-        part: Composite,
-        limit: u128,
-    ) -> Result<Handled, RuntimeError> {
-        let id = rec.id;
-        let decline = |reason: String| {
-            tracing::warn!(task = %id, %reason, "declined");
-            Ok(Handled::Declined { task: id, reason })
-        };
-        let reference = keccak256(("tessera-delegate", id, part.delegable.to_owned()).abi_encode());
-        let child = U256::from_be_bytes(keccak256((self.me, reference).abi_encode()).0);
-        let mut delegation = Delegation {
-            own: rec.clone(),
-            spec: envelope.spec.clone(),
-            child,
-            capability: part.delegable.to_owned(),
-            from_block: self.deployment.deploy_block,
-        };
-        let escrow = self.escrow.contract();
-        let existing = escrow.taskHash(child).call().await.map_err(map_call)?;
-        if !existing.is_zero() {
-            // Created by an earlier life of this worker: wait for it.
-            tracing::info!(task = %id, %child, "following the child task created before");
-            let child_rec = self.escrow.fetch(child, self.deployment.deploy_block).await?;
-            self.delegations.insert(id, delegation);
-            return Ok(Handled::Delegated {
-                task: id,
-                child,
-                executor: child_rec.task.executor,
-                price: child_rec.task.amount,
-            });
-        }
-        let word = capability::encode(part.delegable).expect("delegable names are valid");
-        let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
-        let listed = offers::offers_for(&registry, word, 200).await?;
-        let others: Vec<_> = listed.offers.into_iter().filter(|o| o.agent != self.me).collect();
-        let Some((executor, price)) = offers::cheapest_active(&others, Some(limit)) else {
-            return decline(format!(
-                "nobody offers {} for at most {} base units",
-                part.delegable, limit
-            ));
-        };
-        let now = self.chain_time().await?;
-        let own_deadline = rec.task.deadline.to::<u64>();
-        let deadline = own_deadline.saturating_sub(DELEGATION_MARGIN_SECS);
-        if deadline <= now + 60 {
-            return decline("too close to its deadline to delegate".into());
-        }
-        self.ensure_allowance().await?;
-        let child_envelope = Envelope {
-            parent: Parent::Task(id.to_string()),
-            spec: envelope.spec.clone(),
-            capability: Some(part.delegable.to_owned()),
-            source: envelope.source.clone(),
-            inputs: envelope.inputs.clone(),
-            // A delegated part is no step of the plan: it hangs under the
-            // task it serves, by its parent link.
-            path: None,
-            groups: Vec::new(),
-        };
-        let spec_uri = self
-            .codec
-            .encode(&child_envelope, self.blobs.as_ref())
-            .map_err(|e| RuntimeError::Blob(e.to_string()))?;
-        let params = CreateParams {
-            r#ref: reference,
-            planId: rec.plan_id,
-            parentId: id,
-            capability: word,
-            client: self.me,
-            executor,
-            amount: price,
-            deadline: U40::from(deadline),
-            reviewWindow: rec.task.reviewWindow,
-            specURI: spec_uri,
-        };
-        match self.escrow.create(self.me, params).await {
-            Ok((_, receipt)) => {
-                delegation.from_block = receipt.block_number.unwrap_or(delegation.from_block);
-            }
-            // A creation of an earlier life, mined meanwhile: follow it.
-            Err(ClientError::Revert(r)) if r.is_duplicate_reference() => {}
-            Err(e) => return Err(e.into()),
-        }
-        tracing::info!(task = %id, %child, %executor, price, capability = part.delegable, "delegated");
-        self.delegations.insert(id, delegation);
-        Ok(Handled::Delegated { task: id, child, executor, price })
-    }
-
-    /// Follows every child task this worker waits on: a delivered child is
-    /// approved and paid, its result worked on and the own task delivered;
-    /// a child past its deadline is refunded and the own task declined (the
-    /// client may reassign it); a child that ended otherwise declines it.
-    async fn advance_delegations(&mut self) -> Result<Vec<Handled>, RuntimeError> {
-        if self.delegations.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = self.chain_time().await?;
-        let mut handled = Vec::new();
-        let waiting: Vec<Delegation> = self.delegations.values().cloned().collect();
-        for d in waiting {
-            // One delegation failing (the node, a refused transaction) must
-            // not hold up the others; it is followed again next pass.
-            match self.advance(&d, now).await {
-                Ok(Some(done)) => {
-                    self.delegations.remove(&d.own.id);
-                    handled.push(done);
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    task = %d.own.id,
-                    child = %d.child,
-                    error = %e,
-                    "following the delegated part failed; will retry"
-                ),
-            }
-        }
-        Ok(handled)
-    }
-
-    /// One delegation's next step at chain time `now`: `None` while the
-    /// child is still being worked on.
-    async fn advance(&mut self, d: &Delegation, now: u64) -> Result<Option<Handled>, RuntimeError> {
-        let own = d.own.id;
-        let mut child = self.escrow.fetch(d.child, d.from_block).await?;
-        let give_up = |reason: String| {
-            tracing::warn!(task = %own, child = %d.child, %reason, "declined");
-            Some(Handled::Declined { task: own, reason })
-        };
-        match child.status() {
-            Status::Created | Status::Accepted => {
-                if now <= child.task.deadline.to::<u64>() {
-                    return Ok(None);
-                }
-                self.escrow.refund_expired(self.me, &mut child).await?;
-                return Ok(give_up(format!("the delegated {} expired", d.capability)));
-            }
-            Status::Completed => {
-                self.escrow.approve(self.me, &mut child).await?;
-            }
-            Status::Paid => {}
-            other => return Ok(give_up(format!("the delegated {} ended {other}", d.capability))),
-        }
-        self.finish(d, &child).await.map(Some)
-    }
-
-    /// Works on a paid child's result and delivers the own task.
-    async fn finish(
-        &mut self,
-        d: &Delegation,
-        child: &TaskRecord,
-    ) -> Result<Handled, RuntimeError> {
-        let own = d.own.id;
-        let decline = |reason: String| {
-            tracing::warn!(task = %own, %reason, "declined");
-            Ok(Handled::Declined { task: own, reason })
-        };
-        let Some(uri) = child.result_uri.as_deref() else {
-            return decline("the delegated part delivered no result".into());
-        };
-        let delivered = match read_result(uri, self.blobs.as_ref()) {
-            Ok(json) => json,
-            Err(e) => return decline(format!("the delegated result is unreadable: {e}")),
-        };
-        let Some(text) = delivered.get("text").and_then(|t| t.as_str()) else {
-            return decline("the delegated result has no text".into());
-        };
-        let work = DelegatedWork {
-            capability: d.capability.clone(),
-            task: child.id.to_string(),
-            executor: child.task.executor.to_string(),
-            paid: child.task.amount.to_string(),
-        };
-        let brief = match brief_of(text, &d.spec, Some(work)) {
-            Ok(b) => b,
-            Err(e) => return decline(e.to_string()),
-        };
-        let result_uri = self.store_result(&Output::Brief(brief).to_json())?;
-        let mut rec = self.escrow.fetch(own, self.deployment.deploy_block).await?;
-        if rec.status() != Status::Created || rec.task.executor != self.me {
-            return decline(format!("no longer mine to deliver ({})", rec.status()));
-        }
-        self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
-        let (earned, paid) = (rec.task.amount, child.task.amount);
-        tracing::info!(
-            task = %own,
-            child = %child.id,
-            earned,
-            paid,
-            profit = i128::try_from(earned).unwrap_or(i128::MAX) - i128::try_from(paid).unwrap_or(0),
-            "delivered with a delegated part"
-        );
-        self.delivered.insert(own, rec);
-        Ok(Handled::Delivered { task: own, result_uri })
-    }
-
-    /// Lets the escrow take this worker's tokens for the child tasks it
-    /// creates (one standing allowance, set once).
-    async fn ensure_allowance(&mut self) -> Result<(), RuntimeError> {
-        if self.allowance_set {
-            return Ok(());
-        }
-        let token = MockUSDC::new(self.deployment.token, self.provider.clone());
-        let escrow = self.deployment.task_escrow;
-        let current = token.allowance(self.me, escrow).call().await.map_err(map_call)?;
-        if current < U256::MAX >> 1 {
-            // Through the sender that counts this worker's nonces.
-            self.escrow.transact(token.approve(escrow, U256::MAX), self.me).await?;
-        }
-        self.allowance_set = true;
-        Ok(())
     }
 
     /// Claims payment of delivered tasks whose review window has passed.
