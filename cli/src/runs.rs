@@ -109,6 +109,10 @@ pub(crate) enum DecideCommand {
         /// Let the orchestrator pick by this policy.
         #[arg(long)]
         policy: Option<Policy>,
+        /// The new cost, typed (USDC, e.g. 0.5): needed when the new
+        /// executor asks more than the sub-task's cost on a high-stakes run.
+        #[arg(long)]
+        amount: Option<String>,
         #[command(flatten)]
         reply: Reply,
     },
@@ -166,8 +170,8 @@ pub(crate) enum Decision {
     Review { index: u32, dispute: Option<String> },
     /// Run a sub-task again.
     Retry { index: u32 },
-    /// Give a sub-task to another executor.
-    Executor { index: u32, to: Target },
+    /// Give a sub-task to another executor (with the new cost typed).
+    Executor { index: u32, to: Target, amount: Option<String> },
     /// Close the run.
     Cancel,
     /// Pass or stop a checkpoint.
@@ -188,11 +192,15 @@ impl Decision {
                 (at(index, "review"), Some(json!({"decision": "dispute", "reason": reason})))
             }
             Self::Retry { index } => (at(index, "retry"), None),
-            Self::Executor { index, to: Target::Agent(a) } => {
-                (at(index, "executor"), Some(json!({"executor": a})))
-            }
-            Self::Executor { index, to: Target::Policy(p) } => {
-                (at(index, "executor"), Some(json!({"policy": p.as_str()})))
+            Self::Executor { index, to, amount } => {
+                let mut body = match to {
+                    Target::Agent(a) => json!({"executor": a}),
+                    Target::Policy(p) => json!({"policy": p.as_str()}),
+                };
+                if let Some(amount) = amount {
+                    body["amount"] = json!(amount);
+                }
+                (at(index, "executor"), Some(body))
             }
             Self::Cancel => (format!("/api/runs/{run}/cancel"), None),
             Self::Checkpoint { name, approve, reason } => {
@@ -214,10 +222,10 @@ impl Decision {
             Self::Review { index, dispute: None } => format!("approval of #{index}"),
             Self::Review { index, dispute: Some(_) } => format!("dispute of #{index}"),
             Self::Retry { index } => format!("retry of #{index}"),
-            Self::Executor { index, to: Target::Agent(a) } => {
+            Self::Executor { index, to: Target::Agent(a), .. } => {
                 format!("executor change of #{index} to {a}")
             }
-            Self::Executor { index, to: Target::Policy(p) } => {
+            Self::Executor { index, to: Target::Policy(p), .. } => {
                 format!("executor change of #{index} by the {} policy", p.as_str())
             }
             Self::Cancel => "cancellation".to_owned(),
@@ -263,13 +271,13 @@ impl DecideCommand {
                 (run, Decision::Review { index, dispute }, reply)
             }
             Self::Retry { run, index, reply } => (run, Decision::Retry { index }, reply),
-            Self::ChangeExecutor { run, index, to, policy, reply } => {
+            Self::ChangeExecutor { run, index, to, policy, amount, reply } => {
                 // clap's group makes exactly one of them present.
                 let to = match (to, policy) {
                     (Some(a), _) => Target::Agent(a),
                     (None, p) => Target::Policy(p.unwrap_or(Policy::Balanced)),
                 };
-                (run, Decision::Executor { index, to }, reply)
+                (run, Decision::Executor { index, to, amount }, reply)
             }
             Self::Cancel { run, reply } => (run, Decision::Cancel, reply),
             Self::Checkpoint { run, name, verdict, reason, reply } => {
@@ -609,12 +617,17 @@ mod tests {
             ),
             (Decision::Retry { index: 2 }, "/api/runs/0xab/subtasks/2/retry", None),
             (
-                Decision::Executor { index: 0, to: Target::Agent(a) },
+                Decision::Executor { index: 0, to: Target::Agent(a), amount: None },
                 "/api/runs/0xab/subtasks/0/executor",
                 Some(json!({"executor": a})),
             ),
             (
-                Decision::Executor { index: 0, to: Target::Policy(Policy::Reliable) },
+                Decision::Executor { index: 1, to: Target::Agent(a), amount: Some("0.5".into()) },
+                "/api/runs/0xab/subtasks/1/executor",
+                Some(json!({"executor": a, "amount": "0.5"})),
+            ),
+            (
+                Decision::Executor { index: 0, to: Target::Policy(Policy::Reliable), amount: None },
                 "/api/runs/0xab/subtasks/0/executor",
                 Some(json!({"policy": "reliable"})),
             ),

@@ -130,6 +130,8 @@ impl From<RunError> for ApiError {
             RunError::Plan(_) | RunError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::NotFound(_) => StatusCode::NOT_FOUND,
             RunError::Confirmation(_) => StatusCode::FORBIDDEN,
+            RunError::Spend(e) if e.is_unconfirmed() => StatusCode::FORBIDDEN,
+            RunError::Spend(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::LeaseLost(_) | RunError::WaveAbandoned => StatusCode::SERVICE_UNAVAILABLE,
             RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
                 StatusCode::CONFLICT
@@ -367,7 +369,8 @@ async fn retry(
     queue(&s, &id, Decision::Retry(index)).await
 }
 
-/// An executor named, or a policy that chooses one.
+/// An executor named, or a policy that chooses one; with the new cost
+/// typed (`amount`, USDC) when the change raises it on a high-stakes run.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ExecutorBody {
@@ -375,6 +378,8 @@ struct ExecutorBody {
     executor: Option<Address>,
     #[serde(default)]
     policy: Option<Selection>,
+    #[serde(default)]
+    amount: Option<String>,
 }
 
 async fn change_executor(
@@ -382,14 +387,22 @@ async fn change_executor(
     Path((id, index)): Path<(String, u32)>,
     Body(body): Body<ExecutorBody>,
 ) -> Result<Response, ApiError> {
+    let typed = body.amount.as_deref();
     match (body.executor, body.policy) {
-        (Some(executor), None) => queue(&s, &id, Decision::ChangeExecutor(index, executor)).await,
+        (Some(executor), None) => {
+            let id = run_id(&id)?;
+            let decision = Decision::ChangeExecutor(index, executor);
+            let seq = s.orch.decide_typed(&id, decision, typed).await?;
+            let body = json!({ "run": id, "decision": seq, "status": "queued" });
+            Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+        }
         (None, Some(policy)) => {
             // The policy picks among the others; the choice is queued like
             // a named executor, and answered with its reasons.
             let id = run_id(&id)?;
             let choice = s.orch.choose_other(&id, index, policy).await?;
-            let seq = s.orch.decide(&id, Decision::ChangeExecutor(index, choice.executor)).await?;
+            let decision = Decision::ChangeExecutor(index, choice.executor);
+            let seq = s.orch.decide_typed(&id, decision, typed).await?;
             let body = json!({ "run": id, "decision": seq, "status": "queued", "choice": choice });
             Ok((StatusCode::ACCEPTED, Json(body)).into_response())
         }

@@ -62,7 +62,7 @@ export const EVENT_KINDS = [
   'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'decision_applied', 'plan_paused', 'budget_exceeded',
   'plan_resumed', 'plan_cancelling', 'nested_completed', 'plan_completed', 'plan_failed', 'driver_restarted',
   'subtask_skipped', 'checkpoint_reached', 'checkpoint_approved', 'checkpoint_rejected', 'checkpoint_escalated',
-  'recovery_applied',
+  'recovery_applied', 'cost_raised',
 ];
 
 export function quadrantOf(c) {
@@ -348,6 +348,8 @@ export function eventNote(ev, plan) {
     case 'recovery_applied':
       // Attempts count from 0, as the sub-task table's `try n` counts from 1.
       return `${ev.policy}${Number.isInteger(ev.attempt) ? `, try ${ev.attempt + 1}` : ''}: ${ev.reason ?? ''}`.trimEnd();
+    case 'cost_raised':
+      return `cost raised from ${usdc(ev.from)} to ${usdc(ev.to)} USDC for ${short(ev.executor)} by decision ${ev.decision}`;
     case 'plan_paused':
     case 'plan_cancelling':
     case 'budget_exceeded':

@@ -10,6 +10,7 @@ mod disputes;
 mod indexer;
 mod injection;
 mod lifecycle;
+mod money;
 mod nested;
 mod plans;
 mod registry;

@@ -254,10 +254,10 @@ async fn a_cancel_cascades_into_a_nested_plan() {
     assert_eq!(events.last().unwrap()["kind"], "plan_failed");
 }
 
-/// A nested plan's budget share caps its leaves at run time too: a leaf
-/// handed to a pricier executor that still fits the plan's budget but not
-/// its nested plan's share is not funded (an event and a pause that name the
-/// share), and nothing moves.
+/// A nested plan's budget share caps its leaves' raises too: a leaf handed
+/// to a pricier executor that still fits the plan's budget but not its
+/// nested plan's share is refused at once (422, naming the share), and
+/// nothing moves.
 #[tokio::test]
 async fn a_leaf_over_its_nested_plans_share_is_refused_before_funding() {
     // No worker for the sentiment agent (demo agent 3): its task expires.
@@ -288,20 +288,13 @@ async fn a_leaf_over_its_nested_plans_share_is_refused_before_funding() {
     stack.wait_state(&id, "paused", 30).await;
     let (status, reply) =
         stack.post(&format!("/api/runs/{id}/subtasks/0/executor"), &json!({"executor": a4})).await;
-    assert_eq!(status, 202, "{reply}");
-    let url = format!("{}/api/runs/{id}/events", stack.api);
-    let events = tessera_e2e::read_sse_until(&stack.http, &url, "budget_exceeded").await;
-    let exceeded = events.last().cloned().unwrap_or_default();
-    assert_eq!(exceeded["kind"], "budget_exceeded", "{events:?}");
-    assert_eq!(
-        (&exceeded["path"], &exceeded["cost"], &exceeded["budget"]),
-        (&json!("0.0"), &json!("300000"), &json!("200000")),
-        "the share, not the plan's 10 USDC budget: {exceeded}"
-    );
-    let view = stack.wait_state(&id, "paused", 30).await;
-    let reason = view["reason"].as_str().unwrap();
-    assert!(reason.contains("share of nested plan `0`"), "{reason}");
-    assert_eq!(view["subtasks"][0]["phase"], "waiting", "never funded");
+    assert_eq!(status, 422, "{reply}");
+    let error = reply["error"].as_str().unwrap();
+    assert!(error.contains("nested plan `0` would cost 0.300000 USDC"), "{error}");
+    assert!(error.contains("over its 0.200000 USDC share"), "{error}");
+    let (_, view) = stack.get(&format!("/api/runs/{id}")).await;
+    assert_eq!(view["state"], "paused");
+    assert_eq!(view["subtasks"][0]["attempt"], 0, "never funded again");
     assert_eq!(stack.env.balance(sponsor).await, start, "nothing moved");
 }
 

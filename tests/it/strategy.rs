@@ -215,14 +215,16 @@ async fn a_false_condition_skips_a_step_unfunded_and_a_true_one_runs_it() {
 #[tokio::test]
 async fn retries_then_a_reassignment_recover_expiries_without_a_person() {
     // Agent 1 (summarize, 0.40) runs no worker: nobody accepts its tasks.
-    // Agent 0 (summarize, 0.50) does.
+    // Agent 0 (summarize, 0.50) does; the sub-task pays 0.50, so it may
+    // take it over (an agent asking more than the approved cost is never
+    // picked without a person: see the money tests).
     let config = RunnerConfig { decision_timeout: Duration::from_secs(600), ..Default::default() };
     let stack = Stack::start_custom(config, None, &[0, 2, 3, 4]).await;
     let (a0, a1) = (stack.env.actors.agent(0), stack.env.actors.agent(1));
     let sponsor = stack.env.actors.sponsor.address();
     let who = [sponsor, a0, a1];
     let start = balances(&stack, &who).await;
-    let mut only = step(0, "summarize", a1, 400_000, &[]);
+    let mut only = step(0, "summarize", a1, 500_000, &[]);
     only["deadline_offset_secs"] = json!(60);
     let body = plan("recovery", vec![only], json!({"recovery": {"on_decline": "retry(2)"}}));
     let id = stack.run_plan(&body).await;
@@ -260,14 +262,15 @@ async fn retries_then_a_reassignment_recover_expiries_without_a_person() {
     );
     assert!(of_kind(&events, "plan_paused").is_empty(), "nobody was asked");
     assert!(view["decisions"].as_array().unwrap().is_empty());
-    // The cost followed the new executor's price; the expired attempts
-    // came back in full.
+    // The new executor got the approved cost; the expired attempts came
+    // back in full.
+    assert_eq!(view["plan"]["subtasks"][0]["cost"], 500_000);
     let end = balances(&stack, &who).await;
     assert_eq!(start[0] - end[0], U256::from(500_000u64));
     assert_eq!(end[1] - start[1], U256::from(500_000u64));
     assert_eq!(end[2], start[2]);
     let done = of_kind(&events, "plan_completed");
-    assert_eq!((&done[0]["paid"], &done[0]["refunded"]), (&json!("500000"), &json!("1200000")));
+    assert_eq!((&done[0]["paid"], &done[0]["refunded"]), (&json!("500000"), &json!("1500000")));
 }
 
 #[tokio::test]

@@ -75,6 +75,12 @@ pub struct SubTask {
     /// Price (a JSON integer of USDC base units in plan files).
     #[serde(with = "tessera_bindings::usdc::as_integer")]
     pub cost: Usdc,
+    /// The cost the sponsor approved, or a person's change of executor
+    /// later raised it to: no attempt is funded above it (a JSON integer of
+    /// base units). Set by the orchestrator at approval; a proposal's is
+    /// ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "approved_amount")]
+    pub approved: Option<Usdc>,
     /// Seconds the executor gets from task creation.
     pub deadline_offset_secs: u64,
     /// Indexes of sub-tasks whose output this one needs.
@@ -96,6 +102,24 @@ pub struct SubTask {
     /// This sub-task's recovery, over the plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryOverride>,
+}
+
+/// Serde for [`SubTask::approved`]: an optional JSON integer of base units.
+mod approved_amount {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Usdc;
+
+    pub(super) fn serialize<S: Serializer>(amount: &Option<Usdc>, s: S) -> Result<S::Ok, S::Error> {
+        match amount {
+            Some(a) => tessera_bindings::usdc::as_integer::serialize(a, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Usdc>, D::Error> {
+        Option::<Usdc>::deserialize(d)
+    }
 }
 
 /// A brief split into sub-tasks.

@@ -140,6 +140,10 @@ impl Orchestrator {
         if high_stakes {
             plan.review = ReviewMode::Manual;
         }
+        // Only approval sets what is approved.
+        for t in &mut plan.subtasks {
+            t.approved = None;
+        }
         let max_depth = self.config.max_nesting_depth.min(crate::plan::MAX_NESTING_DEPTH);
         if let Some(g) = plan.groups.iter().find(|g| g.depth() > max_depth) {
             return Err(PlanError::NestingTooDeep {
@@ -169,17 +173,6 @@ impl Orchestrator {
             .await?;
         self.emit_once(&id, &RunEvent::PlanProposed { plan_id: plan.id, stakes }).await?;
         self.view(&id).await
-    }
-
-    fn check_spend_cap(&self, plan: &Plan) -> Result<(), RunError> {
-        let total = plan.total_cost()?;
-        if total > self.config.max_plan_spend {
-            return Err(RunError::Invalid(format!(
-                "the plan spends {} USDC, over the per-plan spend cap of {} USDC",
-                total, self.config.max_plan_spend
-            )));
-        }
-        Ok(())
     }
 
     /// Checks what the user typed against a high-stakes plan's terms and
@@ -300,6 +293,15 @@ impl Orchestrator {
                 total = total.base_units()
             )));
         }
+        // What the sponsor approves is what each sub-task may be funded
+        // with (see `super::money`).
+        let mut approved = plan.clone();
+        for t in &mut approved.subtasks {
+            t.approved = Some(t.cost);
+        }
+        if !self.store.update_plan(id, &plan_json(&approved)?, RunState::Proposed).await? {
+            return Err(RunError::changed(id, "approval"));
+        }
         for task in &plan.subtasks {
             let executor = task.executor.ok_or(PlanError::ExecutorUnassigned(task.index))?;
             self.store.put_subtask(id, &Progress::waiting(task.index, executor).to_row()).await?;
@@ -348,6 +350,22 @@ impl Orchestrator {
 
     /// Queues a decision about a running plan.
     pub async fn decide(&self, id: &str, decision: Decision) -> Result<i64, RunError> {
+        self.decide_typed(id, decision, None).await
+    }
+
+    /// [`Orchestrator::decide`] with an amount the person typed: a change
+    /// of executor that raises the sub-task's cost to the new executor's
+    /// price needs it on a high-stakes run, and a typed amount must be the
+    /// cost the change gives (see [`super::money`]). Such a raise is
+    /// refused here, before anything is queued, when it would take the plan
+    /// over its budget, an enclosing nested plan over its share, or either
+    /// over the spend cap.
+    pub async fn decide_typed(
+        &self,
+        id: &str,
+        decision: Decision,
+        typed: Option<&str>,
+    ) -> Result<i64, RunError> {
         let (run, plan) = self.load(id).await?;
         if decision == Decision::Cancel {
             self.cancel(id).await?;
@@ -356,7 +374,7 @@ impl Orchestrator {
         if !run.state.is_live() {
             return Err(RunError::wrong_state(id, run.state, "a decision"));
         }
-        let (idx, kind, arg) = decision.parts();
+        let (idx, kind, mut arg) = decision.parts();
         if let Some(i) = idx
             && plan.subtask(i).is_none()
         {
@@ -385,20 +403,20 @@ impl Orchestrator {
         }
         if let Decision::ChangeExecutor(i, executor) = decision {
             let mut edited = plan.reassign(i, executor)?;
-            // The cost follows the new executor's price when it asks more;
-            // whether the budget allows it is decided against what the run
-            // has actually spent when the sub-task is funded again (the
-            // plan's budget and every enclosing nested plan's share).
+            // A dearer executor raises the cost only as the person accepts
+            // it, within the budget, the shares and the cap; the raise
+            // travels with the decision and is applied (and checked again)
+            // when the sub-task is queued again.
+            let raised = self.executor_raise(&plan, run.stakes, i, executor, typed).await?;
             if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == i)
-                && let Some(price) = self.chain.price_of(executor, &t.capability).await?
+                && let Some(cost) = raised
             {
-                t.cost = t.cost.max(price);
+                t.cost = cost;
             }
-            let ctx = self.chain.context(&edited).await?;
-            match edited.validate(&ctx) {
-                Ok(()) | Err(PlanError::OverBudget { .. } | PlanError::GroupOverBudget { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            edited.validate(&self.chain.context(&edited).await?)?;
+            arg = Some(super::money::executor_arg(executor, raised));
+        } else if typed.is_some() {
+            return Err(RunError::Invalid("only a change of executor takes an amount".into()));
         }
         let seq = self.store.push_decision(id, idx, kind, arg.as_deref()).await?;
         self.nudge(id).await;
@@ -406,11 +424,21 @@ impl Orchestrator {
     }
 
     /// The token that confirms exactly this plan: keyed by the service's
-    /// secret over the plan id and every (index, executor, cost).
+    /// secret over the plan id, its budget, every nested plan's (path,
+    /// budget share) and every (index, executor, cost).
     pub fn confirmation_token(&self, plan: &Plan) -> String {
-        let mut bytes = Vec::with_capacity(64 + plan.subtasks.len() * 56);
+        let mut bytes = Vec::with_capacity(80 + plan.subtasks.len() * 56);
         bytes.extend_from_slice(self.config.confirm_secret.as_slice());
         bytes.extend_from_slice(plan.id.as_slice());
+        bytes.extend_from_slice(&plan.budget.base_units().to_be_bytes());
+        for g in &plan.groups {
+            // Paths are length-prefixed: no two lists write the same bytes.
+            let path = g.path.to_string();
+            bytes.extend_from_slice(&(path.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(path.as_bytes());
+            bytes.extend_from_slice(&g.budget.base_units().to_be_bytes());
+        }
+        bytes.extend_from_slice(&(plan.subtasks.len() as u64).to_be_bytes());
         for t in &plan.subtasks {
             bytes.extend_from_slice(&t.index.to_be_bytes());
             bytes.extend_from_slice(t.executor.unwrap_or_default().as_slice());

@@ -64,6 +64,9 @@ pub enum RunError {
     /// Blocking work (the blob store) did not finish.
     #[error("background work: {0}")]
     Blocking(#[from] tokio::task::JoinError),
+    /// Money would move past what bounds it (see [`super::money`]).
+    #[error(transparent)]
+    Spend(#[from] super::money::SpendError),
     /// A high-stakes approval without a matching confirmation.
     #[error("{0}")]
     Confirmation(String),

@@ -23,6 +23,8 @@
 //!   and losing the lane; see [`crate::replica`]);
 //! - `gates`: checkpoints reached, decided and timed out;
 //! - `recover`: the plan's recovery policies applied without a person;
+//! - [`money`]: what bounds a run's money (the spend cap, approved costs,
+//!   a person's raise);
 //! - `wave`: every run's approvals and creations due at a head sent
 //!   together.
 
@@ -33,6 +35,7 @@ pub mod driver;
 pub mod error;
 mod gates;
 mod lane;
+pub mod money;
 mod recover;
 pub mod step;
 pub mod sync;

@@ -5,14 +5,19 @@
 //!   sub-task has had at most `n` attempts beyond its first; then as
 //!   `reassign`;
 //! - `reassign`: the next executor the plan's selection policy picks among
-//!   the agents offering the capability, every executor tried before left
-//!   out; when there is none, the run pauses for a person;
+//!   the agents offering the capability at no more than the sub-task's
+//!   cost, every executor tried before left out; when there is none, the
+//!   run pauses for a person;
 //! - `cancel`: the run closes;
 //! - `retry_other` (a lost dispute): as `reassign`; when nobody else offers
-//!   the capability the run fails as with `fail`.
+//!   the capability at all the run fails as with `fail`.
 //!
-//! Each automatic step is a `recovery_applied` event with its reason; the
-//! budget is checked when the new attempt is funded, as for any other.
+//! No automatic step changes what a sub-task costs: a new executor is
+//! funded with the cost the sponsor approved, and one asking more is never
+//! picked (the run pauses, saying so; only a person's change of executor
+//! raises a cost, see [`super::money`]). Each automatic step is a
+//! `recovery_applied` event with its reason; the budget is checked when the
+//! new attempt is funded, as for any other.
 
 use std::collections::BTreeMap;
 
@@ -71,8 +76,9 @@ impl Orchestrator {
             ),
             _ => {
                 let tried = self.tried(plan, &row).await?;
+                let (capability, cost) = (&task.capability, task.cost);
                 let choice =
-                    self.choose(index, &task.capability, plan.selection, &tried, None).await?;
+                    self.choose(index, capability, plan.selection, &tried, Some(cost)).await?;
                 let word = match failure {
                     Failure::DisputeLost => "retry_other".to_owned(),
                     _ if matches!(policy, Policy::Retry(_)) => format!("{policy} then reassign"),
@@ -86,11 +92,26 @@ impl Orchestrator {
                         self.record_choice(id, choice).await?;
                         (executor, word, why)
                     }
-                    None if failure == Failure::DisputeLost => {
-                        tracing::info!(index, "no other executor offers it; the run fails");
-                        return self.close(id, plan, &CloseReason::DisputeRefunded).await;
-                    }
                     None => {
+                        // Someone asking more is for a person to raise to.
+                        let dearer =
+                            self.choose(index, capability, plan.selection, &tried, None).await?;
+                        if let Some(dearer) = dearer {
+                            tracing::info!(index, %cost, "only dearer agents offer it; pausing");
+                            let reason = format!(
+                                "{what}; no other agent offers {capability} at or under {} \
+                                 ({} asks {}): change executor to raise the cost, retry or \
+                                 cancel",
+                                cost.with_unit(),
+                                dearer.executor,
+                                dearer.price.with_unit()
+                            );
+                            return self.pause(id, plan, index, attempt, reason).await;
+                        }
+                        if failure == Failure::DisputeLost {
+                            tracing::info!(index, "no other executor offers it; the run fails");
+                            return self.close(id, plan, &CloseReason::DisputeRefunded).await;
+                        }
                         let reason = format!(
                             "{what}; no other active agent offers {} ({} tried): change \
                              executor, retry or cancel",
@@ -109,8 +130,6 @@ impl Orchestrator {
         next.task_id = None;
         next.result_uri = None;
         next.output = None;
-        let (_, current) = self.load(id).await?;
-        self.follow_price(id, &current, &next).await?;
         self.store.put_subtask(id, &next.to_row()).await?;
         rows.insert(index, next);
         tracing::info!(index, attempt = attempt + 1, %executor, policy = %word, "recovered");

@@ -353,7 +353,8 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
     let row = s.row(index)?;
     let fresh_deadline = s.now + task.deadline_offset_secs;
     let reason = || decision.arg.clone().unwrap_or_default();
-    let new_executor = || parse_address(decision.arg.as_deref());
+    let new_executor =
+        || parse_address(super::money::parse_executor_arg(decision.arg.as_deref()).0);
     use DecisionKind as D;
     Ok(match (decision.kind, row.phase) {
         (D::Approve, Phase::Chain(Status::Completed)) => Resolution::Send {

@@ -310,7 +310,7 @@ impl Orchestrator {
             Resolution::Requeue(row) => {
                 let index = row.idx;
                 let attempt = row.attempt;
-                self.follow_price(id, plan, &row).await?;
+                self.apply_raise(id, &row, decision).await?;
                 self.store.put_subtask(id, &row.to_row()).await?;
                 rows.insert(index, row);
                 records.remove(&index);
@@ -368,36 +368,6 @@ impl Orchestrator {
             docs.insert(index, self.result_doc(uri).await?);
         }
         Ok(docs)
-    }
-
-    /// A sub-task handed to another executor costs that executor's price
-    /// when it asks more than the plan's cost: the stored plan follows, and
-    /// the budget is checked when the new attempt is funded.
-    pub(super) async fn follow_price(
-        &self,
-        id: &str,
-        plan: &Plan,
-        row: &Progress,
-    ) -> Result<(), RunError> {
-        let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
-        if Some(row.executor) == task.executor {
-            return Ok(());
-        }
-        let Some(price) = self.chain.price_of(row.executor, &task.capability).await? else {
-            return Ok(());
-        };
-        if price <= task.cost {
-            return Ok(());
-        }
-        let mut edited = plan.clone();
-        if let Some(t) = edited.subtasks.iter_mut().find(|t| t.index == row.idx) {
-            t.cost = price;
-        }
-        let json = super::commands::plan_json(&edited)?;
-        let state = self.load(id).await?.0.state;
-        self.store.update_plan(id, &json, state).await?;
-        tracing::info!(index = row.idx, cost = %price, "the new executor's price is the cost");
-        Ok(())
     }
 
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
@@ -488,7 +458,14 @@ impl Orchestrator {
                 }
             }
             spend.committed = spend.committed.checked_add(cost).unwrap_or(spend.committed);
-            wave.push(self.create_params(plan, row, inputs, now).await?);
+            match self.create_params(plan, row, inputs, now).await {
+                Ok(params) => wave.push(params),
+                Err(RunError::Spend(refused)) => {
+                    tracing::error!(index, error = %refused, "not funded");
+                    self.pause(id, plan, index, row.attempt, refused.to_string()).await?;
+                }
+                Err(e) => return Err(e),
+            }
         }
         if recs.is_empty() && wave.is_empty() {
             return Ok(());
@@ -609,7 +586,8 @@ impl Orchestrator {
                 .map_err(|e| RunError::Invalid(format!("sub-task {}: {e}", row.idx)))?,
             client: self.chain.sponsor(),
             executor: row.executor,
-            amount: task.cost.base_units(),
+            // Never more than the sub-task's approved cost.
+            amount: super::money::funding(task)?.base_units(),
             deadline: U40::from(deadline),
             reviewWindow: plan.review_window_secs,
             specURI: spec_uri,

@@ -150,10 +150,16 @@ impl NestedView {
 /// The exact amounts and recipients a high-stakes confirmation binds to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConfirmationTerms {
-    /// Total, as `x.xxxxxx` USDC.
+    /// Total, as `x.xxxxxx` USDC: what the user types.
     pub amount: String,
     /// Every executor that would be paid, sorted.
     pub recipients: Vec<Address>,
+    /// The plan's budget, as `x.xxxxxx` USDC: the most a person's later
+    /// raise (itself confirmed by typing its amount) may take the plan to.
+    pub budget: String,
+    /// Each nested plan's budget share, as `x.xxxxxx` USDC, by path.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub shares: std::collections::BTreeMap<String, String>,
 }
 
 impl Orchestrator {
@@ -163,7 +169,16 @@ impl Orchestrator {
             plan.subtasks.iter().filter_map(|t| t.executor).collect();
         recipients.sort();
         recipients.dedup();
-        Ok(ConfirmationTerms { amount: plan.total_cost()?.to_string(), recipients })
+        Ok(ConfirmationTerms {
+            amount: plan.total_cost()?.to_string(),
+            recipients,
+            budget: plan.budget.to_string(),
+            shares: plan
+                .groups
+                .iter()
+                .map(|g| (g.path.to_string(), g.budget.to_string()))
+                .collect(),
+        })
     }
 
     /// The run with its plan, sub-task progress and decisions.

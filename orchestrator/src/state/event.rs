@@ -115,6 +115,23 @@ pub enum RunEvent {
         /// Returned so far.
         refunded: Usdc,
     },
+    /// A person's change of executor raised a sub-task's cost to the new
+    /// executor's price (within the budget and the spend cap); nothing but
+    /// such a decision raises a cost.
+    CostRaised {
+        /// The plan.
+        plan_id: B256,
+        /// The sub-task.
+        index: u32,
+        /// The executor whose price it now costs.
+        executor: alloy::primitives::Address,
+        /// Its cost before.
+        from: Usdc,
+        /// Its cost (and approved cost) now.
+        to: Usdc,
+        /// The decision that raised it.
+        decision: i64,
+    },
     /// A recovery decision let the run go on.
     PlanResumed {
         /// The plan.
@@ -293,6 +310,8 @@ words!(
         PlanPaused => "plan_paused",
         /// See [`RunEvent::BudgetExceeded`].
         BudgetExceeded => "budget_exceeded",
+        /// See [`RunEvent::CostRaised`].
+        CostRaised => "cost_raised",
         /// See [`RunEvent::PlanResumed`].
         PlanResumed => "plan_resumed",
         /// See [`RunEvent::PlanCancelling`].
@@ -379,6 +398,7 @@ impl RunEvent {
             Self::DecisionApplied { .. } => K::DecisionApplied,
             Self::PlanPaused { .. } => K::PlanPaused,
             Self::BudgetExceeded { .. } => K::BudgetExceeded,
+            Self::CostRaised { .. } => K::CostRaised,
             Self::PlanResumed { .. } => K::PlanResumed,
             Self::PlanCancelling { .. } => K::PlanCancelling,
             Self::PlanCompleted { .. } => K::PlanCompleted,
