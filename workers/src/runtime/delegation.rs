@@ -371,6 +371,12 @@ impl Worker {
                     None => self.check_child(d, &child).err(),
                 };
                 if let Some(reason) = refused {
+                    if now > updated + u64::from(child.task.reviewWindow) {
+                        // Too late to dispute (this worker was down past the
+                        // review window): the escrow releases it to whoever asks.
+                        tracing::debug!(task = %own, child = %d.child, %reason, "past the review window");
+                        return Ok(Next::Waiting);
+                    }
                     let uri = self.publish_reason(&reason)?;
                     self.escrow.dispute(self.me, &mut child, &uri).await?;
                     return Ok(Next::Acted(stopped(Status::Disputed, reason)));
