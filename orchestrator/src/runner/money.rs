@@ -370,7 +370,8 @@ mod tests {
                 ..Default::default()
             },
         ];
-        p.groups = vec![Group { path, spec: "g".into(), budget: u(share), review: None }];
+        p.groups =
+            vec![Group { path, spec: "g".into(), budget: u(share), review: None, when: None }];
         p
     }
 
