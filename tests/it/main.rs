@@ -5,6 +5,7 @@ mod ceremony;
 mod classify;
 mod demo;
 mod disputes;
+mod frontrun;
 mod indexer;
 mod injection;
 mod lifecycle;

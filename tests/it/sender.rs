@@ -52,3 +52,53 @@ async fn a_transaction_stuck_under_a_fee_spike_is_replaced_and_the_replacement_m
     let allowance = token.allowance(sponsor, spender).call().await.unwrap();
     assert_eq!(allowance, U256::from(7), "the call took effect once");
 }
+
+/// The same fee spike, with the sender fenced off once the transaction is
+/// out (a replica that lost its lane's lease): the stuck transaction is not
+/// replaced — the original is what gets mined, once the base fee falls back
+/// — and nothing new is sent.
+#[tokio::test]
+async fn a_fenced_off_sender_neither_replaces_a_stuck_transaction_nor_sends() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    };
+
+    use tessera_bindings::client::ClientError;
+
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let p = &env.provider;
+    p.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.unwrap();
+    let heads = Heads::connect(Some(&env.chain.ws_endpoint()), Duration::from_secs(1)).await;
+    let watch = heads.watch().expect("subscribed");
+    let sender = Sender::new(p.clone());
+    let holds = Arc::new(AtomicBool::new(true));
+    let lease = Arc::clone(&holds);
+    sender.fence(move || lease.load(Ordering::SeqCst));
+    let token = MockUSDC::new(env.deployment.token, p.clone());
+    let sponsor = env.actors.sponsor.address();
+    let spender = env.actors.agent(0);
+    let pending = sender.send(token.approve(spender, U256::from(7)), sponsor, Some(&watch)).await;
+    let pending = pending.expect("sent while the lease is held");
+    let first = pending.hash();
+    let sent = p.get_transaction_by_hash(first).await.unwrap().expect("in the pool");
+    // The lease is lost; the next block's base fee is four times what the
+    // transaction offers (it decays back in about a dozen blocks).
+    holds.store(false, Ordering::SeqCst);
+    let again = sender.send(token.approve(spender, U256::from(8)), sponsor, Some(&watch)).await;
+    assert!(matches!(again, Err(ClientError::Fenced)), "{again:?}");
+    let spike = U256::from(sent.max_fee_per_gas() * 4);
+    p.raw_request::<_, Value>("anvil_setNextBlockBaseFeePerGas".into(), (spike,)).await.unwrap();
+    p.raw_request::<_, Value>("evm_setIntervalMining".into(), (1u64,)).await.unwrap();
+
+    let receipt =
+        tokio::time::timeout(Duration::from_secs(90), sender.mined(pending, heads.watch()))
+            .await
+            .expect("mined within 90 s")
+            .expect("mined");
+    assert_eq!(receipt.transaction_hash, first, "the original was mined: nothing replaced it");
+    let nonce = p.get_transaction_count(sponsor).await.unwrap();
+    assert_eq!(nonce, sent.nonce() + 1, "nothing else was sent");
+    let allowance = token.allowance(sponsor, spender).call().await.unwrap();
+    assert_eq!(allowance, U256::from(7));
+}

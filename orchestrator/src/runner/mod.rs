@@ -23,6 +23,8 @@
 //!   and losing the lane; see [`crate::replica`]);
 //! - `gates`: checkpoints reached, decided and timed out;
 //! - `recover`: the plan's recovery policies applied without a person;
+//! - `refused`: a sub-task's creation the escrow refused, answered for it
+//!   alone;
 //! - `wave`: every run's approvals and creations due at a head sent
 //!   together.
 
@@ -34,6 +36,7 @@ pub mod error;
 mod gates;
 mod lane;
 mod recover;
+mod refused;
 pub mod step;
 pub mod sync;
 pub mod tick;
