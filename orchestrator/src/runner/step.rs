@@ -396,6 +396,15 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
             next.result_uri = None;
             Resolution::Requeue(next)
         }
+        // Not created, the run paused about it (the escrow refused its
+        // creation, say): queued again as it is, or for another executor.
+        (D::Retry | D::Executor, Phase::Waiting) if s.state == RunState::Paused => {
+            let mut next = row.clone();
+            if decision.kind == D::Executor {
+                next.executor = new_executor()?;
+            }
+            Resolution::Requeue(next)
+        }
         (kind, phase) => Resolution::Ignore(format!(
             "ignored: {kind} does not apply to a sub-task that is {phase}"
         )),

@@ -472,6 +472,11 @@ fn answer(
                 {
                     outcome.refused.extend(indices.iter().map(|&i| (i, e.share())));
                 }
+                // The sender's own fence: the lease went between the check
+                // and the send.
+                Some(Err(e)) if matches!(**e, ClientError::Fenced) => {
+                    failed.get_or_insert_with(fenced);
+                }
                 Some(Err(e)) => {
                     let index = indices.first().copied().unwrap_or_default();
                     failed.get_or_insert(RunError::Create { index, source: e.share() });
@@ -619,6 +624,53 @@ mod tests {
             assert_eq!(sent + 1, total, "every other call sent once");
             assert!(splits <= total.next_power_of_two().trailing_zeros(), "{splits} splits");
         }
+    }
+
+    #[test]
+    fn a_call_refused_alone_is_its_sub_tasks_and_only_other_failures_fail_the_step() {
+        use tessera_bindings::{
+            TaskEscrow::{TaskEscrowErrors, TaskEscrowExecutorNotOffering},
+            revert::ContractRevert,
+        };
+        let part = |run: &str, indices: &[u32]| Part {
+            run: run.into(),
+            approvals: Vec::new(),
+            creations: indices.iter().map(|&i| (i, U256::from(i), Default::default())).collect(),
+        };
+        let parts = [part("x", &[0, 1]), part("y", &[5]), part("z", &[7, 8])];
+        let refusal = ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowExecutorNotOffering(
+            TaskEscrowExecutorNotOffering {
+                executor: Default::default(),
+                capability: Default::default(),
+                amount: 1,
+            },
+        ));
+        let err = |e: ClientError| Some(Err(Arc::new(e)));
+        let settled = |chunk: Chunk, result| Settled { kind: Kind::Create, chunk, result };
+        let wave = [
+            settled(vec![(0, 0..1)], err(ClientError::Revert(Box::new(refusal)))),
+            settled(vec![(0, 1..2), (1, 0..1)], Some(Ok(()))),
+            // A mined revert of a single call: refused too.
+            settled(vec![(2, 0..1)], err(ClientError::Reverted(Default::default()))),
+            // Not sent: the fence stopped it.
+            settled(vec![(2, 1..2)], None),
+        ];
+        let lost = || Err(RunError::LeaseLost("lane".into()));
+        let x = answer(&parts, 0, &wave, &lost);
+        assert_eq!(x.created.unwrap(), [1]);
+        assert_eq!(x.refused.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);
+        assert!(x.refused[0].1.revert().is_some_and(|r| r.is_executor_refusal()));
+        assert_eq!(answer(&parts, 1, &wave, &lost).created.unwrap(), [5]);
+        let z = answer(&parts, 2, &wave, &lost);
+        assert_eq!(z.refused.iter().map(|r| r.0).collect::<Vec<_>>(), [7]);
+        assert!(matches!(z.created, Err(RunError::LeaseLost(_))), "{:?}", z.created);
+        // A failure that is no refusal (a node error) fails the step.
+        let rpc = alloy::transports::TransportErrorKind::custom_str("down");
+        let down = [settled(vec![(0, 0..2)], err(ClientError::Rpc(rpc)))];
+        assert!(matches!(
+            answer(&parts, 0, &down, &lost).created,
+            Err(RunError::Create { index: 0, .. })
+        ));
     }
 
     #[test]
