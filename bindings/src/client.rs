@@ -61,6 +61,10 @@ pub enum ClientError {
     /// Signing a permit failed.
     #[error("signing permit: {0}")]
     Sign(#[from] alloy::signers::Error),
+    /// Nothing sent: the sender's fence (a replica's lease) says this
+    /// process may not send now.
+    #[error("not sent: this process may not send for the account now (its lease is not held)")]
+    Fenced,
     /// One transaction carried the calls of several callers and failed for
     /// all of them: each holds the same failure.
     #[error("{0}")]

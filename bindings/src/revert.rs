@@ -32,6 +32,15 @@ impl ContractRevert {
         )
     }
 
+    /// Whether the escrow refused a creation for its executor's sake: the
+    /// registry does not list it as active and offering the capability at
+    /// no more than the amount (it paused, raised its price, dropped the
+    /// capability or left). The executor's doing, not the caller's.
+    pub fn is_executor_refusal(&self) -> bool {
+        use TaskEscrow::TaskEscrowErrors as E;
+        matches!(self, Self::Escrow(E::TaskEscrowExecutorNotOffering(_)))
+    }
+
     /// Decodes raw revert data; `None` if no Tessera contract declares it.
     pub fn from_revert_data(data: &[u8]) -> Option<Self> {
         if let Ok(e) = TaskEscrow::TaskEscrowErrors::abi_decode(data) {
@@ -103,6 +112,21 @@ mod tests {
         let decoded = ContractRevert::from_revert_data(&tok.abi_encode()).unwrap();
         assert!(matches!(decoded, ContractRevert::Token(_)));
         assert_eq!(decoded.name(), "ERC20InsufficientAllowance");
+    }
+
+    #[test]
+    fn an_executor_not_offering_is_the_executors_refusal_and_nothing_else_is() {
+        let err = TaskEscrow::TaskEscrowExecutorNotOffering {
+            executor: address!("0x00000000000000000000000000000000000000aa"),
+            capability: Default::default(),
+            amount: 5,
+        };
+        let decoded = ContractRevert::from_revert_data(&err.abi_encode()).unwrap();
+        assert!(decoded.is_executor_refusal());
+        assert!(!decoded.is_duplicate_reference());
+        let other = TaskEscrow::TaskEscrowZeroAmount {};
+        let decoded = ContractRevert::from_revert_data(&other.abi_encode()).unwrap();
+        assert!(!decoded.is_executor_refusal());
     }
 
     #[test]

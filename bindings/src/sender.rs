@@ -19,7 +19,8 @@
 //! again with the same nonce and gas limit at a fee at least
 //! [`BUMP_PERCENT`] above the last one and no lower than a fresh estimate,
 //! at most [`MAX_REPLACEMENTS`] times; whichever of the versions is mined
-//! is the one waited for.
+//! is the one waited for. A fence ([`Sender::fence`]: a replica's lease)
+//! is checked before every send and every replacement.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -137,19 +138,46 @@ impl Pending {
     }
 }
 
+/// Whether the process may send now (see [`Sender::fence`]).
+type MaySend = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Sends transactions for the accounts of one provider's wallet; clones
 /// share the counts.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Sender {
     provider: DynProvider,
     state: Arc<Mutex<State>>,
     blocks: Arc<Mutex<Blocks>>,
+    fence: Arc<std::sync::OnceLock<MaySend>>,
+}
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender")
+            .field("fenced", &self.fence.get().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sender {
     /// A sender over `provider`, whose wallet signs.
     pub fn new(provider: DynProvider) -> Self {
-        Self { provider, state: Arc::default(), blocks: Arc::default() }
+        Self { provider, state: Arc::default(), blocks: Arc::default(), fence: Arc::default() }
+    }
+
+    /// Sends only while `may_send` says so (a replica holding its lane's
+    /// lease): a send is refused with [`ClientError::Fenced`], and a stuck
+    /// transaction is not replaced, once it says no — the wait for what
+    /// was sent goes on (it may still be mined), and whoever sends next for
+    /// the account reads its nonce from the node. Once only, for every
+    /// clone.
+    pub fn fence(&self, may_send: impl Fn() -> bool + Send + Sync + 'static) {
+        let _ = self.fence.set(Arc::new(may_send));
+    }
+
+    /// Whether the fence (if any) lets this process send now.
+    fn may_send(&self) -> bool {
+        self.fence.get().is_none_or(|may| may())
     }
 
     /// Sends `call` from `from` and returns once the node took it, without
@@ -164,6 +192,9 @@ impl Sender {
         heads: Option<&HeadWatch>,
     ) -> Result<Pending, ClientError> {
         let mut st = self.state.lock().await;
+        if !self.may_send() {
+            return Err(ClientError::Fenced);
+        }
         let head = heads.and_then(|w| *w.borrow()).map(|h| h.number);
         let fees = match (st.fees, head) {
             (Some((at, fees)), Some(now)) if at == now => fees,
@@ -426,6 +457,10 @@ impl Sender {
     /// replacement is logged and the wait goes on: a version may have been
     /// mined meanwhile (the node then refuses the nonce as too low).
     async fn replace(&self, pending: &mut Pending) {
+        if !self.may_send() {
+            tracing::warn!(tx = %pending.hash(), "stuck, and sending is fenced off: not replaced");
+            return;
+        }
         let fresh = match self.provider.estimate_eip1559_fees().await {
             Ok(fees) => fees,
             Err(e) => {
@@ -457,6 +492,11 @@ impl Sender {
         let tip = bump(request.max_priority_fee_per_gas, fresh.max_priority_fee_per_gas);
         request.set_max_fee_per_gas(max_fee);
         request.set_max_priority_fee_per_gas(tip.min(max_fee));
+        // The fence again: the fee estimate and the lookup took time.
+        if !self.may_send() {
+            tracing::warn!(tx = %pending.hash(), "stuck, and sending is fenced off: not replaced");
+            return;
+        }
         match self.provider.send_transaction(request.clone()).await {
             Ok(sent) => {
                 tracing::info!(

@@ -7,6 +7,7 @@ mod classify;
 mod delegation;
 mod demo;
 mod disputes;
+mod frontrun;
 mod indexer;
 mod injection;
 mod lifecycle;

@@ -52,3 +52,69 @@ async fn a_transaction_stuck_under_a_fee_spike_is_replaced_and_the_replacement_m
     let allowance = token.allowance(sponsor, spender).call().await.unwrap();
     assert_eq!(allowance, U256::from(7), "the call took effect once");
 }
+
+/// The same fee spike, with the sender fenced off once the transaction is
+/// out (a replica that lost its lane's lease): through eight priced-out
+/// blocks the stuck transaction is not replaced (unfenced, it is after
+/// three heads, and the replacement mined), and nothing new is sent.
+#[tokio::test]
+async fn a_fenced_off_sender_neither_replaces_a_stuck_transaction_nor_sends() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    };
+
+    use tessera_bindings::client::ClientError;
+
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let p = &env.provider;
+    p.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.unwrap();
+    let heads = Heads::connect(Some(&env.chain.ws_endpoint()), Duration::from_secs(1)).await;
+    let watch = heads.watch().expect("subscribed");
+    let sender = Sender::new(p.clone());
+    let holds = Arc::new(AtomicBool::new(true));
+    let lease = Arc::clone(&holds);
+    sender.fence(move || lease.load(Ordering::SeqCst));
+    let token = MockUSDC::new(env.deployment.token, p.clone());
+    let sponsor = env.actors.sponsor.address();
+    let spender = env.actors.agent(0);
+    let pending = sender.send(token.approve(spender, U256::from(7)), sponsor, Some(&watch)).await;
+    let pending = pending.expect("sent while the lease is held");
+    let first = pending.hash();
+    let sent = p.get_transaction_by_hash(first).await.unwrap().expect("in the pool");
+    // The lease is lost; the blocks' base fee is eight times what the
+    // transaction offers.
+    holds.store(false, Ordering::SeqCst);
+    let again = sender.send(token.approve(spender, U256::from(8)), sponsor, Some(&watch)).await;
+    assert!(matches!(again, Err(ClientError::Fenced)), "{again:?}");
+    let spike = U256::from(sent.max_fee_per_gas() * 8);
+    p.raw_request::<_, Value>("anvil_setNextBlockBaseFeePerGas".into(), (spike,)).await.unwrap();
+    let start = p.get_block_number().await.unwrap();
+    let waiting = tokio::spawn({
+        let sender = sender.clone();
+        let watch = heads.watch();
+        async move { sender.mined(pending, watch).await }
+    });
+    // Eight blocks priced out, one at a time, the spike held.
+    for n in 1..=8u64 {
+        p.raw_request::<_, Value>("anvil_setNextBlockBaseFeePerGas".into(), (spike,))
+            .await
+            .unwrap();
+        p.raw_request::<_, Value>("evm_mine".into(), ()).await.unwrap();
+        while p.get_block_number().await.unwrap() < start + n {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Each head announced and looked at before the next.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // Nothing of the sponsor's was mined: not the original (priced out,
+    // and dropped by the node), and no replacement at a higher fee.
+    waiting.abort();
+    for n in start + 1..=start + 8 {
+        let receipts = p.get_block_receipts(n.into()).await.unwrap().unwrap_or_default();
+        assert!(receipts.iter().all(|r| r.from != sponsor), "block {n}: {receipts:?}");
+    }
+    assert_eq!(p.get_transaction_count(sponsor).await.unwrap(), sent.nonce(), "nothing sent");
+    let allowance = token.allowance(sponsor, spender).call().await.unwrap();
+    assert_eq!(allowance, U256::ZERO);
+}

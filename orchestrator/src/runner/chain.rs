@@ -329,6 +329,12 @@ impl Chain {
         self.sender.forget(self.sponsor).await;
     }
 
+    /// Sends (and replaces stuck transactions) only while `may_send` says
+    /// so: a replica's lease (see [`tessera_bindings::sender::Sender::fence`]).
+    pub(crate) fn fence_sends(&self, may_send: impl Fn() -> bool + Send + Sync + 'static) {
+        self.sender.fence(may_send);
+    }
+
     /// What `executor` asks for `capability`, when it offers it.
     pub(crate) async fn price_of(
         &self,
@@ -416,6 +422,14 @@ impl Chain {
         } else {
             self.dispatch(c.createTasks(params)).await
         }
+    }
+
+    /// Runs the creation of `params` against the newest block without
+    /// sending it: `Ok` when the escrow would take it now, else its revert
+    /// (decoded when it is one of ours).
+    pub(crate) async fn simulate_create(&self, params: CreateParams) -> Result<(), ClientError> {
+        let c = self.escrow.contract();
+        c.createTask(params).from(self.sponsor).call().await.map(drop).map_err(map_call)
     }
 
     /// Registry facts for the plan's capabilities and executors.

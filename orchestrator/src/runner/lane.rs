@@ -15,6 +15,10 @@ impl Orchestrator {
     /// Makes this orchestrator one replica of `lane`: from now on it drives
     /// and sends only while it holds the lane's lease. Once only.
     pub(crate) fn join_lane(&self, lane: Arc<Lane>) {
+        // The sender checks the lease too, before every send and every
+        // replacement of a stuck transaction.
+        let held = Arc::clone(&lane);
+        self.chain.fence_sends(move || held.holds());
         let _ = self.lane.set(lane);
     }
 

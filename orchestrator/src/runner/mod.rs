@@ -25,6 +25,8 @@
 //! - `recover`: the plan's recovery policies applied without a person;
 //! - [`money`]: what bounds a run's money (the spend cap, approved costs,
 //!   a person's raise);
+//! - `refused`: a sub-task's creation the escrow refused, answered for it
+//!   alone;
 //! - `wave`: every run's approvals and creations due at a head sent
 //!   together.
 
@@ -37,6 +39,7 @@ mod gates;
 mod lane;
 pub mod money;
 mod recover;
+mod refused;
 pub mod step;
 pub mod sync;
 pub mod tick;

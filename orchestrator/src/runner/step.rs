@@ -136,7 +136,7 @@ pub enum Action {
 }
 
 /// How a sub-task's attempt ended without a paid result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
     /// Nobody accepted it before its deadline (or it was cancelled).
     Declined,
@@ -144,15 +144,22 @@ pub enum Failure {
     Expired,
     /// Its dispute ended in a full refund.
     DisputeLost,
+    /// The escrow refused to create it for its executor (no longer offering
+    /// the capability at no more than the cost: paused, a raised price,
+    /// gone), with the decoded revert; never created, nothing spent.
+    Refused(String),
 }
 
 impl Failure {
     /// In words, for events and pauses.
-    pub fn describe(self) -> &'static str {
+    pub fn describe(&self) -> std::borrow::Cow<'static, str> {
         match self {
-            Self::Declined => "nobody accepted it before its deadline",
-            Self::Expired => "it was accepted but not delivered before its deadline",
-            Self::DisputeLost => "its dispute ended in a full refund",
+            Self::Declined => "nobody accepted it before its deadline".into(),
+            Self::Expired => "it was accepted but not delivered before its deadline".into(),
+            Self::DisputeLost => "its dispute ended in a full refund".into(),
+            Self::Refused(revert) => {
+                format!("the escrow refused to create it for its executor: {revert}").into()
+            }
         }
     }
 }
@@ -396,6 +403,15 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
             next.phase = Phase::Waiting;
             next.task_id = None;
             next.result_uri = None;
+            Resolution::Requeue(next)
+        }
+        // Not created, the run paused about it (the escrow refused its
+        // creation, say): queued again as it is, or for another executor.
+        (D::Retry | D::Executor, Phase::Waiting) if s.state == RunState::Paused => {
+            let mut next = row.clone();
+            if decision.kind == D::Executor {
+                next.executor = new_executor()?;
+            }
             Resolution::Requeue(next)
         }
         (kind, phase) => Resolution::Ignore(format!(

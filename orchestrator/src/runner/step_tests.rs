@@ -254,6 +254,37 @@ fn decisions_resolve_by_phase() {
 }
 
 #[test]
+fn a_paused_runs_sub_task_not_created_is_queued_again_for_the_executor_decided() {
+    use DecisionKind as D;
+    let p = plan(ReviewMode::Auto, &[&[]]);
+    let rows = rows(&[W]);
+    let chain = chain_of(&rows);
+    let (results, held) = (HashMap::new(), BTreeSet::new());
+    let at = |state: RunState, d: &Pending| {
+        let s = Snapshot {
+            state,
+            plan: &p,
+            rows: &rows,
+            chain: &chain,
+            now: 700,
+            results: &results,
+            held: &held,
+        };
+        resolve(&s, d).unwrap()
+    };
+    let other = Address::repeat_byte(1);
+    let change = decision(D::Executor, Some(0), Some(&other.to_string()));
+    let Resolution::Requeue(next) = at(RunState::Paused, &change) else { panic!() };
+    assert_eq!((next.executor, next.attempt, next.phase), (other, 0, Phase::Waiting));
+    let Resolution::Requeue(same) = at(RunState::Paused, &decision(D::Retry, Some(0), None)) else {
+        panic!()
+    };
+    assert_eq!(same, rows[&0]);
+    // Running, the step creates it anyway: nothing to decide.
+    assert!(matches!(at(RunState::Running, &change), Resolution::Ignore(_)));
+}
+
+#[test]
 fn runs_end_on_stored_progress() {
     let paid = rows(&[c(Status::Paid), c(Status::Split)]).into_values().collect::<Vec<_>>();
     assert_eq!(ending(RunState::Running, None, &paid, None, 10, false), Some(Ending::Completed));

@@ -399,7 +399,8 @@ impl Orchestrator {
     /// them with every other run's in one call of each kind (see
     /// [`super::wave`]), then records the created tasks. A refused approval
     /// is logged (usually someone moved first; the next look at the chain
-    /// tells); a refused creation fails the step.
+    /// tells); a refused creation is its sub-task's (see
+    /// [`Orchestrator::creation_refused`]); any other failure fails the step.
     #[allow(clippy::too_many_arguments)]
     async fn send_wave(
         &self,
@@ -478,6 +479,9 @@ impl Orchestrator {
         }
         for &index in &outcome.held {
             self.held_reference(id, plan, rows, index).await?;
+        }
+        for (index, error) in &outcome.refused {
+            self.creation_refused(id, plan, rows, *index, error).await?;
         }
         for index in outcome.created? {
             let mut row = rows

@@ -12,8 +12,15 @@
 //! handed in while a wave is being confirmed starts the next wave, so a
 //! wave in flight never holds the next one back.
 //!
-//! A batch the node foresees reverting (one run's task was moved meanwhile,
-//! say) is sent again run by run, so one run's refusal is its own. A leader
+//! One party's refusal stays its own. A batch the node foresees reverting
+//! (one run's task was moved meanwhile, an executor stopped offering) is
+//! sent again in halves, split further while a half would revert, until the
+//! refused call is alone; a batch that reverts when mined (an executor
+//! front-ran it: paused its offer or raised its price in the same block) is
+//! sent again the same way, so the other calls land in the next block. A
+//! creation refused alone goes back to its run as refused (the sub-task's
+//! recovery policy answers it, see the tick), never sent again as it is.
+//! The lane's fence is checked before every send, resends included. A leader
 //! stopped before it sent (its driver dropped when the lane was lost) drops
 //! the parts it held: each of their runs gets
 //! [`RunError::WaveAbandoned`] and looks at the chain again at its next step.
@@ -61,6 +68,10 @@ pub(crate) struct Outcome {
     /// their reference already: sent before and still pending, or created
     /// outside this run (see the tick, which tells them apart).
     pub held: Vec<u32>,
+    /// The indices whose creation the escrow refused, each alone in its
+    /// transaction (foreseen at estimation, or reverted when mined), with
+    /// why: the sub-task's to answer (see the tick).
+    pub refused: Vec<(u32, ClientError)>,
 }
 
 impl Outcome {
@@ -69,11 +80,12 @@ impl Outcome {
             approved: Err(RunError::WaveAbandoned),
             created: Err(RunError::WaveAbandoned),
             held: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
     fn nothing() -> Self {
-        Self { approved: Ok(()), created: Ok(Vec::new()), held: Vec::new() }
+        Self { approved: Ok(()), created: Ok(Vec::new()), held: Vec::new(), refused: Vec::new() }
     }
 }
 
@@ -112,29 +124,49 @@ impl Drop for Lead<'_> {
     }
 }
 
-/// One transaction of a wave: whose calls it carries.
+/// The calls of one transaction: per part (its place in the wave), the
+/// range of its approvals or creations carried.
+type Chunk = Vec<(usize, Range<usize>)>;
+
+/// One transaction of a wave.
 struct Batch {
-    /// Per part (its place in the wave), the sub-task indices it creates
-    /// (empty for approvals).
-    parts: Vec<(usize, Vec<u32>)>,
-    /// Sent, or why not.
-    sent: Result<Pending, Arc<ClientError>>,
-    /// Per part, creations refused because the escrow holds their
-    /// reference already (nothing was sent for them).
-    held: Vec<(usize, Vec<u32>)>,
+    kind: Kind,
+    chunk: Chunk,
+    /// Sent, or refused or failed before it was; `None` when the fence
+    /// stopped it (nothing sent).
+    sent: Option<Result<Pending, Arc<ClientError>>>,
+}
+
+/// What came of one transaction of a wave.
+struct Settled {
+    kind: Kind,
+    chunk: Chunk,
+    /// Mined, or why not; `None` when the fence stopped it.
+    result: Option<Result<(), Arc<ClientError>>>,
 }
 
 /// Approvals or creations.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Approve,
     Create,
 }
 
+impl Kind {
+    /// How many calls of this kind `part` asks for.
+    fn size(self, part: &Part) -> usize {
+        match self {
+            Self::Approve => part.approvals.len(),
+            Self::Create => part.creations.len(),
+        }
+    }
+}
+
 impl Chain {
     /// Hands in run `part` of the next wave and returns once its
-    /// transactions are mined (or failed). `fence` is checked before the
-    /// wave is sent: nothing goes out once it fails.
+    /// transactions are mined (or failed). `fence` is checked before every
+    /// transaction of the wave is sent, the resends of a split batch
+    /// included: nothing more goes out once it fails.
     pub(crate) async fn wave(
         &self,
         part: Part,
@@ -186,7 +218,8 @@ impl Chain {
     }
 
     /// Sends every part's approvals, then their creations, back to back,
-    /// waits for all of them to be mined, and answers each part.
+    /// waits for all of them to be mined (splitting a batch that reverted
+    /// when mined, see [`Chain::settle`]), and answers each part.
     async fn flush(
         &self,
         parts: Vec<(Part, oneshot::Sender<Outcome>)>,
@@ -199,6 +232,7 @@ impl Chain {
                     approved: fence().map(drop),
                     created: fence().map(|()| Vec::new()),
                     held: Vec::new(),
+                    refused: Vec::new(),
                 });
             }
             return;
@@ -220,122 +254,150 @@ impl Chain {
             part.creations = todo;
             lookups.push(failed);
         }
-        let approvals = self.send_batches(&parts, Kind::Approve).await;
-        let creations = self.send_batches(&parts, Kind::Create).await;
+        let mut batches = Vec::new();
+        for kind in [Kind::Approve, Kind::Create] {
+            let sizes: Vec<usize> = parts.iter().map(|p| kind.size(p)).collect();
+            for chunk in chunks(&sizes, self.max_batch) {
+                batches.extend(self.send_split(&parts, chunk, kind, fence).await);
+            }
+        }
         drop(lane);
-
-        // Confirmed together: the receipts of one block serve them all.
-        let confirm = |b: &Batch| {
-            let sent = b.sent.clone();
-            async move {
-                match sent {
-                    Ok(pending) => self.confirm(Sent(pending)).await.map(drop).map_err(Arc::new),
-                    Err(e) => Err(e),
-                }
-            }
-        };
-        let approved = futures_util::future::join_all(approvals.iter().map(confirm)).await;
-        let created = futures_util::future::join_all(creations.iter().map(confirm)).await;
-
+        let settled = self.settle(&parts, batches, fence).await;
         for (place, (reply, failed)) in replies.into_iter().zip(lookups).enumerate() {
-            let mut outcome = Outcome::nothing();
-            for batch in &creations {
-                for (_, held) in batch.held.iter().filter(|(p, _)| *p == place) {
-                    outcome.held.extend_from_slice(held);
-                }
-            }
-            for (batch, result) in approvals.iter().zip(&approved) {
-                if batch.parts.iter().any(|(p, _)| *p == place)
-                    && let Err(e) = result
-                {
-                    outcome.approved = Err(RunError::Chain(e.share()));
-                }
-            }
-            let mut indices = Vec::new();
-            for (batch, result) in creations.iter().zip(&created) {
-                let Some((_, mine)) = batch.parts.iter().find(|(p, _)| *p == place) else {
-                    continue;
-                };
-                match result {
-                    Ok(()) => indices.extend_from_slice(mine),
-                    Err(e) if outcome.created.is_ok() => {
-                        let index = mine.first().copied().unwrap_or_default();
-                        outcome.created = Err(RunError::Create { index, source: e.share() });
-                    }
-                    Err(_) => {}
-                }
-            }
+            let mut outcome = answer(&parts, place, &settled, fence);
             if let Some(e) = failed {
                 outcome.created = Err(e);
-            } else if let Ok(created) = &mut outcome.created {
-                *created = indices;
             }
             let _ = reply.send(outcome);
         }
     }
 
-    /// Sends the approvals (or creations) of every part in as few calls as
-    /// the escrow takes; a call of several parts the node foresees
-    /// reverting is sent again part by part.
-    async fn send_batches(&self, parts: &[Part], kind: Kind) -> Vec<Batch> {
-        let size = |p: &Part| match kind {
-            Kind::Approve => p.approvals.len(),
-            Kind::Create => p.creations.len(),
-        };
-        let sizes: Vec<usize> = parts.iter().map(size).collect();
+    /// Sends `chunk`; when the node foresees it reverting and it carries
+    /// several calls, sends its halves instead, split further the same way.
+    /// A refusal so ends alone with the one call it is about, and every
+    /// other call goes out: one refused call among `n` costs at most
+    /// `log2(n)` transactions more, not `n`, and no block. The fence is
+    /// checked before each send; once it fails, nothing more is sent.
+    async fn send_split(
+        &self,
+        parts: &[Part],
+        chunk: Chunk,
+        kind: Kind,
+        fence: &(dyn Fn() -> Result<(), RunError> + Sync),
+    ) -> Vec<Batch> {
         let mut out = Vec::new();
-        for chunk in chunks(&sizes, self.max_batch) {
-            let sent = self.send_chunk(parts, &chunk, kind).await;
-            match sent {
-                Err(e) if chunk.len() > 1 && e.revert().is_some() => {
+        let mut todo = vec![chunk];
+        while let Some(chunk) = todo.pop() {
+            if fence().is_err() {
+                out.push(Batch { kind, chunk, sent: None });
+                continue;
+            }
+            match self.send_chunk(parts, &chunk, kind).await {
+                Err(e) if calls(&chunk) > 1 && e.revert().is_some() => {
                     tracing::info!(
-                        runs = chunk.len(),
+                        ?kind,
+                        calls = calls(&chunk),
                         error = %e,
-                        "a wave's batch would revert; sending it run by run"
+                        "a wave's batch would revert; sending it in halves"
                     );
-                    for one in &chunk {
-                        let sent = self.send_chunk(parts, std::slice::from_ref(one), kind).await;
-                        out.push(self.batch(parts, std::slice::from_ref(one), kind, sent));
-                    }
+                    let (left, right) = halves(&chunk);
+                    todo.push(right);
+                    todo.push(left);
                 }
-                sent => out.push(self.batch(parts, &chunk, kind, sent)),
+                sent => out.push(Batch { kind, chunk, sent: Some(sent.map_err(Arc::new)) }),
             }
         }
         out
     }
 
-    /// What one sent chunk carries, and how it went. A creation the escrow
-    /// refuses as a reused reference is held: sent before (by a previous
-    /// life of this process, still pending; the logs tell once it is
-    /// mined), or created outside this run.
-    fn batch(
+    /// Waits for `batches` to be mined (the receipts of one block serve
+    /// them all). A batch of several calls that reverted when mined —
+    /// someone moved between its estimate and its block: an executor that
+    /// paused its offer or raised its price, say — is sent again in halves
+    /// (split further while the node foresees a half reverting), so the
+    /// calls that can go through land in the next block and the one that
+    /// cannot ends alone, its revert its own. Each round halves the calls
+    /// of a batch that reverts, so this ends after at most
+    /// `log2(MAX_BATCH) + 1` rounds whatever is done against it. A single
+    /// creation's mined revert is read again at the newest block for its
+    /// decoded reason.
+    async fn settle(
         &self,
         parts: &[Part],
-        chunk: &[(usize, Range<usize>)],
-        kind: Kind,
-        sent: Result<Pending, ClientError>,
-    ) -> Batch {
-        let indices = |(place, range): &(usize, Range<usize>)| match kind {
-            Kind::Approve => (*place, Vec::new()),
-            Kind::Create => {
-                (*place, parts[*place].creations[range.clone()].iter().map(|c| c.0).collect())
-            }
-        };
-        let carried: Vec<(usize, Vec<u32>)> = chunk.iter().map(indices).collect();
-        match sent {
-            Err(ClientError::Revert(r)) if kind == Kind::Create && r.is_duplicate_reference() => {
-                for (place, indices) in &carried {
-                    tracing::info!(
-                        plan = %parts[*place].run,
-                        ?indices,
-                        "the escrow holds these references already"
-                    );
+        mut batches: Vec<Batch>,
+        fence: &(dyn Fn() -> Result<(), RunError> + Sync),
+    ) -> Vec<Settled> {
+        let mut out = Vec::new();
+        while !batches.is_empty() {
+            let confirm = |b: &Batch| {
+                let sent = b.sent.clone();
+                async move {
+                    match sent? {
+                        Ok(pending) => {
+                            Some(self.confirm(Sent(pending)).await.map(drop).map_err(Arc::new))
+                        }
+                        Err(e) => Some(Err(e)),
+                    }
                 }
-                // No part waits on it, and none fails because of it.
-                let sent = Err(Arc::new(ClientError::Revert(r)));
-                Batch { parts: Vec::new(), sent, held: carried }
+            };
+            let results = futures_util::future::join_all(batches.iter().map(confirm)).await;
+            let mut again = Vec::new();
+            for (batch, result) in batches.into_iter().zip(results) {
+                let Batch { kind, chunk, .. } = batch;
+                let result = match result {
+                    Some(Err(e)) if matches!(*e, ClientError::Reverted(_)) => {
+                        if calls(&chunk) > 1 {
+                            tracing::warn!(
+                                ?kind,
+                                calls = calls(&chunk),
+                                error = %e,
+                                "a wave's batch reverted when mined; sending it again in halves"
+                            );
+                            let (left, right) = halves(&chunk);
+                            again.extend([(kind, left), (kind, right)]);
+                            continue;
+                        }
+                        Some(Err(self.why_reverted(parts, kind, &chunk, e).await))
+                    }
+                    result => result,
+                };
+                out.push(Settled { kind, chunk, result });
             }
-            sent => Batch { parts: carried, sent: sent.map_err(Arc::new), held: Vec::new() },
+            batches = Vec::new();
+            if again.is_empty() {
+                break;
+            }
+            let lane = self.lane.lock().await;
+            for (kind, chunk) in again {
+                batches.extend(self.send_split(parts, chunk, kind, fence).await);
+            }
+            drop(lane);
+        }
+        out
+    }
+
+    /// Why the one call of `chunk` reverted when mined (`mined`): its
+    /// revert at the newest block, decoded, when it still reverts there (a
+    /// creation only); else `mined` (it was refused then and would not be
+    /// now: someone moved before it and back after it).
+    async fn why_reverted(
+        &self,
+        parts: &[Part],
+        kind: Kind,
+        chunk: &Chunk,
+        mined: Arc<ClientError>,
+    ) -> Arc<ClientError> {
+        let Some((place, range)) = chunk.first() else { return mined };
+        if kind != Kind::Create {
+            return mined;
+        }
+        let Some(call) = parts[*place].creations.get(range.start) else { return mined };
+        match self.simulate_create(call.2.clone()).await {
+            Err(e @ ClientError::Revert(_)) => {
+                tracing::info!(index = call.0, error = %e, "a creation reverted when mined");
+                Arc::new(e)
+            }
+            _ => mined,
         }
     }
 
@@ -364,6 +426,96 @@ impl Chain {
             }
         }
     }
+}
+
+/// Part `place`'s outcome, from every transaction of the wave. A creation
+/// the escrow refuses as a reused reference is held: sent before (by a
+/// previous life of this process, still pending; the logs tell once it is
+/// mined), or created outside this run. A creation refused alone in its
+/// transaction — foreseen, or reverted when mined — is refused: its
+/// sub-task's to answer, not the step's. Anything else fails the step.
+fn answer(
+    parts: &[Part],
+    place: usize,
+    settled: &[Settled],
+    fence: &(dyn Fn() -> Result<(), RunError> + Sync),
+) -> Outcome {
+    let fenced = || fence().err().unwrap_or(RunError::WaveAbandoned);
+    let mut outcome = Outcome::nothing();
+    let mut created = Vec::new();
+    let mut failed = None;
+    for s in settled {
+        for (_, range) in s.chunk.iter().filter(|(p, _)| *p == place) {
+            if s.kind == Kind::Approve {
+                match &s.result {
+                    Some(Ok(())) => {}
+                    Some(Err(e)) => outcome.approved = Err(RunError::Chain(e.share())),
+                    None => outcome.approved = Err(fenced()),
+                }
+                continue;
+            }
+            let indices: Vec<u32> =
+                parts[place].creations[range.clone()].iter().map(|c| c.0).collect();
+            match &s.result {
+                Some(Ok(())) => created.extend_from_slice(&indices),
+                Some(Err(e)) if e.revert().is_some_and(|r| r.is_duplicate_reference()) => {
+                    tracing::info!(
+                        plan = %parts[place].run,
+                        ?indices,
+                        "the escrow holds these references already"
+                    );
+                    outcome.held.extend_from_slice(&indices);
+                }
+                Some(Err(e))
+                    if calls(&s.chunk) == 1
+                        && matches!(**e, ClientError::Revert(_) | ClientError::Reverted(_)) =>
+                {
+                    outcome.refused.extend(indices.iter().map(|&i| (i, e.share())));
+                }
+                // The sender's own fence: the lease went between the check
+                // and the send.
+                Some(Err(e)) if matches!(**e, ClientError::Fenced) => {
+                    failed.get_or_insert_with(fenced);
+                }
+                Some(Err(e)) => {
+                    let index = indices.first().copied().unwrap_or_default();
+                    failed.get_or_insert(RunError::Create { index, source: e.share() });
+                }
+                None => {
+                    failed.get_or_insert_with(fenced);
+                }
+            }
+        }
+    }
+    outcome.created = match failed {
+        Some(e) => Err(e),
+        None => Ok(created),
+    };
+    outcome
+}
+
+/// How many calls `chunk` carries.
+fn calls(chunk: &[(usize, Range<usize>)]) -> usize {
+    chunk.iter().map(|(_, r)| r.len()).sum()
+}
+
+/// `chunk` cut in two of half its calls each (the first the smaller when
+/// odd), a part's range cut where the middle falls in it. A chunk of
+/// several calls gives two non-empty halves.
+fn halves(chunk: &[(usize, Range<usize>)]) -> (Chunk, Chunk) {
+    let mut rest = calls(chunk) / 2;
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    for (place, range) in chunk {
+        let take = rest.min(range.len());
+        rest -= take;
+        if take > 0 {
+            left.push((*place, range.start..range.start + take));
+        }
+        if take < range.len() {
+            right.push((*place, range.start + take..range.end));
+        }
+    }
+    (left, right)
 }
 
 /// Parts of `sizes` calls, cut into chunks of at most `max` calls: whole
@@ -432,6 +584,93 @@ mod tests {
                 assert_eq!(covered, size, "every call of part {place} sent once: {all:?}");
             }
         }
+    }
+
+    #[test]
+    fn halves_split_the_calls_evenly_cutting_a_part_where_the_middle_falls() {
+        assert_eq!(halves(&[(0, 0..1), (1, 0..1)]), (vec![(0, 0..1)], vec![(1, 0..1)]));
+        assert_eq!(halves(&[(0, 0..1), (2, 0..1), (3, 0..1)]).0, vec![(0, 0..1)]);
+        // One run's creations 2..7 and another's 0..3: eight calls, four each.
+        let (left, right) = halves(&[(0, 2..7), (1, 0..3)]);
+        assert_eq!((left, right), (vec![(0, 2..6)], vec![(0, 6..7), (1, 0..3)]));
+        assert_eq!(halves(&[(4, 0..2)]), (vec![(4, 0..1)], vec![(4, 1..2)]));
+    }
+
+    #[test]
+    fn bisection_isolates_any_call_in_at_most_log2_splits_and_covers_every_call() {
+        // Splitting the half that holds call `bad` until it is alone: every
+        // other call ends in a half sent whole, none twice, none lost.
+        for (sizes, bad) in [(vec![256], 255), (vec![3, 1, 4, 1, 5], 7), (vec![1; 9], 0)] {
+            let whole: Chunk = sizes.iter().enumerate().map(|(p, &n)| (p, 0..n)).collect();
+            let total = calls(&whole);
+            let mut chunk = whole;
+            let (mut sent, mut splits) = (0, 0);
+            let holds = |c: &Chunk| {
+                c.iter().any(|(p, r)| {
+                    let before: usize = sizes[..*p].iter().sum();
+                    bad >= before && r.contains(&(bad - before))
+                })
+            };
+            while calls(&chunk) > 1 {
+                let (left, right) = halves(&chunk);
+                assert!(!left.is_empty() && !right.is_empty());
+                assert_eq!(calls(&left) + calls(&right), calls(&chunk));
+                splits += 1;
+                let (with, without) = if holds(&left) { (left, right) } else { (right, left) };
+                sent += calls(&without);
+                chunk = with;
+            }
+            assert!(holds(&chunk), "the refused call ends alone");
+            assert_eq!(sent + 1, total, "every other call sent once");
+            assert!(splits <= total.next_power_of_two().trailing_zeros(), "{splits} splits");
+        }
+    }
+
+    #[test]
+    fn a_call_refused_alone_is_its_sub_tasks_and_only_other_failures_fail_the_step() {
+        use tessera_bindings::{
+            TaskEscrow::{TaskEscrowErrors, TaskEscrowExecutorNotOffering},
+            revert::ContractRevert,
+        };
+        let part = |run: &str, indices: &[u32]| Part {
+            run: run.into(),
+            approvals: Vec::new(),
+            creations: indices.iter().map(|&i| (i, U256::from(i), Default::default())).collect(),
+        };
+        let parts = [part("x", &[0, 1]), part("y", &[5]), part("z", &[7, 8])];
+        let refusal = ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowExecutorNotOffering(
+            TaskEscrowExecutorNotOffering {
+                executor: Default::default(),
+                capability: Default::default(),
+                amount: 1,
+            },
+        ));
+        let err = |e: ClientError| Some(Err(Arc::new(e)));
+        let settled = |chunk: Chunk, result| Settled { kind: Kind::Create, chunk, result };
+        let wave = [
+            settled(vec![(0, 0..1)], err(ClientError::Revert(Box::new(refusal)))),
+            settled(vec![(0, 1..2), (1, 0..1)], Some(Ok(()))),
+            // A mined revert of a single call: refused too.
+            settled(vec![(2, 0..1)], err(ClientError::Reverted(Default::default()))),
+            // Not sent: the fence stopped it.
+            settled(vec![(2, 1..2)], None),
+        ];
+        let lost = || Err(RunError::LeaseLost("lane".into()));
+        let x = answer(&parts, 0, &wave, &lost);
+        assert_eq!(x.created.unwrap(), [1]);
+        assert_eq!(x.refused.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);
+        assert!(x.refused[0].1.revert().is_some_and(|r| r.is_executor_refusal()));
+        assert_eq!(answer(&parts, 1, &wave, &lost).created.unwrap(), [5]);
+        let z = answer(&parts, 2, &wave, &lost);
+        assert_eq!(z.refused.iter().map(|r| r.0).collect::<Vec<_>>(), [7]);
+        assert!(matches!(z.created, Err(RunError::LeaseLost(_))), "{:?}", z.created);
+        // A failure that is no refusal (a node error) fails the step.
+        let rpc = alloy::transports::TransportErrorKind::custom_str("down");
+        let down = [settled(vec![(0, 0..2)], err(ClientError::Rpc(rpc)))];
+        assert!(matches!(
+            answer(&parts, 0, &down, &lost).created,
+            Err(RunError::Create { index: 0, .. })
+        ));
     }
 
     #[test]
