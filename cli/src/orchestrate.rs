@@ -589,12 +589,14 @@ async fn decide_and_follow(client: &Client, mut view: Value, args: &PlanArgs) ->
     if view["stakes"] == "high" {
         let terms = &view["confirmation"];
         println!(
-            "HIGH STAKES: this plan pays {} USDC to {}. Confirm by typing both.",
+            "HIGH STAKES: this plan pays {} USDC to {}, within a budget of {} USDC. Confirm \
+             by typing the amount and the recipients.",
             terms["amount"].as_str().unwrap_or("?"),
             terms["recipients"]
                 .as_array()
                 .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            terms["budget"].as_str().unwrap_or("?")
         );
         let (amount, recipients) = match (&args.confirm_amount, args.confirm_recipients.is_empty())
         {

@@ -133,7 +133,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
       h('dt', {}, 'Total cost'), h('dd', { id: 'total-cost' }, `${usdc(view.total_cost)} USDC`),
       h('dt', {}, 'Estimated duration'), h('dd', {}, duration(view.estimated_duration_secs)),
       h('dt', {}, 'Budget'), h('dd', {}, `${usdc(plan.budget)} USDC`)),
-    high && view.confirmation ? h('p', { class: 'terms' }, 'To pay: ', h('strong', {}, `${view.confirmation.amount} USDC`), ' to ', view.confirmation.recipients.map((r) => h('code', {}, r)).reduce((acc, x, i) => (i ? [...acc, ', ', x] : [x]), [])) : null,
+    high && view.confirmation ? h('p', { class: 'terms' }, 'To pay: ', h('strong', {}, `${view.confirmation.amount} USDC`), ' to ', view.confirmation.recipients.map((r) => h('code', {}, r)).reduce((acc, x, i) => (i ? [...acc, ', ', x] : [x]), []), view.confirmation.budget ? [', within a budget of ', h('strong', {}, `${view.confirmation.budget} USDC`)] : null) : null,
     h('div', { class: 'review-toggle' }, review, h('label', { for: 'review-mode' }, high ? 'Review each result before paying (required for high stakes)' : 'Review each result before paying (otherwise results are paid on delivery)')),
     confirmBox,
     h('div', { class: 'actions' }, approve, cancel),

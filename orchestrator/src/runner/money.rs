@@ -219,7 +219,7 @@ pub fn funding(task: &SubTask) -> Result<Usdc, SpendError> {
 /// (`0x… at 0.500000 USDC`).
 pub fn executor_arg(executor: Address, raised: Option<Usdc>) -> String {
     match raised {
-        Some(cost) => format!("{executor} at {} USDC", cost),
+        Some(cost) => format!("{executor} at {cost} USDC"),
         None => executor.to_string(),
     }
 }
