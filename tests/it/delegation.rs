@@ -174,6 +174,23 @@ fn delegated(handled: &[Handled], own: U256) -> U256 {
     }
 }
 
+/// What a worker's pass did to `own`'s child `child`: the status it left
+/// the child in and why; panics, naming `what` was expected, when the pass
+/// did not stop it.
+fn child_stopped(handled: &[Handled], own: U256, child: U256, what: &str) -> (Status, String) {
+    handled
+        .iter()
+        .find_map(|h| match h {
+            Handled::ChildStopped { task, child: c, status, reason }
+                if *task == own && *c == child =>
+            {
+                Some((*status, reason.clone()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the child {what}: {handled:?}"))
+}
+
 /// Polls until a handled item matches, at most a minute.
 async fn poll_until(w: &mut Worker, done: impl Fn(&Handled) -> bool) -> Vec<Handled> {
     let mut handled = Vec::new();
@@ -319,15 +336,7 @@ async fn a_restarted_worker_disputes_the_child_of_a_parent_taken_away_and_is_ref
 
     let mut w = s.worker();
     let handled = w.poll_once().await.unwrap();
-    let stopped = handled.iter().find_map(|h| match h {
-        Handled::ChildStopped { task, child: c, status, reason }
-            if *task == own.id && *c == child =>
-        {
-            Some((*status, reason.clone()))
-        }
-        _ => None,
-    });
-    let (status, reason) = stopped.unwrap_or_else(|| panic!("the child disputed: {handled:?}"));
+    let (status, reason) = child_stopped(&handled, own.id, child, "disputed");
     assert_eq!(status, Status::Disputed);
     assert!(reason.contains("was withdrawn") && reason.contains("reassigned"), "{reason}");
     assert_eq!(s.fetch(child).await.status(), Status::Disputed, "not paid");
@@ -484,15 +493,7 @@ async fn the_child_of_a_cancelled_parent_is_cancelled_not_paid() {
 
     let mut w = s.worker();
     let handled = w.poll_once().await.unwrap();
-    let stopped = handled.iter().find_map(|h| match h {
-        Handled::ChildStopped { task, child: c, status, reason }
-            if *task == own.id && *c == child =>
-        {
-            Some((*status, reason.clone()))
-        }
-        _ => None,
-    });
-    let (status, reason) = stopped.unwrap_or_else(|| panic!("the child cancelled: {handled:?}"));
+    let (status, reason) = child_stopped(&handled, own.id, child, "cancelled");
     assert_eq!(status, Status::Cancelled);
     assert!(reason.contains("was withdrawn: it is Cancelled"), "{reason}");
     assert_eq!(s.fetch(child).await.status(), Status::Cancelled);
