@@ -53,6 +53,7 @@ async fn plan_card_in_headless_chromium() {
         .env("TESSERA_TOOLS", &tools)
         .env("TESSERA_WEB_ARTIFACTS", &artifacts)
         .env("TESSERA_SPONSOR", env.actors.sponsor.address().to_string())
+        .env("TESSERA_RPC_URL", env.chain.endpoint_url().as_str())
         .status()
         .await
         .expect("node runs");

@@ -164,6 +164,10 @@ async fn a_decision_taken_again_after_an_interruption_sends_nothing_new() {
     let id = stack.run_plan(&body).await;
     let view = stack.wait_phase(&id, 0, "created", 60).await;
     let task: U256 = view["subtasks"][0]["task_id"].as_str().unwrap().parse().unwrap();
+    // Later on chain than the creation: the retry's deadline is a new one
+    // (taken in the creation's second, it would change nothing, and is not
+    // sent).
+    stack.advance(10).await;
 
     let (status, queued) =
         stack.post(&format!("/api/runs/{id}/subtasks/0/retry"), &Value::Null).await;

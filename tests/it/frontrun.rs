@@ -73,12 +73,14 @@ async fn an_executor_front_running_a_wave_costs_the_others_one_block_and_its_own
     p.raw_request::<_, Value>("evm_setIntervalMining".into(), (0u64,)).await.unwrap();
     let first = p.get_block_number().await.unwrap();
 
-    // Run X funds the hostile executor's summary and a sentiment beside it
-    // (one part of the wave); run Y an entity list.
+    // Run X funds the hostile executor's summary (at 0.5 USDC, what the
+    // other summarizer asks: recovery hands a sub-task only to agents at
+    // or under its cost) and a sentiment beside it (one part of the wave);
+    // run Y an entity list.
     let x = plan(
         "front-run-x",
         vec![
-            step(0, "summarize", hostile, 400_000),
+            step(0, "summarize", hostile, 500_000),
             step(1, "sentiment-classify", a.agent(3), 200_000),
         ],
     );

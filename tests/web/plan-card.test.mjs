@@ -17,6 +17,7 @@ const BASE = need('TESSERA_UI_URL');
 const TOKEN = need('TESSERA_API_TOKEN');
 const CHROMIUM = need('TESSERA_CHROMIUM');
 const ARTIFACTS = need('TESSERA_WEB_ARTIFACTS');
+const RPC = need('TESSERA_RPC_URL');
 const require = createRequire(path.join(need('TESSERA_TOOLS'), 'package.json'));
 const { chromium } = require('playwright-core');
 
@@ -65,6 +66,20 @@ async function json(p) {
   const resp = await fetch(`${BASE}${p}`);
   assert.equal(resp.status, 200, `GET ${p}`);
   return resp.json();
+}
+
+/// Moves the chain `secs` seconds on and mines a block: timeouts run on
+/// chain time, and the test chain mines only when sent a transaction.
+async function advanceChain(secs) {
+  for (const [method, params] of [['evm_increaseTime', [secs]], ['evm_mine', []]]) {
+    const resp = await fetch(RPC, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const body = await resp.json();
+    assert.ok(!body.error, `${method}: ${JSON.stringify(body.error)}`);
+  }
 }
 
 /// POSTs JSON with the bearer token; returns the status and the body.
@@ -466,7 +481,16 @@ test('an escalated checkpoint rejected with a reason stops the run', async () =>
   const [status, body] = await post(`/api/runs/${id}/approve`);
   assert.equal(status, 200, `approve: ${JSON.stringify(body)}`);
   await page.goto(`${BASE}/runs/${id}`);
-  await waitGate('publish-ok', 'escalated');
+  // The checkpoint's second passes on chain: blocks until it escalates.
+  for (let tries = 1; ; tries += 1) {
+    await advanceChain(2);
+    try {
+      await waitGate('publish-ok', 'escalated', 2_000);
+      break;
+    } catch (e) {
+      if (tries >= 30) throw e;
+    }
+  }
   await waitRunState('paused');
   assert.match(await page.locator('section.checkpoints li[data-gate="publish-ok"]').textContent(), /escalated: waiting for a person/);
   await page.getByLabel('Reason for checkpoint publish-ok').fill('The entities name a client.');

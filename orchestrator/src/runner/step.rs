@@ -241,7 +241,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 }
                 if let Some((whose, when)) = false_one {
                     let shown = s.plan.condition_by_path(when);
-                    let reason = if task.path.as_ref() == Some(&whose) {
+                    let reason = if whose == s.plan.path_of(index) {
                         format!("its condition `{shown}` is false")
                     } else {
                         format!("the condition `{shown}` of nested step {whose} is false")

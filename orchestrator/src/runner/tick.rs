@@ -292,8 +292,13 @@ impl Orchestrator {
                 let rec = records
                     .get(&index)
                     .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
+                // A reassignment leaves the task `Created` for its executor
+                // and deadline, changed no earlier than the decision.
                 let shown = matches!(call, Call::Reassign { executor, deadline }
-                    if rec.task.executor == executor && rec.task.deadline.to::<u64>() == deadline);
+                    if rec.status() == Status::Created
+                        && rec.task.executor == executor
+                        && rec.task.deadline.to::<u64>() == deadline
+                        && rec.task.updatedAt.to::<u64>() >= now);
                 if shown {
                     tracing::info!(index, seq = decision.seq, "reassignment already on chain");
                 } else {
