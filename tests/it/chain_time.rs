@@ -169,6 +169,9 @@ async fn a_decision_taken_again_after_an_interruption_sends_nothing_new() {
     // sent).
     stack.advance(10).await;
 
+    // Later on chain than the creation: the retry's fresh deadline differs
+    // from the task's.
+    stack.advance(10).await;
     let (status, queued) =
         stack.post(&format!("/api/runs/{id}/subtasks/0/retry"), &Value::Null).await;
     assert_eq!(status, 202, "{queued}");
@@ -192,7 +195,17 @@ async fn a_decision_taken_again_after_an_interruption_sends_nothing_new() {
             .map(|l| TaskEscrow::TaskReassigned::decode_log(&l.inner).unwrap().data.newDeadline)
             .collect::<Vec<_>>()
     };
-    let deadlines = reassignments().await;
+    // The runner records the decision once its transaction is sent; anvil
+    // mines it a moment later.
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadlines = loop {
+        let found = reassignments().await;
+        if !found.is_empty() {
+            break found;
+        }
+        assert!(tokio::time::Instant::now() < end, "the reassignment never mined: {first}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(deadlines.len(), 1, "one reassignment on chain: {first}");
     let until = format!("until {}", deadlines[0]);
     assert!(first["outcome"].as_str().unwrap().ends_with(&until), "{first}");
@@ -213,5 +226,7 @@ async fn a_decision_taken_again_after_an_interruption_sends_nothing_new() {
     .unwrap();
     let again = decision_done(&stack, &id, seq).await;
     assert_eq!(again["outcome"], first["outcome"], "the same deadline: {again}");
+    // A block mined now holds anything sent and still waiting.
+    stack.advance(1).await;
     assert_eq!(reassignments().await, deadlines, "nothing sent again");
 }
