@@ -168,10 +168,6 @@ async fn a_decision_taken_again_after_an_interruption_sends_nothing_new() {
     // (taken in the creation's second, it would change nothing, and is not
     // sent).
     stack.advance(10).await;
-
-    // Later on chain than the creation: the retry's fresh deadline differs
-    // from the task's.
-    stack.advance(10).await;
     let (status, queued) =
         stack.post(&format!("/api/runs/{id}/subtasks/0/retry"), &Value::Null).await;
     assert_eq!(status, 202, "{queued}");
