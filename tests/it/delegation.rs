@@ -150,6 +150,27 @@ impl Scene {
     async fn balance(&self, who: Address) -> U256 {
         self.env.balance(who).await
     }
+
+    /// Past `child`'s dispute window with nobody ruling, the worker's next
+    /// pass claims it back and gives up its own task `own`: the child is
+    /// refunded and the agent holds `before` again.
+    async fn refunded_after_the_dispute_window(
+        &self,
+        d: &mut Driver<'_>,
+        w: &mut Worker,
+        own: U256,
+        child: U256,
+        before: U256,
+    ) {
+        d.advance(u64::from(self.fetch(child).await.task.disputeWindow) + 1).await.unwrap();
+        let handled = w.poll_once().await.unwrap();
+        assert!(
+            matches!(handled.as_slice(), [Handled::Declined { task, .. }] if *task == own),
+            "{handled:?}"
+        );
+        assert_eq!(self.fetch(child).await.status(), Status::Refunded);
+        assert_eq!(self.balance(self.me).await, before, "not drained");
+    }
 }
 
 fn demo_translator() -> &'static tessera_anvil::deploy::DemoAgent {
@@ -343,14 +364,7 @@ async fn a_restarted_worker_disputes_the_child_of_a_parent_taken_away_and_is_ref
     assert!(w.poll_once().await.unwrap().is_empty(), "disputed once, followed quietly");
 
     // Nobody rules: past the dispute window the agent claims its money back.
-    d.advance(u64::from(s.fetch(child).await.task.disputeWindow) + 1).await.unwrap();
-    let handled = w.poll_once().await.unwrap();
-    assert!(
-        matches!(handled.as_slice(), [Handled::Declined { task, .. }] if *task == own.id),
-        "{handled:?}"
-    );
-    assert_eq!(s.fetch(child).await.status(), Status::Refunded);
-    assert_eq!(s.balance(s.me).await, me0, "not drained");
+    s.refunded_after_the_dispute_window(&mut d, &mut w, own.id, child, me0).await;
     assert_eq!(s.balance(s.translator).await, translator0);
 }
 
@@ -387,14 +401,7 @@ async fn a_child_that_delivers_a_malformed_result_is_disputed_not_paid() {
     assert_eq!(why["reason"], reason.as_str());
 
     // Nobody rules: past the dispute window the agent claims its money back.
-    d.advance(u64::from(s.fetch(child).await.task.disputeWindow) + 1).await.unwrap();
-    let handled = w.poll_once().await.unwrap();
-    assert!(
-        matches!(handled.as_slice(), [Handled::Declined { task, .. }] if *task == own.id),
-        "{handled:?}"
-    );
-    assert_eq!(s.fetch(child).await.status(), Status::Refunded);
-    assert_eq!(s.balance(s.me).await, me0, "not drained");
+    s.refunded_after_the_dispute_window(&mut d, &mut w, own.id, child, me0).await;
 }
 
 /// The card caps what the agent has out in child tasks at 1.5 USDC: with
