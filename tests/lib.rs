@@ -71,8 +71,13 @@ pub struct TestEnv {
 impl TestEnv {
     /// Starts anvil, deploys with `cfg` and registers the demo agents.
     pub async fn start(cfg: DeployConfig) -> Self {
+        Self::start_on(cfg, &ChainOptions::default()).await
+    }
+
+    /// [`TestEnv::start`] on an anvil started with `chain`.
+    pub async fn start_on(cfg: DeployConfig, chain: &ChainOptions) -> Self {
         let slot = anvil_slot().await;
-        let chain = LocalChain::start(&ChainOptions::default()).expect("anvil starts");
+        let chain = LocalChain::start(chain).expect("anvil starts");
         let actors = Actors::from_keys(&chain.keys()).expect("dev keys");
         let provider = actors.provider(chain.endpoint_url());
         let deployment = deploy::deploy(&provider, &actors, &cfg).await.expect("deploys");

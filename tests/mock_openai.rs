@@ -51,11 +51,16 @@ impl Drop for MockOpenAi {
 impl MockOpenAi {
     /// Starts the server on a free local port.
     pub async fn start() -> Self {
+        Self::start_at("127.0.0.1:0").await
+    }
+
+    /// Starts the server listening on `addr` (`HOST:PORT`, port 0 for any).
+    pub async fn start_at(addr: &str) -> Self {
         let inner = Arc::new(Mutex::new(Inner::default()));
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .with_state(Arc::clone(&inner));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
         let base_url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let task = tokio::spawn(async move {
             axum::serve(listener, app).await.expect("mock serves");

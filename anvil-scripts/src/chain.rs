@@ -48,6 +48,10 @@ pub struct ChainOptions {
     /// A fixed base fee per gas (wei); zero keeps it at zero however full
     /// the blocks are (bulk generators fill blocks back to back).
     pub base_fee: Option<u64>,
+    /// Addresses to listen on, comma-separated (anvil's `--host`); anvil's
+    /// own default (127.0.0.1) when `None`. The endpoints given out stay on
+    /// localhost.
+    pub host: Option<String>,
 }
 
 /// Where a service reaches the chain: requests over HTTP (possibly through a
@@ -86,6 +90,9 @@ impl LocalChain {
         }
         if let Some(fee) = opts.base_fee {
             anvil = anvil.arg("--block-base-fee-per-gas").arg(fee.to_string());
+        }
+        if let Some(host) = &opts.host {
+            anvil = anvil.arg("--host").arg(host);
         }
         anvil = anvil.arg("--accounts").arg(opts.accounts.unwrap_or(12).max(10).to_string());
         let instance = anvil.try_spawn().map_err(|e| ChainError::Spawn {

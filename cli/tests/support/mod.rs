@@ -4,6 +4,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub(crate) mod hosts;
+
 use std::{
     process::{Child, Command, Stdio},
     time::Duration,
