@@ -28,10 +28,14 @@
 //! [`ops`] holds what every service offers its operators: `/metrics`
 //! (Prometheus), `/healthz`, `/readyz`, and the metrics' names in one table.
 //!
-//! The crate depends on axum, serde, tokio and the `metrics` facade with its
-//! Prometheus exporter only, so every service crate can share it without
-//! depending on the others.
+//! [`blobs`] serves a service's content-addressed blob store at
+//! `GET /blobs/{hash}`, the same way everywhere.
+//!
+//! The crate depends on axum, serde, tokio, the `metrics` facade with its
+//! Prometheus exporter and `tessera-bindings` (for the blob store) only, so
+//! every service crate can share it without depending on the others.
 
+pub mod blobs;
 pub mod limits;
 pub mod ops;
 

@@ -103,6 +103,10 @@ pub const ARBITER_QUEUE: &str = "tessera_arbiter_queue";
 pub const ARBITER_RULINGS: &str = "tessera_arbiter_rulings_total";
 /// Other arbiter actions (finalizations, default refunds).
 pub const ARBITER_ACTIONS: &str = "tessera_arbiter_actions_total";
+/// Blob fetches by source and outcome (recorded by `tessera-bindings`).
+pub const BLOB_FETCHES: &str = "tessera_blob_fetches_total";
+/// Seconds a remote blob source took (recorded by `tessera-bindings`).
+pub const BLOB_FETCH_SECONDS: &str = "tessera_blob_fetch_seconds";
 
 /// Every metric a Tessera service exports. A process exports those of the
 /// parts it runs (`tessera serve` with its embedded indexer: the
@@ -192,11 +196,27 @@ pub const METRICS: &[Metric] = &[
         labels: &["action"],
         help: "Other arbiter actions sent: finalized (a ruling past its appeal window), default_claimed (a dispute past its window refunded).",
     },
+    Metric {
+        name: BLOB_FETCHES,
+        kind: Kind::Counter,
+        labels: &["source", "outcome"],
+        help: "Content-addressed blobs looked for, one per source consulted: source=local (this party's store), hint (the URI's ?src= location) or gateway (a configured --blob-gateway); outcome=hit, not_found, error (transient after retries, or a redirect loop or other 4xx) or refused (bytes that do not hash right, or over the size limit).",
+    },
+    Metric {
+        name: BLOB_FETCH_SECONDS,
+        kind: Kind::Histogram,
+        labels: &["source"],
+        help: "Seconds a remote blob source (source=hint or gateway) took to answer, retries included.",
+    },
 ];
 
 /// Buckets of [`PHASE_SECONDS`]: a second to a day.
 pub const PHASE_BUCKETS: &[f64] =
     &[1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0];
+
+/// Buckets of [`BLOB_FETCH_SECONDS`]: 5 ms to half a minute.
+pub const BLOB_FETCH_BUCKETS: &[f64] =
+    &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
 /// The process's Prometheus recorder, installed on first use. When some
 /// other recorder was installed first, a handle of a detached recorder is
@@ -207,7 +227,12 @@ pub fn install() -> PrometheusHandle {
         .get_or_init(|| {
             let builder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Full(PHASE_SECONDS.to_owned()), PHASE_BUCKETS)
-                .expect("the phase buckets are not empty");
+                .expect("the phase buckets are not empty")
+                .set_buckets_for_metric(
+                    Matcher::Full(BLOB_FETCH_SECONDS.to_owned()),
+                    BLOB_FETCH_BUCKETS,
+                )
+                .expect("the blob fetch buckets are not empty");
             let handle = match builder.install_recorder() {
                 Ok(handle) => handle,
                 Err(e) => {
@@ -482,6 +507,8 @@ mod tests {
         arbiter_action("finalized");
         metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(1);
         metrics::counter!(RPC_ERRORS, "method" => "eth_call", "kind" => "rpc").increment(1);
+        metrics::counter!(BLOB_FETCHES, "source" => "hint", "outcome" => "hit").increment(1);
+        metrics::histogram!(BLOB_FETCH_SECONDS, "source" => "hint").record(0.02);
         let app = ops.router(Duration::from_secs(5));
         let (status, text) = get(&app, "/metrics").await;
         assert_eq!(status, StatusCode::OK);
@@ -504,6 +531,8 @@ mod tests {
             "tessera_arbiter_actions_total{action=\"finalized\"} 1",
             "tessera_rpc_requests_total{method=\"eth_blockNumber\"} 1",
             "tessera_rpc_errors_total{method=\"eth_call\",kind=\"rpc\"} 1",
+            "tessera_blob_fetches_total{source=\"hint\",outcome=\"hit\"} 1",
+            "tessera_blob_fetch_seconds_bucket{source=\"hint\",le=\"0.025\"} 1",
             "# TYPE tessera_subtask_phase_seconds histogram",
             "# TYPE tessera_runs gauge",
         ] {

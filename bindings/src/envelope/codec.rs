@@ -1,11 +1,15 @@
 //! Envelope URIs: inline `data:` (base64 or percent-encoded JSON) or
-//! content-addressed `sha256:<hex>`, with size limits on both sides and the
-//! hash the escrow stores for a URI.
+//! content-addressed `sha256:<hex>` (with an optional location hint,
+//! `?src=<base-url>`, see [`super::hint`]), with size limits on both sides
+//! and the hash the escrow stores for a URI.
 
 use alloy::primitives::{B256, keccak256};
 use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 
-use super::{BlobHash, BlobStore, Envelope, EnvelopeError, hex_value, truncate};
+use super::{
+    BlobHash, BlobRef, BlobStore, BlobUrl, Envelope, EnvelopeError, hex_value,
+    hint::strip_prefix_ci, truncate,
+};
 
 /// Envelopes up to this many JSON bytes are inlined by default.
 pub const DEFAULT_INLINE_LIMIT: usize = 4 * 1024;
@@ -13,7 +17,6 @@ pub const DEFAULT_INLINE_LIMIT: usize = 4 * 1024;
 pub const HARD_MAX_BYTES: usize = 1024 * 1024;
 
 const DATA_PREFIX: &str = "data:";
-const SHA256_PREFIX: &str = "sha256:";
 const JSON_MEDIA_TYPE: &str = "application/json";
 
 /// Encodes envelopes to URIs and decodes them back, with size limits.
@@ -39,10 +42,21 @@ impl EnvelopeCodec {
         envelope: &Envelope,
         store: &dyn BlobStore,
     ) -> Result<String, EnvelopeError> {
+        self.encode_at(envelope, store, None)
+    }
+
+    /// [`Self::encode`], a content-addressed URI carrying the location hint
+    /// `?src=<hint>` when `hint` is given (see [`Self::publish_at`]).
+    pub fn encode_at(
+        &self,
+        envelope: &Envelope,
+        store: &dyn BlobStore,
+        hint: Option<&BlobUrl>,
+    ) -> Result<String, EnvelopeError> {
         if envelope.spec.is_empty() {
             return Err(EnvelopeError::MissingSpec);
         }
-        self.publish(&envelope.to_json()?, store)
+        self.publish_at(&envelope.to_json()?, store, hint)
     }
 
     /// The envelope behind `uri`: `data:` (base64 or percent-encoded JSON)
@@ -54,34 +68,49 @@ impl EnvelopeCodec {
     /// A URI for any JSON document (results too): inline when small, else
     /// content-addressed in `store`.
     pub fn publish(&self, json: &[u8], store: &dyn BlobStore) -> Result<String, EnvelopeError> {
+        self.publish_at(json, store, None)
+    }
+
+    /// [`Self::publish`] by a writer that serves its store at `hint`
+    /// (`GET <hint>/<hex>`): a content-addressed URI reads
+    /// `sha256:<hex>?src=<hint>`, so a reader on another machine knows where
+    /// to look. An inline URI is the same either way.
+    pub fn publish_at(
+        &self,
+        json: &[u8],
+        store: &dyn BlobStore,
+        hint: Option<&BlobUrl>,
+    ) -> Result<String, EnvelopeError> {
         self.check_len(json.len())?;
         if json.len() <= self.inline_limit {
             Ok(format!("{DATA_PREFIX}{JSON_MEDIA_TYPE};base64,{}", BASE64.encode(json)))
         } else {
-            Ok(format!("{SHA256_PREFIX}{}", store.put(json)?))
+            let hash = store.put(json)?;
+            Ok(BlobRef { hash, hint: hint.cloned() }.to_string())
         }
     }
 
     /// The JSON bytes behind a URI written by [`Self::publish`] (or any
-    /// `data:` URI of JSON), size-bounded and hash-verified.
+    /// `data:` URI of JSON), size-bounded and hash-verified. A
+    /// content-addressed URI is read from `store` alone, its hint ignored:
+    /// an async reader fetches missing blobs first
+    /// ([`super::BlobSources::ensure`]).
     pub fn fetch(&self, uri: &str, store: &dyn BlobStore) -> Result<Vec<u8>, EnvelopeError> {
         // Even a percent-encoded URI is at most three bytes per payload byte.
         self.check_len(uri.len().saturating_sub(64) / 3)?;
-        let bytes = if let Some(rest) = strip_prefix_ci(uri, DATA_PREFIX) {
-            self.decode_data(rest)?
-        } else if let Some(hex) = strip_prefix_ci(uri, SHA256_PREFIX) {
-            let expected: BlobHash = hex.parse()?;
-            let bytes = store
-                .get(&expected, self.max_bytes)?
-                .ok_or(EnvelopeError::BlobNotFound(expected))?;
-            let actual = BlobHash::of(&bytes);
-            if actual != expected {
-                return Err(EnvelopeError::HashMismatch { expected, actual });
+        let bytes = match BlobRef::of_uri(uri)? {
+            None => self.decode_data(&uri[DATA_PREFIX.len()..])?,
+            Some(blob) => {
+                let expected = blob.hash;
+                let bytes = store
+                    .get(&expected, self.max_bytes)?
+                    .ok_or(EnvelopeError::BlobNotFound(expected))?;
+                let actual = BlobHash::of(&bytes);
+                if actual != expected {
+                    return Err(EnvelopeError::HashMismatch { expected, actual });
+                }
+                bytes
             }
-            bytes
-        } else {
-            let scheme = uri.split_once(':').map_or(uri, |(scheme, _)| scheme);
-            return Err(EnvelopeError::UnknownScheme(truncate(scheme, 32)));
         };
         self.check_len(bytes.len())?;
         Ok(bytes)
@@ -161,11 +190,6 @@ pub fn percent_data_uri(json: &[u8]) -> String {
 }
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
-
-fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &s[prefix.len()..])
-}
 
 fn percent_decode(s: &str) -> Result<Vec<u8>, EnvelopeError> {
     let bytes = s.as_bytes();

@@ -18,20 +18,31 @@
 //! the URI as hostile: every failure is an [`EnvelopeError`], sizes are
 //! bounded before decoding, and content-addressed bytes are re-hashed.
 //!
+//! A content-addressed URI may carry where its writer serves it,
+//! `sha256:<hex>?src=<base-url>` (`GET <base-url>/<hex>` answers the
+//! bytes); the hash stays the only thing trusted. [`BlobSources`] reads a
+//! blob written on another machine: the local store, then the hint, then
+//! configured gateways, every answer bounded and verified.
+//!
 //! The module is split by job: [`model`] (the envelope and its parent),
-//! [`codec`] (URIs to and from envelopes, size limits) and [`blob`]
-//! (content-addressed storage).
+//! [`codec`] (URIs to and from envelopes, size limits), [`hint`] (the
+//! location hint and base URLs), [`blob`] (content-addressed storage) and
+//! [`sources`] (fetching blobs over HTTP).
 
 mod blob;
 mod codec;
+mod hint;
 mod model;
+mod sources;
 
 pub use blob::{BlobError, BlobHash, BlobStore, FsBlobStore, MemoryBlobStore};
 pub use codec::{DEFAULT_INLINE_LIMIT, EnvelopeCodec, HARD_MAX_BYTES, percent_data_uri, uri_hash};
+pub use hint::{BlobRef, BlobUrl, HintError, MAX_HINT_BYTES};
 pub use model::{
     Envelope, Input, MAX_GROUP_LABEL_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, Parent,
     path_segments,
 };
+pub use sources::{BLOB_FETCH_SECONDS, BLOB_FETCHES, BlobSources, FetchError, FetchLimits};
 
 /// Why an envelope could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +94,9 @@ pub enum EnvelopeError {
         /// The limit.
         max: usize,
     },
+    /// A `sha256:` URI's location hint is malformed.
+    #[error("bad blob location hint: {0}")]
+    InvalidHint(#[from] HintError),
     /// The URI scheme is not `data:` or `sha256:`.
     #[error("unsupported spec URI scheme `{0}`; expected `data:` or `sha256:`")]
     UnknownScheme(String),
