@@ -80,7 +80,7 @@ export async function openSubtask(state, index, refresh, focus = true) {
     appeal.addEventListener('click', () => decide(appeal, '/appeal', { index, reason: reason.value }));
     actions.append(h('h3', {}, 'Appeal'), h('label', { for: 'appeal-reason' }, 'Appeal reason'), reason, h('div', { class: 'actions' }, appeal));
   }
-  if (['created', 'accepted', 'expired', 'cancelled'].includes(phase) && live) {
+  if (['created', 'accepted', 'expired', 'cancelled', 'declined'].includes(phase) && live) {
     const retry = h('button', { type: 'button', id: 'retry' }, 'Retry (same executor, fresh deadline)');
     retry.addEventListener('click', () => decide(retry, `/subtasks/${index}/retry`));
     const pick = h('select', { id: 'new-executor', 'aria-label': 'New executor' },
