@@ -19,7 +19,7 @@
 //! - A task that cannot be delegated (nobody offers the part under the
 //!   card's limit, too close to its deadline, a wallet that cannot pay),
 //!   or whose delegated part failed, is declined on chain while before its
-//!   deadline: its funder is refunded at once ([`Worker::decline`]).
+//!   deadline: its funder is refunded at once.
 //! - Children are followed from the chain, not from memory: the child's
 //!   reference derives from the own task, and its creation log (client and
 //!   funder this worker, parent the own task) is found again by a restarted

@@ -2,7 +2,10 @@
 //! AgentRegistry, finds tasks assigned to it, runs the asked
 //! capability on the envelope and delivers the result (`deliver`: accept and
 //! complete in one call), and later claims
-//! payment of delivered work the client left unreviewed past its window.
+//! payment of delivered work the client left unreviewed past its window. A
+//! task it cannot do (unreadable envelope, a capability not offered, a
+//! price not met, a failed run) is declined on chain with its reason
+//! (`decline`): the funder is refunded at once.
 //!
 //! Tasks are found in the escrow's `TaskCreated`, `TaskReassigned` and
 //! `TaskSettled` logs. With a websocket ([`Worker::run`]) the node pushes
