@@ -225,7 +225,7 @@ pub async fn run(
     let r = d.escrow.resolve(arbiter, &mut rec, 6_000, "data:text/plain,rationale").await?;
     d.record("resolveDispute", &r);
 
-    // Expiry refund, cancel, reassign.
+    // Expiry refund, cancel, reassign, decline.
     d.scenario("expiry refund");
     let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
     let mut rec = d.create_with_permit(params).await?;
@@ -246,6 +246,14 @@ pub async fn run(
     let cap = d.capability;
     let r = d.escrow.reassign(client, &mut rec, other, deadline, cap).await?;
     d.record("reassignTask", &r);
+
+    d.scenario("decline before acceptance");
+    let params = d.params(exec, AMOUNT, spec_of_len(60)).await?;
+    let rec = d.create_with_permit(params).await?;
+    let pending =
+        d.escrow.send_decline(exec, &rec, "data:application/json,{\"reason\":\"busy\"}").await?;
+    let r = d.escrow.mined(pending).await?;
+    d.record("declineTask", &r);
 
     let create_gas = |scenario: &str| {
         d.steps

@@ -221,6 +221,7 @@ mod tests {
             capability: B256::ZERO,
             spec_uri: codec.encode(&envelope, blobs).unwrap(),
             result_uri: Some(codec.publish(result.to_string().as_bytes(), blobs).unwrap()),
+            decline_reason_uri: None,
             task: Task { client: CLIENT, executor: EXECUTOR, ..Default::default() },
         }
     }

@@ -385,6 +385,34 @@ impl EscrowClient {
         self.step(from, rec, |e, id, task| e.cancelTask(id, task)).await
     }
 
+    /// The executor says no: the task (Created, or Accepted before its
+    /// deadline) ends Declined and its funder is refunded in the same call.
+    /// `reason_uri` says why (a `data:` or `sha256:` URI of
+    /// `{"reason": "..."}`); only the event carries it. The receipt's
+    /// `TaskDeclined` and `TaskSettled` are folded into `rec`.
+    pub async fn decline(
+        &self,
+        me: Address,
+        rec: &mut TaskRecord,
+        reason_uri: &str,
+    ) -> Result<(), ClientError> {
+        self.step(me, rec, |e, id, task| e.declineTask(id, task, reason_uri.to_owned())).await?;
+        Ok(())
+    }
+
+    /// Sends the executor's decline of `rec` without waiting for it to be
+    /// mined; [`Self::mined`] waits for it and [`TaskRecord::apply_receipt`]
+    /// folds it in.
+    pub async fn send_decline(
+        &self,
+        me: Address,
+        rec: &TaskRecord,
+        reason_uri: &str,
+    ) -> Result<Pending, ClientError> {
+        let call = self.escrow.declineTask(rec.id, rec.task.clone(), reason_uri.to_owned());
+        self.sender.send(call, me, self.heads.as_ref()).await
+    }
+
     /// The client re-routes the task to another executor.
     pub async fn reassign(
         &self,

@@ -18,7 +18,8 @@
 //! | `RulingAppealed` | Appealed | `updatedAt = at` |
 //! | `AppealRuled` | (unchanged) | `executorShareBps`; `TaskSettled` follows |
 //! | `TaskReassigned` | Created | `executor`, `deadline`, `updatedAt = at` |
-//! | `TaskSettled` | the event's status | `updatedAt = at`; `executorShareBps` = 10000 when approved or auto-released, the ruling's share after a ruling, 0 for a default, cancel or expiry |
+//! | `TaskDeclined` | (unchanged; from Created, or Accepted) | the record keeps `reasonURI`; `TaskSettled` (Declined) follows |
+//! | `TaskSettled` | the event's status | `updatedAt = at`; `executorShareBps` = 10000 when approved or auto-released, the ruling's share after a ruling, 0 for a default, cancel, expiry or decline |
 
 use alloy::{
     primitives::{Address, B256, U256, keccak256},
@@ -59,11 +60,13 @@ pub enum Status {
     Cancelled = 10,
     /// Terminal: deadline passed before completion; funder refunded.
     Expired = 11,
+    /// Terminal: the executor declined before delivering; funder refunded.
+    Declined = 12,
 }
 
 impl Status {
     /// Every status, in contract order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::None,
         Self::Created,
         Self::Accepted,
@@ -76,11 +79,20 @@ impl Status {
         Self::Split,
         Self::Cancelled,
         Self::Expired,
+        Self::Declined,
     ];
 
     /// Whether the task is over and holds no funds.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Paid | Self::Refunded | Self::Split | Self::Cancelled | Self::Expired)
+        matches!(
+            self,
+            Self::Paid
+                | Self::Refunded
+                | Self::Split
+                | Self::Cancelled
+                | Self::Expired
+                | Self::Declined
+        )
     }
 
     /// The status name as the contract spells it.
@@ -98,6 +110,7 @@ impl Status {
             Self::Split => "Split",
             Self::Cancelled => "Cancelled",
             Self::Expired => "Expired",
+            Self::Declined => "Declined",
         }
     }
 }
@@ -163,6 +176,8 @@ pub struct TaskRecord {
     pub spec_uri: String,
     /// The result URI, once delivered.
     pub result_uri: Option<String>,
+    /// Why the executor declined (`TaskDeclined`'s reason URI), once it did.
+    pub decline_reason_uri: Option<String>,
     /// The state the contract hashes.
     pub task: Task,
 }
@@ -178,6 +193,7 @@ impl TaskRecord {
             capability: ev.capability,
             spec_uri: ev.specURI.clone(),
             result_uri: None,
+            decline_reason_uri: None,
             task: ev.task.clone(),
         }
     }
@@ -204,6 +220,7 @@ impl TaskRecord {
             E::RulingAppealed(e) => e.taskId,
             E::AppealRuled(e) => e.taskId,
             E::TaskReassigned(e) => e.taskId,
+            E::TaskDeclined(e) => e.taskId,
             E::TaskSettled(e) => e.taskId,
             _ => return None,
         })
@@ -276,6 +293,15 @@ impl TaskRecord {
                 t.status = S::Created as u8;
                 t.updatedAt = e.at;
             }
+            E::TaskDeclined(e) => {
+                if !matches!(from, S::Created | S::Accepted)
+                    || e.executor != t.executor
+                    || self.decline_reason_uri.is_some()
+                {
+                    return bad("TaskDeclined");
+                }
+                self.decline_reason_uri = Some(e.reasonURI.clone());
+            }
             E::TaskSettled(e) => {
                 let to = Status::try_from(e.status)?;
                 let allowed = match e.settlement {
@@ -296,12 +322,22 @@ impl TaskRecord {
                     6 => from == S::Created && to == S::Cancelled,
                     // Expired
                     7 => matches!(from, S::Created | S::Accepted) && to == S::Expired,
+                    // Declined: in the same transaction as TaskDeclined
+                    8 => {
+                        matches!(from, S::Created | S::Accepted)
+                            && to == S::Declined
+                            && self.decline_reason_uri.is_some()
+                    }
                     _ => false,
                 };
                 if !allowed {
                     return bad("TaskSettled");
                 }
                 if e.executorAmount.checked_add(e.funderAmount) != Some(t.amount) {
+                    return bad("TaskSettled");
+                }
+                // A default, cancel, expiry or decline refunds the funder in full.
+                if e.settlement >= 5 && e.executorAmount != 0 {
                     return bad("TaskSettled");
                 }
                 t.executorShareBps = match e.settlement {
@@ -592,7 +628,73 @@ mod tests {
         for s in Status::ALL {
             assert_eq!(Status::try_from(s as u8).unwrap(), s);
         }
-        assert_eq!(Status::try_from(12), Err(FoldError::UnknownStatus(12)));
+        assert_eq!(Status::try_from(12), Ok(Status::Declined));
+        assert_eq!(Status::try_from(13), Err(FoldError::UnknownStatus(13)));
         assert!(Status::Split.is_terminal() && !Status::Ruled.is_terminal());
+        assert!(Status::Declined.is_terminal());
+        assert_eq!(Status::Declined.to_string(), "Declined");
+    }
+
+    fn declined(executor: Address) -> TaskEscrowEvents {
+        TaskEscrowEvents::TaskDeclined(E::TaskDeclined {
+            taskId: id(),
+            executor,
+            reasonURI: "data:application/json,{\"reason\":\"no\"}".into(),
+            at: at(1_500),
+        })
+    }
+
+    #[test]
+    fn a_decline_refunds_the_funder_and_keeps_the_reason() {
+        for accept_first in [false, true] {
+            let mut rec = created();
+            if accept_first {
+                rec.apply(&TaskEscrowEvents::TaskAccepted(E::TaskAccepted {
+                    taskId: id(),
+                    executor: rec.task.executor,
+                    at: at(1_100),
+                }))
+                .unwrap();
+            }
+            let from = rec.status();
+            rec.apply(&declined(rec.task.executor)).unwrap();
+            assert_eq!(rec.status(), from, "TaskSettled sets the status");
+            assert_eq!(
+                rec.decline_reason_uri.as_deref(),
+                Some("data:application/json,{\"reason\":\"no\"}")
+            );
+            rec.apply(&settled(Status::Declined, 8, 0, 1_000)).unwrap();
+            assert_eq!(rec.status(), Status::Declined);
+            assert!(rec.status().is_terminal());
+            assert_eq!(rec.task.executorShareBps, 0);
+            assert_eq!(rec.task.updatedAt, at(1_500));
+            // Nothing follows a decline.
+            assert!(rec.apply(&declined(rec.task.executor)).is_err());
+        }
+    }
+
+    #[test]
+    fn a_decline_out_of_turn_is_refused() {
+        // Not by anyone but the executor.
+        let mut rec = created();
+        let stranger = address!("0x00000000000000000000000000000000000000e9");
+        assert_eq!(
+            rec.apply(&declined(stranger)).unwrap_err(),
+            FoldError::InvalidTransition { from: Status::Created, event: "TaskDeclined" }
+        );
+        // No Declined settlement without its TaskDeclined, nor one that pays the executor.
+        assert!(rec.apply(&settled(Status::Declined, 8, 0, 1_000)).is_err());
+        rec.apply(&declined(rec.task.executor)).unwrap();
+        assert!(rec.apply(&settled(Status::Declined, 8, 1, 999)).is_err());
+        assert!(rec.apply(&settled(Status::Expired, 8, 0, 1_000)).is_err());
+        assert_eq!(rec.status(), Status::Created);
+        // Not once delivered.
+        let mut rec = created();
+        deliver(&mut rec);
+        assert_eq!(
+            rec.apply(&declined(rec.task.executor)).unwrap_err(),
+            FoldError::InvalidTransition { from: Status::Completed, event: "TaskDeclined" }
+        );
+        assert_eq!(rec.decline_reason_uri, None);
     }
 }

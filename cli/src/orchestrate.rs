@@ -694,6 +694,9 @@ async fn follow(client: &Client, id: &str, view: &Value, mut interactive: bool) 
             if ev["ok"] == Value::Bool(false) {
                 bars.println(decision_line(&ev))?;
             }
+            if kind == "subtask_declined" {
+                bars.println(decline_line(&ev))?;
+            }
             if let Some(i) = ev["index"].as_u64()
                 && let Some(bar) = rows.get(&i)
             {
@@ -790,10 +793,26 @@ pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
     for n in view["nested"].as_array().into_iter().flatten() {
         println!("{}", nested_line(n));
     }
+    for d in view["declines"].as_array().into_iter().flatten() {
+        println!("{}", decline_line(d));
+    }
     for d in view["decisions"].as_array().into_iter().flatten() {
         println!("{}", decision_line(d));
     }
     Ok(())
+}
+
+/// A sub-task attempt its executor declined on chain (a `subtask_declined`
+/// event of the run view's `declines`), with the reason it gave.
+fn decline_line(d: &Value) -> String {
+    format!(
+        "  step {} declined by {} (attempt {}, task {}): {}",
+        d["index"],
+        d["executor"].as_str().unwrap_or("?"),
+        d["attempt"],
+        d["task_id"].as_str().unwrap_or("-"),
+        d["reason"].as_str().unwrap_or("(no reason read)"),
+    )
 }
 
 /// What a started run has spent against its budget, from the API's view.
@@ -849,6 +868,19 @@ fn decision_line(d: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decline_reads_with_its_executor_and_reason() {
+        let d = json!({"kind": "subtask_declined", "index": 1, "attempt": 0, "task_id": "42",
+            "executor": "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+            "reason": "capability \"x\" is not offered", "reason_uri": "data:…"});
+        assert_eq!(
+            decline_line(&d),
+            "  step 1 declined by 0x90f79bf6eb2c4f870365e785982e1f101e93b906 (attempt 0, task \
+             42): capability \"x\" is not offered"
+        );
+        assert!(decline_line(&json!({"index": 0})).ends_with("(no reason read)"));
+    }
 
     #[test]
     fn edits_parse() {

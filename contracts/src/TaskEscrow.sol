@@ -418,6 +418,23 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @inheritdoc ITaskEscrow
+    function declineTask(uint256 taskId, Task calldata task, string calldata reasonURI)
+        external
+        override
+        nonReentrant
+    {
+        Task memory t = _load(taskId, task);
+        if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
+        if (t.status == Status.Accepted) {
+            // An accepted task can be given back only while it can still be done.
+            if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
+        } else if (t.status != Status.Created) {
+            revert TaskEscrowInvalidStatus(taskId, t.status);
+        }
+        _settle(taskId, t, 0, Settlement.Declined, _DECLINED_BY_EXECUTOR, reasonURI);
+    }
+
+    /// @inheritdoc ITaskEscrow
     function reassignTask(
         uint256 taskId,
         Task calldata task,
@@ -589,10 +606,12 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         emit WindowsUpdated(disputeWindow_, appealWindow_, appealRulingWindow_);
     }
 
-    /// @dev What {_settle} emits before {TaskSettled}: nothing, {DisputeRuled} or {AppealRuled}.
+    /// @dev What {_settle} emits before {TaskSettled}: nothing, {DisputeRuled},
+    /// {AppealRuled} or {TaskDeclined}.
     uint8 private constant _NO_RULING = 0;
     uint8 private constant _RULED_BY_ARBITER = 1;
     uint8 private constant _RULED_ON_APPEAL = 2;
+    uint8 private constant _DECLINED_BY_EXECUTOR = 3;
 
     function _settle(uint256 taskId, Task memory t, uint16 executorShareBps, Settlement how) private {
         _settle(taskId, t, executorShareBps, how, _NO_RULING, "");
@@ -600,7 +619,8 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
 
     /// @dev Ends a task: `executorShareBps` of the amount to the executor, the rest
     /// to the funder. The terminal status follows from the shares. A ruling that
-    /// settles at once is emitted after the state write, before {TaskSettled}.
+    /// settles at once, or a decline, is emitted after the state write, before
+    /// {TaskSettled}; `rationaleURI` is then the ruling's rationale or the decline's reason.
     function _settle(
         uint256 taskId,
         Task memory t,
@@ -615,6 +635,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         Status terminal;
         if (how == Settlement.Cancelled) terminal = Status.Cancelled;
         else if (how == Settlement.Expired) terminal = Status.Expired;
+        else if (how == Settlement.Declined) terminal = Status.Declined;
         else if (toFunder == 0) terminal = Status.Paid;
         else if (toExecutor == 0) terminal = Status.Refunded;
         else terminal = Status.Split;
@@ -628,6 +649,8 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             emit DisputeRuled(taskId, msg.sender, executorShareBps, rationaleURI, t.updatedAt);
         } else if (ruling == _RULED_ON_APPEAL) {
             emit AppealRuled(taskId, msg.sender, executorShareBps, rationaleURI, t.updatedAt);
+        } else if (ruling == _DECLINED_BY_EXECUTOR) {
+            emit TaskDeclined(taskId, msg.sender, rationaleURI, t.updatedAt);
         }
         emit TaskSettled(taskId, terminal, how, toExecutor, toFunder, t.updatedAt);
 

@@ -76,7 +76,18 @@ pub struct TaskRow {
     pub disputed: bool,
     /// What the executor received at settlement.
     pub executor_paid: Usdc,
+    /// The reason URI of the executor's decline, when it declined.
+    pub decline_reason_uri: Option<String>,
+    /// The decline's reason: the `reason` of the JSON behind
+    /// [`Self::decline_reason_uri`] (at most [`MAX_REASON_CHARS`]), when it
+    /// could be read.
+    pub decline_reason: Option<String>,
+    /// Why the decline's reason URI could not be read, when it could not.
+    pub decline_error: Option<String>,
 }
+
+/// Characters of a decline's reason a row keeps at most; the URI keeps all.
+pub const MAX_REASON_CHARS: usize = 2_000;
 
 /// One transition of a task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -108,6 +119,7 @@ pub fn escrow_kind(ev: &TaskEscrowEvents) -> &'static str {
         TaskEscrowEvents::RulingAppealed(_) => "RulingAppealed",
         TaskEscrowEvents::AppealRuled(_) => "AppealRuled",
         TaskEscrowEvents::TaskReassigned(_) => "TaskReassigned",
+        TaskEscrowEvents::TaskDeclined(_) => "TaskDeclined",
         TaskEscrowEvents::TaskSettled(_) => "TaskSettled",
         _ => "Other",
     }
@@ -180,6 +192,9 @@ impl TaskFold {
             settled_at: None,
             disputed: false,
             executor_paid: Usdc::ZERO,
+            decline_reason_uri: None,
+            decline_reason: None,
+            decline_error: None,
         };
         let transition = TransitionRow {
             block,
@@ -199,8 +214,14 @@ impl TaskFold {
     }
 
     /// Applies one later event of this task; an impossible transition is
-    /// flagged on the row and recorded, not applied.
-    pub fn apply(&mut self, log: &Log, ev: &TaskEscrowEvents) -> TransitionRow {
+    /// flagged on the row and recorded, not applied. A decline's reason is
+    /// read from `blobs` when its URI is content-addressed.
+    pub fn apply(
+        &mut self,
+        log: &Log,
+        ev: &TaskEscrowEvents,
+        blobs: Option<&dyn BlobStore>,
+    ) -> TransitionRow {
         let block = log.block_number.unwrap_or_default();
         let log_index = log.log_index.unwrap_or_default();
         let kind = escrow_kind(ev);
@@ -216,6 +237,17 @@ impl TaskFold {
                         row.completed_at = Some(e.at.to::<u64>());
                     }
                     TaskEscrowEvents::TaskDisputed(_) => row.disputed = true,
+                    TaskEscrowEvents::TaskDeclined(e) => {
+                        let empty = MemoryBlobStore::new();
+                        let (reason, error) =
+                            match decline_reason(&e.reasonURI, blobs.unwrap_or(&empty)) {
+                                Ok(reason) => (reason, None),
+                                Err(error) => (None, Some(error)),
+                            };
+                        row.decline_reason_uri = Some(e.reasonURI.clone());
+                        row.decline_reason = reason;
+                        row.decline_error = error;
+                    }
                     TaskEscrowEvents::TaskSettled(e) => {
                         row.settled_at = Some(e.at.to::<u64>());
                         row.executor_paid = Usdc::from_base_units(e.executorAmount);
@@ -271,10 +303,32 @@ pub fn fold_task<'a>(
                 fold = Some(f);
             }
             (None, _) => {}
-            (Some(f), ev) => transitions.push(f.apply(log, ev)),
+            (Some(f), ev) => transitions.push(f.apply(log, ev, blobs)),
         }
     }
     fold.map(|f| (f, transitions))
+}
+
+/// The text of a decline's reason URI, read with the envelope codec (an
+/// inline `data:` URI, or `sha256:` from `blobs`, size-bounded and hash
+/// verified): the `reason` string of the JSON object behind it, cut to
+/// [`MAX_REASON_CHARS`]. An empty URI is a decline without a reason
+/// (`None`); anything unreadable is an error saying why.
+pub fn decline_reason(uri: &str, blobs: &dyn BlobStore) -> Result<Option<String>, String> {
+    if uri.is_empty() {
+        return Ok(None);
+    }
+    let bytes = EnvelopeCodec::default().fetch(uri, blobs).map_err(|e| e.to_string())?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("reason is not JSON: {e}"))?;
+    let reason = json
+        .get("reason")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| "reason JSON has no `reason` string".to_owned())?;
+    Ok(Some(match reason.char_indices().nth(MAX_REASON_CHARS) {
+        Some((cut, _)) => format!("{}…", &reason[..cut]),
+        None => reason.to_owned(),
+    }))
 }
 
 /// The most input edges kept per task: an envelope is written by whoever
@@ -507,6 +561,24 @@ mod tests {
         assert!(transitions[2].valid);
         assert_eq!(row.capability.as_deref(), Some("summarize"));
         assert_eq!(row.executor_paid, Usdc::ZERO);
+    }
+
+    #[test]
+    fn a_decline_reason_is_read_or_said_unreadable() {
+        let blobs = MemoryBlobStore::new();
+        let read = |uri: &str| decline_reason(uri, &blobs);
+        assert_eq!(read(""), Ok(None), "no reason given");
+        assert_eq!(
+            read("data:application/json,{\"reason\":\"no inputs\"}"),
+            Ok(Some("no inputs".into()))
+        );
+        let not_json = read("data:application/json,plain words").unwrap_err();
+        assert!(not_json.starts_with("reason is not JSON"), "{not_json}");
+        assert_eq!(
+            read("data:application/json,{\"note\":\"x\"}"),
+            Err("reason JSON has no `reason` string".into())
+        );
+        assert!(read("ipfs://x").unwrap_err().contains("ipfs"), "an unknown scheme is named");
     }
 
     #[test]

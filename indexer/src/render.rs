@@ -76,9 +76,33 @@ fn amount_of(task: &Value) -> Option<Usdc> {
     task["amount"].as_str().and_then(|a| Usdc::parse_base_units(a).ok())
 }
 
+/// Characters of a decline's reason a tree line shows.
+const REASON_CHARS: usize = 120;
+
+/// `  declined: <reason>` for a task its executor declined (the reason
+/// cut to [`REASON_CHARS`]; why it is unreadable, with its URI, when it
+/// is); empty for any other task.
+fn decline_note(t: &Value) -> String {
+    let Some(uri) = t["decline_reason_uri"].as_str() else { return String::new() };
+    let reason = match (t["decline_reason"].as_str(), t["decline_error"].as_str()) {
+        (Some(reason), _) => {
+            let mut cut: String = reason.chars().take(REASON_CHARS).collect();
+            if cut.len() < reason.len() {
+                cut.push('…');
+            }
+            cut
+        }
+        (None, Some(error)) => {
+            format!("(reason unreadable: {error}; {})", uri.chars().take(80).collect::<String>())
+        }
+        (None, None) => "(no reason given)".to_owned(),
+    };
+    format!("  declined: {}", reason.replace(['\n', '\r'], " "))
+}
+
 /// One task's line after `lead` (the indentation and branch): its path
 /// (when `with_path` and it has one), id, status, capability, executor,
-/// amount, notes, spec and merge note.
+/// amount, notes, spec, merge note and decline note.
 fn task_line(t: &Value, lead: &str, with_path: bool) -> String {
     let id = t["task_id"].as_str().unwrap_or("?");
     let path =
@@ -100,13 +124,14 @@ fn task_line(t: &Value, lead: &str, with_path: bool) -> String {
     };
     let amount = amount_of(t).map_or_else(|| "?".to_owned(), |a| a.with_unit().to_string());
     format!(
-        "{lead} {path}{}  {:<9} {:<18} {:<44} {amount}{}  {}{merge}\n",
+        "{lead} {path}{}  {:<9} {:<18} {:<44} {amount}{}  {}{merge}{}\n",
         shorten(id),
         t["status"].as_str().unwrap_or("?"),
         t["capability"].as_str().unwrap_or("?"),
         t["executor"].as_str().unwrap_or("?"),
         if t["pending_parent"] == true { " (parent not indexed yet)" } else { "" },
         t["spec"].as_str().unwrap_or("").chars().take(50).collect::<String>(),
+        decline_note(t),
     )
 }
 
@@ -286,6 +311,47 @@ mod tests {
         assert!(lines[2].starts_with("foreign: 2 tasks naming this plan"), "{text}");
         assert!(lines[3].starts_with("├─ 21 ") && lines[3].contains("funded by 0x09  under 11"));
         assert!(lines[4].starts_with("└─ 22 ") && lines[4].contains("no parent  0.500000 USDC"));
+    }
+
+    /// A declined task says so, with its reason; an unreadable reason says
+    /// why and keeps its URI; a decline without one says that.
+    #[test]
+    fn a_declined_task_shows_its_reason() {
+        let task = |id: &str, extra: serde_json::Value| {
+            let mut t = json!({
+                "task_id": id, "parent_id": "0", "depth": 0, "status": "Declined",
+                "capability": "translate", "executor": "0x01", "amount": "1000000",
+                "spec": "s", "pending_parent": false, "inputs": [], "merge": false,
+            });
+            t.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            t
+        };
+        let long = "x".repeat(300);
+        let body = json!({
+            "plan_id": "0xab", "block": 9,
+            "tasks": [
+                task("11", json!({"decline_reason_uri": "data:,r",
+                                  "decline_reason": "cannot read the envelope:\nno blob"})),
+                task("12", json!({"decline_reason_uri": "sha256:ab", "decline_reason": null,
+                                  "decline_error": "no blob stored for sha256:ab"})),
+                task("13", json!({"decline_reason_uri": "", "decline_reason": null})),
+                task("14", json!({"decline_reason_uri": "data:,l", "decline_reason": long})),
+                task("15", json!({"status": "Paid", "decline_reason_uri": null})),
+            ],
+        });
+        let text = plan_tree(&body);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6, "{text}");
+        assert!(lines[1].ends_with("  s  declined: cannot read the envelope: no blob"), "{text}");
+        assert!(
+            lines[2].ends_with(
+                "declined: (reason unreadable: no blob stored for sha256:ab; sha256:ab)"
+            ),
+            "{text}"
+        );
+        assert!(lines[3].ends_with("declined: (no reason given)"), "{text}");
+        assert!(lines[4].ends_with(&format!("declined: {}…", "x".repeat(120))), "{text}");
+        assert!(!lines[5].contains("declined"), "{text}");
     }
 
     /// Byte for byte what a tree without nesting printed before plans could

@@ -60,6 +60,9 @@ impl AgentRecords for HashMap<Address, AgentRecord> {
 
 /// The record the indexer's statistics give: completed (paid or split),
 /// disputes lost (refunded) and expired tasks, and the median delivery time.
+/// Declines are not counted, as cancels are not: an executor that says no
+/// at once costs the sponsor a block, not a deadline, and should not be
+/// taught to let a task expire instead.
 pub fn record_of(stats: &AgentStats) -> AgentRecord {
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     AgentRecord {
@@ -156,6 +159,7 @@ mod tests {
             disputed: 2,
             refunded: 1,
             expired: 3,
+            declined: 5,
             earnings: Usdc::ZERO,
             median_accept_secs: Some(2),
             median_completion_secs: Some(7),

@@ -16,7 +16,7 @@ use tessera_bindings::{
 use crate::state::{EventKind, Fields};
 
 /// Names of the settlement kinds, in contract order.
-pub const SETTLEMENTS: [&str; 8] = [
+pub const SETTLEMENTS: [&str; 9] = [
     "approved",
     "auto_released",
     "ruling",
@@ -25,6 +25,7 @@ pub const SETTLEMENTS: [&str; 8] = [
     "dispute_default",
     "cancelled",
     "expired",
+    "declined",
 ];
 
 /// Every event kind a run emits.
@@ -35,6 +36,40 @@ pub const OUTPUT_FLAGGED: EventKind = EventKind::OutputFlagged;
 
 /// Most reasons an `output_flagged` event lists.
 const MAX_REASONS: usize = 5;
+
+/// Most bytes of a decline's reason a `subtask_declined` event keeps.
+pub const DECLINE_REASON_BYTES: usize = 1024;
+
+/// Largest reason document read for a `subtask_declined` event (an
+/// executor may publish anything): a larger one is unreadable.
+pub const DECLINE_REASON_DOC_BYTES: usize = 16 * 1024;
+
+/// The text of a decline's reason document as a `subtask_declined` event
+/// keeps it: its `reason` string (the document as text when it is not
+/// `{"reason": …}`), on one line, at most [`DECLINE_REASON_BYTES`] bytes
+/// (cut on a character boundary, ending in `…`); `(reason unreadable: …)`
+/// when it could not be read.
+pub fn decline_reason<E: std::fmt::Display>(doc: Result<Vec<u8>, E>) -> String {
+    let bytes = match doc {
+        Ok(bytes) => bytes,
+        Err(e) => return format!("(reason unreadable: {e})"),
+    };
+    let text = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(o)) if o.get("reason").is_some_and(Value::is_string) => {
+            o["reason"].as_str().unwrap_or_default().to_owned()
+        }
+        _ => String::from_utf8_lossy(&bytes).into_owned(),
+    };
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.len() <= DECLINE_REASON_BYTES {
+        return line;
+    }
+    let mut cut = DECLINE_REASON_BYTES - '…'.len_utf8();
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &line[..cut])
+}
 
 /// The fields of an `output_flagged` event for sub-task `index` whose result
 /// tripped `findings` (see [`tessera_bindings::injection`]); `None` when it
@@ -126,6 +161,12 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
                 "at": e.at.to::<u64>(),
             }),
         ),
+        // The reason's text is read from `reason_uri` when the event is
+        // first stored (see [`DECLINE_REASON_BYTES`]).
+        TaskEscrowEvents::TaskDeclined(e) => (
+            EventKind::SubtaskDeclined,
+            json!({ "executor": e.executor, "reason_uri": e.reasonURI, "at": e.at.to::<u64>() }),
+        ),
         TaskEscrowEvents::TaskReassigned(e) => (
             EventKind::SubtaskReassigned,
             json!({
@@ -141,6 +182,7 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
                 Status::Refunded => EventKind::SubtaskRefunded,
                 Status::Cancelled => EventKind::SubtaskCancelled,
                 Status::Expired => EventKind::SubtaskExpired,
+                // Told by the `TaskDeclined` log of the same call.
                 _ => return None,
             };
             (
@@ -255,6 +297,22 @@ mod tests {
         );
         assert_eq!(ruling_window(EventKind::AppealRuled, &at, &task), None);
         assert_eq!(ruling_window(EventKind::DisputeRuled, &json!({}), &task), None);
+    }
+
+    #[test]
+    fn a_decline_reason_is_read_bounded_and_on_one_line() {
+        let ok = |v: Value| decline_reason::<String>(Ok(v.to_string().into_bytes()));
+        assert_eq!(
+            ok(json!({"reason": "capability \"x\"\nis not offered"})),
+            "capability \"x\" is not offered"
+        );
+        assert_eq!(ok(json!({"why": 1})), r#"{"why":1}"#, "another document is shown as text");
+        let long = ok(json!({ "reason": "é".repeat(DECLINE_REASON_BYTES) }));
+        assert!(long.len() <= DECLINE_REASON_BYTES && long.ends_with('…'), "{}", long.len());
+        assert_eq!(
+            decline_reason::<&str>(Err("no blob stored for sha256:ab")),
+            "(reason unreadable: no blob stored for sha256:ab)"
+        );
     }
 
     #[test]

@@ -58,7 +58,11 @@ fn reached(phase: Phase) -> u8 {
     match phase {
         Phase::Waiting | Phase::Skipped => 0,
         Phase::Chain(s) => match s {
-            Status::None | Status::Created | Status::Cancelled | Status::Expired => 0,
+            Status::None
+            | Status::Created
+            | Status::Cancelled
+            | Status::Expired
+            | Status::Declined => 0,
             Status::Accepted => 1,
             Status::Completed
             | Status::Disputed

@@ -1,8 +1,8 @@
-// The sub-task drawer: transactions, why it was skipped, envelope, result,
-// dispute, the decisions applied to it (failures with their error and
-// revert), and the decisions its phase allows.
+// The sub-task drawer: transactions, why it was skipped, who declined it
+// and why, envelope, result, dispute, the decisions applied to it
+// (failures with their error and revert), and the decisions its phase allows.
 
-import { usdc, parseJson, readable, decisionOutcome, eventNote, LIVE } from './format.js';
+import { usdc, parseJson, readable, decisionOutcome, eventNote, declineNote, short, LIVE } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, resolveUri } from './api.js';
 import { nameOf, offersFor, offerLabel } from './agents.js';
@@ -48,6 +48,7 @@ export async function openSubtask(state, index, refresh, focus = true) {
     ['dispute', lastOf(['subtask_disputed'])],
     ['ruling', lastOf(['dispute_ruled', 'appeal_ruled'])],
     ['pay', lastOf(['subtask_paid'])],
+    ['decline', lastOf(['subtask_declined'])],
     ['refund', lastOf(['subtask_refunded', 'subtask_cancelled', 'subtask_expired'])],
   ].filter(([, e]) => e?.tx_hash);
   const phase = r?.phase ?? 'waiting';
@@ -80,7 +81,7 @@ export async function openSubtask(state, index, refresh, focus = true) {
     appeal.addEventListener('click', () => decide(appeal, '/appeal', { index, reason: reason.value }));
     actions.append(h('h3', {}, 'Appeal'), h('label', { for: 'appeal-reason' }, 'Appeal reason'), reason, h('div', { class: 'actions' }, appeal));
   }
-  if (['created', 'accepted', 'expired', 'cancelled'].includes(phase) && live) {
+  if (['created', 'accepted', 'expired', 'cancelled', 'declined'].includes(phase) && live) {
     const retry = h('button', { type: 'button', id: 'retry' }, 'Retry (same executor, fresh deadline)');
     retry.addEventListener('click', () => decide(retry, `/subtasks/${index}/retry`));
     const pick = h('select', { id: 'new-executor', 'aria-label': 'New executor' },
@@ -100,6 +101,21 @@ export async function openSubtask(state, index, refresh, focus = true) {
         return h('li', { class: ok ? 'decision-ok' : 'decision-failed', dataset: { ok: String(ok) }, role: ok ? null : 'alert' },
           h('span', { class: `badge ${ok ? 'decision-applied' : 'decision-failure'}` }, ok ? 'applied' : 'failed'), ' ', text);
       })))
+    : null;
+
+  // Every executor that said no to this sub-task, on chain, and why
+  // (earlier attempts too: a reassigned sub-task keeps its history).
+  const declines = mine.filter((e) => e.kind === 'subtask_declined');
+  const name = (a) => {
+    const known = nameOf(a, state.list);
+    return known === short(a) ? known : `${known} (${short(a)})`;
+  };
+  const declinedBox = declines.length
+    ? h('div', { class: 'declines', id: 'declines', role: 'note' },
+      h('h3', {}, 'Declined'),
+      h('ul', {}, declines.map((e) => h('li', { dataset: { attempt: String(e.attempt ?? '') } },
+        declineNote(e, name),
+        Number.isInteger(e.attempt) && e.attempt !== attempt ? h('span', { class: 'muted' }, ` (try ${e.attempt + 1})`) : ''))))
     : null;
 
   const envelopeBox = h('div', { class: 'envelope' }, h('p', { class: 'muted' }, 'loading…'));
@@ -138,6 +154,7 @@ export async function openSubtask(state, index, refresh, focus = true) {
     // Not null: replaceChildren writes null as the text "null".
     r?.task_id ? h('p', {}, h('a', { href: `/index/api/tasks/${r.task_id}`, target: '_blank', rel: 'noopener' }, 'Full task history (indexer)')) : '',
     skipped ? h('p', { class: 'muted skipped-why' }, eventNote(skipped)) : '',
+    declinedBox ?? '',
     h('h3', {}, 'Envelope'), envelopeBox,
     h('h3', {}, 'Result'), resultBox,
     flagBox,

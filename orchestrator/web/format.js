@@ -59,7 +59,7 @@ export const EVENT_KINDS = [
   'plan_proposed', 'plan_edited', 'plan_approved', 'subtask_created', 'subtask_accepted',
   'subtask_completed', 'review_required', 'output_flagged', 'subtask_paid', 'subtask_disputed', 'dispute_opened',
   'dispute_ruled', 'ruling_appealed', 'appeal_ruled', 'dispute_resolved', 'subtask_reassigned',
-  'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'decision_applied', 'plan_paused', 'budget_exceeded',
+  'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'subtask_declined', 'decision_applied', 'plan_paused', 'budget_exceeded',
   'plan_resumed', 'plan_cancelling', 'nested_completed', 'plan_completed', 'plan_failed', 'driver_restarted',
   'subtask_skipped', 'checkpoint_reached', 'checkpoint_approved', 'checkpoint_rejected', 'checkpoint_escalated',
   'recovery_applied', 'cost_raised',
@@ -326,6 +326,14 @@ export function choiceText(c, name = short) {
   return text;
 }
 
+/// A decline read in words: `declined by <executor>: <reason>`, the
+/// executor named by `name` (an address cut short by default), the reason
+/// on one line; a decline without one says so.
+export function declineNote(ev, name = short) {
+  const reason = String(ev?.reason ?? '').replace(/\s+/g, ' ').trim();
+  return `declined by ${name(ev?.executor)}: ${reason || 'no reason given'}`;
+}
+
 /// The readable part of a run event for the log, beyond its kind and
 /// index: the checkpoint and what became of it, why a step was skipped, the
 /// recovery applied, why the run paused. Empty for other kinds. `plan`
@@ -343,6 +351,7 @@ export function eventNote(ev, plan) {
       return `${ev.name} ${verb} ${by}${ev.reason ? `: ${ev.reason}` : ''}`;
     }
     case 'checkpoint_escalated': return `${ev.name} escalated: waiting for a person`;
+    case 'subtask_declined': return declineNote(ev);
     case 'subtask_skipped':
       return `skipped: ${ev.reason ?? 'by the plan'}${ev.condition && !String(ev.reason ?? '').includes(ev.condition) ? ` (condition ${ev.condition})` : ''}`;
     case 'recovery_applied':

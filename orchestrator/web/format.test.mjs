@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
   nestedHeaders, checkpointsOf, gateStateText, timeoutText, conditionNote, recoverySummary, choiceFor,
-  choiceText, eventNote, stepName, afterText,
+  choiceText, eventNote, stepName, afterText, declineNote, EVENT_KINDS,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -241,6 +241,20 @@ test('the new events read in the log: checkpoints, skipped steps, recovery', () 
   assert.equal(eventNote({ kind: 'plan_paused', index: 0, reason: 'checkpoint tone-check: approve or reject' }),
     'checkpoint tone-check: approve or reject');
   assert.equal(eventNote({ kind: 'subtask_paid', index: 0 }), '');
+});
+
+test('a decline reads as who declined and why, in the drawer and the log', () => {
+  const ev = {
+    kind: 'subtask_declined', index: 1, task_id: '77',
+    executor: '0x00000000000000000000000000000000000000e1',
+    reason: 'unreadable envelope:\n  no blob stored for sha256:ab',
+  };
+  assert.equal(declineNote(ev), 'declined by 0x0000…00e1: unreadable envelope: no blob stored for sha256:ab');
+  assert.equal(declineNote(ev, () => 'translator'), 'declined by translator: unreadable envelope: no blob stored for sha256:ab');
+  assert.equal(declineNote({ ...ev, reason: '' }, () => 'translator'), 'declined by translator: no reason given');
+  assert.equal(declineNote({ ...ev, reason: undefined }, () => 'translator'), 'declined by translator: no reason given');
+  assert.equal(eventNote(ev), declineNote(ev), 'the log reads it the same way');
+  assert.ok(EVENT_KINDS.includes('subtask_declined'), 'the run page listens for it');
 });
 
 // Issue 28's plan as the server flattens it: root step 2 (sentiment) is

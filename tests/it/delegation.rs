@@ -404,6 +404,35 @@ async fn a_child_that_delivers_a_malformed_result_is_disputed_not_paid() {
     s.refunded_after_the_dispute_window(&mut d, &mut w, own.id, child, me0).await;
 }
 
+/// Nobody delivers the translation: past the child's deadline (two minutes
+/// before its own) the agent takes the child's money back and declines its
+/// own task on chain at once, saying why — its client is refunded without
+/// waiting for the deadline, and the agent ends where it started.
+#[tokio::test]
+async fn a_child_that_expires_is_refunded_and_the_own_task_declined_on_chain() {
+    let (s, mut w) = Scene::start(BRIEF_CARD).await;
+    let me0 = s.balance(s.me).await;
+    let mut d = s.driver();
+    let own = s.own_task(&mut d).await;
+    let child = delegated(&w.poll_once().await.unwrap(), own.id);
+    let funds = s.balance(own.task.funder).await;
+    let due = s.fetch(child).await.task.deadline.to::<u64>();
+    d.advance(due - d.now().await.unwrap() + 1).await.unwrap();
+
+    let handled = w.poll_once().await.unwrap();
+    let [Handled::DeclinedOnChain { task, reason, reason_uri }] = handled.as_slice() else {
+        panic!("the own task declined on chain: {handled:?}")
+    };
+    assert_eq!((*task, reason.as_str()), (own.id, "the delegated translate expired"));
+    assert_eq!(read_result(reason_uri, s.blobs.as_ref()).unwrap()["reason"], reason.as_str());
+    assert_eq!(s.fetch(child).await.status(), Status::Expired);
+    assert_eq!(s.fetch(own.id).await.status(), Status::Declined);
+    assert!(d.now().await.unwrap() < own.task.deadline.to::<u64>(), "before its deadline");
+    assert_eq!(s.balance(own.task.funder).await - funds, U256::from(1_200_000u64));
+    assert_eq!(s.balance(s.me).await, me0, "the child's money back");
+    assert!(w.poll_once().await.unwrap().is_empty(), "nothing left to follow");
+}
+
 /// The card caps what the agent has out in child tasks at 1.5 USDC: with
 /// one 0.8 USDC translation out, a second brief is declined, untouched and
 /// unfunded, saying why. A restarted agent counts the child it funded in

@@ -577,3 +577,33 @@ async fn strangers_tasks_are_kept_out_of_a_plans_tree_on_postgresql() {
 fn wire(answer: impl serde::Serialize) -> serde_json::Value {
     serde_json::to_value(answer).expect("store answers serialize")
 }
+
+/// An executor's decline on anvil reaches the index: the task Declined with
+/// its reason, the agent's stats count it, and `tessera tasks tree` says it.
+#[tokio::test]
+async fn a_decline_on_chain_is_indexed_with_its_reason() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let mut d = env.driver();
+    d.scenario("indexed decline");
+    let executor = env.actors.agent(0);
+    let params = d.params(executor, tessera_e2e::TASK_AMOUNT, "data:,x".into()).await.unwrap();
+    let mut rec = d.create_with_permit(params).await.unwrap();
+    let reason = "data:application/json,{\"reason\":\"no blob stored for the source\"}";
+    d.escrow.decline(executor, &mut rec, reason).await.unwrap();
+
+    let mut ix = indexer(&env, "sqlite::memory:", IndexerConfig::default()).await;
+    ix.sync_once().await.unwrap();
+    let one = wire(ix.store().task(&rec.id.to_string()).await.unwrap().unwrap());
+    assert_eq!(one["status"], "Declined");
+    assert_eq!(one["decline_reason"], "no blob stored for the source");
+    assert_eq!(one["decline_reason_uri"], reason);
+    assert!(one["flagged"].is_null() && one["decline_error"].is_null(), "{one:#}");
+    let agent = wire(ix.store().agent(&executor.to_string()).await.unwrap().unwrap());
+    assert_eq!(agent["stats"]["declined"], 1);
+    assert_eq!(agent["stats"]["success_rate"], 0.0, "a decline is no success");
+
+    let plan = keccak256("indexed decline").to_string();
+    let tree = wire(ix.store().plan_tree(&plan).await.unwrap());
+    let text = tessera_indexer::render::plan_tree(&tree);
+    assert!(text.contains("Declined") && text.contains("declined: no blob stored for the source"));
+}

@@ -174,3 +174,58 @@ async fn wrong_roles_and_duplicates_are_refused_with_typed_errors() {
     );
     assert_eq!(rec.status(), Status::Completed, "nothing moved");
 }
+
+#[tokio::test]
+async fn an_executor_declines_and_the_funder_is_refunded_at_once() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let mut d = env.driver();
+    d.scenario("e2e decline");
+    let executor = env.actors.agent(0);
+    let reason = "data:application/json,{\"reason\":\"cannot read the envelope\"}";
+    let amount: u128 = 654_321;
+    let [sponsor0, exec0, escrow0] = balances(&env, executor).await;
+
+    let params = d.params(executor, amount, spec_of_len(60)).await.unwrap();
+    let mut rec = d.create_with_permit(params).await.unwrap();
+    // Only the executor may say no; the revert names the caller.
+    let client = env.actors.client.address();
+    let err = d.escrow.decline(client, &mut rec.clone(), reason).await.unwrap_err();
+    match err.revert() {
+        Some(ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowUnauthorized(e))) => {
+            assert_eq!(e.caller, client)
+        }
+        other => panic!("expected TaskEscrowUnauthorized, got {other:?}"),
+    }
+    d.escrow.decline(executor, &mut rec, reason).await.unwrap();
+    assert_eq!(rec.status(), Status::Declined);
+    assert_eq!(rec.decline_reason_uri.as_deref(), Some(reason));
+    assert_eq!(
+        balances(&env, executor).await,
+        [sponsor0, exec0, escrow0],
+        "the sponsor has every unit back, the executor and the escrow nothing"
+    );
+    // Folded from the receipt == rebuilt from logs == what the contract stores.
+    let fetched = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
+    assert_eq!(fetched, rec);
+
+    // An accepted task, declined through the send / mined split.
+    let params = d.params(executor, amount, spec_of_len(60)).await.unwrap();
+    let mut rec = d.create_with_permit(params).await.unwrap();
+    d.escrow.accept(executor, &mut rec).await.unwrap();
+    let pending = d.escrow.send_decline(executor, &rec, "").await.unwrap();
+    let receipt = d.escrow.mined(pending).await.unwrap();
+    rec.apply_receipt(env.deployment.task_escrow, &receipt).unwrap();
+    assert_eq!(rec.status(), Status::Declined);
+    assert_eq!(balances(&env, executor).await, [sponsor0, exec0, escrow0]);
+
+    // Declined is terminal: a second decline is refused with the status.
+    let err = d.escrow.decline(executor, &mut rec, reason).await.unwrap_err();
+    assert!(
+        matches!(
+            err.revert(),
+            Some(ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowInvalidStatus(e)))
+                if e.status == Status::Declined as u8
+        ),
+        "{err}"
+    );
+}

@@ -4,6 +4,7 @@ mod appeals;
 mod ceremony;
 mod chain_time;
 mod classify;
+mod decline;
 mod delegation;
 mod demo;
 mod disputes;

@@ -1,13 +1,21 @@
 //! The worker loop on a real chain: registration from its card, delivery of
-//! assigned tasks, refusals that leave the task untouched, and claiming an
-//! unreviewed payment.
+//! assigned tasks, tasks it cannot do declined on chain (the funder
+//! refunded at once, the reason in the log), and claiming an unreviewed
+//! payment.
 
 use std::sync::Arc;
 
-use alloy::{network::EthereumWallet, primitives::U256, signers::local::PrivateKeySigner};
+use alloy::{
+    network::EthereumWallet,
+    primitives::{B256, U256},
+    providers::Provider,
+    rpc::types::Filter,
+    signers::local::PrivateKeySigner,
+    sol_types::SolEvent,
+};
 use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::{
-    AgentRegistry, capability,
+    AgentRegistry, TaskEscrow, capability,
     client::{EscrowClient, connect},
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent},
     offers,
@@ -43,6 +51,19 @@ fn worker(env: &TestEnv, blobs: Arc<MemoryBlobStore>) -> Worker {
     Worker::new(provider, me, card, env.deployment.clone(), blobs)
 }
 
+/// The `TaskDeclined` log of task `id`: its executor and reason URI.
+async fn declined_log(env: &TestEnv, id: U256) -> (alloy::primitives::Address, String) {
+    let filter = Filter::new()
+        .address(env.deployment.task_escrow)
+        .event_signature(TaskEscrow::TaskDeclined::SIGNATURE_HASH)
+        .topic1(B256::from(id))
+        .from_block(env.deployment.deploy_block);
+    let logs = env.provider.get_logs(&filter).await.unwrap();
+    let [log] = logs.as_slice() else { panic!("one TaskDeclined log of {id}: {logs:?}") };
+    let ev = TaskEscrow::TaskDeclined::decode_log(&log.inner).unwrap().data;
+    (ev.executor, ev.reasonURI)
+}
+
 fn spec_uri(spec: &str, capability: Option<&str>, blobs: &MemoryBlobStore) -> String {
     let mut envelope = Envelope::new(Parent::Task("1".into()), spec);
     envelope.capability = capability.map(str::to_owned);
@@ -51,7 +72,7 @@ fn spec_uri(spec: &str, capability: Option<&str>, blobs: &MemoryBlobStore) -> St
 }
 
 #[tokio::test]
-async fn worker_registers_delivers_declines_and_is_paid() {
+async fn worker_registers_delivers_declines_on_chain_and_is_paid() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let blobs = Arc::new(MemoryBlobStore::new());
     let mut w = worker(&env, blobs.clone());
@@ -77,7 +98,8 @@ async fn worker_registers_delivers_declines_and_is_paid() {
     let refused = d.create_with_permit(cheap).await.unwrap_err();
     assert!(refused.to_string().contains("TaskEscrowExecutorNotOffering"), "{refused}");
     // Funded for `summarize`, which the worker offers, but the envelope asks
-    // for a translation: the worker declines.
+    // for a translation, which it does not: the worker declines on chain, as
+    // it does a task whose envelope it cannot read.
     let other = d
         .params(me, 900_000, spec_uri("Translate to French", Some("translate"), &blobs))
         .await
@@ -85,14 +107,27 @@ async fn worker_registers_delivers_declines_and_is_paid() {
     let other = d.create_with_permit(other).await.unwrap();
     let junk = d.params(me, 300_000, "data:application/json,{not json".into()).await.unwrap();
     let junk = d.create_with_permit(junk).await.unwrap();
+    let funder = other.task.funder;
+    let funds = env.balance(funder).await;
 
     let handled = w.poll_once().await.unwrap();
     assert_eq!(handled.len(), 3, "{handled:?}");
     let Handled::Delivered { task, result_uri } = &handled[0] else { panic!("{handled:?}") };
     assert_eq!(*task, good.id);
+    let mut reasons = Vec::new();
     for (h, id) in handled[1..].iter().zip([other.id, junk.id]) {
-        assert!(matches!(h, Handled::Declined { task, .. } if *task == id), "{h:?}");
+        let Handled::DeclinedOnChain { task, reason, reason_uri } = h else { panic!("{h:?}") };
+        assert_eq!(*task, id);
+        // The reason is on chain, published as `{"reason": …}`.
+        let (executor, uri) = declined_log(&env, id).await;
+        assert_eq!((executor, &uri), (me, reason_uri));
+        assert_eq!(read_result(&uri, blobs.as_ref()).unwrap()["reason"], reason.as_str());
+        reasons.push(reason.clone());
     }
+    assert_eq!(reasons[0], "capability \"translate\" is not offered");
+    assert!(reasons[1].starts_with("unreadable envelope: "), "{}", reasons[1]);
+    // Refunded at once, whole: nothing waits for the deadline.
+    assert_eq!(env.balance(funder).await - funds, U256::from(900_000 + 300_000));
     assert!(w.poll_once().await.unwrap().is_empty(), "nothing new, nothing redone");
 
     let mut good = d.escrow.fetch(good.id, env.deployment.deploy_block).await.unwrap();
@@ -102,7 +137,7 @@ async fn worker_registers_delivers_declines_and_is_paid() {
     assert_eq!(result["bullets"].as_array().unwrap().len(), 2, "{result}");
     for declined in [other.id, junk.id] {
         let rec = d.escrow.fetch(declined, env.deployment.deploy_block).await.unwrap();
-        assert_eq!(rec.status(), Status::Created, "a declined task stays free to reassign");
+        assert_eq!(rec.status(), Status::Declined, "terminal: a new task is the way on");
     }
 
     let before = env.balance(me).await;
@@ -306,7 +341,7 @@ instructions: Summarize faithfully.
     }
 
     #[tokio::test]
-    async fn two_bad_answers_decline_and_leave_the_task_free() {
+    async fn two_bad_answers_decline_the_task_on_chain() {
         let mock = MockOpenAi::start().await;
         let (env, blobs, mut w) = setup(&mock).await;
         mock.script([Reply::Malformed, Reply::Slow(Duration::from_secs(2))]);
@@ -315,9 +350,13 @@ instructions: Summarize faithfully.
         let params = d.params(w.address(), 300_000, spec).await.unwrap();
         let rec = d.create_with_permit(params).await.unwrap();
         let handled = w.poll_once().await.unwrap();
-        let [Handled::Declined { reason, .. }] = handled.as_slice() else { panic!("{handled:?}") };
+        let [Handled::DeclinedOnChain { reason, .. }] = handled.as_slice() else {
+            panic!("{handled:?}")
+        };
         assert!(reason.starts_with("LLM: no answer within"), "{reason}");
         let fresh = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
-        assert_eq!(fresh.status(), tessera_bindings::task::Status::Created);
+        assert_eq!(fresh.status(), tessera_bindings::task::Status::Declined);
+        let (_, uri) = super::declined_log(&env, rec.id).await;
+        assert_eq!(read_result(&uri, blobs.as_ref()).unwrap()["reason"], reason.as_str());
     }
 }

@@ -18,7 +18,7 @@ interface ITaskEscrow {
     //////////////////////////////////////////////////////////////*/
 
     /// @notice Where a task stands. `None` means no task has that id.
-    /// Terminal states: Paid, Refunded, Split, Cancelled, Expired.
+    /// Terminal states: Paid, Refunded, Split, Cancelled, Expired, Declined.
     enum Status {
         None,
         Created,
@@ -31,7 +31,8 @@ interface ITaskEscrow {
         Refunded,
         Split,
         Cancelled,
-        Expired
+        Expired,
+        Declined
     }
 
     /// @notice Why a task was settled; carried by {TaskSettled}.
@@ -43,7 +44,8 @@ interface ITaskEscrow {
         RulingFinalized, // ruling stood: appeal window passed, or the appeal went undecided
         DisputeDefault, // arbiter never ruled before the dispute deadline: refund
         Cancelled, // client cancelled before acceptance
-        Expired // deadline passed before completion
+        Expired, // deadline passed before completion
+        Declined // the executor said no before delivering
     }
 
     /// @notice The whole state of a task. Its keccak256 is all the contract stores.
@@ -166,6 +168,15 @@ interface ITaskEscrow {
         uint40 at
     );
 
+    /// @notice The executor declined the task; {TaskSettled} (Declined, Declined)
+    /// follows in the same call and refunds the funder in full.
+    /// @dev Emitted by {declineTask} from Created, or from Accepted up to the deadline.
+    /// @param taskId The task.
+    /// @param executor The executor, who called.
+    /// @param reasonURI Why the executor declines; only emitted, never stored.
+    /// @param at The block time, now the task's `updatedAt`.
+    event TaskDeclined(uint256 indexed taskId, address indexed executor, string reasonURI, uint40 at);
+
     /// @notice The task was re-routed to another executor with a new deadline.
     /// @dev The task is Created again; the funder, client and amount are unchanged.
     /// @param taskId The task.
@@ -185,7 +196,7 @@ interface ITaskEscrow {
     /// @dev `executorAmount + funderAmount` is the task's amount: a settled task holds
     /// no tokens.
     /// @param taskId The task.
-    /// @param status The terminal status: Paid, Refunded, Split, Cancelled or Expired.
+    /// @param status The terminal status: Paid, Refunded, Split, Cancelled, Expired or Declined.
     /// @param settlement Why the task was settled.
     /// @param executorAmount Tokens sent to the executor.
     /// @param funderAmount Tokens sent back to the funder.
@@ -509,6 +520,17 @@ interface ITaskEscrow {
     /// @param taskId The task.
     /// @param task Its current state.
     function cancelTask(uint256 taskId, Task calldata task) external;
+
+    /// @notice The executor declines a task it has not delivered; the funder is
+    /// refunded the whole amount at once.
+    /// @dev Reverts unless the caller is the executor and the task is Created, or
+    /// Accepted with its deadline not passed ({TaskEscrowTooLate} after it: then
+    /// {refundExpired} is the way). Emits {TaskDeclined} then {TaskSettled}
+    /// (Declined, Declined).
+    /// @param taskId The task.
+    /// @param task Its current state.
+    /// @param reasonURI Why the executor declines; only emitted.
+    function declineTask(uint256 taskId, Task calldata task, string calldata reasonURI) external;
 
     /// @notice The client re-routes a task its executor never accepted, or accepted
     /// and let pass its deadline, to `newExecutor` with `newDeadline`.

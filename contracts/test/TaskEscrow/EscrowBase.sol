@@ -11,6 +11,8 @@ abstract contract EscrowBase is Base {
     uint32 internal constant MIN_WINDOW = 1 minutes;
     uint32 internal constant MAX_WINDOW = 30 days;
     uint40 internal constant HORIZON = 365 days;
+    string internal constant DECLINE_REASON =
+        "data:application/json,{\"reason\":\"cannot read the envelope\"}";
 
     /*//////////////////////////////////////////////////////////////
                             MORE TASK BUILDERS
@@ -78,6 +80,11 @@ abstract contract EscrowBase is Base {
             vm.warp(uint256(t.deadline) + 1);
             escrow.refundExpired(id, t);
             t = _settled(t, ITaskEscrow.Status.Expired, 0);
+        } else if (status == ITaskEscrow.Status.Declined) {
+            (id, t) = _create();
+            vm.prank(t.executor);
+            escrow.declineTask(id, t, DECLINE_REASON);
+            t = _settled(t, ITaskEscrow.Status.Declined, 0);
         } else {
             revert("no task can be in status None");
         }
@@ -86,8 +93,8 @@ abstract contract EscrowBase is Base {
 
     /// @dev Every status a task can be in (None excluded).
     function _allStatuses() internal pure returns (ITaskEscrow.Status[] memory all) {
-        all = new ITaskEscrow.Status[](11);
-        for (uint256 i; i < 11; ++i) {
+        all = new ITaskEscrow.Status[](12);
+        for (uint256 i; i < 12; ++i) {
             all[i] = ITaskEscrow.Status(i + 1);
         }
     }

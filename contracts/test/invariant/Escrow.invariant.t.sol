@@ -57,6 +57,7 @@ contract Escrow_Invariant_Test is Base {
         _target(address(lifecycleHandler), EscrowLifecycleHandler.refundExpired.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.cancelTask.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.reassignTask.selector, 1);
+        _target(address(lifecycleHandler), EscrowLifecycleHandler.declineTask.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.warp.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.warpToBoundary.selector, 2);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptInvalidStatus.selector, 1);
@@ -103,9 +104,9 @@ contract Escrow_Invariant_Test is Base {
     /// @dev 3. Every status change observed on chain is an allowed one, and no
     /// call made in the wrong status or time succeeded.
     function invariant_statusTransitions() external view {
-        uint256[12][12] memory seen = store.allTransitions();
-        for (uint256 from; from < 12; ++from) {
-            for (uint256 to; to < 12; ++to) {
+        uint256[13][13] memory seen = store.allTransitions();
+        for (uint256 from; from < 13; ++from) {
+            for (uint256 to; to < 13; ++to) {
                 if (seen[from][to] == 0) continue;
                 assertTrue(
                     _allowed(ITaskEscrow.Status(from), ITaskEscrow.Status(to)),
@@ -154,7 +155,7 @@ contract Escrow_Invariant_Test is Base {
             assertEq(r.refunded, funderShare, "funder got exactly the funder share");
             if (
                 t.status == ITaskEscrow.Status.Refunded || t.status == ITaskEscrow.Status.Cancelled
-                    || t.status == ITaskEscrow.Status.Expired
+                    || t.status == ITaskEscrow.Status.Expired || t.status == ITaskEscrow.Status.Declined
             ) {
                 assertEq(r.refunded, t.amount, "refund: all to the funder");
                 assertEq(r.paidOut, 0, "refund: nothing to the executor");
@@ -282,10 +283,11 @@ contract Escrow_Invariant_Test is Base {
         if (from == ITaskEscrow.Status.Created) {
             return to == ITaskEscrow.Status.Accepted || to == ITaskEscrow.Status.Completed // deliver
                 || to == ITaskEscrow.Status.Cancelled || to == ITaskEscrow.Status.Expired
-                || to == ITaskEscrow.Status.Created; // reassign
+                || to == ITaskEscrow.Status.Declined || to == ITaskEscrow.Status.Created; // reassign
         }
         if (from == ITaskEscrow.Status.Accepted) {
             return to == ITaskEscrow.Status.Completed || to == ITaskEscrow.Status.Expired
+                || to == ITaskEscrow.Status.Declined // before its deadline
                 || to == ITaskEscrow.Status.Created; // reassign after a missed deadline
         }
         if (from == ITaskEscrow.Status.Completed) {

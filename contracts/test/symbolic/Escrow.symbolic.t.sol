@@ -145,6 +145,7 @@ contract EscrowSymbolic is Test {
             ts[0] = t;
             return abi.encodeCall(ITaskEscrow.approvePayments, (ids, ts));
         }
+        if (which == 15) return abi.encodeCall(ITaskEscrow.declineTask, (id, t, uri));
         // Creation from the caller, with a symbolic amount and executor.
         ITaskEscrow.CreateParams memory p = ITaskEscrow.CreateParams({
             ref: bytes32(svm.createUint256("ref")),
@@ -170,7 +171,7 @@ contract EscrowSymbolic is Test {
         address caller = svm.createAddress("caller");
         vm.assume(caller != address(escrow));
         vm.warp(block.timestamp + svm.createUint256("elapsed") % (60 days));
-        bytes memory data = _anyCall(svm.createUint256("which") % 16);
+        bytes memory data = _anyCall(svm.createUint256("which") % 17);
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
         uint256 partiesBefore = usdc.balanceOf(FUNDER) + usdc.balanceOf(EXECUTOR);
         uint256 callerBefore = usdc.balanceOf(caller);
@@ -199,7 +200,7 @@ contract EscrowSymbolic is Test {
         vm.assume(caller != FUNDER && caller != CLIENT && caller != EXECUTOR);
         vm.assume(caller != ARBITER && caller != APPEAL_ARBITER && caller != OWNER);
         vm.assume(caller != address(escrow));
-        bytes memory data = _anyCall(svm.createUint256("which") % 16);
+        bytes memory data = _anyCall(svm.createUint256("which") % 17);
         bytes32 hashBefore = escrow.taskHash(id);
         uint256 before = usdc.balanceOf(address(escrow));
         vm.prank(caller);

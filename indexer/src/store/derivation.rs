@@ -59,6 +59,9 @@ pub(super) static TASK_COLUMNS: Columns<TaskEntry> = Columns {
         }),
         ("path", |(f, _)| Ok(Param::OptText(f.row().path.clone()))),
         ("groups", |(f, _)| Ok(Param::OptText(groups_column(&f.row().groups)))),
+        ("decline_reason_uri", |(f, _)| Ok(Param::OptText(f.row().decline_reason_uri.clone()))),
+        ("decline_reason", |(f, _)| Ok(Param::OptText(f.row().decline_reason.clone()))),
+        ("decline_error", |(f, _)| Ok(Param::OptText(f.row().decline_error.clone()))),
         ("history", |(_, t)| Ok(Param::Text(history_column(t)))),
     ],
 };

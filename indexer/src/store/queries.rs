@@ -512,7 +512,7 @@ impl IndexStore {
         Ok(out)
     }
 
-    /// One agent with its stats: completed, disputed, refunded, expired, earnings and
+    /// One agent with its stats: completed, disputed, refunded, expired, declined, earnings and
     /// success rate over all its tasks (aggregated in the database), median
     /// accept and completion latency over its latest [`MEDIAN_SAMPLE`].
     pub async fn agent(&self, agent: &str) -> Result<Option<AgentView>, DbError> {
@@ -529,14 +529,15 @@ impl IndexStore {
         };
         let totals = sqlx::query(&format!(
             "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
-               {} AS expired, {} AS settled, \
+               {} AS expired, {} AS declined, {} AS settled, \
                CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
              FROM ix_tasks WHERE executor = $1",
             count("status IN ('Paid', 'Split')"),
             count("disputed = 1"),
             count("status = 'Refunded'"),
             count("status = 'Expired'"),
-            count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled')"),
+            count("status = 'Declined'"),
+            count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled', 'Declined')"),
         ))
         .bind(&address)
         .fetch_one(&self.api)
@@ -577,6 +578,7 @@ impl IndexStore {
                 disputed: total("disputed")?,
                 refunded: total("refunded")?,
                 expired: total("expired")?,
+                declined: total("declined")?,
                 earnings: amount_from_column(total("earnings")?, "ix_tasks")?,
                 median_accept_secs: median(&mut accept),
                 median_completion_secs: median(&mut complete),

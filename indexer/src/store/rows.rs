@@ -55,6 +55,9 @@ pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
         settled_at: opt_uint("settled_at")?,
         disputed: r.try_get::<i64, _>("disputed")? == 1,
         executor_paid: amount_from_column(r.try_get("executor_paid")?, TABLE)?,
+        decline_reason_uri: r.try_get("decline_reason_uri")?,
+        decline_reason: r.try_get("decline_reason")?,
+        decline_error: r.try_get("decline_error")?,
     })
 }
 
@@ -176,6 +179,8 @@ pub struct AgentStats {
     pub refunded: i64,
     /// Expired: not accepted, or not delivered, before the deadline.
     pub expired: i64,
+    /// Declined by the agent before it delivered.
+    pub declined: i64,
     /// Everything it was paid.
     pub earnings: Usdc,
     /// Median seconds from creation to acceptance.

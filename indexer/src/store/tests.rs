@@ -427,3 +427,152 @@ fn group_labels_round_trip_through_their_column() {
     let err = groups_from_column(Some("{\"a\":1}".into())).unwrap_err();
     assert!(matches!(err, DbError::Corrupt { table: "ix_tasks", .. }), "{err}");
 }
+
+/// Three tasks of one executor, each declined and settled in one block:
+/// with an inline reason, a reason in the blob store, and a reason whose
+/// blob nobody has. Then a fourth, accepted and declined with no reason.
+fn declined_logs(blobs: &tessera_bindings::envelope::MemoryBlobStore) -> Vec<Log> {
+    use alloy::{
+        primitives::{aliases::U40, keccak256},
+        sol_types::SolEvent,
+    };
+    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E, envelope::EnvelopeCodec};
+    let at = |ev: &dyn Fn() -> alloy::primitives::LogData, block: u64, index: u64| Log {
+        inner: alloy::primitives::Log { address: Address::repeat_byte(1), data: ev() },
+        block_number: Some(block),
+        log_index: Some(index),
+        ..Log::default()
+    };
+    let codec = EnvelopeCodec::default();
+    let inline = codec.publish(br#"{"reason":"cannot read the envelope"}"#, blobs).unwrap();
+    let big = serde_json::json!({ "reason": "too long: ".to_owned() + &"y".repeat(5_000) });
+    let stored = codec.publish(big.to_string().as_bytes(), blobs).unwrap();
+    assert!(inline.starts_with("data:") && stored.starts_with("sha256:"));
+    let missing = format!("sha256:{}", "ab".repeat(32));
+    let executor = Address::repeat_byte(3);
+    let mut logs = Vec::new();
+    for (i, reason) in [inline, stored, missing, String::new()].into_iter().enumerate() {
+        let id = U256::from(20 + i);
+        let created = E::TaskCreated {
+            taskId: id,
+            planId: keccak256("declines"),
+            parentId: U256::ZERO,
+            r#ref: keccak256([i as u8]),
+            capability: tessera_bindings::capability::encode("translate").unwrap(),
+            task: Task {
+                funder: Address::repeat_byte(2),
+                client: Address::repeat_byte(2),
+                executor,
+                amount: 1_000,
+                deadline: U40::from(10_000),
+                updatedAt: U40::from(1_000),
+                reviewWindow: 600,
+                disputeWindow: 600,
+                appealWindow: 0,
+                appealRulingWindow: 600,
+                executorShareBps: 0,
+                status: 1,
+                specHash: keccak256("data:,x"),
+                resultHash: B256::ZERO,
+            },
+            specURI: "data:,x".into(),
+        };
+        let block = 1 + 2 * i as u64;
+        logs.push(at(&|| created.encode_log_data(), block, 0));
+        if i == 3 {
+            let accepted = E::TaskAccepted { taskId: id, executor, at: U40::from(1_050) };
+            logs.push(at(&|| accepted.encode_log_data(), block, 1));
+        }
+        let declined =
+            E::TaskDeclined { taskId: id, executor, reasonURI: reason, at: U40::from(1_100) };
+        let settled = E::TaskSettled {
+            taskId: id,
+            status: 12,
+            settlement: 8,
+            executorAmount: 0,
+            funderAmount: 1_000,
+            at: U40::from(1_100),
+        };
+        logs.push(at(&|| declined.encode_log_data(), block + 1, 0));
+        logs.push(at(&|| settled.encode_log_data(), block + 1, 1));
+    }
+    logs
+}
+
+/// A decline folds into its task: Declined, the reason URI, the reason read
+/// through the envelope codec (cut to its bound), an unreadable one said so
+/// with its URI kept; the API's JSON names them; a reorganisation that takes
+/// the decline away takes them away too.
+async fn a_declined_task_keeps_its_reason(store: IndexStore) {
+    let blobs = std::sync::Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
+    let logs = declined_logs(&blobs);
+    store.apply(&Batch { from: 1, to: 8, logs, ..Batch::default() }).await.unwrap();
+    store.derive(Some(blobs), 10).await.unwrap();
+
+    let inline = store.task("20").await.unwrap().unwrap();
+    assert_eq!(inline.task.status, "Declined");
+    assert_eq!(inline.task.decline_reason.as_deref(), Some("cannot read the envelope"));
+    assert!(inline.task.decline_reason_uri.as_deref().unwrap().starts_with("data:"));
+    assert_eq!((inline.task.decline_error, inline.task.flagged), (None, None));
+    assert!(inline.task.settled_at.is_some());
+    let events: Vec<&str> = inline.history.iter().map(|h| h.event.as_str()).collect();
+    assert_eq!(events, ["TaskCreated", "TaskDeclined", "TaskSettled"]);
+    assert!(inline.history.iter().all(|h| h.valid), "{:?}", inline.history);
+    assert_eq!(inline.history[2].to, "Declined");
+
+    let stored = store.task("21").await.unwrap().unwrap().task;
+    let reason = stored.decline_reason.unwrap();
+    assert!(reason.starts_with("too long: yyy") && reason.ends_with('…'), "{reason}");
+    assert_eq!(reason.chars().count(), derive::MAX_REASON_CHARS + 1);
+    assert!(stored.decline_reason_uri.unwrap().starts_with("sha256:"));
+
+    let missing = store.task("22").await.unwrap().unwrap().task;
+    assert_eq!(missing.status, "Declined", "an unreadable reason still declines");
+    assert_eq!(missing.decline_reason, None);
+    assert_eq!(missing.decline_reason_uri, Some(format!("sha256:{}", "ab".repeat(32))));
+    assert!(missing.decline_error.unwrap().contains("no blob"), "the error says why");
+
+    let silent = store.task("23").await.unwrap().unwrap().task;
+    assert_eq!(silent.status, "Declined");
+    assert!(silent.accepted_at.is_some(), "accepted, then declined");
+    assert_eq!(
+        (silent.decline_reason_uri.as_deref(), silent.decline_reason, silent.decline_error),
+        (Some(""), None, None)
+    );
+
+    // The API's JSON (a task page) names them.
+    let filter = TaskFilter { status: Some("Declined".into()), ..TaskFilter::default() };
+    let (page, _) = store.tasks(&filter).await.unwrap();
+    assert_eq!(page.len(), 4);
+    let json = serde_json::to_value(&page[0]).unwrap();
+    assert_eq!(json["decline_reason"], "cannot read the envelope");
+    assert!(json["decline_reason_uri"].as_str().unwrap().starts_with("data:"));
+    assert_eq!(json["decline_error"], serde_json::Value::Null);
+
+    // A reorganisation from block 8 takes the last decline away: the task
+    // is Accepted again, with no reason; the others keep theirs.
+    let reorg = store.rollback(8, 9, None).await.unwrap();
+    assert_eq!(reorg.affected_tasks, ["23"]);
+    let back = store.task("23").await.unwrap().unwrap().task;
+    assert_eq!(back.status, "Accepted");
+    assert_eq!((back.decline_reason_uri, back.settled_at), (None, None));
+    let kept = store.task("20").await.unwrap().unwrap().task;
+    assert_eq!(kept.decline_reason.as_deref(), Some("cannot read the envelope"));
+}
+
+#[tokio::test]
+async fn a_declined_task_keeps_its_reason_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    a_declined_task_keeps_its_reason(IndexStore::connect(&url).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_declined_task_keeps_its_reason_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_declines").await else {
+        return;
+    };
+    let store = IndexStore::connect(&url).await.unwrap();
+    assert_eq!(store.backend(), tessera_db::Backend::Postgres);
+    a_declined_task_keeps_its_reason(store).await;
+}

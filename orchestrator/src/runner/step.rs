@@ -140,6 +140,10 @@ pub enum Action {
 pub enum Failure {
     /// Nobody accepted it before its deadline (or it was cancelled).
     Declined,
+    /// Its executor declined it on chain (`declineTask`: it cannot do it;
+    /// the funder was refunded at once). Recovered by the `on_decline`
+    /// policy, in the next block rather than at the deadline.
+    DeclinedByExecutor,
     /// Accepted, but not delivered before its deadline.
     Expired,
     /// Its dispute ended in a full refund.
@@ -155,6 +159,7 @@ impl Failure {
     pub fn describe(&self) -> std::borrow::Cow<'static, str> {
         match self {
             Self::Declined => "nobody accepted it before its deadline".into(),
+            Self::DeclinedByExecutor => "its executor declined it on chain".into(),
             Self::Expired => "it was accepted but not delivered before its deadline".into(),
             Self::DisputeLost => "its dispute ended in a full refund".into(),
             Self::Refused(revert) => {
@@ -286,7 +291,9 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
             phase if phase.is_stuck() && !closing => {
                 let accepted = s.chain.get(&index).is_some_and(|c| c.accepted);
                 let recovery = s.plan.recovery.with(task.recovery.as_ref());
-                let (failure, policy) = if accepted && phase == Phase::Chain(Status::Expired) {
+                let (failure, policy) = if phase == Phase::Chain(Status::Declined) {
+                    (Failure::DeclinedByExecutor, recovery.on_decline)
+                } else if accepted && phase == Phase::Chain(Status::Expired) {
                     (Failure::Expired, recovery.on_expiry)
                 } else {
                     (Failure::Declined, recovery.on_decline)
@@ -343,7 +350,8 @@ pub enum Resolution {
         /// The executor to record once it worked.
         executor: Option<Address>,
     },
-    /// Start a new attempt of a sub-task that expired or was cancelled.
+    /// Start a new attempt of a sub-task that expired, was cancelled or
+    /// was declined.
     Requeue(Progress),
     /// Nothing to do: the decision does not apply now.
     Ignore(String),

@@ -531,3 +531,67 @@ fn a_nested_steps_condition_skips_its_whole_plan_and_its_recovery_applies_to_eac
         "{actions:?}"
     );
 }
+
+#[test]
+fn a_sub_task_its_executor_declined_is_recovered_by_its_on_decline_policy_at_once() {
+    use crate::plan::{Policy, RecoveryOverride};
+    let mut p = plan(ReviewMode::Auto, &[&[], &[], &[], &[], &[]]);
+    p.recovery.on_decline = Policy::Reassign;
+    // Never consulted for a decline, even one accepted first.
+    p.recovery.on_expiry = Policy::Cancel;
+    let decline =
+        |policy| Some(RecoveryOverride { on_decline: Some(policy), ..Default::default() });
+    p.subtasks[1].recovery = decline(Policy::Retry(2));
+    p.subtasks[2].recovery = decline(Policy::Cancel);
+    p.subtasks[3].recovery = decline(Policy::Pause);
+    let declined = c(Status::Declined);
+    let r = rows(&[declined, declined, declined, declined, c(Status::Created)]);
+    let mut chain = chain_of(&r);
+    chain.get_mut(&0).unwrap().accepted = true;
+    // Chain time 501: the deadline (1_000) is far off; nothing waits for it.
+    let s = |state, rows: &BTreeMap<u32, Progress>, chain: &HashMap<u32, OnChain>| {
+        let (results, held) = (HashMap::new(), BTreeSet::new());
+        steps(&Snapshot { state, plan: &p, rows, chain, now: 501, results: &results, held: &held })
+            .unwrap()
+    };
+    let recover = |index, policy| Action::Recover {
+        index,
+        attempt: 0,
+        failure: Failure::DeclinedByExecutor,
+        policy,
+    };
+    let actions = s(RunState::Running, &r, &chain);
+    let [a0, a1, a2, Action::Pause { index: 3, attempt: 0, reason }] = actions.as_slice() else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(
+        [a0, a1, a2],
+        [&recover(0, Policy::Reassign), &recover(1, Policy::Retry(2)), &recover(2, Policy::Cancel)]
+    );
+    assert!(
+        reason.starts_with("sub-task 3 declined: retry, change executor or cancel"),
+        "{reason}"
+    );
+    assert_eq!(Failure::DeclinedByExecutor.describe(), "its executor declined it on chain");
+    // Paused, the automatic policies still apply; a pause waits for its person.
+    assert_eq!(s(RunState::Paused, &r, &chain).len(), 3);
+    // Closing, a declined attempt holds nothing: left as it is, and the run
+    // ends once nothing is in flight.
+    assert_eq!(
+        s(RunState::Cancelling, &r, &chain),
+        [Action::Send { index: 4, call: Call::Cancel }]
+    );
+    let stored: Vec<Progress> = rows(&[declined]).into_values().collect();
+    assert!(matches!(
+        ending(RunState::Cancelling, None, &stored, None, 10, false),
+        Some(Ending::Closed { .. })
+    ));
+    assert!(declined.is_stuck() && !declined.is_settled() && !declined.in_flight());
+    // A person's retry starts a new attempt, as after an expiry.
+    let Resolution::Requeue(next) =
+        resolve_at(declined, &decision(DecisionKind::Retry, Some(0), None))
+    else {
+        panic!()
+    };
+    assert_eq!((next.attempt, next.phase, next.task_id), (1, Phase::Waiting, None));
+}

@@ -53,6 +53,15 @@ impl Orchestrator {
             if let Some(window) = events::ruling_window(ev.kind, &ev.body, &rec.task) {
                 events::merge(&mut body, window);
             }
+            // A decline's reason is read once, when its event is first stored.
+            if ev.kind == EventKind::SubtaskDeclined
+                && !self.store.has_event(&run_id, &ev.dedup).await?
+            {
+                let uri = ev.body["reason_uri"].as_str().unwrap_or_default();
+                let reason = self.decline_reason(uri).await?;
+                tracing::info!(index = row.idx, task = %task_id, %reason, "declined by its executor");
+                events::merge(&mut body, json!({ "reason": reason }));
+            }
             self.emit_chain(&run_id, ev.kind, &ev.dedup, body.clone()).await?;
             if ev.kind == EventKind::SubtaskCompleted
                 && plan.review_of(row.idx) == ReviewMode::Manual
@@ -129,6 +138,13 @@ impl Orchestrator {
         events::merge(&mut body, flag);
         let dedup = format!("flagged:{task_id}");
         self.emit_chain(&plan.id.to_string(), events::OUTPUT_FLAGGED, &dedup, body).await
+    }
+
+    /// The reason behind a decline's `uri`, bounded (see
+    /// [`events::decline_reason`]).
+    async fn decline_reason(&self, uri: &str) -> Result<String, RunError> {
+        let codec = EnvelopeCodec { max_bytes: events::DECLINE_REASON_DOC_BYTES, ..self.codec };
+        Ok(events::decline_reason(fetch(codec, Arc::clone(&self.blobs), uri).await?))
     }
 
     /// A delivered result as the JSON document a condition reads (a result

@@ -8,7 +8,7 @@ use tessera_bindings::usdc::Usdc;
 use super::{Orchestrator, RunError};
 use crate::{
     plan::{Plan, PlanError, StepPath},
-    state::{Gates, Phase, Progress, RunState, Spend, Stakes},
+    state::{EventKind, Gates, Phase, Progress, RunState, Spend, Stakes},
     store::{DecisionRecord, RunRow, SubtaskRow},
 };
 
@@ -51,6 +51,11 @@ pub struct RunView {
     /// (with `by`: `approver` or `timeout`), each with when (ms).
     #[serde(skip_serializing_if = "Gates::is_empty")]
     pub gates: Gates,
+    /// Every sub-task attempt its executor declined on chain, oldest
+    /// first: the run's `subtask_declined` events (index, attempt, task id,
+    /// executor, reason, reason URI, transaction). Absent when none was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub declines: Vec<serde_json::Value>,
 }
 
 /// A nested plan of a run: the step it replaces, its place in the tree,
@@ -191,7 +196,15 @@ impl Orchestrator {
         let subtasks = self.store.subtasks(id).await?;
         let state = RunState::parse(&row.state).map_err(crate::state::RowError::from)?;
         let closed = matches!(state, RunState::Cancelled | RunState::Failed);
+        let declines = self
+            .store
+            .events_of_kind(id, EventKind::SubtaskDeclined)
+            .await?
+            .iter()
+            .filter_map(|body| serde_json::from_str(body).ok())
+            .collect();
         Ok(RunView {
+            declines,
             conditions: conditions_by_path(&plan),
             gates: self.store.gates(id).await?,
             confirmation,

@@ -71,6 +71,9 @@ pub enum RunEvent {
     SubtaskCancelled(Fields),
     /// Expired before delivery.
     SubtaskExpired(Fields),
+    /// Its executor declined it on chain, with a reason (read from the
+    /// reason URI, bounded); the funder was refunded at once.
+    SubtaskDeclined(Fields),
     /// A user decision was taken; `ok` says whether it worked.
     DecisionApplied {
         /// The plan.
@@ -304,6 +307,8 @@ words!(
         SubtaskCancelled => "subtask_cancelled",
         /// See [`RunEvent::SubtaskExpired`].
         SubtaskExpired => "subtask_expired",
+        /// See [`RunEvent::SubtaskDeclined`].
+        SubtaskDeclined => "subtask_declined",
         /// See [`RunEvent::DecisionApplied`].
         DecisionApplied => "decision_applied",
         /// See [`RunEvent::PlanPaused`].
@@ -368,6 +373,7 @@ impl RunEvent {
             K::SubtaskRefunded => Self::SubtaskRefunded(fields),
             K::SubtaskCancelled => Self::SubtaskCancelled(fields),
             K::SubtaskExpired => Self::SubtaskExpired(fields),
+            K::SubtaskDeclined => Self::SubtaskDeclined(fields),
             _ => return None,
         })
     }
@@ -395,6 +401,7 @@ impl RunEvent {
             Self::SubtaskRefunded(_) => K::SubtaskRefunded,
             Self::SubtaskCancelled(_) => K::SubtaskCancelled,
             Self::SubtaskExpired(_) => K::SubtaskExpired,
+            Self::SubtaskDeclined(_) => K::SubtaskDeclined,
             Self::DecisionApplied { .. } => K::DecisionApplied,
             Self::PlanPaused { .. } => K::PlanPaused,
             Self::BudgetExceeded { .. } => K::BudgetExceeded,

@@ -208,6 +208,7 @@ impl Phase {
                 Status::Split => "split",
                 Status::Cancelled => "cancelled",
                 Status::Expired => "expired",
+                Status::Declined => "declined",
             },
         }
     }
@@ -254,14 +255,16 @@ impl Phase {
     }
 
     /// Over for good: skipped, or settled with the money moved (paid,
-    /// split, refunded). Expired and cancelled attempts may be retried.
+    /// split, refunded). Expired, cancelled and declined attempts may be
+    /// retried.
     pub fn is_settled(self) -> bool {
         matches!(self, Self::Skipped | Self::Chain(Status::Paid | Status::Split | Status::Refunded))
     }
 
-    /// Ended without delivery (expired or cancelled): needs a decision.
+    /// Ended without delivery (expired, cancelled, or declined by its
+    /// executor on chain): needs a decision, or the plan's recovery policy.
     pub fn is_stuck(self) -> bool {
-        matches!(self, Self::Chain(Status::Expired | Status::Cancelled))
+        matches!(self, Self::Chain(Status::Expired | Status::Cancelled | Status::Declined))
     }
 }
 

@@ -67,6 +67,31 @@ impl Store {
         Ok(Some(EventRow { run_id: run_id.to_owned(), seq, kind: kind.to_owned(), body: text }))
     }
 
+    /// Whether run `run_id` stored an event with key `dedup` already.
+    pub async fn has_event(&self, run_id: &str, dedup: &str) -> Result<bool, StoreError> {
+        let found = sqlx::query("SELECT seq FROM run_events WHERE run_id = $1 AND dedup = $2")
+            .bind(run_id)
+            .bind(dedup)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.is_some())
+    }
+
+    /// The bodies of run `run_id`'s events of `kind`, oldest first.
+    pub async fn events_of_kind(
+        &self,
+        run_id: &str,
+        kind: EventKind,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows =
+            sqlx::query("SELECT body FROM run_events WHERE run_id = $1 AND kind = $2 ORDER BY seq")
+                .bind(run_id)
+                .bind(kind.as_str())
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter().map(|r| Ok(r.try_get("body")?)).collect()
+    }
+
     /// Events of a run after `after_seq`, in order.
     pub async fn events_after(
         &self,

@@ -116,6 +116,12 @@ async fn events_are_numbered_and_deduplicated(store: Store) {
     assert_eq!(body["seq"], 2);
     assert_eq!(store.events_after("r", 1).await.unwrap().len(), 1);
     assert_eq!(store.events_after("other", 0).await.unwrap().len(), 0);
+    assert!(store.has_event("r", "a").await.unwrap() && !store.has_event("r", "c").await.unwrap());
+    assert!(!store.has_event("other", "a").await.unwrap(), "keys are per run");
+    let paid = store.events_of_kind("r", EventKind::SubtaskPaid).await.unwrap();
+    assert_eq!(paid.len(), 1);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&paid[0]).unwrap()["seq"], 2);
+    assert!(store.events_of_kind("r", EventKind::SubtaskDeclined).await.unwrap().is_empty());
 }
 
 async fn decisions_queue_in_order_until_finished(store: Store) {

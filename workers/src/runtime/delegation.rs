@@ -15,7 +15,11 @@
 //! - The child tasks funded and not settled yet count against the card's
 //!   cap on delegated spend outstanding
 //!   ([`tessera_bindings::card::AgentCard::delegated_outstanding_cap`]); a
-//!   task whose child would go over it is declined until a child settles.
+//!   task whose child would go over it is left alone until a child settles.
+//! - A task that cannot be delegated (nobody offers the part under the
+//!   card's limit, too close to its deadline, a wallet that cannot pay),
+//!   or whose delegated part failed, is declined on chain while before its
+//!   deadline: its funder is refunded at once.
 //! - Children are followed from the chain, not from memory: the child's
 //!   reference derives from the own task, and its creation log (client and
 //!   funder this worker, parent the own task) is found again by a restarted
@@ -103,11 +107,12 @@ impl Worker {
     /// Hands `part` of task `rec` to another agent: accepts the own task,
     /// then creates the child task (parent: `rec`, same plan) from this
     /// worker's wallet, paying the cheapest active offer of at most
-    /// `limit`, and waits for it in later passes. Declined, untouched, when
-    /// nobody offers the part under the limit, the deadline is too close,
-    /// the child would take the delegated spend outstanding over the card's
-    /// cap, or the wallet cannot pay; declined, never funded, when the own
-    /// task can no longer be accepted.
+    /// `limit`, and waits for it in later passes. Declined on chain,
+    /// nothing funded, when nobody offers the part under the limit, the
+    /// deadline is too close, or the wallet cannot pay; left alone when
+    /// the child would take the delegated spend outstanding over the
+    /// card's cap (looked at again once a child settles) or the own task
+    /// can no longer be accepted (it moved).
     pub(super) async fn delegate(
         &mut self,
         rec: TaskRecord,
@@ -116,10 +121,7 @@ impl Worker {
         limit: u128,
     ) -> Result<Handled, RuntimeError> {
         let id = rec.id;
-        let decline = |reason: String| {
-            tracing::warn!(task = %id, %reason, "declined");
-            Ok(Handled::Declined { task: id, reason })
-        };
+        let leave = |reason: String| Ok(super::decline::leave(id, reason));
         let (child, reference) = child_of(self.me, id, part.delegable);
         let mut delegation = Delegation {
             own: rec.clone(),
@@ -138,7 +140,8 @@ impl Worker {
             let status = child_rec.status();
             if status.is_terminal() && status != Status::Paid {
                 // Nothing left to follow, and no result to finish with.
-                return decline(format!("its {} child task ended {status}", part.delegable));
+                let reason = format!("its {} child task ended {status}", part.delegable);
+                return self.decline(rec, reason).await;
             }
             // Settled children hold nothing: a paid one is only finished.
             if !status.is_terminal() {
@@ -156,30 +159,29 @@ impl Worker {
             // The children of an earlier life count against the cap: they
             // are all known only once the logs are read up to the head.
             self.deferred.insert(id);
-            return decline("reading the escrow's past logs before funding a child task".into());
+            return leave("reading the escrow's past logs before funding a child task".into());
         }
         let word = capability::encode(part.delegable).expect("delegable names are valid");
         let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
         let listed = offers::offers_for(&registry, word, 200).await?;
         let others: Vec<_> = listed.offers.into_iter().filter(|o| o.agent != self.me).collect();
         let Some((executor, price)) = offers::cheapest_active(&others, Some(limit)) else {
-            return decline(format!(
-                "nobody offers {} for at most {} base units",
-                part.delegable, limit
-            ));
+            let reason =
+                format!("nobody offers {} for at most {} base units", part.delegable, limit);
+            return self.decline(rec, reason).await;
         };
         let now = self.chain_time().await?;
         let own_deadline = rec.task.deadline.to::<u64>();
         let deadline = own_deadline.saturating_sub(DELEGATION_MARGIN_SECS);
         if deadline <= now + 60 {
-            return decline("too close to its deadline to delegate".into());
+            return self.decline(rec, "too close to its deadline to delegate".into()).await;
         }
         let (outstanding, cap) =
             (self.delegated_outstanding(), self.card.delegated_outstanding_cap());
         if outstanding.saturating_add(price) > cap {
             // Looked at again once a child settles.
             self.deferred.insert(id);
-            return decline(format!(
+            return leave(format!(
                 "its {} child task would cost {price} base units with {outstanding} out in \
                  child tasks already, over the card's max_delegated_outstanding of {cap}",
                 part.delegable
@@ -188,10 +190,11 @@ impl Worker {
         let token = MockUSDC::new(self.deployment.token, self.provider.clone());
         let balance = token.balanceOf(self.me).call().await.map_err(map_call)?;
         if balance < U256::from(price) {
-            return decline(format!(
+            let reason = format!(
                 "its wallet holds {balance} base units, the {} child task costs {price}",
                 part.delegable
-            ));
+            );
+            return self.decline(rec, reason).await;
         }
         self.ensure_allowance().await?;
         // Accepted first: from here on the client can neither cancel the
@@ -201,7 +204,7 @@ impl Worker {
             match self.escrow.accept(self.me, &mut rec).await {
                 Ok(_) => tracing::info!(task = %id, "accepted before funding its child task"),
                 Err(ClientError::Revert(r)) => {
-                    return decline(format!("it could not be accepted ({r}); no child funded"));
+                    return leave(format!("it could not be accepted ({r}); no child funded"));
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -338,14 +341,11 @@ impl Worker {
     /// the own task is withdrawn; one past its deadline is refunded. A
     /// disputed child is followed until it settles (its default claimed
     /// once the arbiter's window passed, a ruling finalized once its appeal
-    /// window passed).
+    /// window passed). A child that ends without a result it paid for gives
+    /// the own task up: declined on chain while before its deadline.
     async fn advance(&mut self, d: &Delegation, now: u64) -> Result<Next, RuntimeError> {
         let own = d.own.id;
         let mut child = self.escrow.fetch(d.child, d.from_block).await?;
-        let give_up = |reason: String| {
-            tracing::warn!(task = %own, child = %d.child, %reason, "declined");
-            Next::Settled(Handled::Declined { task: own, reason })
-        };
         let stopped = |status: Status, reason: String| {
             tracing::warn!(task = %own, child = %d.child, %status, %reason, "child task not paid");
             Handled::ChildStopped { task: own, child: d.child, status, reason }
@@ -363,7 +363,8 @@ impl Worker {
                     return Ok(Next::Waiting);
                 }
                 self.escrow.refund_expired(self.me, &mut child).await?;
-                return Ok(give_up(format!("the delegated {} expired", d.capability)));
+                let reason = format!("the delegated {} expired", d.capability);
+                return self.give_up(own, reason).await.map(Next::Settled);
             }
             Status::Completed => {
                 let refused = match self.withdrawn(d, now).await? {
@@ -386,7 +387,7 @@ impl Worker {
             Status::Disputed => {
                 if now > updated + u64::from(child.task.disputeWindow) {
                     self.escrow.claim_default(self.me, &mut child).await?;
-                    return Ok(self.after_dispute(d, &child).await);
+                    return self.after_dispute(d, &child).await;
                 }
                 return Ok(Next::Waiting);
             }
@@ -398,32 +399,34 @@ impl Worker {
                 };
                 if now > updated + u64::from(window) {
                     self.escrow.finalize(self.me, &mut child).await?;
-                    return Ok(self.after_dispute(d, &child).await);
+                    return self.after_dispute(d, &child).await;
                 }
                 return Ok(Next::Waiting);
             }
             Status::Paid => {}
-            other => return Ok(give_up(format!("the delegated {} ended {other}", d.capability))),
+            other => {
+                let reason = format!("the delegated {} ended {other}", d.capability);
+                return self.give_up(own, reason).await.map(Next::Settled);
+            }
         }
         self.finish(d, &child).await.map(Next::Settled)
     }
 
     /// A child settled by its dispute: its result is used if it was paid
     /// in full (the arbiter found it good), else the own task is given up.
-    async fn after_dispute(&mut self, d: &Delegation, child: &TaskRecord) -> Next {
-        let own = d.own.id;
+    /// A failure is followed again next pass (the child is settled by then:
+    /// [`Self::advance`] finishes or gives up from its status).
+    async fn after_dispute(
+        &mut self,
+        d: &Delegation,
+        child: &TaskRecord,
+    ) -> Result<Next, RuntimeError> {
         if child.status() == Status::Paid {
-            match self.finish(d, child).await {
-                Ok(done) => return Next::Settled(done),
-                Err(e) => {
-                    tracing::warn!(task = %own, error = %e, "delivering after the ruling failed")
-                }
-            }
+            return self.finish(d, child).await.map(Next::Settled);
         }
         let reason =
             format!("the delegated {} ended {} after a dispute", d.capability, child.status());
-        tracing::warn!(task = %own, child = %d.child, %reason, "declined");
-        Next::Settled(Handled::Declined { task: own, reason })
+        self.give_up(d.own.id, reason).await.map(Next::Settled)
     }
 
     /// Why the own task no longer stands behind its child, if it does not:
@@ -483,34 +486,27 @@ impl Worker {
         check_result(&d.capability, &d.spec, &delivered).map_err(|e| e.to_string())
     }
 
-    /// Publishes a dispute reason as `{"reason": …}`; returns its URI.
-    fn publish_reason(&self, reason: &str) -> Result<String, RuntimeError> {
-        let body = serde_json::json!({ "reason": reason }).to_string();
-        self.codec
-            .publish(body.as_bytes(), self.blobs.as_ref())
-            .map_err(|e| RuntimeError::Blob(e.to_string()))
-    }
-
-    /// Works on a paid child's result and delivers the own task.
+    /// Works on a paid child's result and delivers the own task; gives
+    /// the own task up (on chain, see [`Self::give_up`]) when the result
+    /// cannot be worked on.
     async fn finish(
         &mut self,
         d: &Delegation,
         child: &TaskRecord,
     ) -> Result<Handled, RuntimeError> {
         let own = d.own.id;
-        let decline = |reason: String| {
-            tracing::warn!(task = %own, %reason, "declined");
-            Ok(Handled::Declined { task: own, reason })
-        };
         let Some(uri) = child.result_uri.as_deref() else {
-            return decline("the delegated part delivered no result".into());
+            return self.give_up(own, "the delegated part delivered no result".into()).await;
         };
         let delivered = match read_result(uri, self.blobs.as_ref()) {
             Ok(json) => json,
-            Err(e) => return decline(format!("the delegated result is unreadable: {e}")),
+            Err(e) => {
+                let reason = format!("the delegated result is unreadable: {e}");
+                return self.give_up(own, reason).await;
+            }
         };
         let Some(text) = delivered.get("text").and_then(|t| t.as_str()) else {
-            return decline("the delegated result has no text".into());
+            return self.give_up(own, "the delegated result has no text".into()).await;
         };
         let work = DelegatedWork {
             capability: d.capability.clone(),
@@ -520,17 +516,20 @@ impl Worker {
         };
         let brief = match brief_of(text, &d.spec, Some(work)) {
             Ok(b) => b,
-            Err(e) => return decline(e.to_string()),
+            Err(e) => return self.give_up(own, e.to_string()).await,
         };
         let result_uri = self.store_result(&Output::Brief(brief).to_json())?;
         let mut rec = self.escrow.fetch(own, self.deployment.deploy_block).await?;
+        let leave = |status: Status| {
+            Ok(super::decline::leave(own, format!("no longer mine to deliver ({status})")))
+        };
         if rec.task.executor != self.me {
-            return decline(format!("no longer mine to deliver ({})", rec.status()));
+            return leave(rec.status());
         }
         match rec.status() {
             Status::Accepted => self.escrow.complete(self.me, &mut rec, &result_uri).await?,
             Status::Created => self.escrow.deliver(self.me, &mut rec, &result_uri).await?,
-            other => return decline(format!("no longer mine to deliver ({other})")),
+            other => return leave(other),
         };
         let (earned, paid) = (rec.task.amount, child.task.amount);
         tracing::info!(

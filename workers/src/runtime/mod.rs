@@ -2,7 +2,10 @@
 //! AgentRegistry, finds tasks assigned to it, runs the asked
 //! capability on the envelope and delivers the result (`deliver`: accept and
 //! complete in one call), and later claims
-//! payment of delivered work the client left unreviewed past its window.
+//! payment of delivered work the client left unreviewed past its window. A
+//! task it cannot do (unreadable envelope, a capability not offered, a
+//! price not met, a failed run) is declined on chain with its reason
+//! (`decline`): the funder is refunded at once.
 //!
 //! Tasks are found in the escrow's `TaskCreated`, `TaskReassigned` and
 //! `TaskSettled` logs. With a websocket ([`Worker::run`]) the node pushes
@@ -43,17 +46,34 @@ use tessera_bindings::{
     task::{Status, TaskRecord, decode_log},
 };
 
+mod decline;
 pub mod delegation;
+mod fresh;
 
+pub use decline::{MAX_REASON_CHARS, one_line};
 use delegation::{ChildLog, Delegation};
 pub use delegation::{DELEGATION_MARGIN_SECS, child_of};
 
-/// A task looked at: declined, its result ready to deliver, or a part of
-/// it to hand to another agent first.
+/// A task looked at: left alone, to decline on chain, its result ready to
+/// deliver, or a part of it to hand to another agent first.
 enum Work {
-    Declined(Handled),
-    Deliver { rec: Box<TaskRecord>, result_uri: String },
-    Delegate { rec: Box<TaskRecord>, envelope: Box<Envelope>, part: Composite, limit: u128 },
+    /// Left alone, off chain (see [`Handled::Declined`]).
+    Leave(Handled),
+    /// Cannot be done: declined on chain with the reason ([`Worker::decline`]).
+    Decline {
+        rec: Box<TaskRecord>,
+        reason: String,
+    },
+    Deliver {
+        rec: Box<TaskRecord>,
+        result_uri: String,
+    },
+    Delegate {
+        rec: Box<TaskRecord>,
+        envelope: Box<Envelope>,
+        part: Composite,
+        limit: u128,
+    },
 }
 
 /// A log subscription and the blocks it serves.
@@ -106,14 +126,28 @@ pub enum Handled {
         /// Where the result is.
         result_uri: String,
     },
-    /// Left alone, with the reason: not accepted, so the client can
-    /// reassign it; or, for a task accepted to delegate part of it, given
-    /// up when that part failed (its client is refunded past its deadline).
+    /// Left alone, off chain, with the reason: past its deadline (its
+    /// funder takes the money back with `refundExpired`), deferred under
+    /// the card's cap on delegated spend (looked at again once a child
+    /// settles), or no longer this worker's to decline (moved meanwhile).
     Declined {
         /// The task.
         task: U256,
         /// Why.
         reason: String,
+    },
+    /// Declined on chain (`declineTask`): this worker cannot do it (an
+    /// unreadable envelope, a capability it does not offer or the task was
+    /// not funded for, a price not met, a failed run, or — for a task
+    /// accepted to delegate part of it — that part failed). Its funder is
+    /// refunded at once; the reason is published at `reason_uri`.
+    DeclinedOnChain {
+        /// The task.
+        task: U256,
+        /// Why, one line.
+        reason: String,
+        /// Where the reason is published (`{"reason": …}`).
+        reason_uri: String,
     },
     /// Claimed payment after the review window.
     Released {
@@ -437,62 +471,9 @@ impl Worker {
                     }
                 }
             }
-            // Every delivery of the block goes out before any is waited for.
-            let mut sent = Vec::new();
-            for rec in created {
-                let id = rec.id;
-                // Seen again while its delegated part is out: followed already.
-                if self.delegations.contains_key(&id) {
-                    continue;
-                }
-                match self.prepare(rec).await {
-                    Ok(Work::Declined(done)) => handled.push(done),
-                    Ok(Work::Delegate { rec, envelope, part, limit }) => {
-                        match self.delegate(*rec, *envelope, part, limit).await {
-                            Ok(done) => handled.push(done),
-                            // Read whole next pass: the chain may have moved on.
-                            Err(e) => {
-                                tracing::warn!(task = %id, error = %e, "delegating failed; will retry");
-                                self.retry.insert(id);
-                            }
-                        }
-                    }
-                    Ok(Work::Deliver { rec, result_uri }) => {
-                        match self.escrow.send_delivery(self.me, &rec, &result_uri).await {
-                            Ok(pending) => sent.push((*rec, result_uri, pending)),
-                            Err(e) => {
-                                tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
-                                self.retry.insert(id);
-                            }
-                        }
-                    }
-                    // Read whole next pass: the chain may have moved on.
-                    Err(e) => {
-                        tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
-                        self.retry.insert(id);
-                    }
-                }
-            }
-            for (mut rec, result_uri, pending) in sent {
-                let id = rec.id;
-                let folded = match self.escrow.mined(pending).await {
-                    Ok(receipt) => rec
-                        .apply_receipt(self.escrow.address(), &receipt)
-                        .map_err(|e| RuntimeError::from(ClientError::from(e))),
-                    Err(e) => Err(e.into()),
-                };
-                match folded {
-                    Ok(()) => {
-                        tracing::info!(task = %id, "delivered");
-                        self.delivered.insert(id, rec);
-                        handled.push(Handled::Delivered { task: id, result_uri });
-                    }
-                    Err(e) => {
-                        tracing::warn!(task = %id, error = %e, "delivering failed; will retry");
-                        self.retry.insert(id);
-                    }
-                }
-            }
+            // Every delivery and decline of the block goes out before any is
+            // waited for.
+            handled.extend(self.work_fresh(created).await);
             for id in ids {
                 if self.delegations.contains_key(&id) {
                     continue;
@@ -509,7 +490,15 @@ impl Worker {
                 // Accepted-by-me covers a worker restarted between accept and complete.
                 let mine = rec.task.executor == self.me;
                 if mine && matches!(rec.status(), Status::Created | Status::Accepted) {
-                    handled.push(self.work(rec).await?);
+                    // One failure (a decline or a delivery not sent) must
+                    // not hold up the others: tried again next pass.
+                    match self.work(rec).await {
+                        Ok(done) => handled.push(done),
+                        Err(e) => {
+                            tracing::warn!(task = %id, error = %e, "working on the task failed; will retry");
+                            self.retry.insert(id);
+                        }
+                    }
                 }
             }
         }
@@ -562,10 +551,12 @@ impl Worker {
     }
 
     /// Run, then deliver (accept and complete in one call), or complete a
-    /// task accepted before a restart — or decline without touching the task.
+    /// task accepted before a restart — or decline it, on chain when it
+    /// cannot be done.
     async fn work(&mut self, rec: TaskRecord) -> Result<Handled, RuntimeError> {
         match self.prepare(rec).await? {
-            Work::Declined(done) => Ok(done),
+            Work::Leave(done) => Ok(done),
+            Work::Decline { rec, reason } => self.decline(*rec, reason).await,
             Work::Delegate { rec, envelope, part, limit } => {
                 self.delegate(*rec, *envelope, part, limit).await
             }
@@ -585,46 +576,54 @@ impl Worker {
         }
     }
 
-    /// Runs the task's capability, or declines without touching the task.
+    /// Runs the task's capability; or says why it cannot be done (to
+    /// decline on chain), or why it is left alone. An error is transient
+    /// (the node, a store): the task is looked at again next pass.
     async fn prepare(&self, rec: TaskRecord) -> Result<Work, RuntimeError> {
         let id = rec.id;
-        let decline = |reason: String| {
-            tracing::warn!(task = %id, %reason, "declined");
-            Ok(Work::Declined(Handled::Declined { task: id, reason }))
+        // Cannot be done: declined on chain (see [`Worker::decline`]).
+        let decline = |rec: TaskRecord, reason: String| {
+            tracing::warn!(task = %id, %reason, "cannot be done; declining");
+            Ok(Work::Decline { rec: Box::new(rec), reason })
         };
         let envelope = match self.codec.decode(&rec.spec_uri, self.blobs.as_ref()) {
             Ok(e) => e,
-            Err(e) => return decline(format!("unreadable envelope: {e}")),
+            // Not found, tampered with or malformed: never readable here.
+            Err(e) => return decline(rec, format!("unreadable envelope: {e}")),
         };
         let offer = match &envelope.capability {
             Some(name) => self.card.capability(name),
             None if self.card.capabilities.len() == 1 => self.card.capabilities.first(),
-            None => return decline("the envelope names no capability".into()),
+            None => return decline(rec, "the envelope names no capability".into()),
         };
         let Some(offer) = offer.cloned() else {
-            return decline(format!("capability {:?} is not offered", envelope.capability));
+            let asked = envelope.capability.as_deref().unwrap_or_default();
+            return decline(rec, format!("capability {asked:?} is not offered"));
         };
         // The escrow checked this worker's offer of the capability the task
         // was funded for; work for another one would be paid at the wrong price.
         if let Some(funded) = capability::decode(rec.capability)
             && funded != offer.name
         {
-            return decline(format!(
+            let reason = format!(
                 "the envelope asks for {} but the task was funded for {funded}",
                 offer.name
-            ));
+            );
+            return decline(rec, reason);
         }
         if rec.task.amount < offer.price.base_units() {
-            return decline(format!(
+            let reason = format!(
                 "pays {} but {} costs {}",
                 rec.task.amount,
                 offer.name,
                 offer.price.base_units()
-            ));
+            );
+            return decline(rec, reason);
         }
         let now = self.chain_time().await?;
         if now >= rec.task.deadline.to::<u64>() {
-            return decline("deadline passed".into());
+            // Its funder takes it back with refundExpired.
+            return Ok(Work::Leave(decline::leave(id, "deadline passed".into())));
         }
         // Part of the work is another agent's when the card delegates it.
         if let Some(part) = composite(&offer.name)
@@ -642,17 +641,17 @@ impl Worker {
         let input =
             TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
         // Run before accepting: material the capability cannot work on is
-        // declined, leaving the task free for the client to reassign.
+        // declined on chain, its funder refunded at once.
         let output = match &self.llm {
             Some(llm) if !self.card.is_offline() => {
                 match llm.run(&self.card, &offer.name, &input).await {
                     Ok(json) => json,
-                    Err(e) => return decline(format!("LLM: {e}")),
+                    Err(e) => return decline(rec, format!("LLM: {e}")),
                 }
             }
             _ => match run(&offer.name, &input) {
                 Ok(o) => o.to_json(),
-                Err(e) => return decline(e.to_string()),
+                Err(e) => return decline(rec, e.to_string()),
             },
         };
         let result_uri = self.store_result(&output)?;

@@ -21,15 +21,16 @@ contract StaleTaskTest is EscrowBase {
         ClaimDefault,
         RefundExpired,
         Cancel,
-        Reassign
+        Reassign,
+        Decline
     }
 
     /// @dev A task in the status `fn` needs, the clock where `fn` is allowed, and who may call.
     function _ready(Fn fn) private returns (uint256 id, ITaskEscrow.Task memory t, address caller) {
         caller = client;
-        if (fn == Fn.Accept || fn == Fn.Cancel || fn == Fn.Reassign) {
+        if (fn == Fn.Accept || fn == Fn.Cancel || fn == Fn.Reassign || fn == Fn.Decline) {
             (id, t) = _create();
-            if (fn == Fn.Accept) caller = executor;
+            if (fn == Fn.Accept || fn == Fn.Decline) caller = executor;
         } else if (fn == Fn.RefundExpired) {
             (id, t) = _create();
             vm.warp(uint256(t.deadline) + 1);
@@ -71,6 +72,7 @@ contract StaleTaskTest is EscrowBase {
         else if (fn == Fn.ClaimDefault) escrow.claimDisputeDefault(id, t);
         else if (fn == Fn.RefundExpired) escrow.refundExpired(id, t);
         else if (fn == Fn.Cancel) escrow.cancelTask(id, t);
+        else if (fn == Fn.Decline) escrow.declineTask(id, t, DECLINE_REASON);
         else escrow.reassignTask(id, t, executor2, uint40(block.timestamp + 1 days), CAPABILITY);
     }
 
@@ -107,7 +109,7 @@ contract StaleTaskTest is EscrowBase {
         } else if (field == 9) {
             m.executorShareBps = t.executorShareBps ^ uint16(_nonZero(salt, type(uint16).max));
         } else if (field == 10) {
-            m.status = ITaskEscrow.Status((uint256(t.status) + 1 + (salt % 11)) % 12);
+            m.status = ITaskEscrow.Status((uint256(t.status) + 1 + (salt % 12)) % 13);
         } else if (field == 11) {
             m.specHash = t.specHash ^ bytes32(salt == 0 ? 1 : salt);
         } else {
@@ -183,9 +185,13 @@ contract StaleTaskTest is EscrowBase {
         _check(Fn.Reassign, field, salt);
     }
 
+    function testFuzz_declineTask_rejectsMutatedTask(uint8 field, uint256 salt) public {
+        _check(Fn.Decline, field, salt);
+    }
+
     /// @dev Every field, one by one, for every function: the exhaustive companion to the fuzz.
     function test_allTaskFunctions_rejectEveryMutatedField() public {
-        for (uint256 fn; fn <= uint256(Fn.Reassign); ++fn) {
+        for (uint256 fn; fn <= uint256(Fn.Decline); ++fn) {
             for (uint8 field; field <= 12; ++field) {
                 _check(Fn(fn), field, uint256(keccak256(abi.encode(fn, field))));
             }

@@ -40,8 +40,8 @@ contract PauseTest is EscrowBase {
     /// @dev Pausing stops new tasks only: every transition of an existing task,
     /// withdrawals, refunds and dispute resolution keep working.
     function test_pause_keepsExistingTasksMoving() public {
-        uint256[] memory ids = new uint256[](9);
-        ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](9);
+        uint256[] memory ids = new uint256[](10);
+        ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](10);
         (ids[0], ts[0]) = _create(); // accept, then refund once expired
         (ids[1], ts[1]) = _create(); // cancel
         (ids[2], ts[2]) = _create(); // reassign
@@ -51,9 +51,12 @@ contract PauseTest is EscrowBase {
         (ids[6], ts[6]) = _ruled(4000); // appeal, resolve appeal
         (ids[7], ts[7]) = _ruled(4000); // finalize
         (ids[8], ts[8]) = _disputed(); // dispute default
+        (ids[9], ts[9]) = _accepted(); // decline
         _pause();
 
         ts[0] = _accept(ids[0], ts[0]);
+        vm.prank(executor);
+        escrow.declineTask(ids[9], ts[9], "no");
         vm.prank(client);
         escrow.cancelTask(ids[1], ts[1]);
         vm.prank(client);

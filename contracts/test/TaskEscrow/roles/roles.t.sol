@@ -146,6 +146,19 @@ contract RoleMatrixTest is EscrowBase {
         _assertStored(id, _settled(t, ITaskEscrow.Status.Cancelled, 0));
     }
 
+    function test_declineTask_onlyExecutor() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _accepted();
+        for (uint256 i; i < ROLES; ++i) {
+            if (_is(roles[i], executor)) continue;
+            vm.prank(roles[i]);
+            _expectUnauthorized(roles[i]);
+            escrow.declineTask(id, t, "reason");
+        }
+        vm.prank(executor);
+        escrow.declineTask(id, t, "reason");
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Declined, 0));
+    }
+
     function test_reassignTask_onlyClient() public {
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);

@@ -22,7 +22,8 @@ contract ReentrantTokenTest is EscrowBase {
         Finalize,
         DisputeDefault,
         RefundExpired,
-        Cancel
+        Cancel,
+        Decline
     }
 
     function setUp() public override {
@@ -133,6 +134,39 @@ contract ReentrantTokenTest is EscrowBase {
         assertEq(token.balanceOf(address(escrow)), 0, "escrow empty");
     }
 
+    /// @dev A task whose executor is the token itself, so a re-entrant
+    /// declineTask is authorized and only the guard can stop it.
+    function _createdWithTokenExecutor() private returns (uint256 id, ITaskEscrow.Task memory t) {
+        _registerExecutor(address(token));
+        ITaskEscrow.CreateParams memory p = _params(_nextRef());
+        p.executor = address(token);
+        (id, t) = _create(p);
+    }
+
+    function test_RevertWhen_DeclineTaskReentersDeclineTask() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _createdWithTokenExecutor();
+        uint256 funderBefore = token.balanceOf(funder);
+        _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.declineTask, (id, t, "again")), true);
+        vm.prank(address(token));
+        _expectGuard();
+        escrow.declineTask(id, t, "no");
+        _assertStored(id, t);
+        assertEq(token.balanceOf(funder), funderBefore, "funder not refunded");
+        assertEq(token.balanceOf(address(escrow)), AMOUNT, "escrow still holds");
+    }
+
+    function test_declineTask_reentryBlockedRefundsOnce() public {
+        (uint256 id, ITaskEscrow.Task memory t) = _createdWithTokenExecutor();
+        uint256 funderBefore = token.balanceOf(funder);
+        _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.declineTask, (id, t, "again")), false);
+        vm.prank(address(token));
+        escrow.declineTask(id, t, "no");
+        _assertSwallowed(_guardError());
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Declined, 0));
+        assertEq(token.balanceOf(funder), funderBefore + AMOUNT, "funder refunded once");
+        assertEq(token.balanceOf(address(escrow)), 0, "escrow empty");
+    }
+
     /*//////////////////////////////////////////////////////////////
                         RE-ENTRY DURING THE PULL
     //////////////////////////////////////////////////////////////*/
@@ -220,16 +254,20 @@ contract ReentrantTokenTest is EscrowBase {
             (id, t) = _create();
             vm.warp(uint256(t.deadline) + 1);
             call = abi.encodeCall(ITaskEscrow.refundExpired, (id, t));
-        } else {
+        } else if (path == Payout.Cancel) {
             (id, t) = _create();
             call = abi.encodeCall(ITaskEscrow.cancelTask, (id, t));
+        } else {
+            (id, t) = _create(); // Created: declinable whatever the clock says
+            caller = executor;
+            call = abi.encodeCall(ITaskEscrow.declineTask, (id, t, "data:,no"));
         }
     }
 
     /// @dev Each payout path re-entered to release another task that is due: blocked,
     /// and both tasks can still settle normally afterwards, each paid once.
     function test_RevertWhen_AnyPayoutReentersToReleaseAnotherTask() public {
-        for (uint256 i; i <= uint256(Payout.Cancel); ++i) {
+        for (uint256 i; i <= uint256(Payout.Decline); ++i) {
             (uint256 due, ITaskEscrow.Task memory d) = _completed();
             (uint256 id, ITaskEscrow.Task memory t, address caller, bytes memory call) =
                 _payoutReady(Payout(i));
@@ -260,7 +298,7 @@ contract ReentrantTokenTest is EscrowBase {
     function test_RevertWhen_PayoutReentersAnyGuardedFunction() public {
         ITaskEscrow.Task memory any;
         ITaskEscrow.CreateParams memory p = _params(bytes32("nested"));
-        bytes[10] memory entries = [
+        bytes[11] memory entries = [
             abi.encodeCall(ITaskEscrow.createTask, (p)),
             abi.encodeCall(ITaskEscrow.createTaskWithPermit, (p, 0, 0, bytes32(0), bytes32(0))),
             abi.encodeCall(ITaskEscrow.approvePayment, (1, any)),
@@ -270,7 +308,8 @@ contract ReentrantTokenTest is EscrowBase {
             abi.encodeCall(ITaskEscrow.finalizeRuling, (1, any)),
             abi.encodeCall(ITaskEscrow.claimDisputeDefault, (1, any)),
             abi.encodeCall(ITaskEscrow.refundExpired, (1, any)),
-            abi.encodeCall(ITaskEscrow.cancelTask, (1, any))
+            abi.encodeCall(ITaskEscrow.cancelTask, (1, any)),
+            abi.encodeCall(ITaskEscrow.declineTask, (1, any, ""))
         ];
         for (uint256 i; i < entries.length; ++i) {
             (uint256 id, ITaskEscrow.Task memory t) = _completed();

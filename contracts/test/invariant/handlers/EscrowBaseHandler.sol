@@ -175,6 +175,8 @@ abstract contract EscrowBaseHandler is BaseHandler {
                 (moved, to) = (true, ITaskEscrow.Status.Ruled); // a TaskSettled may follow
             } else if (sig == ITaskEscrow.RulingAppealed.selector) {
                 (moved, to) = (true, ITaskEscrow.Status.Appealed);
+            } else if (sig == ITaskEscrow.TaskDeclined.selector) {
+                (moved, to) = (true, ITaskEscrow.Status.Declined); // its TaskSettled follows
             } else if (sig == ITaskEscrow.TaskReassigned.selector) {
                 (moved, to) = (true, ITaskEscrow.Status.Created);
             } else if (sig == ITaskEscrow.TaskSettled.selector) {
@@ -196,6 +198,7 @@ abstract contract EscrowBaseHandler is BaseHandler {
         uint128 toFunder = t.amount - toExecutor;
         if (how == ITaskEscrow.Settlement.Cancelled) t.status = ITaskEscrow.Status.Cancelled;
         else if (how == ITaskEscrow.Settlement.Expired) t.status = ITaskEscrow.Status.Expired;
+        else if (how == ITaskEscrow.Settlement.Declined) t.status = ITaskEscrow.Status.Declined;
         else if (toFunder == 0) t.status = ITaskEscrow.Status.Paid;
         else if (toExecutor == 0) t.status = ITaskEscrow.Status.Refunded;
         else t.status = ITaskEscrow.Status.Split;

@@ -125,6 +125,11 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
             (t.status == ITaskEscrow.Status.Created || t.status == ITaskEscrow.Status.Accepted) && !_before(t);
     }
 
+    function _canDecline(ITaskEscrow.Task memory t) internal view returns (bool) {
+        return
+            t.status == ITaskEscrow.Status.Created || (t.status == ITaskEscrow.Status.Accepted && _before(t));
+    }
+
     function _isCreated(ITaskEscrow.Task memory t) internal pure returns (bool) {
         return t.status == ITaskEscrow.Status.Created;
     }
@@ -343,6 +348,18 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.Cancelled));
     }
 
+    /// @notice The executor says no: to a Created task at any time, to an
+    /// Accepted one up to its deadline; the funder is refunded in full.
+    function declineTask(uint256 taskSeed, bool emptyReason) external instrument("declineTask") {
+        (bool found, uint256 id, ITaskEscrow.Task memory t) = _pick(taskSeed, _canDecline);
+        if (!found) return;
+        ITaskEscrow.Status from = t.status;
+        _observeStart();
+        vm.prank(t.executor);
+        escrow.declineTask(id, t, emptyReason ? "" : "data:application/json,{\"reason\":\"no\"}");
+        _commit(id, from, _settled(t, 0, ITaskEscrow.Settlement.Declined));
+    }
+
     function reassignTask(uint256 taskSeed, uint256 executorSeed, uint256 deadlineSeed)
         external
         instrument("reassignTask")
@@ -375,7 +392,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (!found) return;
         bytes memory expected =
             abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidStatus.selector, id, t.status);
-        for (uint256 fn; fn < 13; ++fn) {
+        for (uint256 fn; fn < 14; ++fn) {
             if (_statusFits(fn, t.status)) continue;
             (address caller, bytes memory data) = _lifecycleCall(fn, id, t);
             _expectRejected(caller, data, expected, id);
@@ -425,7 +442,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
             if (s == ITaskEscrow.Status.Created) {
                 (caller, data) = (t.executor, abi.encodeCall(ITaskEscrow.acceptTask, (id, t)));
             } else if (s == ITaskEscrow.Status.Accepted) {
-                (caller, data) = (t.executor, abi.encodeCall(ITaskEscrow.completeTask, (id, t, "late")));
+                data = alternative
+                    ? abi.encodeCall(ITaskEscrow.declineTask, (id, t, "late"))
+                    : abi.encodeCall(ITaskEscrow.completeTask, (id, t, "late"));
+                caller = t.executor;
             } else if (s == ITaskEscrow.Status.Completed) {
                 (caller, data) = (t.client, abi.encodeCall(ITaskEscrow.disputeTask, (id, t, "late")));
             } else if (s == ITaskEscrow.Status.Disputed) {
@@ -455,8 +475,8 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (!found) return;
         address[7] memory people = [_stranger, owner, arbiter, appealArbiter, t.funder, t.client, t.executor];
         // Role-gated lifecycle functions: accept, complete, approve, dispute,
-        // resolveDispute, appeal, resolveAppeal, cancel, reassign.
-        uint8[9] memory gated = [0, 1, 2, 4, 5, 6, 7, 11, 12];
+        // resolveDispute, appeal, resolveAppeal, cancel, reassign, decline.
+        uint8[10] memory gated = [0, 1, 2, 4, 5, 6, 7, 11, 12, 13];
         for (uint256 g; g < gated.length; ++g) {
             (address allowed, bytes memory data) = _lifecycleCall(gated[g], id, t);
             // Appeals are open to the client and the executor.
@@ -512,7 +532,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         else if (field == 3) f.deadline ^= 1;
         else if (field == 4) f.updatedAt ^= 1;
         else if (field == 5) f.executorShareBps ^= 1;
-        else if (field == 6) f.status = ITaskEscrow.Status((uint8(f.status) + 1 + fieldSeed % 11) % 12);
+        else if (field == 6) f.status = ITaskEscrow.Status((uint8(f.status) + 1 + fieldSeed % 12) % 13);
         else if (field == 7) f.resultHash ^= bytes32(uint256(1));
         else if (field == 8 && (fieldSeed >> 128) % 2 == 0) f.disputeWindow ^= 1;
         else if (field == 8) f.appealRulingWindow ^= 1;
@@ -523,7 +543,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (field >= 10) {
             // The stored task, dirtied in its raw encoding: selector, id, then 14 words.
             uint256 word = field == 10 ? 11 : (fieldSeed / 12) % 3; // status, or funder/client/executor
-            uint256 dirt = field == 10 ? 12 + (fieldSeed >> 8) % 244 : 1 << (160 + (fieldSeed >> 8) % 96);
+            uint256 dirt = field == 10 ? 13 + (fieldSeed >> 8) % 243 : 1 << (160 + (fieldSeed >> 8) % 96);
             assembly ("memory-safe") {
                 let p := add(add(data, 0x44), mul(word, 0x20)) // 0x20 length + 4 selector + 0x20 id
                 let v := mload(p)
@@ -599,6 +619,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     /// @dev Whether lifecycle function `fn` accepts a task in status `s` (time aside).
     function _statusFits(uint256 fn, ITaskEscrow.Status s) internal pure returns (bool) {
         if (fn == 0 || fn == 11) return s == ITaskEscrow.Status.Created; // accept, cancel
+        if (fn == 13) return s == ITaskEscrow.Status.Created || s == ITaskEscrow.Status.Accepted; // decline
         if (fn == 1) return s == ITaskEscrow.Status.Accepted; // complete
         if (fn <= 4) return s == ITaskEscrow.Status.Completed; // approve, release, dispute
         if (fn == 5 || fn == 9) return s == ITaskEscrow.Status.Disputed; // resolveDispute, claimDefault
@@ -626,6 +647,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         if (fn == 9) return (_stranger, abi.encodeCall(ITaskEscrow.claimDisputeDefault, (id, t)));
         if (fn == 10) return (_stranger, abi.encodeCall(ITaskEscrow.refundExpired, (id, t)));
         if (fn == 11) return (t.client, abi.encodeCall(ITaskEscrow.cancelTask, (id, t)));
+        if (fn == 13) return (t.executor, abi.encodeCall(ITaskEscrow.declineTask, (id, t, "r")));
         address e = _pickExecutor(id, t.funder, t.client);
         return (
             t.client,

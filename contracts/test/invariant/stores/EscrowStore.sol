@@ -29,7 +29,7 @@ contract EscrowStore {
         uint128 amount;
     }
 
-    uint256 internal constant STATUS_COUNT = 12;
+    uint256 internal constant STATUS_COUNT = 13;
 
     /// @notice The escrow campaign's clock; handlers warp to it before each call.
     uint256 public time;
