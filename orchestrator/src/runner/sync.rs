@@ -2,12 +2,10 @@
 //! turns every log into a run event (stored once per log), and records
 //! what changed in the sub-task's progress row.
 
-use std::sync::Arc;
-
 use alloy::rpc::types::Log;
 use serde_json::{Value, json};
 use tessera_bindings::{
-    envelope::{BlobStore, EnvelopeCodec},
+    envelope::FetchError,
     injection,
     task::{Status, TaskRecord},
 };
@@ -115,7 +113,7 @@ impl Orchestrator {
     /// it). Read once, when the result first appears; the flag informs and
     /// does not stop the plan. An unreadable result is left to [`Self::output_of`].
     async fn flag_output(&self, plan: &Plan, row: &Progress, uri: &str) -> Result<(), RunError> {
-        let Ok(bytes) = fetch(self.codec, Arc::clone(&self.blobs), uri).await? else {
+        let Ok(bytes) = self.fetch(uri).await? else {
             return Ok(());
         };
         let result = serde_json::from_slice::<Value>(&bytes)
@@ -134,7 +132,7 @@ impl Orchestrator {
     /// A delivered result as the JSON document a condition reads (a result
     /// that is not JSON is its text as a string; an unreadable one `null`).
     pub(super) async fn result_doc(&self, uri: &str) -> Result<Value, RunError> {
-        Ok(match fetch(self.codec, Arc::clone(&self.blobs), uri).await? {
+        Ok(match self.fetch(uri).await? {
             Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
             Err(e) => {
@@ -148,7 +146,7 @@ impl Orchestrator {
     /// marker when it cannot be read.
     async fn output_of(&self, uri: Option<&str>) -> Result<String, RunError> {
         let Some(uri) = uri else { return Ok(String::new()) };
-        Ok(match fetch(self.codec, Arc::clone(&self.blobs), uri).await? {
+        Ok(match self.fetch(uri).await? {
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(v) => readable(&v),
                 Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -159,16 +157,18 @@ impl Orchestrator {
             }
         })
     }
-}
 
-/// Reads the blob behind `uri` off the runtime's threads.
-async fn fetch(
-    codec: EnvelopeCodec,
-    blobs: Arc<dyn BlobStore + Send + Sync>,
-    uri: &str,
-) -> Result<Result<Vec<u8>, tessera_bindings::envelope::EnvelopeError>, RunError> {
-    let uri = uri.to_owned();
-    Ok(tokio::task::spawn_blocking(move || codec.fetch(&uri, blobs.as_ref())).await?)
+    /// The blob behind `uri`, from the local store or fetched from its hint
+    /// and the gateways (and kept). A source failing for now is
+    /// [`RunError::BlobUnavailable`]: the look fails and the next one reads
+    /// it again, rather than handing on a marker; a blob nowhere to be found
+    /// or refused is the inner error.
+    async fn fetch(&self, uri: &str) -> Result<Result<Vec<u8>, FetchError>, RunError> {
+        match self.sources.fetch(uri).await {
+            Err(e) if e.is_transient() => Err(RunError::BlobUnavailable(Box::new(e))),
+            other => Ok(other),
+        }
+    }
 }
 
 /// A result as text for the next sub-task: its `text` when it has one, else

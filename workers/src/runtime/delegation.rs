@@ -35,7 +35,7 @@ use tessera_bindings::{
     task::{Status, TaskRecord},
 };
 
-use super::{Handled, RuntimeError, Worker, read_result};
+use super::{Handled, RuntimeError, Worker};
 use crate::{
     Output,
     offline::{Composite, DelegatedWork, brief_of, check_result},
@@ -218,10 +218,8 @@ impl Worker {
             path: None,
             groups: Vec::new(),
         };
-        let spec_uri = self
-            .codec
-            .encode(&child_envelope, self.blobs.as_ref())
-            .map_err(|e| RuntimeError::Blob(e.to_string()))?;
+        let spec_uri =
+            self.sources.encode(&child_envelope).map_err(|e| RuntimeError::Blob(e.to_string()))?;
         let params = CreateParams {
             r#ref: reference,
             planId: rec.plan_id,
@@ -269,12 +267,12 @@ impl Worker {
         let own = self.escrow.fetch(log.parent, self.deployment.deploy_block).await?;
         // Without its spec the own task cannot be finished, but the child
         // is still followed: cancelled, disputed or refunded, never paid
-        // for nothing.
-        let spec = self
-            .codec
-            .decode(&own.spec_uri, self.blobs.as_ref())
-            .map(|e| e.spec)
-            .unwrap_or_default();
+        // for nothing. A spec out of reach for now is read next pass.
+        let spec = match self.sources.decode(&own.spec_uri).await {
+            Ok(envelope) => envelope.spec,
+            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
+            Err(_) => String::new(),
+        };
         tracing::info!(task = %own.id, child = %log.child, status = %child.status(), "following a child task found on chain");
         let handled = Handled::Delegated {
             task: own.id,
@@ -368,7 +366,7 @@ impl Worker {
             Status::Completed => {
                 let refused = match self.withdrawn(d, now).await? {
                     Some(why) => Some(why),
-                    None => self.check_child(d, &child).err(),
+                    None => self.check_child(d, &child).await?.err(),
                 };
                 if let Some(reason) = refused {
                     if now > updated + u64::from(child.task.reviewWindow) {
@@ -415,6 +413,11 @@ impl Worker {
         if child.status() == Status::Paid {
             match self.finish(d, child).await {
                 Ok(done) => return Next::Settled(done),
+                // Its result is out of reach for now: finished next pass.
+                Err(e @ RuntimeError::BlobUnavailable(_)) => {
+                    tracing::warn!(task = %own, error = %e, "will retry");
+                    return Next::Waiting;
+                }
                 Err(e) => {
                     tracing::warn!(task = %own, error = %e, "delivering after the ruling failed")
                 }
@@ -472,23 +475,34 @@ impl Worker {
     }
 
     /// Whether a delivered child's result is what was bought: readable
-    /// (content-addressed results are hash-verified) and a well-formed
-    /// result of the capability ([`check_result`]).
-    fn check_child(&self, d: &Delegation, child: &TaskRecord) -> Result<(), String> {
+    /// (content-addressed results are fetched from wherever they are and
+    /// hash-verified) and a well-formed result of the capability
+    /// ([`check_result`]). A result out of reach for now is no verdict:
+    /// [`RuntimeError::BlobUnavailable`], looked at again next pass.
+    async fn check_child(
+        &self,
+        d: &Delegation,
+        child: &TaskRecord,
+    ) -> Result<Result<(), String>, RuntimeError> {
         let Some(uri) = child.result_uri.as_deref() else {
-            return Err(format!("the delegated {} delivered no result", d.capability));
+            return Ok(Err(format!("the delegated {} delivered no result", d.capability)));
         };
-        let delivered = read_result(uri, self.blobs.as_ref())
-            .map_err(|e| format!("the delegated {} result is unreadable: {e}", d.capability))?;
-        check_result(&d.capability, &d.spec, &delivered).map_err(|e| e.to_string())
+        let delivered = match self.fetch_result(uri).await? {
+            Ok(json) => json,
+            Err(e) => {
+                return Ok(Err(format!(
+                    "the delegated {} result is unreadable: {e}",
+                    d.capability
+                )));
+            }
+        };
+        Ok(check_result(&d.capability, &d.spec, &delivered).map_err(|e| e.to_string()))
     }
 
     /// Publishes a dispute reason as `{"reason": …}`; returns its URI.
     fn publish_reason(&self, reason: &str) -> Result<String, RuntimeError> {
         let body = serde_json::json!({ "reason": reason }).to_string();
-        self.codec
-            .publish(body.as_bytes(), self.blobs.as_ref())
-            .map_err(|e| RuntimeError::Blob(e.to_string()))
+        self.sources.publish(body.as_bytes()).map_err(|e| RuntimeError::Blob(e.to_string()))
     }
 
     /// Works on a paid child's result and delivers the own task.
@@ -505,7 +519,7 @@ impl Worker {
         let Some(uri) = child.result_uri.as_deref() else {
             return decline("the delegated part delivered no result".into());
         };
-        let delivered = match read_result(uri, self.blobs.as_ref()) {
+        let delivered = match self.fetch_result(uri).await? {
             Ok(json) => json,
             Err(e) => return decline(format!("the delegated result is unreadable: {e}")),
         };
