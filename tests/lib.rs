@@ -244,6 +244,7 @@ impl Stack {
             store,
             chain,
             blobs: Arc::new(FsBlobStore::new(&blobs)),
+            blob_sources: None,
             runner: config,
             ws_url: Some(env.chain.ws_endpoint()),
             listener,

@@ -30,7 +30,7 @@ use tessera_bindings::{
     TaskEscrow,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
-    envelope::{BlobStore, EnvelopeCodec},
+    envelope::{BlobSources, BlobStore, BlobUrl, EnvelopeCodec, FetchError},
     heads::Follow,
     task::{Status, TaskRecord, decode_log},
 };
@@ -84,6 +84,10 @@ pub enum ArbiterError {
     /// Publishing the rationale failed.
     #[error("publishing the rationale: {0}")]
     Publish(String),
+    /// Evidence (a spec, result or reason) could not be fetched for now: the
+    /// case is looked at again next pass, not judged without it.
+    #[error("evidence unavailable for now, will retry: {0}")]
+    BlobUnavailable(#[source] Box<FetchError>),
 }
 
 impl From<ClientError> for ArbiterError {
@@ -165,9 +169,14 @@ pub struct Arbiter {
     escrow: EscrowClient,
     store: ArbiterStore,
     judge: Judge,
-    blobs: Arc<dyn BlobStore + Send + Sync>,
+    /// Where evidence is read from (the local store, URI hints, gateways)
+    /// and the hint rationales are published with.
+    sources: BlobSources,
     next_block: u64,
     watch: BTreeSet<U256>,
+    /// Cases whose evidence was out of reach, with their reason URI: looked
+    /// at again next pass.
+    deferred: Vec<(U256, String)>,
     /// The newest block the subscription announced, while it is live.
     head: Option<u64>,
 }
@@ -245,11 +254,29 @@ impl Arbiter {
             escrow,
             store,
             judge,
-            blobs,
+            sources: BlobSources::new(blobs),
             next_block,
             watch: BTreeSet::new(),
+            deferred: Vec::new(),
             head: None,
         })
+    }
+
+    /// Reads evidence through `sources` (its local store replaces the one
+    /// given at construction) and publishes rationales with its public URL
+    /// as the hint.
+    #[must_use]
+    pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// Publishes content-addressed rationales with the hint `?src=<url>`:
+    /// where this arbiter serves its store (`GET <url>/<hex>`).
+    #[must_use]
+    pub fn with_public_blobs(mut self, url: BlobUrl) -> Self {
+        self.sources = self.sources.with_public_url(Some(url));
+        self
     }
 
     /// The store.
@@ -300,7 +327,7 @@ impl Arbiter {
         // A bounded range: an arbiter far behind catches up a chunk per pass.
         let head = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
         // Tasks to rule on, with the dispute's reason URI when the log gave it.
-        let mut cases: Vec<(U256, String)> = Vec::new();
+        let mut cases: Vec<(U256, String)> = std::mem::take(&mut self.deferred);
         if head >= self.next_block {
             let signatures = match self.level {
                 Level::Dispute => vec![
@@ -347,9 +374,19 @@ impl Arbiter {
         let mut queued = cases.len();
         tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
         for (id, reason_uri) in cases {
-            let action = match self.level {
-                Level::Dispute => self.handle_dispute(id, &reason_uri).await?,
-                Level::Appeal => self.handle_appeal(id).await?,
+            let handled = match self.level {
+                Level::Dispute => self.handle_dispute(id, &reason_uri).await,
+                Level::Appeal => self.handle_appeal(id).await,
+            };
+            let action = match handled {
+                // Its evidence is out of reach for now: next pass (still
+                // queued); the others go on.
+                Err(e @ ArbiterError::BlobUnavailable(_)) => {
+                    tracing::warn!(task = %id, error = %e, "case put off");
+                    self.deferred.push((id, reason_uri));
+                    continue;
+                }
+                other => other?,
             };
             queued -= 1;
             tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
@@ -403,7 +440,9 @@ impl Arbiter {
                 } else {
                     reason_uri.to_owned()
                 };
-                let evidence = evidence::gather(&rec, &reason_uri, self.blobs.as_ref());
+                let result_uri = rec.result_uri.as_deref().unwrap_or_default();
+                self.prefetch(&[&rec.spec_uri, result_uri, &reason_uri]).await?;
+                let evidence = evidence::gather(&rec, &reason_uri, self.sources.local().as_ref());
                 self.decide_once(&task, Level::Dispute, &evidence).await?
             }
         };
@@ -500,7 +539,32 @@ impl Arbiter {
             ruling_share_bps: rec.task.executorShareBps,
             ruling_rationale_uri: &rationale_uri,
         };
-        Ok(evidence::gather_appeal(rec, &reason_uri, &filed, self.blobs.as_ref()))
+        self.prefetch(&[
+            &rec.spec_uri,
+            rec.result_uri.as_deref().unwrap_or_default(),
+            &reason_uri,
+            &appeal_uri,
+            &rationale_uri,
+        ])
+        .await?;
+        Ok(evidence::gather_appeal(rec, &reason_uri, &filed, self.sources.local().as_ref()))
+    }
+
+    /// Makes the evidence behind `uris` local (fetched from their hints and
+    /// the gateways): a source failing for now is
+    /// [`ArbiterError::BlobUnavailable`]; a blob nowhere to be found or
+    /// refused is left for [`evidence::gather`] to report as a problem.
+    async fn prefetch(&self, uris: &[&str]) -> Result<(), ArbiterError> {
+        for uri in uris.iter().filter(|u| !u.is_empty()) {
+            match self.sources.ensure(uri).await {
+                Ok(()) => {}
+                Err(e) if e.is_transient() => {
+                    return Err(ArbiterError::BlobUnavailable(Box::new(e)));
+                }
+                Err(e) => tracing::warn!(%uri, error = %e, "evidence unreadable"),
+            }
+        }
+        Ok(())
     }
 
     /// Finalizes rulings whose appeal window (or appeal ruling window) passed.
@@ -551,7 +615,13 @@ impl Arbiter {
         level: Level,
         verdict: &Verdict,
     ) -> Result<Decision, ArbiterError> {
-        publish_verdict(task, level, verdict, self.blobs.as_ref())
+        publish_verdict(
+            task,
+            level,
+            verdict,
+            self.sources.local().as_ref(),
+            self.sources.public_url(),
+        )
     }
 
     /// The reason URI of the task's latest dispute, from its logs.
@@ -594,16 +664,18 @@ pub fn window_end(task: &Task) -> Option<u64> {
     Some(task.updatedAt.to::<u64>() + u64::from(window))
 }
 
-/// Publishes `verdict` (rationale and all) and returns its decision row.
+/// Publishes `verdict` (rationale and all), content-addressed with the
+/// location `hint` when given, and returns its decision row.
 fn publish_verdict(
     task: &str,
     level: Level,
     verdict: &Verdict,
     blobs: &dyn BlobStore,
+    hint: Option<&BlobUrl>,
 ) -> Result<Decision, ArbiterError> {
     let body = serde_json::to_string(verdict).expect("verdicts serialize");
     let rationale_uri = EnvelopeCodec::default()
-        .publish(body.as_bytes(), blobs)
+        .publish_at(body.as_bytes(), blobs, hint)
         .map_err(|e| ArbiterError::Publish(e.to_string()))?;
     Ok(Decision {
         task_id: task.to_owned(),
@@ -645,7 +717,9 @@ pub async fn appeals(
     Ok(out)
 }
 
-/// The appeal arbiter's final ruling on `task`, published with `verdict`'s rationale.
+/// The appeal arbiter's final ruling on `task`, published with `verdict`'s
+/// rationale (in `blobs`, without a location hint: a one-off command serves
+/// nothing).
 pub async fn decide_appeal(
     escrow: &EscrowClient,
     from: Address,
@@ -659,7 +733,7 @@ pub async fn decide_appeal(
     if rec.status() != Status::Appealed {
         return Err(ArbiterError::NotAppealed { task, status: rec.status() });
     }
-    let d = publish_verdict(&task.to_string(), Level::Appeal, verdict, blobs)?;
+    let d = publish_verdict(&task.to_string(), Level::Appeal, verdict, blobs, None)?;
     let receipt = escrow.resolve_appeal(from, &mut rec, d.share_bps, &d.rationale_uri).await?;
     if let Some(store) = store {
         store.record(&d).await?;
@@ -671,47 +745,5 @@ pub async fn decide_appeal(
 }
 
 #[cfg(test)]
-mod tests {
-    use alloy::primitives::aliases::U40;
-
-    use super::*;
-
-    fn task(status: Status) -> Task {
-        Task {
-            status: status as u8,
-            updatedAt: U40::from(1_000u64),
-            disputeWindow: 86_400,
-            appealWindow: 3_600,
-            appealRulingWindow: 7_200,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn each_waiting_status_ends_with_its_own_window() {
-        assert_eq!(window_end(&task(Status::Disputed)), Some(1_000 + 86_400));
-        assert_eq!(window_end(&task(Status::Ruled)), Some(1_000 + 3_600));
-        // An appeal waits for the appeal arbiter's window, not the dispute's.
-        assert_eq!(window_end(&task(Status::Appealed)), Some(1_000 + 7_200));
-        for status in Status::ALL {
-            if !matches!(status, Status::Disputed | Status::Ruled | Status::Appealed) {
-                assert_eq!(window_end(&task(status)), None, "{status}");
-            }
-        }
-    }
-
-    #[test]
-    fn an_appeal_ruling_reads_as_its_own_action() {
-        let a = Action::AppealRuled {
-            task: "7".into(),
-            verdict: VerdictKind::Client,
-            share_bps: 0,
-            tx: B256::ZERO,
-        };
-        let v = serde_json::to_value(&a).unwrap();
-        assert_eq!(
-            (v["action"].as_str(), v["verdict"].as_str()),
-            (Some("appeal_ruled"), Some("client"))
-        );
-    }
-}
+#[path = "service_tests.rs"]
+mod tests;

@@ -12,8 +12,10 @@ use tessera_arbiter::{
 };
 use tessera_bindings::{
     client::{EscrowClient, connect},
-    envelope::FsBlobStore,
+    envelope::{BlobUrl, FsBlobStore},
 };
+
+use crate::serving::Served;
 
 /// Where the arbiter works.
 #[derive(Debug, Args)]
@@ -33,9 +35,13 @@ pub(crate) struct ArbiterChain {
 #[derive(Debug, Args)]
 pub(crate) struct OpsArgs {
     /// Serve /metrics (Prometheus), /healthz and /readyz (decision store and
-    /// chain answer) on this address, e.g. 127.0.0.1:9102; none by default.
+    /// chain answer), and the rationales at /blobs/{hash}, on this address,
+    /// e.g. 127.0.0.1:9102; none by default.
     #[arg(long, value_name = "HOST:PORT")]
     metrics_addr: Option<std::net::SocketAddr>,
+    /// Base URL others fetch the arbiter's rationales from, put in their URIs (default: http://<--metrics-addr>/blobs; no hint without a server).
+    #[arg(long, value_name = "URL", value_parser = crate::serving::parse_blob_url)]
+    public_url: Option<BlobUrl>,
 }
 
 /// `tessera arbiter …`.
@@ -123,10 +129,10 @@ fn key(var: &str, role: &str) -> Result<PrivateKeySigner> {
 pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>) -> Result<()> {
     match cmd {
         ArbiterCommand::Run { chain, poll_ms, ops } => {
-            serve(Level::Dispute, chain, poll_ms, ops, shutdown).await?;
+            Box::pin(serve(Level::Dispute, chain, poll_ms, ops, shutdown)).await?;
         }
         ArbiterCommand::Appeals(AppealsCommand::Run { chain, poll_ms, ops }) => {
-            serve(Level::Appeal, chain, poll_ms, ops, shutdown).await?;
+            Box::pin(serve(Level::Appeal, chain, poll_ms, ops, shutdown)).await?;
         }
         ArbiterCommand::Decisions { chain } => {
             let store = ArbiterStore::connect(&chain.database_url).await?;
@@ -219,22 +225,29 @@ async fn serve(
     let store =
         ArbiterStore::connect(&chain.database_url).await.wrap_err("opening the decision store")?;
     let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    let sources = chain.conn.blob_sources();
     let ops_server = match ops.metrics_addr {
-        Some(addr) => Some(serve_ops(addr, store.clone(), provider.clone()).await?),
+        Some(addr) => Some(
+            serve_ops(addr, store.clone(), provider.clone(), Arc::clone(sources.local())).await?,
+        ),
         None => None,
     };
+    let public =
+        crate::serving::public_url(ops.public_url, ops_server.as_ref().map(Served::addr), "/blobs");
+    let sources = sources.with_public_url(public);
     let judge = Judge::from_env();
     let judge_name = match &judge {
         Judge::Offline => "offline rubric",
         Judge::Council(_) => "council (LLM)",
     };
-    let blobs = Arc::new(FsBlobStore::new(&chain.conn.blobs));
-    let mut arbiter = match level {
+    let blobs = Arc::clone(sources.local());
+    let arbiter = match level {
         Level::Dispute => Arbiter::new(provider, me, deployment, store, judge, blobs).await?,
         Level::Appeal => {
             Arbiter::appeal_arbiter(provider, me, deployment, store, judge, blobs).await?
         }
     };
+    let mut arbiter = arbiter.with_blob_sources(sources);
     println!("{role} {me} ruling with the {judge_name}. Ctrl-C to stop.");
     let ws = chain.conn.ws();
     arbiter
@@ -252,50 +265,23 @@ async fn serve(
     Ok(())
 }
 
-/// The arbiter's `/metrics`, `/healthz` and `/readyz`, served until stopped.
-struct OpsServer {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-impl OpsServer {
-    /// Stops serving; requests in flight get a few seconds.
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        match tokio::time::timeout(Duration::from_secs(5), self.task).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the metrics server failed"),
-            Ok(Err(e)) => tracing::warn!(error = %e, "the metrics server task failed"),
-            Err(_) => tracing::warn!("the metrics server did not drain within 5 s"),
-        }
-    }
-}
-
-/// Binds `addr` and serves the ops routes there: ready when `store`
-/// answers `SELECT 1` and `provider` `eth_blockNumber`.
+/// Binds `addr` and serves the ops routes there, ready when `store`
+/// answers `SELECT 1` and `provider` `eth_blockNumber`, and the arbiter's
+/// blobs (its rationales) at `/blobs/{hash}`.
 async fn serve_ops(
     addr: std::net::SocketAddr,
     store: ArbiterStore,
     provider: alloy::providers::DynProvider,
-) -> Result<OpsServer> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .wrap_err_with(|| format!("listening on {addr} (--metrics-addr)"))?;
-    println!("metrics on http://{}/metrics", listener.local_addr()?);
-    let app = tessera_http::ops::Ops::new()
+    blobs: Arc<dyn tessera_bindings::envelope::BlobStore + Send + Sync>,
+) -> Result<Served> {
+    let ops = tessera_http::ops::Ops::new()
         .ready_when("database", move || {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }
         })
-        .ready_when("chain", tessera_bindings::client::chain_ready(provider))
-        .standalone(tessera_http::limits::HttpLimits::default().request_timeout);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            })
-            .await
-    });
-    Ok(OpsServer { stop, task })
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider));
+    let served =
+        Served::bind(addr, "--metrics-addr", crate::serving::ops_and_blobs(ops, blobs)).await?;
+    println!("metrics on http://{0}/metrics, blobs on http://{0}/blobs", served.addr());
+    Ok(served)
 }

@@ -158,6 +158,12 @@ struct WorkerArgs {
     /// Milliseconds between scans when no new block is announced.
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
+    /// Serve this worker's blobs (GET /blobs/{hash}), /metrics and /healthz here; port 0 picks one, printed at start.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Base URL others fetch this worker's blobs from, put in its large results' URIs (default: http://<bound address>/blobs).
+    #[arg(long, value_name = "URL", value_parser = crate::serving::parse_blob_url)]
+    public_url: Option<tessera_bindings::envelope::BlobUrl>,
 }
 
 /// Where a service finds the chain and the blobs it shares with the others.
@@ -176,6 +182,18 @@ pub(crate) struct Connection {
     /// Directory of content-addressed envelopes, results and rationales.
     #[arg(long, default_value = ".tessera/blobs")]
     pub(crate) blobs: PathBuf,
+    /// Base URL serving blobs as GET <URL>/<sha256 hex>, asked after the local store and a URI's hint (repeatable, in order; the env variable takes them comma-separated).
+    #[arg(
+        long = "blob-gateway",
+        value_name = "URL",
+        env = "TESSERA_BLOB_GATEWAYS",
+        value_delimiter = ',',
+        value_parser = crate::serving::parse_blob_url
+    )]
+    pub(crate) blob_gateways: Vec<tessera_bindings::envelope::BlobUrl>,
+    /// Never follow the ?src= location hint of a blob URI: read only the local store and the gateways.
+    #[arg(long)]
+    pub(crate) ignore_blob_hints: bool,
 }
 
 /// What an HTTP API keeps, whatever its clients do.
@@ -208,6 +226,15 @@ impl Connection {
     /// The deployment record.
     pub(crate) fn deployment(&self) -> Result<tessera_bindings::deployment::Deployment> {
         Ok(tessera_bindings::deployment::Deployment::load(&self.deployment)?)
+    }
+
+    /// The local blob store under `--blobs`, read first, then URI hints
+    /// (unless `--ignore-blob-hints`) and the gateways.
+    pub(crate) fn blob_sources(&self) -> tessera_bindings::envelope::BlobSources {
+        let local = std::sync::Arc::new(tessera_bindings::envelope::FsBlobStore::new(&self.blobs));
+        tessera_bindings::envelope::BlobSources::new(local)
+            .with_gateways(self.blob_gateways.clone())
+            .follow_hints(!self.ignore_blob_hints)
     }
 
     /// The websocket endpoint: given, or the RPC URL's ws:// twin.
@@ -616,7 +643,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     use std::sync::Arc;
 
     use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
-    use tessera_bindings::{client::connect, envelope::FsBlobStore};
+    use tessera_bindings::client::connect;
     use tessera_workers::{AgentCard, runtime::Worker};
 
     let card = AgentCard::load(&args.card)?;
@@ -629,9 +656,23 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
     let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer));
-    let blobs = Arc::new(FsBlobStore::new(&args.conn.blobs));
+    let sources = args.conn.blob_sources();
+    // Its blobs (large results, child envelopes, dispute reasons) served
+    // for the parties that read them, beside its ops routes.
+    let ops = tessera_http::ops::Ops::new()
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider.clone()));
+    let app = crate::serving::ops_and_blobs(ops, Arc::clone(sources.local()));
+    let served = crate::serving::Served::bind(args.listen, "--listen", app).await?;
+    let public = crate::serving::public_url(args.public_url, Some(served.addr()), "/blobs");
+    println!(
+        "blobs on http://{}/blobs (published as {}), metrics on /metrics",
+        served.addr(),
+        public.as_ref().map_or("no hint", |u| u.as_str())
+    );
+    let sources = sources.with_public_url(public);
     let offline = card.is_offline();
-    let mut worker = Worker::new(provider, me, card, deployment, blobs);
+    let mut worker = Worker::new(provider, me, card, deployment, Arc::clone(sources.local()))
+        .with_blob_sources(sources);
     match tessera_workers::llm::LlmConfig::from_env() {
         Some(llm) if !offline => {
             println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
@@ -649,6 +690,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
     worker.run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), shutdown_signal()).await;
+    served.stop().await;
     println!("worker stopped");
     Ok(())
 }

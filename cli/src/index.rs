@@ -6,7 +6,7 @@ use alloy::network::EthereumWallet;
 use clap::{Args, Subcommand};
 use eyre::{Context, Result, bail};
 use serde_json::Value;
-use tessera_bindings::{client::connect, envelope::FsBlobStore};
+use tessera_bindings::client::connect;
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 
 /// `tessera indexer …`.
@@ -61,13 +61,9 @@ pub(crate) async fn open(
     let store = IndexStore::connect(database_url).await.wrap_err("opening the index store")?;
     let provider = connect(conn.rpc_url.clone(), EthereumWallet::default());
     let cfg = IndexerConfig { reorg_depth, ..IndexerConfig::default() };
-    Ok(Indexer::new(
-        provider,
-        deployment,
-        store,
-        Some(Arc::new(FsBlobStore::new(&conn.blobs))),
-        cfg,
-    ))
+    let sources = conn.blob_sources();
+    Ok(Indexer::new(provider, deployment, store, Some(Arc::clone(sources.local())), cfg)
+        .with_blob_sources(sources))
 }
 
 pub(crate) async fn run(
@@ -80,9 +76,15 @@ pub(crate) async fn run(
         .await
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
     let gate = a.limits.gate();
-    // /metrics, /healthz and /readyz beside the read API, outside its OpenAPI document.
-    let app = api::of(&indexer, gate.clone())
-        .merge(api::ops(&indexer).router(gate.limits().request_timeout));
+    // /metrics, /healthz and /readyz beside the read API, and the envelopes
+    // it fetched at /blobs/{hash}, outside its OpenAPI document.
+    let timeout = gate.limits().request_timeout;
+    let mut app = api::of(&indexer, gate.clone()).merge(api::ops(&indexer).router(timeout));
+    if let Some(blobs) = indexer.blobs() {
+        app = app.merge(tessera_http::blobs::router(Arc::clone(blobs)).layer(
+            axum::middleware::from_fn_with_state(timeout, tessera_http::limits::request_timeout),
+        ));
+    }
     println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move {

@@ -6,6 +6,7 @@ mod client;
 mod index;
 mod orchestrate;
 mod runs;
+mod serving;
 
 use std::process::ExitCode;
 

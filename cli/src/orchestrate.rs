@@ -33,6 +33,9 @@ pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
+    /// Base URL others fetch the sponsor's blobs from, put in large envelopes' URIs (default: http://<listen>/api/blobs; none when listening on 0.0.0.0 or ::).
+    #[arg(long, value_name = "URL", value_parser = crate::serving::parse_blob_url)]
+    public_url: Option<tessera_bindings::envelope::BlobUrl>,
     #[command(flatten)]
     conn: crate::cli::Connection,
     /// Run store: sqlite://<file> or postgres://…
@@ -195,6 +198,11 @@ pub(crate) async fn serve(
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", args.listen))?;
+    let public = crate::serving::public_url(
+        args.public_url.clone(),
+        listener.local_addr().ok(),
+        "/api/blobs",
+    );
     let gate = args.limits.gate();
     let mut nested = Vec::new();
     let mut indexer = None;
@@ -209,6 +217,7 @@ pub(crate) async fn serve(
         store,
         chain,
         blobs: Arc::new(FsBlobStore::new(&args.conn.blobs)),
+        blob_sources: Some(args.conn.blob_sources().with_public_url(public)),
         runner,
         ws_url: ws.clone(),
         listener,

@@ -172,6 +172,11 @@ async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
     assert_eq!(sample(&arbiter_scrape, r#"tessera_arbiter_queue{level="dispute"}"#), Some(0.0));
     assert!(rpc_requests(&arbiter_scrape).iter().any(|(m, _)| m == "eth_getLogs"));
     wait_status(&http, &format!("{arbiter_ops}/readyz"), 200).await;
+    // Its rationales are served beside (none is content-addressed here).
+    let (status, _) = get(&http, &format!("{arbiter_ops}/blobs/{}", "ab".repeat(32))).await;
+    assert_eq!(status, 404);
+    let (status, _) = get(&http, &format!("{arbiter_ops}/blobs/nope")).await;
+    assert_eq!(status, 400);
 
     // JSON log lines, a run's events inside its span with the plan id.
     let lines = logs.lock().unwrap().clone();

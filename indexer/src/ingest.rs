@@ -4,6 +4,11 @@
 //! newest remembered block hash is compared with the chain; on a mismatch
 //! the fork point is found among the remembered hashes and everything from
 //! it on is rolled back, journalled and ingested again.
+//!
+//! A content-addressed envelope written on another machine is fetched (from
+//! its URI's hint and the configured gateways, see [`BlobSources`]) into the
+//! local store before its task is folded; one out of reach is noted on the
+//! task and read again whenever the task's events are folded again.
 
 use std::{sync::Arc, time::Duration};
 
@@ -13,8 +18,15 @@ use alloy::{
     providers::{DynProvider, Provider},
     rpc::types::Filter,
 };
+use futures_util::StreamExt as _;
 use serde::Serialize;
-use tessera_bindings::{deployment::Deployment, envelope::BlobStore, heads::Follow};
+use tessera_bindings::{
+    TaskEscrow::TaskEscrowEvents,
+    deployment::Deployment,
+    envelope::{BlobRef, BlobSources, BlobStore},
+    heads::Follow,
+    task::decode_log,
+};
 use tokio::sync::{broadcast, watch};
 
 use crate::store::{Batch, IndexStore, Reorg};
@@ -26,6 +38,9 @@ const MAX_BLOOM_REREADS: u32 = 5;
 /// Blocks before a range's last whose blooms are checked against the logs
 /// served for them (only those the logs left out: a header each).
 const TAIL_BLOOM_BLOCKS: u64 = 7;
+
+/// Envelopes fetched at once before a batch is folded.
+const PREFETCH_CONCURRENCY: usize = 8;
 
 /// How the indexer reads the chain.
 #[derive(Debug, Clone)]
@@ -101,6 +116,8 @@ pub struct Indexer {
     deployment: Deployment,
     store: IndexStore,
     blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
+    /// Where envelopes not in `blobs` are fetched from.
+    sources: Option<BlobSources>,
     cfg: IndexerConfig,
     range: u64,
     updates: broadcast::Sender<Update>,
@@ -118,7 +135,8 @@ impl std::fmt::Debug for Indexer {
 
 impl Indexer {
     /// An indexer of `deployment` into `store`; envelopes too large to
-    /// inline are read from `blobs` when given.
+    /// inline are read from `blobs` when given (and fetched into it from
+    /// their URI's hint when missing; see [`Indexer::with_blob_sources`]).
     pub fn new(
         provider: DynProvider,
         deployment: Deployment,
@@ -131,11 +149,26 @@ impl Indexer {
             provider,
             deployment,
             store,
+            sources: blobs.clone().map(BlobSources::new),
             blobs,
             cfg,
             updates: broadcast::channel(1024).0,
             progress: watch::channel(Progress::default()).0,
         }
+    }
+
+    /// Reads envelopes through `sources`: its local store (replacing the
+    /// one given to [`Indexer::new`]), then hints and gateways as it says.
+    #[must_use]
+    pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
+        self.blobs = Some(Arc::clone(sources.local()));
+        self.sources = Some(sources);
+        self
+    }
+
+    /// The local blob store, if envelopes are read at all.
+    pub fn blobs(&self) -> Option<&Arc<dyn BlobStore + Send + Sync>> {
+        self.blobs.as_ref()
     }
 
     /// The store.
@@ -208,6 +241,7 @@ impl Indexer {
                 from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
                 continue;
             }
+            self.prefetch(&batch.logs).await;
             let read_ms = started.elapsed().as_millis();
             self.range = self.next_range(to - from + 1, batch.logs.len() as u64);
             let next = to + 1;
@@ -242,6 +276,28 @@ impl Indexer {
         self.derive(head).await?;
         self.store.prune_blocks(head.saturating_sub(self.cfg.reorg_depth)).await?;
         Ok(stored)
+    }
+
+    /// Fetches the content-addressed envelopes the batch's creations name
+    /// into the local store, a few at a time; what cannot be fetched is
+    /// logged (the fold notes it on the task).
+    async fn prefetch(&self, logs: &[alloy::rpc::types::Log]) {
+        let Some(sources) = &self.sources else { return };
+        let uris: Vec<String> = logs
+            .iter()
+            .filter_map(|l| match decode_log(l) {
+                Some(TaskEscrowEvents::TaskCreated(c)) => Some(c.specURI),
+                _ => None,
+            })
+            .filter(|uri| matches!(BlobRef::of_uri(uri), Ok(Some(_))))
+            .collect();
+        futures_util::stream::iter(uris)
+            .for_each_concurrent(PREFETCH_CONCURRENCY, |uri| async move {
+                if let Err(e) = sources.ensure(&uri).await {
+                    tracing::warn!(%uri, error = %e, "envelope out of reach");
+                }
+            })
+            .await;
     }
 
     /// Folds the tasks the stored events touched, then reports the block

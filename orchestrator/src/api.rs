@@ -22,7 +22,6 @@ use axum::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use tessera_bindings::envelope::{BlobHash, HARD_MAX_BYTES};
 use tessera_http::{
     Json as Body, JsonBytes, Path, Query,
     limits::{self, StreamGate},
@@ -132,7 +131,9 @@ impl From<RunError> for ApiError {
             RunError::Confirmation(_) => StatusCode::FORBIDDEN,
             RunError::Spend(e) if e.is_unconfirmed() => StatusCode::FORBIDDEN,
             RunError::Spend(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            RunError::LeaseLost(_) | RunError::WaveAbandoned => StatusCode::SERVICE_UNAVAILABLE,
+            RunError::LeaseLost(_) | RunError::WaveAbandoned | RunError::BlobUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
                 StatusCode::CONFLICT
             }
@@ -535,26 +536,11 @@ async fn run_events(
     }))
 }
 
-async fn blob(
-    State(s): State<AppState>,
-    Path(hash): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
-    let hash: BlobHash = hash
-        .strip_prefix("sha256:")
-        .unwrap_or(&hash)
-        .parse()
-        .map_err(|_| bad_request("a blob is named by 64 hex digits (its sha256)"))?;
-    let bytes = s
-        .orch
-        .blobs()
-        .get(&hash, HARD_MAX_BYTES)
-        .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no blob {hash}")))?;
-    if BlobHash::of(&bytes) != hash {
-        tracing::error!(%hash, "stored blob does not match its hash");
-        return Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, "stored blob is corrupt".into()));
-    }
-    Ok(([(header::CONTENT_TYPE, "application/json")], bytes))
+/// `GET /api/blobs/{hash}`: the shared blob handler over the run store's
+/// blobs (see [`tessera_http::blobs`]).
+async fn blob(State(s): State<AppState>, Path(hash): Path<String>) -> Response {
+    let store = Arc::clone(s.orch.blob_sources().local());
+    tessera_http::blobs::answer(store, &hash).await.unwrap_or_else(IntoResponse::into_response)
 }
 
 #[cfg(test)]

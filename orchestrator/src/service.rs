@@ -8,7 +8,7 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use axum::Router;
-use tessera_bindings::envelope::BlobStore;
+use tessera_bindings::envelope::{BlobSources, BlobStore};
 use tessera_classifier::Classifier;
 use tessera_http::limits::StreamGate;
 use tokio::task::JoinHandle;
@@ -29,6 +29,11 @@ pub struct ServiceConfig {
     pub chain: Chain,
     /// Where envelopes and results live.
     pub blobs: Arc<dyn BlobStore + Send + Sync>,
+    /// How blobs are read from elsewhere (hints, gateways) and published
+    /// (the public URL of the hint), over its own local store, which then
+    /// replaces `blobs`; `None`: `blobs`, following hints, publishing
+    /// without one.
+    pub blob_sources: Option<BlobSources>,
     /// How the runner behaves.
     pub runner: RunnerConfig,
     /// Websocket URL for new blocks (polling without it).
@@ -108,7 +113,8 @@ impl Service {
         config: ServiceConfig,
         lane: Option<Arc<Lane>>,
     ) -> Result<Self, ServiceError> {
-        let orch = Orchestrator::new(config.store, config.chain, config.blobs, config.runner);
+        let sources = config.blob_sources.unwrap_or_else(|| BlobSources::new(config.blobs));
+        let orch = Orchestrator::with_sources(config.store, config.chain, sources, config.runner);
         let (resumed, replica) = match lane {
             None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),
             Some(lane) => {

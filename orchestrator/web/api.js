@@ -48,11 +48,13 @@ export async function sha256Hex(bytes) {
 }
 
 /// The text behind a spec, result or rationale URI: inline `data:` or
-/// content-addressed `sha256:` (fetched from the orchestrator and checked).
+/// content-addressed `sha256:<hex>`, with or without its writer's location
+/// hint `?src=<base-url>` (fetched from the orchestrator, which keeps what
+/// its runs read, and checked).
 export async function resolveUri(uri) {
   if (!uri) return null;
   if (uri.startsWith('data:')) return decodeDataUri(uri);
-  const m = /^sha256:([0-9a-fA-F]{64})$/.exec(uri);
+  const m = /^sha256:([0-9a-fA-F]{64})(?:\?src=\S+)?$/i.exec(uri);
   if (m) {
     const resp = await fetch(`/api/blobs/${m[1]}`);
     if (!resp.ok) throw new Error(`blob ${short(m[1])}: ${resp.status}`);

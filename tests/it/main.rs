@@ -1,6 +1,7 @@
 //! End-to-end tests over a real anvil chain.
 
 mod appeals;
+mod blobs;
 mod ceremony;
 mod chain_time;
 mod classify;

@@ -61,6 +61,10 @@ pub enum RunError {
     /// them (its leader was stopped); the next look reads the chain again.
     #[error("the wave carrying this step's transactions was abandoned before it was sent")]
     WaveAbandoned,
+    /// A delivered result could not be fetched for now (its source failed
+    /// transiently after retries): the next look tries again.
+    #[error("a result is out of reach for now, will retry: {0}")]
+    BlobUnavailable(#[source] Box<tessera_bindings::envelope::FetchError>),
     /// Blocking work (the blob store) did not finish.
     #[error("background work: {0}")]
     Blocking(#[from] tokio::task::JoinError),

@@ -55,7 +55,7 @@ pub use config::FaultHook;
 pub use config::{DEFAULT_MAX_PLAN_SPEND, RunnerConfig};
 pub use error::RunError;
 pub use sync::readable;
-use tessera_bindings::envelope::{BlobStore, EnvelopeCodec};
+use tessera_bindings::envelope::{BlobSources, BlobStore};
 use tokio::sync::{broadcast, watch};
 pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 
@@ -71,8 +71,9 @@ use crate::{
 pub struct Orchestrator {
     store: Store,
     chain: Chain,
-    blobs: Arc<dyn BlobStore + Send + Sync>,
-    codec: EnvelopeCodec,
+    /// Where envelopes and results are kept (the local store), read from
+    /// (URI hints, gateways) and published with a hint.
+    sources: BlobSources,
     config: RunnerConfig,
     events: broadcast::Sender<EventRow>,
     head: watch::Sender<u64>,
@@ -92,18 +93,30 @@ impl std::fmt::Debug for Orchestrator {
 }
 
 impl Orchestrator {
-    /// An orchestrator over `store` and `chain`, storing envelopes in `blobs`.
+    /// An orchestrator over `store` and `chain`, storing envelopes in `blobs`
+    /// (and reading results written elsewhere through their URI's hint).
     pub fn new(
         store: Store,
         chain: Chain,
         blobs: Arc<dyn BlobStore + Send + Sync>,
         config: RunnerConfig,
     ) -> Arc<Self> {
+        Self::with_sources(store, chain, BlobSources::new(blobs), config)
+    }
+
+    /// An orchestrator keeping blobs in `sources`' local store, reading
+    /// results through its hints and gateways, and publishing envelopes and
+    /// reasons with its public URL as the hint.
+    pub fn with_sources(
+        store: Store,
+        chain: Chain,
+        sources: BlobSources,
+        config: RunnerConfig,
+    ) -> Arc<Self> {
         Arc::new(Self {
             store,
             chain,
-            blobs,
-            codec: EnvelopeCodec::default(),
+            sources,
             config,
             events: broadcast::channel(1024).0,
             head: watch::channel(0).0,
@@ -144,7 +157,12 @@ impl Orchestrator {
 
     /// The blob store behind content-addressed envelopes and results.
     pub fn blobs(&self) -> &(dyn BlobStore + Send + Sync) {
-        self.blobs.as_ref()
+        self.sources.local().as_ref()
+    }
+
+    /// Where blobs are kept, read from and published with.
+    pub fn blob_sources(&self) -> &BlobSources {
+        &self.sources
     }
 
     /// Live events of every run, as they are stored (in replica mode,

@@ -2,12 +2,10 @@
 //! turns every log into a run event (stored once per log), and records
 //! what changed in the sub-task's progress row.
 
-use std::sync::Arc;
-
 use alloy::rpc::types::Log;
 use serde_json::{Value, json};
 use tessera_bindings::{
-    envelope::{BlobStore, EnvelopeCodec},
+    envelope::FetchError,
     injection,
     task::{Status, TaskRecord},
 };
@@ -124,7 +122,7 @@ impl Orchestrator {
     /// it). Read once, when the result first appears; the flag informs and
     /// does not stop the plan. An unreadable result is left to [`Self::output_of`].
     async fn flag_output(&self, plan: &Plan, row: &Progress, uri: &str) -> Result<(), RunError> {
-        let Ok(bytes) = fetch(self.codec, Arc::clone(&self.blobs), uri).await? else {
+        let Ok(bytes) = self.fetch(uri).await? else {
             return Ok(());
         };
         let result = serde_json::from_slice::<Value>(&bytes)
@@ -142,15 +140,24 @@ impl Orchestrator {
 
     /// The reason behind a decline's `uri`, bounded (see
     /// [`events::decline_reason`]).
+    /// A reason out of reach (for now or for good) is shown as unreadable:
+    /// the executor's gateway never holds up the recovery.
     async fn decline_reason(&self, uri: &str) -> Result<String, RunError> {
-        let codec = EnvelopeCodec { max_bytes: events::DECLINE_REASON_DOC_BYTES, ..self.codec };
-        Ok(events::decline_reason(fetch(codec, Arc::clone(&self.blobs), uri).await?))
+        let max = events::DECLINE_REASON_DOC_BYTES;
+        let doc = self.sources.fetch(uri).await.map_err(|e| e.to_string()).and_then(|bytes| {
+            if bytes.len() > max {
+                Err(format!("the reason is {} bytes, over the limit of {max}", bytes.len()))
+            } else {
+                Ok(bytes)
+            }
+        });
+        Ok(events::decline_reason(doc))
     }
 
     /// A delivered result as the JSON document a condition reads (a result
     /// that is not JSON is its text as a string; an unreadable one `null`).
     pub(super) async fn result_doc(&self, uri: &str) -> Result<Value, RunError> {
-        Ok(match fetch(self.codec, Arc::clone(&self.blobs), uri).await? {
+        Ok(match self.fetch(uri).await? {
             Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
             Err(e) => {
@@ -164,7 +171,7 @@ impl Orchestrator {
     /// marker when it cannot be read.
     async fn output_of(&self, uri: Option<&str>) -> Result<String, RunError> {
         let Some(uri) = uri else { return Ok(String::new()) };
-        Ok(match fetch(self.codec, Arc::clone(&self.blobs), uri).await? {
+        Ok(match self.fetch(uri).await? {
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(v) => readable(&v),
                 Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -175,16 +182,18 @@ impl Orchestrator {
             }
         })
     }
-}
 
-/// Reads the blob behind `uri` off the runtime's threads.
-async fn fetch(
-    codec: EnvelopeCodec,
-    blobs: Arc<dyn BlobStore + Send + Sync>,
-    uri: &str,
-) -> Result<Result<Vec<u8>, tessera_bindings::envelope::EnvelopeError>, RunError> {
-    let uri = uri.to_owned();
-    Ok(tokio::task::spawn_blocking(move || codec.fetch(&uri, blobs.as_ref())).await?)
+    /// The blob behind `uri`, from the local store or fetched from its hint
+    /// and the gateways (and kept). A source failing for now is
+    /// [`RunError::BlobUnavailable`]: the look fails and the next one reads
+    /// it again, rather than handing on a marker; a blob nowhere to be found
+    /// or refused is the inner error.
+    async fn fetch(&self, uri: &str) -> Result<Result<Vec<u8>, FetchError>, RunError> {
+        match self.sources.fetch(uri).await {
+            Err(e) if e.is_transient() => Err(RunError::BlobUnavailable(Box::new(e))),
+            other => Ok(other),
+        }
+    }
 }
 
 /// A result as text for the next sub-task: its `text` when it has one, else

@@ -3,10 +3,7 @@
 //! whether the run is over. This is where the step's actions meet the chain
 //! and the store.
 
-use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
-    sync::Arc,
-};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use alloy::primitives::{U256, aliases::U40};
 use tessera_bindings::{
@@ -393,8 +390,8 @@ impl Orchestrator {
     /// runtime's threads: the blob store syncs to disk); returns its URI.
     async fn publish_reason(&self, reason: &str) -> Result<String, RunError> {
         let body = serde_json::json!({ "reason": reason }).to_string();
-        let (codec, blobs) = (self.codec, Arc::clone(&self.blobs));
-        tokio::task::spawn_blocking(move || codec.publish(body.as_bytes(), blobs.as_ref()))
+        let sources = self.sources.clone();
+        tokio::task::spawn_blocking(move || sources.publish(body.as_bytes()))
             .await?
             .map_err(|e| RunError::Invalid(e.to_string()))
     }
@@ -582,8 +579,8 @@ impl Orchestrator {
             path: plan.is_nested().then(|| plan.path_of(row.idx).to_string()),
             groups: plan.groups_of(row.idx).iter().map(|g| label(&g.spec)).collect(),
         };
-        let (codec, blobs) = (self.codec, Arc::clone(&self.blobs));
-        let spec_uri = tokio::task::spawn_blocking(move || codec.encode(&envelope, blobs.as_ref()))
+        let sources = self.sources.clone();
+        let spec_uri = tokio::task::spawn_blocking(move || sources.encode(&envelope))
             .await?
             .map_err(|e| RunError::Invalid(format!("sub-task {}: envelope: {e}", row.idx)))?;
         let deadline = now + task.deadline_offset_secs;

@@ -39,7 +39,7 @@ use tessera_bindings::{
     task::{Status, TaskRecord},
 };
 
-use super::{Handled, RuntimeError, Worker, read_result};
+use super::{Handled, RuntimeError, Worker};
 use crate::{
     Output,
     offline::{Composite, DelegatedWork, brief_of, check_result},
@@ -221,10 +221,8 @@ impl Worker {
             path: None,
             groups: Vec::new(),
         };
-        let spec_uri = self
-            .codec
-            .encode(&child_envelope, self.blobs.as_ref())
-            .map_err(|e| RuntimeError::Blob(e.to_string()))?;
+        let spec_uri =
+            self.sources.encode(&child_envelope).map_err(|e| RuntimeError::Blob(e.to_string()))?;
         let params = CreateParams {
             r#ref: reference,
             planId: rec.plan_id,
@@ -272,12 +270,12 @@ impl Worker {
         let own = self.escrow.fetch(log.parent, self.deployment.deploy_block).await?;
         // Without its spec the own task cannot be finished, but the child
         // is still followed: cancelled, disputed or refunded, never paid
-        // for nothing.
-        let spec = self
-            .codec
-            .decode(&own.spec_uri, self.blobs.as_ref())
-            .map(|e| e.spec)
-            .unwrap_or_default();
+        // for nothing. A spec out of reach for now is read next pass.
+        let spec = match self.sources.decode(&own.spec_uri).await {
+            Ok(envelope) => envelope.spec,
+            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
+            Err(_) => String::new(),
+        };
         tracing::info!(task = %own.id, child = %log.child, status = %child.status(), "following a child task found on chain");
         let handled = Handled::Delegated {
             task: own.id,
@@ -369,7 +367,7 @@ impl Worker {
             Status::Completed => {
                 let refused = match self.withdrawn(d, now).await? {
                     Some(why) => Some(why),
-                    None => self.check_child(d, &child).err(),
+                    None => self.check_child(d, &child).await?.err(),
                 };
                 if let Some(reason) = refused {
                     if now > updated + u64::from(child.task.reviewWindow) {
@@ -475,15 +473,28 @@ impl Worker {
     }
 
     /// Whether a delivered child's result is what was bought: readable
-    /// (content-addressed results are hash-verified) and a well-formed
-    /// result of the capability ([`check_result`]).
-    fn check_child(&self, d: &Delegation, child: &TaskRecord) -> Result<(), String> {
+    /// (content-addressed results are fetched from wherever they are and
+    /// hash-verified) and a well-formed result of the capability
+    /// ([`check_result`]). A result out of reach for now is no verdict:
+    /// [`RuntimeError::BlobUnavailable`], looked at again next pass.
+    async fn check_child(
+        &self,
+        d: &Delegation,
+        child: &TaskRecord,
+    ) -> Result<Result<(), String>, RuntimeError> {
         let Some(uri) = child.result_uri.as_deref() else {
-            return Err(format!("the delegated {} delivered no result", d.capability));
+            return Ok(Err(format!("the delegated {} delivered no result", d.capability)));
         };
-        let delivered = read_result(uri, self.blobs.as_ref())
-            .map_err(|e| format!("the delegated {} result is unreadable: {e}", d.capability))?;
-        check_result(&d.capability, &d.spec, &delivered).map_err(|e| e.to_string())
+        let delivered = match self.fetch_result(uri).await? {
+            Ok(json) => json,
+            Err(e) => {
+                return Ok(Err(format!(
+                    "the delegated {} result is unreadable: {e}",
+                    d.capability
+                )));
+            }
+        };
+        Ok(check_result(&d.capability, &d.spec, &delivered).map_err(|e| e.to_string()))
     }
 
     /// Works on a paid child's result and delivers the own task; gives
@@ -498,7 +509,7 @@ impl Worker {
         let Some(uri) = child.result_uri.as_deref() else {
             return self.give_up(own, "the delegated part delivered no result".into()).await;
         };
-        let delivered = match read_result(uri, self.blobs.as_ref()) {
+        let delivered = match self.fetch_result(uri).await? {
             Ok(json) => json,
             Err(e) => {
                 let reason = format!("the delegated result is unreadable: {e}");

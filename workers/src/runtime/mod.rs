@@ -40,7 +40,9 @@ use tessera_bindings::{
     capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
-    envelope::{BlobStore, Envelope, EnvelopeCodec, EnvelopeError},
+    envelope::{
+        BlobSources, BlobStore, BlobUrl, Envelope, EnvelopeCodec, EnvelopeError, FetchError,
+    },
     feed::{FEED_CAPACITY, LogFeed},
     heads::Follow,
     task::{Status, TaskRecord, decode_log},
@@ -108,6 +110,10 @@ pub enum RuntimeError {
     /// Storing a large result failed.
     #[error("storing a result: {0}")]
     Blob(String),
+    /// A blob (an envelope, a child's result) could not be fetched for now
+    /// (a source failed transiently after retries): tried again next pass.
+    #[error("blob unavailable for now, will retry: {0}")]
+    BlobUnavailable(#[source] Box<FetchError>),
 }
 
 impl From<ClientError> for RuntimeError {
@@ -198,8 +204,9 @@ pub struct Worker {
     card: AgentCard,
     deployment: Deployment,
     escrow: EscrowClient,
-    blobs: Arc<dyn BlobStore + Send + Sync>,
-    codec: EnvelopeCodec,
+    /// Where envelopes and children's results are read from (the local
+    /// store, URI hints, gateways), and the hint results are published with.
+    sources: BlobSources,
     next_block: u64,
     /// The escrow's logs pushed over a websocket, while that lives.
     feed: Option<Feed>,
@@ -239,7 +246,9 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// A worker sending from `me` (the provider's wallet must sign for it).
+    /// A worker sending from `me` (the provider's wallet must sign for it),
+    /// keeping blobs in `blobs` and reading others' through the hints of
+    /// their URIs (see [`Worker::with_blob_sources`]).
     pub fn new(
         provider: DynProvider,
         me: Address,
@@ -255,8 +264,7 @@ impl Worker {
             me,
             card,
             deployment,
-            blobs,
-            codec: EnvelopeCodec::default(),
+            sources: BlobSources::new(blobs),
             delivered: BTreeMap::new(),
             delegations: BTreeMap::new(),
             unadopted: Vec::new(),
@@ -274,6 +282,27 @@ impl Worker {
     pub fn with_llm(mut self, config: &crate::llm::LlmConfig) -> Self {
         self.llm = Some(crate::llm::LlmRunner::new(config));
         self
+    }
+
+    /// Reads and keeps blobs through `sources` (its local store replaces
+    /// the one given to [`Worker::new`]): gateways, whether hints are
+    /// followed, the public URL results are published with.
+    pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// Publishes content-addressed results (and child envelopes, dispute
+    /// reasons) with the hint `?src=<url>`: where this worker serves its
+    /// store (`GET <url>/<hex>`).
+    pub fn with_public_blobs(mut self, url: BlobUrl) -> Self {
+        self.sources = self.sources.with_public_url(Some(url));
+        self
+    }
+
+    /// Where blobs are read from and published to.
+    pub fn blob_sources(&self) -> &BlobSources {
+        &self.sources
     }
 
     /// The worker's address.
@@ -586,8 +615,11 @@ impl Worker {
             tracing::warn!(task = %id, %reason, "cannot be done; declining");
             Ok(Work::Decline { rec: Box::new(rec), reason })
         };
-        let envelope = match self.codec.decode(&rec.spec_uri, self.blobs.as_ref()) {
+        // Fetched from wherever it is (its hint, the gateways) first; a
+        // source failing for now is no reason to decline: tried next pass.
+        let envelope = match self.sources.decode(&rec.spec_uri).await {
             Ok(e) => e,
+            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
             // Not found, tampered with or malformed: never readable here.
             Err(e) => return decline(rec, format!("unreadable envelope: {e}")),
         };
@@ -684,11 +716,28 @@ impl Worker {
         Ok(released)
     }
 
+    /// Publishes a result, content-addressed ones with this worker's hint.
     fn store_result(&self, json: &serde_json::Value) -> Result<String, RuntimeError> {
         let bytes = serde_json::to_vec(json).expect("a JSON value serializes");
-        self.codec
-            .publish(&bytes, self.blobs.as_ref())
-            .map_err(|e| RuntimeError::Blob(e.to_string()))
+        self.sources.publish(&bytes).map_err(|e| RuntimeError::Blob(e.to_string()))
+    }
+
+    /// The JSON result behind `uri`, fetched from wherever it is: a source
+    /// failing for now is [`RuntimeError::BlobUnavailable`], anything else
+    /// (nowhere to be found, refused, not JSON) the inner error.
+    async fn fetch_result(
+        &self,
+        uri: &str,
+    ) -> Result<Result<serde_json::Value, FetchError>, RuntimeError> {
+        let bytes = match self.sources.fetch(uri).await {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(serde_json::from_slice(&bytes).map_err(|e| FetchError::Refused {
+            at: "the result".into(),
+            reason: EnvelopeError::Json(e),
+        }))
     }
 
     async fn chain_time(&self) -> Result<u64, RuntimeError> {
