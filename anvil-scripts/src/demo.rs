@@ -132,31 +132,35 @@ async fn plans(
     deployment: &Deployment,
     out: &mut String,
 ) -> Result<(), Error> {
-    use std::sync::Arc;
-
     use tessera_orchestrator::{
         plan::{Plan, ReviewMode, SubTask},
         runner::RunnerConfig,
         store::Store,
     };
 
-    use crate::stack::{Blobs, indexed_tree, spawn_worker, start_orchestrator};
+    use crate::{
+        demo_homes::Homes,
+        stack::{indexed_tree, spawn_worker_at, start_orchestrator},
+    };
 
     let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
-    let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
+    let root = std::env::temp_dir().join(format!("tessera-demo-{}", std::process::id()));
+    let homes = Homes::open(root).await?;
+    homes.describe(out);
     let mut tasks = Vec::new();
-    for agent in deploy::DEMO_AGENTS {
-        tasks.push(
-            spawn_worker(&chain.endpoints(), actors, deployment, agent, Arc::clone(&blobs)).await?,
-        );
+    for (agent, home) in deploy::DEMO_AGENTS.iter().zip(&homes.agents) {
+        tasks.push(spawn_worker_at(&chain.endpoints(), actors, deployment, agent, home).await?);
     }
-    let store = Store::connect("sqlite::memory:").await.map_err(|e| orch_err(&e))?;
+    let store =
+        Store::connect(&format!("sqlite://{}", homes.sponsor.dir.join("runs.db").display()))
+            .await
+            .map_err(|e| orch_err(&e))?;
     let (orch, heads) = start_orchestrator(
         &chain.endpoints(),
         actors,
         deployment,
         store,
-        Arc::clone(&blobs),
+        homes.sponsor.sources.clone(),
         RunnerConfig::default(),
     )
     .await?;
@@ -208,63 +212,29 @@ async fn plans(
         step(2, "summarize", "Summarize the findings for the sponsor", &[0, 1]),
     ];
 
+    let mut scene =
+        Scene { chain, actors, deployment, orch: &orch, homes: &homes, tasks: &mut tasks, out };
     for (label, plan) in [("translate → summarize", chain_plan), ("three-step plan", fan_in)] {
-        let id = plan.id.to_string();
-        let mut events = orch.subscribe();
-        orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
-        let _ = writeln!(
-            out,
-            "
-plan {label} ({id}): approved"
-        );
-        orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
-        let started = std::time::Instant::now();
-        let wait = async {
-            while let Ok(ev) = events.recv().await {
-                if ev.run_id != id {
-                    continue;
-                }
-                let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
-                if ev.kind.starts_with("subtask_") {
-                    let _ = writeln!(
-                        out,
-                        "  #{} {:<18} block {:>3}  tx {}",
-                        body["index"],
-                        ev.kind,
-                        body["block"],
-                        body["tx_hash"].as_str().unwrap_or("")
-                    );
-                }
-                if tessera_orchestrator::events::is_final(&ev.kind) {
-                    return ev.kind;
-                }
-            }
-            "stream closed".to_owned()
-        };
-        let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
-            .await
-            .map_err(|_| Error::Orchestrator(format!("plan {label} did not finish in 60 s")))?;
-        let view = orch.view(&id).await.map_err(|e| orch_err(&e))?;
-        let _ = writeln!(
-            out,
-            "  {outcome} in {} ms; paid {} USDC",
-            started.elapsed().as_millis(),
-            plan.total_cost().unwrap_or_default()
-        );
+        let _ = writeln!(scene.out, "\nplan {label} ({}): approved", plan.id);
+        let (_, view) = drive(&mut scene, &plan, label).await?;
         if let Some(last) = view.subtasks.last().and_then(|s| s.output.clone()) {
-            let _ = writeln!(out, "  final output: {}", last.chars().take(160).collect::<String>());
+            let _ = writeln!(
+                scene.out,
+                "  final output: {}",
+                last.chars().take(160).collect::<String>()
+            );
         }
+        let tree = indexed_tree(chain, deployment, plan.id, homes.indexer.sources.clone()).await?;
         let _ = write!(
-            out,
+            scene.out,
             "  tree rebuilt by the indexer from chain events:\n{}",
-            indent(&indexed_tree(chain, deployment, plan.id, Arc::clone(&blobs)).await?)
+            indent(&tree)
         );
     }
-    let mut scene =
-        Scene { chain, actors, deployment, orch: &orch, blobs: &blobs, tasks: &mut tasks, out };
     nested_plan(&mut scene).await?;
     delegation(&mut scene).await?;
     dispute(&mut scene).await?;
+    crate::demo_homes::between_homes(&mut scene).await?;
     for t in tasks {
         t.abort();
     }
@@ -274,14 +244,75 @@ plan {label} ({id}): approved"
 /// What the demo's later scenes share: the chain with its actors and
 /// contracts, the orchestrator and blob store, the background tasks to stop
 /// at the end, and the transcript.
-struct Scene<'a> {
-    chain: &'a LocalChain,
-    actors: &'a Actors,
-    deployment: &'a Deployment,
-    orch: &'a std::sync::Arc<tessera_orchestrator::runner::Orchestrator>,
-    blobs: &'a crate::stack::Blobs,
-    tasks: &'a mut Vec<tokio::task::JoinHandle<()>>,
-    out: &'a mut String,
+pub(crate) struct Scene<'a> {
+    pub(crate) chain: &'a LocalChain,
+    pub(crate) actors: &'a Actors,
+    pub(crate) deployment: &'a Deployment,
+    pub(crate) orch: &'a std::sync::Arc<tessera_orchestrator::runner::Orchestrator>,
+    pub(crate) homes: &'a crate::demo_homes::Homes,
+    pub(crate) tasks: &'a mut Vec<tokio::task::JoinHandle<()>>,
+    pub(crate) out: &'a mut String,
+}
+
+/// Proposes and approves `plan`, prints each sub-task event as it comes
+/// (with its block and transaction; a decline with its reason) until the
+/// run ends (60 s at most), then how it ended; returns that and the run's view.
+pub(crate) async fn drive(
+    scene: &mut Scene<'_>,
+    plan: &tessera_orchestrator::plan::Plan,
+    label: &str,
+) -> Result<(String, tessera_orchestrator::runner::RunView), Error> {
+    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
+    let id = plan.id.to_string();
+    let mut events = scene.orch.subscribe();
+    scene.orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
+    scene.orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
+    let started = std::time::Instant::now();
+    let out = &mut *scene.out;
+    let wait = async {
+        while let Ok(ev) = events.recv().await {
+            if ev.run_id != id {
+                continue;
+            }
+            let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
+            if ev.kind.starts_with("subtask_") {
+                let _ = writeln!(
+                    out,
+                    "  #{} {:<18} block {:>3}  tx {}",
+                    body["index"],
+                    ev.kind,
+                    body["block"],
+                    body["tx_hash"].as_str().unwrap_or("")
+                );
+            }
+            if ev.kind == "subtask_declined" {
+                let _ = writeln!(
+                    out,
+                    "     declined on chain by {}: {}",
+                    body["executor"].as_str().unwrap_or("?"),
+                    body["reason"].as_str().unwrap_or("?")
+                );
+            }
+            if ev.kind == "recovery_applied" {
+                let _ = writeln!(out, "     recovery: {}", body["reason"].as_str().unwrap_or("?"));
+            }
+            if tessera_orchestrator::events::is_final(&ev.kind) {
+                return ev.kind;
+            }
+        }
+        "stream closed".to_owned()
+    };
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+        .await
+        .map_err(|_| Error::Orchestrator(format!("plan {label} did not finish in 60 s")))?;
+    let view = scene.orch.view(&id).await.map_err(|e| orch_err(&e))?;
+    let _ = writeln!(
+        scene.out,
+        "  {outcome} in {} ms; paid {} USDC",
+        started.elapsed().as_millis(),
+        view.spend.paid
+    );
+    Ok((outcome, view))
 }
 
 /// The nested-plan part of the demo: the brief is translated, a nested
@@ -368,7 +399,7 @@ async fn nested_plan(scene: &mut Scene<'_>) -> Result<(), Error> {
         scene.chain,
         scene.deployment,
         plan.id,
-        std::sync::Arc::clone(scene.blobs),
+        scene.homes.indexer.sources.clone(),
     )
     .await?;
     let _ =
@@ -391,8 +422,8 @@ const BRIEF_CARD: &str = include_str!("../../workers/cards/brief.yaml");
 /// own (paid from its wallet), summarizes the translation and delivers.
 /// The lineage rebuilt from chain events shows the child under the task.
 async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
-    let (chain, actors, deployment, orch, blobs) =
-        (scene.chain, scene.actors, scene.deployment, scene.orch, scene.blobs);
+    let (chain, actors, deployment, orch, homes) =
+        (scene.chain, scene.actors, scene.deployment, scene.orch, scene.homes);
     let (tasks, out) = (&mut *scene.tasks, &mut *scene.out);
     use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
     use tessera_orchestrator::plan::{Plan, ReviewMode, SubTask};
@@ -412,8 +443,9 @@ async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
     let price = card.capability("brief").map(|c| c.price.usdc()).unwrap_or_default();
     let wallet =
         tessera_bindings::client::connect(chain.endpoint_url(), EthereumWallet::new(signer));
-    let mut worker =
-        Worker::new(wallet, me, card, deployment.clone(), std::sync::Arc::clone(blobs));
+    let local = std::sync::Arc::clone(homes.brief.sources.local());
+    let mut worker = Worker::new(wallet, me, card, deployment.clone(), local)
+        .with_blob_sources(homes.brief.sources.clone());
     worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
     let ws = chain.ws_endpoint();
     tasks.push(tokio::spawn(async move {
@@ -466,7 +498,7 @@ async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
         "  tree rebuilt by the indexer from chain events (the translation is the brief agent's \
          own child task):\n{}",
         indent(
-            &crate::stack::indexed_tree(chain, deployment, plan.id, std::sync::Arc::clone(blobs))
+            &crate::stack::indexed_tree(chain, deployment, plan.id, homes.indexer.sources.clone())
                 .await?
         )
     );
@@ -486,8 +518,8 @@ async fn d_balance<P: alloy::providers::Provider>(
 /// disputed, the arbiter's offline rubric splits the payment, the appeal
 /// window passes (skipped ahead on the local chain) and the ruling settles.
 async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
-    let (chain, actors, deployment, orch, blobs) =
-        (scene.chain, scene.actors, scene.deployment, scene.orch, scene.blobs);
+    let (chain, actors, deployment, orch, homes) =
+        (scene.chain, scene.actors, scene.deployment, scene.orch, scene.homes);
     let (tasks, out) = (&mut *scene.tasks, &mut *scene.out);
     use alloy::providers::Provider;
     use tessera_arbiter::{Arbiter, Judge, store::ArbiterStore};
@@ -510,10 +542,11 @@ async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
         deployment.clone(),
         store,
         Judge::Offline,
-        std::sync::Arc::clone(blobs),
+        std::sync::Arc::clone(homes.arbiter.sources.local()),
     )
     .await
-    .map_err(|e| orch_err(&e))?;
+    .map_err(|e| orch_err(&e))?
+    .with_blob_sources(homes.arbiter.sources.clone());
     let ws = chain.ws_endpoint();
     tasks.push(tokio::spawn(async move {
         arbiter

@@ -16,6 +16,7 @@
 pub mod actors;
 pub mod chain;
 pub mod demo;
+pub mod demo_homes;
 pub mod deploy;
 pub mod gas;
 pub mod lifecycle;

@@ -2,10 +2,14 @@
 //! end-to-end tests: offline workers for the demo agents (following new
 //! blocks over anvil's websocket) and the orchestrator with its runner.
 
-use std::{sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use alloy::{network::EthereumWallet, primitives::B256, providers::Provider};
-use tessera_bindings::{client::connect, deployment::Deployment, envelope::BlobStore};
+use tessera_bindings::{
+    client::connect,
+    deployment::Deployment,
+    envelope::{BlobSources, BlobStore, BlobUrl, FsBlobStore},
+};
 use tessera_orchestrator::{
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
@@ -16,6 +20,69 @@ use crate::{Error, actors::Actors, chain::Endpoints, deploy::DemoAgent};
 
 /// Shared blob storage of one in-process stack.
 pub type Blobs = Arc<dyn BlobStore + Send + Sync>;
+
+/// One party's home: a data directory of its own, its blob store in it,
+/// served over HTTP at an address of its own (`GET <url>/<hash>`), and the
+/// other parties' blobs read through the location hints of their URIs. Two
+/// homes share nothing but the chain and HTTP. The gateway stops when the
+/// home drops.
+#[derive(Debug)]
+pub struct Home {
+    /// The party's directory.
+    pub dir: PathBuf,
+    /// Where it keeps, reads and publishes blobs.
+    pub sources: BlobSources,
+    /// Its blob gateway's base URL, as its URIs' hints name it.
+    pub url: BlobUrl,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Home {
+    /// A home in `dir` (created), its gateway on a free local port.
+    pub async fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Key(format!("creating {}: {e}", dir.display())))?;
+        let store: Blobs = Arc::new(FsBlobStore::new(dir.join("blobs")));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| Error::Key(format!("a blob gateway for {}: {e}", dir.display())))?;
+        let at = listener.local_addr().map_err(|e| Error::Key(e.to_string()))?;
+        let url = BlobUrl::parse(&format!("http://{at}/blobs"))
+            .map_err(|e| Error::Key(format!("gateway URL: {e}")))?;
+        let app = tessera_http::blobs::router(Arc::clone(&store));
+        let server = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::warn!(error = %e, "a home's blob gateway stopped");
+            }
+        });
+        let sources = BlobSources::new(store).with_public_url(Some(url.clone()));
+        Ok(Self { dir, sources, url, server })
+    }
+
+    /// This home no longer reads location hints: a blob it was not given
+    /// (and no gateway holds) is beyond it, as for a party whose network
+    /// cannot reach the writer's.
+    #[must_use]
+    pub fn cut_off(mut self) -> Self {
+        self.sources = self.sources.clone().follow_hints(false);
+        self
+    }
+
+    /// Whether the blob named by `uri` (`sha256:…`) is kept here.
+    pub fn holds(&self, uri: &str) -> bool {
+        matches!(
+            tessera_bindings::envelope::BlobRef::of_uri(uri),
+            Ok(Some(blob)) if self.sources.local().get(&blob.hash, tessera_bindings::envelope::HARD_MAX_BYTES).is_ok_and(|b| b.is_some())
+        )
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
 
 impl DemoAgent {
     /// The agent's card as its worker loads it (offline model).
@@ -44,6 +111,28 @@ pub async fn spawn_worker(
     }))
 }
 
+/// [`spawn_worker`] for an agent at `home`: its own store, read from and
+/// published with as the home says.
+pub async fn spawn_worker_at(
+    chain: &Endpoints,
+    actors: &Actors,
+    deployment: &Deployment,
+    agent: &DemoAgent,
+    home: &Home,
+) -> Result<tokio::task::JoinHandle<()>, Error> {
+    let signer = actors.agents[agent.account].clone();
+    let me = signer.address();
+    let provider = connect(chain.http.clone(), EthereumWallet::new(signer));
+    let local = Arc::clone(home.sources.local());
+    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), local)
+        .with_blob_sources(home.sources.clone());
+    worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
+    let ws = chain.ws.clone();
+    Ok(tokio::spawn(async move {
+        worker.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
+    }))
+}
+
 /// An orchestrator funding from the sponsor account, resumed and following
 /// new blocks over the chain's websocket.
 pub async fn start_orchestrator(
@@ -51,15 +140,16 @@ pub async fn start_orchestrator(
     actors: &Actors,
     deployment: &Deployment,
     store: Store,
-    blobs: Blobs,
+    blobs: impl Into<BlobSources>,
     config: RunnerConfig,
 ) -> Result<(Arc<Orchestrator>, tokio::task::JoinHandle<()>), Error> {
+    let blobs: BlobSources = blobs.into();
     let signer = actors.sponsor.clone();
     let provider = connect(chain.http.clone(), EthereumWallet::new(signer.clone()));
     let sponsor = Chain::new(provider, signer, deployment.clone())
         .await
         .map_err(|e| Error::Key(format!("orchestrator chain: {e}")))?;
-    let orch = Orchestrator::new(store, sponsor, blobs, config);
+    let orch = Orchestrator::with_sources(store, sponsor, blobs, config);
     orch.resume_all().await.map_err(|e| Error::Key(format!("resuming runs: {e}")))?;
     let heads = tokio::spawn(Arc::clone(&orch).follow_heads(Some(chain.ws.clone())));
     Ok((orch, heads))
@@ -72,15 +162,17 @@ pub async fn indexed_tree(
     chain: &crate::chain::LocalChain,
     deployment: &Deployment,
     plan: B256,
-    blobs: Blobs,
+    blobs: impl Into<BlobSources>,
 ) -> Result<String, Error> {
+    let sources: BlobSources = blobs.into();
     use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
     let index_err = |e: &dyn std::fmt::Display| Error::Orchestrator(format!("indexer: {e}"));
     let store = IndexStore::connect("sqlite::memory:").await.map_err(|e| index_err(&e))?;
     let provider =
         alloy::providers::ProviderBuilder::new().connect_http(chain.endpoint_url()).erased();
     let mut indexer =
-        Indexer::new(provider, deployment.clone(), store, Some(blobs), IndexerConfig::default());
+        Indexer::new(provider, deployment.clone(), store, None, IndexerConfig::default())
+            .with_blob_sources(sources);
     indexer.sync_once().await.map_err(|e| index_err(&e))?;
     let tree = indexer.store().plan_tree(&plan.to_string()).await.map_err(|e| index_err(&e))?;
     let mut body = serde_json::to_value(&tree).map_err(|e| index_err(&e))?;

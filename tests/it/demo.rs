@@ -21,10 +21,11 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         alloy::primitives::U256::from(400_000u64),
         "cheapest summarizer's price"
     );
-    // Then two plans through the runner, each settled, with their lineage.
+    // Then plans through the runner, each settled: the two first with
+    // their lineage, and the plan between homes.
     assert_eq!(
         outcome.transcript.matches("plan_completed in").count(),
-        2,
+        3,
         "{}",
         outcome.transcript
     );
@@ -100,6 +101,44 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
             .contains("executor received 0.316000 USDC, sponsor refunded 0.084000 USDC"),
         "{}",
         outcome.transcript
+    );
+    // Between homes: the long article's translation stays with the
+    // translator (the sponsor keeps a verified copy), the agent cut off
+    // from the others' gateways declines on chain, and the step is
+    // reassigned at once.
+    let t = &outcome.transcript;
+    assert!(t.contains("one home per party under"), "{t}");
+    assert!(t.contains("a 20 KB article, translated, then summarized by summarizer-b"), "{t}");
+    assert!(
+        t.contains("kept at translator's home, a verified copy at the sponsor's"),
+        "the translation is content-addressed and travelled: {t}"
+    );
+    let declined = lines.iter().position(|l| l.contains("#1 subtask_declined")).expect("declined");
+    assert!(
+        lines[declined + 1].contains("declined on chain by")
+            && lines[declined + 1].contains("unreadable envelope"),
+        "{t}"
+    );
+    assert!(
+        lines[declined + 2].contains("its executor declined it on chain; reassigned to"),
+        "{t}"
+    );
+    let block = |l: &str| {
+        l.split("block")
+            .nth(1)
+            .and_then(|b| b.split_whitespace().next())
+            .and_then(|b| b.parse::<u64>().ok())
+    };
+    let recreated =
+        lines[declined..].iter().find(|l| l.contains("#1 subtask_created")).expect("recreated");
+    assert_eq!(
+        block(recreated),
+        block(lines[declined]).map(|b| b + 1),
+        "reassigned in the next block: {t}"
+    );
+    assert!(
+        t.contains("plan_completed: summarizer-b's home holds no copy of the translation"),
+        "{t}"
     );
     // anvil was killed when the demo returned: the port is free again.
     assert!(

@@ -191,7 +191,9 @@ impl BlobStore for FsBlobStore {
         };
         let mut bytes = Vec::new();
         // Read one byte past the limit to tell "exactly max" from "over".
-        file.take(max_len as u64 + 1).read_to_end(&mut bytes).map_err(io_err(&path))?;
+        file.take((max_len as u64).saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(io_err(&path))?;
         if bytes.len() > max_len {
             let len = fs::metadata(&path).map_or(bytes.len() as u64, |m| m.len());
             return Err(BlobError::TooLarge { len, max: max_len });

@@ -198,6 +198,13 @@ enum Attempt {
     Retry { why: String, after: Option<Duration> },
 }
 
+impl From<Arc<dyn BlobStore + Send + Sync>> for BlobSources {
+    /// [`BlobSources::new`] over `local`.
+    fn from(local: Arc<dyn BlobStore + Send + Sync>) -> Self {
+        Self::new(local)
+    }
+}
+
 impl BlobSources {
     /// Reads from `local`, then from each URI's hint; no gateways; publishes
     /// without a hint; [`FetchLimits::default`].
