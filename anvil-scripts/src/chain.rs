@@ -48,9 +48,9 @@ pub struct ChainOptions {
     /// A fixed base fee per gas (wei); zero keeps it at zero however full
     /// the blocks are (bulk generators fill blocks back to back).
     pub base_fee: Option<u64>,
-    /// Addresses to listen on, comma-separated (anvil's `--host`); anvil's
-    /// own default (127.0.0.1) when `None`. The endpoints given out stay on
-    /// localhost.
+    /// The address to listen on (anvil's `--host`; one, so the port
+    /// anvil picks is the one the endpoints name); anvil's own default
+    /// (127.0.0.1) when `None`. The endpoints given out stay on localhost.
     pub host: Option<String>,
 }
 

@@ -3,7 +3,8 @@
 //! only at the address it was given (its own loopback is its own). The
 //! chain and the test itself stay in the root namespace, on the bridge's
 //! address. Where namespaces cannot be made (not root, no `ip`), every party
-//! runs on 127.0.0.1 instead, and [`Hosts::isolated`] says so with the reason.
+//! runs on 127.0.0.1 instead, and [`Hosts::isolated`] says so with the reason
+//! (`TESSERA_NETNS=off` asks for that).
 //!
 //! Traffic never leaves the machine: the bridge has no uplink and the
 //! addresses are private (`10.<a>.<b>.0/24`, picked from the process id so
@@ -100,6 +101,9 @@ impl Hosts {
     }
 
     fn build(&self) -> Result<(), String> {
+        if std::env::var("TESSERA_NETNS").is_ok_and(|v| v == "off") {
+            return Err("TESSERA_NETNS=off".into());
+        }
         if !is_root() {
             return Err("not root: network namespaces need CAP_SYS_ADMIN".into());
         }

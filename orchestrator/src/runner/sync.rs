@@ -60,6 +60,15 @@ impl Orchestrator {
                 tracing::info!(index = row.idx, task = %task_id, %reason, "declined by its executor");
                 events::merge(&mut body, json!({ "reason": reason }));
             }
+            // A ruling's rationale is copied home when its event is first
+            // stored, so the web page reads it here; out of reach, it is
+            // only logged (the ruling stands whatever its text).
+            if let Some(uri) = ev.body["rationale_uri"].as_str()
+                && !self.store.has_event(&run_id, &ev.dedup).await?
+                && let Err(e) = self.sources.ensure(uri).await
+            {
+                tracing::warn!(index = row.idx, %uri, error = %e, "a ruling's rationale is out of reach");
+            }
             self.emit_chain(&run_id, ev.kind, &ev.dedup, body.clone()).await?;
             if ev.kind == EventKind::SubtaskCompleted
                 && plan.review_of(row.idx) == ReviewMode::Manual
