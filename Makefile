@@ -201,7 +201,7 @@ test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check tr
 
 # --- running -------------------------------------------------------------------
 
-demo: toolchain ## anvil, deploy, agents; one lifecycle, then plans (flat, nested, a delegation, a dispute) settled by orchestrator + workers, trees from the indexer
+demo: toolchain ## anvil, deploy, agents; one lifecycle, then plans (flat, nested, a delegation, a dispute, a 20 KB plan between homes with a decline on chain) settled by orchestrator + workers, each party at a home of its own; trees from the indexer
 	@$(CARGO) run --quiet --locked -p tessera -- demo
 
 chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes deployment.json)

@@ -119,7 +119,7 @@ pub async fn run(opts: &ChainOptions) -> Result<DemoOutcome, Error> {
         )?
     );
 
-    plans(&chain, &actors, &deployment, &mut out).await?;
+    Box::pin(plans(&chain, &actors, &deployment, &mut out)).await?;
     drop(chain);
     let _ = writeln!(out, "anvil stopped");
     Ok(DemoOutcome { deployment, transcript: out, executor_paid: after - before, chain_port })
@@ -234,7 +234,7 @@ async fn plans(
     nested_plan(&mut scene).await?;
     delegation(&mut scene).await?;
     dispute(&mut scene).await?;
-    crate::demo_homes::between_homes(&mut scene).await?;
+    Box::pin(crate::demo_homes::between_homes(&mut scene)).await?;
     for t in tasks {
         t.abort();
     }
