@@ -504,3 +504,16 @@ pub fn sponsor_task(
         specURI: spec.into(),
     }
 }
+
+/// Demo agent 0's card without `extract-entities`, which the registry
+/// still lists for it at 0.30 USDC: its worker declines such a task on chain.
+pub const NARROW_CARD: &str = "
+id: summarizer-a
+description: Extractive summaries only, whatever the registry still lists.
+role: executor
+model: offline
+capabilities:
+  - name: summarize
+    price: 500000
+instructions: Summarize.
+";

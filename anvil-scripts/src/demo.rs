@@ -293,6 +293,15 @@ pub(crate) async fn drive(
                     body["reason"].as_str().unwrap_or("?")
                 );
             }
+            if ev.kind == "nested_completed" {
+                let _ = writeln!(
+                    out,
+                    "  nested plan {} settled: paid {} of its {} share",
+                    body["path"].as_str().unwrap_or("?"),
+                    usdc_text(&body["paid"]),
+                    usdc_text(&body["budget"])
+                );
+            }
             if ev.kind == "recovery_applied" {
                 let _ = writeln!(out, "     recovery: {}", body["reason"].as_str().unwrap_or("?"));
             }
@@ -355,41 +364,13 @@ async fn nested_plan(scene: &mut Scene<'_>) -> Result<(), Error> {
         ],
     });
     let plan = Plan::from_json(&file.to_string()).map_err(|e| orch_err(&e))?;
-    let id = plan.id.to_string();
-    let mut events = scene.orch.subscribe();
-    scene.orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
-    scene.orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
     let _ = writeln!(
         scene.out,
-        "\nplan a nested plan ({id}): approved; step 1 is a plan of its own (share {} USDC)",
+        "\nplan a nested plan ({}): approved; step 1 is a plan of its own (share {} USDC)",
+        plan.id,
         tessera_bindings::usdc::Usdc::from_base_units(share)
     );
-    let out = &mut *scene.out;
-    let wait = async {
-        while let Ok(ev) = events.recv().await {
-            if ev.run_id != id {
-                continue;
-            }
-            let body: serde_json::Value = serde_json::from_str(&ev.body).unwrap_or_default();
-            if ev.kind == "nested_completed" {
-                let _ = writeln!(
-                    out,
-                    "  nested plan {} settled: paid {} of its {} share",
-                    body["path"].as_str().unwrap_or("?"),
-                    usdc_text(&body["paid"]),
-                    usdc_text(&body["budget"])
-                );
-            }
-            if tessera_orchestrator::events::is_final(&ev.kind) {
-                return ev.kind;
-            }
-        }
-        "stream closed".to_owned()
-    };
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
-        .await
-        .map_err(|_| Error::Orchestrator("the nested plan did not finish in 60 s".into()))?;
-    let view = scene.orch.view(&id).await.map_err(|e| orch_err(&e))?;
+    let (outcome, view) = drive(scene, &plan, "a nested plan").await?;
     let _ = writeln!(
         scene.out,
         "  {outcome}; spent {} USDC of the {} USDC budget",

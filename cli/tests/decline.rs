@@ -7,24 +7,12 @@
 use std::process::{Command, Stdio};
 
 use tessera_anvil::deploy::DeployConfig;
-use tessera_e2e::TEST_TOKEN;
+use tessera_e2e::{NARROW_CARD, TEST_TOKEN};
 use tessera_orchestrator::plan::Plan;
 
 mod support;
 
 use support::{Service, chain_plan, propose_and_approve, start, wait_completed, wait_up, words};
-
-/// Demo agent 0's card without `extract-entities`.
-const NARROW_CARD: &str = "
-id: summarizer-a
-description: Extractive summaries only, whatever the registry still lists.
-role: executor
-model: offline
-capabilities:
-  - name: summarize
-    price: 500000
-instructions: Summarize.
-";
 
 #[tokio::test]
 async fn a_decline_on_chain_is_reassigned_at_once_and_runs_show_prints_its_reason() {

@@ -17,7 +17,7 @@ use tessera_bindings::{
     envelope::FsBlobStore,
     task::Status,
 };
-use tessera_e2e::Stack;
+use tessera_e2e::{NARROW_CARD, Stack};
 use tessera_orchestrator::{
     plan::Plan,
     runner::{Chain, RunnerConfig},
@@ -30,19 +30,6 @@ use tessera_workers::{
 const ARTICLE: &str = "Ada Lovelace met Charles Babbage in London in 1833. \
 Babbage showed her the Difference Engine. Lovelace later wrote the first published \
 algorithm for his Analytical Engine. Contact: ada@example.org.";
-
-/// Demo agent 0's card without `extract-entities`, which the registry
-/// still lists for it at 0.30 USDC.
-const NARROW_CARD: &str = "
-id: summarizer-a
-description: Extractive summaries only, whatever the registry still lists.
-role: executor
-model: offline
-capabilities:
-  - name: summarize
-    price: 500000
-instructions: Summarize.
-";
 
 /// Runs demo agent 0's worker with [`NARROW_CARD`]; what it does is kept
 /// in `seen`.

@@ -22,10 +22,10 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
         "cheapest summarizer's price"
     );
     // Then plans through the runner, each settled: the two first with
-    // their lineage, and the plan between homes.
+    // their lineage, the nested one and the plan between homes.
     assert_eq!(
         outcome.transcript.matches("plan_completed in").count(),
-        3,
+        4,
         "{}",
         outcome.transcript
     );
