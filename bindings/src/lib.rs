@@ -26,6 +26,8 @@
 //! - [`usdc`]: the one USDC amount type (parse, format, serde, ranges);
 //! - [`injection`]: the one detector for text aimed at agents or the judge
 //!   (prompt injection), used by the workers, the runner and the arbiter;
+//! - [`logs`]: one adaptive `eth_getLogs` range (halved when a provider
+//!   refuses a range or a result count, grown back after successes);
 //! - [`rpc_metrics`]: JSON-RPC calls and failures counted by method on every
 //!   service's HTTP transport.
 
@@ -37,6 +39,7 @@ pub mod envelope;
 pub mod feed;
 pub mod heads;
 pub mod injection;
+pub mod logs;
 pub mod offers;
 pub mod permit;
 pub mod revert;

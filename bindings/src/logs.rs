@@ -1,0 +1,230 @@
+//! One adaptive block range for every `eth_getLogs` reader.
+//!
+//! Hosted providers cap `eth_getLogs`: by block range ("block range too
+//! large", "exceed maximum block range: 5000"), by result count ("query
+//! returned more than 10000 results", "Log response size exceeded") or
+//! both, with codes that differ from one provider to the next (-32005,
+//! -32602, -32614, -32000). A [`LogRange`] halves when a read is refused
+//! for either reason and grows back, doubling after a few reads go through,
+//! between a floor and a ceiling; [`read_chunk`] and [`read_all`] are the
+//! two ways the services read with it (one chunk per pass, or a whole span).
+
+use alloy::{
+    providers::Provider,
+    rpc::types::{Filter, Log},
+    transports::{RpcError, TransportError},
+};
+
+/// JSON-RPC error codes providers answer a too-large log query with.
+const RANGE_CODES: [i64; 2] = [-32005, -32614];
+
+/// Words of the messages providers answer a too-large log query with
+/// (lower case; any one is enough).
+const RANGE_WORDS: [&str; 10] = [
+    "block range",
+    "range too large",
+    "range is too",
+    "more than",
+    "too many",
+    "response size",
+    "max results",
+    "limit exceeded",
+    "query timeout",
+    "exceed maximum",
+];
+
+/// Reads in a row at one size before the range doubles.
+const GROW_AFTER: u32 = 4;
+
+/// Whether `err` is a provider refusing a log query for its size (block
+/// range or result count), as opposed to any other failure.
+pub fn is_range_error(err: &TransportError) -> bool {
+    let RpcError::ErrorResp(payload) = err else { return false };
+    if RANGE_CODES.contains(&payload.code) {
+        return true;
+    }
+    let message = payload.message.to_lowercase();
+    RANGE_WORDS.iter().any(|w| message.contains(w))
+}
+
+/// The size of the next `eth_getLogs` range: halved on a refusal, doubled
+/// again after [`GROW_AFTER`] reads in a row go through, within `[min, max]`.
+#[derive(Debug, Clone)]
+pub struct LogRange {
+    size: u64,
+    min: u64,
+    max: u64,
+    streak: u32,
+}
+
+impl LogRange {
+    /// A range starting at `initial` blocks, never under `min` (at least 1)
+    /// nor over `max`.
+    pub fn new(initial: u64, min: u64, max: u64) -> Self {
+        let min = min.max(1);
+        let max = max.max(min);
+        Self { size: initial.clamp(min, max), min, max, streak: 0 }
+    }
+
+    /// Blocks the next read covers.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The last block of a read starting at `from`, no further than `head`.
+    pub fn end(&self, from: u64, head: u64) -> u64 {
+        head.min(from.saturating_add(self.size - 1))
+    }
+
+    /// A read was refused for its size: halves the range. `false` when it
+    /// was already at its floor (the refusal stands).
+    pub fn shrink(&mut self) -> bool {
+        self.streak = 0;
+        if self.size <= self.min {
+            return false;
+        }
+        self.size = (self.size / 2).max(self.min);
+        true
+    }
+
+    /// A read went through: after a few in a row the range doubles.
+    pub fn succeeded(&mut self) {
+        self.streak += 1;
+        if self.streak >= GROW_AFTER {
+            self.streak = 0;
+            self.size = self.size.saturating_mul(2).min(self.max);
+        }
+    }
+}
+
+impl Default for LogRange {
+    /// 1 000 blocks at first, between 1 and 10 000.
+    fn default() -> Self {
+        Self::new(1_000, 1, 10_000)
+    }
+}
+
+/// Reads the logs of `filter` from `from` on, one range of at most
+/// `range.size()` blocks and no further than `head`, shrinking the range
+/// while the provider refuses it. Returns the last block read and its logs.
+pub async fn read_chunk<P: Provider + ?Sized>(
+    provider: &P,
+    filter: &Filter,
+    from: u64,
+    head: u64,
+    range: &mut LogRange,
+) -> Result<(u64, Vec<Log>), TransportError> {
+    loop {
+        let to = range.end(from, head);
+        let query = filter.clone().from_block(from).to_block(to);
+        match provider.get_logs(&query).await {
+            Ok(logs) => {
+                range.succeeded();
+                return Ok((to, logs));
+            }
+            Err(e) if is_range_error(&e) && to > from && range.shrink() => {
+                tracing::debug!(from, to, size = range.size(), error = %e, "log range shrunk");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads every log of `filter` from `from` to `to`, in ranges that adapt
+/// as [`read_chunk`]'s do.
+pub async fn read_all<P: Provider + ?Sized>(
+    provider: &P,
+    filter: &Filter,
+    from: u64,
+    to: u64,
+    range: &mut LogRange,
+) -> Result<Vec<Log>, TransportError> {
+    let mut out = Vec::new();
+    let mut next = from;
+    while next <= to {
+        let (end, logs) = read_chunk(provider, filter, next, to, range).await?;
+        out.extend(logs);
+        next = end + 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::rpc::json_rpc::ErrorPayload;
+
+    fn refusal(code: i64, message: &str) -> TransportError {
+        RpcError::ErrorResp(ErrorPayload {
+            code,
+            message: message.to_owned().into(),
+            data: None,
+        })
+    }
+
+    #[test]
+    fn recognises_the_providers_refusals() {
+        for (code, message) in [
+            (-32005, "query returned more than 10000 results"),
+            (-32602, "block range too large"),
+            (-32000, "exceed maximum block range: 5000"),
+            (-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"),
+            (-32614, "eth_getLogs is limited to a 10,000 range"),
+            (-32000, "query timeout exceeded"),
+            (-32600, "Block range is too large"),
+        ] {
+            assert!(is_range_error(&refusal(code, message)), "{code} {message}");
+        }
+    }
+
+    #[test]
+    fn other_failures_are_not_refusals() {
+        assert!(!is_range_error(&refusal(-32601, "the method eth_getLogs does not exist")));
+        assert!(!is_range_error(&refusal(-32000, "header not found")));
+        assert!(!is_range_error(&refusal(3, "execution reverted")));
+        assert!(!is_range_error(&alloy::transports::TransportErrorKind::backend_gone()));
+    }
+
+    #[test]
+    fn halves_to_the_floor_then_refuses() {
+        let mut r = LogRange::new(100, 10, 1_000);
+        assert!(r.shrink());
+        assert_eq!(r.size(), 50);
+        assert!(r.shrink() && r.shrink());
+        assert_eq!(r.size(), 12);
+        assert!(r.shrink());
+        assert_eq!(r.size(), 10);
+        assert!(!r.shrink(), "at the floor a refusal stands");
+        assert_eq!(r.size(), 10);
+    }
+
+    #[test]
+    fn grows_back_after_successes_up_to_the_ceiling() {
+        let mut r = LogRange::new(5, 1, 16);
+        for _ in 0..GROW_AFTER - 1 {
+            r.succeeded();
+        }
+        assert_eq!(r.size(), 5, "not yet");
+        r.succeeded();
+        assert_eq!(r.size(), 10);
+        for _ in 0..GROW_AFTER * 3 {
+            r.succeeded();
+        }
+        assert_eq!(r.size(), 16, "capped");
+        // A refusal resets the streak.
+        for _ in 0..GROW_AFTER - 1 {
+            r.succeeded();
+        }
+        r.shrink();
+        r.succeeded();
+        assert_eq!(r.size(), 8);
+    }
+
+    #[test]
+    fn end_is_bounded_by_head_and_size() {
+        let r = LogRange::new(5, 1, 100);
+        assert_eq!(r.end(10, 100), 14);
+        assert_eq!(r.end(10, 12), 12);
+        assert_eq!(LogRange::new(0, 0, 0).size(), 1, "never empty");
+    }
+}
