@@ -156,9 +156,6 @@ impl Action {
     }
 }
 
-/// The most blocks one scan asks the node for logs of.
-pub const MAX_LOG_RANGE: u64 = 1_000;
-
 /// The arbiter service, ruling on disputes or on appeals.
 pub struct Arbiter {
     provider: DynProvider,
@@ -173,6 +170,8 @@ pub struct Arbiter {
     /// and the hint rationales are published with.
     sources: BlobSources,
     next_block: u64,
+    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
+    range: tessera_bindings::logs::LogRange,
     watch: BTreeSet<U256>,
     /// Cases whose evidence was out of reach, with their reason URI: looked
     /// at again next pass.
@@ -256,6 +255,7 @@ impl Arbiter {
             judge,
             sources: BlobSources::new(blobs),
             next_block,
+            range: tessera_bindings::logs::LogRange::default(),
             watch: BTreeSet::new(),
             deferred: Vec::new(),
             head: None,
@@ -324,10 +324,9 @@ impl Arbiter {
             Some(n) => n,
             None => self.provider.get_block_number().await?,
         };
-        // A bounded range: an arbiter far behind catches up a chunk per pass.
-        let head = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
         // Tasks to rule on, with the dispute's reason URI when the log gave it.
         let mut cases: Vec<(U256, String)> = std::mem::take(&mut self.deferred);
+        let mut head = head;
         if head >= self.next_block {
             let signatures = match self.level {
                 Level::Dispute => vec![
@@ -337,12 +336,20 @@ impl Arbiter {
                 ],
                 Level::Appeal => vec![TaskEscrow::RulingAppealed::SIGNATURE_HASH],
             };
-            let filter = Filter::new()
-                .address(self.deployment.task_escrow)
-                .event_signature(signatures)
-                .from_block(self.next_block)
-                .to_block(head);
-            for log in self.provider.get_logs(&filter).await? {
+            let filter =
+                Filter::new().address(self.deployment.task_escrow).event_signature(signatures);
+            // A bounded range the provider accepts: an arbiter far behind
+            // catches up a chunk per pass.
+            let (to, logs) = tessera_bindings::logs::read_chunk(
+                &self.provider,
+                &filter,
+                self.next_block,
+                head,
+                &mut self.range,
+            )
+            .await?;
+            head = to;
+            for log in logs {
                 match (self.level, decode_log(&log)) {
                     (Level::Dispute, Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e))) => {
                         cases.push((e.taskId, e.reasonURI))
@@ -517,11 +524,10 @@ impl Arbiter {
                 TaskEscrow::DisputeRuled::SIGNATURE_HASH,
                 TaskEscrow::RulingAppealed::SIGNATURE_HASH,
             ])
-            .topic1(B256::from(rec.id))
-            .from_block(self.deployment.deploy_block);
+            .topic1(B256::from(rec.id));
         let (mut reason_uri, mut rationale_uri) = (String::new(), String::new());
         let (mut appellant, mut appeal_uri) = (rec.task.client, String::new());
-        for log in self.provider.get_logs(&filter).await? {
+        for log in self.escrow.logs(&filter, self.deployment.deploy_block).await? {
             match decode_log(&log) {
                 Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => reason_uri = e.reasonURI,
                 Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e)) => {
@@ -629,9 +635,8 @@ impl Arbiter {
         let filter = Filter::new()
             .address(self.deployment.task_escrow)
             .event_signature(TaskEscrow::TaskDisputed::SIGNATURE_HASH)
-            .topic1(B256::from(id))
-            .from_block(self.deployment.deploy_block);
-        let logs = self.provider.get_logs(&filter).await?;
+            .topic1(B256::from(id));
+        let logs = self.escrow.logs(&filter, self.deployment.deploy_block).await?;
         Ok(logs
             .iter()
             .rev()
@@ -692,15 +697,13 @@ fn publish_verdict(
 /// Tasks under appeal, with their first-level ruling, for the appeal arbiter.
 pub async fn appeals(
     escrow: &EscrowClient,
-    provider: &DynProvider,
     deployment: &Deployment,
 ) -> Result<Vec<TaskRecord>, ArbiterError> {
     let filter = Filter::new()
         .address(deployment.task_escrow)
-        .event_signature(TaskEscrow::RulingAppealed::SIGNATURE_HASH)
-        .from_block(deployment.deploy_block);
+        .event_signature(TaskEscrow::RulingAppealed::SIGNATURE_HASH);
     let mut ids: Vec<U256> = Vec::new();
-    for log in provider.get_logs(&filter).await? {
+    for log in escrow.logs(&filter, deployment.deploy_block).await? {
         if let Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) = decode_log(&log)
             && !ids.contains(&e.taskId)
         {

@@ -8,7 +8,7 @@ use alloy::{
     network::{Ethereum, EthereumWallet},
     primitives::{Address, B256, TxHash, U256},
     providers::{DynProvider, Provider, ProviderBuilder},
-    rpc::types::{Filter, TransactionReceipt},
+    rpc::types::{Filter, Log, TransactionReceipt},
     signers::local::PrivateKeySigner,
 };
 
@@ -106,6 +106,8 @@ pub struct EscrowClient {
     escrow: TaskEscrowInstance<DynProvider>,
     heads: Option<HeadWatch>,
     sender: Sender,
+    /// Blocks per `eth_getLogs`, learnt from the provider's refusals.
+    range: crate::logs::SharedRange,
 }
 
 impl EscrowClient {
@@ -116,7 +118,15 @@ impl EscrowClient {
             sender: Sender::new(provider.clone()),
             provider,
             heads: None,
+            range: crate::logs::SharedRange::default(),
         }
+    }
+
+    /// The logs of `filter` (its block bounds ignored) from `from_block` to
+    /// the head, in ranges the provider accepts.
+    pub async fn logs(&self, filter: &Filter, from_block: u64) -> Result<Vec<Log>, ClientError> {
+        let head = self.provider.get_block_number().await?;
+        Ok(self.range.read_all(&self.provider, filter, from_block, head).await?)
     }
 
     /// Confirms transactions by the heads announced on `heads` (see
@@ -451,12 +461,10 @@ impl EscrowClient {
 
     async fn fetch_once(&self, id: U256, from_block: u64) -> Result<TaskRecord, ClientError> {
         let head = self.provider.get_block_number().await?;
-        let filter = Filter::new()
-            .address(self.address())
-            .topic1(B256::from(id))
-            .from_block(from_block)
-            .to_block(head);
-        let logs = self.provider.get_logs(&filter).await?;
+        // Every block since `from_block` (the deploy block, for the worker
+        // and the arbiter), in ranges the provider accepts.
+        let filter = Filter::new().address(self.address()).topic1(B256::from(id));
+        let logs = self.range.read_all(&self.provider, &filter, from_block, head).await?;
         let record = TaskRecord::from_logs(id, &logs)?;
         let stored = self
             .escrow

@@ -149,17 +149,36 @@ pub async fn read_all<P: Provider + ?Sized>(
     Ok(out)
 }
 
+/// A [`LogRange`] shared by clones of one client (kept between reads, so a
+/// provider's cap is learnt once, not on every read).
+#[derive(Debug, Clone, Default)]
+pub struct SharedRange(std::sync::Arc<std::sync::Mutex<LogRange>>);
+
+impl SharedRange {
+    /// [`read_all`] with this range.
+    pub async fn read_all<P: Provider + ?Sized>(
+        &self,
+        provider: &P,
+        filter: &Filter,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Log>, TransportError> {
+        let mut range = self.0.lock().map(|r| r.clone()).unwrap_or_default();
+        let result = read_all(provider, filter, from, to, &mut range).await;
+        if let Ok(mut shared) = self.0.lock() {
+            *shared = range;
+        }
+        result
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloy::rpc::json_rpc::ErrorPayload;
 
     fn refusal(code: i64, message: &str) -> TransportError {
-        RpcError::ErrorResp(ErrorPayload {
-            code,
-            message: message.to_owned().into(),
-            data: None,
-        })
+        RpcError::ErrorResp(ErrorPayload { code, message: message.to_owned().into(), data: None })
     }
 
     #[test]
@@ -168,7 +187,10 @@ mod tests {
             (-32005, "query returned more than 10000 results"),
             (-32602, "block range too large"),
             (-32000, "exceed maximum block range: 5000"),
-            (-32602, "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range"),
+            (
+                -32602,
+                "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range",
+            ),
             (-32614, "eth_getLogs is limited to a 10,000 range"),
             (-32000, "query timeout exceeded"),
             (-32600, "Block range is too large"),

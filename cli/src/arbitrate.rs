@@ -152,7 +152,7 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             let deployment = chain.conn.deployment()?;
             let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::default());
             let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
-            let list = appeals(&escrow, &provider, &deployment).await?;
+            let list = appeals(&escrow, &deployment).await?;
             if list.is_empty() {
                 println!("no task is under appeal");
             }

@@ -404,7 +404,7 @@ async fn an_appeal_overturns_the_ruling_and_odd_splits_are_exact() {
         ),
         court.env.deployment.task_escrow,
     );
-    let listed = appeals(&escrow, &court.env.provider, &court.env.deployment).await.unwrap();
+    let listed = appeals(&escrow, &court.env.deployment).await.unwrap();
     assert_eq!(listed.len(), 1);
     let (exec0, fund0) = court.balances().await;
     let verdict = Verdict::new(

@@ -72,9 +72,6 @@ struct Reads {
     balances: std::collections::HashMap<Address, U256>,
 }
 
-/// The most blocks one `eth_getLogs` asks for (hosted providers cap the range).
-pub const MAX_LOG_RANGE: u64 = 1_000;
-
 /// The escrow's logs of the sponsor's tasks, read once per block from a cursor.
 #[derive(Debug, Default)]
 struct Book {
@@ -84,6 +81,8 @@ struct Book {
     read_head: u64,
     /// The logs of each task the sponsor created, in chain order.
     logs: std::collections::HashMap<U256, Vec<Log>>,
+    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
+    range: tessera_bindings::logs::LogRange,
 }
 
 impl Book {
@@ -212,8 +211,8 @@ impl Chain {
         }
     }
 
-    /// Reads the escrow's logs from the cursor to `head`, in ranges of at
-    /// most [`MAX_LOG_RANGE`] blocks, keeping those of the sponsor's tasks:
+    /// Reads the escrow's logs from the cursor to `head`, in ranges the
+    /// provider accepts ([`tessera_bindings::logs::LogRange`]), keeping those of the sponsor's tasks:
     /// one request per new block for every run at once. The newest block
     /// is read again next time (a node may announce a block a moment before
     /// serving its logs); a log read twice is kept once.
@@ -224,11 +223,17 @@ impl Chain {
             return Ok(());
         }
         let mut from = cursor + 1;
+        let filter = Filter::new().address(self.deployment.task_escrow);
         while from <= head {
-            let to = head.min(from.saturating_add(MAX_LOG_RANGE - 1));
-            let filter =
-                Filter::new().address(self.deployment.task_escrow).from_block(from).to_block(to);
-            for log in self.provider.get_logs(&filter).await? {
+            let (to, logs) = tessera_bindings::logs::read_chunk(
+                &self.provider,
+                &filter,
+                from,
+                head,
+                &mut book.range,
+            )
+            .await?;
+            for log in logs {
                 book.absorb(self.sponsor, &log);
             }
             book.cursor = Some(if to == head { to.saturating_sub(1).max(cursor) } else { to });

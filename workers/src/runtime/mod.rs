@@ -89,9 +89,6 @@ struct Feed {
     floor: u64,
 }
 
-/// The most blocks one scan asks the node for logs of.
-pub const MAX_LOG_RANGE: u64 = 1_000;
-
 use crate::{
     AgentCard, TaskInput,
     offline::{Composite, composite},
@@ -208,6 +205,8 @@ pub struct Worker {
     /// store, URI hints, gateways), and the hint results are published with.
     sources: BlobSources,
     next_block: u64,
+    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
+    range: tessera_bindings::logs::LogRange,
     /// The escrow's logs pushed over a websocket, while that lives.
     feed: Option<Feed>,
     delivered: BTreeMap<U256, TaskRecord>,
@@ -259,6 +258,7 @@ impl Worker {
         Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             next_block: deployment.deploy_block,
+            range: tessera_bindings::logs::LogRange::default(),
             feed: None,
             provider,
             me,
@@ -428,9 +428,15 @@ impl Worker {
         }
         // A bounded range: a worker far behind (restarted on a long chain)
         // catches up a chunk per pass.
-        let to = head.min(self.next_block.saturating_add(MAX_LOG_RANGE - 1));
-        let filter = self.filter().from_block(self.next_block).to_block(to);
-        let logs = self.provider.get_logs(&filter).await?;
+        let filter = self.filter();
+        let (to, logs) = tessera_bindings::logs::read_chunk(
+            &self.provider,
+            &filter,
+            self.next_block,
+            head,
+            &mut self.range,
+        )
+        .await?;
         let single_block = self.next_block == to;
         self.next_block = to + 1;
         if to == head {
