@@ -3,6 +3,7 @@
 //! The tests themselves live in `it/`.
 
 pub mod mock_openai;
+pub mod provider;
 
 use std::{sync::Arc, time::Duration};
 
@@ -140,6 +141,8 @@ pub struct Stack {
     pub http: reqwest::Client,
     /// Blob directory shared by the orchestrator and the workers.
     pub blobs: std::path::PathBuf,
+    /// The stand-in provider every service talks to, when started through one.
+    pub stand_in: Option<provider::StandIn>,
     _dir: tempfile::TempDir,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -192,7 +195,16 @@ impl Stack {
         workers: &[usize],
         deploy: DeployConfig,
     ) -> Self {
-        Self::start_full(config, db_url, workers, deploy, None).await
+        Self::start_full(config, db_url, workers, deploy, None, None).await
+    }
+
+    /// Everything with default settings, every service (orchestrator and
+    /// workers) reaching the chain only through a stand-in hosted provider
+    /// imposing `limits`, over HTTP (no websocket: they poll).
+    pub async fn start_through(limits: provider::Limits) -> Self {
+        let all = [0, 1, 2, 3, 4];
+        let (cfg, deploy) = (RunnerConfig::default(), DeployConfig::default());
+        Self::start_full(cfg, None, &all, deploy, None, Some(limits)).await
     }
 
     /// Everything with default settings, on a chain that mines a block
@@ -200,8 +212,8 @@ impl Stack {
     /// on automine first).
     pub async fn start_on_timed_blocks(secs: u64) -> Self {
         let all = [0, 1, 2, 3, 4];
-        Self::start_full(RunnerConfig::default(), None, &all, DeployConfig::default(), Some(secs))
-            .await
+        let (cfg, deploy) = (RunnerConfig::default(), DeployConfig::default());
+        Self::start_full(cfg, None, &all, deploy, Some(secs), None).await
     }
 
     async fn start_full(
@@ -210,6 +222,7 @@ impl Stack {
         workers: &[usize],
         deploy: DeployConfig,
         block_time: Option<u64>,
+        through: Option<provider::Limits>,
     ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -229,12 +242,25 @@ impl Stack {
             db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("runs.db").display()));
         let store = Store::connect(&db_url).await.expect("store");
         let mut tasks = Vec::new();
+        let stand_in = match through {
+            Some(limits) => {
+                Some(provider::StandIn::start(env.chain.endpoint_url().as_str(), limits).await)
+            }
+            None => None,
+        };
+        let (http, ws_url) = match &stand_in {
+            Some(s) => (s.url.clone(), None),
+            None => (env.chain.endpoint_url(), Some(env.chain.ws_endpoint())),
+        };
         for &i in workers {
-            tasks.push(spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await);
+            tasks.push(match &stand_in {
+                Some(s) => spawn_polling_worker(&env, &DEMO_AGENTS[i], &blobs, &s.url).await,
+                None => spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await,
+            });
         }
         let signer = env.actors.sponsor.clone();
         let provider = tessera_bindings::client::connect(
-            env.chain.endpoint_url(),
+            http,
             alloy::network::EthereumWallet::new(signer.clone()),
         );
         let chain =
@@ -246,7 +272,7 @@ impl Stack {
             blobs: Arc::new(FsBlobStore::new(&blobs)),
             blob_sources: None,
             runner: config,
-            ws_url: Some(env.chain.ws_endpoint()),
+            ws_url,
             listener,
             token: TEST_TOKEN.into(),
             classifier: tessera_classifier::Classifier::offline(),
@@ -265,6 +291,7 @@ impl Stack {
             token: TEST_TOKEN.into(),
             http: reqwest::Client::new(),
             blobs,
+            stand_in,
             _dir: dir,
             tasks,
         }
@@ -391,6 +418,34 @@ pub async fn spawn_worker(
     stack::spawn_worker(&env.chain.endpoints(), &env.actors, &env.deployment, agent, store)
         .await
         .expect("worker starts")
+}
+
+/// Runs one demo agent's worker in the background, reaching the chain at
+/// `http` only (no websocket: it polls every 200 ms).
+pub async fn spawn_polling_worker(
+    env: &TestEnv,
+    agent: &DemoAgent,
+    blobs: &std::path::Path,
+    http: &reqwest::Url,
+) -> tokio::task::JoinHandle<()> {
+    let signer = env.actors.agents[agent.account].clone();
+    let me = signer.address();
+    let provider = tessera_bindings::client::connect(
+        http.clone(),
+        alloy::network::EthereumWallet::new(signer),
+    );
+    let store: Blobs = Arc::new(FsBlobStore::new(blobs));
+    let mut worker = tessera_workers::runtime::Worker::new(
+        provider,
+        me,
+        agent.worker_card(),
+        env.deployment.clone(),
+        store,
+    );
+    worker.ensure_registered().await.expect("worker registers");
+    tokio::spawn(async move {
+        worker.run(None, Duration::from_millis(200), |_| {}, std::future::pending()).await;
+    })
 }
 
 /// Sends a contract call and waits for it to be mined; panics unless it

@@ -16,6 +16,7 @@ mod lifecycle;
 mod money;
 mod nested;
 mod plans;
+mod provider;
 mod registry;
 mod select;
 mod sender;

@@ -1,0 +1,256 @@
+//! The stand-in hosted provider ([`tessera_e2e::provider`]) in front of a
+//! real anvil: each limit it imposes, its seeded faults, the shared log
+//! range reading through its caps, and a plan settled through it.
+
+use alloy::{primitives::Address, providers::ProviderBuilder, rpc::types::Filter};
+use serde_json::{Value, json};
+use tessera_anvil::{
+    chain::{ChainOptions, LocalChain},
+    deploy::DeployConfig,
+};
+use tessera_e2e::{
+    Stack, TestEnv, anvil_slot,
+    provider::{Limits, StandIn},
+};
+use tessera_orchestrator::plan::Plan;
+
+async fn rpc(
+    url: &reqwest::Url,
+    body: &Value,
+    client: Option<&str>,
+) -> (u16, Option<String>, Value) {
+    let mut req = reqwest::Client::new().post(url.clone()).json(body);
+    if let Some(c) = client {
+        req = req.header("x-client", c);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    (status, retry, resp.json().await.unwrap_or(Value::Null))
+}
+
+fn call(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn logs_call(from: u64, to: &str) -> Value {
+    call(7, "eth_getLogs", json!([{"fromBlock": format!("{from:#x}"), "toBlock": to}]))
+}
+
+#[tokio::test]
+async fn stand_in_refuses_what_hosted_providers_refuse_and_forwards_the_rest() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let limits = Limits {
+        max_log_range: Some(5),
+        max_log_results: Some(3),
+        max_batch: 3,
+        ..Limits::strict(5)
+    };
+    let s = StandIn::start(env.chain.endpoint_url().as_str(), limits).await;
+    for method in [
+        "anvil_mine",
+        "evm_mine",
+        "debug_traceTransaction",
+        "txpool_status",
+        "eth_getBlockReceipts",
+    ] {
+        let (status, _, body) = rpc(&s.url, &call(1, method, json!([])), None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_i64()),
+            (200, Some(-32601)),
+            "{method}: {body}"
+        );
+    }
+    let (status, _, body) = rpc(&s.url, &call(2, "eth_blockNumber", json!([])), None).await;
+    assert_eq!(status, 200);
+    let head =
+        u64::from_str_radix(body["result"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    assert!(head >= 10, "deployment and registrations mined blocks: {head}");
+    // No websocket on the URL.
+    let ws = reqwest::Client::new()
+        .get(s.url.clone())
+        .header("connection", "upgrade")
+        .header("upgrade", "websocket")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(ws.status().as_u16(), 101);
+    assert!(ws.status().is_client_error(), "{}", ws.status());
+    // eth_getLogs over 5 blocks, with a tag for its end, is refused.
+    let (status, _, body) = rpc(&s.url, &logs_call(0, "latest"), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["error"]["code"], -32602, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("block range too large"));
+    // Five blocks pass; so many logs (the registrations) do not.
+    let mut answers = Vec::new();
+    for from in (0..=head).step_by(5) {
+        let to = format!("{:#x}", (from + 4).min(head));
+        answers.push(rpc(&s.url, &logs_call(from, &to), None).await.2);
+    }
+    assert!(answers.iter().any(|b| b["result"].is_array()), "some 5-block windows pass");
+    assert!(
+        answers.iter().any(|b| b["error"]["code"] == -32005
+            && b["error"]["message"].as_str().unwrap().contains("more than 3 results")),
+        "a window with more than 3 logs is refused"
+    );
+    // Batches: each element answered on its own, in order; over 3 refused.
+    let batch = json!([
+        call(10, "eth_chainId", json!([])),
+        call(11, "anvil_mine", json!([])),
+        call(12, "eth_blockNumber", json!([]))
+    ]);
+    let (status, _, body) = rpc(&s.url, &batch, None).await;
+    assert_eq!(status, 200);
+    let ids: Vec<_> = body.as_array().unwrap().iter().map(|a| a["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [10, 11, 12]);
+    assert!(body[0]["result"].is_string() && body[2]["result"].is_string());
+    assert_eq!(body[1]["error"]["code"], -32601);
+    let big = Value::Array((0..4).map(|i| call(i, "eth_chainId", json!([]))).collect());
+    let (status, _, body) = rpc(&s.url, &big, None).await;
+    assert_eq!((status, body["error"]["code"].as_i64()), (200, Some(-32600)), "{body}");
+    let counts = s.counts();
+    assert_eq!(counts.not_found, 6);
+    assert_eq!(counts.logs_range_refused, 1);
+    assert!(counts.logs_results_refused >= 1);
+    assert_eq!(counts.batches_refused, 1);
+    assert_eq!(counts.per_method["eth_chainId"], 1, "a refused batch's calls are not seen");
+    assert_eq!(counts.rate_limited + counts.failed, 0);
+}
+
+#[tokio::test]
+async fn shared_log_range_reads_everything_through_the_caps() {
+    use alloy::providers::Provider;
+    use tessera_bindings::logs::{LogRange, is_range_error, read_all};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let direct = ProviderBuilder::new().connect_http(env.chain.endpoint_url());
+    let head = direct.get_block_number().await.unwrap();
+    let filter = Filter::new();
+    let want = direct.get_logs(&filter.clone().from_block(0).to_block(head)).await.unwrap();
+    // The most logs one block holds: a cap at that lets every block be
+    // read, one at a time if need be.
+    let per_block = |n: u64| want.iter().filter(|l| l.block_number == Some(n)).count();
+    let (crowded, most) = (0..=head).map(|n| (n, per_block(n))).max_by_key(|x| x.1).unwrap();
+    assert!(want.len() > most, "the deployment left logs over several blocks");
+    let limits = Limits { max_log_results: Some(most), ..Limits::strict(5) };
+    let s = StandIn::start(env.chain.endpoint_url().as_str(), limits).await;
+    let through = ProviderBuilder::new().connect_http(s.url.clone());
+    let mut range = LogRange::default();
+    let got = read_all(&through, &filter, 0, head, &mut range).await.unwrap();
+    assert_eq!(got, want, "the same logs, in order, read in accepted ranges");
+    assert!(range.size() <= 5, "shrunk under the cap: {}", range.size());
+    let counts = s.counts();
+    assert!(counts.logs_range_refused > 0, "{counts:?}");
+    // A block with more logs than the cap cannot be read at all: the
+    // refusal stands at one block rather than looping.
+    let limits = Limits { max_log_results: Some(most - 1), ..Limits::strict(5) };
+    let tight = StandIn::start(env.chain.endpoint_url().as_str(), limits).await;
+    let through = ProviderBuilder::new().connect_http(tight.url.clone());
+    let err = read_all(&through, &filter, crowded, crowded, &mut range).await.unwrap_err();
+    assert!(is_range_error(&err), "{err}");
+    assert_eq!(tight.counts().logs_results_refused, 1);
+}
+
+#[tokio::test]
+async fn rate_limit_answers_429_with_retry_after_per_client() {
+    let _slot = anvil_slot().await;
+    let chain = LocalChain::start(&ChainOptions::default()).expect("anvil starts");
+    let limits = Limits {
+        rate_per_sec: Some(4),
+        client_header: Some("x-client".into()),
+        ..Limits::default()
+    };
+    let s = StandIn::start(chain.endpoint_url().as_str(), limits).await;
+    // A batch of three takes three tokens: one left for "a".
+    let batch = Value::Array((0..3).map(|i| call(i, "eth_chainId", json!([]))).collect());
+    assert_eq!(rpc(&s.url, &batch, Some("a")).await.0, 200);
+    assert_eq!(rpc(&s.url, &call(1, "eth_chainId", json!([])), Some("a")).await.0, 200);
+    let (status, retry, body) = rpc(&s.url, &call(2, "eth_chainId", json!([])), Some("a")).await;
+    assert_eq!(status, 429, "{body}");
+    assert!(retry.unwrap().parse::<u64>().unwrap() >= 1);
+    // Another client has a bucket of its own.
+    assert_eq!(rpc(&s.url, &call(3, "eth_chainId", json!([])), Some("b")).await.0, 200);
+    // Tokens come back with time.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert_eq!(rpc(&s.url, &call(4, "eth_chainId", json!([])), Some("a")).await.0, 200);
+    let counts = s.counts();
+    assert_eq!((counts.rate_limited, counts.forwarded), (1, 6), "{counts:?}");
+}
+
+#[tokio::test]
+async fn seeded_503s_fall_on_the_same_requests_for_the_same_seed() {
+    let _slot = anvil_slot().await;
+    let chain = LocalChain::start(&ChainOptions::default()).expect("anvil starts");
+    let url = chain.endpoint_url();
+    let pattern = |seed: u64| {
+        let url = url.clone();
+        async move {
+            let limits = Limits { fail_rate: 0.25, seed, ..Limits::default() };
+            let s = StandIn::start(url.as_str(), limits).await;
+            let mut out = Vec::new();
+            for i in 0..80 {
+                out.push(rpc(&s.url, &call(i, "eth_chainId", json!([])), None).await.0);
+            }
+            assert_eq!(s.counts().failed, out.iter().filter(|c| **c == 503).count() as u64);
+            out
+        }
+    };
+    let first = pattern(7).await;
+    assert_eq!(first, pattern(7).await, "the same seed fails the same requests");
+    assert_ne!(first, pattern(8).await, "another seed fails others");
+    let failed = first.iter().filter(|c| **c == 503).count();
+    assert!((5..=40).contains(&failed), "about a quarter failed: {failed}");
+    assert!(first.iter().all(|c| *c == 200 || *c == 503));
+}
+
+#[tokio::test]
+async fn a_plan_settles_through_a_provider_capping_logs_at_five_blocks() {
+    let stack = Stack::start_through(Limits::strict(5)).await;
+    let translator = stack.env.actors.agent(2);
+    let summarizer = stack.env.actors.agent(1);
+    let step =
+        |index: u32, capability: &str, spec: &str, executor: Address, cost: u64, deps: &[u32]| {
+            json!({"index": index, "capability": capability, "spec": spec, "executor": executor,
+            "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps})
+        };
+    let plan = json!({
+        "version": 1,
+        "id": Plan::id_from_label("through-a-provider"),
+        "subtasks": [
+            step(0, "translate", "Translate the article to French", translator, 800_000, &[]),
+            step(1, "summarize", "Summarize the translation", summarizer, 400_000, &[0]),
+            step(2, "summarize", "Summarize the article", summarizer, 400_000, &[]),
+        ],
+        "review": "auto",
+        "budget": 10_000_000u64,
+        "source": "The council approved a budget on Monday. It funds transport and schools.",
+        "review_window_secs": 600,
+    });
+    let id = stack.run_plan(&plan).await;
+    let view = stack.wait_state(&id, "completed", 120).await;
+    assert_eq!(
+        view["spend"],
+        json!({"committed": "1600000", "paid": "1600000", "refunded": "0"}),
+        "{view}"
+    );
+    let events = stack.events(&id).await;
+    for kind in ["subtask_created", "subtask_paid"] {
+        let n = events.iter().filter(|e| e["kind"] == kind).count();
+        assert_eq!(n, 3, "{kind} once per sub-task");
+    }
+    let counts = stack.stand_in.as_ref().unwrap().counts();
+    // The services met the cap: refusals were answered by smaller ranges,
+    // and nothing asked for a method a hosted provider does not serve but
+    // the runner's one probe of anvil's automine (it falls back).
+    assert!(counts.logs_range_refused > 0, "the workers started with a larger range: {counts:?}");
+    assert!(counts.per_method.get("eth_getLogs").copied().unwrap_or(0) > counts.logs_range_refused);
+    let refused: Vec<_> = counts
+        .per_method
+        .keys()
+        .filter(|m| {
+            ["anvil_", "evm_", "debug_", "txpool_", "eth_getBlockReceipts"]
+                .iter()
+                .any(|p| m.starts_with(p))
+        })
+        .collect();
+    assert!(refused.iter().all(|m| *m == "anvil_getAutomine"), "{refused:?}");
+}
