@@ -76,14 +76,15 @@ impl LogRange {
         head.min(from.saturating_add(self.size - 1))
     }
 
-    /// A read was refused for its size: halves the range. `false` when it
-    /// was already at its floor (the refusal stands).
-    pub fn shrink(&mut self) -> bool {
+    /// A read of `span` blocks was refused for its size: the range becomes
+    /// half of it (or of the range, when smaller). `false` when the span
+    /// was already at the floor (the refusal stands).
+    pub fn shrink(&mut self, span: u64) -> bool {
         self.streak = 0;
-        if self.size <= self.min {
+        if span <= self.min {
             return false;
         }
-        self.size = (self.size / 2).max(self.min);
+        self.size = (self.size.min(span) / 2).max(self.min);
         true
     }
 
@@ -122,7 +123,7 @@ pub async fn read_chunk<P: Provider + ?Sized>(
                 range.succeeded();
                 return Ok((to, logs));
             }
-            Err(e) if is_range_error(&e) && to > from && range.shrink() => {
+            Err(e) if is_range_error(&e) && range.shrink(to - from + 1) => {
                 tracing::debug!(from, to, size = range.size(), error = %e, "log range shrunk");
             }
             Err(e) => return Err(e),
@@ -210,14 +211,18 @@ mod tests {
     #[test]
     fn halves_to_the_floor_then_refuses() {
         let mut r = LogRange::new(100, 10, 1_000);
-        assert!(r.shrink());
+        assert!(r.shrink(100));
         assert_eq!(r.size(), 50);
-        assert!(r.shrink() && r.shrink());
+        assert!(r.shrink(50) && r.shrink(25));
         assert_eq!(r.size(), 12);
-        assert!(r.shrink());
+        assert!(r.shrink(12));
         assert_eq!(r.size(), 10);
-        assert!(!r.shrink(), "at the floor a refusal stands");
+        assert!(!r.shrink(10), "at the floor a refusal stands");
         assert_eq!(r.size(), 10);
+        // A shorter span refused (the head was near) halves that span.
+        let mut r = LogRange::new(1_000, 1, 1_000);
+        assert!(r.shrink(30));
+        assert_eq!(r.size(), 15);
     }
 
     #[test]
@@ -237,7 +242,7 @@ mod tests {
         for _ in 0..GROW_AFTER - 1 {
             r.succeeded();
         }
-        r.shrink();
+        r.shrink(16);
         r.succeeded();
         assert_eq!(r.size(), 8);
     }

@@ -11,6 +11,7 @@
 //! task and read again whenever the task's events are folded again.
 
 use std::{sync::Arc, time::Duration};
+use tessera_bindings::logs::{LogRange, is_range_error};
 
 use alloy::{
     eips::BlockNumberOrTag,
@@ -120,6 +121,10 @@ pub struct Indexer {
     sources: Option<BlobSources>,
     cfg: IndexerConfig,
     range: u64,
+    /// The most blocks the provider accepts in one read, as learnt from
+    /// its refusals (the policy every log reader shares): the range above
+    /// never grows past it.
+    limit: LogRange,
     updates: broadcast::Sender<Update>,
     progress: watch::Sender<Progress>,
 }
@@ -146,6 +151,7 @@ impl Indexer {
     ) -> Self {
         Self {
             range: cfg.initial_range.max(1),
+            limit: LogRange::new(cfg.max_range, 1, cfg.max_range),
             provider,
             deployment,
             store,
@@ -224,7 +230,12 @@ impl Indexer {
             let batch = match read {
                 Ok(b) => b,
                 Err(e) if self.range > 1 => {
-                    self.range = (self.range / 2).max(1);
+                    if let IngestError::Rpc(rpc) = &e
+                        && is_range_error(rpc)
+                    {
+                        self.limit.shrink(to - from + 1);
+                    }
+                    self.range = (self.range / 2).min(self.limit.size()).max(1);
                     tracing::info!(from, to, range = self.range, error = %e, "range refused; shrinking");
                     continue;
                 }
@@ -243,7 +254,9 @@ impl Indexer {
             }
             self.prefetch(&batch.logs).await;
             let read_ms = started.elapsed().as_millis();
-            self.range = self.next_range(to - from + 1, batch.logs.len() as u64);
+            self.limit.succeeded();
+            self.range =
+                self.next_range(to - from + 1, batch.logs.len() as u64).min(self.limit.size());
             let next = to + 1;
             let next_to = next.saturating_add(self.range - 1).min(head);
             let applied = if next <= head {

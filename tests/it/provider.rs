@@ -254,3 +254,43 @@ async fn a_plan_settles_through_a_provider_capping_logs_at_five_blocks() {
         .collect();
     assert!(refused.iter().all(|m| *m == "anvil_getAutomine"), "{refused:?}");
 }
+
+#[tokio::test]
+async fn the_indexer_backfills_through_a_provider_capping_logs_at_five_blocks() {
+    use alloy::providers::Provider;
+    use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    for i in 0..4 {
+        tessera_e2e::one_more_task(&env, &format!("indexed-{i}")).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let index = |name: &str, provider: alloy::providers::DynProvider| {
+        let url = format!("sqlite://{}", dir.path().join(name).display());
+        let deployment = env.deployment.clone();
+        async move {
+            let store = IndexStore::connect(&url).await.unwrap();
+            let mut ix = Indexer::new(provider, deployment, store, None, IndexerConfig::default());
+            ix.sync_once().await.unwrap();
+            ix
+        }
+    };
+    let s = StandIn::start(env.chain.endpoint_url().as_str(), Limits::strict(5)).await;
+    let through =
+        index("through.db", ProviderBuilder::new().connect_http(s.url.clone()).erased()).await;
+    let direct = index("direct.db", env.provider.clone()).await;
+    let f = tessera_indexer::store::TaskFilter { limit: Some(500), ..Default::default() };
+    let tasks = through.store().tasks(&f).await.unwrap();
+    assert_eq!(tasks.0.len(), 4);
+    assert_eq!(tasks, direct.store().tasks(&f).await.unwrap());
+    assert_eq!(
+        through.store().event_count().await.unwrap(),
+        direct.store().event_count().await.unwrap()
+    );
+    let counts = s.counts();
+    let reads = counts.per_method["eth_getLogs"];
+    assert!(counts.logs_range_refused > 0, "the first range (8 blocks) was refused: {counts:?}");
+    assert!(
+        counts.logs_range_refused * 3 < reads,
+        "the cap learnt, not hit every other read: {counts:?}"
+    );
+}
