@@ -47,9 +47,11 @@ pub struct Limits {
     pub max_log_range: Option<u64>,
     /// Most logs one `eth_getLogs` may return.
     pub max_log_results: Option<usize>,
-    /// Requests (batch elements) per second per client, with a burst of
-    /// the same size; `None` for no limit.
+    /// Requests (batch elements) per second per client; `None` for no limit.
     pub rate_per_sec: Option<u32>,
+    /// Most requests a client may send at once (its bucket's size); the
+    /// rate when `None`.
+    pub burst: Option<u32>,
     /// The header that names the client; its IP when absent.
     pub client_header: Option<String>,
     /// Fraction of HTTP requests answered 503 (0.0 to 1.0).
@@ -68,6 +70,7 @@ impl Default for Limits {
             max_log_range: None,
             max_log_results: None,
             rate_per_sec: None,
+            burst: None,
             client_header: None,
             fail_rate: 0.0,
             seed: 0,
@@ -88,6 +91,7 @@ impl Limits {
             max_log_range: Some(2_000),
             max_log_results: Some(10_000),
             rate_per_sec: Some(25),
+            burst: None,
             client_header: None,
             fail_rate: 0.01,
             seed,
@@ -252,10 +256,11 @@ impl Inner {
     /// there are not enough.
     fn take_tokens(&self, client: &str, n: usize) -> Option<Duration> {
         let rate = f64::from(self.limits.rate_per_sec?);
+        let burst = self.limits.burst.map_or(rate, f64::from);
         let mut buckets = self.buckets.lock().expect("buckets");
         let now = Instant::now();
-        let (tokens, at) = buckets.entry(client.to_owned()).or_insert((rate, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate).min(rate);
+        let (tokens, at) = buckets.entry(client.to_owned()).or_insert((burst, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate).min(burst);
         *at = now;
         let n = n as f64;
         if *tokens >= n {

@@ -155,7 +155,8 @@ async fn rate_limit_answers_429_with_retry_after_per_client() {
     let _slot = anvil_slot().await;
     let chain = LocalChain::start(&ChainOptions::default()).expect("anvil starts");
     let limits = Limits {
-        rate_per_sec: Some(4),
+        rate_per_sec: Some(1),
+        burst: Some(4),
         client_header: Some("x-client".into()),
         ..Limits::default()
     };
@@ -170,7 +171,7 @@ async fn rate_limit_answers_429_with_retry_after_per_client() {
     // Another client has a bucket of its own.
     assert_eq!(rpc(&s.url, &call(3, "eth_chainId", json!([])), Some("b")).await.0, 200);
     // Tokens come back with time.
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     assert_eq!(rpc(&s.url, &call(4, "eth_chainId", json!([])), Some("a")).await.0, 200);
     let counts = s.counts();
     assert_eq!((counts.rate_limited, counts.forwarded), (1, 6), "{counts:?}");
