@@ -57,9 +57,14 @@ impl Court {
     }
 
     async fn arbiter(&self, judge: Judge) -> Arbiter {
+        self.arbiter_at(judge, self.env.chain.endpoint_url()).await
+    }
+
+    /// The arbiter reaching the chain at `url` (a stand-in provider's).
+    async fn arbiter_at(&self, judge: Judge, url: reqwest::Url) -> Arbiter {
         let key = self.env.actors.arbiter.clone();
         let me = key.address();
-        let provider = connect(self.env.chain.endpoint_url(), EthereumWallet::new(key));
+        let provider = connect(url, EthereumWallet::new(key));
         let store = ArbiterStore::connect(&self.db).await.unwrap();
         Arbiter::new(provider, me, self.env.deployment.clone(), store, judge, self.blobs.clone())
             .await
@@ -185,6 +190,32 @@ async fn each_verdict_kind_pays_exactly_its_share() {
         assert_eq!(body["judge"], "offline-rubric");
         assert!(body["rationale"].as_str().unwrap().starts_with("Score"));
     }
+}
+
+#[tokio::test]
+async fn the_arbiter_rules_through_a_provider_capping_logs_at_five_blocks() {
+    use tessera_e2e::provider::{Limits, StandIn};
+    let court = Court::open(final_now()).await;
+    let rec = court.disputed(json!({"capability": "summarize", "text": "ok"})).await;
+    let url = court.env.chain.endpoint_url();
+    let stand_in = StandIn::start(url.as_str(), Limits::strict(5)).await;
+    let mut arbiter = court.arbiter_at(Judge::Offline, stand_in.url.clone()).await;
+    // One accepted range per pass, from the deploy block to the dispute.
+    let mut ruled = Vec::new();
+    for _ in 0..40 {
+        ruled.extend(arbiter.poll_once().await.unwrap());
+        if !ruled.is_empty() {
+            break;
+        }
+    }
+    assert!(
+        matches!(ruled.as_slice(), [Action::Ruled { verdict: VerdictKind::Client, .. }]),
+        "{ruled:?}"
+    );
+    assert_eq!(court.status(&rec).await, Status::Refunded);
+    let counts = stand_in.counts();
+    assert!(counts.logs_range_refused > 0, "{counts:?}");
+    assert_eq!(counts.not_found, 0, "{counts:?}");
 }
 
 #[tokio::test]
