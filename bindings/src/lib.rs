@@ -39,6 +39,7 @@ pub mod heads;
 pub mod injection;
 pub mod offers;
 pub mod permit;
+pub mod retry;
 pub mod revert;
 pub mod rpc_metrics;
 pub mod sender;
