@@ -177,6 +177,71 @@ impl RetryPolicy {
     }
 }
 
+/// Whether `err` (or an error it was caused by) is a transient failure to
+/// reach the chain: one [`RetryPolicy::verdict`] would retry, a timeout of
+/// any call included. A service starting up keeps trying on these; any
+/// other failure (a revert, no contract at the address, a wrong answer) is
+/// for a person to fix.
+///
+/// The causes are walked through their `source()`s; a wrapper that hides
+/// its cause (`#[error(transparent)]`) is looked through by type for the
+/// errors this crate and alloy return.
+pub fn is_transient(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(t) = transport_error_of(e) {
+            return transport_is_transient(t);
+        }
+        if let Some(kind) = e.downcast_ref::<TransportErrorKind>() {
+            return kind_is_transient(kind);
+        }
+        if let Some(r) = e.downcast_ref::<alloy::transports::http::reqwest::Error>() {
+            return r.is_connect() || r.is_timeout() || r.is_request() || r.is_body();
+        }
+        if let Some(c) = e.downcast_ref::<crate::client::ClientError>() {
+            if let crate::client::ClientError::Shared(inner) = c {
+                return is_transient(inner.as_ref());
+            }
+            if let crate::client::ClientError::Revert(_) = c {
+                return false;
+            }
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// The transport error `e` is or carries directly.
+fn transport_error_of<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a TransportError> {
+    use alloy::{contract::Error as Call, providers::PendingTransactionError as Pending};
+    if let Some(t) = e.downcast_ref::<TransportError>() {
+        return Some(t);
+    }
+    match e.downcast_ref::<Call>() {
+        Some(Call::TransportError(t)) => return Some(t),
+        Some(Call::PendingTransactionError(Pending::TransportError(t))) => return Some(t),
+        _ => {}
+    }
+    match e.downcast_ref::<Pending>() {
+        Some(Pending::TransportError(t)) => Some(t),
+        _ => None,
+    }
+}
+
+fn transport_is_transient(t: &TransportError) -> bool {
+    match t {
+        RpcError::Transport(kind) => kind_is_transient(kind),
+        RpcError::ErrorResp(e) => e.is_retry_err(),
+        _ => false,
+    }
+}
+
+fn kind_is_transient(kind: &TransportErrorKind) -> bool {
+    // A timeout of a send is transient here: the caller decides what to do
+    // again, not the transport.
+    matches!(RetryPolicy::transport_verdict(kind, false), Verdict::Retry { .. })
+}
+
 /// A number in [0, 1) from the process's random hasher keys: jitter needs
 /// no more.
 fn jitter() -> f64 {

@@ -207,3 +207,32 @@ async fn retries_stop_at_the_bound_and_the_last_failure_is_returned() {
     assert!(provider.get_block_number().await.is_err());
     assert_eq!(seen.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn transient_failures_are_told_from_answers_through_their_wrappers() {
+    use crate::client::ClientError;
+    let unavailable = || TransportErrorKind::http_error(503, String::new());
+    assert!(is_transient(&unavailable()));
+    let wrapped = ClientError::Call(alloy::contract::Error::TransportError(unavailable()));
+    assert!(is_transient(&wrapped));
+    let shared = ClientError::Shared(Arc::new(ClientError::Rpc(unavailable())));
+    assert!(is_transient(&shared));
+    let refused = alloy::transports::http::reqwest::Client::new()
+        .post("http://127.0.0.1:9")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(is_transient(&ClientError::Rpc(TransportErrorKind::custom(refused))));
+
+    let answer = |code, message| {
+        RpcError::ErrorResp(ErrorPayload { code, message: Cow::Borrowed(message), data: None })
+    };
+    assert!(is_transient(&ClientError::Rpc(answer(-32005, "limit exceeded"))));
+    assert!(!is_transient(&ClientError::Rpc(answer(3, "execution reverted"))));
+    assert!(!is_transient(&TransportErrorKind::http_error(404, String::new())));
+    let no_code = alloy::contract::Error::ZeroData(
+        "MAX_BATCH".into(),
+        alloy::sol_types::Error::Other("no data".into()).into(),
+    );
+    assert!(!is_transient(&ClientError::Call(no_code)));
+}

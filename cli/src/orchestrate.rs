@@ -179,9 +179,19 @@ pub(crate) async fn serve(
         .await
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
     let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer.clone()));
-    let chain = Chain::new(provider, signer, deployment)
+    let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .wrap_err_with(|| format!("reaching the contracts through {}", args.conn.rpc_url))?;
+        .wrap_err_with(|| format!("listening on {}", args.listen))?;
+    // Until the chain answers, the address serves /healthz and a /readyz
+    // that says 503; the service takes the same socket over after.
+    let what = format!("reaching the contracts through {}", args.conn.rpc_url);
+    let (chain, listener) = crate::starting::while_starting(listener, provider.clone(), || {
+        crate::starting::until_reachable(&what, || {
+            Chain::new(provider.clone(), signer.clone(), deployment.clone())
+        })
+    })
+    .await?;
+    let chain = chain.wrap_err(what)?;
     let max_plan_spend = Usdc::parse(&args.max_plan_spend)
         .wrap_err_with(|| format!("--max-plan-spend {:?}", args.max_plan_spend))?;
     let runner = RunnerConfig {
@@ -195,9 +205,6 @@ pub(crate) async fn serve(
     let classifier = tessera_classifier::Classifier::from_env();
     let uses_llm = classifier.uses_llm();
     let ws = args.conn.ws();
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .wrap_err_with(|| format!("listening on {}", args.listen))?;
     let public = crate::serving::public_url(
         args.public_url.clone(),
         listener.local_addr().ok(),
