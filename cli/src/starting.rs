@@ -45,7 +45,8 @@ where
 
 /// Runs `start` while `listener` answers `/healthz` (200), `/readyz` (503
 /// until `provider`'s chain answers, then still 503 until `start` is
-/// done: `starting`) and `/metrics`; then hands the listener back, its
+/// done: `starting`), `/metrics`, and any other path 503 with
+/// `Retry-After: 1`; then hands the listener back, its
 /// queued connections kept, for the service to serve on.
 pub(crate) async fn while_starting<T, F, Fut>(
     listener: tokio::net::TcpListener,
@@ -56,13 +57,22 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = T>,
 {
+    println!(
+        "starting on http://{} (/readyz answers 503 until the service is up)",
+        listener.local_addr()?
+    );
     let own = listener.into_std()?;
     let interim = tokio::net::TcpListener::from_std(own.try_clone()?)?;
     let ops = tessera_http::ops::Ops::new()
         .ready_when("chain", tessera_bindings::client::chain_ready(provider))
         .ready_when("starting", || async { Err("the service is starting".to_owned()) });
     let timeout = tessera_http::limits::HttpLimits::default().request_timeout;
-    let app = ops.standalone(timeout);
+    // Anything else: not yet, ask again shortly.
+    let app = ops.router(timeout).fallback(|| async {
+        let body =
+            axum::Json(serde_json::json!({"error": "starting: the chain is not reachable yet"}));
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")], body)
+    });
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let served = tokio::spawn(async move {
         axum::serve(interim, app)
