@@ -222,8 +222,11 @@ async fn serve(
     let signer = key(var, role)?;
     let me = signer.address();
     let deployment = chain.conn.deployment()?;
-    let store =
-        ArbiterStore::connect(&chain.database_url).await.wrap_err("opening the decision store")?;
+    let store = crate::starting::until_reachable("opening the decision store", || {
+        ArbiterStore::connect(&chain.database_url)
+    })
+    .await
+    .wrap_err("opening the decision store")?;
     let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
     let sources = chain.conn.blob_sources();
     let ops_server = match ops.metrics_addr {

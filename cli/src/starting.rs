@@ -1,5 +1,5 @@
 //! Start-up that rides out a chain (or database) that is not reachable yet:
-//! a transient failure ([`tessera_bindings::retry::is_transient`]) is
+//! a transient failure ([`is_transient`]) is
 //! logged, one warning line per attempt naming the next delay, and tried
 //! again with a capped backoff; any other failure is returned at once.
 
@@ -28,7 +28,7 @@ where
     loop {
         match attempt().await {
             Ok(v) => return Ok(v),
-            Err(e) if tessera_bindings::retry::is_transient(&e) => {
+            Err(e) if is_transient(&e) => {
                 n += 1;
                 let delay = delay_after(n);
                 tracing::warn!(
@@ -88,6 +88,12 @@ where
         tracing::warn!("the start-up server did not drain within 5 s");
     }
     Ok((out, tokio::net::TcpListener::from_std(own)?))
+}
+
+/// A chain ([`tessera_bindings::retry::is_transient`]) or a database
+/// ([`tessera_db::is_transient`]) out of reach for now.
+pub(crate) fn is_transient(e: &(dyn std::error::Error + 'static)) -> bool {
+    tessera_bindings::retry::is_transient(e) || tessera_db::is_transient(e)
 }
 
 /// `e` and its causes joined by ": ", each said once.
