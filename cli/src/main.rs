@@ -33,11 +33,20 @@ async fn main() -> ExitCode {
 }
 
 /// The failure as one line, `error: <what>: <why>: ...` (the chain of
-/// causes joined by ": "); with `RUST_BACKTRACE` set (not `0`), eyre's full
-/// report with its backtrace instead.
+/// causes joined by ": ", a cause whose text is already said left out);
+/// with `RUST_BACKTRACE` set (not `0`), eyre's full report with its
+/// backtrace instead.
 fn one_line(e: &eyre::Report) -> String {
-    match std::env::var("RUST_BACKTRACE") {
-        Ok(v) if v != "0" => format!("Error: {e:?}"),
-        _ => format!("error: {e:#}"),
+    if std::env::var("RUST_BACKTRACE").is_ok_and(|v| v != "0") {
+        return format!("Error: {e:?}");
     }
+    let mut line = String::from("error");
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !text.is_empty() && !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }

@@ -274,3 +274,32 @@ async fn a_permanent_failure_at_start_exits_at_once_with_one_line() {
     assert!(!stderr.contains("backtrace") && !stderr.contains("Location:"), "{stderr}");
     assert!(!stderr.contains("trying again"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_one_shot_command_retries_then_exits_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    // Nothing listens on the discard port: every call is refused.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["deploy", "--rpc-url", "http://127.0.0.1:9"])
+        .arg("--deployment")
+        .arg(dir.path().join("deployment.json"))
+        .env_remove("RUST_BACKTRACE")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].starts_with("error: deploying to http://127.0.0.1:9/: "), "{stderr}");
+    assert!(lines[0].ends_with("Connection refused (os error 111)"), "{stderr}");
+    assert_eq!(lines[0].matches("error sending request").count(), 1, "{stderr}");
+    // Retried with backoff (five waits of at least 125, 250, 500, 1000 and
+    // 2000 ms: 3.875 s), within the 20 s bound.
+    assert!(elapsed >= Duration::from_millis(3_875), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(25), "{elapsed:?}");
+    assert!(!dir.path().join("deployment.json").exists());
+}
