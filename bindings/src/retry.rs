@@ -18,8 +18,8 @@
 //! `eth_sendRawTransaction` is retried only when the transaction surely did
 //! not arrive: an HTTP error status (the provider refused the call before
 //! forwarding it) or a connection never made. After a timeout it may have
-//! been accepted; the [`crate::sender::Sender`] that sent it finds out from
-//! the nonce and the chain, so the transport does not guess.
+//! been accepted, so the transport does not guess: the failure goes back to
+//! the [`crate::sender::Sender`]'s caller as before.
 //!
 //! Attempts are bounded ([`RetryPolicy::max_retries`]) and so is the time
 //! spent waiting between them ([`RetryPolicy::max_elapsed`]); the last
