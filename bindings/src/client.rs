@@ -522,16 +522,20 @@ impl EscrowClient {
     }
 }
 
-/// An HTTP provider that signs with `wallet`, its JSON-RPC calls counted by
-/// method ([`crate::rpc_metrics`]).
+/// An HTTP provider that signs with `wallet`: its JSON-RPC calls retried on
+/// transient failures ([`crate::retry`]) and every attempt counted by method
+/// ([`crate::rpc_metrics`]). A call that gets no answer in
+/// [`RPC_TIMEOUT`] (or no connection in [`CONNECT_TIMEOUT`]) fails, so a
+/// hung provider is a transient failure like any other.
 ///
 /// Nonces are read from the node's pending state for every transaction: a
 /// cached nonce would be consumed by a call that fails gas estimation (a
 /// revert), leaving a gap that stalls every later transaction of the account.
 pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWallet) -> DynProvider {
     let client = alloy::rpc::client::ClientBuilder::default()
+        .layer(crate::retry::RetryLayer::default())
         .layer(crate::rpc_metrics::RpcMetricsLayer)
-        .http(url);
+        .http_with_client(http_client(), url);
     ProviderBuilder::new()
         .disable_recommended_fillers()
         .with_gas_estimation()
@@ -540,6 +544,22 @@ pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWalle
         .wallet(wallet)
         .connect_client(client)
         .erased()
+}
+
+/// How long a JSON-RPC call may wait for its answer.
+pub const RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a connection to the provider may take to open.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn http_client() -> alloy::transports::http::reqwest::Client {
+    alloy::transports::http::reqwest::Client::builder()
+        .timeout(RPC_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        // Only a TLS backend that fails to initialise stops the builder;
+        // the default client fails the same way.
+        .unwrap_or_default()
 }
 
 /// Turns a contract error into a typed revert when it is one of ours.

@@ -42,6 +42,7 @@ pub mod injection;
 pub mod logs;
 pub mod offers;
 pub mod permit;
+pub mod retry;
 pub mod revert;
 pub mod rpc_metrics;
 pub mod sender;

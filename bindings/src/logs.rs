@@ -40,12 +40,23 @@ const GROW_AFTER: u32 = 4;
 /// range or result count), as opposed to any other failure.
 pub fn is_range_error(err: &TransportError) -> bool {
     let RpcError::ErrorResp(payload) = err else { return false };
-    if RANGE_CODES.contains(&payload.code) {
-        return true;
-    }
-    let message = payload.message.to_lowercase();
-    RANGE_WORDS.iter().any(|w| message.contains(w))
+    is_range_refusal(payload)
 }
+
+/// Whether a JSON-RPC error answer to `eth_getLogs` refuses the query for
+/// its size (see [`is_range_error`]). Such an answer is not retried as it
+/// is: some providers give it the code of their rate limit (-32005).
+pub fn is_range_refusal(payload: &alloy::rpc::json_rpc::ErrorPayload) -> bool {
+    let message = payload.message.to_lowercase();
+    // A rate limit, whatever its code, is not about the query's size.
+    if payload.code == 429 || RATE_WORDS.iter().any(|w| message.contains(w)) {
+        return false;
+    }
+    RANGE_CODES.contains(&payload.code) || RANGE_WORDS.iter().any(|w| message.contains(w))
+}
+
+/// Words of a rate limit's message (lower case), which no size refusal has.
+const RATE_WORDS: [&str; 3] = ["rate limit", "too many requests", "requests per"];
 
 /// The size of the next `eth_getLogs` range: halved on a refusal, doubled
 /// again after [`GROW_AFTER`] reads in a row go through, within `[min, max]`.
@@ -205,6 +216,10 @@ mod tests {
         assert!(!is_range_error(&refusal(-32601, "the method eth_getLogs does not exist")));
         assert!(!is_range_error(&refusal(-32000, "header not found")));
         assert!(!is_range_error(&refusal(3, "execution reverted")));
+        // Rate limits, whatever their code, are the transport's to retry.
+        assert!(!is_range_error(&refusal(-32005, "rate limit exceeded")));
+        assert!(!is_range_error(&refusal(429, "Too many requests")));
+        assert!(!is_range_error(&refusal(-32005, "exceeded 25 requests per second")));
         assert!(!is_range_error(&alloy::transports::TransportErrorKind::backend_gone()));
     }
 

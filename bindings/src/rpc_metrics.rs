@@ -2,7 +2,7 @@
 //! provider ([`crate::client::connect`]) sends through:
 //!
 //! - `tessera_rpc_requests_total{method}`: calls sent (each call of a batch
-//!   counts);
+//!   counts, and each attempt of a call [`crate::retry`] sends again);
 //! - `tessera_rpc_errors_total{method, kind}`: calls that failed, `kind`
 //!   `transport` when no answer came (refused, timed out, not JSON-RPC),
 //!   `rpc` when the node answered an error (a revert included).

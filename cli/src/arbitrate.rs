@@ -222,8 +222,11 @@ async fn serve(
     let signer = key(var, role)?;
     let me = signer.address();
     let deployment = chain.conn.deployment()?;
-    let store =
-        ArbiterStore::connect(&chain.database_url).await.wrap_err("opening the decision store")?;
+    let store = crate::starting::until_reachable("opening the decision store", || {
+        ArbiterStore::connect(&chain.database_url)
+    })
+    .await
+    .wrap_err("opening the decision store")?;
     let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
     let sources = chain.conn.blob_sources();
     let ops_server = match ops.metrics_addr {
@@ -235,18 +238,27 @@ async fn serve(
     let public =
         crate::serving::public_url(ops.public_url, ops_server.as_ref().map(Served::addr), "/blobs");
     let sources = sources.with_public_url(public);
-    let judge = Judge::from_env();
-    let judge_name = match &judge {
+    let judge_name = match Judge::from_env() {
         Judge::Offline => "offline rubric",
         Judge::Council(_) => "council (LLM)",
     };
     let blobs = Arc::clone(sources.local());
-    let arbiter = match level {
-        Level::Dispute => Arbiter::new(provider, me, deployment, store, judge, blobs).await?,
-        Level::Appeal => {
-            Arbiter::appeal_arbiter(provider, me, deployment, store, judge, blobs).await?
+    // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
+    let what = format!("reaching the escrow through {}", chain.conn.rpc_url);
+    let arbiter = crate::starting::until_reachable(&what, || {
+        let (provider, deployment, store) = (provider.clone(), deployment.clone(), store.clone());
+        let (judge, blobs) = (Judge::from_env(), Arc::clone(&blobs));
+        async move {
+            match level {
+                Level::Dispute => Arbiter::new(provider, me, deployment, store, judge, blobs).await,
+                Level::Appeal => {
+                    Arbiter::appeal_arbiter(provider, me, deployment, store, judge, blobs).await
+                }
+            }
         }
-    };
+    })
+    .await
+    .wrap_err(what)?;
     let mut arbiter = arbiter.with_blob_sources(sources);
     println!("{role} {me} ruling with the {judge_name}. Ctrl-C to stop.");
     let ws = chain.conn.ws();

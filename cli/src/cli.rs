@@ -683,10 +683,11 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
             println!("no LLM key set (TESSERA_LLM_API_KEY / OPENAI_API_KEY): offline algorithms")
         }
     }
-    let registration = worker
-        .ensure_registered()
+    // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
+    let what = format!("registering {me} at {}", args.conn.rpc_url);
+    let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
         .await
-        .wrap_err_with(|| format!("registering {me} at {}", args.conn.rpc_url))?;
+        .wrap_err(what)?;
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
     worker.run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), shutdown_signal()).await;

@@ -58,7 +58,11 @@ pub(crate) async fn open(
     reorg_depth: u64,
 ) -> Result<Indexer> {
     let deployment = conn.deployment()?;
-    let store = IndexStore::connect(database_url).await.wrap_err("opening the index store")?;
+    let store = crate::starting::until_reachable("opening the index store", || {
+        IndexStore::connect(database_url)
+    })
+    .await
+    .wrap_err("opening the index store")?;
     let provider = connect(conn.rpc_url.clone(), EthereumWallet::default());
     let cfg = IndexerConfig { reorg_depth, ..IndexerConfig::default() };
     let sources = conn.blob_sources();

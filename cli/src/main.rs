@@ -7,6 +7,7 @@ mod index;
 mod orchestrate;
 mod runs;
 mod serving;
+mod starting;
 
 use std::process::ExitCode;
 
@@ -22,11 +23,30 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             match format {
-                cli::LogFormat::Text => eprintln!("Error: {e:?}"),
+                cli::LogFormat::Text => eprintln!("{}", one_line(&e)),
                 // A log collector reads stderr: the failure is one more JSON line.
                 cli::LogFormat::Json => tracing::error!(error = format!("{e:#}"), "command failed"),
             }
             ExitCode::from(client::exit_code(&e))
         }
     }
+}
+
+/// The failure as one line, `error: <what>: <why>: ...` (the chain of
+/// causes joined by ": ", a cause whose text is already said left out);
+/// with `RUST_BACKTRACE` set (not `0`), eyre's full report with its
+/// backtrace instead.
+fn one_line(e: &eyre::Report) -> String {
+    if std::env::var("RUST_BACKTRACE").is_ok_and(|v| v != "0") {
+        return format!("Error: {e:?}");
+    }
+    let mut line = String::from("error");
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !text.is_empty() && !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }

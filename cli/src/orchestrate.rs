@@ -175,13 +175,32 @@ pub(crate) async fn serve(
     // One process per SQLite file, for as long as this one runs.
     let _lock = lock_sqlite(&args.database_url)
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
-    let store = Store::connect(&args.database_url)
-        .await
-        .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
     let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer.clone()));
-    let chain = Chain::new(provider, signer, deployment)
+    let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .wrap_err_with(|| format!("reaching the contracts through {}", args.conn.rpc_url))?;
+        .wrap_err_with(|| format!("listening on {}", args.listen))?;
+    // Until the database and the chain answer, the address serves /healthz
+    // and a /readyz that says 503; the service takes the socket over after.
+    let opening = format!("opening the run store {}", redact(&args.database_url));
+    let reaching = format!("reaching the contracts through {}", args.conn.rpc_url);
+    let (started, listener) = crate::starting::while_starting(listener, provider.clone(), || {
+        let (opening, reaching) = (&opening, &reaching);
+        let url = &args.database_url;
+        let (provider, signer, deployment) = (&provider, &signer, &deployment);
+        async move {
+            let store = crate::starting::until_reachable(opening, || Store::connect(url))
+                .await
+                .wrap_err(opening.clone())?;
+            let chain = crate::starting::until_reachable(reaching, || {
+                Chain::new(provider.clone(), signer.clone(), deployment.clone())
+            })
+            .await
+            .wrap_err(reaching.clone())?;
+            eyre::Ok((store, chain))
+        }
+    })
+    .await?;
+    let (store, chain) = started?;
     let max_plan_spend = Usdc::parse(&args.max_plan_spend)
         .wrap_err_with(|| format!("--max-plan-spend {:?}", args.max_plan_spend))?;
     let runner = RunnerConfig {
@@ -195,9 +214,6 @@ pub(crate) async fn serve(
     let classifier = tessera_classifier::Classifier::from_env();
     let uses_llm = classifier.uses_llm();
     let ws = args.conn.ws();
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .wrap_err_with(|| format!("listening on {}", args.listen))?;
     let public = crate::serving::public_url(
         args.public_url.clone(),
         listener.local_addr().ok(),

@@ -86,3 +86,44 @@ impl DbError {
         }
     }
 }
+
+/// Whether `err` (or an error it was caused by) is a database out of reach
+/// for now: no connection (refused, reset, timed out), no free connection
+/// in time, or a Postgres server that is starting, shutting down or full
+/// (SQLSTATE class 08, `57P03`, `53300`). A service starting up waits on
+/// these; any other failure (a bad URL, a migration refused, a wrong
+/// password) is returned.
+pub fn is_transient(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(e) = e.downcast_ref::<sqlx::Error>() {
+            return match e {
+                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
+                sqlx::Error::Database(db) => {
+                    db.code().is_some_and(|c| c.starts_with("08") || c == "57P03" || c == "53300")
+                }
+                _ => false,
+            };
+        }
+        next = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_transient_a_bad_url_is_not() {
+        // Nothing listens on the discard port.
+        let refused = sqlx::postgres::PgPoolOptions::new()
+            .acquire_timeout(std::time::Duration::from_secs(5))
+            .connect("postgres://postgres@127.0.0.1:9/postgres")
+            .await
+            .unwrap_err();
+        assert!(is_transient(&DbError::Db(refused)));
+        assert!(!is_transient(&DbError::UnsupportedUrl("mysql://x".into())));
+        assert!(!is_transient(&DbError::Db(sqlx::Error::RowNotFound)));
+    }
+}

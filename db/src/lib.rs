@@ -21,7 +21,7 @@ mod scratch;
 pub mod test_utils;
 
 pub use clock::now_ms;
-pub use error::DbError;
+pub use error::{DbError, is_transient};
 pub use lock::{FileLock, lock_sqlite};
 pub use migrate::{HISTORY_TABLE, Schema};
 pub use numbering::begin_numbering;

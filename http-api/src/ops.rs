@@ -85,6 +85,8 @@ pub const DECISIONS: &str = "tessera_decisions_applied_total";
 pub const RPC_REQUESTS: &str = "tessera_rpc_requests_total";
 /// JSON-RPC calls that failed (recorded by `tessera-bindings`).
 pub const RPC_ERRORS: &str = "tessera_rpc_errors_total";
+/// JSON-RPC calls sent again after a transient failure (recorded by `tessera-bindings`).
+pub const RPC_RETRIES: &str = "tessera_rpc_retries_total";
 /// Whether this process holds a lane's run lease.
 pub const LEASE_OWNED: &str = "tessera_lease_owned";
 /// Leases this process took over from another holder.
@@ -140,7 +142,13 @@ pub const METRICS: &[Metric] = &[
         name: RPC_ERRORS,
         kind: Kind::Counter,
         labels: &["method", "kind"],
-        help: "JSON-RPC calls that failed, by method: kind=transport (no answer: refused, timed out) or kind=rpc (the node answered an error, a revert included).",
+        help: "JSON-RPC attempts that failed, by method: kind=transport (no answer: refused, timed out, or an HTTP error status such as 429/503) or kind=rpc (the node answered an error, a revert included).",
+    },
+    Metric {
+        name: RPC_RETRIES,
+        kind: Kind::Counter,
+        labels: &["method", "reason"],
+        help: "JSON-RPC calls sent again after a transient failure, by method and reason: rate_limited (429 or a rate-limit error), unavailable (500/502/503/504), connect (no connection), timeout.",
     },
     Metric {
         name: LEASE_OWNED,
@@ -507,6 +515,8 @@ mod tests {
         arbiter_action("finalized");
         metrics::counter!(RPC_REQUESTS, "method" => "eth_blockNumber").increment(1);
         metrics::counter!(RPC_ERRORS, "method" => "eth_call", "kind" => "rpc").increment(1);
+        metrics::counter!(RPC_RETRIES, "method" => "eth_call", "reason" => "rate_limited")
+            .increment(1);
         metrics::counter!(BLOB_FETCHES, "source" => "hint", "outcome" => "hit").increment(1);
         metrics::histogram!(BLOB_FETCH_SECONDS, "source" => "hint").record(0.02);
         let app = ops.router(Duration::from_secs(5));
@@ -531,6 +541,7 @@ mod tests {
             "tessera_arbiter_actions_total{action=\"finalized\"} 1",
             "tessera_rpc_requests_total{method=\"eth_blockNumber\"} 1",
             "tessera_rpc_errors_total{method=\"eth_call\",kind=\"rpc\"} 1",
+            "tessera_rpc_retries_total{method=\"eth_call\",reason=\"rate_limited\"} 1",
             "tessera_blob_fetches_total{source=\"hint\",outcome=\"hit\"} 1",
             "tessera_blob_fetch_seconds_bucket{source=\"hint\",le=\"0.025\"} 1",
             "# TYPE tessera_subtask_phase_seconds histogram",

@@ -101,7 +101,9 @@ pub(crate) fn start_with(
 
 pub(crate) async fn wait_up(http: &reqwest::Client, api: &str) {
     for _ in 0..200 {
-        if http.get(format!("{api}/api/health")).send().await.is_ok() {
+        // A service still starting answers 503 on its address.
+        let answer = http.get(format!("{api}/api/health")).send().await;
+        if answer.is_ok_and(|r| r.status().is_success()) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
