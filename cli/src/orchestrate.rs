@@ -179,6 +179,7 @@ pub(crate) async fn serve(
         .await
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
     let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer.clone()));
+    args.conn.check_chain(&provider, &deployment).await?;
     let chain = Chain::new(provider, signer, deployment)
         .await
         .wrap_err_with(|| format!("reaching the contracts through {}", args.conn.rpc_url))?;
