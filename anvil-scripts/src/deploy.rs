@@ -117,21 +117,70 @@ impl DemoAgent {
     }
 }
 
-/// Deploys MockUSDC, AgentRegistry and TaskEscrow, mints the sponsor's funds and
-/// returns the deployment record.
+/// Who a deployment names, and which token it settles in: what
+/// [`deploy_to`] needs on any chain.
+#[derive(Debug, Clone)]
+pub struct DeployRoles {
+    /// Deploys the contracts and owns the escrow; signs every deploy
+    /// transaction (the provider's wallet must hold its key).
+    pub owner: Address,
+    /// The arbiter written into the escrow.
+    pub arbiter: Address,
+    /// The appeal arbiter written into the escrow.
+    pub appeal_arbiter: Address,
+    /// An existing ERC-20 with 6 decimals (a real USDC) to settle in;
+    /// `None` deploys MockUSDC.
+    pub token: Option<Address>,
+    /// Who gets [`DeployConfig::sponsor_funds`] of a freshly deployed
+    /// MockUSDC; nobody when `None` (and nothing is ever minted of an
+    /// existing token).
+    pub fund: Option<Address>,
+}
+
+/// Deploys MockUSDC, AgentRegistry and TaskEscrow on a local chain, mints the
+/// sponsor's funds and returns the deployment record.
 pub async fn deploy(
     provider: &DynProvider,
     actors: &Actors,
     cfg: &DeployConfig,
 ) -> Result<Deployment, Error> {
-    let owner = actors.deployer.address();
+    let roles = DeployRoles {
+        owner: actors.deployer.address(),
+        arbiter: actors.arbiter.address(),
+        appeal_arbiter: actors.appeal_arbiter.address(),
+        token: None,
+        fund: Some(actors.sponsor.address()),
+    };
+    deploy_to(provider, &roles, cfg).await
+}
+
+/// Deploys AgentRegistry and TaskEscrow (and MockUSDC unless `roles.token`
+/// names an existing token, which must have code and 6 decimals) on any
+/// chain, and returns the deployment record: chain id, and the block of the
+/// first deployment transaction.
+pub async fn deploy_to(
+    provider: &DynProvider,
+    roles: &DeployRoles,
+    cfg: &DeployConfig,
+) -> Result<Deployment, Error> {
+    let owner = roles.owner;
     let chain_id = provider.get_chain_id().await?;
 
-    let usdc_receipt =
-        deploy_receipt(MockUSDC::deploy_builder(provider, owner).from(owner), "deploying MockUSDC")
+    let (token, mock_block) = match roles.token {
+        Some(token) => {
+            check_token(provider, token, chain_id).await?;
+            (token, None)
+        }
+        None => {
+            let receipt = deploy_receipt(
+                MockUSDC::deploy_builder(provider, owner).from(owner),
+                "deploying MockUSDC",
+            )
             .await?;
-    let token = usdc_receipt.contract_address.expect("deploy receipt has an address");
-    let deploy_block = usdc_receipt.block_number.expect("mined receipt has a block");
+            let token = receipt.contract_address.expect("deploy receipt has an address");
+            (token, Some(receipt.block_number.expect("mined receipt has a block")))
+        }
+    };
 
     let registry_receipt = deploy_receipt(
         AgentRegistry::deploy_builder(provider).from(owner),
@@ -139,6 +188,8 @@ pub async fn deploy(
     )
     .await?;
     let agent_registry = registry_receipt.contract_address.expect("deploy receipt has an address");
+    let deploy_block =
+        mock_block.or(registry_receipt.block_number).expect("mined receipt has a block");
 
     let escrow_receipt = deploy_receipt(
         TaskEscrow::deploy_builder(
@@ -146,8 +197,8 @@ pub async fn deploy(
             token,
             agent_registry,
             owner,
-            actors.arbiter.address(),
-            actors.appeal_arbiter.address(),
+            roles.arbiter,
+            roles.appeal_arbiter,
             cfg.dispute_window,
             cfg.appeal_window,
             cfg.appeal_ruling_window,
@@ -158,21 +209,25 @@ pub async fn deploy(
     .await?;
     let task_escrow = escrow_receipt.contract_address.expect("deploy receipt has an address");
 
-    let usdc = MockUSDC::new(token, provider);
-    confirm(
-        usdc.mint(actors.sponsor.address(), cfg.sponsor_funds).from(owner).send().await,
-        "minting sponsor funds",
-    )
-    .await?;
-    // Seed the escrow with dust that belongs to no task, so its token balance
-    // slot never returns to zero: otherwise the first create after every moment
-    // the escrow is empty pays for a fresh storage slot (20,000 gas instead of
-    // 2,900) and the payout that empties it earns only a partial refund.
-    confirm(
-        usdc.mint(task_escrow, U256::from(ESCROW_SEED)).from(owner).send().await,
-        "seeding the escrow",
-    )
-    .await?;
+    if mock_block.is_some() {
+        let usdc = MockUSDC::new(token, provider);
+        if let Some(sponsor) = roles.fund {
+            confirm(
+                usdc.mint(sponsor, cfg.sponsor_funds).from(owner).send().await,
+                "minting sponsor funds",
+            )
+            .await?;
+        }
+        // Seed the escrow with dust that belongs to no task, so its token balance
+        // slot never returns to zero: otherwise the first create after every moment
+        // the escrow is empty pays for a fresh storage slot (20,000 gas instead of
+        // 2,900) and the payout that empties it earns only a partial refund.
+        confirm(
+            usdc.mint(task_escrow, U256::from(ESCROW_SEED)).from(owner).send().await,
+            "seeding the escrow",
+        )
+        .await?;
+    }
 
     let deployment = Deployment {
         chain_id,
@@ -181,11 +236,28 @@ pub async fn deploy(
         agent_registry,
         token,
         owner,
-        arbiter: actors.arbiter.address(),
-        appeal_arbiter: actors.appeal_arbiter.address(),
+        arbiter: roles.arbiter,
+        appeal_arbiter: roles.appeal_arbiter,
     };
     tracing::info!(?deployment, "deployed");
     Ok(deployment)
+}
+
+/// Insists `token` is a contract answering `decimals()` with 6.
+async fn check_token(provider: &DynProvider, token: Address, chain_id: u64) -> Result<(), Error> {
+    let code = provider.get_code_at(token).await?;
+    if code.is_empty() {
+        return Err(Error::Token(format!("token {token} has no code on chain {chain_id}")));
+    }
+    let decimals = MockUSDC::new(token, provider).decimals().call().await.map_err(|_| {
+        Error::Token(format!("token {token} does not answer decimals() on chain {chain_id}"))
+    })?;
+    if decimals != 6 {
+        return Err(Error::Token(format!(
+            "token {token} has {decimals} decimals, not 6 (Tessera settles in a USDC)"
+        )));
+    }
+    Ok(())
 }
 
 /// Registers the demo agents (skipping any already registered).

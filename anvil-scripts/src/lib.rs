@@ -58,6 +58,9 @@ pub enum Error {
     /// No active agent offers a capability the demo needs.
     #[error("no active agent offers `{0}`")]
     NoOffer(String),
+    /// The token given to a deploy is not one Tessera can settle in.
+    #[error("{0}")]
+    Token(String),
     /// A key could not be derived or used.
     #[error("key: {0}")]
     Key(String),

@@ -50,6 +50,16 @@ pub enum DeploymentError {
         #[source]
         source: serde_json::Error,
     },
+    /// The chain answering is not the one the record was deployed on.
+    #[error(
+        "the deployment record is for chain id {expected} but the RPC endpoint serves chain id {actual}: point --rpc-url at chain {expected} or use that chain's deployment file"
+    )]
+    WrongChain {
+        /// The record's chain id.
+        expected: u64,
+        /// The endpoint's chain id.
+        actual: u64,
+    },
 }
 
 impl Deployment {
@@ -60,6 +70,17 @@ impl Deployment {
             .map_err(|source| DeploymentError::Io { path: path.display().to_string(), source })?;
         serde_json::from_str(&text)
             .map_err(|source| DeploymentError::Parse { path: path.display().to_string(), source })
+    }
+
+    /// Insists the chain answering (`actual`, its `eth_chainId`) is the one
+    /// this record was deployed on: a service must not send or read against
+    /// another chain's addresses.
+    pub fn check_chain(&self, actual: u64) -> Result<(), DeploymentError> {
+        if actual == self.chain_id {
+            Ok(())
+        } else {
+            Err(DeploymentError::WrongChain { expected: self.chain_id, actual })
+        }
     }
 
     /// Writes the record as pretty JSON, atomically (temp file, then rename), so
@@ -101,6 +122,14 @@ mod tests {
         sample().save(&path).unwrap();
         assert_eq!(Deployment::load(&path).unwrap(), sample());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn check_chain_refuses_another_chain() {
+        sample().check_chain(31337).unwrap();
+        let err = sample().check_chain(84532).unwrap_err();
+        assert!(matches!(err, DeploymentError::WrongChain { expected: 31337, actual: 84532 }));
+        assert!(err.to_string().contains("chain id 31337"), "{err}");
     }
 
     #[test]

@@ -228,6 +228,7 @@ async fn serve(
     .await
     .wrap_err("opening the decision store")?;
     let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    chain.conn.check_chain(&provider, &deployment).await?;
     let sources = chain.conn.blob_sources();
     let ops_server = match ops.metrics_addr {
         Some(addr) => Some(

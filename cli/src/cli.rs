@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use eyre::{Context, Result, bail};
 use tessera_anvil::{
     actors::Actors,
-    chain::{ChainOptions, DEV_MNEMONIC, LocalChain},
+    chain::{ChainOptions, LocalChain},
     deploy::{self, DeployConfig},
 };
 
@@ -67,28 +67,24 @@ enum Command {
     Chain {
         #[command(flatten)]
         chain: ChainArgs,
+        /// Seconds between blocks, as on a real chain; without it every
+        /// transaction is mined at once in a block of its own (automine).
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        block_time: Option<u64>,
         /// Where to write the deployment record.
         #[arg(long, default_value = "deployment.json")]
         deployment: PathBuf,
     },
-    /// Deploy the contracts to a running chain and write the deployment file.
-    Deploy {
-        /// JSON-RPC endpoint of the chain.
-        #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-        rpc_url: Url,
-        /// Mnemonic of the role accounts (see `anvil-scripts` docs for the
-        /// index of each role); anvil's dev mnemonic by default.
-        #[arg(long, env = "TESSERA_MNEMONIC", hide_env_values = true, default_value = DEV_MNEMONIC)]
-        mnemonic: String,
-        /// Where to write the deployment record.
-        #[arg(long, default_value = "deployment.json")]
-        deployment: PathBuf,
-        /// Also register the demo agents.
-        #[arg(long)]
-        demo_agents: bool,
-        #[command(flatten)]
-        config: DeployArgs,
-    },
+    /// Deploy the contracts to a running chain (a local one or any other)
+    /// and write the deployment file: chain id, start block, addresses.
+    ///
+    /// The deployer's key comes from TESSERA_DEPLOYER_KEY (hex) or an
+    /// encrypted keystore file (--keystore, its password from
+    /// TESSERA_KEYSTORE_PASSWORD or --password-file); never the command
+    /// line, never the logs. With neither, the accounts of --mnemonic (anvil's
+    /// dev accounts by default) take every role, as on a local chain.
+    #[command(verbatim_doc_comment)]
+    Deploy(crate::deploying::DeployCmd),
     /// Run an executor agent: register its card, then accept, run and deliver
     /// the tasks assigned to it until Ctrl-C. The key comes from TESSERA_WORKER_KEY.
     Worker(WorkerArgs),
@@ -226,6 +222,27 @@ impl Connection {
     /// The deployment record.
     pub(crate) fn deployment(&self) -> Result<tessera_bindings::deployment::Deployment> {
         Ok(tessera_bindings::deployment::Deployment::load(&self.deployment)?)
+    }
+
+    /// Refuses to go on when the chain behind `provider` is not the one the
+    /// deployment record names (one clear line). A chain that does not
+    /// answer yet is let through with a warning: the service's own
+    /// reachability handling deals with it.
+    pub(crate) async fn check_chain(
+        &self,
+        provider: &alloy::providers::DynProvider,
+        deployment: &tessera_bindings::deployment::Deployment,
+    ) -> Result<()> {
+        use alloy::providers::Provider;
+        match provider.get_chain_id().await {
+            Ok(actual) => deployment.check_chain(actual).map_err(|err| {
+                eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url)
+            }),
+            Err(err) => {
+                tracing::warn!(%err, rpc = %self.rpc_url, "could not read the chain id yet");
+                Ok(())
+            }
+        }
     }
 
     /// The local blob store under `--blobs`, read first, then URI hints
@@ -411,7 +428,7 @@ impl ChainArgs {
 
 /// Escrow settings for a deployment.
 #[derive(Debug, Args)]
-struct DeployArgs {
+pub(crate) struct DeployArgs {
     /// Seconds the arbiter has to rule on a dispute.
     #[arg(long, default_value_t = 86_400)]
     dispute_window: u32,
@@ -425,7 +442,7 @@ struct DeployArgs {
 }
 
 impl DeployArgs {
-    fn config(&self) -> DeployConfig {
+    pub(crate) fn config(&self) -> DeployConfig {
         DeployConfig {
             dispute_window: self.dispute_window,
             appeal_window: self.appeal_window,
@@ -457,15 +474,17 @@ impl Cli {
                     until_interrupted(Box::pin(tessera_anvil::demo::run(&chain.options()))).await?;
                 print!("{}", outcome.transcript);
             }
-            Command::Chain { chain, deployment } => {
-                let running = LocalChain::start(&chain.options())?;
+            Command::Chain { chain, block_time, deployment } => {
+                let running = LocalChain::start(&ChainOptions { block_time, ..chain.options() })?;
                 let actors = Actors::from_keys(&running.keys())?;
                 let provider = actors.provider(running.endpoint_url());
                 let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
                 deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
                 record.save(&deployment)?;
+                let mining =
+                    block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
                 println!(
-                    "anvil on {} (ws {}), chain id {}; deployment written to {}. Ctrl-C to stop.",
+                    "anvil on {} (ws {}), chain id {}, {mining}; deployment written to {}. Ctrl-C to stop.",
                     running.endpoint_url(),
                     running.ws_endpoint(),
                     running.chain_id(),
@@ -475,18 +494,7 @@ impl Cli {
                 drop(running);
                 println!("anvil stopped");
             }
-            Command::Deploy { rpc_url, mnemonic, deployment, demo_agents, config } => {
-                let actors = Actors::from_mnemonic(&mnemonic)?;
-                let provider = actors.provider(rpc_url.clone());
-                let record = deploy::deploy(&provider, &actors, &config.config())
-                    .await
-                    .wrap_err_with(|| format!("deploying to {rpc_url}"))?;
-                if demo_agents {
-                    deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
-                }
-                record.save(&deployment)?;
-                println!("{}", serde_json::to_string_pretty(&record)?);
-            }
+            Command::Deploy(cmd) => crate::deploying::run(cmd).await?,
             Command::Worker(args) => run_worker(args).await?,
             Command::Serve(args) => crate::orchestrate::serve(args, shutdown_signal()).await?,
             Command::Plan(args) => crate::orchestrate::plan(args).await?,
@@ -656,6 +664,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
     let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    args.conn.check_chain(&provider, &deployment).await?;
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.

@@ -64,6 +64,7 @@ pub(crate) async fn open(
     .await
     .wrap_err("opening the index store")?;
     let provider = connect(conn.rpc_url.clone(), EthereumWallet::default());
+    conn.check_chain(&provider, &deployment).await?;
     let cfg = IndexerConfig { reorg_depth, ..IndexerConfig::default() };
     let sources = conn.blob_sources();
     Ok(Indexer::new(provider, deployment, store, Some(Arc::clone(sources.local())), cfg)

@@ -3,6 +3,7 @@
 mod arbitrate;
 mod cli;
 mod client;
+mod deploying;
 mod index;
 mod orchestrate;
 mod runs;

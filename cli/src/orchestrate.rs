@@ -187,6 +187,7 @@ pub(crate) async fn serve(
         let (opening, reaching) = (&opening, &reaching);
         let url = &args.database_url;
         let (provider, signer, deployment) = (&provider, &signer, &deployment);
+        let conn = &args.conn;
         async move {
             let store = crate::starting::until_reachable(opening, || Store::connect(url))
                 .await
@@ -196,6 +197,8 @@ pub(crate) async fn serve(
             })
             .await
             .wrap_err(reaching.clone())?;
+            // The chain answers: it must be the deployment's.
+            conn.check_chain(provider, deployment).await?;
             eyre::Ok((store, chain))
         }
     })

@@ -1,0 +1,174 @@
+//! `tessera deploy`: the contracts on any chain, as a deployer whose key
+//! comes from the environment or an encrypted keystore, never the command
+//! line or the logs.
+
+use std::path::PathBuf;
+
+use alloy::{
+    providers::Provider, signers::local::PrivateKeySigner, transports::http::reqwest::Url,
+};
+use clap::Args;
+use eyre::{Context, Result, bail, eyre};
+use tessera_anvil::{
+    actors::Actors,
+    chain::DEV_MNEMONIC,
+    deploy::{self, DeployRoles},
+};
+
+/// The deployer's key in hex.
+pub(crate) const DEPLOYER_KEY_VAR: &str = "TESSERA_DEPLOYER_KEY";
+/// The keystore's password, when no --password-file is given.
+pub(crate) const KEYSTORE_PASSWORD_VAR: &str = "TESSERA_KEYSTORE_PASSWORD";
+
+/// `tessera deploy`: where, as whom, with which token and arbiters.
+#[derive(Debug, Args)]
+pub(crate) struct DeployCmd {
+    /// JSON-RPC endpoint of the chain.
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    pub(crate) rpc_url: Url,
+    /// An encrypted JSON keystore (Web3 secret storage, as `cast wallet
+    /// import` writes) holding the deployer's key.
+    #[arg(long, value_name = "PATH", conflicts_with = "mnemonic")]
+    pub(crate) keystore: Option<PathBuf>,
+    /// A file whose first line is the keystore's password (else
+    /// TESSERA_KEYSTORE_PASSWORD).
+    #[arg(long, value_name = "PATH", requires = "keystore")]
+    pub(crate) password_file: Option<PathBuf>,
+    /// Mnemonic of the local role accounts (index 0 deployer, 1 arbiter,
+    /// 2 appeal arbiter, 3 sponsor, 5.. demo agents); anvil's dev mnemonic
+    /// by default. Used only when neither TESSERA_DEPLOYER_KEY nor --keystore
+    /// gives the deployer.
+    #[arg(long, env = "TESSERA_MNEMONIC", hide_env_values = true)]
+    pub(crate) mnemonic: Option<String>,
+    /// Settle in this existing ERC-20 (a real USDC: it must have code and 6
+    /// decimals) instead of deploying MockUSDC; nothing is minted then.
+    #[arg(long, value_name = "ADDRESS")]
+    pub(crate) token: Option<alloy::primitives::Address>,
+    /// The arbiter written into the escrow (default: the mnemonic's arbiter
+    /// account, or the deployer when the key comes from the environment or a
+    /// keystore).
+    #[arg(long, value_name = "ADDRESS")]
+    pub(crate) arbiter: Option<alloy::primitives::Address>,
+    /// The appeal arbiter written into the escrow (defaults as --arbiter).
+    #[arg(long, value_name = "ADDRESS")]
+    pub(crate) appeal_arbiter: Option<alloy::primitives::Address>,
+    /// Where to write the deployment record.
+    #[arg(long, default_value = "deployment.json")]
+    pub(crate) deployment: PathBuf,
+    /// Also register the demo agents (the mnemonic's accounts 5..9: a local
+    /// chain only).
+    #[arg(long)]
+    pub(crate) demo_agents: bool,
+    #[command(flatten)]
+    pub(crate) config: crate::cli::DeployArgs,
+}
+
+/// Deploys, registers the demo agents when asked, writes the record and
+/// prints it.
+pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
+    let cfg = cmd.config.config();
+    let deployer = deployer_key(&cmd)?;
+    let (provider, roles, actors) = match deployer {
+        Some(signer) => {
+            if cmd.demo_agents {
+                bail!("--demo-agents needs the mnemonic's agent accounts: a local chain only");
+            }
+            let owner = signer.address();
+            let provider = tessera_bindings::client::connect(
+                cmd.rpc_url.clone(),
+                alloy::network::EthereumWallet::new(signer),
+            );
+            let roles = DeployRoles {
+                owner,
+                arbiter: cmd.arbiter.unwrap_or(owner),
+                appeal_arbiter: cmd.appeal_arbiter.unwrap_or(owner),
+                token: cmd.token,
+                fund: None,
+            };
+            (provider, roles, None)
+        }
+        None => {
+            let actors = Actors::from_mnemonic(cmd.mnemonic.as_deref().unwrap_or(DEV_MNEMONIC))?;
+            let provider = actors.provider(cmd.rpc_url.clone());
+            let roles = DeployRoles {
+                owner: actors.deployer.address(),
+                arbiter: cmd.arbiter.unwrap_or(actors.arbiter.address()),
+                appeal_arbiter: cmd.appeal_arbiter.unwrap_or(actors.appeal_arbiter.address()),
+                token: cmd.token,
+                fund: cmd.token.is_none().then(|| actors.sponsor.address()),
+            };
+            (provider, roles, Some(actors))
+        }
+    };
+    let chain_id = provider
+        .get_chain_id()
+        .await
+        .map_err(|e| eyre!("reaching the chain at {}: {e}", cmd.rpc_url))?;
+    println!("deploying to chain id {chain_id} at {} as {}", cmd.rpc_url, roles.owner);
+    let record = deploy::deploy_to(&provider, &roles, &cfg)
+        .await
+        .map_err(|e| eyre!("deploying to {}: {e}", cmd.rpc_url))?;
+    if let (true, Some(actors)) = (cmd.demo_agents, &actors) {
+        deploy::register_demo_agents(&provider, actors, record.agent_registry).await?;
+    }
+    record.save(&cmd.deployment)?;
+    println!("{}", serde_json::to_string_pretty(&record)?);
+    println!("deployment written to {}", cmd.deployment.display());
+    Ok(())
+}
+
+/// The deployer from TESSERA_DEPLOYER_KEY or the keystore; `None` when
+/// neither is given (the mnemonic's accounts deploy then).
+fn deployer_key(cmd: &DeployCmd) -> Result<Option<PrivateKeySigner>> {
+    let from_env = std::env::var(DEPLOYER_KEY_VAR).ok().filter(|k| !k.trim().is_empty());
+    match (&cmd.keystore, from_env) {
+        (Some(_), Some(_)) => {
+            bail!("give the deployer either {DEPLOYER_KEY_VAR} or --keystore, not both")
+        }
+        (Some(path), None) => {
+            let password = keystore_password(cmd.password_file.as_ref())?;
+            let signer = PrivateKeySigner::decrypt_keystore(path, password.as_bytes())
+                .map_err(|e| keystore_error(path, &e))?;
+            Ok(Some(signer))
+        }
+        (None, Some(key)) => {
+            if cmd.mnemonic.is_some() {
+                bail!("give the deployer either {DEPLOYER_KEY_VAR} or --mnemonic, not both");
+            }
+            let signer = key
+                .trim()
+                .parse::<PrivateKeySigner>()
+                .map_err(|_| eyre!("{DEPLOYER_KEY_VAR} is not a hex private key"))?;
+            Ok(Some(signer))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The keystore password: the first line of --password-file, else the
+/// environment.
+fn keystore_password(file: Option<&PathBuf>) -> Result<String> {
+    match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .wrap_err_with(|| format!("reading the password file {}", path.display()))?;
+            Ok(text.lines().next().unwrap_or_default().to_owned())
+        }
+        None => std::env::var(KEYSTORE_PASSWORD_VAR).map_err(|_| {
+            eyre!("set {KEYSTORE_PASSWORD_VAR} or give --password-file to open the keystore")
+        }),
+    }
+}
+
+/// One line saying why a keystore did not open, without its contents.
+fn keystore_error(
+    path: &std::path::Path,
+    err: &alloy::signers::local::LocalSignerError,
+) -> eyre::Report {
+    // eth-keystore's MAC check is how a wrong password shows.
+    if err.to_string().contains("Mac Mismatch") {
+        eyre!("keystore {}: wrong password", path.display())
+    } else {
+        eyre!("keystore {} does not open: {err}", path.display())
+    }
+}
