@@ -103,11 +103,11 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
     let chain_id = provider
         .get_chain_id()
         .await
-        .map_err(|e| eyre!("reaching the chain at {}: {e}", cmd.rpc_url))?;
+        .wrap_err_with(|| format!("reaching the chain at {}", cmd.rpc_url))?;
     println!("deploying to chain id {chain_id} at {} as {}", cmd.rpc_url, roles.owner);
     let record = deploy::deploy_to(&provider, &roles, &cfg)
         .await
-        .map_err(|e| eyre!("deploying to {}: {e}", cmd.rpc_url))?;
+        .wrap_err_with(|| format!("deploying to {}", cmd.rpc_url))?;
     if let (true, Some(actors)) = (cmd.demo_agents, &actors) {
         deploy::register_demo_agents(&provider, actors, record.agent_registry).await?;
     }

@@ -294,7 +294,7 @@ async fn a_one_shot_command_retries_then_exits_with_one_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{stderr}");
-    assert!(lines[0].starts_with("error: deploying to http://127.0.0.1:9/: "), "{stderr}");
+    assert!(lines[0].starts_with("error: reaching the chain at http://127.0.0.1:9/: "), "{stderr}");
     assert!(lines[0].ends_with("Connection refused (os error 111)"), "{stderr}");
     assert_eq!(lines[0].matches("error sending request").count(), 1, "{stderr}");
     // Retried with backoff (five waits of at least 125, 250, 500, 1000 and
