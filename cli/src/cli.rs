@@ -226,23 +226,22 @@ impl Connection {
 
     /// Refuses to go on when the chain behind `provider` is not the one the
     /// deployment record names (one clear line). A chain that does not
-    /// answer yet is let through with a warning: the service's own
-    /// reachability handling deals with it.
+    /// answer yet is waited for, with backoff.
     pub(crate) async fn check_chain(
         &self,
         provider: &alloy::providers::DynProvider,
         deployment: &tessera_bindings::deployment::Deployment,
     ) -> Result<()> {
         use alloy::providers::Provider;
-        match provider.get_chain_id().await {
-            Ok(actual) => deployment.check_chain(actual).map_err(|err| {
-                eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url)
-            }),
-            Err(err) => {
-                tracing::warn!(%err, rpc = %self.rpc_url, "could not read the chain id yet");
-                Ok(())
-            }
-        }
+        // A service waits for its chain to answer (as for everything else
+        // at start) rather than run unchecked.
+        let what = format!("reading the chain id through {}", self.rpc_url);
+        let actual = crate::starting::until_reachable(&what, || provider.get_chain_id())
+            .await
+            .wrap_err(what)?;
+        deployment.check_chain(actual).map_err(|err| {
+            eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url)
+        })
     }
 
     /// The local blob store under `--blobs`, read first, then URI hints
@@ -664,7 +663,6 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
     let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer));
-    args.conn.check_chain(&provider, &deployment).await?;
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.
@@ -680,8 +678,10 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     );
     let sources = sources.with_public_url(public);
     let offline = card.is_offline();
-    let mut worker = Worker::new(provider, me, card, deployment, Arc::clone(sources.local()))
-        .with_blob_sources(sources);
+    let worker_provider = provider.clone();
+    let mut worker =
+        Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
+            .with_blob_sources(sources);
     match tessera_workers::llm::LlmConfig::from_env() {
         Some(llm) if !offline => {
             println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
@@ -693,6 +693,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         }
     }
     // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
+    args.conn.check_chain(&worker_provider, &deployment).await?;
     let what = format!("registering {me} at {}", args.conn.rpc_url);
     let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
         .await

@@ -76,10 +76,17 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let IndexerCommand::Run(a) = cmd;
-    let mut indexer = open(&a.conn, &a.database_url, a.reorg_depth).await?;
     let listener = tokio::net::TcpListener::bind(a.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
+    // Until the store and the chain answer (each waited for with backoff),
+    // the address serves /healthz and a /readyz that says 503.
+    let provider = connect(a.conn.rpc_url.clone(), EthereumWallet::default());
+    let (opened, listener) = crate::starting::while_starting(listener, provider, || {
+        open(&a.conn, &a.database_url, a.reorg_depth)
+    })
+    .await?;
+    let mut indexer = opened?;
     let gate = a.limits.gate();
     // /metrics, /healthz and /readyz beside the read API, and the envelopes
     // it fetched at /blobs/{hash}, outside its OpenAPI document.

@@ -460,7 +460,19 @@ impl Worker {
             let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
             let mut children = std::mem::take(&mut self.unadopted);
             for log in logs {
-                match decode_log(&log) {
+                let event = decode_log(&log);
+                // Where tasks live, so reading one starts there, not at the deployment.
+                if let (Some(ev), Some(block)) = (&event, log.block_number) {
+                    match ev {
+                        TaskEscrowEvents::TaskCreated(c) => self.escrow.note_birth(c.taskId, block),
+                        ev => {
+                            if let Some(id) = TaskRecord::event_task_id(ev) {
+                                self.escrow.note_seen(id, block);
+                            }
+                        }
+                    }
+                }
+                match event {
                     Some(TaskEscrowEvents::TaskCreated(ev)) if ev.task.executor == self.me => {
                         if fresh {
                             created.push(TaskRecord::from_created(&ev));
