@@ -238,6 +238,8 @@ pub async fn deploy_to(
         owner,
         arbiter: roles.arbiter,
         appeal_arbiter: roles.appeal_arbiter,
+        rpc_url: None,
+        ws_url: None,
     };
     tracing::info!(?deployment, "deployed");
     Ok(deployment)

@@ -150,7 +150,7 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
         }
         ArbiterCommand::Appeals(AppealsCommand::List { chain }) => {
             let deployment = chain.conn.deployment()?;
-            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::default());
+            let provider = connect(chain.conn.rpc_url(), EthereumWallet::default());
             let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
             let list = appeals(&escrow, &deployment).await?;
             if list.is_empty() {
@@ -189,7 +189,7 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             let signer = key("TESSERA_APPEAL_ARBITER_KEY", "appeal arbiter")?;
             let me = signer.address();
             let deployment = chain.conn.deployment()?;
-            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+            let provider = connect(chain.conn.rpc_url(), EthereumWallet::new(signer));
             let escrow = EscrowClient::new(provider, deployment.task_escrow);
             let store = ArbiterStore::connect(&chain.database_url).await?;
             let verdict = Verdict::new(kind, share, rationale, "appeal-arbiter");
@@ -222,7 +222,7 @@ async fn serve(
     let signer = key(var, role)?;
     let me = signer.address();
     let deployment = chain.conn.deployment()?;
-    let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    let provider = connect(chain.conn.rpc_url(), EthereumWallet::new(signer));
     let sources = chain.conn.blob_sources();
     let judge_name = match Judge::from_env() {
         Judge::Offline => "offline rubric",
@@ -239,7 +239,7 @@ async fn serve(
         ),
         None => None,
     };
-    let what = format!("reaching the escrow through {}", chain.conn.rpc_url);
+    let what = format!("reaching the escrow through {}", chain.conn.rpc_url());
     let start = || {
         let (provider, deployment, what) = (provider.clone(), deployment.clone(), what.clone());
         let (conn, url, blobs) = (&chain.conn, &chain.database_url, Arc::clone(&blobs));

@@ -168,9 +168,10 @@ pub(crate) struct Connection {
     /// The deployment record to work against.
     #[arg(long, default_value = "deployment.json")]
     pub(crate) deployment: PathBuf,
-    /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-    pub(crate) rpc_url: Url,
+    /// JSON-RPC endpoint of the chain [default: the one the deployment file
+    /// records, else http://127.0.0.1:8545]
+    #[arg(long = "rpc-url", value_name = "URL", env = "TESSERA_RPC_URL")]
+    pub(crate) rpc_url_arg: Option<Url>,
     /// Websocket endpoint for new blocks (default: the RPC URL with ws://);
     /// without one the service polls.
     #[arg(long, env = "TESSERA_WS_URL")]
@@ -224,6 +225,15 @@ impl Connection {
         Ok(tessera_bindings::deployment::Deployment::load(&self.deployment)?)
     }
 
+    /// The chain's JSON-RPC endpoint: `--rpc-url` (or TESSERA_RPC_URL),
+    /// else the one the deployment file records, else the local default.
+    pub(crate) fn rpc_url(&self) -> Url {
+        self.rpc_url_arg
+            .clone()
+            .or_else(|| self.deployment().ok()?.rpc_url?.parse().ok())
+            .unwrap_or_else(|| DEFAULT_RPC_URL.parse().expect("the default RPC URL parses"))
+    }
+
     /// Refuses to go on when the chain behind `provider` is not the one the
     /// deployment record names (one clear line). A chain that does not
     /// answer yet is waited for, with backoff.
@@ -235,12 +245,12 @@ impl Connection {
         use alloy::providers::Provider;
         // A service waits for its chain to answer (as for everything else
         // at start) rather than run unchecked.
-        let what = format!("reading the chain id through {}", self.rpc_url);
+        let what = format!("reading the chain id through {}", self.rpc_url());
         let actual = crate::starting::until_reachable(&what, || provider.get_chain_id())
             .await
             .wrap_err(what)?;
         deployment.check_chain(actual).map_err(|err| {
-            eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url)
+            eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url())
         })
     }
 
@@ -255,7 +265,12 @@ impl Connection {
 
     /// The websocket endpoint: given, or the RPC URL's ws:// twin.
     pub(crate) fn ws(&self) -> Option<String> {
-        self.ws_url.clone().or_else(|| ws_of(&self.rpc_url))
+        let recorded = || match self.rpc_url_arg {
+            // The recorded websocket belongs to the recorded RPC endpoint.
+            None => self.deployment().ok()?.ws_url,
+            Some(_) => None,
+        };
+        self.ws_url.clone().or_else(recorded).or_else(|| ws_of(&self.rpc_url()))
     }
 }
 
@@ -400,10 +415,18 @@ enum BenchCommand {
     },
 }
 
+/// Where every service looks for the chain when told nothing else.
+pub(crate) const DEFAULT_RPC_URL: &str = "http://127.0.0.1:8545";
+
+/// The port `tessera chain` listens on unless told otherwise: the default
+/// RPC URL's.
+const DEFAULT_CHAIN_PORT: u16 = 8545;
+
 /// Where and how to start anvil.
 #[derive(Debug, Args)]
 struct ChainArgs {
-    /// Port for anvil (a free port when omitted).
+    /// Port for anvil: 0 for a free one [default: 8545 for `tessera chain`,
+    /// where every service looks by default; a free one otherwise]
     #[arg(long)]
     port: Option<u16>,
     /// Load chain state from this file and keep saving it there.
@@ -417,7 +440,7 @@ struct ChainArgs {
 impl ChainArgs {
     fn options(&self) -> ChainOptions {
         ChainOptions {
-            port: self.port,
+            port: self.port.filter(|p| *p != 0),
             state_file: self.state.clone(),
             anvil: self.anvil.clone(),
             ..ChainOptions::default()
@@ -474,11 +497,25 @@ impl Cli {
                 print!("{}", outcome.transcript);
             }
             Command::Chain { chain, block_time, deployment } => {
-                let running = LocalChain::start(&ChainOptions { block_time, ..chain.options() })?;
+                let port = chain.port.unwrap_or(DEFAULT_CHAIN_PORT);
+                let options = ChainOptions { block_time, ..chain.options() };
+                let running = LocalChain::start(&ChainOptions {
+                    port: (port != 0).then_some(port),
+                    ..options
+                })
+                .wrap_err_with(|| {
+                    format!("starting anvil on port {port} (--port 0 takes a free one)")
+                })?;
                 let actors = Actors::from_keys(&running.keys())?;
                 let provider = actors.provider(running.endpoint_url());
                 let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
                 deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
+                // Every service reading this file connects here unless told otherwise.
+                let record = tessera_bindings::deployment::Deployment {
+                    rpc_url: Some(running.endpoint_url().to_string()),
+                    ws_url: Some(running.ws_endpoint()),
+                    ..record
+                };
                 record.save(&deployment)?;
                 let mining =
                     block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
@@ -662,7 +699,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .parse()
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
-    let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer));
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer));
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.
@@ -694,7 +731,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     }
     // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
     args.conn.check_chain(&worker_provider, &deployment).await?;
-    let what = format!("registering {me} at {}", args.conn.rpc_url);
+    let what = format!("registering {me} at {}", args.conn.rpc_url());
     let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
         .await
         .wrap_err(what)?;

@@ -63,7 +63,7 @@ pub(crate) async fn open(
     })
     .await
     .wrap_err("opening the index store")?;
-    let provider = connect(conn.rpc_url.clone(), EthereumWallet::default());
+    let provider = connect(conn.rpc_url(), EthereumWallet::default());
     conn.check_chain(&provider, &deployment).await?;
     let cfg = IndexerConfig { reorg_depth, ..IndexerConfig::default() };
     let sources = conn.blob_sources();
@@ -81,7 +81,7 @@ pub(crate) async fn run(
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
     // Until the store and the chain answer (each waited for with backoff),
     // the address serves /healthz and a /readyz that says 503.
-    let provider = connect(a.conn.rpc_url.clone(), EthereumWallet::default());
+    let provider = connect(a.conn.rpc_url(), EthereumWallet::default());
     let (opened, listener) = crate::starting::while_starting(listener, provider, || {
         open(&a.conn, &a.database_url, a.reorg_depth)
     })

@@ -175,14 +175,14 @@ pub(crate) async fn serve(
     // One process per SQLite file, for as long as this one runs.
     let _lock = lock_sqlite(&args.database_url)
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
-    let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer.clone()));
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", args.listen))?;
     // Until the database and the chain answer, the address serves /healthz
     // and a /readyz that says 503; the service takes the socket over after.
     let opening = format!("opening the run store {}", redact(&args.database_url));
-    let reaching = format!("reaching the contracts through {}", args.conn.rpc_url);
+    let reaching = format!("reaching the contracts through {}", args.conn.rpc_url());
     let (started, listener) = crate::starting::while_starting(listener, provider.clone(), || {
         let (opening, reaching) = (&opening, &reaching);
         let url = &args.database_url;
