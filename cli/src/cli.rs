@@ -134,6 +134,7 @@ enum RunsCommand {
     #[command(after_help = crate::client::EXIT_CODES)]
     Show {
         /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         id: String,
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
@@ -222,7 +223,18 @@ impl Limits {
 impl Connection {
     /// The deployment record.
     pub(crate) fn deployment(&self) -> Result<tessera_bindings::deployment::Deployment> {
-        Ok(tessera_bindings::deployment::Deployment::load(&self.deployment)?)
+        use tessera_bindings::deployment::{Deployment, DeploymentError};
+        match Deployment::load(&self.deployment) {
+            Err(DeploymentError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                bail!(
+                    "no deployment file at {}: start a local chain with `tessera chain` (it writes one), deploy with `tessera deploy`, or name one with --deployment",
+                    self.deployment.display()
+                )
+            }
+            other => Ok(other?),
+        }
     }
 
     /// The chain's JSON-RPC endpoint: `--rpc-url` (or TESSERA_RPC_URL),
@@ -340,7 +352,7 @@ enum BenchCommand {
         /// server (e.g. postgres://postgres@127.0.0.1:5432/postgres), once
         /// per number of --replicas; skipped, with the reason, when it does
         /// not answer.
-        #[arg(long)]
+        #[arg(long = "database-url", alias = "postgres", value_name = "URL")]
         postgres: Option<String>,
         /// Replica counts of the PostgreSQL rounds (each replica its own
         /// funded sponsor key, so its own lane), 1 to 4.
@@ -361,7 +373,9 @@ enum BenchCommand {
         chain: ChainArgs,
         /// The PostgreSQL server to make a scratch database on.
         #[arg(
-            long,
+            long = "database-url",
+            alias = "postgres",
+            value_name = "URL",
             env = "TESSERA_TEST_PG",
             default_value = "postgres://postgres@127.0.0.1:5432/postgres"
         )]
@@ -382,7 +396,7 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(500..=60_000))]
         lease_ttl_ms: u64,
         /// The replicas' lease heartbeat, ms (below the TTL).
-        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(100..=30_000))]
+        #[arg(long = "lease-heartbeat-ms", alias = "heartbeat-ms", default_value_t = 500, value_parser = clap::value_parser!(u64).range(100..=30_000))]
         heartbeat_ms: u64,
         /// Seeds the moments and victims of the kills.
         #[arg(long, default_value_t = 1)]
@@ -452,14 +466,29 @@ impl ChainArgs {
 #[derive(Debug, Args)]
 pub(crate) struct DeployArgs {
     /// Seconds the arbiter has to rule on a dispute.
-    #[arg(long, default_value_t = 86_400)]
+    #[arg(
+        long = "dispute-window-secs",
+        alias = "dispute-window",
+        value_name = "SECS",
+        default_value_t = 86_400
+    )]
     dispute_window: u32,
     /// Seconds to appeal a ruling (0 makes rulings final at once).
-    #[arg(long, default_value_t = 86_400)]
+    #[arg(
+        long = "appeal-window-secs",
+        alias = "appeal-window",
+        value_name = "SECS",
+        default_value_t = 86_400
+    )]
     appeal_window: u32,
     /// Seconds the appeal arbiter has to rule on an appeal before the first
     /// ruling stands.
-    #[arg(long, default_value_t = 86_400)]
+    #[arg(
+        long = "appeal-ruling-window-secs",
+        alias = "appeal-ruling-window",
+        value_name = "SECS",
+        default_value_t = 86_400
+    )]
     appeal_ruling_window: u32,
 }
 
@@ -602,7 +631,7 @@ impl Cli {
                 json,
             }) => {
                 if heartbeat_ms >= lease_ttl_ms {
-                    bail!("--heartbeat-ms must be below --lease-ttl-ms");
+                    bail!("--lease-heartbeat-ms must be below --lease-ttl-ms");
                 }
                 let cfg = tessera_bench::failover::FailoverConfig {
                     replicas: usize::try_from(replicas).unwrap_or(usize::MAX),

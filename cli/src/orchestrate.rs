@@ -39,15 +39,15 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     conn: crate::cli::Connection,
     /// Run store: sqlite://<file> or postgres://…
-    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
+    #[arg(long, env = "TESSERA_SERVE_DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
     database_url: String,
     /// Seconds a paused run waits for a recovery decision before it is
     /// cancelled, in chain time (block timestamps).
     #[arg(long, default_value_t = 120)]
     decision_timeout_secs: u64,
-    /// Most one plan may spend, in USDC.
-    #[arg(long, default_value = "50")]
-    max_plan_spend: String,
+    /// Most one plan may spend, in whole USDC (decimals allowed: 0.5).
+    #[arg(long, alias = "max-plan-spend", value_name = "USDC", default_value = "50")]
+    max_plan_spend_usdc: String,
     /// Levels a proposed plan may nest (the root plan is level 1; at most 8).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
     max_nesting_depth: u8,
@@ -99,7 +99,13 @@ impl ServeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ApiArgs {
     /// Orchestrator API base URL.
-    #[arg(long, env = "TESSERA_API_URL", default_value = "http://127.0.0.1:8080")]
+    #[arg(
+        long = "api-url",
+        alias = "api",
+        value_name = "URL",
+        env = "TESSERA_API_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
     pub(crate) api: String,
 }
 
@@ -175,6 +181,11 @@ pub(crate) async fn serve(
     // One process per SQLite file, for as long as this one runs.
     let _lock = lock_sqlite(&args.database_url)
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
+    let _index_lock = match args.no_index {
+        true => None,
+        false => lock_sqlite(&args.index_database_url)
+            .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?,
+    };
     let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -204,8 +215,8 @@ pub(crate) async fn serve(
     })
     .await?;
     let (store, chain) = started?;
-    let max_plan_spend = Usdc::parse(&args.max_plan_spend)
-        .wrap_err_with(|| format!("--max-plan-spend {:?}", args.max_plan_spend))?;
+    let max_plan_spend = Usdc::parse(&args.max_plan_spend_usdc)
+        .wrap_err_with(|| format!("--max-plan-spend-usdc {:?}", args.max_plan_spend_usdc))?;
     let runner = RunnerConfig {
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
         max_plan_spend,
@@ -298,7 +309,7 @@ pub(crate) async fn serve(
 }
 
 /// A database URL without its password.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];
