@@ -27,8 +27,10 @@ use tessera_anvil::{
 ///   runs      inspect runs through the orchestrator's API
 ///   chain     a local chain with the contracts and demo agents, until Ctrl-C
 ///   deploy    deploy the contracts to a running chain
-///   demo      one task lifecycle on a throwaway local chain
-///   bench     gas per lifecycle path, indexer throughput
+///   demo      the whole system on a throwaway local chain, each party at
+///             its own home: a lifecycle, then plans (nested, delegated,
+///             disputed, declined and reassigned), with their lineage
+///   bench     gas, plans, load, replicas' failover, classification, indexer
 ///
 /// Run `tessera <command> --help` for each command's options.
 #[derive(Debug, Parser)]
@@ -59,8 +61,12 @@ pub(crate) enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Start a local chain, deploy, register demo agents and run one task
-    /// lifecycle, printing each transaction; the chain is stopped at the end.
+    /// Start a local chain, deploy and register the demo agents; run one task
+    /// lifecycle printing each transaction, then plans through the
+    /// orchestrator and workers, each party at a home of its own (a chain, a
+    /// nested plan, a delegation, a dispute, a plan between homes with a
+    /// decline on chain), with each plan's lineage from the indexer; the
+    /// chain is stopped at the end.
     Demo(ChainArgs),
     /// Start a local chain with the contracts deployed and demo agents
     /// registered, write the deployment file, and keep running until Ctrl-C.
@@ -108,7 +114,9 @@ enum Command {
     /// The arbiter: rule on disputes, finalize rulings, decide appeals.
     #[command(subcommand)]
     Arbiter(crate::arbitrate::ArbiterCommand),
-    /// Benchmarks: gas per lifecycle path, indexer throughput and lag.
+    /// Benchmarks: gas per lifecycle path, plans (blocks, seconds, RPC per
+    /// sub-task), load through `serve`, replicas' failover, the planner's
+    /// classification, indexer throughput and lag.
     #[command(subcommand)]
     Bench(BenchCommand),
 }
