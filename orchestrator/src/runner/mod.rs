@@ -109,10 +109,11 @@ impl Orchestrator {
     /// reasons with its public URL as the hint.
     pub fn with_sources(
         store: Store,
-        chain: Chain,
+        mut chain: Chain,
         sources: BlobSources,
         config: RunnerConfig,
     ) -> Arc<Self> {
+        chain.set_confirmations(config.confirmations);
         Arc::new(Self {
             store,
             chain,

@@ -159,6 +159,9 @@ impl Orchestrator {
             timeout,
             !open.is_empty(),
         ) {
+            // On a chain that reorganises, done only once every payment is
+            // as deep as asked: until then the settled rows are read again.
+            Some(Ending::Completed) if !self.settled_deep(&plan, &stored).await => Ok(false),
             Some(Ending::Completed) => {
                 let settled = self.spend(&plan, &stored).await?;
                 self.store.set_spend(id, &settled).await?;
@@ -194,6 +197,21 @@ impl Orchestrator {
             }
             None => Ok(false),
         }
+    }
+
+    /// Whether every paid sub-task of `rows` has its settlement as many
+    /// blocks deep as the configuration asks (always, when it asks none).
+    async fn settled_deep(&self, plan: &Plan, rows: &[Progress]) -> bool {
+        if self.config.confirmations == 0 {
+            return true;
+        }
+        for row in rows.iter().filter(|r| r.phase.is_paid()) {
+            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+            if !self.chain.settled_deep(id).await {
+                return false;
+            }
+        }
+        true
     }
 
     /// Carries out one step action.
