@@ -1,0 +1,209 @@
+//! Reorganisations of the runner's own transactions, on a real anvil whose
+//! blocks this test mines: a block holding the sponsor's `createTasks`, or
+//! its `approvePayments`, is replaced (`anvil_reorg`) once the runner has
+//! seen it mined. The runner notices at the next block (it reads the newest
+//! `confirmations + 1` blocks again), sends again, says so in a
+//! `subtask_reorged` event, and every sub-task is created and settled once
+//! on the chain, paid once in the run's events.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use alloy::{
+    consensus::Transaction as _,
+    network::TransactionResponse as _,
+    primitives::{Address, B256, U256},
+    providers::Provider,
+    rpc::types::Filter,
+    sol_types::{SolCall, SolEvent},
+};
+use serde_json::{Value, json};
+use tessera_bindings::TaskEscrow;
+use tessera_e2e::Stack;
+use tessera_orchestrator::{
+    plan::Plan,
+    runner::{Chain, RunnerConfig},
+};
+
+/// Blocks on top of a payment before the run counts it done.
+const CONFIRMATIONS: u64 = 2;
+
+fn step(index: u32, capability: &str, executor: Address, cost: u64, deps: &[u32]) -> Value {
+    json!({
+        "index": index, "capability": capability, "spec": format!("{capability} the article"),
+        "executor": executor, "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps,
+    })
+}
+
+/// Summarize (agent 1), then classify the summary's tone (agent 3).
+fn two_steps(stack: &Stack, label: &str) -> Value {
+    let (a1, a3) = (stack.env.actors.agent(1), stack.env.actors.agent(3));
+    json!({
+        "version": 1, "id": Plan::id_from_label(label), "review": "auto",
+        "budget": 10_000_000u64, "review_window_secs": 600,
+        "source": "The harbour authority opened a new ferry line on Friday.",
+        "subtasks": [
+            step(0, "summarize", a1, 400_000, &[]),
+            step(1, "sentiment-classify", a3, 200_000, &[0]),
+        ],
+    })
+}
+
+/// Which of the sponsor's transactions the miner stops after.
+#[derive(Clone, Copy)]
+enum Target {
+    Create,
+    Approve,
+}
+
+impl Target {
+    fn matches(self, input: &[u8]) -> bool {
+        let selector = input.get(..4).unwrap_or_default();
+        match self {
+            Self::Create => {
+                [TaskEscrow::createTaskCall::SELECTOR, TaskEscrow::createTasksCall::SELECTOR]
+                    .iter()
+                    .any(|s| s.as_slice() == selector)
+            }
+            Self::Approve => [
+                TaskEscrow::approvePaymentCall::SELECTOR,
+                TaskEscrow::approvePaymentsCall::SELECTOR,
+            ]
+            .iter()
+            .any(|s| s.as_slice() == selector),
+        }
+    }
+}
+
+/// Mines a block every 300 ms until it mines the first block holding a
+/// sponsor's transaction of `target`; then mines nothing until `resume`
+/// is set. Sends that block's number.
+fn miner(
+    stack: &Stack,
+    target: Target,
+    resume: Arc<AtomicBool>,
+) -> (tokio::task::JoinHandle<()>, tokio::sync::oneshot::Receiver<u64>) {
+    let p = stack.env.provider.clone();
+    let (sponsor, escrow) = (stack.env.actors.sponsor.address(), stack.env.deployment.task_escrow);
+    let (caught, rx) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut caught = Some(caught);
+        loop {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if caught.is_none() && !resume.load(Ordering::SeqCst) {
+                continue;
+            }
+            p.raw_request::<_, Value>("evm_mine".into(), ()).await.expect("mined");
+            let Some(tell) = caught.take() else { continue };
+            let block = p.get_block_by_number(Default::default()).full().await.unwrap().unwrap();
+            let hit = block.transactions.txns().any(|tx| {
+                tx.from() == sponsor && tx.to() == Some(escrow) && target.matches(tx.input())
+            });
+            if hit {
+                let _ = tell.send(block.header.number);
+            } else {
+                caught = Some(tell);
+            }
+        }
+    });
+    (task, rx)
+}
+
+/// The escrow's logs of `event` about task `id` on the chain now.
+async fn logs_of(stack: &Stack, event: B256, id: U256) -> usize {
+    let filter = Filter::new()
+        .address(stack.env.deployment.task_escrow)
+        .event_signature(event)
+        .topic1(B256::from(id))
+        .from_block(stack.env.deployment.deploy_block);
+    stack.env.provider.get_logs(&filter).await.expect("logs").len()
+}
+
+/// Runs the two-step plan on a chain this test mines, replaces the block
+/// holding the first sponsor's transaction of `target` once sub-task 0
+/// shows `seen`, and returns the completed run's events after checking
+/// that every sub-task was created, settled and paid once.
+async fn reorganised(label: &str, target: Target, seen: &str) -> Vec<Value> {
+    let config = RunnerConfig { confirmations: CONFIRMATIONS, ..RunnerConfig::default() };
+    let stack = Stack::start_on_timed_blocks_with(config, 1).await;
+    let p = &stack.env.provider;
+    // A few heads, so the runner knows the block interval; then blocks
+    // only when the miner mines one.
+    let start = p.get_block_number().await.unwrap();
+    while p.get_block_number().await.unwrap() < start + 3 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    p.raw_request::<_, Value>("evm_setIntervalMining".into(), (0u64,)).await.unwrap();
+    let resume = Arc::new(AtomicBool::new(false));
+    let (mining, caught) = miner(&stack, target, Arc::clone(&resume));
+    let plan = two_steps(&stack, label);
+    let id = stack.run_plan(&plan).await;
+
+    let block = tokio::time::timeout(Duration::from_secs(120), caught)
+        .await
+        .expect("the sponsor's transaction is mined")
+        .expect("the miner runs");
+    // The runner saw it mined; no block comes until the reorganisation.
+    stack.wait_phase(&id, 0, seen, 60).await;
+    assert_eq!(p.get_block_number().await.unwrap(), block);
+    let replaced: Value =
+        p.raw_request("anvil_reorg".into(), (1u64, Vec::<Value>::new())).await.unwrap();
+    println!("block {block} replaced: {replaced}");
+    assert_eq!(p.get_block_number().await.unwrap(), block, "the same height, another block");
+    resume.store(true, Ordering::SeqCst);
+
+    let view = stack.wait_state(&id, "completed", 180).await;
+    mining.abort();
+    assert_eq!(
+        view["spend"],
+        json!({"committed": "600000", "paid": "600000", "refunded": "0"}),
+        "{view}"
+    );
+    let events = stack.events(&id).await;
+    let sponsor = stack.env.actors.sponsor.address();
+    let plan_id: B256 = plan["id"].as_str().unwrap().parse().unwrap();
+    for index in 0..2u32 {
+        let task = tessera_e2e::task_id_for(sponsor, Chain::reference(plan_id, index, 0));
+        let created = logs_of(&stack, TaskEscrow::TaskCreated::SIGNATURE_HASH, task).await;
+        let settled = logs_of(&stack, TaskEscrow::TaskSettled::SIGNATURE_HASH, task).await;
+        assert_eq!((created, settled), (1, 1), "sub-task {index}: created and settled once");
+        let paid: Vec<&Value> =
+            events.iter().filter(|e| e["kind"] == "subtask_paid" && e["index"] == index).collect();
+        assert_eq!(paid.len(), 1, "sub-task {index} paid once: {paid:?}");
+        assert_eq!(paid[0]["task_id"], task.to_string());
+    }
+    let t = &view["subtasks"];
+    assert_eq!((t[0]["attempt"].as_u64(), t[1]["attempt"].as_u64()), (Some(0), Some(0)), "{view}");
+    events
+}
+
+#[tokio::test]
+async fn a_creation_reorganised_out_is_sent_again_and_every_sub_task_settles_once() {
+    let events = reorganised("reorg-create", Target::Create, "created").await;
+    let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
+    let [r] = reorged.as_slice() else { panic!("one subtask_reorged: {reorged:#?}") };
+    assert_eq!((r["index"].as_u64(), r["attempt"].as_u64()), (Some(0), Some(0)), "{r}");
+    assert_eq!((r["was"].as_str(), r["now"].as_str()), (Some("created"), Some("waiting")), "{r}");
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    let at = |kind: &str| kinds.iter().position(|k| *k == kind).unwrap();
+    assert!(at("subtask_reorged") < at("subtask_paid"), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn an_approval_reorganised_out_is_sent_again_and_pays_once() {
+    let events = reorganised("reorg-approve", Target::Approve, "paid").await;
+    let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
+    let zero: Vec<&&Value> = reorged.iter().filter(|e| e["index"] == 0).collect();
+    let [r] = zero.as_slice() else { panic!("one subtask_reorged of sub-task 0: {reorged:#?}") };
+    assert_eq!((r["was"].as_str(), r["now"].as_str()), (Some("paid"), Some("completed")), "{r}");
+    // Sub-task 1's creation went out beside the approval: when it shared
+    // its block, it went too and was created again.
+    for e in reorged.iter().filter(|e| e["index"] == 1) {
+        assert_eq!((e["was"].as_str(), e["now"].as_str()), (Some("created"), Some("waiting")));
+    }
+}
