@@ -59,6 +59,23 @@ impl Orchestrator {
         Ok(rec)
     }
 
+    /// Whether every settled sub-task of `rows` (paid, refunded, cancelled,
+    /// expired, declined) has its settlement as many blocks deep as the
+    /// configuration asks (always, when it asks none).
+    pub(super) async fn settled_deep(&self, plan: &Plan, rows: &[Progress]) -> bool {
+        if self.config.confirmations == 0 {
+            return true;
+        }
+        let settled = |r: &&Progress| matches!(r.phase, Phase::Chain(s) if s.is_terminal());
+        for row in rows.iter().filter(settled) {
+            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+            if !self.chain.settled_deep(id).await {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Tells that sub-task `row`'s task `id` lost logs to a reorganisation
     /// (the `reorgs`th time) and went back from `was` to its phase now.
     async fn reorged(

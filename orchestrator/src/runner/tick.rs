@@ -159,9 +159,13 @@ impl Orchestrator {
             timeout,
             !open.is_empty(),
         ) {
-            // On a chain that reorganises, done only once every payment is
-            // as deep as asked: until then the settled rows are read again.
-            Some(Ending::Completed) if !self.settled_deep(&plan, &stored).await => Ok(false),
+            // On a chain that reorganises, over only once every settlement
+            // is as deep as asked: until then the settled rows are read again.
+            Some(Ending::Completed | Ending::Closed { .. })
+                if !self.settled_deep(&plan, &stored).await =>
+            {
+                Ok(false)
+            }
             Some(Ending::Completed) => {
                 let settled = self.spend(&plan, &stored).await?;
                 self.store.set_spend(id, &settled).await?;
@@ -197,21 +201,6 @@ impl Orchestrator {
             }
             None => Ok(false),
         }
-    }
-
-    /// Whether every paid sub-task of `rows` has its settlement as many
-    /// blocks deep as the configuration asks (always, when it asks none).
-    async fn settled_deep(&self, plan: &Plan, rows: &[Progress]) -> bool {
-        if self.config.confirmations == 0 {
-            return true;
-        }
-        for row in rows.iter().filter(|r| r.phase.is_paid()) {
-            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
-            if !self.chain.settled_deep(id).await {
-                return false;
-            }
-        }
-        true
     }
 
     /// Carries out one step action.
@@ -253,7 +242,7 @@ impl Orchestrator {
                 let rec = records
                     .get(&index)
                     .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
-                match self.transact(rec, &call).await {
+                match self.transact(rec, &call, false).await {
                     Ok(()) => {}
                     // Not a user decision: usually someone moved the task
                     // first; the next look at the chain tells.
@@ -317,7 +306,7 @@ impl Orchestrator {
                 if shown {
                     tracing::info!(index, seq = decision.seq, "reassignment already on chain");
                 } else {
-                    self.transact(rec, &call).await?;
+                    self.transact(rec, &call, true).await?;
                 }
                 if let Some(executor) = executor
                     && let Some(row) = rows.get_mut(&index)
@@ -391,8 +380,15 @@ impl Orchestrator {
     }
 
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
-    /// first.
-    async fn transact(&self, rec: &TaskRecord, call: &Call) -> Result<(), RunError> {
+    /// first. A person's `decision` is seen through reorganisations (see
+    /// [`Chain::send_deep`]); a step's is answered by the next look at the
+    /// chain.
+    async fn transact(
+        &self,
+        rec: &TaskRecord,
+        call: &Call,
+        decision: bool,
+    ) -> Result<(), RunError> {
         self.fence()?;
         let uri = match call {
             Call::Dispute(reason) | Call::Appeal(reason) => {
@@ -401,6 +397,9 @@ impl Orchestrator {
             _ => None,
         };
         self.fence()?;
+        if decision {
+            return Ok(self.chain.send_deep(rec, call, uri).await?);
+        }
         Ok(self.chain.send(rec, call, uri).await?)
     }
 
