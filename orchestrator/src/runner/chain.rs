@@ -73,7 +73,7 @@ struct Reads {
 }
 
 /// Most times a decision's transaction is sent again after reorganisations.
-const MAX_RESENDS: usize = 3;
+const MAX_RESENDS: u32 = 3;
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
 #[must_use = "a sent transaction is not done until it is confirmed"]
@@ -518,7 +518,8 @@ impl Chain {
     /// reorganises (confirmations asked), returns only once the
     /// transaction has that many blocks on top, sending it again when its
     /// block was replaced without it meanwhile (the task is then where it
-    /// was before, so the same call applies). A decision's effect is not
+    /// was before, so the same call applies); how many times it was sent
+    /// again. A decision's effect is not
     /// told by a settlement the runner re-reads (a reassignment, a dispute,
     /// an appeal), so its sender sees it through.
     pub(crate) async fn send_deep(
@@ -526,24 +527,24 @@ impl Chain {
         rec: &TaskRecord,
         call: &Call,
         uri: Option<String>,
-    ) -> Result<(), ClientError> {
+    ) -> Result<u32, ClientError> {
         let confirmations = self.book.lock().await.confirmations;
         let mut receipt = self.send_once(rec, call, uri.clone()).await?;
         if confirmations == 0 {
-            return Ok(());
+            return Ok(0);
         }
-        for _ in 0..MAX_RESENDS {
+        for resent in 0..MAX_RESENDS {
             let block = receipt.block_number.unwrap_or_default();
             self.wait_for(block + confirmations).await?;
             let hash = receipt.transaction_hash;
             if self.provider.get_transaction_receipt(hash).await?.is_some() {
-                return Ok(());
+                return Ok(resent);
             }
             tracing::warn!(tx = %hash, block, ?call, "a decision's transaction was reorganised out; sending it again");
             self.forget_nonces().await;
             receipt = self.send_once(rec, call, uri.clone()).await?;
         }
-        Ok(())
+        Ok(MAX_RESENDS)
     }
 
     /// Waits until the newest head is at least `block`.

@@ -48,13 +48,13 @@ impl Orchestrator {
                 row.result_uri = None;
                 row.output = None;
                 self.store.put_subtask(&plan.id.to_string(), &row.to_row()).await?;
-                self.reorged(plan, row, id, was, reorgs).await?;
+                self.reorged(plan, row, id, was, &format!("reorged:{id}:{reorgs}"), None).await?;
             }
             return Ok(None);
         }
         let rec = self.sync_record(plan, row, found).await?;
         if reorgs > 0 && went_back(was, row.phase) {
-            self.reorged(plan, row, id, was, reorgs).await?;
+            self.reorged(plan, row, id, was, &format!("reorged:{id}:{reorgs}"), None).await?;
         }
         Ok(rec)
     }
@@ -77,14 +77,16 @@ impl Orchestrator {
     }
 
     /// Tells that sub-task `row`'s task `id` lost logs to a reorganisation
-    /// (the `reorgs`th time) and went back from `was` to its phase now.
-    async fn reorged(
+    /// and went back from `was` to its phase now, or that the transaction of
+    /// decision `sent_again` went and was sent again; once per `dedup`.
+    pub(super) async fn reorged(
         &self,
         plan: &Plan,
         row: &Progress,
         id: alloy::primitives::U256,
         was: Phase,
-        reorgs: u32,
+        dedup: &str,
+        sent_again: Option<&str>,
     ) -> Result<(), RunError> {
         tracing::warn!(
             index = row.idx,
@@ -92,6 +94,7 @@ impl Orchestrator {
             task = %id,
             %was,
             now = %row.phase,
+            ?sent_again,
             "reorganised out; sending again"
         );
         let event = RunEvent::SubtaskReorged {
@@ -101,8 +104,9 @@ impl Orchestrator {
             task_id: id.to_string(),
             was: was.to_string(),
             now: row.phase.to_string(),
+            sent_again: sent_again.map(str::to_owned),
         };
-        self.emit(&plan.id.to_string(), &format!("reorged:{id}:{reorgs}"), &event).await
+        self.emit(&plan.id.to_string(), dedup, &event).await
     }
 
     /// Records `found` (a task and its logs) for `row`: its events, its

@@ -243,7 +243,7 @@ impl Orchestrator {
                     .get(&index)
                     .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
                 match self.transact(rec, &call, false).await {
-                    Ok(()) => {}
+                    Ok(_) => {}
                     // Not a user decision: usually someone moved the task
                     // first; the next look at the chain tells.
                     Err(e) if e.is_refusal() => tracing::warn!(
@@ -306,7 +306,14 @@ impl Orchestrator {
                 if shown {
                     tracing::info!(index, seq = decision.seq, "reassignment already on chain");
                 } else {
-                    self.transact(rec, &call, true).await?;
+                    let resent = self.transact(rec, &call, true).await?;
+                    if resent > 0
+                        && let Some(row) = rows.get(&index)
+                    {
+                        let dedup = format!("reorged:decision:{}:{resent}", decision.seq);
+                        let kind = Some(decision.kind.as_str());
+                        self.reorged(plan, row, rec.id, row.phase, &dedup, kind).await?;
+                    }
                 }
                 if let Some(executor) = executor
                     && let Some(row) = rows.get_mut(&index)
@@ -382,13 +389,13 @@ impl Orchestrator {
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
     /// first. A person's `decision` is seen through reorganisations (see
     /// [`Chain::send_deep`]); a step's is answered by the next look at the
-    /// chain.
+    /// chain. Returns how many times it was sent again.
     async fn transact(
         &self,
         rec: &TaskRecord,
         call: &Call,
         decision: bool,
-    ) -> Result<(), RunError> {
+    ) -> Result<u32, RunError> {
         self.fence()?;
         let uri = match call {
             Call::Dispute(reason) | Call::Appeal(reason) => {
@@ -400,7 +407,8 @@ impl Orchestrator {
         if decision {
             return Ok(self.chain.send_deep(rec, call, uri).await?);
         }
-        Ok(self.chain.send(rec, call, uri).await?)
+        self.chain.send(rec, call, uri).await?;
+        Ok(0)
     }
 
     /// Publishes a dispute or appeal reason as `{"reason": …}` (off the

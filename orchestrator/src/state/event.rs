@@ -236,7 +236,8 @@ pub enum RunEvent {
     /// the chain (a block holding its creation, its settlement or another
     /// step was replaced): the runner goes back to where the chain now has
     /// it and sends again (a creation under the same reference, so the same
-    /// task id). Told once per reorganisation seen.
+    /// task id), or sends a decision's transaction again. Told once per
+    /// reorganisation seen.
     SubtaskReorged {
         /// The plan.
         plan_id: B256,
@@ -250,6 +251,10 @@ pub enum RunEvent {
         was: String,
         /// Its phase now (`waiting` when its creation went).
         now: String,
+        /// For a person's decision whose transaction went: the decision,
+        /// sent again before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sent_again: Option<String>,
     },
     /// Every leaf of a nested plan was paid: the nested step is settled and
     /// its output is its last leaves' output.
