@@ -1,7 +1,8 @@
 //! Reorganisations of the runner's own transactions, on a real anvil whose
 //! blocks this test mines: a block holding the sponsor's `createTasks`, its
 //! `approvePayments` or a decision's `reassignTask` is replaced
-//! (`anvil_reorg`) once the runner has seen it mined. The runner notices at the next block (it reads the newest
+//! (`anvil_reorg`), or taken off the chain (`anvil_rollback`), once the
+//! runner has seen it mined. The runner notices at the next block (it reads the newest
 //! `confirmations + 1` blocks again), sends again, says so in a
 //! `subtask_reorged` event, and every sub-task is created and settled once
 //! on the chain, paid once in the run's events.
@@ -161,9 +162,10 @@ async fn replace_newest(stack: &Stack) {
 
 /// Runs the two-step plan on a chain this test mines, replaces the block
 /// holding the first sponsor's transaction of `target` once sub-task 0
-/// shows `seen`, and returns the completed run's events after checking
+/// shows `seen` (or, with `rollback`, takes it off the chain, the next
+/// block mined at its height), and returns the completed run's events after checking
 /// that every sub-task was created, settled and paid once.
-async fn reorganised(label: &str, target: Target, seen: &str) -> Vec<Value> {
+async fn reorganised(label: &str, target: Target, seen: &str, rollback: bool) -> Vec<Value> {
     let stack = stack_mined_by_test(&[0, 1, 2, 3, 4]).await;
     let p = &stack.env.provider;
     let resume = Arc::new(AtomicBool::new(false));
@@ -178,7 +180,12 @@ async fn reorganised(label: &str, target: Target, seen: &str) -> Vec<Value> {
     // The runner saw it mined; no block comes until the reorganisation.
     stack.wait_phase(&id, 0, seen, 60).await;
     assert_eq!(p.get_block_number().await.unwrap(), block);
-    replace_newest(&stack).await;
+    if rollback {
+        let _: Value = p.raw_request("anvil_rollback".into(), (1u64,)).await.unwrap();
+        assert_eq!(p.get_block_number().await.unwrap(), block - 1, "one block fewer");
+    } else {
+        replace_newest(&stack).await;
+    }
     resume.store(true, Ordering::SeqCst);
 
     let view = stack.wait_state(&id, "completed", 180).await;
@@ -208,7 +215,7 @@ async fn reorganised(label: &str, target: Target, seen: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_creation_reorganised_out_is_sent_again_and_every_sub_task_settles_once() {
-    let events = reorganised("reorg-create", Target::Create, "created").await;
+    let events = reorganised("reorg-create", Target::Create, "created", false).await;
     let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
     let [r] = reorged.as_slice() else { panic!("one subtask_reorged: {reorged:#?}") };
     assert_eq!((r["index"].as_u64(), r["attempt"].as_u64()), (Some(0), Some(0)), "{r}");
@@ -219,8 +226,16 @@ async fn a_creation_reorganised_out_is_sent_again_and_every_sub_task_settles_onc
 }
 
 #[tokio::test]
+async fn a_creation_rolled_back_is_sent_again_and_every_sub_task_settles_once() {
+    let events = reorganised("rollback-create", Target::Create, "created", true).await;
+    let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
+    let [r] = reorged.as_slice() else { panic!("one subtask_reorged: {reorged:#?}") };
+    assert_eq!((r["was"].as_str(), r["now"].as_str()), (Some("created"), Some("waiting")), "{r}");
+}
+
+#[tokio::test]
 async fn an_approval_reorganised_out_is_sent_again_and_pays_once() {
-    let events = reorganised("reorg-approve", Target::Approve, "paid").await;
+    let events = reorganised("reorg-approve", Target::Approve, "paid", false).await;
     let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
     let zero: Vec<&&Value> = reorged.iter().filter(|e| e["index"] == 0).collect();
     let [r] = zero.as_slice() else { panic!("one subtask_reorged of sub-task 0: {reorged:#?}") };
