@@ -234,6 +234,31 @@ impl Chain {
         Ok(())
     }
 
+    /// Reads task `id`'s logs again from block `from` to `to` (one filter
+    /// on its id): for a task of the sponsor's the escrow holds while its
+    /// logs were dropped as reorganised out.
+    pub(crate) async fn reread(&self, id: U256, from: u64, to: u64) -> Result<(), RunError> {
+        let mut book = self.book.lock().await;
+        let filter =
+            Filter::new().address(self.deployment.task_escrow).topic1(B256::from(id.to_be_bytes()));
+        let mut from = from.max(self.deployment.deploy_block);
+        while from <= to {
+            let (end, logs) = tessera_bindings::logs::read_chunk(
+                &self.provider,
+                &filter,
+                from,
+                to,
+                &mut book.range,
+            )
+            .await?;
+            for log in logs {
+                book.absorb(self.sponsor, &log);
+            }
+            from = end + 1;
+        }
+        Ok(())
+    }
+
     /// How many times logs of task `id` were found reorganised out.
     pub(crate) async fn reorgs(&self, id: U256) -> u32 {
         self.book.lock().await.reorgs.get(&id).copied().unwrap_or_default()

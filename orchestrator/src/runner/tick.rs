@@ -556,6 +556,14 @@ impl Orchestrator {
             return Ok(());
         }
         let since = self.store.from_block(id).await?.unwrap_or_default();
+        // This run created it before a reorganisation took its logs (or a
+        // provider's read left them out): its logs are read again, from
+        // the run's first block; never a new attempt for it.
+        if self.chain.reorgs(task).await > 0 {
+            self.chain.reread(task, since, newest).await?;
+            tracing::info!(index, %task, "created by this run before a reorganisation");
+            return Ok(());
+        }
         let what = format!(
             "sub-task {index}: escrow task {task} (attempt {}) was created before this run \
              began at block {since}: plan {} was used before with this sponsor",
