@@ -211,9 +211,22 @@ impl Stack {
     /// every `secs` seconds from before the orchestrator starts (deployed
     /// on automine first).
     pub async fn start_on_timed_blocks(secs: u64) -> Self {
-        let all = [0, 1, 2, 3, 4];
-        let (cfg, deploy) = (RunnerConfig::default(), DeployConfig::default());
-        Self::start_full(cfg, None, &all, deploy, Some(secs), None).await
+        Self::start_on_timed_blocks_with(RunnerConfig::default(), secs).await
+    }
+
+    /// [`Stack::start_on_timed_blocks`] with the runner configured by `config`.
+    pub async fn start_on_timed_blocks_with(config: RunnerConfig, secs: u64) -> Self {
+        Self::start_custom_on_timed_blocks(config, &[0, 1, 2, 3, 4], secs).await
+    }
+
+    /// [`Stack::start_on_timed_blocks_with`], with workers for the demo
+    /// agents at `workers` only (see [`Stack::start_custom`]).
+    pub async fn start_custom_on_timed_blocks(
+        config: RunnerConfig,
+        workers: &[usize],
+        secs: u64,
+    ) -> Self {
+        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None).await
     }
 
     async fn start_full(

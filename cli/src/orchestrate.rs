@@ -51,6 +51,12 @@ pub(crate) struct ServeArgs {
     /// Levels a proposed plan may nest (the root plan is level 1; at most 8).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
     max_nesting_depth: u8,
+    /// Blocks on top of a payment before a run counts it done, on a chain
+    /// that reorganises (0 on one that does not): the runner reads the
+    /// newest N+1 blocks again at every head and sends again what a
+    /// reorganisation took out.
+    #[arg(long, env = "TESSERA_CONFIRMATIONS", default_value_t = 0)]
+    confirmations: u64,
     /// Store of the embedded indexer, which feeds the web UI's history and
     /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…
     #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
@@ -221,6 +227,7 @@ pub(crate) async fn serve(
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
         max_plan_spend,
         max_nesting_depth: usize::from(args.max_nesting_depth),
+        confirmations: args.confirmations,
         // Confirmation tokens survive restarts: keyed by the service's own secret.
         confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
         ..RunnerConfig::default()
