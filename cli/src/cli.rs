@@ -556,6 +556,18 @@ impl Cli {
                 record.save(&deployment)?;
                 let mining =
                     block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
+                // The accounts past the roles' are nobody's yet: one for an agent of your own.
+                let keys = running.keys();
+                let spare: Vec<_> = keys
+                    .iter()
+                    .skip(5 + tessera_anvil::actors::AGENT_ACCOUNTS)
+                    .take(2)
+                    .map(|k| alloy::signers::local::PrivateKeySigner::from_signing_key(k.clone()))
+                    .collect();
+                let funds = tessera_bindings::usdc::Usdc::from_base_units(
+                    DeployConfig::default().sponsor_funds.to::<u128>(),
+                );
+                print!("{}", crate::local::roles(&actors, &spare, funds));
                 println!(
                     "anvil on {} (ws {}), chain id {}, {mining}; deployment written to {}. Ctrl-C to stop.",
                     running.endpoint_url(),
