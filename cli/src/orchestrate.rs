@@ -525,10 +525,23 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
     let view = if let Some(file) = &args.file {
         let text = std::fs::read_to_string(file)
             .wrap_err_with(|| format!("reading {}", file.display()))?;
-        let plan =
-            Plan::from_json(&text).wrap_err_with(|| format!("{} is not a plan", file.display()))?;
+        let mut body: Value = serde_json::from_str(&text)
+            .wrap_err_with(|| format!("{} is not JSON", file.display()))?;
+        // A plan file without an id (a template, run again and again) gets
+        // a fresh one each time it is proposed.
+        if let Some(fields) =
+            body.as_object_mut().filter(|o| o.get("id").is_none_or(Value::is_null))
+        {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
+            let label = format!("{} at {now}", file.display());
+            fields.insert("id".into(), json!(Plan::id_from_label(&label)));
+        }
+        let plan = Plan::from_json(&body.to_string())
+            .wrap_err_with(|| format!("{} is not a plan", file.display()))?;
         plan.validate_shape().wrap_err("the plan is invalid")?;
-        let body: Value = serde_json::from_str(&text)?;
         client.call(reqwest::Method::POST, "/api/plans", Some(&body)).await?
     } else {
         let brief = args.brief.clone().unwrap_or_default();
