@@ -311,8 +311,12 @@ impl Worker {
     }
 
     /// Registers the card, or brings an existing registration in line with it
-    /// (new capabilities added, prices and card URI updated). Idempotent: a
-    /// second call sends nothing. A paused agent stays paused.
+    /// (new capabilities added, prices and card URI updated, capabilities the
+    /// card no longer lists withdrawn — after the additions, so the agent
+    /// never offers nothing). Idempotent: a second call sends nothing. A
+    /// paused agent stays paused. The metadata URI is the published card
+    /// ([`tessera_bindings::card::AgentCard::published`]: instructions left
+    /// out unless the card asks).
     pub async fn ensure_registered(&self) -> Result<Registration, RuntimeError> {
         let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
         let current = registry.getAgent(self.me).call().await.map_err(map_call)?;
@@ -333,6 +337,12 @@ impl Worker {
             return Ok(Registration::Registered);
         }
         let mut changes = 0;
+        let dropped: Vec<B256> = current
+            .capabilities
+            .iter()
+            .filter(|c| !offers.iter().any(|(word, _)| word == *c))
+            .copied()
+            .collect();
         for (word, price) in offers {
             match current.capabilities.iter().position(|c| *c == word) {
                 None => {
@@ -345,6 +355,12 @@ impl Worker {
                 }
                 Some(_) => {}
             }
+        }
+        for word in dropped {
+            confirm(registry.removeCapability(word).from(self.me).send().await).await?;
+            let name = capability::decode(word).unwrap_or_else(|| word.to_string());
+            tracing::info!(agent = %self.me, capability = %name, "withdrawn: no longer on the card");
+            changes += 1;
         }
         if current.metadataURI != uri {
             confirm(registry.setMetadataURI(uri).from(self.me).send().await).await?;
