@@ -434,7 +434,8 @@ instructions: Classify the sentiment.
         mock.script([Reply::Arguments(answer)]);
         let mut d = env.driver();
         let spec = super::spec_uri("Classify the sentiment", Some("sentiment-classify"), &blobs);
-        let params = d.params(w.address(), 300_000, spec).await.unwrap();
+        let mut params = d.params(w.address(), 300_000, spec).await.unwrap();
+        params.capability = tessera_bindings::capability::encode("sentiment-classify").unwrap();
         d.create_with_permit(params).await.unwrap();
         let handled = w.poll_once().await.unwrap();
         let [Handled::Delivered { result_uri, .. }] = handled.as_slice() else {
@@ -463,7 +464,8 @@ instructions: Classify the sentiment.
         let no_score = serde_json::json!({"text": "Upbeat.", "label": "positive"});
         mock.script([Reply::Arguments(no_score.clone()), Reply::Arguments(no_score)]);
         let spec = super::spec_uri("Classify the sentiment", Some("sentiment-classify"), &blobs);
-        let params = d.params(w.address(), 300_000, spec).await.unwrap();
+        let mut params = d.params(w.address(), 300_000, spec).await.unwrap();
+        params.capability = tessera_bindings::capability::encode("sentiment-classify").unwrap();
         let rec = d.create_with_permit(params).await.unwrap();
         let handled = w.poll_once().await.unwrap();
         let [Handled::DeclinedOnChain { task, reason, .. }] = handled.as_slice() else {
