@@ -171,7 +171,7 @@ async fn a_capability_dropped_from_the_card_is_withdrawn_on_restart() {
     assert_eq!((offer.offered, offer.price), (true, 200_000));
 
     // Restarted with the one-capability card.
-    let second = worker(&env, blobs);
+    let second = worker(&env, blobs.clone());
     assert_eq!(
         second.ensure_registered().await.unwrap(),
         Registration::Updated(2),
@@ -188,6 +188,13 @@ async fn a_capability_dropped_from_the_card_is_withdrawn_on_restart() {
     assert_eq!(published.capabilities.len(), 1);
     assert_eq!(published.instructions, "", "instructions stay off chain");
     assert_eq!(second.ensure_registered().await.unwrap(), Registration::Updated(0));
+
+    // A card with none of the listed capabilities: the new one is added
+    // before the old one goes (an agent never offers nothing).
+    let third = worker_with(&env, blobs, &CARD.replace("name: summarize", "name: translate"));
+    assert_eq!(third.ensure_registered().await.unwrap(), Registration::Updated(3));
+    let agent = registry.getAgent(me).call().await.unwrap();
+    assert_eq!(agent.capabilities, vec![capability::encode("translate").unwrap()]);
 }
 
 #[tokio::test]

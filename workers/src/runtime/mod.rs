@@ -337,12 +337,18 @@ impl Worker {
             return Ok(Registration::Registered);
         }
         let mut changes = 0;
-        let dropped: Vec<B256> = current
+        let mut dropped: Vec<B256> = current
             .capabilities
             .iter()
             .filter(|c| !offers.iter().any(|(word, _)| word == *c))
             .copied()
             .collect();
+        // Withdrawn first (room under the registry's cap for the additions)
+        // while one stays listed; after the additions otherwise, as the
+        // registry never lets an agent offer nothing.
+        if dropped.len() < current.capabilities.len() {
+            changes += self.withdraw(&registry, std::mem::take(&mut dropped)).await?;
+        }
         for (word, price) in offers {
             match current.capabilities.iter().position(|c| *c == word) {
                 None => {
@@ -356,17 +362,26 @@ impl Worker {
                 Some(_) => {}
             }
         }
-        for word in dropped {
-            confirm(registry.removeCapability(word).from(self.me).send().await).await?;
-            let name = capability::decode(word).unwrap_or_else(|| word.to_string());
-            tracing::info!(agent = %self.me, capability = %name, "withdrawn: no longer on the card");
-            changes += 1;
-        }
+        changes += self.withdraw(&registry, dropped).await?;
         if current.metadataURI != uri {
             confirm(registry.setMetadataURI(uri).from(self.me).send().await).await?;
             changes += 1;
         }
         Ok(Registration::Updated(changes))
+    }
+
+    /// Withdraws `capabilities` from the registry; how many were.
+    async fn withdraw(
+        &self,
+        registry: &AgentRegistry::AgentRegistryInstance<&DynProvider>,
+        capabilities: Vec<B256>,
+    ) -> Result<usize, RuntimeError> {
+        for &word in &capabilities {
+            confirm(registry.removeCapability(word).from(self.me).send().await).await?;
+            let name = capability::decode(word).unwrap_or_else(|| word.to_string());
+            tracing::info!(agent = %self.me, capability = %name, "withdrawn: no longer on the card");
+        }
+        Ok(capabilities.len())
     }
 
     /// The escrow's logs a worker follows: creations, reassignments and
