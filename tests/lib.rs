@@ -574,7 +574,9 @@ pub fn sponsor_task(
 }
 
 /// Demo agent 0's card without `extract-entities`, which the registry
-/// still lists for it at 0.30 USDC: its worker declines such a task on chain.
+/// still lists for it at 0.30 USDC while the worker has not registered
+/// this card (registering withdraws it): its worker declines such a task
+/// on chain.
 pub const NARROW_CARD: &str = "
 id: summarizer-a
 description: Extractive summaries only, whatever the registry still lists.

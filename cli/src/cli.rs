@@ -740,6 +740,12 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     use tessera_workers::{AgentCard, runtime::Worker};
 
     let card = AgentCard::load(&args.card)?;
+    // A card that needs a model and has no key is refused before anything
+    // is registered: it would offer work it can only decline.
+    let llm = tessera_workers::llm::LlmConfig::for_card(
+        &card,
+        tessera_workers::llm::LlmConfig::from_env(),
+    )?;
     let deployment = args.conn.deployment()?;
     let key = std::env::var("TESSERA_WORKER_KEY")
         .map_err(|_| eyre::eyre!("set TESSERA_WORKER_KEY to the agent's private key (hex)"))?;
@@ -763,20 +769,16 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         public.as_ref().map_or("no hint", |u| u.as_str())
     );
     let sources = sources.with_public_url(public);
-    let offline = card.is_offline();
     let worker_provider = provider.clone();
     let mut worker =
         Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
             .with_blob_sources(sources);
-    match tessera_workers::llm::LlmConfig::from_env() {
-        Some(llm) if !offline => {
+    match llm {
+        Some(llm) => {
             println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
             worker = worker.with_llm(&llm);
         }
-        Some(_) => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
-        None => {
-            println!("no LLM key set (TESSERA_LLM_API_KEY / OPENAI_API_KEY): offline algorithms")
-        }
+        None => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
     }
     // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
     args.conn.check_chain(&worker_provider, &deployment).await?;
