@@ -75,7 +75,8 @@ fn the_plan_authors_quick_start_runs_as_written() {
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     let shell = |env: &BTreeMap<String, String>, command: &str| {
         let mut cmd = hosts.command("newcomer", "bash");
-        cmd.args(["-c", &format!("exec {command}")]).current_dir(home.path()).env("PATH", &path);
+        // bash runs a lone command in its own place: a signal reaches it.
+        cmd.args(["-c", command]).current_dir(home.path()).env("PATH", &path);
         for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("TESSERA_")) {
             if k != "TESSERA_ANVIL" {
                 cmd.env_remove(k);
@@ -163,6 +164,8 @@ fn subcommands(path: &[String]) -> Vec<String> {
         .lines()
         .skip(1)
         .take_while(|l| l.starts_with("  "))
+        // A name at two spaces; a description's continuation is deeper.
+        .filter(|l| !l[2..].starts_with(' '))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|w| *w != "help" && !w.starts_with('-'))
         .map(str::to_owned)
@@ -188,6 +191,15 @@ fn tessera_lines(text: &str) -> Vec<String> {
             continue;
         }
         if !fence {
+            // Commands quoted inline: `tessera runs show <id>`, `… --flag`.
+            for span in line.split('`').skip(1).step_by(2) {
+                if let Some(at) = span.find("tessera ") {
+                    let before = &span[..at];
+                    if before.is_empty() || before.ends_with(' ') {
+                        out.push(span[at..].trim().to_owned());
+                    }
+                }
+            }
             continue;
         }
         let line = command_of(line);
