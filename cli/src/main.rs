@@ -19,13 +19,22 @@ use clap::Parser;
 async fn main() -> ExitCode {
     let args = cli::Cli::parse();
     let format = args.log_format();
+    let verbose = args.verbosity() > 0;
     cli::init_tracing(args.verbosity(), args.classify_trace(), format);
     // The command futures hold whole chain sessions; keep them off the stack.
     match Box::pin(args.run()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             match format {
-                cli::LogFormat::Text => eprintln!("{}", one_line(&e)),
+                cli::LogFormat::Text => {
+                    eprintln!("{}", one_line(&e));
+                    // The detail, asked for: each cause on a line of its own.
+                    if verbose {
+                        for (depth, cause) in e.chain().enumerate().skip(1) {
+                            eprintln!("  {depth}: {cause}");
+                        }
+                    }
+                }
                 // A log collector reads stderr: the failure is one more JSON line.
                 cli::LogFormat::Json => tracing::error!(error = format!("{e:#}"), "command failed"),
             }
@@ -35,7 +44,8 @@ async fn main() -> ExitCode {
 }
 
 /// The failure as one line, `error: <what>: <why>: ...` (the chain of
-/// causes joined by ": ", a cause whose text is already said left out);
+/// causes joined by ": ", a cause whose text is already said left out;
+/// `-v` lists them below it, one a line);
 /// with `RUST_BACKTRACE` set (not `0`), eyre's full report with its
 /// backtrace instead.
 fn one_line(e: &eyre::Report) -> String {
