@@ -299,8 +299,11 @@ async fn deploy_receipt<D: alloy::contract::CallDecoder + Unpin>(
     confirm(builder.send().await, context).await
 }
 
-/// Waits for a sent transaction and insists it succeeded.
-pub(crate) async fn confirm(
+/// Waits for a sent transaction (at most [`RECEIPT_TIMEOUT`]) and insists
+/// it succeeded.
+///
+/// [`RECEIPT_TIMEOUT`]: tessera_bindings::client::RECEIPT_TIMEOUT
+pub async fn confirm(
     sent: Result<
         alloy::providers::PendingTransactionBuilder<alloy::network::Ethereum>,
         alloy::contract::Error,

@@ -13,7 +13,7 @@ use tessera_bindings::{
     permit::TokenDomain, task::TaskRecord,
 };
 
-use crate::{Error, actors::Actors, deploy::confirm};
+use crate::{Error, actors::Actors};
 
 /// One mined transaction of a scenario.
 #[derive(Debug, Clone, Serialize)]
@@ -141,20 +141,17 @@ impl<'a> Driver<'a> {
     }
 
     /// The sponsor approves the escrow for `amount`, then creates the task.
+    /// Both go through the escrow client's sender: one nonce source for
+    /// the key (a second one, the provider's own filler, would hand out a
+    /// nonce the sender has counted, or the other way round).
     pub async fn create_with_approval(
         &mut self,
         params: CreateParams,
     ) -> Result<TaskRecord, Error> {
         let sponsor = self.actors.sponsor.address();
-        let usdc = MockUSDC::new(self.deployment.token, &self.provider);
-        let receipt = confirm(
-            usdc.approve(self.deployment.task_escrow, U256::from(params.amount))
-                .from(sponsor)
-                .send()
-                .await,
-            "approving the escrow",
-        )
-        .await?;
+        let usdc = MockUSDC::new(self.deployment.token, self.provider.clone());
+        let approve = usdc.approve(self.deployment.task_escrow, U256::from(params.amount));
+        let receipt = self.escrow.transact(approve, sponsor).await?;
         self.record("token.approve", &receipt);
         let (rec, receipt) = self.escrow.create(sponsor, params).await?;
         self.record("createTask", &receipt);

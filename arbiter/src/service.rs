@@ -399,6 +399,14 @@ impl Arbiter {
                     self.deferred.push((id, reason_uri));
                     continue;
                 }
+                // Its transaction was dropped (another took its nonce):
+                // nothing happened on chain; the decision recorded is sent
+                // again next pass, and the others go on.
+                Err(ArbiterError::Client(e)) if e.is_dropped() => {
+                    tracing::warn!(task = %id, error = %e, "transaction dropped; case put off");
+                    self.deferred.push((id, reason_uri));
+                    continue;
+                }
                 other => other?,
             };
             queued -= 1;

@@ -150,6 +150,7 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
         .from(sponsor)
         .send()
         .await?
+        .with_timeout(Some(tessera_bindings::client::RECEIPT_TIMEOUT))
         .get_receipt()
         .await?;
     provider.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await?;

@@ -23,4 +23,5 @@ pub mod indexer;
 pub mod load;
 pub mod plan;
 pub mod process;
+pub mod progress;
 pub mod rpc_proxy;

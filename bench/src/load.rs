@@ -14,6 +14,15 @@
 //!
 //! Several replicas need the lane leases of `tessera serve --replica` on
 //! PostgreSQL; one replica runs on SQLite or PostgreSQL.
+//!
+//! Every phase (a chain started and deployed, a baseline, a round) prints a
+//! line on stderr when it starts and when it ends, with its time and the
+//! bench's ([`crate::progress`]), and a line every
+//! [`crate::progress::EVERY`] while it lasts: the baseline on 2-second
+//! blocks alone takes minutes (four blocks per lifecycle, one after the
+//! other). Every wait in it is bounded: a transaction's receipt by the
+//! sender (dropped or timed out), each HTTP call by [`HTTP_TIMEOUT`], a
+//! round by [`ROUND_TIMEOUT`].
 
 use std::{
     collections::HashMap,
@@ -40,8 +49,15 @@ use tessera_orchestrator::plan::Plan;
 
 use crate::{
     process::{Running, cpu_secs, peak_rss_mib, spawn_listening},
+    progress::Progress,
     rpc_proxy::RpcProxy,
 };
+
+/// How long one call to a replica's HTTP API may take.
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a round waits for its plans to complete.
+pub const ROUND_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -307,7 +323,8 @@ impl Bench {
         for key in &keys[roles..roles + MAX_REPLICAS - 1] {
             let sponsor = PrivateKeySigner::from_signing_key(key.clone());
             let mint = token.mint(sponsor.address(), config.sponsor_funds);
-            mint.from(actors.deployer.address()).send().await?.get_receipt().await?;
+            let sent = mint.from(actors.deployer.address()).send().await;
+            deploy::confirm(sent, "funding a sponsor").await?;
             sponsors.push(sponsor);
         }
         let dir =
@@ -317,13 +334,15 @@ impl Bench {
         Ok(Self { chain, actors, deployment, dir, sponsors, exe: std::env::current_exe()? })
     }
 
-    /// `n` lifecycles sent back to back; lifecycles per second.
-    async fn baseline(&self, n: usize) -> Result<f64> {
+    /// `n` lifecycles sent back to back; lifecycles per second. Says how
+    /// far it is every [`crate::progress::EVERY`] through `progress`.
+    async fn baseline(&self, n: usize, mut progress: crate::progress::Phase) -> Result<f64> {
         let direct = self.actors.provider(self.chain.endpoint_url());
         let mut d = Driver::new(direct, &self.actors, &self.deployment);
         d.scenario("baseline".to_owned());
         let started = Instant::now();
-        for _ in 0..n {
+        for i in 0..n {
+            progress.tick(|| format!("{i} of {n} lifecycles"));
             let params = d.params(self.actors.agent(1), 400_000, spec_of_len(200)).await?;
             let mut rec = d.create_with_permit(params).await?;
             d.deliver(&mut rec, "data:application/json,{\"text\":\"done\"}").await?;
@@ -456,8 +475,9 @@ async fn round(
     baseline_per_sec: f64,
     postgres: Option<&str>,
     replicas: usize,
+    mut progress: crate::progress::Phase,
 ) -> Result<LoadRow> {
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder().timeout(HTTP_TIMEOUT).build()?;
     let (db, store) = match postgres {
         Some(admin) => (scratch(admin).await?, "postgres"),
         None if replicas > 1 => bail!("several replicas need PostgreSQL"),
@@ -512,7 +532,7 @@ async fn round(
     }
     // The completed runs once a second: each one's own timestamp says when
     // it completed. A failed or cancelled one ends the bench.
-    let deadline = Instant::now() + Duration::from_secs(1800);
+    let deadline = Instant::now() + ROUND_TIMEOUT;
     let list = |state: &'static str| {
         let url = format!("{api}/api/runs?state={state}&limit=1000");
         let http = http.clone();
@@ -543,8 +563,9 @@ async fn round(
             break done;
         }
         if Instant::now() > deadline {
-            bail!("{} of {plans} plans completed in 30 minutes", done.len());
+            bail!("{} of {plans} plans completed in {ROUND_TIMEOUT:?}", done.len());
         }
+        progress.tick(|| format!("{} of {plans} plans completed", done.len()));
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
     let last = done.values().copied().max().unwrap_or(started_ms);
@@ -647,20 +668,30 @@ pub async fn run(opts: &ChainOptions, cfg: &LoadBenchConfig) -> Result<LoadBench
         ));
     }
     let mut rows = Vec::new();
+    let progress = Progress::new();
     for (mode, chain) in modes {
-        let bench = Bench::start(&chain, &mode.replace(' ', "")).await?;
+        let name = format!("{mode}: chain and contracts");
+        let bench =
+            progress.phase(&name, Box::pin(Bench::start(&chain, &mode.replace(' ', "")))).await?;
         // Before the workers start: they would take the baseline's tasks.
-        let baseline = bench.baseline(cfg.baseline).await?;
-        let _workers = workers(&bench).await?;
+        let name = format!("{mode}: direct baseline, {} lifecycles", cfg.baseline);
+        let ticker = progress.ticker(&name);
+        let baseline =
+            progress.phase(&name, Box::pin(bench.baseline(cfg.baseline, ticker))).await?;
+        eprintln!("{mode}: direct baseline {baseline:.2} lifecycles/s");
+        let name = format!("{mode}: workers");
+        let _workers = progress.phase(&name, Box::pin(workers(&bench))).await?;
         let small = (cfg.plans / 10).max(1);
-        for plans in [small, cfg.plans] {
-            eprintln!("{mode}: {plans} plans through one replica on SQLite");
-            rows.push(round(&bench, &mode, plans, baseline, None, 1).await?);
-        }
-        let Some(admin) = postgres.as_deref() else { continue };
-        for &n in &cfg.replicas {
-            eprintln!("{mode}: {} plans through {n} replica(s) on PostgreSQL", cfg.plans);
-            rows.push(round(&bench, &mode, cfg.plans, baseline, Some(admin), n).await?);
+        let sqlite = [small, cfg.plans].map(|plans| (plans, None, 1));
+        let pg = postgres.as_deref().map(|admin| {
+            cfg.replicas.iter().map(move |&n| (cfg.plans, Some(admin), n)).collect::<Vec<_>>()
+        });
+        for (plans, admin, n) in sqlite.into_iter().chain(pg.into_iter().flatten()) {
+            let store = if admin.is_some() { "PostgreSQL" } else { "SQLite" };
+            let name = format!("{mode}: {plans} plans through {n} replica(s) on {store}");
+            let ticker = progress.ticker(&name);
+            let row = round(&bench, &mode, plans, baseline, admin, n, ticker);
+            rows.push(progress.phase(&name, Box::pin(row)).await?);
         }
     }
     Ok(LoadBenchReport { rows })

@@ -51,6 +51,21 @@ pub enum ClientError {
     /// The transaction was mined but reverted.
     #[error("transaction {0} reverted")]
     Reverted(TxHash),
+    /// The transaction was dropped: the account's mined nonce passed its
+    /// nonce and none of its versions (the first and each replacement) was
+    /// mined: another transaction took the nonce, and this one never will
+    /// be. Nothing it would have done happened; whoever sent it reads the
+    /// chain again and sends what is still to do.
+    #[error(
+        "transaction dropped: nonce {nonce} was taken by another transaction, and none of its versions ({}) was mined",
+        hashes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    Dropped {
+        /// The nonce it was sent with.
+        nonce: u64,
+        /// Every version sent, the first first.
+        hashes: Vec<TxHash>,
+    },
     /// An RPC request failed.
     #[error("rpc: {0}")]
     Rpc(#[from] alloy::transports::TransportError),
@@ -83,12 +98,25 @@ impl ClientError {
         }
     }
 
+    /// Whether the transaction was dropped ([`ClientError::Dropped`]),
+    /// for this caller or the transaction it shared.
+    pub fn is_dropped(&self) -> bool {
+        match self {
+            Self::Dropped { .. } => true,
+            Self::Shared(e) => e.is_dropped(),
+            _ => false,
+        }
+    }
+
     /// This failure for one more caller of the transaction it happened to:
     /// the same error where it can be copied, else [`ClientError::Shared`].
     pub fn share(self: &std::sync::Arc<Self>) -> Self {
         match self.as_ref() {
             Self::Revert(r) => Self::Revert(r.clone()),
             Self::Reverted(h) => Self::Reverted(*h),
+            Self::Dropped { nonce, hashes } => {
+                Self::Dropped { nonce: *nonce, hashes: hashes.clone() }
+            }
             Self::NotMined(h, d) => Self::NotMined(*h, *d),
             Self::NoTaskCreated(h) => Self::NoTaskCreated(*h),
             Self::Shared(e) => e.share(),

@@ -21,6 +21,16 @@
 //! at most [`MAX_REPLACEMENTS`] times; whichever of the versions is mined
 //! is the one waited for. A fence ([`Sender::fence`]: a replica's lease)
 //! is checked before every send and every replacement.
+//!
+//! No wait is without an end. A transaction whose nonce another one took
+//! (a second sender for the key, a replacement that lost, a node that
+//! forgot its pool) can never be mined: once the account's mined nonce
+//! (`eth_getTransactionCount` at `latest`, read once per announced head
+//! for every waiting transaction of the account, or every
+//! [`NONCE_CHECK`] without heads) has passed the transaction's and none of
+//! its versions has a receipt, at two looks in a row, the wait ends with
+//! [`ClientError::Dropped`] and the count is forgotten. Past
+//! [`RECEIPT_TIMEOUT`] any wait ends with [`ClientError::NotMined`].
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -58,6 +68,10 @@ pub const BUMP_PERCENT: u128 = 25;
 /// The most times one transaction is replaced.
 pub const MAX_REPLACEMENTS: usize = 4;
 
+/// Without heads, how often a waiting transaction's account nonce is read
+/// to tell whether another transaction took its nonce.
+pub const NONCE_CHECK: Duration = Duration::from_secs(1);
+
 /// How long after a head is announced its receipts are asked for (a node
 /// may announce a block a moment before it serves the block's receipts).
 const ANNOUNCED_SETTLE: Duration = Duration::from_millis(30);
@@ -90,6 +104,9 @@ struct Blocks {
     unsupported: bool,
     /// The newest block's base fee, read at a head.
     base_fee: Option<(u64, u64)>,
+    /// Each account's mined nonce (its transactions in blocks), read at a
+    /// head.
+    mined_nonces: HashMap<Address, (u64, u64)>,
 }
 
 /// A mined transaction's receipt, or its revert as an error.
@@ -98,6 +115,53 @@ fn settled(receipt: TransactionReceipt) -> Result<TransactionReceipt, ClientErro
         Ok(receipt)
     } else {
         Err(ClientError::Reverted(receipt.transaction_hash))
+    }
+}
+
+/// The error of a transaction whose nonce another one took.
+fn dropped(pending: &Pending) -> ClientError {
+    ClientError::Dropped { nonce: pending.nonce, hashes: pending.hashes.clone() }
+}
+
+/// When a waiting transaction's account nonce is read, and whether what
+/// was read says the transaction was dropped.
+#[derive(Debug)]
+struct DropCheck {
+    /// The head of the last read (at first: of the send).
+    head: Option<u64>,
+    /// The time of the last read (at first: of the send).
+    at: Instant,
+    /// Whether the last read found the nonce passed and no version mined.
+    gone: bool,
+}
+
+impl DropCheck {
+    fn new(head: Option<u64>, sent: Instant) -> Self {
+        Self { head, at: sent, gone: false }
+    }
+
+    /// Whether the nonce is read now: once per head announced after the
+    /// last read, or, without heads (`head` is `None`), once per
+    /// [`NONCE_CHECK`]. A read due is counted as done.
+    fn due(&mut self, head: Option<u64>, now: Instant) -> bool {
+        let due = match head {
+            Some(h) => self.head.is_none_or(|last| h > last),
+            None => now.saturating_duration_since(self.at) >= NONCE_CHECK,
+        };
+        if due {
+            (self.head, self.at) = (head.or(self.head), now);
+        }
+        due
+    }
+
+    /// After a read that found the transaction `gone` (the nonce passed
+    /// and no version mined) or not: dropped when two reads in a row found
+    /// it gone (a node may count a block's nonces a moment before it
+    /// serves the block's receipts).
+    fn dropped(&mut self, gone: bool) -> bool {
+        let dropped = gone && self.gone;
+        self.gone = gone;
+        dropped
     }
 }
 
@@ -117,6 +181,8 @@ enum Found {
 #[derive(Debug, Clone)]
 pub struct Pending {
     from: Address,
+    /// The nonce every version carries.
+    nonce: u64,
     /// Every version sent, the newest last.
     hashes: Vec<TxHash>,
     /// The newest version, for a replacement.
@@ -135,6 +201,16 @@ impl Pending {
     /// The account that sent it.
     pub fn from(&self) -> Address {
         self.from
+    }
+
+    /// The nonce it was sent with (every replacement keeps it).
+    pub fn nonce(&self) -> u64 {
+        self.nonce
+    }
+
+    /// Every version sent, the first first.
+    pub fn hashes(&self) -> &[TxHash] {
+        &self.hashes
     }
 }
 
@@ -249,7 +325,7 @@ impl Sender {
         match sent {
             Ok(((hash, request), nonce)) => {
                 st.nonces.insert(from, nonce + 1);
-                Ok(Pending { from, hashes: vec![hash], request, head })
+                Ok(Pending { from, nonce, hashes: vec![hash], request, head })
             }
             // A foreseen revert sent nothing: the count stands.
             Err(e @ ClientError::Revert(_)) => Err(e),
@@ -267,8 +343,10 @@ impl Sender {
     /// otherwise asks for its receipt at once (an automining node has mined
     /// it already) and then at growing intervals up to [`RECEIPT_POLL`].
     /// A stuck transaction (see the module) is replaced at a higher fee.
-    /// Gives up after [`RECEIPT_TIMEOUT`], forgetting the sender's count
-    /// (the transaction may have been dropped).
+    /// A transaction whose nonce another one took ends the wait with
+    /// [`ClientError::Dropped`] within two heads (or two
+    /// [`NONCE_CHECK`]s) of that one being mined; any other gives up after
+    /// [`RECEIPT_TIMEOUT`]. Either way the sender's count is forgotten.
     pub async fn mined(
         &self,
         pending: Pending,
@@ -276,7 +354,7 @@ impl Sender {
     ) -> Result<TransactionReceipt, ClientError> {
         let from = pending.from;
         let mined = self.wait(pending, heads).await;
-        if let Err(ClientError::NotMined(..)) = &mined {
+        if let Err(ClientError::NotMined(..) | ClientError::Dropped { .. }) = &mined {
             // Dropped or stuck: count from the node's nonce again.
             self.forget(from).await;
         }
@@ -297,6 +375,7 @@ impl Sender {
         let (mut since_send, mut sent_at) = (0u32, Instant::now());
         // The last block known not to hold it.
         let mut checked = pending.head;
+        let mut drop_check = DropCheck::new(pending.head, Instant::now());
         loop {
             let now = heads.as_ref().and_then(|w| *w.borrow()).map(|h| h.number);
             let found = match (checked, now) {
@@ -317,6 +396,28 @@ impl Sender {
             };
             if let Some(receipt) = receipt {
                 return settled(receipt);
+            }
+            // Once per head (or per `NONCE_CHECK` without heads): has the
+            // account's nonce passed this one's?
+            if drop_check.due(now, Instant::now()) {
+                let mined = self.mined_nonce(pending.from, now).await?;
+                // Read after the nonce: a version mined before the nonce
+                // was read has its receipt by now.
+                let gone = mined > pending.nonce
+                    && match self.by_hash(&pending.hashes).await? {
+                        Some(receipt) => return settled(receipt),
+                        None => true,
+                    };
+                if drop_check.dropped(gone) {
+                    tracing::warn!(
+                        from = %pending.from,
+                        nonce = pending.nonce,
+                        mined,
+                        tx = %pending.hash(),
+                        "another transaction took this one's nonce: dropped"
+                    );
+                    return Err(dropped(&pending));
+                }
             }
             if started.elapsed() > RECEIPT_TIMEOUT {
                 return Err(ClientError::NotMined(pending.hash(), RECEIPT_TIMEOUT));
@@ -383,6 +484,25 @@ impl Sender {
             }
         };
         Ok(u128::from(base) > cap)
+    }
+
+    /// How many transactions of `from` are mined (its nonce at `latest`):
+    /// read once per announced head `head` for every waiting transaction
+    /// of the account; without a head, afresh.
+    async fn mined_nonce(&self, from: Address, head: Option<u64>) -> Result<u64, ClientError> {
+        let mut blocks = self.blocks.lock().await;
+        if let Some(now) = head
+            && let Some(&(at, nonce)) = blocks.mined_nonces.get(&from)
+            && at == now
+        {
+            return Ok(nonce);
+        }
+        tracing::debug!(%from, ?head, "reading the mined nonce");
+        let nonce = self.provider.get_transaction_count(from).latest().await?;
+        if let Some(now) = head {
+            blocks.mined_nonces.insert(from, (now, nonce));
+        }
+        Ok(nonce)
     }
 
     /// The receipt of the first of `hashes` found, asked by hash (the
@@ -518,5 +638,63 @@ impl Sender {
     /// from elsewhere): the next send reads the node's.
     pub async fn forget(&self, from: Address) {
         self.state.lock().await.nonces.remove(&from);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nonce_is_read_once_per_head_after_the_send() {
+        let t0 = Instant::now();
+        let mut check = DropCheck::new(Some(10), t0);
+        assert!(!check.due(Some(10), t0), "not at the head it was sent at");
+        assert!(check.due(Some(11), t0), "at the next head");
+        assert!(!check.due(Some(11), t0 + Duration::from_secs(60)), "once per head");
+        assert!(check.due(Some(13), t0), "a head skipped is no matter");
+        assert!(!check.due(Some(12), t0), "nor a lower head");
+    }
+
+    #[test]
+    fn without_heads_the_nonce_is_read_once_per_interval() {
+        let t0 = Instant::now();
+        let mut check = DropCheck::new(None, t0);
+        assert!(!check.due(None, t0 + NONCE_CHECK / 2));
+        assert!(check.due(None, t0 + NONCE_CHECK));
+        assert!(!check.due(None, t0 + NONCE_CHECK + NONCE_CHECK / 2));
+        assert!(check.due(None, t0 + NONCE_CHECK * 2));
+        // Heads announced later count from there on.
+        assert!(check.due(Some(5), t0 + NONCE_CHECK * 2));
+        assert!(!check.due(Some(5), t0 + NONCE_CHECK * 9));
+    }
+
+    #[test]
+    fn dropped_only_when_two_reads_in_a_row_find_it_gone() {
+        let mut check = DropCheck::new(Some(1), Instant::now());
+        assert!(!check.dropped(false));
+        assert!(!check.dropped(true), "once is not enough");
+        assert!(check.dropped(true), "twice in a row is");
+        let mut check = DropCheck::new(Some(1), Instant::now());
+        assert!(!check.dropped(true));
+        assert!(!check.dropped(false), "the chain went back: start over");
+        assert!(!check.dropped(true));
+        assert!(check.dropped(true));
+    }
+
+    #[test]
+    fn a_dropped_transaction_names_its_nonce_and_every_version() {
+        let e = ClientError::Dropped {
+            nonce: 35,
+            hashes: vec![TxHash::repeat_byte(1), TxHash::repeat_byte(2)],
+        };
+        let text = e.to_string();
+        assert!(text.contains("nonce 35"), "{text}");
+        assert!(text.contains(&TxHash::repeat_byte(2).to_string()), "{text}");
+        assert!(e.is_dropped());
+        let shared = std::sync::Arc::new(e);
+        assert!(shared.share().is_dropped(), "copied for every caller of a shared transaction");
+        assert!(ClientError::Shared(shared).is_dropped());
+        assert!(!ClientError::Fenced.is_dropped());
     }
 }

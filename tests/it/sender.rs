@@ -1,6 +1,7 @@
 //! The sender on a chain with timed blocks: a transaction priced out by a
 //! fee spike is replaced at a higher fee, with the same nonce, and the
-//! replacement is what gets mined.
+//! replacement is what gets mined; a transaction whose nonce another
+//! sender for the key took is reported dropped, not waited on.
 
 use std::time::Duration;
 
@@ -117,4 +118,82 @@ async fn a_fenced_off_sender_neither_replaces_a_stuck_transaction_nor_sends() {
     assert_eq!(p.get_transaction_count(sponsor).await.unwrap(), sent.nonce(), "nothing sent");
     let allowance = token.allowance(sponsor, spender).call().await.unwrap();
     assert_eq!(allowance, U256::ZERO);
+}
+
+/// Two senders for one key: the sponsor's transaction goes out at nonce
+/// `n`, and another sender for the same key (another process, a tool with
+/// a nonce of its own) sends a transaction of its own at `n` with a higher
+/// fee, which the node keeps instead. Once that one is mined, the first
+/// can never be: `mined` says so ([`ClientError::Dropped`], naming the
+/// nonce and the version sent) a block or two later, with or without a
+/// block subscription, instead of waiting out its timeout; nothing of the
+/// dropped call happened, and the sender's next transaction takes the
+/// next nonce and is mined.
+#[tokio::test]
+async fn a_transaction_whose_nonce_another_sender_took_is_reported_dropped() {
+    for subscribed in [true, false] {
+        collide(subscribed).await;
+    }
+}
+
+async fn collide(subscribed: bool) {
+    use alloy::network::TransactionBuilder;
+    use tessera_bindings::client::ClientError;
+
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let p = &env.provider;
+    p.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.unwrap();
+    let heads = Heads::connect(Some(&env.chain.ws_endpoint()), Duration::from_secs(1)).await;
+    let watch = if subscribed { Some(heads.watch().expect("subscribed")) } else { None };
+    let sender = Sender::new(p.clone());
+    let token = MockUSDC::new(env.deployment.token, p.clone());
+    let sponsor = env.actors.sponsor.address();
+    let (spender, other) = (env.actors.agent(0), env.actors.agent(1));
+    let pending = sender.send(token.approve(spender, U256::from(7)), sponsor, watch.as_ref());
+    let pending = pending.await.unwrap();
+    let (nonce, first) = (pending.nonce(), pending.hash());
+    let sent = p.get_transaction_by_hash(first).await.unwrap().expect("in the pool");
+    assert_eq!(sent.nonce(), nonce);
+
+    // The other sender's transaction at the same nonce, at twice the fee:
+    // the node keeps it instead.
+    let theirs = token
+        .approve(other, U256::from(9))
+        .from(sponsor)
+        .into_transaction_request()
+        .with_nonce(nonce)
+        .with_gas_limit(sent.gas_limit())
+        .with_max_fee_per_gas(sent.max_fee_per_gas() * 2)
+        .with_max_priority_fee_per_gas(sent.max_priority_fee_per_gas().unwrap_or(1) * 2);
+    let theirs = *p.send_transaction(theirs).await.unwrap().tx_hash();
+    p.raw_request::<_, Value>("evm_setIntervalMining".into(), (1u64,)).await.unwrap();
+
+    let result = tokio::time::timeout(Duration::from_secs(60), sender.mined(pending, watch))
+        .await
+        .expect("told within a minute, not after the receipt timeout");
+    match result {
+        Err(ClientError::Dropped { nonce: n, hashes }) => {
+            assert_eq!(n, nonce);
+            assert_eq!(hashes, vec![first], "the one version sent");
+        }
+        other => panic!("subscribed {subscribed}: expected Dropped, got {other:?}"),
+    }
+    let mined = p.get_transaction_receipt(theirs).await.unwrap().expect("theirs mined");
+    assert!(mined.status());
+    assert!(p.get_transaction_receipt(first).await.unwrap().is_none(), "ours never mined");
+    assert_eq!(token.allowance(sponsor, spender).call().await.unwrap(), U256::ZERO);
+    assert_eq!(token.allowance(sponsor, other).call().await.unwrap(), U256::from(9));
+
+    // The count was forgotten: the next transaction reads the node's and
+    // is mined.
+    let heads_now = if subscribed { heads.watch() } else { None };
+    let again = sender.send(token.approve(spender, U256::from(7)), sponsor, heads_now.as_ref());
+    let again = again.await.unwrap();
+    assert_eq!(again.nonce(), nonce + 1);
+    let receipt = tokio::time::timeout(Duration::from_secs(60), sender.mined(again, heads_now))
+        .await
+        .expect("mined within a minute")
+        .expect("mined");
+    assert!(receipt.status());
+    assert_eq!(token.allowance(sponsor, spender).call().await.unwrap(), U256::from(7));
 }

@@ -111,14 +111,17 @@ impl RunError {
         }
     }
 
-    /// Whether a transaction was refused or reverted on chain (as opposed
-    /// to the node being unreachable).
+    /// Whether a transaction was refused or reverted on chain, or dropped
+    /// (another transaction took its nonce): nothing it would have done
+    /// happened, and the next look at the chain tells what is still to do
+    /// (as opposed to the node being unreachable).
     pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
-            Self::Chain(ClientError::Revert(_) | ClientError::Reverted(_))
-                | Self::Create { source: ClientError::Revert(_) | ClientError::Reverted(_), .. }
-        )
+        match self {
+            Self::Chain(e) | Self::Create { source: e, .. } => {
+                matches!(e, ClientError::Revert(_) | ClientError::Reverted(_)) || e.is_dropped()
+            }
+            _ => false,
+        }
     }
 }
 

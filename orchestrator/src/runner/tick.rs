@@ -836,4 +836,14 @@ mod tests {
         let other = outcome_of(Err(RunError::Invalid("not an address: x".into())));
         assert_eq!((other.ok, other.revert), (false, None));
     }
+
+    #[test]
+    fn a_dropped_transaction_is_passed_over_like_a_refusal_and_a_node_error_is_not() {
+        let dropped = ClientError::Dropped { nonce: 3, hashes: Vec::new() };
+        assert!(RunError::Chain(dropped).is_refusal());
+        let dropped = ClientError::Dropped { nonce: 3, hashes: Vec::new() };
+        assert!(refused(&[0], RunError::Chain(dropped)).is_ok(), "the chain is read again");
+        let rpc = alloy::transports::TransportErrorKind::custom_str("down");
+        assert!(refused(&[0], RunError::Chain(ClientError::Rpc(rpc))).is_err(), "fails the step");
+    }
 }

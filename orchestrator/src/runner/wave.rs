@@ -466,6 +466,17 @@ fn answer(
                     );
                     outcome.held.extend_from_slice(&indices);
                 }
+                // Another transaction took its nonce: nothing was created,
+                // and the next look sends what is still to do (a creation
+                // mined after all is held by its reference then).
+                Some(Err(e)) if e.is_dropped() => {
+                    tracing::warn!(
+                        plan = %parts[place].run,
+                        ?indices,
+                        error = %e,
+                        "creations dropped; sent again at the next look"
+                    );
+                }
                 Some(Err(e))
                     if calls(&s.chunk) == 1
                         && matches!(**e, ClientError::Revert(_) | ClientError::Reverted(_)) =>
@@ -664,6 +675,13 @@ mod tests {
         let z = answer(&parts, 2, &wave, &lost);
         assert_eq!(z.refused.iter().map(|r| r.0).collect::<Vec<_>>(), [7]);
         assert!(matches!(z.created, Err(RunError::LeaseLost(_))), "{:?}", z.created);
+        // Dropped (its nonce taken): neither created nor failed; the next
+        // look sends them again.
+        let dropped = ClientError::Dropped { nonce: 3, hashes: vec![Default::default()] };
+        let gone = [settled(vec![(0, 0..2)], err(dropped))];
+        let x = answer(&parts, 0, &gone, &lost);
+        assert_eq!(x.created.unwrap(), Vec::<u32>::new());
+        assert!(x.refused.is_empty() && x.held.is_empty());
         // A failure that is no refusal (a node error) fails the step.
         let rpc = alloy::transports::TransportErrorKind::custom_str("down");
         let down = [settled(vec![(0, 0..2)], err(ClientError::Rpc(rpc)))];
