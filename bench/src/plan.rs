@@ -8,6 +8,14 @@
 //! runner, no workers and no waiting for anyone to notice anything. The ratio
 //! says how much the orchestration (block notifications, worker reaction,
 //! database writes, envelopes) costs on top of the transactions themselves.
+//!
+//! On timed blocks the chain and the fan-out also run through the stand-in
+//! hosted provider ([`tessera_anvil::standin`], `Limits::hosted`): HTTP
+//! only (every service polls twice a block), 25 requests/s per client
+//! answered 429 with `Retry-After` past it (every service comes from one
+//! address: one allowance), 1 % of requests answered 503, capped log
+//! queries, no `anvil_*` methods. Its row counts the orchestrator's
+//! requests with every retry, and the 429s and 503s it took.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -29,7 +37,10 @@ use tessera_anvil::{
     chain::{ChainOptions, Endpoints, LocalChain},
     deploy::{self, DEMO_AGENTS, DeployConfig},
     lifecycle::Driver,
-    stack::{Blobs, spawn_worker, start_orchestrator},
+    stack::{
+        Blobs, spawn_polling_worker, spawn_worker, start_orchestrator, start_polling_orchestrator,
+    },
+    standin::{Limits, StandIn},
 };
 use tessera_bindings::{TaskEscrow, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
@@ -51,11 +62,23 @@ pub struct PlanBenchConfig {
     pub block_time: Option<u64>,
     /// Samples per scenario on that chain (the ten plans run once).
     pub timed_runs: usize,
+    /// The seed of the stand-in hosted provider the chain and the fan-out
+    /// run through on timed blocks too; `None` skips them.
+    pub hosted_seed: Option<u64>,
 }
+
+/// The stand-in provider's seed `make bench-plan` uses.
+pub const HOSTED_SEED: u64 = 30;
 
 impl Default for PlanBenchConfig {
     fn default() -> Self {
-        Self { steps: 5, runs: 10, block_time: Some(2), timed_runs: 3 }
+        Self {
+            steps: 5,
+            runs: 10,
+            block_time: Some(2),
+            timed_runs: 3,
+            hosted_seed: Some(HOSTED_SEED),
+        }
     }
 }
 
@@ -139,6 +162,22 @@ impl PlanBenchReport {
                 if s.creation.is_empty() { String::new() } else { format!("; {}", s.creation) },
             );
         }
+        let hosted: Vec<_> = self.scenarios.iter().filter(|s| s.mode.contains("hosted")).collect();
+        if !hosted.is_empty() {
+            out += "\nThrough the stand-in hosted provider (25 req/s per client, 1 % 503s), per sample:\n";
+            for s in hosted {
+                out += &format!(
+                    "  {}: 429s {:.1} ({:.1} to the orchestrator), 503s {:.1} ({:.1}); \
+                     orchestrator retries {:.2} per sub-task\n",
+                    s.scenario,
+                    s.faults.rate_limited,
+                    s.faults.orch_rate_limited,
+                    s.faults.unavailable,
+                    s.faults.orch_unavailable,
+                    s.faults.orch_retries_per_subtask,
+                );
+            }
+        }
         if !self.idle.is_empty() {
             out += "\nIdle JSON-RPC requests per block, runs waiting at their review gates:\n";
             for i in &self.idle {
@@ -189,6 +228,8 @@ struct Stack {
     worker_rpc: RpcProxy,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     dir: PathBuf,
+    /// The stand-in provider both proxies forward to, when hosted.
+    stand_in: Option<StandIn>,
 }
 
 impl Drop for Stack {
@@ -258,6 +299,61 @@ impl Stack {
             worker_rpc,
             tasks,
             dir,
+            stand_in: None,
+        })
+    }
+
+    /// [`Stack::start`] on a chain mining a block every `secs` seconds,
+    /// both proxies forwarding to a stand-in hosted provider (seeded with
+    /// `seed`) in front of it: no websocket, every service polls twice a
+    /// block.
+    async fn start_hosted(
+        (chain, actors, deployment, direct): (LocalChain, Actors, Deployment, DynProvider),
+        secs: u64,
+        seed: u64,
+    ) -> Result<Self, Error> {
+        let stand_in = StandIn::start(chain.endpoint_url().as_str(), Limits::hosted(seed)).await;
+        let proxy = |e: std::io::Error| Error::Orchestrator(format!("rpc proxy: {e}"));
+        let orch_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(proxy)?;
+        let worker_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(proxy)?;
+        let poll = Duration::from_millis(secs.max(1) * 500);
+        let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
+        let mut tasks = Vec::new();
+        for agent in DEMO_AGENTS {
+            let blobs = Arc::clone(&blobs);
+            let (http, actors, deployment) = (worker_rpc.url(), &actors, &deployment);
+            tasks.push(spawn_polling_worker(&http, poll, actors, deployment, agent, blobs).await?);
+        }
+        let dir =
+            std::env::temp_dir().join(format!("tessera-bench-plan-hosted-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+        let db = format!("sqlite://{}", dir.join("runs.db").display());
+        let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+        let config = RunnerConfig { poll_interval: poll, ..RunnerConfig::default() };
+        let (orch, heads) =
+            start_polling_orchestrator(&orch_rpc.url(), &actors, &deployment, store, blobs, config)
+                .await?;
+        tasks.push(heads);
+        Ok(Self {
+            _chain: chain,
+            actors,
+            deployment,
+            direct,
+            orch,
+            orch_rpc,
+            worker_rpc,
+            tasks,
+            dir,
+            stand_in: Some(stand_in),
+        })
+    }
+
+    /// The stand-in's 429s and 503s so far (none without one).
+    fn faults(&self) -> (u64, u64) {
+        self.stand_in.as_ref().map_or((0, 0), |s| {
+            let c = s.counts();
+            (c.rate_limited, c.failed)
         })
     }
 
@@ -369,6 +465,7 @@ impl Stack {
         }
         let mut events = self.orch.subscribe();
         let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let faults0 = self.faults();
         let block0 = self.direct.get_block_number().await?;
         let started = Instant::now();
         for id in &ids {
@@ -413,6 +510,7 @@ impl Stack {
         }
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
         let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let faults1 = self.faults();
         let blocks = self.blocks_of(&plan_ids, block0).await?;
         Ok(Sample {
             subtasks,
@@ -422,6 +520,7 @@ impl Stack {
             created_after: blocks.created.into_iter().map(|(k, b)| (k, b - block0)).collect(),
             orch: orch1.since(&orch0),
             workers: workers1.since(&workers0),
+            faults: (faults1.0 - faults0.0, faults1.1 - faults0.1),
         })
     }
 
@@ -482,6 +581,8 @@ struct Sample {
     created_after: HashMap<(B256, u32), u64>,
     orch: Counts,
     workers: Counts,
+    /// The stand-in's 429s and 503s to anyone meanwhile.
+    faults: (u64, u64),
 }
 
 /// Blocks the idle requests are counted over.
@@ -550,6 +651,41 @@ pub struct ScenarioRow {
     pub orch_methods: BTreeMap<String, f64>,
     /// Workers' requests per settled sub-task, by method (first sample).
     pub worker_methods: BTreeMap<String, f64>,
+    /// What a stand-in hosted provider answered with faults (all zero
+    /// without one).
+    pub faults: Faults,
+}
+
+/// The faults a stand-in hosted provider injected, mean per sample.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Faults {
+    /// HTTP requests answered 429, to any service.
+    pub rate_limited: f64,
+    /// HTTP requests answered 503, to any service.
+    pub unavailable: f64,
+    /// The orchestrator's requests answered 429.
+    pub orch_rate_limited: f64,
+    /// The orchestrator's requests answered 503.
+    pub orch_unavailable: f64,
+    /// The orchestrator's requests sent again after a 429 or 503, per
+    /// settled sub-task (counted in its requests per sub-task too).
+    pub orch_retries_per_subtask: f64,
+}
+
+impl Faults {
+    fn of(rows: &[Sample]) -> Self {
+        let n = rows.len().max(1) as f64;
+        let mean = |f: &dyn Fn(&Sample) -> f64| rows.iter().map(f).sum::<f64>() / n;
+        Self {
+            rate_limited: mean(&|s| s.faults.0 as f64),
+            unavailable: mean(&|s| s.faults.1 as f64),
+            orch_rate_limited: mean(&|s| s.orch.rate_limited as f64),
+            orch_unavailable: mean(&|s| s.orch.unavailable as f64),
+            orch_retries_per_subtask: mean(&|s| {
+                (s.orch.rate_limited + s.orch.unavailable) as f64 / s.subtasks as f64
+            }),
+        }
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -613,7 +749,17 @@ async fn scenario(
         }
         Shape::Chain(_) => (String::new(), true),
     };
+    let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
+    let orch_p50 = median(orch.clone());
+    let hosted = stack.stand_in.is_some();
     let (goal, met) = match (block_time, shape) {
+        (Some(_), Shape::Chain(5)) if hosted => {
+            ("<= 11 blocks, <= 15 rpc orch".to_owned(), blocks_p50 <= 11.0 && orch_p50 <= 15.0)
+        }
+        (Some(_), Shape::FanOut) if hosted => (
+            "<= 7 blocks, <= 15 rpc orch".to_owned(),
+            blocks_p50 <= 7.0 && orch_p50 <= 15.0 && creation_ok,
+        ),
         (None, Shape::Chain(5)) => {
             let p50 = median(rows.iter().map(|s| s.wall_ms).collect());
             ("p50 <= 350 ms".to_owned(), p50 <= 350.0)
@@ -623,7 +769,6 @@ async fn scenario(
         (Some(_), Shape::Single) => ("created within 1 block".to_owned(), creation_ok),
         _ => (String::new(), true),
     };
-    let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
     let workers: Vec<f64> =
         rows.iter().map(|s| s.workers.total() as f64 / s.subtasks as f64).collect();
     let first = &rows[0];
@@ -638,13 +783,14 @@ async fn scenario(
         blocks_p50,
         seconds_p50: median(rows.iter().map(|s| s.wall_ms / 1e3).collect()),
         blocks_per_step: blocks_p50 / depth as f64,
-        orch_rpc_per_subtask: median(orch),
+        orch_rpc_per_subtask: orch_p50,
         worker_rpc_per_subtask: median(workers),
         creation,
         goal,
         met,
         orch_methods: per_subtask(&first.orch, first.subtasks),
         worker_methods: per_subtask(&first.workers, first.subtasks),
+        faults: Faults::of(&rows),
     })
 }
 
@@ -709,6 +855,14 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         idle.push(stack.idle(1, IDLE_BLOCKS).await?);
         stack.park(9, "idle-b").await?;
         idle.push(stack.idle(10, IDLE_BLOCKS).await?);
+        drop(stack);
+        if let Some(seed) = cfg.hosted_seed {
+            let stack = Stack::start_hosted(Stack::chain(&timed).await?, secs, seed).await?;
+            let mode = format!("{secs} s, hosted");
+            for shape in [Shape::Chain(cfg.steps), Shape::FanOut] {
+                scenarios.push(scenario(&stack, &mode, shape, cfg.timed_runs, Some(secs)).await?);
+            }
+        }
     }
 
     let plan_wall = percentiles(walls);

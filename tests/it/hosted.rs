@@ -70,9 +70,19 @@ fn plan(label: &str, review: &str, source: &str, subtasks: Vec<Value>) -> Value 
 
 fn step(index: u32, capability: &str, executor: Address, cost: u64, deps: &[u32]) -> Value {
     json!({
-        "index": index, "capability": capability, "spec": format!("Do the {capability} step"),
+        "index": index, "capability": capability, "spec": spec_of(capability),
         "executor": executor, "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps,
     })
+}
+
+/// A spec the offline worker of `capability` can work to (a translation
+/// and a brief name their language).
+fn spec_of(capability: &str) -> String {
+    match capability {
+        "translate" => "Translate the article to French".into(),
+        "brief" => "Brief in French, two bullets".into(),
+        other => format!("Do the {other} step"),
+    }
 }
 
 fn nested(index: u32, share: u64, deps: &[u32], subtasks: Vec<Value>) -> Value {
@@ -92,8 +102,10 @@ struct Settled {
 
 /// Runs `body` under auto review to completion.
 async fn auto(stack: &Stack, shape: &'static str, body: Value) -> Settled {
+    let started = std::time::Instant::now();
     let run = stack.run_plan(&body).await;
     let view = stack.wait_state(&run, "completed", PATIENCE).await;
+    eprintln!("{shape}: settled in {:.0} s", started.elapsed().as_secs_f64());
     Settled { shape, tasks: task_ids(&view), run }
 }
 
