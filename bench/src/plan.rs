@@ -750,7 +750,7 @@ async fn scenario(
         Shape::Chain(_) => (String::new(), true),
     };
     let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
-    let orch_p50 = median(orch.clone());
+    let orch_p50 = median(orch);
     let hosted = stack.stand_in.is_some();
     let (goal, met) = match (block_time, shape) {
         (Some(_), Shape::Chain(5)) if hosted => {
