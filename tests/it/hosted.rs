@@ -144,6 +144,10 @@ async fn dispute(stack: &Stack) -> Settled {
     let (status, answer) = stack.post(&path, &json!({"decision": "approve"})).await;
     assert!(status < 300, "{answer}");
     let view = stack.wait_state(&run, "completed", PATIENCE).await;
+    let events = stack.events(&run).await;
+    let resolved: Vec<_> = events.iter().filter(|e| e["kind"] == "dispute_resolved").collect();
+    assert_eq!(resolved.len(), 1, "ruled once: {resolved:?}");
+    assert_eq!((&resolved[0]["index"], &resolved[0]["verdict"]), (&json!(0), &json!("split")));
     Settled { shape: "dispute", tasks: task_ids(&view), run }
 }
 
