@@ -241,7 +241,8 @@ impl Stack {
         ];
         let mut plan = Plan::new(
             Plan::id_from_label(&format!("bench-plan-{}-{label}", std::process::id())),
-            Usdc::from_base_units(1_000_000_000_000),
+            // Under the runner's default per-plan spend cap (50 USDC).
+            Usdc::from_base_units(20_000_000),
             ReviewMode::Auto,
         );
         plan.source = Some(SOURCE.into());
