@@ -223,7 +223,7 @@ soak-indexer: toolchain ## the seeded reorg + kill -9 indexer test with SOAK_SEE
 SOAK_SEEDS ?= 200
 
 soak-replicas: toolchain ## the failover trial: 3 replicas on PostgreSQL under waves of plans, 20 random kill -9s, exactly-once and conserved balances, p99 takeover (KILLS=20, BENCH_PG)
-	@$(CARGO) run --quiet --locked --release -p tessera -- bench failover --kills $(KILLS) --postgres $(BENCH_PG) --json $(BENCH_DIR)/failover.json
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench failover --kills $(KILLS) --database-url $(BENCH_PG) --json $(BENCH_DIR)/failover.json
 
 KILLS ?= 20
 
@@ -236,7 +236,7 @@ bench-plan: toolchain ## chain, fan-out and ten plans on automine and 2 s blocks
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench plan --json $(BENCH_DIR)/plan.json
 
 bench-load: toolchain ## 200 plans x 3 steps through tessera serve with offline workers, automine and 2 s blocks: sub-tasks/s vs direct, p50/p99, RSS, CPU, store size, RPC per sub-task and per block then 1, 2 and 3 replicas on PostgreSQL (PLANS=200; BENCH_PG=postgres://…, empty to skip)
-	@$(CARGO) run --quiet --locked --release -p tessera -- bench load --plans $(PLANS) $(if $(BENCH_PG),--postgres $(BENCH_PG)) --json $(BENCH_DIR)/load.json
+	@$(CARGO) run --quiet --locked --release -p tessera -- bench load --plans $(PLANS) $(if $(BENCH_PG),--database-url $(BENCH_PG)) --json $(BENCH_DIR)/load.json
 
 bench-gas: toolchain ## receipt gas of every lifecycle path (table, and JSON in target/bench/)
 	@$(CARGO) run --quiet --locked -p tessera -- bench gas --json $(BENCH_DIR)/gas.json

@@ -229,9 +229,22 @@ impl Stack {
     /// every `secs` seconds from before the orchestrator starts (deployed
     /// on automine first).
     pub async fn start_on_timed_blocks(secs: u64) -> Self {
-        let all = [0, 1, 2, 3, 4];
-        let (cfg, deploy) = (RunnerConfig::default(), DeployConfig::default());
-        Self::start_full(cfg, None, &all, deploy, Some(secs), None).await
+        Self::start_on_timed_blocks_with(RunnerConfig::default(), secs).await
+    }
+
+    /// [`Stack::start_on_timed_blocks`] with the runner configured by `config`.
+    pub async fn start_on_timed_blocks_with(config: RunnerConfig, secs: u64) -> Self {
+        Self::start_custom_on_timed_blocks(config, &[0, 1, 2, 3, 4], secs).await
+    }
+
+    /// [`Stack::start_on_timed_blocks_with`], with workers for the demo
+    /// agents at `workers` only (see [`Stack::start_custom`]).
+    pub async fn start_custom_on_timed_blocks(
+        config: RunnerConfig,
+        workers: &[usize],
+        secs: u64,
+    ) -> Self {
+        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None).await
     }
 
     async fn start_full(
@@ -596,7 +609,9 @@ pub fn sponsor_task(
 }
 
 /// Demo agent 0's card without `extract-entities`, which the registry
-/// still lists for it at 0.30 USDC: its worker declines such a task on chain.
+/// still lists for it at 0.30 USDC while the worker has not registered
+/// this card (registering withdraws it): its worker declines such a task
+/// on chain.
 pub const NARROW_CARD: &str = "
 id: summarizer-a
 description: Extractive summaries only, whatever the registry still lists.

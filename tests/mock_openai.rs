@@ -141,8 +141,10 @@ async fn completions(
     .into_response()
 }
 
-/// Arguments a cooperative model would send: a `text` naming what it read,
-/// plus a label when the schema asks for one.
+/// Arguments a cooperative model would send: every required field of the
+/// forced tool's schema, a `text` naming what it read, an enum's `neutral`
+/// (or first) value, an example when the schema gives one, a date for a
+/// `date` format, `0` for a number and one item for a list.
 fn default_arguments(body: &Value) -> Value {
     let user = body["messages"]
         .as_array()
@@ -150,10 +152,42 @@ fn default_arguments(body: &Value) -> Value {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
     let words = user.split_whitespace().count();
-    let mut args = json!({ "text": format!("mock model read {words} words") });
     let params = &body["tools"][0]["function"]["parameters"];
-    if params["properties"].get("label").is_some() {
-        args["label"] = json!("neutral");
+    let args = fill(params, "", words);
+    if args.as_object().is_some_and(|o| !o.is_empty()) {
+        args
+    } else {
+        json!({ "text": format!("mock model read {words} words") })
     }
-    args
+}
+
+/// A value for `schema`, the field `name`.
+fn fill(schema: &Value, name: &str, words: usize) -> Value {
+    if let Some(options) = schema["enum"].as_array() {
+        return options
+            .iter()
+            .find(|o| *o == "neutral")
+            .or(options.first())
+            .cloned()
+            .unwrap_or_default();
+    }
+    if let Some(example) = schema["examples"].as_array().and_then(|e| e.first()) {
+        return example.clone();
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let required = schema["required"].as_array().cloned().unwrap_or_default();
+            let fields = required
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|field| (field.to_owned(), fill(&schema["properties"][field], field, words)));
+            Value::Object(fields.collect())
+        }
+        Some("array") => json!([fill(&schema["items"], name, words)]),
+        Some("number" | "integer") => json!(0),
+        Some("boolean") => json!(false),
+        _ if schema["format"] == "date" => json!("2024-01-01"),
+        _ if name == "text" => json!(format!("mock model read {words} words")),
+        _ => json!(format!("mock {name}")),
+    }
 }

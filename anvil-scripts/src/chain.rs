@@ -52,6 +52,9 @@ pub struct ChainOptions {
     /// anvil picks is the one the endpoints name); anvil's own default
     /// (127.0.0.1) when `None`. The endpoints given out stay on localhost.
     pub host: Option<String>,
+    /// The chain id to answer with; anvil's 31337 when `None` (another one
+    /// plays a public chain in tests).
+    pub chain_id: Option<u64>,
 }
 
 /// Where a service reaches the chain: requests over HTTP (possibly through a
@@ -93,6 +96,9 @@ impl LocalChain {
         }
         if let Some(host) = &opts.host {
             anvil = anvil.arg("--host").arg(host);
+        }
+        if let Some(id) = opts.chain_id {
+            anvil = anvil.chain_id(id);
         }
         anvil = anvil.arg("--accounts").arg(opts.accounts.unwrap_or(12).max(10).to_string());
         let instance = anvil.try_spawn().map_err(|e| ChainError::Spawn {

@@ -105,6 +105,7 @@ impl DemoAgent {
                 .collect(),
             model: OFFLINE_MODEL.to_owned(),
             instructions: "Work offline with the built-in algorithms.".to_owned(),
+            publish_instructions: false,
             delegates: Vec::new(),
             max_delegated_outstanding: None,
         }
@@ -238,6 +239,8 @@ pub async fn deploy_to(
         owner,
         arbiter: roles.arbiter,
         appeal_arbiter: roles.appeal_arbiter,
+        rpc_url: None,
+        ws_url: None,
     };
     tracing::info!(?deployment, "deployed");
     Ok(deployment)
@@ -331,12 +334,46 @@ mod tests {
     fn demo_cards_are_valid_and_read_back_from_their_uri() {
         for agent in DEMO_AGENTS {
             let card = AgentCard::from_uri(&agent.card_uri()).unwrap();
-            assert_eq!(card, agent.card());
+            assert_eq!(card, agent.card().published());
             assert_eq!(card.capabilities.len(), agent.offers.len());
             for (offer, &(name, price)) in card.capabilities.iter().zip(agent.offers) {
                 assert_eq!((offer.name.as_str(), offer.price.base_units()), (name, price));
             }
-            tessera_workers::AgentCard::new(card).unwrap();
+            tessera_workers::AgentCard::new(agent.card()).unwrap();
         }
+    }
+
+    /// Each demo agent's YAML card in `workers/cards/` publishes what the
+    /// deploy registers for it — the same capabilities at the same prices,
+    /// the same published card — so `tessera worker --card` on a demo key
+    /// reprices nothing; every other card there is named as not deployed.
+    #[test]
+    fn the_demo_cards_agree_with_what_the_deploy_registers() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workers/cards");
+        // Cards no deploy registers: the demo's brief agent (registered by
+        // its own worker) and the LLM example.
+        let not_deployed = ["brief-1", "llm-sentiment"];
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let card = tessera_workers::AgentCard::load(&path).unwrap();
+            let file = path.display();
+            if not_deployed.contains(&card.id.as_str()) {
+                continue;
+            }
+            let Some(agent) = DEMO_AGENTS.iter().find(|a| a.id == card.id) else {
+                panic!("{file}: {:?} is no demo agent's id", card.id)
+            };
+            let offers: Vec<(&str, u128)> =
+                card.capabilities.iter().map(|c| (c.name.as_str(), c.price.base_units())).collect();
+            assert_eq!(offers, agent.offers, "{file}: the deploy registers other prices");
+            assert_eq!(card.published(), agent.card().published(), "{file}");
+            assert_eq!(card.to_data_uri(), agent.card_uri(), "{file}: the metadata URI differs");
+            seen.push(agent.id);
+        }
+        seen.sort_unstable();
+        let mut all: Vec<&str> = DEMO_AGENTS.iter().map(|a| a.id).collect();
+        all.sort_unstable();
+        assert_eq!(seen, all, "one card per demo agent");
     }
 }

@@ -350,6 +350,12 @@ impl Arbiter {
             .await?;
             head = to;
             for log in logs {
+                // Its logs are read from its creation, looked for back from here.
+                if let (Some(id), Some(block)) =
+                    (log.topics().get(1).map(|t| U256::from_be_bytes(t.0)), log.block_number)
+                {
+                    self.escrow.note_seen(id, block);
+                }
                 match (self.level, decode_log(&log)) {
                     (Level::Dispute, Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e))) => {
                         cases.push((e.taskId, e.reasonURI))
@@ -517,17 +523,14 @@ impl Arbiter {
     /// (the share the task keeps, the rationale its `DisputeRuled` names) and
     /// the appeal (appellant and reason, from `RulingAppealed`).
     async fn appeal_evidence(&self, rec: &TaskRecord) -> Result<Evidence, ArbiterError> {
-        let filter = Filter::new()
-            .address(self.deployment.task_escrow)
-            .event_signature(vec![
-                TaskEscrow::TaskDisputed::SIGNATURE_HASH,
-                TaskEscrow::DisputeRuled::SIGNATURE_HASH,
-                TaskEscrow::RulingAppealed::SIGNATURE_HASH,
-            ])
-            .topic1(B256::from(rec.id));
+        let filter = Filter::new().address(self.deployment.task_escrow).event_signature(vec![
+            TaskEscrow::TaskDisputed::SIGNATURE_HASH,
+            TaskEscrow::DisputeRuled::SIGNATURE_HASH,
+            TaskEscrow::RulingAppealed::SIGNATURE_HASH,
+        ]);
         let (mut reason_uri, mut rationale_uri) = (String::new(), String::new());
         let (mut appellant, mut appeal_uri) = (rec.task.client, String::new());
-        for log in self.escrow.logs(&filter, self.deployment.deploy_block).await? {
+        for log in self.escrow.task_logs(&filter, rec.id, self.deployment.deploy_block).await? {
             match decode_log(&log) {
                 Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => reason_uri = e.reasonURI,
                 Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e)) => {
@@ -634,9 +637,8 @@ impl Arbiter {
     async fn reason_uri(&self, id: U256) -> Result<String, ArbiterError> {
         let filter = Filter::new()
             .address(self.deployment.task_escrow)
-            .event_signature(TaskEscrow::TaskDisputed::SIGNATURE_HASH)
-            .topic1(B256::from(id));
-        let logs = self.escrow.logs(&filter, self.deployment.deploy_block).await?;
+            .event_signature(TaskEscrow::TaskDisputed::SIGNATURE_HASH);
+        let logs = self.escrow.task_logs(&filter, id, self.deployment.deploy_block).await?;
         Ok(logs
             .iter()
             .rev()

@@ -263,8 +263,16 @@ pub struct AgentCard {
     /// Model backing the agent: [`OFFLINE_MODEL`] for the built-in
     /// deterministic runner, or a provider model name such as `gpt-4o-mini`.
     pub model: String,
-    /// Standing instructions (system prompt) for the agent.
+    /// Standing instructions (system prompt) for the agent. Kept off chain:
+    /// the published card ([`AgentCard::published`]) leaves them out unless
+    /// `publish_instructions` is set, so a card read from the registry may
+    /// have none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub instructions: String,
+    /// Whether the registry's copy of the card carries `instructions`;
+    /// `false` by default (the prompt is the operator's own).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub publish_instructions: bool,
     /// Capabilities it delegates to other agents, each with its spending
     /// limit per task; none by default.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -309,14 +317,21 @@ impl AgentCard {
         }
     }
 
-    /// Checks every rule a card must satisfy; the first violation is returned.
+    /// Checks every rule a card as written must satisfy (its `instructions`
+    /// included); the first violation is returned.
     pub fn validate(&self) -> Result<(), CardError> {
+        if self.instructions.trim().is_empty() {
+            return Err(CardError::EmptyField { field: "instructions" });
+        }
+        self.validate_published()
+    }
+
+    /// Checks the rules of a published card: those of [`Self::validate`]
+    /// but `instructions`, which the registry's copy carries only when the
+    /// card asks ([`Self::published`]).
+    pub fn validate_published(&self) -> Result<(), CardError> {
         validate_id(&self.id)?;
-        for (field, value) in [
-            ("description", &self.description),
-            ("model", &self.model),
-            ("instructions", &self.instructions),
-        ] {
+        for (field, value) in [("description", &self.description), ("model", &self.model)] {
             if value.trim().is_empty() {
                 return Err(CardError::EmptyField { field });
             }
@@ -372,23 +387,36 @@ impl AgentCard {
         Ok(())
     }
 
-    /// The card as JSON in a percent-encoded `data:application/json,` URI
-    /// ([`percent_data_uri`]): what the registry's metadata URI holds.
-    /// Prices appear as integer base units.
+    /// What the registry publishes of the card, for anyone to read: every
+    /// field — id, description, role, model, capabilities with prices,
+    /// delegates and their limits — but `instructions`, left out unless
+    /// `publish_instructions` is set.
+    pub fn published(&self) -> Self {
+        let mut card = self.clone();
+        if !card.publish_instructions {
+            card.instructions.clear();
+        }
+        card
+    }
+
+    /// The published card ([`Self::published`]) as JSON in a
+    /// percent-encoded `data:application/json,` URI ([`percent_data_uri`]):
+    /// what the registry's metadata URI holds. Prices appear as integer
+    /// base units.
     pub fn to_uri(&self) -> String {
         // Plain strings, enums and integers always serialize.
-        let json = serde_json::to_vec(self).unwrap_or_default();
+        let json = serde_json::to_vec(&self.published()).unwrap_or_default();
         percent_data_uri(&json)
     }
 
-    /// Parses and validates a card from an inline JSON `data:` URI
-    /// (percent-encoded as [`Self::to_uri`] writes it, raw JSON, or base64),
-    /// at most [`MAX_CARD_BYTES`].
+    /// Parses and validates a published card ([`Self::validate_published`])
+    /// from an inline JSON `data:` URI (percent-encoded as [`Self::to_uri`]
+    /// writes it, raw JSON, or base64), at most [`MAX_CARD_BYTES`].
     pub fn from_uri(uri: &str) -> Result<Self, CardError> {
         let codec = EnvelopeCodec { inline_limit: MAX_CARD_BYTES, max_bytes: MAX_CARD_BYTES };
         let json = codec.fetch_inline(uri).map_err(CardError::DataUri)?;
         let card: Self = serde_json::from_slice(&json)?;
-        card.validate()?;
+        card.validate_published()?;
         Ok(card)
     }
 }
@@ -485,6 +513,7 @@ mod tests {
             ],
             model: OFFLINE_MODEL.into(),
             instructions: "Summarize the material.".into(),
+            publish_instructions: false,
             delegates: Vec::new(),
             max_delegated_outstanding: None,
         }
@@ -496,7 +525,21 @@ mod tests {
         assert!(uri.starts_with("data:application/json,%7B%22id%22%3A%22summarizer-1%22"), "{uri}");
         let body = uri.strip_prefix("data:application/json,").unwrap();
         assert!(!body.contains([' ', '"', '{', '}', ',', ':', '\n']), "{body}");
-        assert_eq!(AgentCard::from_uri(&uri).unwrap(), card());
+        assert_eq!(AgentCard::from_uri(&uri).unwrap(), card().published());
+    }
+
+    #[test]
+    fn instructions_stay_off_chain_unless_the_card_asks() {
+        let uri = card().to_uri();
+        assert!(!uri.contains("instructions") && !uri.contains("Summarize%20the"), "{uri}");
+        let read = AgentCard::from_uri(&uri).unwrap();
+        assert_eq!((read.instructions.as_str(), read.publish_instructions), ("", false));
+        assert_eq!(read.capabilities, card().capabilities, "prices are published");
+        assert!(read.validate().is_err(), "a card without instructions cannot be run");
+        let mut open = card();
+        open.publish_instructions = true;
+        let read = AgentCard::from_uri(&open.to_uri()).unwrap();
+        assert_eq!(read, open, "published whole when asked");
     }
 
     #[test]
@@ -505,6 +548,7 @@ mod tests {
         let value: Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value["capabilities"][0]["price"], 250_000);
         assert_eq!(value["role"], "executor");
+        assert!(value.get("publish_instructions").is_none(), "false, not written");
         let raw = format!("data:application/json,{}", json.replace('%', "%25"));
         assert_eq!(AgentCard::from_uri(&raw).unwrap(), card());
         use base64::Engine as _;

@@ -27,6 +27,14 @@ pub struct Deployment {
     pub arbiter: Address,
     /// Appeal arbiter at deployment time.
     pub appeal_arbiter: Address,
+    /// The JSON-RPC endpoint the contracts were deployed through, when
+    /// recorded (`tessera chain`, `tessera deploy`): a service given no
+    /// `--rpc-url` connects there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_url: Option<String>,
+    /// The chain's websocket endpoint, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws_url: Option<String>,
 }
 
 /// Why a deployment record could not be read or written.
@@ -112,6 +120,8 @@ mod tests {
             owner: Address::repeat_byte(4),
             arbiter: Address::repeat_byte(5),
             appeal_arbiter: Address::repeat_byte(6),
+            rpc_url: Some("http://127.0.0.1:8545/".into()),
+            ws_url: None,
         }
     }
 

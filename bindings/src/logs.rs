@@ -161,6 +161,43 @@ pub async fn read_all<P: Provider + ?Sized>(
     Ok(out)
 }
 
+/// Reads the logs of `filter` backwards, from `top` down to `floor`, a
+/// range at a time (adapting as [`read_chunk`]'s do), until `pick` picks one
+/// out: the newest log it picks, or `None` once `floor` is read. What a task
+/// needs is found near where it was last seen, so the cost grows with its
+/// age, not with the deployment's.
+pub async fn find_back<P: Provider + ?Sized, T>(
+    provider: &P,
+    filter: &Filter,
+    floor: u64,
+    top: u64,
+    range: &mut LogRange,
+    pick: impl Fn(&Log) -> Option<T>,
+) -> Result<Option<T>, TransportError> {
+    let mut to = top;
+    while to >= floor {
+        let from = to.saturating_sub(range.size() - 1).max(floor);
+        let query = filter.clone().from_block(from).to_block(to);
+        match provider.get_logs(&query).await {
+            Ok(logs) => {
+                range.succeeded();
+                if let Some(found) = logs.iter().rev().find_map(&pick) {
+                    return Ok(Some(found));
+                }
+                if from == floor || from == 0 {
+                    return Ok(None);
+                }
+                to = from - 1;
+            }
+            Err(e) if is_range_error(&e) && range.shrink(to - from + 1) => {
+                tracing::debug!(from, to, size = range.size(), error = %e, "log range shrunk");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
 /// A [`LogRange`] shared by clones of one client (kept between reads, so a
 /// provider's cap is learnt once, not on every read).
 #[derive(Debug, Clone, Default)]
@@ -177,6 +214,23 @@ impl SharedRange {
     ) -> Result<Vec<Log>, TransportError> {
         let mut range = self.0.lock().map(|r| r.clone()).unwrap_or_default();
         let result = read_all(provider, filter, from, to, &mut range).await;
+        if let Ok(mut shared) = self.0.lock() {
+            *shared = range;
+        }
+        result
+    }
+
+    /// [`find_back`] with this range.
+    pub async fn find_back<P: Provider + ?Sized, T>(
+        &self,
+        provider: &P,
+        filter: &Filter,
+        floor: u64,
+        top: u64,
+        pick: impl Fn(&Log) -> Option<T>,
+    ) -> Result<Option<T>, TransportError> {
+        let mut range = self.0.lock().map(|r| r.clone()).unwrap_or_default();
+        let result = find_back(provider, filter, floor, top, &mut range, pick).await;
         if let Ok(mut shared) = self.0.lock() {
             *shared = range;
         }

@@ -150,7 +150,7 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
         }
         ArbiterCommand::Appeals(AppealsCommand::List { chain }) => {
             let deployment = chain.conn.deployment()?;
-            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::default());
+            let provider = connect(chain.conn.rpc_url(), EthereumWallet::default());
             let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
             let list = appeals(&escrow, &deployment).await?;
             if list.is_empty() {
@@ -189,7 +189,7 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
             let signer = key("TESSERA_APPEAL_ARBITER_KEY", "appeal arbiter")?;
             let me = signer.address();
             let deployment = chain.conn.deployment()?;
-            let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
+            let provider = connect(chain.conn.rpc_url(), EthereumWallet::new(signer));
             let escrow = EscrowClient::new(provider, deployment.task_escrow);
             let store = ArbiterStore::connect(&chain.database_url).await?;
             let verdict = Verdict::new(kind, share, rationale, "appeal-arbiter");
@@ -222,44 +222,72 @@ async fn serve(
     let signer = key(var, role)?;
     let me = signer.address();
     let deployment = chain.conn.deployment()?;
-    let store = crate::starting::until_reachable("opening the decision store", || {
-        ArbiterStore::connect(&chain.database_url)
-    })
-    .await
-    .wrap_err("opening the decision store")?;
-    let provider = connect(chain.conn.rpc_url.clone(), EthereumWallet::new(signer));
-    chain.conn.check_chain(&provider, &deployment).await?;
+    let provider = connect(chain.conn.rpc_url(), EthereumWallet::new(signer));
     let sources = chain.conn.blob_sources();
-    let ops_server = match ops.metrics_addr {
-        Some(addr) => Some(
-            serve_ops(addr, store.clone(), provider.clone(), Arc::clone(sources.local())).await?,
-        ),
-        None => None,
-    };
-    let public =
-        crate::serving::public_url(ops.public_url, ops_server.as_ref().map(Served::addr), "/blobs");
-    let sources = sources.with_public_url(public);
     let judge_name = match Judge::from_env() {
         Judge::Offline => "offline rubric",
         Judge::Council(_) => "council (LLM)",
     };
     let blobs = Arc::clone(sources.local());
-    // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
-    let what = format!("reaching the escrow through {}", chain.conn.rpc_url);
-    let arbiter = crate::starting::until_reachable(&what, || {
-        let (provider, deployment, store) = (provider.clone(), deployment.clone(), store.clone());
-        let (judge, blobs) = (Judge::from_env(), Arc::clone(&blobs));
+    // Until the store and the chain answer (each waited for with backoff),
+    // --metrics-addr serves /healthz and a /readyz that says 503.
+    let listener = match ops.metrics_addr {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .wrap_err_with(|| format!("listening on {addr} (--metrics-addr)"))?,
+        ),
+        None => None,
+    };
+    let what = format!("reaching the escrow through {}", chain.conn.rpc_url());
+    let start = || {
+        let (provider, deployment, what) = (provider.clone(), deployment.clone(), what.clone());
+        let (conn, url, blobs) = (&chain.conn, &chain.database_url, Arc::clone(&blobs));
         async move {
-            match level {
-                Level::Dispute => Arbiter::new(provider, me, deployment, store, judge, blobs).await,
-                Level::Appeal => {
-                    Arbiter::appeal_arbiter(provider, me, deployment, store, judge, blobs).await
+            let store = crate::starting::until_reachable("opening the decision store", || {
+                ArbiterStore::connect(url)
+            })
+            .await
+            .wrap_err("opening the decision store")?;
+            conn.check_chain(&provider, &deployment).await?;
+            let arbiter = crate::starting::until_reachable(&what, || {
+                let (provider, deployment, store) =
+                    (provider.clone(), deployment.clone(), store.clone());
+                let (judge, blobs) = (Judge::from_env(), Arc::clone(&blobs));
+                async move {
+                    match level {
+                        Level::Dispute => {
+                            Arbiter::new(provider, me, deployment, store, judge, blobs).await
+                        }
+                        Level::Appeal => {
+                            Arbiter::appeal_arbiter(provider, me, deployment, store, judge, blobs)
+                                .await
+                        }
+                    }
                 }
-            }
+            })
+            .await
+            .wrap_err(what)?;
+            eyre::Ok((store, arbiter))
         }
-    })
-    .await
-    .wrap_err(what)?;
+    };
+    let ((store, arbiter), listener) = match listener {
+        Some(listener) => {
+            let (started, listener) =
+                crate::starting::while_starting(listener, provider.clone(), start).await?;
+            (started?, Some(listener))
+        }
+        None => (start().await?, None),
+    };
+    let ops_server = match listener {
+        Some(listener) => {
+            Some(serve_ops(listener, store, provider.clone(), Arc::clone(sources.local()))?)
+        }
+        None => None,
+    };
+    let public =
+        crate::serving::public_url(ops.public_url, ops_server.as_ref().map(Served::addr), "/blobs");
+    let sources = sources.with_public_url(public);
     let mut arbiter = arbiter.with_blob_sources(sources);
     println!("{role} {me} ruling with the {judge_name}. Ctrl-C to stop.");
     let ws = chain.conn.ws();
@@ -278,11 +306,11 @@ async fn serve(
     Ok(())
 }
 
-/// Binds `addr` and serves the ops routes there, ready when `store`
+/// Serves the ops routes on `listener`, ready when `store`
 /// answers `SELECT 1` and `provider` `eth_blockNumber`, and the arbiter's
 /// blobs (its rationales) at `/blobs/{hash}`.
-async fn serve_ops(
-    addr: std::net::SocketAddr,
+fn serve_ops(
+    listener: tokio::net::TcpListener,
     store: ArbiterStore,
     provider: alloy::providers::DynProvider,
     blobs: Arc<dyn tessera_bindings::envelope::BlobStore + Send + Sync>,
@@ -293,8 +321,7 @@ async fn serve_ops(
             async move { store.ping().await.map_err(|e| e.to_string()) }
         })
         .ready_when("chain", tessera_bindings::client::chain_ready(provider));
-    let served =
-        Served::bind(addr, "--metrics-addr", crate::serving::ops_and_blobs(ops, blobs)).await?;
+    let served = Served::serve(listener, crate::serving::ops_and_blobs(ops, blobs))?;
     println!("metrics on http://{0}/metrics, blobs on http://{0}/blobs", served.addr());
     Ok(served)
 }

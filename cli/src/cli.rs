@@ -27,8 +27,10 @@ use tessera_anvil::{
 ///   runs      inspect runs through the orchestrator's API
 ///   chain     a local chain with the contracts and demo agents, until Ctrl-C
 ///   deploy    deploy the contracts to a running chain
-///   demo      one task lifecycle on a throwaway local chain
-///   bench     gas per lifecycle path, indexer throughput
+///   demo      the whole system on a throwaway local chain, each party at
+///             its own home: a lifecycle, then plans (nested, delegated,
+///             disputed, declined and reassigned), with their lineage
+///   bench     gas, plans, load, replicas' failover, classification, indexer
 ///
 /// Run `tessera <command> --help` for each command's options.
 #[derive(Debug, Parser)]
@@ -59,8 +61,12 @@ pub(crate) enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Start a local chain, deploy, register demo agents and run one task
-    /// lifecycle, printing each transaction; the chain is stopped at the end.
+    /// Start a local chain, deploy and register the demo agents; run one task
+    /// lifecycle printing each transaction, then plans through the
+    /// orchestrator and workers, each party at a home of its own (a chain, a
+    /// nested plan, a delegation, a dispute, a plan between homes with a
+    /// decline on chain), with each plan's lineage from the indexer; the
+    /// chain is stopped at the end.
     Demo(ChainArgs),
     /// Start a local chain with the contracts deployed and demo agents
     /// registered, write the deployment file, and keep running until Ctrl-C.
@@ -108,7 +114,9 @@ enum Command {
     /// The arbiter: rule on disputes, finalize rulings, decide appeals.
     #[command(subcommand)]
     Arbiter(crate::arbitrate::ArbiterCommand),
-    /// Benchmarks: gas per lifecycle path, indexer throughput and lag.
+    /// Benchmarks: gas per lifecycle path, plans (blocks, seconds, RPC per
+    /// sub-task), load through `serve`, replicas' failover, the planner's
+    /// classification, indexer throughput and lag.
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -134,6 +142,7 @@ enum RunsCommand {
     #[command(after_help = crate::client::EXIT_CODES)]
     Show {
         /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         id: String,
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
@@ -168,9 +177,10 @@ pub(crate) struct Connection {
     /// The deployment record to work against.
     #[arg(long, default_value = "deployment.json")]
     pub(crate) deployment: PathBuf,
-    /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
-    pub(crate) rpc_url: Url,
+    /// JSON-RPC endpoint of the chain [default: the one the deployment file
+    /// records, else http://127.0.0.1:8545]
+    #[arg(long = "rpc-url", value_name = "URL", env = "TESSERA_RPC_URL")]
+    pub(crate) rpc_url_arg: Option<Url>,
     /// Websocket endpoint for new blocks (default: the RPC URL with ws://);
     /// without one the service polls.
     #[arg(long, env = "TESSERA_WS_URL")]
@@ -221,28 +231,47 @@ impl Limits {
 impl Connection {
     /// The deployment record.
     pub(crate) fn deployment(&self) -> Result<tessera_bindings::deployment::Deployment> {
-        Ok(tessera_bindings::deployment::Deployment::load(&self.deployment)?)
+        use tessera_bindings::deployment::{Deployment, DeploymentError};
+        match Deployment::load(&self.deployment) {
+            Err(DeploymentError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                bail!(
+                    "no deployment file at {}: start a local chain with `tessera chain` (it writes one), deploy with `tessera deploy`, or name one with --deployment",
+                    self.deployment.display()
+                )
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// The chain's JSON-RPC endpoint: `--rpc-url` (or TESSERA_RPC_URL),
+    /// else the one the deployment file records, else the local default.
+    pub(crate) fn rpc_url(&self) -> Url {
+        self.rpc_url_arg
+            .clone()
+            .or_else(|| self.deployment().ok()?.rpc_url?.parse().ok())
+            .unwrap_or_else(|| DEFAULT_RPC_URL.parse().expect("the default RPC URL parses"))
     }
 
     /// Refuses to go on when the chain behind `provider` is not the one the
     /// deployment record names (one clear line). A chain that does not
-    /// answer yet is let through with a warning: the service's own
-    /// reachability handling deals with it.
+    /// answer yet is waited for, with backoff.
     pub(crate) async fn check_chain(
         &self,
         provider: &alloy::providers::DynProvider,
         deployment: &tessera_bindings::deployment::Deployment,
     ) -> Result<()> {
         use alloy::providers::Provider;
-        match provider.get_chain_id().await {
-            Ok(actual) => deployment.check_chain(actual).map_err(|err| {
-                eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url)
-            }),
-            Err(err) => {
-                tracing::warn!(%err, rpc = %self.rpc_url, "could not read the chain id yet");
-                Ok(())
-            }
-        }
+        // A service waits for its chain to answer (as for everything else
+        // at start) rather than run unchecked.
+        let what = format!("reading the chain id through {}", self.rpc_url());
+        let actual = crate::starting::until_reachable(&what, || provider.get_chain_id())
+            .await
+            .wrap_err(what)?;
+        deployment.check_chain(actual).map_err(|err| {
+            eyre::eyre!("{} against {}: {err}", self.deployment.display(), self.rpc_url())
+        })
     }
 
     /// The local blob store under `--blobs`, read first, then URI hints
@@ -256,7 +285,12 @@ impl Connection {
 
     /// The websocket endpoint: given, or the RPC URL's ws:// twin.
     pub(crate) fn ws(&self) -> Option<String> {
-        self.ws_url.clone().or_else(|| ws_of(&self.rpc_url))
+        let recorded = || match self.rpc_url_arg {
+            // The recorded websocket belongs to the recorded RPC endpoint.
+            None => self.deployment().ok()?.ws_url,
+            Some(_) => None,
+        };
+        self.ws_url.clone().or_else(recorded).or_else(|| ws_of(&self.rpc_url()))
     }
 }
 
@@ -326,7 +360,7 @@ enum BenchCommand {
         /// server (e.g. postgres://postgres@127.0.0.1:5432/postgres), once
         /// per number of --replicas; skipped, with the reason, when it does
         /// not answer.
-        #[arg(long)]
+        #[arg(long = "database-url", alias = "postgres", value_name = "URL")]
         postgres: Option<String>,
         /// Replica counts of the PostgreSQL rounds (each replica its own
         /// funded sponsor key, so its own lane), 1 to 4.
@@ -347,7 +381,9 @@ enum BenchCommand {
         chain: ChainArgs,
         /// The PostgreSQL server to make a scratch database on.
         #[arg(
-            long,
+            long = "database-url",
+            alias = "postgres",
+            value_name = "URL",
             env = "TESSERA_TEST_PG",
             default_value = "postgres://postgres@127.0.0.1:5432/postgres"
         )]
@@ -368,7 +404,7 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(500..=60_000))]
         lease_ttl_ms: u64,
         /// The replicas' lease heartbeat, ms (below the TTL).
-        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(100..=30_000))]
+        #[arg(long = "lease-heartbeat-ms", alias = "heartbeat-ms", default_value_t = 500, value_parser = clap::value_parser!(u64).range(100..=30_000))]
         heartbeat_ms: u64,
         /// Seeds the moments and victims of the kills.
         #[arg(long, default_value_t = 1)]
@@ -401,10 +437,18 @@ enum BenchCommand {
     },
 }
 
+/// Where every service looks for the chain when told nothing else.
+pub(crate) const DEFAULT_RPC_URL: &str = "http://127.0.0.1:8545";
+
+/// The port `tessera chain` listens on unless told otherwise: the default
+/// RPC URL's.
+const DEFAULT_CHAIN_PORT: u16 = 8545;
+
 /// Where and how to start anvil.
 #[derive(Debug, Args)]
 struct ChainArgs {
-    /// Port for anvil (a free port when omitted).
+    /// Port for anvil: 0 for a free one [default: 8545 for `tessera chain`,
+    /// where every service looks by default; a free one otherwise]
     #[arg(long)]
     port: Option<u16>,
     /// Load chain state from this file and keep saving it there.
@@ -418,7 +462,7 @@ struct ChainArgs {
 impl ChainArgs {
     fn options(&self) -> ChainOptions {
         ChainOptions {
-            port: self.port,
+            port: self.port.filter(|p| *p != 0),
             state_file: self.state.clone(),
             anvil: self.anvil.clone(),
             ..ChainOptions::default()
@@ -430,14 +474,29 @@ impl ChainArgs {
 #[derive(Debug, Args)]
 pub(crate) struct DeployArgs {
     /// Seconds the arbiter has to rule on a dispute.
-    #[arg(long, default_value_t = 86_400)]
+    #[arg(
+        long = "dispute-window-secs",
+        alias = "dispute-window",
+        value_name = "SECS",
+        default_value_t = 86_400
+    )]
     dispute_window: u32,
     /// Seconds to appeal a ruling (0 makes rulings final at once).
-    #[arg(long, default_value_t = 86_400)]
+    #[arg(
+        long = "appeal-window-secs",
+        alias = "appeal-window",
+        value_name = "SECS",
+        default_value_t = 86_400
+    )]
     appeal_window: u32,
     /// Seconds the appeal arbiter has to rule on an appeal before the first
     /// ruling stands.
-    #[arg(long, default_value_t = 86_400)]
+    #[arg(
+        long = "appeal-ruling-window-secs",
+        alias = "appeal-ruling-window",
+        value_name = "SECS",
+        default_value_t = 86_400
+    )]
     appeal_ruling_window: u32,
 }
 
@@ -475,14 +534,40 @@ impl Cli {
                 print!("{}", outcome.transcript);
             }
             Command::Chain { chain, block_time, deployment } => {
-                let running = LocalChain::start(&ChainOptions { block_time, ..chain.options() })?;
+                let port = chain.port.unwrap_or(DEFAULT_CHAIN_PORT);
+                let options = ChainOptions { block_time, ..chain.options() };
+                let running = LocalChain::start(&ChainOptions {
+                    port: (port != 0).then_some(port),
+                    ..options
+                })
+                .wrap_err_with(|| {
+                    format!("starting anvil on port {port} (--port 0 takes a free one)")
+                })?;
                 let actors = Actors::from_keys(&running.keys())?;
                 let provider = actors.provider(running.endpoint_url());
                 let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
                 deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
+                // Every service reading this file connects here unless told otherwise.
+                let record = tessera_bindings::deployment::Deployment {
+                    rpc_url: Some(running.endpoint_url().to_string()),
+                    ws_url: Some(running.ws_endpoint()),
+                    ..record
+                };
                 record.save(&deployment)?;
                 let mining =
                     block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
+                // The accounts past the roles' are nobody's yet: one for an agent of your own.
+                let keys = running.keys();
+                let spare: Vec<_> = keys
+                    .iter()
+                    .skip(5 + tessera_anvil::actors::AGENT_ACCOUNTS)
+                    .take(2)
+                    .map(|k| alloy::signers::local::PrivateKeySigner::from_signing_key(k.clone()))
+                    .collect();
+                let funds = tessera_bindings::usdc::Usdc::from_base_units(
+                    DeployConfig::default().sponsor_funds.to::<u128>(),
+                );
+                print!("{}", crate::local::roles(&actors, &spare, funds));
                 println!(
                     "anvil on {} (ws {}), chain id {}, {mining}; deployment written to {}. Ctrl-C to stop.",
                     running.endpoint_url(),
@@ -566,7 +651,7 @@ impl Cli {
                 json,
             }) => {
                 if heartbeat_ms >= lease_ttl_ms {
-                    bail!("--heartbeat-ms must be below --lease-ttl-ms");
+                    bail!("--lease-heartbeat-ms must be below --lease-ttl-ms");
                 }
                 let cfg = tessera_bench::failover::FailoverConfig {
                     replicas: usize::try_from(replicas).unwrap_or(usize::MAX),
@@ -656,6 +741,12 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     use tessera_workers::{AgentCard, runtime::Worker};
 
     let card = AgentCard::load(&args.card)?;
+    // A card that needs a model and has no key is refused before anything
+    // is registered: it would offer work it can only decline.
+    let llm = tessera_workers::llm::LlmConfig::for_card(
+        &card,
+        tessera_workers::llm::LlmConfig::from_env(),
+    )?;
     let deployment = args.conn.deployment()?;
     let key = std::env::var("TESSERA_WORKER_KEY")
         .map_err(|_| eyre::eyre!("set TESSERA_WORKER_KEY to the agent's private key (hex)"))?;
@@ -664,8 +755,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .parse()
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
-    let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer));
-    args.conn.check_chain(&provider, &deployment).await?;
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer));
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.
@@ -680,21 +770,20 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         public.as_ref().map_or("no hint", |u| u.as_str())
     );
     let sources = sources.with_public_url(public);
-    let offline = card.is_offline();
-    let mut worker = Worker::new(provider, me, card, deployment, Arc::clone(sources.local()))
-        .with_blob_sources(sources);
-    match tessera_workers::llm::LlmConfig::from_env() {
-        Some(llm) if !offline => {
+    let worker_provider = provider.clone();
+    let mut worker =
+        Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
+            .with_blob_sources(sources);
+    match llm {
+        Some(llm) => {
             println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
             worker = worker.with_llm(&llm);
         }
-        Some(_) => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
-        None => {
-            println!("no LLM key set (TESSERA_LLM_API_KEY / OPENAI_API_KEY): offline algorithms")
-        }
+        None => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
     }
     // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
-    let what = format!("registering {me} at {}", args.conn.rpc_url);
+    args.conn.check_chain(&worker_provider, &deployment).await?;
+    let what = format!("registering {me} at {}", args.conn.rpc_url());
     let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
         .await
         .wrap_err(what)?;

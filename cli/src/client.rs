@@ -25,9 +25,9 @@ pub(crate) enum ApiError {
     /// Refused for want of the right token (401, 403).
     Unauthorized { status: u16, message: String },
     /// The API failed (5xx).
-    Server { status: u16, message: String },
+    Server { service: &'static str, status: u16, message: String },
     /// No answer at all.
-    Unreachable { base: String, error: String },
+    Unreachable { service: &'static str, base: String, error: String },
 }
 
 impl ApiError {
@@ -36,13 +36,24 @@ impl ApiError {
         match status {
             401 | 403 => Self::Unauthorized { status, message },
             400..=499 => Self::Refused { status, message },
-            _ => Self::Server { status, message },
+            _ => Self::Server { service: "orchestrator", status, message },
         }
     }
 
     /// The API at `base` did not answer: why.
     pub(crate) fn unreachable(base: &str, error: &reqwest::Error) -> Self {
-        Self::Unreachable { base: base.to_owned(), error: error_chain(error) }
+        let (base, error) = (base.to_owned(), error_chain(error));
+        Self::Unreachable { service: "orchestrator", base, error }
+    }
+
+    /// The same failure, of `service`'s API (the indexer's, say) rather
+    /// than the orchestrator's.
+    pub(crate) fn of(self, service: &'static str) -> Self {
+        match self {
+            Self::Server { status, message, .. } => Self::Server { service, status, message },
+            Self::Unreachable { base, error, .. } => Self::Unreachable { service, base, error },
+            other => other,
+        }
     }
 
     /// The process exit code it means (see [`EXIT_CODES`]).
@@ -84,11 +95,11 @@ impl std::fmt::Display for ApiError {
                 "unauthorized ({}): {message} (set TESSERA_API_TOKEN to the orchestrator's token)",
                 reason(status)
             ),
-            Self::Server { status, message } => {
-                write!(f, "the orchestrator failed ({}): {message}", reason(status))
+            Self::Server { service, status, message } => {
+                write!(f, "the {service} failed ({}): {message}", reason(status))
             }
-            Self::Unreachable { base, error } => {
-                write!(f, "the orchestrator at {base} is unreachable: {error}")
+            Self::Unreachable { service, base, error } => {
+                write!(f, "the {service} at {base} is unreachable: {error}")
             }
         }
     }
@@ -157,6 +168,17 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// A plan (run) id as the APIs take it: `0x` and 64 hex digits, checked
+/// before any request is made (lower-cased).
+pub(crate) fn parse_plan_id(s: &str) -> Result<String, String> {
+    let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(format!("0x{}", hex.to_ascii_lowercase()))
+    } else {
+        Err(format!("{s:?} is not a plan id: 0x and 64 hex digits"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,8 +191,21 @@ mod tests {
             let e = ApiError::from_status(status, "x".into());
             assert_eq!((e.status(), e.exit_code()), (Some(status), code), "{status}");
         }
-        let gone = ApiError::Unreachable { base: "http://x".into(), error: "refused".into() };
+        let gone = ApiError::Unreachable {
+            service: "orchestrator",
+            base: "http://x".into(),
+            error: "refused".into(),
+        };
         assert_eq!(gone.exit_code(), 5);
+    }
+
+    #[test]
+    fn plan_ids_are_checked_before_any_request() {
+        let id = format!("0x{}", "Ab".repeat(32));
+        assert_eq!(parse_plan_id(&id).unwrap(), id.to_lowercase());
+        for bad in ["0x1234", "", "0x", &format!("0x{}", "g".repeat(64)), &"a".repeat(66)] {
+            assert!(parse_plan_id(bad).unwrap_err().contains("is not a plan id"), "{bad}");
+        }
     }
 
     #[test]

@@ -14,9 +14,13 @@ use tessera_anvil::{
     chain::DEV_MNEMONIC,
     deploy::{self, DeployRoles},
 };
+use tessera_bindings::deployment::Deployment;
 
 /// The deployer's key in hex.
 pub(crate) const DEPLOYER_KEY_VAR: &str = "TESSERA_DEPLOYER_KEY";
+/// The chain id of a local development chain (anvil's).
+pub(crate) const LOCAL_CHAIN_ID: u64 = 31_337;
+
 /// The keystore's password, when no --password-file is given.
 pub(crate) const KEYSTORE_PASSWORD_VAR: &str = "TESSERA_KEYSTORE_PASSWORD";
 
@@ -24,7 +28,7 @@ pub(crate) const KEYSTORE_PASSWORD_VAR: &str = "TESSERA_KEYSTORE_PASSWORD";
 #[derive(Debug, Args)]
 pub(crate) struct DeployCmd {
     /// JSON-RPC endpoint of the chain.
-    #[arg(long, env = "TESSERA_RPC_URL", default_value = "http://127.0.0.1:8545")]
+    #[arg(long, env = "TESSERA_RPC_URL", default_value = crate::cli::DEFAULT_RPC_URL)]
     pub(crate) rpc_url: Url,
     /// An encrypted JSON keystore (Web3 secret storage, as `cast wallet
     /// import` writes) holding the deployer's key.
@@ -68,6 +72,7 @@ pub(crate) struct DeployCmd {
 pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
     let cfg = cmd.config.config();
     let deployer = deployer_key(&cmd)?;
+    let dev_keys = deployer.is_none() && cmd.mnemonic.as_deref().is_none_or(|m| m == DEV_MNEMONIC);
     let (provider, roles, actors) = match deployer {
         Some(signer) => {
             if cmd.demo_agents {
@@ -104,6 +109,12 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
         .get_chain_id()
         .await
         .wrap_err_with(|| format!("reaching the chain at {}", cmd.rpc_url))?;
+    // Anvil's dev mnemonic is public: its keys hold nothing but on a local chain.
+    if dev_keys && chain_id != LOCAL_CHAIN_ID {
+        bail!(
+            "chain id {chain_id} is not a local chain: the dev mnemonic's keys are public there; give the deployer with {DEPLOYER_KEY_VAR} or --keystore"
+        );
+    }
     println!("deploying to chain id {chain_id} at {} as {}", cmd.rpc_url, roles.owner);
     let record = deploy::deploy_to(&provider, &roles, &cfg)
         .await
@@ -111,6 +122,8 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
     if let (true, Some(actors)) = (cmd.demo_agents, &actors) {
         deploy::register_demo_agents(&provider, actors, record.agent_registry).await?;
     }
+    // Services on this machine given no --rpc-url connect where it was deployed.
+    let record = Deployment { rpc_url: Some(cmd.rpc_url.to_string()), ..record };
     record.save(&cmd.deployment)?;
     println!("{}", serde_json::to_string_pretty(&record)?);
     println!("deployment written to {}", cmd.deployment.display());

@@ -4,7 +4,7 @@ use std::{sync::Arc, time::Duration};
 
 use alloy::network::EthereumWallet;
 use clap::{Args, Subcommand};
-use eyre::{Context, Result, bail};
+use eyre::{Context, Result};
 use serde_json::Value;
 use tessera_bindings::client::connect;
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
@@ -22,8 +22,13 @@ pub(crate) enum IndexerCommand {
 pub(crate) struct IndexerRun {
     #[command(flatten)]
     conn: crate::cli::Connection,
-    /// Index store: sqlite://<file> or postgres://…
-    #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
+    /// Index store: sqlite://<file> or postgres://… (not the file `tessera
+    /// serve`'s embedded indexer uses by default: one writer per file).
+    #[arg(
+        long,
+        env = "TESSERA_INDEXER_DATABASE_URL",
+        default_value = "sqlite://.tessera/indexer.db"
+    )]
     database_url: String,
     /// Address the API listens on.
     #[arg(long, default_value = "127.0.0.1:8090")]
@@ -44,9 +49,17 @@ pub(crate) enum TasksCommand {
     /// A plan's lineage as a tree: id, spec, status, executor, cost.
     Tree {
         /// The plan id (0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         plan: String,
-        /// Indexer API base URL.
-        #[arg(long, env = "TESSERA_INDEXER_URL", default_value = "http://127.0.0.1:8090")]
+        /// Indexer API base URL: `tessera serve`'s embedded one by default,
+        /// a standalone `tessera indexer run` at http://127.0.0.1:8090.
+        #[arg(
+            long = "indexer-url",
+            alias = "indexer",
+            value_name = "URL",
+            env = "TESSERA_INDEXER_URL",
+            default_value = "http://127.0.0.1:8080/index"
+        )]
         indexer: String,
     },
 }
@@ -63,7 +76,7 @@ pub(crate) async fn open(
     })
     .await
     .wrap_err("opening the index store")?;
-    let provider = connect(conn.rpc_url.clone(), EthereumWallet::default());
+    let provider = connect(conn.rpc_url(), EthereumWallet::default());
     conn.check_chain(&provider, &deployment).await?;
     let cfg = IndexerConfig { reorg_depth, ..IndexerConfig::default() };
     let sources = conn.blob_sources();
@@ -76,10 +89,21 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let IndexerCommand::Run(a) = cmd;
-    let mut indexer = open(&a.conn, &a.database_url, a.reorg_depth).await?;
+    // One writer per SQLite file, for as long as this one runs.
+    let _lock = tessera_orchestrator::store::lock_sqlite(&a.database_url).wrap_err_with(|| {
+        format!("opening the index store {}", crate::orchestrate::redact(&a.database_url))
+    })?;
     let listener = tokio::net::TcpListener::bind(a.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", a.listen))?;
+    // Until the store and the chain answer (each waited for with backoff),
+    // the address serves /healthz and a /readyz that says 503.
+    let provider = connect(a.conn.rpc_url(), EthereumWallet::default());
+    let (opened, listener) = crate::starting::while_starting(listener, provider, || {
+        open(&a.conn, &a.database_url, a.reorg_depth)
+    })
+    .await?;
+    let mut indexer = opened?;
     let gate = a.limits.gate();
     // /metrics, /healthz and /readyz beside the read API, and the envelopes
     // it fetched at /blobs/{hash}, outside its OpenAPI document.
@@ -116,13 +140,19 @@ pub(crate) async fn run(
 /// Prints a plan's lineage like an epic view.
 pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
     let TasksCommand::Tree { plan, indexer } = cmd;
-    let url = format!("{}/api/plans/{plan}/tree", indexer.trim_end_matches('/'));
-    let resp =
-        reqwest::get(&url).await.wrap_err_with(|| format!("reaching the indexer at {indexer}"))?;
+    let base = indexer.trim_end_matches('/');
+    let url = format!("{base}/api/plans/{plan}/tree");
+    // Failures exit as the orchestrator client's do (see its exit codes).
+    let resp = reqwest::get(&url)
+        .await
+        .map_err(|e| crate::client::ApiError::unreachable(base, &e).of("indexer"))?;
     let status = resp.status();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
-        bail!("{status}: {}", body["error"].as_str().unwrap_or("no details"));
+        let message = body["error"].as_str().unwrap_or("no details").to_owned();
+        return Err(crate::client::ApiError::from_status(status.as_u16(), message)
+            .of("indexer")
+            .into());
     }
     print!("{}", tessera_indexer::render::plan_tree(&body));
     Ok(())

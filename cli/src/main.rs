@@ -5,6 +5,7 @@ mod cli;
 mod client;
 mod deploying;
 mod index;
+mod local;
 mod orchestrate;
 mod runs;
 mod serving;

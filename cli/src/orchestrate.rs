@@ -39,18 +39,24 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     conn: crate::cli::Connection,
     /// Run store: sqlite://<file> or postgres://…
-    #[arg(long, env = "DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
+    #[arg(long, env = "TESSERA_SERVE_DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
     database_url: String,
     /// Seconds a paused run waits for a recovery decision before it is
     /// cancelled, in chain time (block timestamps).
     #[arg(long, default_value_t = 120)]
     decision_timeout_secs: u64,
-    /// Most one plan may spend, in USDC.
-    #[arg(long, default_value = "50")]
-    max_plan_spend: String,
+    /// Most one plan may spend, in whole USDC (decimals allowed: 0.5).
+    #[arg(long, alias = "max-plan-spend", value_name = "USDC", default_value = "50")]
+    max_plan_spend_usdc: String,
     /// Levels a proposed plan may nest (the root plan is level 1; at most 8).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
     max_nesting_depth: u8,
+    /// Blocks on top of a payment before a run counts it done, on a chain
+    /// that reorganises (0 on one that does not): the runner reads the
+    /// newest N+1 blocks again at every head and sends again what a
+    /// reorganisation took out.
+    #[arg(long, env = "TESSERA_CONFIRMATIONS", default_value_t = 0)]
+    confirmations: u64,
     /// Store of the embedded indexer, which feeds the web UI's history and
     /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…
     #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
@@ -99,7 +105,13 @@ impl ServeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ApiArgs {
     /// Orchestrator API base URL.
-    #[arg(long, env = "TESSERA_API_URL", default_value = "http://127.0.0.1:8080")]
+    #[arg(
+        long = "api-url",
+        alias = "api",
+        value_name = "URL",
+        env = "TESSERA_API_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
     pub(crate) api: String,
 }
 
@@ -175,14 +187,19 @@ pub(crate) async fn serve(
     // One process per SQLite file, for as long as this one runs.
     let _lock = lock_sqlite(&args.database_url)
         .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
-    let provider = connect(args.conn.rpc_url.clone(), EthereumWallet::new(signer.clone()));
+    let _index_lock = match args.no_index {
+        true => None,
+        false => lock_sqlite(&args.index_database_url)
+            .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?,
+    };
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer.clone()));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .wrap_err_with(|| format!("listening on {}", args.listen))?;
     // Until the database and the chain answer, the address serves /healthz
     // and a /readyz that says 503; the service takes the socket over after.
     let opening = format!("opening the run store {}", redact(&args.database_url));
-    let reaching = format!("reaching the contracts through {}", args.conn.rpc_url);
+    let reaching = format!("reaching the contracts through {}", args.conn.rpc_url());
     let (started, listener) = crate::starting::while_starting(listener, provider.clone(), || {
         let (opening, reaching) = (&opening, &reaching);
         let url = &args.database_url;
@@ -204,12 +221,13 @@ pub(crate) async fn serve(
     })
     .await?;
     let (store, chain) = started?;
-    let max_plan_spend = Usdc::parse(&args.max_plan_spend)
-        .wrap_err_with(|| format!("--max-plan-spend {:?}", args.max_plan_spend))?;
+    let max_plan_spend = Usdc::parse(&args.max_plan_spend_usdc)
+        .wrap_err_with(|| format!("--max-plan-spend-usdc {:?}", args.max_plan_spend_usdc))?;
     let runner = RunnerConfig {
         decision_timeout: Duration::from_secs(args.decision_timeout_secs),
         max_plan_spend,
         max_nesting_depth: usize::from(args.max_nesting_depth),
+        confirmations: args.confirmations,
         // Confirmation tokens survive restarts: keyed by the service's own secret.
         confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
         ..RunnerConfig::default()
@@ -298,7 +316,7 @@ pub(crate) async fn serve(
 }
 
 /// A database URL without its password.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];
@@ -507,10 +525,23 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
     let view = if let Some(file) = &args.file {
         let text = std::fs::read_to_string(file)
             .wrap_err_with(|| format!("reading {}", file.display()))?;
-        let plan =
-            Plan::from_json(&text).wrap_err_with(|| format!("{} is not a plan", file.display()))?;
+        let mut body: Value = serde_json::from_str(&text)
+            .wrap_err_with(|| format!("{} is not JSON", file.display()))?;
+        // A plan file without an id (a template, run again and again) gets
+        // a fresh one each time it is proposed.
+        if let Some(fields) =
+            body.as_object_mut().filter(|o| o.get("id").is_none_or(Value::is_null))
+        {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
+            let label = format!("{} at {now}", file.display());
+            fields.insert("id".into(), json!(Plan::id_from_label(&label)));
+        }
+        let plan = Plan::from_json(&body.to_string())
+            .wrap_err_with(|| format!("{} is not a plan", file.display()))?;
         plan.validate_shape().wrap_err("the plan is invalid")?;
-        let body: Value = serde_json::from_str(&text)?;
         client.call(reqwest::Method::POST, "/api/plans", Some(&body)).await?
     } else {
         let brief = args.brief.clone().unwrap_or_default();

@@ -72,6 +72,7 @@ pub(crate) enum DecideCommand {
     #[command(after_help = EXIT_CODES)]
     Review {
         /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         run: String,
         /// The sub-task's index in the plan.
         index: u32,
@@ -87,7 +88,8 @@ pub(crate) enum DecideCommand {
     /// deadline).
     #[command(after_help = EXIT_CODES)]
     Retry {
-        /// The run id.
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         run: String,
         /// The sub-task's index in the plan.
         index: u32,
@@ -99,7 +101,8 @@ pub(crate) enum DecideCommand {
     #[command(after_help = EXIT_CODES)]
     #[command(group(clap::ArgGroup::new("target").required(true).args(["to", "policy"])))]
     ChangeExecutor {
-        /// The run id.
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         run: String,
         /// The sub-task's index in the plan.
         index: u32,
@@ -119,7 +122,8 @@ pub(crate) enum DecideCommand {
     /// Cancel a run: settled work stays settled, unaccepted tasks are refunded.
     #[command(after_help = EXIT_CODES)]
     Cancel {
-        /// The run id.
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         run: String,
         #[command(flatten)]
         reply: Reply,
@@ -127,7 +131,8 @@ pub(crate) enum DecideCommand {
     /// Pass or stop a run at one of its plan's checkpoints.
     #[command(after_help = EXIT_CODES)]
     Checkpoint {
-        /// The run id.
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         run: String,
         /// The checkpoint's name, as the plan gives it.
         name: String,
@@ -142,7 +147,8 @@ pub(crate) enum DecideCommand {
     /// Appeal the arbiter's ruling on a sub-task, with a reason.
     #[command(after_help = EXIT_CODES)]
     Appeal {
-        /// The run id.
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
         run: String,
         /// The sub-task's index in the plan.
         index: u32,

@@ -55,6 +55,11 @@ impl Served {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .wrap_err_with(|| format!("listening on {addr} ({flag})"))?;
+        Self::serve(listener, app)
+    }
+
+    /// Serves `app` on a socket already bound.
+    pub(crate) fn serve(listener: tokio::net::TcpListener, app: axum::Router) -> Result<Self> {
         let addr = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {

@@ -69,8 +69,9 @@ where
     let timeout = tessera_http::limits::HttpLimits::default().request_timeout;
     // Anything else: not yet, ask again shortly.
     let app = ops.router(timeout).fallback(|| async {
-        let body =
-            axum::Json(serde_json::json!({"error": "starting: the chain is not reachable yet"}));
+        let body = axum::Json(
+            serde_json::json!({"error": "starting: its chain or store is not reachable yet"}),
+        );
         (axum::http::StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "1")], body)
     });
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -86,21 +86,14 @@ async fn a_worker_serves_its_blobs_and_reads_through_a_gateway() {
     assert_eq!(get(format!("{base}/blobs/not-a-hash")).await.0, 400);
     assert_eq!(get(format!("{base}/blobs/{}", "ab".repeat(32))).await.0, 404);
 
-    // Wait for the registration (the card's price), then fund a task.
+    // Fund a task at the card's price: the one the deploy registered for
+    // this demo agent (running its card reprices nothing).
     let me = env.actors.agent(2);
     let mut d = env.driver();
     d.scenario("worker between homes");
-    let task = loop {
-        let mut params = d.params(me, 150_000, spec_uri.clone()).await.unwrap();
-        params.capability = capability::encode("translate").unwrap();
-        match d.create_with_permit(params).await {
-            Ok(rec) => break rec,
-            Err(e) => {
-                assert!(e.to_string().contains("NotOffering"), "{e}");
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            }
-        }
-    };
+    let mut params = d.params(me, 800_000, spec_uri.clone()).await.unwrap();
+    params.capability = capability::encode("translate").unwrap();
+    let task = d.create_with_permit(params).await.unwrap();
     let end = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     let rec = loop {
         let rec = d.escrow.fetch(task.id, env.deployment.deploy_block).await.unwrap();

@@ -1,12 +1,14 @@
 //! A decline on chain, from the `tessera` binaries: `tessera worker` with a
-//! card that no longer offers a capability the registry still lists for
-//! its agent declines the task with its reason, `tessera serve` reassigns
-//! the sub-task at once by its `on_decline` policy, and `tessera runs show`
-//! prints who declined and why.
+//! card that no longer offers a capability withdraws it from the registry
+//! at start; listed again behind its back, the capability is declined on
+//! chain with its reason, `tessera serve` reassigns the sub-task at once by
+//! its `on_decline` policy, and `tessera runs show` prints who declined and
+//! why.
 
 use std::process::{Command, Stdio};
 
 use tessera_anvil::deploy::DeployConfig;
+use tessera_bindings::{AgentRegistry, capability};
 use tessera_e2e::{NARROW_CARD, TEST_TOKEN};
 use tessera_orchestrator::plan::Plan;
 
@@ -46,6 +48,19 @@ async fn a_decline_on_chain_is_reassigned_at_once_and_runs_show_prints_its_reaso
     let http = reqwest::Client::new();
     wait_up(&http, &api).await;
     let (a0, a1) = (env.actors.agent(0), env.actors.agent(1));
+    // The worker withdraws what its card dropped when it registers...
+    let registry = AgentRegistry::new(env.deployment.agent_registry, &env.provider);
+    let entities = capability::encode("extract-entities").unwrap();
+    let end = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while registry.priceOf(a0, entities).call().await.unwrap().offered {
+        assert!(tokio::time::Instant::now() < end, "extract-entities never withdrawn");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let offers = registry.getAgent(a0).call().await.unwrap().capabilities;
+    assert_eq!(offers, [capability::encode("summarize").unwrap()]);
+    // ...and someone else holding its key lists it again behind its back.
+    let sent = registry.addCapability(entities, 300_000).from(a0).send().await.unwrap();
+    assert!(sent.get_receipt().await.unwrap().status());
     let mut plan = chain_plan(
         Plan::id_from_label("cli-decline"),
         "Ada Lovelace met Charles Babbage in London in 1833.",

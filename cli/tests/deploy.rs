@@ -90,7 +90,7 @@ async fn chain_mines_on_its_block_time_and_automines_without_it() {
     let dir = tempfile::tempdir().unwrap();
     let start = |block_time: Option<&str>, name: &str| {
         let mut cmd = tessera();
-        cmd.arg("chain").arg("--deployment").arg(dir.path().join(name));
+        cmd.args(["chain", "--port", "0"]).arg("--deployment").arg(dir.path().join(name));
         if let Some(secs) = block_time {
             cmd.args(["--block-time", secs]);
         }
@@ -112,6 +112,33 @@ async fn chain_mines_on_its_block_time_and_automines_without_it() {
     let before = block(&provider).await;
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert_eq!(block(&provider).await, before, "automine mined with nothing sent");
+    // The record says where the chain listens, and a service told nothing
+    // else connects there.
+    let record = Deployment::load(dir.path().join("auto.json")).unwrap();
+    assert_eq!(record.rpc_url.as_deref(), Some(url.as_str()));
+    assert!(record.ws_url.as_deref().is_some_and(|w| w.starts_with("ws://")), "{record:?}");
+    let mut indexer = tessera()
+        .args(["indexer", "run", "--listen", "127.0.0.1:0"])
+        .arg("--deployment")
+        .arg(dir.path().join("auto.json"))
+        .args(["--database-url", &format!("sqlite://{}", dir.path().join("ix.db").display())])
+        .arg("--blobs")
+        .arg(dir.path().join("blobs"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = indexer.stdout.take().unwrap();
+    let indexer = ChainProc(indexer);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if line.starts_with("indexer API on http://") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60)).expect("the indexer reached the recorded chain");
+    drop(indexer);
     drop(auto);
 
     let out = tessera().args(["chain", "--block-time", "0"]).output().unwrap();
@@ -298,4 +325,30 @@ async fn services_refuse_a_chain_other_than_the_records() {
         .output()
         .unwrap();
     refused(&out, "is for chain id 84532 but the RPC endpoint serves chain id 31337");
+}
+
+#[tokio::test]
+async fn the_dev_mnemonic_deploys_to_a_local_chain_only() {
+    let chain =
+        LocalChain::start(&ChainOptions { chain_id: Some(84532), ..Default::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = tessera()
+        .args(["deploy", "--rpc-url", chain.endpoint_url().as_str()])
+        .arg("--deployment")
+        .arg(dir.path().join("deployment.json"))
+        .output()
+        .unwrap();
+    refused(&out, "chain id 84532 is not a local chain");
+    assert!(!dir.path().join("deployment.json").exists());
+    // On a local chain it deploys, and records where.
+    let local = LocalChain::start(&ChainOptions::default()).unwrap();
+    let out = tessera()
+        .args(["deploy", "--rpc-url", local.endpoint_url().as_str()])
+        .arg("--deployment")
+        .arg(dir.path().join("deployment.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    let record = Deployment::load(dir.path().join("deployment.json")).unwrap();
+    assert_eq!(record.rpc_url.as_deref(), Some(local.endpoint_url().as_str()));
 }

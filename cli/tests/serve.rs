@@ -296,8 +296,9 @@ async fn runs_decisions_from_the_cli_drive_live_runs() {
     let ran = tessera(words(&format!("runs checkpoint {id} legal approve")), ok).await;
     assert_eq!(ran.code, Some(3), "{ran:?}");
     assert!(ran.stderr.contains("the plan has no checkpoint \"legal\""), "{ran:?}");
+    // A malformed id is a usage error, found before any request.
     let ran = tessera(words("runs review 0x12 0 approve"), ok).await;
-    assert!(ran.code == Some(3) && ran.stderr.contains("not a run id"), "{ran:?}");
+    assert!(ran.code == Some(2) && ran.stderr.contains("is not a plan id"), "{ran:?}");
     let unknown = Plan::id_from_label("never-proposed").to_string();
     let ran = tessera(words(&format!("runs cancel {unknown}")), ok).await;
     assert!(ran.code == Some(3) && ran.stderr.contains("no run"), "{ran:?}");

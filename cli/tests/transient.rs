@@ -303,3 +303,73 @@ async fn a_one_shot_command_retries_then_exits_with_one_line() {
     assert!(elapsed < Duration::from_secs(25), "{elapsed:?}");
     assert!(!dir.path().join("deployment.json").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arbiter_and_indexer_wait_for_their_chain_and_store_saying_not_ready() {
+    let (env, dir, workers) = support::chain_with_workers_for(DeployConfig::default(), &[]).await;
+    let proxy = Proxy::start(env.chain.endpoint_url().to_string()).await;
+    let deployment = dir.path().join("deployment.json");
+    env.deployment.save(&deployment).unwrap();
+    let arbiter_key = format!("0x{}", alloy::hex::encode(env.actors.arbiter.to_bytes()));
+    let sqlite = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
+    // Both behind a chain that answers 503 to everything.
+    let (_arbiter, arbiter_lines) = spawn_reading(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["arbiter", "run", "--poll-ms", "100", "--metrics-addr", ANY_PORT])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", &proxy.url])
+            .args(["--database-url", &sqlite("arbiter.db")])
+            .arg("--blobs")
+            .arg(dir.path().join("arbiter-blobs"))
+            .env("TESSERA_ARBITER_KEY", &arbiter_key)
+            .env_remove("TESSERA_LLM_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("RUST_BACKTRACE"),
+    );
+    let (_indexer, indexer_lines) = spawn_reading(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["indexer", "run", "--listen", ANY_PORT, "--poll-ms", "100"])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", &proxy.url])
+            .args(["--database-url", &sqlite("index.db")])
+            .arg("--blobs")
+            .arg(dir.path().join("index-blobs"))
+            .env_remove("RUST_BACKTRACE"),
+    );
+    // An indexer whose PostgreSQL does not answer (nothing listens there).
+    let (mut no_store, no_store_lines) = spawn_reading(
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["indexer", "run", "--listen", ANY_PORT, "--poll-ms", "100"])
+            .arg("--deployment")
+            .arg(&deployment)
+            .args(["--rpc-url", env.chain.endpoint_url().as_str()])
+            .args(["--database-url", "postgres://postgres@127.0.0.1:9/index"])
+            .arg("--blobs")
+            .arg(dir.path().join("lost-blobs"))
+            .env_remove("RUST_BACKTRACE"),
+    );
+    let arbiter = base_in(&line_with(&arbiter_lines, "starting on http://", 60));
+    let indexer = base_in(&line_with(&indexer_lines, "starting on http://", 60));
+    let lost = base_in(&line_with(&no_store_lines, "starting on http://", 60));
+    let http = reqwest::Client::new();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for api in [&arbiter, &indexer, &lost] {
+        assert_eq!(status(&http, &format!("{api}/healthz")).await, 200, "{api}");
+        assert_eq!(status(&http, &format!("{api}/readyz")).await, 503, "{api}");
+    }
+    assert!(no_store.0.try_wait().unwrap().is_none(), "still trying its store");
+    proxy.heal();
+    line_with(&arbiter_lines, "ruling with the", 60);
+    line_with(&indexer_lines, "indexer API on http://", 60);
+    for api in [&arbiter, &indexer] {
+        let end = std::time::Instant::now() + Duration::from_secs(30);
+        while status(&http, &format!("{api}/readyz")).await != 200 {
+            assert!(std::time::Instant::now() < end, "{api} never ready");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert_eq!(status(&http, &format!("{lost}/readyz")).await, 503, "its store still out of reach");
+    drop(workers);
+}

@@ -36,6 +36,10 @@ pub fn lock_sqlite(url: &str) -> Result<Option<FileLock>, DbError> {
     }
     let path = PathBuf::from(format!("{file}.lock"));
     let io = |source| DbError::Io { path: path.display().to_string(), source };
+    // The database's directory may not exist yet: the pool makes it too.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -107,7 +107,9 @@ pub fn is_final(kind: &str) -> bool {
 pub struct ChainEvent {
     /// Event kind.
     pub kind: EventKind,
-    /// `<tx hash>:<log index>`: unique per log.
+    /// `<tx hash>:<log index>`: unique per log; a settlement's is
+    /// `settled:<task id>`, as a task settles once (a settlement sent again
+    /// after its block was reorganised out is the same event).
     pub dedup: String,
     /// Body fields (tx hash, block and the event's own data).
     pub body: Value,
@@ -199,7 +201,11 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
     };
     let (kind, fields) = extra;
     merge(&mut body, fields);
-    Some(ChainEvent { kind, dedup: format!("{tx}:{}", log.log_index.unwrap_or_default()), body })
+    let dedup = match &ev {
+        TaskEscrowEvents::TaskSettled(e) => format!("settled:{}", e.taskId),
+        _ => format!("{tx}:{}", log.log_index.unwrap_or_default()),
+    };
+    Some(ChainEvent { kind, dedup, body })
 }
 
 /// The window a ruling or an appeal opens, from the task's snapshot of the

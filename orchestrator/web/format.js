@@ -62,7 +62,7 @@ export const EVENT_KINDS = [
   'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'subtask_declined', 'decision_applied', 'plan_paused', 'budget_exceeded',
   'plan_resumed', 'plan_cancelling', 'nested_completed', 'plan_completed', 'plan_failed', 'driver_restarted',
   'subtask_skipped', 'checkpoint_reached', 'checkpoint_approved', 'checkpoint_rejected', 'checkpoint_escalated',
-  'recovery_applied', 'cost_raised',
+  'recovery_applied', 'cost_raised', 'subtask_reorged',
 ];
 
 export function quadrantOf(c) {
@@ -357,6 +357,8 @@ export function eventNote(ev, plan) {
     case 'recovery_applied':
       // Attempts count from 0, as the sub-task table's `try n` counts from 1.
       return `${ev.policy}${Number.isInteger(ev.attempt) ? `, try ${ev.attempt + 1}` : ''}: ${ev.reason ?? ''}`.trimEnd();
+    case 'subtask_reorged':
+      return `reorganised out of the chain: was ${ev.was ?? '?'}, now ${ev.now ?? '?'}; sent again`;
     case 'cost_raised':
       return `cost raised from ${usdc(ev.from)} to ${usdc(ev.to)} USDC for ${short(ev.executor)} by decision ${ev.decision}`;
     case 'plan_paused':

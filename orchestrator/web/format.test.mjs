@@ -257,6 +257,14 @@ test('a decline reads as who declined and why, in the drawer and the log', () =>
   assert.ok(EVENT_KINDS.includes('subtask_declined'), 'the run page listens for it');
 });
 
+test('a reorganised sub-task reads as where it was and where it is now', () => {
+  assert.ok(EVENT_KINDS.includes('subtask_reorged'), 'the run page listens for it');
+  assert.equal(
+    eventNote({ kind: 'subtask_reorged', index: 0, was: 'paid', now: 'completed' }),
+    'reorganised out of the chain: was paid, now completed; sent again',
+  );
+});
+
 // Issue 28's plan as the server flattens it: root step 2 (sentiment) is
 // sub-task 3, and the checkpoint and condition the author wrote against
 // step 2 read sub-task 3.

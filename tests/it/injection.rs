@@ -62,7 +62,9 @@ async fn an_injection_is_flagged_in_the_run_and_not_carried_by_the_next_worker()
     // Demo agent 1 (summarizer-b) runs on the LLM path here; the others offline.
     let stack = Stack::start_custom(RunnerConfig::default(), None, &[0, 2, 3, 4]).await;
     let mock = MockOpenAi::start().await;
-    mock.script([Reply::Arguments(json!({ "text": obedient_summary() }))]);
+    mock.script([Reply::Arguments(
+        json!({ "text": obedient_summary(), "bullets": [obedient_summary()] }),
+    )]);
     let signer = stack.env.actors.agents[1].clone();
     let me = signer.address();
     let provider = connect(stack.env.chain.endpoint_url(), EthereumWallet::new(signer));

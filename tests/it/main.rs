@@ -19,6 +19,7 @@ mod nested;
 mod plans;
 mod provider;
 mod registry;
+mod reorg;
 mod select;
 mod sender;
 mod strategy;

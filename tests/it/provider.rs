@@ -295,3 +295,47 @@ async fn the_indexer_backfills_through_a_provider_capping_logs_at_five_blocks() 
         "the cap learnt, not hit every other read: {counts:?}"
     );
 }
+
+#[tokio::test]
+async fn a_task_is_read_from_its_creation_not_from_the_deployment() {
+    use alloy::{providers::Provider, sol_types::SolEvent};
+    use tessera_bindings::{client::EscrowClient, task::Status};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    // A deployment 5 000 blocks old, then one task and a few blocks more.
+    for _ in 0..5 {
+        env.provider
+            .raw_request::<_, Value>("anvil_mine".into(), (1_000u64,))
+            .await
+            .expect("anvil_mine");
+    }
+    let id = tessera_e2e::one_more_task(&env, "old-deployment").await;
+    env.provider.raw_request::<_, Value>("anvil_mine".into(), (3u64,)).await.expect("mine");
+    // A provider that serves at most 50 blocks a log query: from the
+    // deployment that is 100 queries a read.
+    let s = StandIn::start(env.chain.endpoint_url().as_str(), Limits::strict(50)).await;
+    let provider = ProviderBuilder::new().connect_http(s.url.clone()).erased();
+    let head = provider.get_block_number().await.unwrap();
+    let escrow = EscrowClient::new(provider, env.deployment.task_escrow);
+    let rec = escrow.fetch(id, env.deployment.deploy_block).await.expect("fetched");
+    assert_eq!(rec.status(), Status::Created);
+    let first = s.counts().per_method["eth_getLogs"];
+    assert!(first <= 8, "scanned back from the head to its creation: {first} queries");
+    // Read again: its creation block is remembered, one range to the head.
+    escrow.fetch(id, env.deployment.deploy_block).await.expect("fetched again");
+    let again = s.counts().per_method["eth_getLogs"] - first;
+    assert!(again <= 2, "{again} queries for a task whose creation is known");
+    // Its logs alone, for a caller that filters them.
+    let filter = Filter::new()
+        .address(env.deployment.task_escrow)
+        .event_signature(tessera_bindings::TaskEscrow::TaskCreated::SIGNATURE_HASH);
+    let logs = escrow.task_logs(&filter, id, env.deployment.deploy_block).await.unwrap();
+    assert_eq!(logs.len(), 1);
+    assert!(head > env.deployment.deploy_block + 5_000);
+    // A task never created is not found, and costs the scan to the floor
+    // (here a recent one) only.
+    let missing = alloy::primitives::U256::from(12_345u64);
+    let before = s.counts().per_method["eth_getLogs"];
+    let err = escrow.fetch(missing, head - 150).await.expect_err("no such task");
+    assert!(err.to_string().contains("no TaskCreated"), "{err}");
+    assert!(s.counts().per_method["eth_getLogs"] - before <= 6);
+}

@@ -61,7 +61,7 @@ async fn cheapest_active_follows_prices_and_pauses() {
     let card = registry.getAgent(a).call().await.unwrap();
     let read = AgentCard::from_uri(&card.metadataURI).unwrap();
     assert_eq!(read.id, "summarizer-a", "{}", card.metadataURI);
-    assert_eq!(read, DEMO_AGENTS[0].card());
+    assert_eq!(read, DEMO_AGENTS[0].card().published(), "published: instructions left out");
     let names: Vec<_> = card.capabilities.iter().map(|c| capability::decode(*c).unwrap()).collect();
     assert_eq!(names, ["summarize", "extract-entities"]);
 

@@ -44,10 +44,15 @@ disputes in basis points. Every step emits an event for the indexer.";
 
 /// A worker on a dev account no demo agent uses.
 fn worker(env: &TestEnv, blobs: Arc<MemoryBlobStore>) -> Worker {
+    worker_with(env, blobs, CARD)
+}
+
+/// A worker on that account running the card `yaml`.
+fn worker_with(env: &TestEnv, blobs: Arc<MemoryBlobStore>, yaml: &str) -> Worker {
     let signer = PrivateKeySigner::from_signing_key(env.chain.keys()[10].clone());
     let me = signer.address();
     let provider = connect(env.chain.endpoint_url(), EthereumWallet::new(signer));
-    let card = AgentCard::from_yaml(CARD).unwrap();
+    let card = AgentCard::from_yaml(yaml).unwrap();
     Worker::new(provider, me, card, env.deployment.clone(), blobs)
 }
 
@@ -143,6 +148,53 @@ async fn worker_registers_delivers_declines_on_chain_and_is_paid() {
     let before = env.balance(me).await;
     d.escrow.approve(env.actors.client.address(), &mut good).await.unwrap();
     assert_eq!(env.balance(me).await - before, U256::from(300_000));
+}
+
+/// A worker registered with two capabilities restarts with a card that
+/// lists one: the other is withdrawn from the registry (no longer offered,
+/// no longer listed for its capability), and the card published with it
+/// has neither the dropped capability nor the instructions.
+#[tokio::test]
+async fn a_capability_dropped_from_the_card_is_withdrawn_on_restart() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let blobs = Arc::new(MemoryBlobStore::new());
+    let two = CARD.replace(
+        "    price: 300000\n",
+        "    price: 300000\n  - name: extract-entities\n    price: 200000\n",
+    );
+    let first = worker_with(&env, blobs.clone(), &two);
+    assert_eq!(first.ensure_registered().await.unwrap(), Registration::Registered);
+    let me = first.address();
+    let registry = AgentRegistry::new(env.deployment.agent_registry, &env.provider);
+    let entities = capability::encode("extract-entities").unwrap();
+    let offer = registry.priceOf(me, entities).call().await.unwrap();
+    assert_eq!((offer.offered, offer.price), (true, 200_000));
+
+    // Restarted with the one-capability card.
+    let second = worker(&env, blobs.clone());
+    assert_eq!(
+        second.ensure_registered().await.unwrap(),
+        Registration::Updated(2),
+        "the capability withdrawn, the card URI updated"
+    );
+    let offer = registry.priceOf(me, entities).call().await.unwrap();
+    assert_eq!((offer.offered, offer.price), (false, 0));
+    let listed = offers::offers_for(&registry, entities, 100).await.unwrap();
+    assert!(!offers::agents(&listed.offers).contains(&me), "{listed:?}");
+    let agent = registry.getAgent(me).call().await.unwrap();
+    assert_eq!(agent.capabilities, vec![capability::encode("summarize").unwrap()]);
+    assert_eq!(agent.prices, vec![300_000]);
+    let published = AgentCard::from_data_uri(&agent.metadataURI).unwrap();
+    assert_eq!(published.capabilities.len(), 1);
+    assert_eq!(published.instructions, "", "instructions stay off chain");
+    assert_eq!(second.ensure_registered().await.unwrap(), Registration::Updated(0));
+
+    // A card with none of the listed capabilities: the new one is added
+    // before the old one goes (an agent never offers nothing).
+    let third = worker_with(&env, blobs, &CARD.replace("name: summarize", "name: translate"));
+    assert_eq!(third.ensure_registered().await.unwrap(), Registration::Updated(3));
+    let agent = registry.getAgent(me).call().await.unwrap();
+    assert_eq!(agent.capabilities, vec![capability::encode("translate").unwrap()]);
 }
 
 #[tokio::test]
@@ -294,7 +346,25 @@ capabilities:
 instructions: Summarize faithfully.
 ";
 
+    const LLM_SENTIMENT_CARD: &str = "
+id: llm-sentiment-e2e
+description: Sentiment by a language model.
+role: executor
+model: gpt-test
+capabilities:
+  - name: sentiment-classify
+    price: 300000
+instructions: Classify the sentiment.
+";
+
     async fn setup(mock: &MockOpenAi) -> (TestEnv, std::sync::Arc<MemoryBlobStore>, Worker) {
+        setup_card(mock, LLM_CARD).await
+    }
+
+    async fn setup_card(
+        mock: &MockOpenAi,
+        card: &str,
+    ) -> (TestEnv, std::sync::Arc<MemoryBlobStore>, Worker) {
         let env = TestEnv::start(DeployConfig::default()).await;
         let blobs = std::sync::Arc::new(MemoryBlobStore::new());
         let signer = PrivateKeySigner::from_signing_key(env.chain.keys()[10].clone());
@@ -305,7 +375,7 @@ instructions: Summarize faithfully.
         let w = Worker::new(
             provider,
             me,
-            AgentCard::from_yaml(LLM_CARD).unwrap(),
+            AgentCard::from_yaml(card).unwrap(),
             env.deployment.clone(),
             blobs.clone(),
         )
@@ -358,5 +428,60 @@ instructions: Summarize faithfully.
         assert_eq!(fresh.status(), tessera_bindings::task::Status::Declined);
         let (_, uri) = super::declined_log(&env, rec.id).await;
         assert_eq!(read_result(&uri, blobs.as_ref()).unwrap()["reason"], reason.as_str());
+    }
+
+    /// An LLM sentiment result carries the `label` and `score` its
+    /// capability promises, as the offline one does, so a plan's condition
+    /// reads it; an answer without `score`, twice, is declined on chain.
+    #[tokio::test]
+    async fn llm_results_carry_the_promised_fields_and_answers_without_them_are_declined() {
+        let mock = MockOpenAi::start().await;
+        let (env, blobs, mut w) = setup_card(&mock, LLM_SENTIMENT_CARD).await;
+        let answer = serde_json::json!({"text": "Upbeat about the budget.", "label": "positive", "score": 0.6});
+        mock.script([Reply::Arguments(answer)]);
+        let mut d = env.driver();
+        let spec = super::spec_uri("Classify the sentiment", Some("sentiment-classify"), &blobs);
+        let mut params = d.params(w.address(), 300_000, spec).await.unwrap();
+        params.capability = tessera_bindings::capability::encode("sentiment-classify").unwrap();
+        d.create_with_permit(params).await.unwrap();
+        let handled = w.poll_once().await.unwrap();
+        let [Handled::Delivered { result_uri, .. }] = handled.as_slice() else {
+            panic!("{handled:?}")
+        };
+        let result = read_result(result_uri, blobs.as_ref()).unwrap();
+        assert_eq!(
+            (&result["capability"], &result["engine"], &result["label"], &result["score"]),
+            (
+                &serde_json::json!("sentiment-classify"),
+                &serde_json::json!("llm"),
+                &serde_json::json!("positive"),
+                &serde_json::json!(0.6)
+            ),
+            "{result}"
+        );
+        let condition = tessera_orchestrator::condition::Condition::parse(
+            "out[0].label == \"positive\" and out[0].score > 0.2",
+        )
+        .unwrap();
+        assert!(condition.eval(&[(0, result)].into_iter().collect()), "a condition reads it");
+        let required = &mock.requests()[0]["tools"][0]["function"]["parameters"]["required"];
+        assert_eq!(*required, serde_json::json!(["text", "label", "score"]));
+
+        // Two answers without the promised `score`: declined on chain.
+        let no_score = serde_json::json!({"text": "Upbeat.", "label": "positive"});
+        mock.script([Reply::Arguments(no_score.clone()), Reply::Arguments(no_score)]);
+        let spec = super::spec_uri("Classify the sentiment", Some("sentiment-classify"), &blobs);
+        let mut params = d.params(w.address(), 300_000, spec).await.unwrap();
+        params.capability = tessera_bindings::capability::encode("sentiment-classify").unwrap();
+        let rec = d.create_with_permit(params).await.unwrap();
+        let handled = w.poll_once().await.unwrap();
+        let [Handled::DeclinedOnChain { task, reason, .. }] = handled.as_slice() else {
+            panic!("{handled:?}")
+        };
+        assert_eq!(*task, rec.id);
+        assert!(reason.starts_with("LLM: ") && reason.contains("`score` is missing"), "{reason}");
+        assert_eq!(mock.requests().len(), 3, "asked again once");
+        let fresh = d.escrow.fetch(rec.id, env.deployment.deploy_block).await.unwrap();
+        assert_eq!(fresh.status(), tessera_bindings::task::Status::Declined);
     }
 }

@@ -22,7 +22,10 @@
 //! worker knows: `model: offline` runs only the capabilities the offline
 //! runner implements. Cards are validated when loaded, so a worker never
 //! starts with a card the registry or the offline runner would reject.
-//! [`AgentCard::to_data_uri`] gives the URI published in the registry.
+//! [`AgentCard::to_data_uri`] gives the URI published in the registry: the
+//! card as JSON without its `instructions`, which stay off chain unless the
+//! card sets `publish_instructions: true`
+//! ([`tessera_bindings::card::AgentCard::published`]).
 
 use std::{ops::Deref, path::Path};
 
@@ -124,6 +127,11 @@ impl AgentCard {
     /// Checks every rule a card must satisfy; the first violation is returned.
     pub fn validate(&self) -> Result<(), CardError> {
         self.0.validate()?;
+        self.check_offline()
+    }
+
+    /// `model: offline` runs only what the offline runner implements.
+    fn check_offline(&self) -> Result<(), CardError> {
         if self.is_offline() {
             for (index, offer) in self.capabilities.iter().enumerate() {
                 if !OFFLINE_CAPABILITIES.contains(&offer.name.as_str()) {
@@ -143,9 +151,12 @@ impl AgentCard {
         self.0.to_uri()
     }
 
-    /// Parses and validates a card from its registry URI.
+    /// Parses and validates a card from its registry URI: the published
+    /// card, without `instructions` unless it asked to publish them.
     pub fn from_data_uri(uri: &str) -> Result<Self, CardError> {
-        Self::new(model::AgentCard::from_uri(uri)?)
+        let card = Self(model::AgentCard::from_uri(uri)?);
+        card.check_offline()?;
+        Ok(card)
     }
 }
 
@@ -299,22 +310,27 @@ instructions: Summarize the material.
         .unwrap();
         assert_eq!(json["capabilities"][0]["price"], 250_000);
         assert_eq!(json["role"], "executor");
-        assert_eq!(AgentCard::from_data_uri(&uri).unwrap(), card);
+        assert!(json.get("instructions").is_none(), "kept off chain: {json}");
+        assert_eq!(*AgentCard::from_data_uri(&uri).unwrap(), card.published());
         assert!(AgentCard::from_data_uri("data:text/plain,hi").is_err());
         assert!(AgentCard::from_data_uri("data:application/json,%zz").is_err());
     }
 
     #[test]
     fn unicode_survives_the_data_uri() {
-        let card = AgentCard::from_yaml(&with("Extractive summaries.", "Résumés — 要約")).unwrap();
-        assert_eq!(AgentCard::from_data_uri(&card.to_data_uri()).unwrap(), card);
+        let card = AgentCard::from_yaml(&with("Extractive summaries.", "Résumés — 要約"))
+            .unwrap()
+            .published();
+        assert_eq!(*AgentCard::from_data_uri(&card.to_uri()).unwrap(), card);
     }
 
     #[test]
     fn example_cards_load() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("cards");
         let expected = [
+            ("summarizer-a.yaml", "extract-entities"),
             ("summarizer.yaml", "summarize"),
+            ("llm-sentiment.yaml", "sentiment-classify"),
             ("translator.yaml", "translate"),
             ("sentiment.yaml", "sentiment-classify"),
             ("extractor.yaml", "extract-entities"),

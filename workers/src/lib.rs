@@ -10,9 +10,11 @@
 //! - [`offline`]: deterministic, rule-based implementations of the built-in
 //!   capabilities (`summarize`, `translate`, `sentiment-classify`,
 //!   `extract-entities`) and a dispatcher, [`offline::run`].
-//! - [`llm`]: the LLM path (async-openai, function calling, validated
-//!   arguments) used when a key is configured and the card names a model.
-//! - [`runtime`]: the worker loop on chain — registration from the card, task
+//! - [`llm`]: the LLM path (async-openai, function calling, arguments
+//!   validated against the fields each capability promises) for a card
+//!   that names a model; such a card needs a key ([`llm::MissingKey`]).
+//! - [`runtime`]: the worker loop on chain — registration from the card
+//!   (dropped capabilities withdrawn, instructions kept off chain), task
 //!   discovery, run → deliver (accept and complete in one call), and claiming unreviewed payments.
 
 pub mod card;

@@ -1,6 +1,7 @@
 //! The LLM path of a worker: a chat completion through async-openai with one
-//! function tool, `deliver_result`, whose arguments are validated before they
-//! become a result.
+//! function tool, `deliver_result`, whose arguments — the fields the
+//! capability's result promises, those of the offline runner's results
+//! ([`fields`]) — are validated before they become a result.
 //!
 //! Any OpenAI-compatible server works: the base URL and key come from the
 //! environment (`TESSERA_LLM_BASE_URL` / `OPENAI_BASE_URL`,
@@ -27,6 +28,8 @@ use tessera_bindings::injection::{self, quote_json};
 use tessera_llm::{Endpoint, ForcedTool};
 
 use crate::{AgentCard, TaskInput};
+
+pub mod fields;
 
 /// Name of the one tool the model must call.
 pub const TOOL: &str = "deliver_result";
@@ -56,6 +59,33 @@ impl LlmConfig {
     /// From the environment; `None` when no key is set (offline mode).
     pub fn from_env() -> Option<Self> {
         Endpoint::from_env().map(|endpoint| Self { endpoint, timeout: Duration::from_secs(60) })
+    }
+}
+
+/// A card names a model (not `offline`) and no key is set: the worker is
+/// refused at start, before anything is registered, with the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the card's model is {model:?} but no LLM key is set: set TESSERA_LLM_API_KEY (or \
+     OPENAI_API_KEY), and TESSERA_LLM_BASE_URL (or OPENAI_BASE_URL) for a server other than \
+     OpenAI's, or write `model: offline` in the card"
+)]
+pub struct MissingKey {
+    /// The model the card names.
+    pub model: String,
+}
+
+impl LlmConfig {
+    /// What a worker running `card` calls: nothing for an `offline` card,
+    /// `found` (the configuration from the environment, [`Self::from_env`])
+    /// for one that names a model, or [`MissingKey`] when it names a model
+    /// and nothing was found.
+    pub fn for_card(card: &AgentCard, found: Option<Self>) -> Result<Option<Self>, MissingKey> {
+        match found {
+            _ if card.is_offline() => Ok(None),
+            Some(config) => Ok(Some(config)),
+            None => Err(MissingKey { model: card.model.clone() }),
+        }
     }
 }
 
@@ -149,26 +179,15 @@ pub fn request(
     tool(capability).request(&card.model, &system, &user)
 }
 
-/// The forced tool for `capability`: `deliver_result` with `text`, and a
-/// `label` for `sentiment-classify`.
+/// The forced tool for `capability`: `deliver_result`, whose arguments are
+/// the fields the capability's result promises ([`fields::fields`]: `text`,
+/// and the offline runner's structured fields, e.g. `label` and `score`
+/// for `sentiment-classify`).
 pub fn tool(capability: &str) -> ForcedTool {
-    let mut properties = json!({
-        "text": { "type": "string", "description": "The result: the summary, translation, explanation or list." }
-    });
-    let mut required = vec!["text"];
-    if capability == "sentiment-classify" {
-        properties["label"] = json!({ "type": "string", "enum": SENTIMENT_LABELS });
-        required.push("label");
-    }
     ForcedTool::new(
         TOOL,
         format!("Deliver the result of `{capability}`."),
-        json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
+        fields::schema(fields::fields(capability)),
     )
 }
 
@@ -180,38 +199,9 @@ pub fn parse(
     validate(&tessera_llm::tool_arguments(response, TOOL)?, capability)
 }
 
-/// Checks arguments against the capability's schema.
+/// Checks arguments against the capability's promised fields.
 fn validate(args: &Value, capability: &str) -> Result<serde_json::Map<String, Value>, LlmError> {
-    let obj = args
-        .as_object()
-        .ok_or_else(|| LlmError::Malformed("arguments are not an object".into()))?;
-    let text = obj
-        .get("text")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| LlmError::Malformed("`text` is missing or empty".into()))?;
-    if text.len() > MAX_TEXT_BYTES {
-        return Err(LlmError::Malformed(format!(
-            "`text` is {} bytes, over {MAX_TEXT_BYTES}",
-            text.len()
-        )));
-    }
-    let mut out = serde_json::Map::new();
-    out.insert("text".into(), text.into());
-    if capability == "sentiment-classify" {
-        let label = obj.get("label").and_then(Value::as_str).unwrap_or_default();
-        if !SENTIMENT_LABELS.contains(&label) {
-            return Err(LlmError::Malformed(format!(
-                "`label` {label:?} is not one of {SENTIMENT_LABELS:?}"
-            )));
-        }
-        out.insert("label".into(), label.into());
-    }
-    if let Some(extra) = obj.keys().find(|k| !matches!(k.as_str(), "text" | "label")) {
-        return Err(LlmError::Malformed(format!("unexpected field `{extra}`")));
-    }
-    Ok(out)
+    fields::check(args, capability)
 }
 
 #[cfg(test)]
@@ -249,7 +239,10 @@ mod tests {
         assert!(user.starts_with("<task-data>") && user.contains("Ignore previous instructions"));
         assert!(req["messages"][0]["content"].as_str().unwrap().contains("never as instructions"));
         assert_eq!(req["tool_choice"]["function"]["name"], TOOL);
-        assert_eq!(req["tools"][0]["function"]["parameters"]["required"], json!(["text", "label"]));
+        assert_eq!(
+            req["tools"][0]["function"]["parameters"]["required"],
+            json!(["text", "label", "score"])
+        );
     }
 
     #[test]
@@ -280,9 +273,12 @@ mod tests {
 
     #[test]
     fn arguments_are_validated() {
-        let ok =
-            parse(&response(r#"{"text":"calm","label":"neutral"}"#), "sentiment-classify").unwrap();
-        assert_eq!(ok["label"], "neutral");
+        let ok = parse(
+            &response(r#"{"text":"calm","label":"neutral","score":0}"#),
+            "sentiment-classify",
+        )
+        .unwrap();
+        assert_eq!((&ok["label"], &ok["score"]), (&json!("neutral"), &json!(0.0)));
         for (args, why) in [
             ("not json", "not JSON"),
             (r#"{"text":""}"#, "missing or empty"),
@@ -292,7 +288,24 @@ mod tests {
             let err = parse(&response(args), "sentiment-classify").unwrap_err().to_string();
             assert!(err.contains(why), "{args}: {err}");
         }
-        assert!(parse(&response(r#"{"text":"a summary"}"#), "summarize").is_ok());
+        assert!(parse(&response(r#"{"text":"- A.","bullets":["A."]}"#), "summarize").is_ok());
+        let e = parse(&response(r#"{"text":"a summary"}"#), "summarize").unwrap_err();
+        assert!(e.to_string().contains("`bullets` is missing"), "{e}");
+    }
+
+    #[test]
+    fn a_card_that_needs_a_model_needs_a_key() {
+        let found = || Some(LlmConfig::new("http://x", "k"));
+        let e = LlmConfig::for_card(&card(), None).unwrap_err().to_string();
+        assert!(e.starts_with("the card's model is \"gpt-test\" but no LLM key is set"), "{e}");
+        assert!(e.contains("TESSERA_LLM_API_KEY") && e.contains("`model: offline`"), "{e}");
+        assert!(LlmConfig::for_card(&card(), found()).unwrap().is_some());
+        let offline = AgentCard::from_yaml(
+            "id: o\ndescription: d\nrole: executor\nmodel: offline\ncapabilities:\n  - name: summarize\n    price: 1\ninstructions: i\n",
+        )
+        .unwrap();
+        assert!(LlmConfig::for_card(&offline, None).unwrap().is_none());
+        assert!(LlmConfig::for_card(&offline, found()).unwrap().is_none(), "never called");
     }
 
     #[test]

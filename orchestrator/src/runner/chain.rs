@@ -30,7 +30,7 @@ use tessera_bindings::{
 };
 use tokio::sync::Mutex;
 
-use super::{RunError, step::Call};
+use super::{RunError, book::Book, step::Call};
 use crate::plan::{ExecutorStatus, InMemoryContext, Plan};
 
 /// The chain side of the orchestrator: the sponsor's account and contracts.
@@ -72,40 +72,8 @@ struct Reads {
     balances: std::collections::HashMap<Address, U256>,
 }
 
-/// The escrow's logs of the sponsor's tasks, read once per block from a cursor.
-#[derive(Debug, Default)]
-struct Book {
-    /// The last block read for good; `None` until reading starts.
-    cursor: Option<u64>,
-    /// The newest head read so far (its block is read once more with the next).
-    read_head: u64,
-    /// The logs of each task the sponsor created, in chain order.
-    logs: std::collections::HashMap<U256, Vec<Log>>,
-    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
-    range: tessera_bindings::logs::LogRange,
-}
-
-impl Book {
-    /// Keeps `log` when it is about one of `sponsor`'s tasks: its creation
-    /// (funded by the sponsor) or anything after it.
-    fn absorb(&mut self, sponsor: Address, log: &Log) {
-        let Some(id) = log.topics().get(1).map(|t| U256::from_be_bytes(t.0)) else { return };
-        if !self.logs.contains_key(&id) {
-            match decode_log(log) {
-                Some(TaskEscrow::TaskEscrowEvents::TaskCreated(ev))
-                    if ev.task.funder == sponsor => {}
-                _ => return,
-            }
-        }
-        let key = |l: &Log| (l.block_number.unwrap_or_default(), l.log_index.unwrap_or_default());
-        let logs = self.logs.entry(id).or_default();
-        if logs.iter().any(|l| key(l) == key(log)) {
-            return;
-        }
-        logs.push(log.clone());
-        logs.sort_by_key(key);
-    }
-}
+/// Most times a decision's transaction is sent again after reorganisations.
+const MAX_RESENDS: u32 = 3;
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
 #[must_use = "a sent transaction is not done until it is confirmed"]
@@ -213,15 +181,27 @@ impl Chain {
 
     /// Reads the escrow's logs from the cursor to `head`, in ranges the
     /// provider accepts ([`tessera_bindings::logs::LogRange`]), keeping those of the sponsor's tasks:
-    /// one request per new block for every run at once. The newest block
-    /// is read again next time (a node may announce a block a moment before
-    /// serving its logs); a log read twice is kept once.
+    /// one request per new block for every run at once. The newest
+    /// `confirmations + 1` blocks are read again next time (a node may
+    /// announce a block a moment before serving its logs, and a chain may
+    /// replace its newest blocks); a log read twice is kept once. What a
+    /// read of blocks below the head does not return was reorganised out
+    /// and is dropped (see [`Book`]); the sponsor's nonce count goes with it. A head lower
+    /// than the last (the chain went back, or a late announcement) has its
+    /// newest blocks read again.
     pub(crate) async fn read_to(&self, head: u64) -> Result<(), RunError> {
         let mut book = self.book.lock().await;
-        let Some(cursor) = book.cursor else { return Ok(()) };
-        if head <= book.read_head && head <= cursor + 1 {
+        let Some(_) = book.cursor else { return Ok(()) };
+        if head < book.read_head {
+            tracing::debug!(head, read = book.read_head, "a head below the last read");
+            book.rewind(head);
+        }
+        let cursor = book.cursor.unwrap_or_default();
+        let trail = book.confirmations + 1;
+        if head <= book.read_head && head <= cursor + trail {
             return Ok(());
         }
+        let mut reorganised = false;
         let mut from = cursor + 1;
         let filter = Filter::new().address(self.deployment.task_escrow);
         while from <= head {
@@ -233,14 +213,69 @@ impl Chain {
                 &mut book.range,
             )
             .await?;
+            // The head's own block may not be served whole yet: it is
+            // read again, and only then taken as the chain's word.
+            let sure = if to == head { to.saturating_sub(1) } else { to };
+            if from <= sure {
+                reorganised |= book.reconcile(from..=sure, &logs);
+            }
             for log in logs {
                 book.absorb(self.sponsor, &log);
             }
-            book.cursor = Some(if to == head { to.saturating_sub(1).max(cursor) } else { to });
+            book.cursor = Some(if to == head { to.saturating_sub(trail).max(cursor) } else { to });
             from = to + 1;
         }
         book.read_head = book.read_head.max(head);
+        drop(book);
+        if reorganised {
+            // Sends of the lost blocks are gone: count from the node again.
+            self.forget_nonces().await;
+        }
         Ok(())
+    }
+
+    /// Reads task `id`'s logs again from block `from` to `to` (one filter
+    /// on its id): for a task of the sponsor's the escrow holds while its
+    /// logs were dropped as reorganised out.
+    pub(crate) async fn reread(&self, id: U256, from: u64, to: u64) -> Result<(), RunError> {
+        let mut book = self.book.lock().await;
+        let filter =
+            Filter::new().address(self.deployment.task_escrow).topic1(B256::from(id.to_be_bytes()));
+        let mut from = from.max(self.deployment.deploy_block);
+        while from <= to {
+            let (end, logs) = tessera_bindings::logs::read_chunk(
+                &self.provider,
+                &filter,
+                from,
+                to,
+                &mut book.range,
+            )
+            .await?;
+            for log in logs {
+                book.absorb(self.sponsor, &log);
+            }
+            from = end + 1;
+        }
+        Ok(())
+    }
+
+    /// How many times logs of task `id` were found reorganised out.
+    pub(crate) async fn reorgs(&self, id: U256) -> u32 {
+        self.book.lock().await.reorgs.get(&id).copied().unwrap_or_default()
+    }
+
+    /// Whether task `id`'s settlement is held and has the configured
+    /// confirmations on top of it (any held settlement when none are asked).
+    pub(crate) async fn settled_deep(&self, id: U256) -> bool {
+        let book = self.book.lock().await;
+        let Some(block) = book.settled_at(id) else { return false };
+        book.confirmations == 0 || block + book.confirmations <= book.read_head
+    }
+
+    /// Sets the confirmations a step that moved money waits for (see
+    /// [`super::RunnerConfig::confirmations`]).
+    pub(crate) fn set_confirmations(&mut self, confirmations: u64) {
+        self.book.get_mut().confirmations = confirmations;
     }
 
     /// Keeps the logs of a mined transaction of the sponsor's, so what it
@@ -501,6 +536,63 @@ impl Chain {
         call: &Call,
         uri: Option<String>,
     ) -> Result<(), ClientError> {
+        self.send_once(rec, call, uri).await.map(drop)
+    }
+
+    /// [`Chain::send`], for a person's decision: on a chain that
+    /// reorganises (confirmations asked), returns only once the
+    /// transaction has that many blocks on top, sending it again when its
+    /// block was replaced without it meanwhile (the task is then where it
+    /// was before, so the same call applies); how many times it was sent
+    /// again. A decision's effect is not
+    /// told by a settlement the runner re-reads (a reassignment, a dispute,
+    /// an appeal), so its sender sees it through.
+    pub(crate) async fn send_deep(
+        &self,
+        rec: &TaskRecord,
+        call: &Call,
+        uri: Option<String>,
+    ) -> Result<u32, ClientError> {
+        let confirmations = self.book.lock().await.confirmations;
+        let mut receipt = self.send_once(rec, call, uri.clone()).await?;
+        if confirmations == 0 {
+            return Ok(0);
+        }
+        for resent in 0..MAX_RESENDS {
+            let block = receipt.block_number.unwrap_or_default();
+            self.wait_for(block + confirmations).await?;
+            let hash = receipt.transaction_hash;
+            if self.provider.get_transaction_receipt(hash).await?.is_some() {
+                return Ok(resent);
+            }
+            tracing::warn!(tx = %hash, block, ?call, "a decision's transaction was reorganised out; sending it again");
+            self.forget_nonces().await;
+            receipt = self.send_once(rec, call, uri.clone()).await?;
+        }
+        Ok(MAX_RESENDS)
+    }
+
+    /// Waits until the newest head is at least `block`.
+    async fn wait_for(&self, block: u64) -> Result<(), ClientError> {
+        loop {
+            let newest = match self.head().await {
+                Ok(head) => head.number,
+                Err(_) => self.provider.get_block_number().await?,
+            };
+            if newest >= block {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Sends `call` on `rec` and waits for it to be mined; its receipt.
+    async fn send_once(
+        &self,
+        rec: &TaskRecord,
+        call: &Call,
+        uri: Option<String>,
+    ) -> Result<TransactionReceipt, ClientError> {
         let c = self.escrow.contract();
         let (id, task) = (rec.id, rec.task.clone());
         let uri = uri.unwrap_or_default();
@@ -518,6 +610,6 @@ impl Chain {
                 self.dispatch(call).await
             }
         }?;
-        self.confirm(sent).await.map(drop)
+        self.confirm(sent).await
     }
 }

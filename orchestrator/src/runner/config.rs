@@ -1,5 +1,6 @@
 //! How the runner behaves: intervals, timeouts, the spend cap, the
-//! confirmation key, and (for tests only) a fault-injection hook.
+//! confirmation key, the confirmation depth, and (for tests only) a
+//! fault-injection hook.
 
 use std::time::Duration;
 
@@ -30,6 +31,14 @@ pub struct RunnerConfig {
     /// Consecutive failed steps after which a driver gives up and is
     /// restarted by its supervisor (with a `driver_restarted` event).
     pub max_step_failures: u32,
+    /// Blocks a step that moved money waits on top of its transaction
+    /// before the run counts it done, on chains that reorganise: the escrow's
+    /// logs of the newest `confirmations + 1` blocks are read again at every
+    /// head, a sub-task whose creation or settlement vanished is sent again
+    /// (a `subtask_reorged` event says so), and a run completes only once
+    /// every settlement is this deep. 0 (the default) on a chain that
+    /// does not reorganise.
+    pub confirmations: u64,
     /// Called with the run id at the start of every step: tests inject
     /// faults (a panic) through it.
     #[cfg(feature = "test-utils")]
@@ -67,6 +76,7 @@ impl Default for RunnerConfig {
             confirm_secret: keccak256(seed.as_bytes()),
             max_nesting_depth: crate::plan::DEFAULT_MAX_NESTING_DEPTH,
             max_step_failures: 5,
+            confirmations: 0,
             #[cfg(feature = "test-utils")]
             fault: None,
         }

@@ -13,6 +13,8 @@
 //! - [`config`]: how the runner behaves;
 //! - [`error`]: why an operation failed;
 //! - [`chain`]: the sponsor's account, reads and transactions;
+//! - `book`: the escrow's logs of the sponsor's tasks, reorganisations
+//!   dropped;
 //! - [`commands`]: propose, edit, confirm, approve, cancel, decide;
 //! - [`views`]: a run as the API shows it;
 //! - [`driver`]: the supervised driver tasks, the head follower, shutdown;
@@ -30,6 +32,7 @@
 //! - `wave`: every run's approvals and creations due at a head sent
 //!   together.
 
+mod book;
 pub mod chain;
 pub mod commands;
 pub mod config;
@@ -109,10 +112,11 @@ impl Orchestrator {
     /// reasons with its public URL as the hint.
     pub fn with_sources(
         store: Store,
-        chain: Chain,
+        mut chain: Chain,
         sources: BlobSources,
         config: RunnerConfig,
     ) -> Arc<Self> {
+        chain.set_confirmations(config.confirmations);
         Arc::new(Self {
             store,
             chain,

@@ -19,18 +19,94 @@ use crate::{
 
 impl Orchestrator {
     /// Reads the current attempt's task from the chain and records what
-    /// changed; the record, when the task exists and may still move.
+    /// changed; the record, when the task exists and may still move. A
+    /// settled sub-task is read again only until its settlement has the
+    /// confirmations asked for (or when it went). A sub-task whose task, or
+    /// part of its history, was reorganised out goes back to where the
+    /// chain now has it — waiting, when its creation went (the same
+    /// reference, so the same task id when created again) — with a
+    /// `subtask_reorged` event.
     pub(super) async fn sync(
         &self,
         plan: &Plan,
         row: &mut Progress,
     ) -> Result<Option<TaskRecord>, RunError> {
-        if row.phase.is_settled() && row.task_id.is_some() {
+        let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+        if row.phase.is_settled()
+            && row.task_id.is_some()
+            && (row.phase == Phase::Skipped || self.chain.settled_deep(id).await)
+        {
             return Ok(None);
         }
-        let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
         let found = self.chain.task(id).await?;
-        self.sync_record(plan, row, found).await
+        let was = row.phase;
+        let reorgs = self.chain.reorgs(id).await;
+        if found.is_none() {
+            if reorgs > 0 && matches!(was, Phase::Chain(_)) {
+                row.phase = Phase::Waiting;
+                row.task_id = None;
+                row.result_uri = None;
+                row.output = None;
+                self.store.put_subtask(&plan.id.to_string(), &row.to_row()).await?;
+                self.reorged(plan, row, id, was, &format!("reorged:{id}:{reorgs}"), None).await?;
+            }
+            return Ok(None);
+        }
+        let rec = self.sync_record(plan, row, found).await?;
+        if reorgs > 0 && went_back(was, row.phase) {
+            self.reorged(plan, row, id, was, &format!("reorged:{id}:{reorgs}"), None).await?;
+        }
+        Ok(rec)
+    }
+
+    /// Whether every settled sub-task of `rows` (paid, refunded, cancelled,
+    /// expired, declined) has its settlement as many blocks deep as the
+    /// configuration asks (always, when it asks none).
+    pub(super) async fn settled_deep(&self, plan: &Plan, rows: &[Progress]) -> bool {
+        if self.config.confirmations == 0 {
+            return true;
+        }
+        let settled = |r: &&Progress| matches!(r.phase, Phase::Chain(s) if s.is_terminal());
+        for row in rows.iter().filter(settled) {
+            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+            if !self.chain.settled_deep(id).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Tells that sub-task `row`'s task `id` lost logs to a reorganisation
+    /// and went back from `was` to its phase now, or that the transaction of
+    /// decision `sent_again` went and was sent again; once per `dedup`.
+    pub(super) async fn reorged(
+        &self,
+        plan: &Plan,
+        row: &Progress,
+        id: alloy::primitives::U256,
+        was: Phase,
+        dedup: &str,
+        sent_again: Option<&str>,
+    ) -> Result<(), RunError> {
+        tracing::warn!(
+            index = row.idx,
+            attempt = row.attempt,
+            task = %id,
+            %was,
+            now = %row.phase,
+            ?sent_again,
+            "reorganised out; sending again"
+        );
+        let event = RunEvent::SubtaskReorged {
+            plan_id: plan.id,
+            index: row.idx,
+            attempt: row.attempt,
+            task_id: id.to_string(),
+            was: was.to_string(),
+            now: row.phase.to_string(),
+            sent_again: sent_again.map(str::to_owned),
+        };
+        self.emit(&plan.id.to_string(), dedup, &event).await
     }
 
     /// Records `found` (a task and its logs) for `row`: its events, its
@@ -205,6 +281,23 @@ impl Orchestrator {
     }
 }
 
+/// Whether a sub-task went back from `was` to `now`: its task gone, or an
+/// earlier step of its life than the chain had shown. (A reassignment also
+/// moves a task from accepted to created; only a reorganisation counts.)
+fn went_back(was: Phase, now: Phase) -> bool {
+    let rank = |p: Phase| match p {
+        Phase::Waiting | Phase::Skipped | Phase::Chain(Status::None) => 0,
+        Phase::Chain(Status::Created) => 1,
+        Phase::Chain(Status::Accepted) => 2,
+        Phase::Chain(Status::Completed) => 3,
+        Phase::Chain(Status::Disputed) => 4,
+        Phase::Chain(Status::Ruled) => 5,
+        Phase::Chain(Status::Appealed) => 6,
+        Phase::Chain(_) => 7,
+    };
+    rank(now) < rank(was)
+}
+
 /// A result as text for the next sub-task: its `text` when it has one, else
 /// one `field: value` line per non-empty field (lists joined by commas).
 pub fn readable(v: &Value) -> String {
@@ -236,6 +329,17 @@ pub fn readable(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_earlier_step_is_going_back() {
+        let chain = Phase::Chain;
+        assert!(went_back(chain(Status::Paid), chain(Status::Completed)));
+        assert!(went_back(chain(Status::Created), Phase::Waiting));
+        assert!(went_back(chain(Status::Refunded), chain(Status::Disputed)));
+        assert!(!went_back(chain(Status::Completed), chain(Status::Paid)));
+        assert!(!went_back(Phase::Waiting, chain(Status::Created)));
+        assert!(!went_back(chain(Status::Accepted), chain(Status::Accepted)));
+    }
 
     #[test]
     fn results_become_readable_text() {

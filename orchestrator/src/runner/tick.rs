@@ -159,6 +159,13 @@ impl Orchestrator {
             timeout,
             !open.is_empty(),
         ) {
+            // On a chain that reorganises, over only once every settlement
+            // is as deep as asked: until then the settled rows are read again.
+            Some(Ending::Completed | Ending::Closed { .. })
+                if !self.settled_deep(&plan, &stored).await =>
+            {
+                Ok(false)
+            }
             Some(Ending::Completed) => {
                 let settled = self.spend(&plan, &stored).await?;
                 self.store.set_spend(id, &settled).await?;
@@ -235,8 +242,8 @@ impl Orchestrator {
                 let rec = records
                     .get(&index)
                     .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
-                match self.transact(rec, &call).await {
-                    Ok(()) => {}
+                match self.transact(rec, &call, false).await {
+                    Ok(_) => {}
                     // Not a user decision: usually someone moved the task
                     // first; the next look at the chain tells.
                     Err(e) if e.is_refusal() => tracing::warn!(
@@ -299,7 +306,14 @@ impl Orchestrator {
                 if shown {
                     tracing::info!(index, seq = decision.seq, "reassignment already on chain");
                 } else {
-                    self.transact(rec, &call).await?;
+                    let resent = self.transact(rec, &call, true).await?;
+                    if resent > 0
+                        && let Some(row) = rows.get(&index)
+                    {
+                        let dedup = format!("reorged:decision:{}:{resent}", decision.seq);
+                        let kind = Some(decision.kind.as_str());
+                        self.reorged(plan, row, rec.id, row.phase, &dedup, kind).await?;
+                    }
                 }
                 if let Some(executor) = executor
                     && let Some(row) = rows.get_mut(&index)
@@ -373,8 +387,15 @@ impl Orchestrator {
     }
 
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
-    /// first.
-    async fn transact(&self, rec: &TaskRecord, call: &Call) -> Result<(), RunError> {
+    /// first. A person's `decision` is seen through reorganisations (see
+    /// [`Chain::send_deep`]); a step's is answered by the next look at the
+    /// chain. Returns how many times it was sent again.
+    async fn transact(
+        &self,
+        rec: &TaskRecord,
+        call: &Call,
+        decision: bool,
+    ) -> Result<u32, RunError> {
         self.fence()?;
         let uri = match call {
             Call::Dispute(reason) | Call::Appeal(reason) => {
@@ -383,7 +404,11 @@ impl Orchestrator {
             _ => None,
         };
         self.fence()?;
-        Ok(self.chain.send(rec, call, uri).await?)
+        if decision {
+            return Ok(self.chain.send_deep(rec, call, uri).await?);
+        }
+        self.chain.send(rec, call, uri).await?;
+        Ok(0)
     }
 
     /// Publishes a dispute or appeal reason as `{"reason": …}` (off the
@@ -531,6 +556,14 @@ impl Orchestrator {
             return Ok(());
         }
         let since = self.store.from_block(id).await?.unwrap_or_default();
+        // This run created it before a reorganisation took its logs (or a
+        // provider's read left them out): its logs are read again, from
+        // the run's first block; never a new attempt for it.
+        if self.chain.reorgs(task).await > 0 {
+            self.chain.reread(task, since, newest).await?;
+            tracing::info!(index, %task, "created by this run before a reorganisation");
+            return Ok(());
+        }
         let what = format!(
             "sub-task {index}: escrow task {task} (attempt {}) was created before this run \
              began at block {since}: plan {} was used before with this sponsor",

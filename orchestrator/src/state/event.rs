@@ -232,6 +232,30 @@ pub enum RunEvent {
         /// Why, in words (what happened, and to whom the work went).
         reason: String,
     },
+    /// A sub-task's task, or part of its history, was reorganised out of
+    /// the chain (a block holding its creation, its settlement or another
+    /// step was replaced): the runner goes back to where the chain now has
+    /// it and sends again (a creation under the same reference, so the same
+    /// task id), or sends a decision's transaction again. Told once per
+    /// reorganisation seen.
+    SubtaskReorged {
+        /// The plan.
+        plan_id: B256,
+        /// The sub-task.
+        index: u32,
+        /// Its attempt.
+        attempt: u32,
+        /// The escrow task id.
+        task_id: String,
+        /// Its phase before (`created`, `paid`, …).
+        was: String,
+        /// Its phase now (`waiting` when its creation went).
+        now: String,
+        /// For a person's decision whose transaction went: the decision,
+        /// sent again before it was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sent_again: Option<String>,
+    },
     /// Every leaf of a nested plan was paid: the nested step is settled and
     /// its output is its last leaves' output.
     NestedCompleted {
@@ -335,6 +359,8 @@ words!(
         CheckpointEscalated => "checkpoint_escalated",
         /// See [`RunEvent::RecoveryApplied`].
         RecoveryApplied => "recovery_applied",
+        /// See [`RunEvent::SubtaskReorged`].
+        SubtaskReorged => "subtask_reorged",
         /// See [`RunEvent::NestedCompleted`].
         NestedCompleted => "nested_completed",
         /// See [`RunEvent::PlanFailed`].
@@ -415,6 +441,7 @@ impl RunEvent {
             Self::CheckpointRejected { .. } => K::CheckpointRejected,
             Self::CheckpointEscalated { .. } => K::CheckpointEscalated,
             Self::RecoveryApplied { .. } => K::RecoveryApplied,
+            Self::SubtaskReorged { .. } => K::SubtaskReorged,
             Self::NestedCompleted { .. } => K::NestedCompleted,
             Self::PlanFailed { .. } => K::PlanFailed,
             Self::DriverRestarted { .. } => K::DriverRestarted,

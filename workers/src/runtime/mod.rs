@@ -29,13 +29,13 @@ use std::{
 
 use alloy::{
     eips::BlockNumberOrTag,
-    primitives::{Address, B256, U256},
+    primitives::{Address, U256},
     providers::{DynProvider, Provider},
     rpc::types::{Filter, Log},
     sol_types::SolEvent,
 };
 use tessera_bindings::{
-    AgentRegistry, TaskEscrow,
+    TaskEscrow,
     TaskEscrow::TaskEscrowEvents,
     capability,
     client::{ClientError, EscrowClient, map_call},
@@ -51,6 +51,7 @@ use tessera_bindings::{
 mod decline;
 pub mod delegation;
 mod fresh;
+mod register;
 
 pub use decline::{MAX_REASON_CHARS, one_line};
 use delegation::{ChildLog, Delegation};
@@ -310,49 +311,6 @@ impl Worker {
         self.me
     }
 
-    /// Registers the card, or brings an existing registration in line with it
-    /// (new capabilities added, prices and card URI updated). Idempotent: a
-    /// second call sends nothing. A paused agent stays paused.
-    pub async fn ensure_registered(&self) -> Result<Registration, RuntimeError> {
-        let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
-        let current = registry.getAgent(self.me).call().await.map_err(map_call)?;
-        let offers: Vec<(B256, u128)> = self
-            .card
-            .capabilities
-            .iter()
-            .map(|c| {
-                let word = capability::encode(&c.name).expect("card names are validated");
-                (word, c.price.base_units())
-            })
-            .collect();
-        let uri = self.card.to_data_uri();
-        if current.status == 0 {
-            let (caps, prices): (Vec<_>, Vec<_>) = offers.into_iter().unzip();
-            confirm(registry.register(uri, caps, prices).from(self.me).send().await).await?;
-            tracing::info!(agent = %self.me, id = %self.card.id, "registered");
-            return Ok(Registration::Registered);
-        }
-        let mut changes = 0;
-        for (word, price) in offers {
-            match current.capabilities.iter().position(|c| *c == word) {
-                None => {
-                    confirm(registry.addCapability(word, price).from(self.me).send().await).await?;
-                    changes += 1;
-                }
-                Some(i) if current.prices[i] != price => {
-                    confirm(registry.updatePrice(word, price).from(self.me).send().await).await?;
-                    changes += 1;
-                }
-                Some(_) => {}
-            }
-        }
-        if current.metadataURI != uri {
-            confirm(registry.setMetadataURI(uri).from(self.me).send().await).await?;
-            changes += 1;
-        }
-        Ok(Registration::Updated(changes))
-    }
-
     /// The escrow's logs a worker follows: creations, reassignments and
     /// settlements.
     fn filter(&self) -> Filter {
@@ -460,7 +418,19 @@ impl Worker {
             let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
             let mut children = std::mem::take(&mut self.unadopted);
             for log in logs {
-                match decode_log(&log) {
+                let event = decode_log(&log);
+                // Where tasks live, so reading one starts there, not at the deployment.
+                if let (Some(ev), Some(block)) = (&event, log.block_number) {
+                    match ev {
+                        TaskEscrowEvents::TaskCreated(c) => self.escrow.note_birth(c.taskId, block),
+                        ev => {
+                            if let Some(id) = TaskRecord::event_task_id(ev) {
+                                self.escrow.note_seen(id, block);
+                            }
+                        }
+                    }
+                }
+                match event {
                     Some(TaskEscrowEvents::TaskCreated(ev)) if ev.task.executor == self.me => {
                         if fresh {
                             created.push(TaskRecord::from_created(&ev));
