@@ -3,7 +3,9 @@
 //! The tests themselves live in `it/`.
 
 pub mod mock_openai;
-pub mod provider;
+/// The stand-in hosted provider, kept with the chain tooling so the
+/// benches use it too.
+pub use tessera_anvil::standin as provider;
 
 use std::{sync::Arc, time::Duration};
 
@@ -207,6 +209,22 @@ impl Stack {
         Self::start_full(cfg, None, &all, deploy, None, Some(limits)).await
     }
 
+    /// Everything on a chain that mines a block every `secs` seconds, the
+    /// escrow deployed with `deploy`, every service (orchestrator and the
+    /// five demo workers) reaching the chain only through a stand-in hosted
+    /// provider imposing `limits`, polling over HTTP every half block.
+    pub async fn start_hosted(secs: u64, limits: provider::Limits, deploy: DeployConfig) -> Self {
+        let all = [0, 1, 2, 3, 4];
+        let cfg = RunnerConfig { poll_interval: hosted_poll(secs), ..RunnerConfig::default() };
+        Self::start_full(cfg, None, &all, deploy, Some(secs), Some(limits)).await
+    }
+
+    /// The stand-in's URL, for more services to reach the chain through it
+    /// (panics on a stack started without one).
+    pub fn hosted_url(&self) -> reqwest::Url {
+        self.stand_in.as_ref().expect("a stack started through a stand-in").url.clone()
+    }
+
     /// Everything with default settings, on a chain that mines a block
     /// every `secs` seconds from before the orchestrator starts (deployed
     /// on automine first).
@@ -265,9 +283,10 @@ impl Stack {
             Some(s) => (s.url.clone(), None),
             None => (env.chain.endpoint_url(), Some(env.chain.ws_endpoint())),
         };
+        let poll = block_time.map_or(Duration::from_millis(200), hosted_poll);
         for &i in workers {
             tasks.push(match &stand_in {
-                Some(s) => spawn_polling_worker(&env, &DEMO_AGENTS[i], &blobs, &s.url).await,
+                Some(s) => spawn_polling_worker(&env, &DEMO_AGENTS[i], &blobs, &s.url, poll).await,
                 None => spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await,
             });
         }
@@ -433,31 +452,47 @@ pub async fn spawn_worker(
         .expect("worker starts")
 }
 
+/// How often services poll a chain mining a block every `secs` seconds
+/// when they have no websocket: twice a block.
+pub fn hosted_poll(secs: u64) -> Duration {
+    Duration::from_millis(secs.max(1) * 500)
+}
+
 /// Runs one demo agent's worker in the background, reaching the chain at
-/// `http` only (no websocket: it polls every 200 ms).
+/// `http` only (no websocket: it polls every `poll`).
 pub async fn spawn_polling_worker(
     env: &TestEnv,
     agent: &DemoAgent,
     blobs: &std::path::Path,
     http: &reqwest::Url,
+    poll: Duration,
 ) -> tokio::task::JoinHandle<()> {
     let signer = env.actors.agents[agent.account].clone();
+    spawn_card_worker(env, signer, agent.worker_card(), blobs, http, poll).await
+}
+
+/// Runs a worker for `card`, signing as `signer`, in the background,
+/// reaching the chain at `http` only and polling every `poll`; it registers
+/// the card first.
+pub async fn spawn_card_worker(
+    env: &TestEnv,
+    signer: alloy::signers::local::PrivateKeySigner,
+    card: tessera_workers::AgentCard,
+    blobs: &std::path::Path,
+    http: &reqwest::Url,
+    poll: Duration,
+) -> tokio::task::JoinHandle<()> {
     let me = signer.address();
     let provider = tessera_bindings::client::connect(
         http.clone(),
         alloy::network::EthereumWallet::new(signer),
     );
     let store: Blobs = Arc::new(FsBlobStore::new(blobs));
-    let mut worker = tessera_workers::runtime::Worker::new(
-        provider,
-        me,
-        agent.worker_card(),
-        env.deployment.clone(),
-        store,
-    );
+    let mut worker =
+        tessera_workers::runtime::Worker::new(provider, me, card, env.deployment.clone(), store);
     worker.ensure_registered().await.expect("worker registers");
     tokio::spawn(async move {
-        worker.run(None, Duration::from_millis(200), |_| {}, std::future::pending()).await;
+        worker.run(None, poll, |_| {}, std::future::pending()).await;
     })
 }
 

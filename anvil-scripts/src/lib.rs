@@ -11,7 +11,10 @@
 //!   write the deployment record;
 //! - [`demo`]: one full task lifecycle, printed step by step (amounts as
 //!   `tessera_bindings::usdc::Usdc`);
-//! - [`gas`]: the gas bench (receipt `gasUsed` per lifecycle step).
+//! - [`gas`]: the gas bench (receipt `gasUsed` per lifecycle step);
+//! - [`standin`]: a stand-in for a hosted JSON-RPC provider in front of
+//!   anvil (rate limits, seeded 503s, log caps, refused methods), for the
+//!   end-to-end suite and the plan bench.
 
 pub mod actors;
 pub mod chain;
@@ -21,6 +24,7 @@ pub mod deploy;
 pub mod gas;
 pub mod lifecycle;
 pub mod stack;
+pub mod standin;
 
 /// Errors of the local chain tooling.
 #[derive(Debug, thiserror::Error)]

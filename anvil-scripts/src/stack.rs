@@ -1,6 +1,7 @@
 //! The whole system in one process, for the demo, the benchmarks and the
 //! end-to-end tests: offline workers for the demo agents (following new
-//! blocks over anvil's websocket) and the orchestrator with its runner.
+//! blocks over anvil's websocket, or polling over HTTP alone as through a
+//! hosted provider) and the orchestrator with its runner.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -111,6 +112,26 @@ pub async fn spawn_worker(
     }))
 }
 
+/// [`spawn_worker`] reaching the chain at `http` only, with no websocket
+/// (as through a hosted provider): it polls for new blocks every `poll`.
+pub async fn spawn_polling_worker(
+    http: &alloy::transports::http::reqwest::Url,
+    poll: Duration,
+    actors: &Actors,
+    deployment: &Deployment,
+    agent: &DemoAgent,
+    blobs: Blobs,
+) -> Result<tokio::task::JoinHandle<()>, Error> {
+    let signer = actors.agents[agent.account].clone();
+    let me = signer.address();
+    let provider = connect(http.clone(), EthereumWallet::new(signer));
+    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), blobs);
+    worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
+    Ok(tokio::spawn(async move {
+        worker.run(None, poll, |_| {}, std::future::pending()).await;
+    }))
+}
+
 /// [`spawn_worker`] for an agent at `home`: its own store, read from and
 /// published with as the home says.
 pub async fn spawn_worker_at(
@@ -143,15 +164,41 @@ pub async fn start_orchestrator(
     blobs: impl Into<BlobSources>,
     config: RunnerConfig,
 ) -> Result<(Arc<Orchestrator>, tokio::task::JoinHandle<()>), Error> {
-    let blobs: BlobSources = blobs.into();
+    let ws = Some(chain.ws.clone());
+    orchestrator(&chain.http, ws, actors, deployment, store, blobs.into(), config).await
+}
+
+/// [`start_orchestrator`] reaching the chain at `http` only, with no
+/// websocket (as through a hosted provider): it polls for new blocks every
+/// `config.poll_interval`.
+pub async fn start_polling_orchestrator(
+    http: &alloy::transports::http::reqwest::Url,
+    actors: &Actors,
+    deployment: &Deployment,
+    store: Store,
+    blobs: impl Into<BlobSources>,
+    config: RunnerConfig,
+) -> Result<(Arc<Orchestrator>, tokio::task::JoinHandle<()>), Error> {
+    orchestrator(http, None, actors, deployment, store, blobs.into(), config).await
+}
+
+async fn orchestrator(
+    http: &alloy::transports::http::reqwest::Url,
+    ws: Option<String>,
+    actors: &Actors,
+    deployment: &Deployment,
+    store: Store,
+    blobs: BlobSources,
+    config: RunnerConfig,
+) -> Result<(Arc<Orchestrator>, tokio::task::JoinHandle<()>), Error> {
     let signer = actors.sponsor.clone();
-    let provider = connect(chain.http.clone(), EthereumWallet::new(signer.clone()));
+    let provider = connect(http.clone(), EthereumWallet::new(signer.clone()));
     let sponsor = Chain::new(provider, signer, deployment.clone())
         .await
         .map_err(|e| Error::Key(format!("orchestrator chain: {e}")))?;
     let orch = Orchestrator::with_sources(store, sponsor, blobs, config);
     orch.resume_all().await.map_err(|e| Error::Key(format!("resuming runs: {e}")))?;
-    let heads = tokio::spawn(Arc::clone(&orch).follow_heads(Some(chain.ws.clone())));
+    let heads = tokio::spawn(Arc::clone(&orch).follow_heads(ws));
     Ok((orch, heads))
 }
 

@@ -2,7 +2,9 @@
 //! counts the JSON-RPC calls in it (each element of a batch counts), by
 //! method. The plan bench puts one in front of the orchestrator and one in
 //! front of the workers, so each side's requests per settled sub-task are
-//! measured where a hosted provider would meter them.
+//! measured where a hosted provider would meter them. In front of the
+//! stand-in provider ([`tessera_anvil::standin`]) it also counts the
+//! requests answered 429 and 503, and passes `Retry-After` on.
 
 use std::{
     collections::BTreeMap,
@@ -20,11 +22,17 @@ use axum::{
 use reqwest::Url;
 use serde_json::Value;
 
-/// Calls counted so far, by method.
+/// Calls counted so far, by method, and the HTTP requests the chain's side
+/// answered 429 (rate limited) or 503 (unavailable): each one a request
+/// its client sends again, counted again in `by_method`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
     /// Method → calls.
     pub by_method: BTreeMap<String, u64>,
+    /// HTTP requests answered 429.
+    pub rate_limited: u64,
+    /// HTTP requests answered 503.
+    pub unavailable: u64,
 }
 
 impl Counts {
@@ -41,7 +49,11 @@ impl Counts {
             .map(|(m, n)| (m.clone(), n - earlier.by_method.get(m).copied().unwrap_or_default()))
             .filter(|(_, n)| *n > 0)
             .collect();
-        Counts { by_method }
+        Counts {
+            by_method,
+            rate_limited: self.rate_limited - earlier.rate_limited,
+            unavailable: self.unavailable - earlier.unavailable,
+        }
     }
 }
 
@@ -126,8 +138,25 @@ async fn forward(State(s): State<Shared>, body: Bytes) -> Response {
         Err(e) => return (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
     };
     let status = StatusCode::from_u16(reply.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    {
+        let mut counts = s.counts.lock().expect("counts lock");
+        match status {
+            StatusCode::TOO_MANY_REQUESTS => counts.rate_limited += 1,
+            StatusCode::SERVICE_UNAVAILABLE => counts.unavailable += 1,
+            _ => {}
+        }
+    }
+    // The server's hint of when to come back goes back with its answer.
+    let retry_after = reply.headers().get(header::RETRY_AFTER).cloned();
     match reply.bytes().await {
-        Ok(bytes) => (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Ok(bytes) => {
+            let mut resp =
+                (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response();
+            if let Some(v) = retry_after {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            resp
+        }
         Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
     }
 }
@@ -151,7 +180,8 @@ mod tests {
         assert_eq!(c.by_method["<no method>"], 1);
         assert_eq!(c.by_method["<not json>"], 1);
         assert_eq!(c.total(), 5);
-        let later = Counts { by_method: [("eth_blockNumber".into(), 5)].into() };
+        let later =
+            Counts { by_method: [("eth_blockNumber".into(), 5)].into(), ..Counts::default() };
         assert_eq!(later.since(&c).by_method, [("eth_blockNumber".to_owned(), 3)].into());
     }
 }

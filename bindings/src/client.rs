@@ -672,7 +672,8 @@ impl EscrowClient {
 
 /// An HTTP provider that signs with `wallet`: its JSON-RPC calls retried on
 /// transient failures ([`crate::retry`]) and every attempt counted by method
-/// ([`crate::rpc_metrics`]). A call that gets no answer in
+/// ([`crate::rpc_metrics`]), over [`crate::transport::HintedHttp`] (a 429
+/// waits as long as its `Retry-After` asks). A call that gets no answer in
 /// [`RPC_TIMEOUT`] (or no connection in [`CONNECT_TIMEOUT`]) fails, so a
 /// hung provider is a transient failure like any other.
 ///
@@ -683,7 +684,10 @@ pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWalle
     let client = alloy::rpc::client::ClientBuilder::default()
         .layer(crate::retry::RetryLayer::default())
         .layer(crate::rpc_metrics::RpcMetricsLayer)
-        .http_with_client(http_client(), url);
+        .transport(
+            crate::transport::HintedHttp::new(http_client(), url.clone()),
+            alloy::transports::utils::guess_local_url(&url),
+        );
     ProviderBuilder::new()
         .disable_recommended_fillers()
         .with_gas_estimation()

@@ -29,7 +29,9 @@
 //! - [`logs`]: one adaptive `eth_getLogs` range (halved when a provider
 //!   refuses a range or a result count, grown back after successes);
 //! - [`rpc_metrics`]: JSON-RPC calls and failures counted by method on every
-//!   service's HTTP transport.
+//!   service's HTTP transport;
+//! - [`transport`]: that HTTP transport, which keeps a 429's or 503's
+//!   `Retry-After` whatever its body says.
 
 pub mod capability;
 pub mod card;
@@ -47,6 +49,7 @@ pub mod revert;
 pub mod rpc_metrics;
 pub mod sender;
 pub mod task;
+pub mod transport;
 pub mod usdc;
 
 #[allow(missing_docs, unreachable_pub, clippy::too_many_arguments, missing_debug_implementations)]

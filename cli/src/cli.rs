@@ -687,6 +687,7 @@ impl Cli {
                     runs,
                     block_time: (block_time > 0).then_some(block_time),
                     timed_runs: timed_runs.max(1),
+                    hosted_seed: Some(tessera_bench::plan::HOSTED_SEED),
                 };
                 let report =
                     until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))

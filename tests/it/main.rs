@@ -10,6 +10,7 @@ mod delegation;
 mod demo;
 mod disputes;
 mod frontrun;
+mod hosted;
 mod indexer;
 mod injection;
 mod lifecycle;

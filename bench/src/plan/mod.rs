@@ -8,6 +8,14 @@
 //! runner, no workers and no waiting for anyone to notice anything. The ratio
 //! says how much the orchestration (block notifications, worker reaction,
 //! database writes, envelopes) costs on top of the transactions themselves.
+//!
+//! On timed blocks the chain and the fan-out also run through the stand-in
+//! hosted provider ([`tessera_anvil::standin`], `Limits::hosted`): HTTP
+//! only (every service polls twice a block), 25 requests/s per client
+//! answered 429 with `Retry-After` past it (every service comes from one
+//! address: one allowance), 1 % of requests answered 503, capped log
+//! queries, no `anvil_*` methods. Its row counts the orchestrator's
+//! requests with every retry, and the 429s and 503s it took.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -22,14 +30,16 @@ use alloy::{
     rpc::types::Filter,
     sol_types::{SolEvent, SolValue},
 };
-use serde::Serialize;
 use tessera_anvil::{
     Error,
     actors::Actors,
     chain::{ChainOptions, Endpoints, LocalChain},
     deploy::{self, DEMO_AGENTS, DeployConfig},
     lifecycle::Driver,
-    stack::{Blobs, spawn_worker, start_orchestrator},
+    stack::{
+        Blobs, spawn_polling_worker, spawn_worker, start_orchestrator, start_polling_orchestrator,
+    },
+    standin::{Limits, StandIn},
 };
 use tessera_bindings::{TaskEscrow, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
@@ -39,6 +49,11 @@ use tessera_orchestrator::{
 };
 
 use crate::rpc_proxy::{Counts, RpcProxy};
+
+mod report;
+
+pub use report::{Faults, IdleRow, Percentiles, PlanBenchReport, ScenarioRow};
+use report::{median, percentiles};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -51,125 +66,24 @@ pub struct PlanBenchConfig {
     pub block_time: Option<u64>,
     /// Samples per scenario on that chain (the ten plans run once).
     pub timed_runs: usize,
+    /// The seed of the stand-in hosted provider the chain and the fan-out
+    /// run through on timed blocks too; `None` skips them.
+    pub hosted_seed: Option<u64>,
 }
+
+/// The stand-in provider's seed `make bench-plan` uses.
+pub const HOSTED_SEED: u64 = 30;
 
 impl Default for PlanBenchConfig {
     fn default() -> Self {
-        Self { steps: 5, runs: 10, block_time: Some(2), timed_runs: 3 }
+        Self {
+            steps: 5,
+            runs: 10,
+            block_time: Some(2),
+            timed_runs: 3,
+            hosted_seed: Some(HOSTED_SEED),
+        }
     }
-}
-
-/// Percentiles of a sample, in milliseconds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Percentiles {
-    /// Samples.
-    pub n: usize,
-    /// Median.
-    pub p50_ms: f64,
-    /// 99th percentile.
-    pub p99_ms: f64,
-    /// Largest.
-    pub max_ms: f64,
-}
-
-/// The bench's results.
-#[derive(Debug, Clone, Serialize)]
-pub struct PlanBenchReport {
-    /// Sub-tasks per plan.
-    pub steps: usize,
-    /// Approve → `plan_completed`, per plan.
-    pub plan_wall: Percentiles,
-    /// `subtask_created` → `subtask_paid`, per sub-task.
-    pub subtask_cycle: Percentiles,
-    /// The same number of lifecycles sent directly, per chain.
-    pub baseline_wall: Percentiles,
-    /// Median plan wall time over median baseline.
-    pub ratio_to_baseline: f64,
-    /// The goal for the median plan wall time, ms.
-    pub goal_ms: f64,
-    /// Every scenario on automine and on timed blocks.
-    pub scenarios: Vec<ScenarioRow>,
-    /// Idle requests per block on timed blocks, by number of live runs.
-    pub idle: Vec<IdleRow>,
-}
-
-impl PlanBenchReport {
-    /// A printable table.
-    pub fn table(&self) -> String {
-        let row = |name: &str, p: &Percentiles| {
-            format!(
-                "{name:<44} {:>5} {:>10.1} {:>10.1} {:>10.1}\n",
-                p.n, p.p50_ms, p.p99_ms, p.max_ms
-            )
-        };
-        let mut out = format!(
-            "{:<44} {:>5} {:>10} {:>10} {:>10}\n",
-            "measure", "n", "p50 ms", "p99 ms", "max ms"
-        );
-        out +=
-            &row(&format!("{}-step chain: approve -> plan settled", self.steps), &self.plan_wall);
-        out += &row("sub-task cycle: created -> paid", &self.subtask_cycle);
-        out += &row(&format!("baseline: {} direct lifecycles", self.steps), &self.baseline_wall);
-        out += &format!(
-            "orchestrated / direct: {:.2}x; goal p50 <= {:.0} ms: {}\n",
-            self.ratio_to_baseline,
-            self.goal_ms,
-            if self.plan_wall.p50_ms <= self.goal_ms { "met" } else { "NOT met" }
-        );
-        out += &format!(
-            "\n{:<14} {:<26} {:>3} {:>7} {:>8} {:>7} {:>9} {:>9}  {}\n",
-            "mode", "scenario", "n", "blocks", "seconds", "blk/stp", "rpc orch", "rpc work", "goal"
-        );
-        for s in &self.scenarios {
-            out += &format!(
-                "{:<14} {:<26} {:>3} {:>7.0} {:>8.2} {:>7.2} {:>9.1} {:>9.1}  {}{}\n",
-                s.mode,
-                s.scenario,
-                s.samples,
-                s.blocks_p50,
-                s.seconds_p50,
-                s.blocks_per_step,
-                s.orch_rpc_per_subtask,
-                s.worker_rpc_per_subtask,
-                if s.goal.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: {}", s.goal, if s.met { "met" } else { "NOT met" })
-                },
-                if s.creation.is_empty() { String::new() } else { format!("; {}", s.creation) },
-            );
-        }
-        if !self.idle.is_empty() {
-            out += "\nIdle JSON-RPC requests per block, runs waiting at their review gates:\n";
-            for i in &self.idle {
-                out += &format!(
-                    "  {:>3} live run(s), {} blocks: orchestrator {:.2}/block, workers {:.2}/block\n",
-                    i.live_runs, i.blocks, i.orch_per_block, i.worker_per_block
-                );
-            }
-        }
-        out += "\nJSON-RPC requests per settled sub-task, by method (first sample of each timed scenario):\n";
-        for s in self.scenarios.iter().filter(|s| s.mode != "automine") {
-            let fmt = |m: &BTreeMap<String, f64>| {
-                m.iter().map(|(k, v)| format!("{k} {v:.1}")).collect::<Vec<_>>().join(", ")
-            };
-            out += &format!("  {} orchestrator: {}\n", s.scenario, fmt(&s.orch_methods));
-            out += &format!("  {} workers: {}\n", s.scenario, fmt(&s.worker_methods));
-        }
-        out
-    }
-}
-
-fn percentiles(mut ms: Vec<f64>) -> Percentiles {
-    ms.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        if ms.is_empty() {
-            return 0.0;
-        }
-        let i = ((ms.len() as f64 - 1.0) * q).round() as usize;
-        ms[i.min(ms.len() - 1)]
-    };
-    Percentiles { n: ms.len(), p50_ms: at(0.5), p99_ms: at(0.99), max_ms: at(1.0) }
 }
 
 const SOURCE: &str = "Tessera settles each sub-task through an escrow. Workers accept and \
@@ -189,6 +103,8 @@ struct Stack {
     worker_rpc: RpcProxy,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     dir: PathBuf,
+    /// The stand-in provider both proxies forward to, when hosted.
+    stand_in: Option<StandIn>,
 }
 
 impl Drop for Stack {
@@ -258,6 +174,61 @@ impl Stack {
             worker_rpc,
             tasks,
             dir,
+            stand_in: None,
+        })
+    }
+
+    /// [`Stack::start`] on a chain mining a block every `secs` seconds,
+    /// both proxies forwarding to a stand-in hosted provider (seeded with
+    /// `seed`) in front of it: no websocket, every service polls twice a
+    /// block.
+    async fn start_hosted(
+        (chain, actors, deployment, direct): (LocalChain, Actors, Deployment, DynProvider),
+        secs: u64,
+        seed: u64,
+    ) -> Result<Self, Error> {
+        let stand_in = StandIn::start(chain.endpoint_url().as_str(), Limits::hosted(seed)).await;
+        let proxy = |e: std::io::Error| Error::Orchestrator(format!("rpc proxy: {e}"));
+        let orch_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(proxy)?;
+        let worker_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(proxy)?;
+        let poll = Duration::from_millis(secs.max(1) * 500);
+        let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
+        let mut tasks = Vec::new();
+        for agent in DEMO_AGENTS {
+            let blobs = Arc::clone(&blobs);
+            let (http, actors, deployment) = (worker_rpc.url(), &actors, &deployment);
+            tasks.push(spawn_polling_worker(&http, poll, actors, deployment, agent, blobs).await?);
+        }
+        let dir =
+            std::env::temp_dir().join(format!("tessera-bench-plan-hosted-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+        let db = format!("sqlite://{}", dir.join("runs.db").display());
+        let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+        let config = RunnerConfig { poll_interval: poll, ..RunnerConfig::default() };
+        let (orch, heads) =
+            start_polling_orchestrator(&orch_rpc.url(), &actors, &deployment, store, blobs, config)
+                .await?;
+        tasks.push(heads);
+        Ok(Self {
+            _chain: chain,
+            actors,
+            deployment,
+            direct,
+            orch,
+            orch_rpc,
+            worker_rpc,
+            tasks,
+            dir,
+            stand_in: Some(stand_in),
+        })
+    }
+
+    /// The stand-in's 429s and 503s so far (none without one).
+    fn faults(&self) -> (u64, u64) {
+        self.stand_in.as_ref().map_or((0, 0), |s| {
+            let c = s.counts();
+            (c.rate_limited, c.failed)
         })
     }
 
@@ -270,7 +241,8 @@ impl Stack {
         ];
         let mut plan = Plan::new(
             Plan::id_from_label(&format!("bench-plan-{}-{label}", std::process::id())),
-            Usdc::from_base_units(1_000_000_000_000),
+            // Under the runner's default per-plan spend cap (50 USDC).
+            Usdc::from_base_units(20_000_000),
             ReviewMode::Auto,
         );
         plan.source = Some(SOURCE.into());
@@ -369,6 +341,7 @@ impl Stack {
         }
         let mut events = self.orch.subscribe();
         let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let faults0 = self.faults();
         let block0 = self.direct.get_block_number().await?;
         let started = Instant::now();
         for id in &ids {
@@ -413,6 +386,7 @@ impl Stack {
         }
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
         let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let faults1 = self.faults();
         let blocks = self.blocks_of(&plan_ids, block0).await?;
         Ok(Sample {
             subtasks,
@@ -422,6 +396,7 @@ impl Stack {
             created_after: blocks.created.into_iter().map(|(k, b)| (k, b - block0)).collect(),
             orch: orch1.since(&orch0),
             workers: workers1.since(&workers0),
+            faults: (faults1.0 - faults0.0, faults1.1 - faults0.1),
         })
     }
 
@@ -482,6 +457,8 @@ struct Sample {
     created_after: HashMap<(B256, u32), u64>,
     orch: Counts,
     workers: Counts,
+    /// The stand-in's 429s and 503s to anyone meanwhile.
+    faults: (u64, u64),
 }
 
 /// Blocks the idle requests are counted over.
@@ -506,54 +483,6 @@ impl Shape {
             Shape::Single => 1,
         }
     }
-}
-
-/// Requests per block while runs wait (at their review gates).
-#[derive(Debug, Clone, Serialize)]
-pub struct IdleRow {
-    /// Runs live and waiting.
-    pub live_runs: usize,
-    /// Blocks counted over.
-    pub blocks: u64,
-    /// Orchestrator JSON-RPC requests per block.
-    pub orch_per_block: f64,
-    /// Workers' JSON-RPC requests per block (all four).
-    pub worker_per_block: f64,
-}
-
-/// One scenario in one chain mode.
-#[derive(Debug, Clone, Serialize)]
-pub struct ScenarioRow {
-    /// `automine` or `N s blocks`.
-    pub mode: String,
-    /// What was settled.
-    pub scenario: String,
-    /// Samples measured.
-    pub samples: usize,
-    /// Median blocks from approval to the last settlement.
-    pub blocks_p50: f64,
-    /// Median seconds from approval to the last `plan_completed`.
-    pub seconds_p50: f64,
-    /// Median blocks per sub-task on the longest dependency path.
-    pub blocks_per_step: f64,
-    /// Orchestrator JSON-RPC requests per settled sub-task (median).
-    pub orch_rpc_per_subtask: f64,
-    /// Workers' JSON-RPC requests per settled sub-task (median, all four).
-    pub worker_rpc_per_subtask: f64,
-    /// What the scenario checks about when tasks were created, and the value.
-    pub creation: String,
-    /// The goal for this scenario, and whether the median met it.
-    pub goal: String,
-    /// Whether the goal was met.
-    pub met: bool,
-    /// Orchestrator requests per settled sub-task, by method (first sample).
-    pub orch_methods: BTreeMap<String, f64>,
-    /// Workers' requests per settled sub-task, by method (first sample).
-    pub worker_methods: BTreeMap<String, f64>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    percentiles(std::mem::take(&mut v)).p50_ms
 }
 
 fn per_subtask(c: &Counts, n: usize) -> BTreeMap<String, f64> {
@@ -613,7 +542,17 @@ async fn scenario(
         }
         Shape::Chain(_) => (String::new(), true),
     };
+    let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
+    let orch_p50 = median(orch);
+    let hosted = stack.stand_in.is_some();
     let (goal, met) = match (block_time, shape) {
+        (Some(_), Shape::Chain(5)) if hosted => {
+            ("<= 11 blocks, <= 15 rpc orch".to_owned(), blocks_p50 <= 11.0 && orch_p50 <= 15.0)
+        }
+        (Some(_), Shape::FanOut) if hosted => (
+            "<= 7 blocks, <= 15 rpc orch".to_owned(),
+            blocks_p50 <= 7.0 && orch_p50 <= 15.0 && creation_ok,
+        ),
         (None, Shape::Chain(5)) => {
             let p50 = median(rows.iter().map(|s| s.wall_ms).collect());
             ("p50 <= 350 ms".to_owned(), p50 <= 350.0)
@@ -623,7 +562,6 @@ async fn scenario(
         (Some(_), Shape::Single) => ("created within 1 block".to_owned(), creation_ok),
         _ => (String::new(), true),
     };
-    let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
     let workers: Vec<f64> =
         rows.iter().map(|s| s.workers.total() as f64 / s.subtasks as f64).collect();
     let first = &rows[0];
@@ -638,13 +576,14 @@ async fn scenario(
         blocks_p50,
         seconds_p50: median(rows.iter().map(|s| s.wall_ms / 1e3).collect()),
         blocks_per_step: blocks_p50 / depth as f64,
-        orch_rpc_per_subtask: median(orch),
+        orch_rpc_per_subtask: orch_p50,
         worker_rpc_per_subtask: median(workers),
         creation,
         goal,
         met,
         orch_methods: per_subtask(&first.orch, first.subtasks),
         worker_methods: per_subtask(&first.workers, first.subtasks),
+        faults: Faults::of(&rows),
     })
 }
 
@@ -709,6 +648,14 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         idle.push(stack.idle(1, IDLE_BLOCKS).await?);
         stack.park(9, "idle-b").await?;
         idle.push(stack.idle(10, IDLE_BLOCKS).await?);
+        drop(stack);
+        if let Some(seed) = cfg.hosted_seed {
+            let stack = Stack::start_hosted(Stack::chain(&timed).await?, secs, seed).await?;
+            let mode = format!("{secs} s, hosted");
+            for shape in [Shape::Chain(cfg.steps), Shape::FanOut] {
+                scenarios.push(scenario(&stack, &mode, shape, cfg.timed_runs, Some(secs)).await?);
+            }
+        }
     }
 
     let plan_wall = percentiles(walls);
@@ -723,19 +670,4 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         scenarios,
         idle,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percentiles_pick_ranks() {
-        let p = percentiles((1..=100).map(f64::from).collect());
-        assert_eq!(p.n, 100);
-        assert_eq!(p.p50_ms, 51.0);
-        assert_eq!(p.p99_ms, 99.0);
-        assert_eq!(p.max_ms, 100.0);
-        assert_eq!(percentiles(vec![]).p50_ms, 0.0);
-    }
 }

@@ -17,7 +17,9 @@
 //!   for the same seed;
 //! - batches up to a size, each element handled as a request of its own.
 //!
-//! [`StandIn::counts`] tells what it did, for tests to check.
+//! [`StandIn::counts`] tells what it did, for tests and benches to check.
+//! The end-to-end suite (`tests/it/provider.rs`, `tests/it/hosted.rs`)
+//! runs the services through it; `make bench-plan` has a row through it.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -355,5 +357,67 @@ impl Inner {
                 u64::from_str_radix(head["result"].as_str()?.trim_start_matches("0x"), 16).ok()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inner(limits: Limits) -> Inner {
+        Inner {
+            rng: Mutex::new(limits.seed),
+            limits,
+            upstream: "http://127.0.0.1:1/".into(),
+            http: reqwest::Client::new(),
+            counts: Mutex::new(Counts::default()),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    #[test]
+    fn each_client_has_a_bucket_of_its_own_refilled_at_the_rate() {
+        let s = inner(Limits { rate_per_sec: Some(10), burst: Some(3), ..Limits::default() });
+        assert_eq!(s.take_tokens("a", 3), None, "a full bucket");
+        let wait = s.take_tokens("a", 1).expect("empty: told to wait");
+        assert!(wait > Duration::ZERO && wait <= Duration::from_millis(100), "{wait:?}");
+        assert_eq!(s.take_tokens("b", 2), None, "another client's bucket is full");
+        // Time passing refills it (the bucket's clock set back by hand).
+        s.buckets.lock().unwrap().get_mut("a").unwrap().1 -= Duration::from_millis(200);
+        assert_eq!(s.take_tokens("a", 2), None, "two tokens back after 200 ms at 10/s");
+        assert!(s.take_tokens("a", 4).is_some(), "never more than the burst");
+        let unlimited = inner(Limits::default());
+        assert!((0..1_000).all(|_| unlimited.take_tokens("a", 100).is_none()));
+    }
+
+    #[test]
+    fn failures_follow_the_seed_at_about_the_rate() {
+        let draws = |seed: u64, rate: f64| {
+            let s = inner(Limits { fail_rate: rate, seed, ..Limits::default() });
+            (0..10_000).map(|_| s.fails()).collect::<Vec<_>>()
+        };
+        assert_eq!(draws(1, 0.01), draws(1, 0.01), "the same seed, the same failures");
+        assert_ne!(draws(1, 0.01), draws(2, 0.01));
+        let failed = draws(3, 0.01).iter().filter(|f| **f).count();
+        assert!((50..=150).contains(&failed), "about 1 % of 10 000: {failed}");
+        assert!(draws(4, 0.0).iter().all(|f| !f));
+    }
+
+    #[test]
+    fn hosted_limits_refuse_node_only_methods() {
+        let hosted = Limits::hosted(0);
+        for m in ["anvil_mine", "evm_snapshot", "debug_traceCall", "txpool_content"] {
+            assert!(hosted.refuses(m), "{m}");
+        }
+        assert!(hosted.refuses("eth_getBlockReceipts"));
+        for m in ["eth_getLogs", "eth_call", "eth_sendRawTransaction", "eth_blockNumber"] {
+            assert!(!hosted.refuses(m), "{m}");
+        }
+        assert!(!Limits::default().refuses("anvil_mine"));
+        let strict = Limits::strict(5);
+        assert_eq!(
+            (strict.max_log_range, strict.rate_per_sec, strict.fail_rate),
+            (Some(5), None, 0.0)
+        );
     }
 }
