@@ -90,6 +90,40 @@ impl Heads {
         heads
     }
 
+    /// Without a live subscription, asks `provider` for the newest block
+    /// every `poll` and announces each new one on the same watch channel,
+    /// so whatever follows the heads (a runner's steps, the receipts its
+    /// sender waits for) works as with a websocket: one request a poll,
+    /// not one per waiting transaction every 250 ms. A failed poll is
+    /// logged and tried again at the next.
+    pub fn or_poll(mut self, provider: alloy::providers::DynProvider) -> Self {
+        if self.watch.is_some() {
+            return self;
+        }
+        let (tx, rx) = watch::channel(None);
+        let poll = self.poll;
+        self.reader = Some(tokio::spawn(async move {
+            let mut last = None;
+            loop {
+                match provider.get_block_by_number(alloy::eips::BlockNumberOrTag::Latest).await {
+                    Ok(Some(b)) if last != Some(b.header.number) => {
+                        last = Some(b.header.number);
+                        tx.send_replace(Some(Head {
+                            number: b.header.number,
+                            timestamp: b.header.timestamp,
+                        }));
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!(error = %e, "polling the newest block failed"),
+                }
+                tokio::time::sleep(poll).await;
+            }
+        }));
+        tracing::info!(every = ?poll, "following new blocks by polling");
+        self.watch = Some(rx);
+        self
+    }
+
     /// Whether a websocket subscription is live.
     pub fn subscribed(&self) -> bool {
         self.watch.as_ref().is_some_and(|w| w.has_changed().is_ok())
@@ -145,6 +179,18 @@ impl Follow {
     /// Follows new blocks for passes called `what` in the logs.
     pub async fn connect(ws_url: Option<&str>, poll: Duration, what: &'static str) -> Self {
         Self { heads: Heads::connect(ws_url, poll).await, what, failures: 0 }
+    }
+
+    /// [`Self::connect`], and without a websocket, heads polled from
+    /// `provider` (see [`Heads::or_poll`]).
+    pub async fn connect_or_poll(
+        ws_url: Option<&str>,
+        poll: Duration,
+        what: &'static str,
+        provider: alloy::providers::DynProvider,
+    ) -> Self {
+        let heads = Heads::connect(ws_url, poll).await.or_poll(provider);
+        Self { heads, what, failures: 0 }
     }
 
     /// The newest block announced over the websocket, while it is live.

@@ -48,6 +48,11 @@ pub(crate) struct ServeArgs {
     /// Most one plan may spend, in whole USDC (decimals allowed: 0.5).
     #[arg(long, alias = "max-plan-spend", value_name = "USDC", default_value = "50")]
     max_plan_spend_usdc: String,
+    /// Milliseconds between looks at the chain's newest block when no
+    /// websocket answers (a hosted provider's HTTP URL): about half the
+    /// chain's block time keeps up, and costs one request a look.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    poll_ms: u64,
     /// Levels a proposed plan may nest (the root plan is level 1; at most 8).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
     max_nesting_depth: u8,
@@ -228,6 +233,7 @@ pub(crate) async fn serve(
         max_plan_spend,
         max_nesting_depth: usize::from(args.max_nesting_depth),
         confirmations: args.confirmations,
+        poll_interval: Duration::from_millis(args.poll_ms),
         // Confirmation tokens survive restarts: keyed by the service's own secret.
         confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
         ..RunnerConfig::default()

@@ -241,7 +241,7 @@ async fn a_plan_settles_through_a_provider_capping_logs_at_five_blocks() {
     let counts = stack.stand_in.as_ref().unwrap().counts();
     // The services met the cap: refusals were answered by smaller ranges,
     // and nothing asked for a method a hosted provider does not serve but
-    // the runner's one probe of anvil's automine (it falls back).
+    // a probe (it falls back).
     assert!(counts.logs_range_refused > 0, "the workers started with a larger range: {counts:?}");
     assert!(counts.per_method.get("eth_getLogs").copied().unwrap_or(0) > counts.logs_range_refused);
     let refused: Vec<_> = counts
@@ -253,7 +253,11 @@ async fn a_plan_settles_through_a_provider_capping_logs_at_five_blocks() {
                 .any(|p| m.starts_with(p))
         })
         .collect();
-    assert!(refused.iter().all(|m| *m == "anvil_getAutomine"), "{refused:?}");
+    // Probes asked once and then done without: anvil's automine, and block
+    // receipts (the runner's sender then asks each receipt once a head).
+    let probes = ["anvil_getAutomine", "eth_getBlockReceipts"];
+    assert!(refused.iter().all(|m| probes.contains(&m.as_str())), "{refused:?}");
+    assert!(counts.per_method.get("eth_getBlockReceipts").is_none_or(|n| *n == 1), "{counts:?}");
 }
 
 #[tokio::test]

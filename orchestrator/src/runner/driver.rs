@@ -118,14 +118,19 @@ impl Orchestrator {
     }
 
     /// Follows the chain head until shutdown: over a websocket subscription
-    /// when `ws_url` is given and answers, else by polling. Every new block
-    /// wakes the runs.
+    /// when `ws_url` is given and answers, else by polling the newest block
+    /// every poll interval, announced the same way. Every new block wakes
+    /// the runs.
     pub async fn follow_heads(self: Arc<Self>, ws_url: Option<String>) {
         let shutdown = self.drivers.token.clone().cancelled_owned();
         tokio::pin!(shutdown);
-        let mut follow =
-            Follow::connect(ws_url.as_deref(), self.config.poll_interval, "reading the chain head")
-                .await;
+        let mut follow = Follow::connect_or_poll(
+            ws_url.as_deref(),
+            self.config.poll_interval,
+            "reading the chain head",
+            self.chain.provider().clone(),
+        )
+        .await;
         self.chain.follow(follow.watch());
         loop {
             let pass = self.read_head(follow.head()).await;
