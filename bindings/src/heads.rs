@@ -36,6 +36,8 @@ pub struct Heads {
     watch: Option<HeadWatch>,
     /// Reads the subscription; aborted when these heads are dropped.
     reader: Option<tokio::task::JoinHandle<()>>,
+    /// The heads come from polling, not from a websocket.
+    polled: bool,
     poll: Duration,
 }
 
@@ -60,7 +62,7 @@ impl Heads {
     /// Subscribes at `ws_url` when given and answering; falls back to
     /// polling every `poll` (logged) otherwise.
     pub async fn connect(ws_url: Option<&str>, poll: Duration) -> Self {
-        let mut heads = Self { watch: None, reader: None, poll };
+        let mut heads = Self { watch: None, reader: None, poll, polled: false };
         let Some(url) = ws_url else { return heads };
         let subscribed = async {
             let ws = ProviderBuilder::new().connect_ws(WsConnect::new(url)).await?.erased();
@@ -121,12 +123,13 @@ impl Heads {
         }));
         tracing::info!(every = ?poll, "following new blocks by polling");
         self.watch = Some(rx);
+        self.polled = true;
         self
     }
 
     /// Whether a websocket subscription is live.
     pub fn subscribed(&self) -> bool {
-        self.watch.as_ref().is_some_and(|w| w.has_changed().is_ok())
+        !self.polled && self.watch.as_ref().is_some_and(|w| w.has_changed().is_ok())
     }
 
     /// The newest block the subscription announced, while it is live: a
@@ -201,6 +204,11 @@ impl Follow {
     /// A receiver of the announced heads, while the subscription is live.
     pub fn watch(&self) -> Option<HeadWatch> {
         self.heads.watch()
+    }
+
+    /// Whether the heads come over a live websocket (not from polling).
+    pub fn subscribed(&self) -> bool {
+        self.heads.subscribed()
     }
 
     /// Consecutive failed passes so far.

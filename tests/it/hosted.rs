@@ -378,10 +378,15 @@ async fn every_plan_shape_settles_once_through_a_hosted_provider_on_timed_blocks
                 .any(|p| m.starts_with(p))
         })
         .collect();
-    // Two probes, each asked once and then done without: the runner's of
-    // anvil's automine, and its sender's of block receipts (it then asks
-    // each transaction's receipt once a head).
-    let probes = ["anvil_getAutomine", "eth_getBlockReceipts"];
-    assert!(refused.iter().all(|(m, n)| probes.contains(&m.as_str()) && **n == 1), "{refused:?}");
+    // Probes, each asked once by a service and then done without: the
+    // runner's of anvil's automine, and each sender's of block receipts
+    // (it then asks each transaction's receipt once a head) — the
+    // orchestrator, the five workers and the brief agent follow heads.
+    let at_most = |m: &str| match m {
+        "anvil_getAutomine" => 1,
+        "eth_getBlockReceipts" => 7,
+        _ => 0,
+    };
+    assert!(refused.iter().all(|(m, n)| **n >= 1 && **n <= at_most(m)), "{refused:?}");
     assert_eq!(counts.not_found, refused.iter().map(|(_, n)| **n).sum::<u64>());
 }

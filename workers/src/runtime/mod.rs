@@ -520,7 +520,7 @@ impl Worker {
     /// Works until `shutdown` resolves: scans once per new block announced
     /// over a websocket subscription at `ws_url` (so a task is picked up the
     /// moment it is mined), and at least every `poll`, which is also the
-    /// whole cadence when no websocket answers. Failed scans are logged and
+    /// whole cadence when no websocket answers (the head then polled). Failed scans are logged and
     /// retried; `on_handled` sees every delivery, decline and release.
     pub async fn run(
         &mut self,
@@ -530,10 +530,12 @@ impl Worker {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
-        let mut follow = Follow::connect(ws_url, poll, "scan").await;
+        // Without a websocket, heads polled every `poll` still pace the
+        // receipts its transactions wait for (one look a head).
+        let mut follow = Follow::connect_or_poll(ws_url, poll, "scan", self.provider.clone()).await;
         self.escrow.follow(follow.watch());
         if let Some(url) = ws_url
-            && follow.watch().is_some()
+            && follow.subscribed()
         {
             self.subscribe_logs(url, FEED_CAPACITY).await;
         }
