@@ -546,13 +546,15 @@ pub async fn hostile_lineage(env: &TestEnv, depth: usize) -> (B256, [U256; 4], V
         txs.push(create(format!("chain-{i}"), parent));
         chain.push(id(&format!("chain-{i}")));
     }
-    // Sent back to back; only the last receipt is awaited.
-    let mut last = None;
+    // Sent back to back, then every receipt checked: each task exists.
+    let mut sent = Vec::with_capacity(txs.len());
     for tx in txs {
-        last = Some(env.provider.send_transaction(tx).await.unwrap());
+        sent.push(env.provider.send_transaction(tx).await.unwrap());
     }
-    let receipt = last.unwrap().get_receipt().await.unwrap();
-    assert!(receipt.status(), "the last creation succeeded");
+    for (i, pending) in sent.into_iter().enumerate() {
+        let receipt = pending.get_receipt().await.unwrap();
+        assert!(receipt.status(), "creation {i} succeeded");
+    }
     (plan, [id("self"), id("a"), id("b"), id("under")], chain)
 }
 

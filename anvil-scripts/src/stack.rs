@@ -101,15 +101,8 @@ pub async fn spawn_worker(
     agent: &DemoAgent,
     blobs: Blobs,
 ) -> Result<tokio::task::JoinHandle<()>, Error> {
-    let signer = actors.agents[agent.account].clone();
-    let me = signer.address();
-    let provider = connect(chain.http.clone(), EthereumWallet::new(signer));
-    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), blobs);
-    worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
-    let ws = chain.ws.clone();
-    Ok(tokio::spawn(async move {
-        worker.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
-    }))
+    let follow = (Some(chain.ws.clone()), Duration::from_millis(200));
+    spawn_following(&chain.http, follow, actors, deployment, agent, blobs).await
 }
 
 /// [`spawn_worker`] reaching the chain at `http` only, with no websocket
@@ -122,13 +115,26 @@ pub async fn spawn_polling_worker(
     agent: &DemoAgent,
     blobs: Blobs,
 ) -> Result<tokio::task::JoinHandle<()>, Error> {
+    spawn_following(http, (None, poll), actors, deployment, agent, blobs).await
+}
+
+/// Registers the agent's card at `http` and runs its worker, following
+/// new blocks over the websocket when one is given, else every `poll`.
+async fn spawn_following(
+    http: &alloy::transports::http::reqwest::Url,
+    (ws, poll): (Option<String>, Duration),
+    actors: &Actors,
+    deployment: &Deployment,
+    agent: &DemoAgent,
+    blobs: Blobs,
+) -> Result<tokio::task::JoinHandle<()>, Error> {
     let signer = actors.agents[agent.account].clone();
     let me = signer.address();
     let provider = connect(http.clone(), EthereumWallet::new(signer));
     let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), blobs);
     worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
     Ok(tokio::spawn(async move {
-        worker.run(None, poll, |_| {}, std::future::pending()).await;
+        worker.run(ws.as_deref(), poll, |_| {}, std::future::pending()).await;
     }))
 }
 
