@@ -118,20 +118,24 @@ pub async fn spawn_polling_worker(
     spawn_following(http, (None, poll), actors, deployment, agent, blobs).await
 }
 
-/// Registers the agent's card at `http` and runs its worker, following
-/// new blocks over the websocket when one is given, else every `poll`.
+/// Registers the agent's card at `http` and runs its worker, reading and
+/// publishing blobs through `sources`, following new blocks over the
+/// websocket when one is given, else every `poll`.
 async fn spawn_following(
     http: &alloy::transports::http::reqwest::Url,
     (ws, poll): (Option<String>, Duration),
     actors: &Actors,
     deployment: &Deployment,
     agent: &DemoAgent,
-    blobs: Blobs,
+    sources: impl Into<BlobSources>,
 ) -> Result<tokio::task::JoinHandle<()>, Error> {
+    let sources = sources.into();
     let signer = actors.agents[agent.account].clone();
     let me = signer.address();
     let provider = connect(http.clone(), EthereumWallet::new(signer));
-    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), blobs);
+    let local = Arc::clone(sources.local());
+    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), local)
+        .with_blob_sources(sources);
     worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
     Ok(tokio::spawn(async move {
         worker.run(ws.as_deref(), poll, |_| {}, std::future::pending()).await;
@@ -147,17 +151,8 @@ pub async fn spawn_worker_at(
     agent: &DemoAgent,
     home: &Home,
 ) -> Result<tokio::task::JoinHandle<()>, Error> {
-    let signer = actors.agents[agent.account].clone();
-    let me = signer.address();
-    let provider = connect(chain.http.clone(), EthereumWallet::new(signer));
-    let local = Arc::clone(home.sources.local());
-    let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), local)
-        .with_blob_sources(home.sources.clone());
-    worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
-    let ws = chain.ws.clone();
-    Ok(tokio::spawn(async move {
-        worker.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
-    }))
+    let follow = (Some(chain.ws.clone()), Duration::from_millis(200));
+    spawn_following(&chain.http, follow, actors, deployment, agent, home.sources.clone()).await
 }
 
 /// An orchestrator funding from the sponsor account, resumed and following
