@@ -35,31 +35,36 @@ pub type RecordFuture<'a> =
 
 /// Where agents' records come from.
 pub trait AgentRecords: Send + Sync {
-    /// What `agent`'s settled tasks show; the empty record when it has none.
-    fn record(&self, agent: Address) -> RecordFuture<'_>;
+    /// What `agent`'s settled tasks show, weighed for `sponsor` (its own
+    /// tasks count double, see [`tessera_indexer::store::evidence`]); the
+    /// empty record when it has none.
+    fn record(&self, agent: Address, sponsor: Address) -> RecordFuture<'_>;
 }
 
 impl AgentRecords for IndexStore {
-    fn record(&self, agent: Address) -> RecordFuture<'_> {
+    fn record(&self, agent: Address, sponsor: Address) -> RecordFuture<'_> {
         Box::pin(async move {
-            Ok(self
-                .agent(&agent.to_string())
-                .await?
-                .map_or_else(AgentRecord::default, |view| record_of(&view.stats)))
+            let Some(view) = self.agent(&agent.to_string()).await? else {
+                return Ok(AgentRecord::default());
+            };
+            let mut record = record_of(&view.stats);
+            record.weight = self.evidence(&view.agent, Some(&sponsor.to_string())).await?;
+            Ok(record)
         })
     }
 }
 
 /// Fixed records (tests, or a snapshot); an agent not listed has none.
 impl AgentRecords for HashMap<Address, AgentRecord> {
-    fn record(&self, agent: Address) -> RecordFuture<'_> {
+    fn record(&self, agent: Address, _sponsor: Address) -> RecordFuture<'_> {
         let record = self.get(&agent).copied().unwrap_or_default();
         Box::pin(async move { Ok(record) })
     }
 }
 
 /// The record the indexer's statistics give: completed (paid or split),
-/// disputes lost (refunded) and expired tasks, and the median delivery time.
+/// disputes lost (refunded) and expired tasks, the median delivery time,
+/// and the same tasks weighed with no sponsor's own history.
 /// Declines are not counted, as cancels are not: an executor that says no
 /// at once costs the sponsor a block, not a deadline, and should not be
 /// taught to let a task expire instead.
@@ -70,6 +75,7 @@ pub fn record_of(stats: &AgentStats) -> AgentRecord {
         refunded: count(stats.refunded),
         expired: count(stats.expired),
         median_completion_secs: stats.median_completion_secs.and_then(|m| u64::try_from(m).ok()),
+        weight: stats.evidence,
     }
 }
 
@@ -106,7 +112,8 @@ impl Orchestrator {
         candidates.sort_by_key(|o| (o.price, o.agent));
         candidates.truncate(MAX_SCORED);
         if let Some(records) = self.records() {
-            let reads = candidates.iter().map(|o| records.record(o.agent));
+            let sponsor = self.chain().sponsor();
+            let reads = candidates.iter().map(|o| records.record(o.agent, sponsor));
             let read = futures_util::future::join_all(reads).await;
             for (offer, record) in candidates.iter_mut().zip(read) {
                 match record {
@@ -150,6 +157,7 @@ impl Orchestrator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::select::Evidence;
 
     #[test]
     fn index_stats_read_as_records() {
@@ -164,11 +172,18 @@ mod tests {
             median_accept_secs: Some(2),
             median_completion_secs: Some(7),
             success_rate: Some(0.5),
+            evidence: Evidence { completed: 1.5, failed: 0.5, funders: 2, ..Evidence::default() },
         };
         let r = record_of(&stats);
         assert_eq!(
             r,
-            AgentRecord { completed: 4, refunded: 1, expired: 3, median_completion_secs: Some(7) }
+            AgentRecord {
+                completed: 4,
+                refunded: 1,
+                expired: 3,
+                median_completion_secs: Some(7),
+                weight: stats.evidence,
+            }
         );
         assert_eq!(r.settled(), 8);
         let odd = AgentStats { completed: -1, median_completion_secs: Some(-5), ..stats };
@@ -182,7 +197,7 @@ mod tests {
         let known = AgentRecord { completed: 2, ..Default::default() };
         let records: HashMap<Address, AgentRecord> = [(a, known)].into();
         let source: &dyn AgentRecords = &records;
-        assert_eq!(source.record(a).await.unwrap(), known);
-        assert_eq!(source.record(Address::ZERO).await.unwrap(), AgentRecord::default());
+        assert_eq!(source.record(a, a).await.unwrap(), known);
+        assert_eq!(source.record(Address::ZERO, a).await.unwrap(), AgentRecord::default());
     }
 }

@@ -13,8 +13,15 @@
 //!
 //! # The factors
 //!
-//! - **Reliability**, the mean of a Beta(2, 1) prior updated by the record:
-//!   `R = (completed + 2) / (settled + 3)`. An agent with no record starts at
+//! - **Reliability**, the mean of a Beta(2, 1) prior updated by the record
+//!   *weighed by the money behind it* ([`Evidence`], see
+//!   [`tessera_indexer::store::evidence`]):
+//!   `R = (completed + 2) / (settled + 3)` over weighted tasks, where a task
+//!   counts `min(amount, 1 USDC)` dollars' worth, nothing below 0.01 USDC,
+//!   a funder's `n` units count `√n`, a funder the agent itself paid counts
+//!   a tenth, and the choosing sponsor's own tasks count double. A task paid
+//!   a dollar by a stranger counts one; the examples below are such tasks.
+//!   An agent with no record starts at
 //!   2/3 (67 %): a new agent is trusted a little, not shut out, and the
 //!   prior fades as tasks settle (19 of 20 completed: 21/23 = 91 %; 1 of 5,
 //!   4 expired: 3/8 = 38 %). The prior leans to success (2:1) because an
@@ -54,6 +61,8 @@ use std::cmp::Ordering;
 
 use alloy::primitives::Address;
 use tessera_bindings::usdc::{UNIT, Usdc};
+use tessera_indexer::store::evidence::EVIDENCE_FLOOR_UNITS;
+pub use tessera_indexer::store::evidence::Evidence;
 
 use crate::plan::{Choice, RunnerUp, Selection};
 
@@ -67,7 +76,7 @@ pub const TARGET_SECS: u64 = 300;
 pub const LATENCY_FLOOR: f64 = 0.8;
 
 /// What an agent's settled tasks show.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct AgentRecord {
     /// Paid, or split after a dispute.
     pub completed: u64,
@@ -77,16 +86,52 @@ pub struct AgentRecord {
     pub expired: u64,
     /// Median seconds from acceptance to delivery, when any was delivered.
     pub median_completion_secs: Option<u64>,
+    /// The same tasks weighed by the money and the funders behind them:
+    /// what [`AgentRecord::reliability`] is computed from.
+    pub weight: Evidence,
 }
 
 impl AgentRecord {
+    /// A record whose every task a distinct stranger paid at least a dollar
+    /// for, so each weighs one: the counts and the weights agree.
+    pub fn uniform(
+        completed: u64,
+        refunded: u64,
+        expired: u64,
+        median_completion_secs: Option<u64>,
+    ) -> Self {
+        let failed = refunded.saturating_add(expired);
+        Self {
+            completed,
+            refunded,
+            expired,
+            median_completion_secs,
+            weight: Evidence {
+                completed: completed as f64,
+                failed: failed as f64,
+                funders: completed.saturating_add(failed),
+                ..Evidence::default()
+            },
+        }
+    }
+
     /// Tasks settled in a way that speaks for or against the agent.
     pub fn settled(&self) -> u64 {
         self.completed.saturating_add(self.refunded).saturating_add(self.expired)
     }
 
-    /// `R = (completed + 2) / (settled + 3)`, in `(0, 1)`.
+    /// `R = (completed + 2) / (settled + 3)` over the weighted tasks, in
+    /// `(0, 1)`.
     pub fn reliability(&self) -> f64 {
+        let w = &self.weight;
+        (w.completed.max(0.0) + PRIOR_SUCCESSES as f64)
+            / (w.settled().max(0.0) + (PRIOR_SUCCESSES + PRIOR_FAILURES) as f64)
+    }
+
+    /// The same prior over the raw counts, every task weighing one: the
+    /// rule before records were weighed, which a self-funded record games
+    /// (kept to show what weighing changes).
+    pub fn unweighted_reliability(&self) -> f64 {
         (self.completed as f64 + PRIOR_SUCCESSES as f64)
             / (self.settled() as f64 + (PRIOR_SUCCESSES + PRIOR_FAILURES) as f64)
     }
@@ -100,7 +145,7 @@ impl AgentRecord {
 }
 
 /// One agent's offer of the capability, with its record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Offer {
     /// The agent.
     pub agent: Address,
@@ -240,7 +285,10 @@ pub fn short_usdc(amount: Usdc) -> String {
     format!("{}.{frac:0<2} USDC", units / UNIT)
 }
 
-/// `19/20 settled, 1 expired` or `no settled tasks yet`.
+/// `19/20 settled, 1 expired` or `no settled tasks yet`, then what the
+/// weighing made of them when it is not one per task: `weighing 2.5 from 3
+/// funders (1.0 your own, 1 paid by the agent)`, `100 below 0.01 USDC
+/// count nothing`.
 pub fn record_words(r: &AgentRecord) -> String {
     let n = r.settled();
     if n == 0 {
@@ -253,6 +301,25 @@ pub fn record_words(r: &AgentRecord) -> String {
     if r.refunded > 0 {
         let s = if r.refunded == 1 { "" } else { "s" };
         out.push_str(&format!(", {} dispute{s} lost", r.refunded));
+    }
+    let w = &r.weight;
+    if w.funders > 0 && (w.settled() - n as f64).abs() >= 0.05 {
+        let s = if w.funders == 1 { "" } else { "s" };
+        out.push_str(&format!(", weighing {:.1} from {} funder{s}", w.settled(), w.funders));
+        let mut notes = Vec::new();
+        if w.own > 0.0 {
+            notes.push(format!("{:.1} your own", w.own));
+        }
+        if w.linked_funders > 0 {
+            notes.push(format!("{} paid by the agent", w.linked_funders));
+        }
+        if !notes.is_empty() {
+            out.push_str(&format!(" ({})", notes.join(", ")));
+        }
+    }
+    if w.below_floor > 0 {
+        let floor = short_usdc(Usdc::from_base_units(EVIDENCE_FLOOR_UNITS as u128));
+        out.push_str(&format!(", {} below {floor} count nothing", w.below_floor));
     }
     out
 }
@@ -346,11 +413,23 @@ mod tests {
     }
 
     fn rec(completed: u64, refunded: u64, expired: u64, median: Option<u64>) -> AgentRecord {
-        AgentRecord { completed, refunded, expired, median_completion_secs: median }
+        AgentRecord::uniform(completed, refunded, expired, median)
     }
 
-    const NEW: AgentRecord =
-        AgentRecord { completed: 0, refunded: 0, expired: 0, median_completion_secs: None };
+    const NEW: AgentRecord = AgentRecord {
+        completed: 0,
+        refunded: 0,
+        expired: 0,
+        median_completion_secs: None,
+        weight: Evidence {
+            completed: 0.0,
+            failed: 0.0,
+            funders: 0,
+            linked_funders: 0,
+            below_floor: 0,
+            own: 0.0,
+        },
+    };
 
     fn none() -> Limits<'static> {
         Limits::default()
@@ -482,6 +561,101 @@ mod tests {
         let nothing = Limits { exclude: &[A], max_price: Some(usdc(400_000)) };
         assert_eq!(select(0, Selection::Balanced, &all, nothing), None);
         assert!(rank(Selection::Balanced, &all, nothing).is_empty());
+    }
+
+    #[test]
+    fn a_self_funded_record_does_not_outrank_one_strangers_paid_for() {
+        // A hundred one-unit tasks funded from the agent's second wallet,
+        // delivered at once, then the price raised to the honest agent's.
+        let sybil = AgentRecord {
+            completed: 100,
+            median_completion_secs: Some(0),
+            weight: Evidence { below_floor: 100, ..Evidence::default() },
+            ..AgentRecord::default()
+        };
+        // Three tasks three sponsors paid 0.40 USDC each.
+        let honest = AgentRecord {
+            completed: 3,
+            median_completion_secs: Some(10),
+            weight: Evidence { completed: 1.2, funders: 3, ..Evidence::default() },
+            ..AgentRecord::default()
+        };
+        assert!(
+            sybil.unweighted_reliability() > honest.unweighted_reliability(),
+            "the unweighted rule ranked the self-funded record first"
+        );
+        let offers = [offer(A, 400_000, sybil), offer(B, 400_000, honest)];
+        for policy in [Selection::Reliable, Selection::Balanced] {
+            let c = select(0, policy, &offers, none()).unwrap();
+            assert_eq!(c.executor, B, "{policy:?}: {}", c.reason);
+            let ru = c.runner_up.unwrap();
+            assert!(
+                ru.reason.contains("100/100 settled, 100 below 0.01 USDC count nothing"),
+                "{}",
+                ru.reason
+            );
+            assert!(c.reason.contains("3/3 settled, weighing 1.2 from 3 funders"), "{}", c.reason);
+        }
+    }
+
+    /// Wallets, one USDC each, a Sybil that delivers its own tasks at once
+    /// needs to outrank an agent that `sponsors` strangers paid a dollar
+    /// each with a median of 60 s (the table in docs/reputation.md).
+    fn wallets_to_outrank(sponsors: u64, sybil_median: u64) -> u64 {
+        let honest = offer(B, 500_000, rec(sponsors, 0, 0, Some(60)));
+        (0..10_000)
+            .find(|&k| {
+                let sybil = offer(A, 500_000, rec(k, 0, 0, Some(sybil_median)));
+                [Selection::Reliable, Selection::Balanced]
+                    .iter()
+                    .all(|&p| select(0, p, &[honest, sybil], none()).unwrap().executor == A)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn the_attack_costs_in_the_docs_hold() {
+        assert_eq!(wallets_to_outrank(5, 0), 4);
+        assert_eq!(wallets_to_outrank(20, 0), 11);
+        assert_eq!(wallets_to_outrank(100, 0), 21);
+        // At the same latency it takes as many wallets as the honest agent has
+        // sponsors (an equal score goes to the lower address, the Sybil's here).
+        assert_eq!(wallets_to_outrank(20, 60), 20);
+        // One wallet's n dollars weigh √n: the same record from one wallet
+        // takes the square of the wallets' count in USDC.
+        let one = tessera_indexer::store::evidence::weigh(
+            &[tessera_indexer::store::evidence::FunderRecord {
+                funder: "0x1".into(),
+                completed: 121,
+                failed: 0,
+                below_floor: 0,
+                completed_units: 121 * 1_000_000,
+                failed_units: 0,
+                linked: false,
+            }],
+            None,
+        );
+        assert!((one.completed - 11.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn own_and_linked_funders_are_named() {
+        let r = AgentRecord {
+            completed: 4,
+            weight: Evidence {
+                completed: 2.5,
+                funders: 3,
+                linked_funders: 1,
+                own: 2.0,
+                ..Evidence::default()
+            },
+            ..AgentRecord::default()
+        };
+        assert_eq!(
+            record_words(&r),
+            "4/4 settled, weighing 2.5 from 3 funders (2.0 your own, 1 paid by the agent)"
+        );
+        assert!((r.reliability() - 4.5 / 5.5).abs() < 1e-12);
     }
 
     #[test]

@@ -81,12 +81,18 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
     assert_eq!((stats.completed, stats.expired), (4, 0));
     stack.orch.with_records(Arc::new(ix.store().clone()));
 
-    // Balanced: 6/7 reliable at 0.8 of the price beats 3/8 at the lowest.
+    // Balanced: 4 of 4 at 0.8 of the price beats 1 of 5 at the lowest. The
+    // tasks are the choosing sponsor's own, so each funder's √units count
+    // double: 2 USDC of tasks weigh 2.8 (R = 4.8/5.8), and 0.4 of the 2
+    // USDC completed gives the cheap agent R = 2.57/5.83.
     let c =
         stack.orch.choose(1, "summarize", Selection::Balanced, &[], None).await.unwrap().unwrap();
     assert_eq!((c.index, c.executor, c.price), (1, dear, Usdc::from_base_units(500_000)));
     assert!(
-        c.reason.starts_with("balanced: 86% reliable (4/4 settled, prior 2:1), median"),
+        c.reason.starts_with(
+            "balanced: 83% reliable (4/4 settled, weighing 2.8 from 1 funder (2.8 your own), \
+             prior 2:1), median"
+        ),
         "{}",
         c.reason
     );
@@ -94,7 +100,11 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
     let ru = c.runner_up.clone().expect("a runner-up");
     assert_eq!(ru.executor, cheap);
     assert!(ru.score_bps < c.score_bps);
-    assert_eq!(ru.reason, "less reliable: 38% reliable (1/5 settled, 4 expired), 0.40 USDC");
+    assert_eq!(
+        ru.reason,
+        "less reliable: 44% reliable (1/5 settled, 4 expired, weighing 2.8 from 1 funder \
+         (2.8 your own)), 0.40 USDC"
+    );
     // Reliable: the same winner; cheapest: the other.
     let c =
         stack.orch.choose(1, "summarize", Selection::Reliable, &[], None).await.unwrap().unwrap();

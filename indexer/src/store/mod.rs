@@ -9,11 +9,14 @@
 //!   rebuilt, the reorganisation journalled.
 //! - [`queries`]: what the API serves, as typed rows ([`rows`]); lineage
 //!   through recursive queries that run on SQLite and PostgreSQL alike.
+//! - [`evidence`]: an agent's record weighed by the money and the distinct
+//!   funders behind it, so that it costs real money to fake.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
 mod codecs;
 mod derivation;
+pub mod evidence;
 mod queries;
 mod rollback;
 pub mod rows;

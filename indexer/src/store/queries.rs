@@ -14,6 +14,7 @@ use super::{
     TaskFilter,
     codecs::{amount_from_column, bytes_hex, history_entries, id_bytes},
     derivation::TASK_COLUMNS,
+    evidence::EVIDENCE_FLOOR_UNITS,
     rows::{
         AgentStats, AgentView, PlanTree, TaskDetail, TaskTransaction, TaskView, TreeNode,
         task_from_row,
@@ -514,7 +515,9 @@ impl IndexStore {
 
     /// One agent with its stats: completed, disputed, refunded, expired, declined, earnings and
     /// success rate over all its tasks (aggregated in the database), median
-    /// accept and completion latency over its latest [`MEDIAN_SAMPLE`].
+    /// accept and completion latency over its latest [`MEDIAN_SAMPLE`] paid
+    /// at least the evidence floor (tasks too cheap to count do not set its
+    /// latency either), and the record weighed by the money behind it.
     pub async fn agent(&self, agent: &str) -> Result<Option<AgentView>, DbError> {
         let Some(row) = sqlx::query("SELECT * FROM ix_agents WHERE LOWER(agent) = $1")
             .bind(agent.to_lowercase())
@@ -545,6 +548,7 @@ impl IndexStore {
         let latest = sqlx::query(&format!(
             "SELECT created_at, accepted_at, completed_at FROM ix_tasks \
              WHERE executor = $1 AND accepted_at IS NOT NULL \
+             AND amount_units >= {EVIDENCE_FLOOR_UNITS} \
              ORDER BY created_block DESC, task_id LIMIT {MEDIAN_SAMPLE}"
         ))
         .bind(&address)
@@ -565,6 +569,7 @@ impl IndexStore {
         let (completed, settled) = (total("completed")?, total("settled")?);
         let offers = serde_json::from_str(&row.try_get::<String, _>("offers")?).ok();
         let metadata_uri: String = row.try_get("metadata_uri")?;
+        let evidence = self.evidence(&address, None).await?;
         Ok(Some(AgentView {
             agent: address,
             status: row.try_get("status")?,
@@ -583,6 +588,7 @@ impl IndexStore {
                 median_accept_secs: median(&mut accept),
                 median_completion_secs: median(&mut complete),
                 success_rate: (settled != 0).then(|| completed as f64 / settled as f64),
+                evidence,
             },
         }))
     }

@@ -189,4 +189,7 @@ pub struct AgentStats {
     pub median_completion_secs: Option<i64>,
     /// Completed over settled, when any settled.
     pub success_rate: Option<f64>,
+    /// The record weighed by the money and the distinct funders behind it
+    /// (no sponsor's own history weighed up): what selection scores.
+    pub evidence: super::evidence::Evidence,
 }
