@@ -150,7 +150,10 @@ mod tests {
     fn the_registries_are_optional_in_a_record() {
         let mut old = serde_json::to_value(sample()).unwrap();
         let map = old.as_object_mut().unwrap();
-        assert_eq!(map.remove("identityRegistry"), Some(serde_json::json!(Address::repeat_byte(7))));
+        assert_eq!(
+            map.remove("identityRegistry"),
+            Some(serde_json::json!(Address::repeat_byte(7)))
+        );
         assert!(map.remove("reputationRegistry").is_some());
         let read: Deployment = serde_json::from_value(old).unwrap();
         assert_eq!((read.identity_registry, read.reputation_registry), (None, None));
