@@ -7,7 +7,9 @@
 //!
 //! - [`revert`]: typed decoding of contract reverts into the generated error enums;
 //! - [`IdentityRegistry`] and [`ReputationRegistry`]: the ERC-8004
-//!   ("Trustless Agents") registries an agent's identity and reputation live in;
+//!   ("Trustless Agents") registries an agent's identity and reputation live in,
+//!   and [`erc8004`]: the registration file, the registry's cross-chain name
+//!   and the agent wallet's EIP-712 proof;
 //! - [`deployment`]: the deployment record (chain id, addresses, deploy block)
 //!   every service reads;
 //! - [`task`]: the escrow stores only a hash of each task, so callers rebuild the
@@ -40,6 +42,7 @@ pub mod card;
 pub mod client;
 pub mod deployment;
 pub mod envelope;
+pub mod erc8004;
 pub mod feed;
 pub mod heads;
 pub mod injection;
