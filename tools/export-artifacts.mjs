@@ -13,6 +13,8 @@ const CONTRACTS = [
   ['TaskEscrow.sol', 'TaskEscrow'],
   ['AgentRegistry.sol', 'AgentRegistry'],
   ['MockUSDC.sol', 'MockUSDC'],
+  ['IdentityRegistry.sol', 'IdentityRegistry'],
+  ['ReputationRegistry.sol', 'ReputationRegistry'],
 ];
 
 const [outDir, destDir] = process.argv.slice(2);

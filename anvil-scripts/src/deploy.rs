@@ -5,7 +5,7 @@ use alloy::{
     providers::{DynProvider, Provider},
 };
 use tessera_bindings::{
-    AgentRegistry, MockUSDC, TaskEscrow, capability,
+    AgentRegistry, IdentityRegistry, MockUSDC, ReputationRegistry, TaskEscrow, capability,
     card::{AgentCard, CapabilityOffer, OFFLINE_MODEL, Price, Role},
     client::ClientError,
     deployment::Deployment,
@@ -132,6 +132,12 @@ pub struct DeployRoles {
     /// An existing ERC-20 with 6 decimals (a real USDC) to settle in;
     /// `None` deploys MockUSDC.
     pub token: Option<Address>,
+    /// An existing ERC-8004 identity registry to link agents to; `None`
+    /// deploys one (or takes the one `reputation_registry` is bound to).
+    pub identity_registry: Option<Address>,
+    /// An existing ERC-8004 reputation registry; `None` deploys one bound to
+    /// the identity registry.
+    pub reputation_registry: Option<Address>,
     /// Who gets [`DeployConfig::sponsor_funds`] of a freshly deployed
     /// MockUSDC; nobody when `None` (and nothing is ever minted of an
     /// existing token).
@@ -150,15 +156,18 @@ pub async fn deploy(
         arbiter: actors.arbiter.address(),
         appeal_arbiter: actors.appeal_arbiter.address(),
         token: None,
+        identity_registry: None,
+        reputation_registry: None,
         fund: Some(actors.sponsor.address()),
     };
     deploy_to(provider, &roles, cfg).await
 }
 
-/// Deploys AgentRegistry and TaskEscrow (and MockUSDC unless `roles.token`
-/// names an existing token, which must have code and 6 decimals) on any
-/// chain, and returns the deployment record: chain id, and the block of the
-/// first deployment transaction.
+/// Deploys the ERC-8004 identity and reputation registries (unless `roles`
+/// names existing ones), AgentRegistry and TaskEscrow (and MockUSDC unless
+/// `roles.token` names an existing token, which must have code and 6
+/// decimals) on any chain, and returns the deployment record: chain id, and
+/// the block of the first deployment transaction.
 pub async fn deploy_to(
     provider: &DynProvider,
     roles: &DeployRoles,
@@ -183,14 +192,17 @@ pub async fn deploy_to(
         }
     };
 
+    let erc8004 = deploy_erc8004(provider, roles, chain_id).await?;
     let registry_receipt = deploy_receipt(
-        AgentRegistry::deploy_builder(provider).from(owner),
+        AgentRegistry::deploy_builder(provider, erc8004.identity).from(owner),
         "deploying AgentRegistry",
     )
     .await?;
     let agent_registry = registry_receipt.contract_address.expect("deploy receipt has an address");
-    let deploy_block =
-        mock_block.or(registry_receipt.block_number).expect("mined receipt has a block");
+    let deploy_block = mock_block
+        .or(erc8004.first_block)
+        .or(registry_receipt.block_number)
+        .expect("mined receipt has a block");
 
     let escrow_receipt = deploy_receipt(
         TaskEscrow::deploy_builder(
@@ -239,11 +251,91 @@ pub async fn deploy_to(
         owner,
         arbiter: roles.arbiter,
         appeal_arbiter: roles.appeal_arbiter,
+        identity_registry: Some(erc8004.identity),
+        reputation_registry: Some(erc8004.reputation),
         rpc_url: None,
         ws_url: None,
     };
     tracing::info!(?deployment, "deployed");
     Ok(deployment)
+}
+
+/// The ERC-8004 registries a deployment uses.
+struct Erc8004 {
+    identity: Address,
+    reputation: Address,
+    /// Block of the first of them deployed here; `None` when both existed.
+    first_block: Option<u64>,
+}
+
+/// Deploys the ERC-8004 registries `roles` does not name. A named
+/// reputation registry must be bound to the named identity registry (or,
+/// when none is named, gives it).
+async fn deploy_erc8004(
+    provider: &DynProvider,
+    roles: &DeployRoles,
+    chain_id: u64,
+) -> Result<Erc8004, Error> {
+    let mut first_block = None;
+    let bound = match roles.reputation_registry {
+        Some(reputation) => {
+            check_code(provider, reputation, "reputation registry", chain_id).await?;
+            let identity = ReputationRegistry::new(reputation, provider)
+                .getIdentityRegistry()
+                .call()
+                .await
+                .map_err(contract_err("reading the reputation registry's identity registry"))?;
+            Some((reputation, identity))
+        }
+        None => None,
+    };
+    let identity = match (roles.identity_registry, bound) {
+        (Some(named), Some((reputation, identity))) if named != identity => {
+            return Err(Error::Registry(format!(
+                "reputation registry {reputation} is bound to identity registry {identity}, not {named}"
+            )));
+        }
+        (Some(named), _) => {
+            check_code(provider, named, "identity registry", chain_id).await?;
+            named
+        }
+        (None, Some((_, identity))) => identity,
+        (None, None) => {
+            let receipt = deploy_receipt(
+                IdentityRegistry::deploy_builder(provider).from(roles.owner),
+                "deploying IdentityRegistry",
+            )
+            .await?;
+            first_block = receipt.block_number;
+            receipt.contract_address.expect("deploy receipt has an address")
+        }
+    };
+    let reputation = match bound {
+        Some((reputation, _)) => reputation,
+        None => {
+            let receipt = deploy_receipt(
+                ReputationRegistry::deploy_builder(provider, identity).from(roles.owner),
+                "deploying ReputationRegistry",
+            )
+            .await?;
+            first_block = first_block.or(receipt.block_number);
+            receipt.contract_address.expect("deploy receipt has an address")
+        }
+    };
+    Ok(Erc8004 { identity, reputation, first_block })
+}
+
+/// Insists an existing contract the deployment names has code.
+async fn check_code(
+    provider: &DynProvider,
+    at: Address,
+    what: &str,
+    chain_id: u64,
+) -> Result<(), Error> {
+    if provider.get_code_at(at).await?.is_empty() {
+        return Err(Error::Registry(format!("{what} {at} has no code on chain {chain_id}")));
+    }
+    Ok(())
 }
 
 /// Insists `token` is a contract answering `decimals()` with 6.

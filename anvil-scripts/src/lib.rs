@@ -65,6 +65,9 @@ pub enum Error {
     /// The token given to a deploy is not one Tessera can settle in.
     #[error("{0}")]
     Token(String),
+    /// An existing ERC-8004 registry given to a deploy cannot be used.
+    #[error("{0}")]
+    Registry(String),
     /// A key could not be derived or used.
     #[error("key: {0}")]
     Key(String),

@@ -27,6 +27,14 @@ pub struct Deployment {
     pub arbiter: Address,
     /// Appeal arbiter at deployment time.
     pub appeal_arbiter: Address,
+    /// The ERC-8004 identity registry agents register their identity in
+    /// (absent from records written before it was deployed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_registry: Option<Address>,
+    /// The ERC-8004 reputation registry bound to [`Self::identity_registry`]
+    /// (absent from records written before it was deployed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reputation_registry: Option<Address>,
     /// The JSON-RPC endpoint the contracts were deployed through, when
     /// recorded (`tessera chain`, `tessera deploy`): a service given no
     /// `--rpc-url` connects there.
@@ -120,6 +128,8 @@ mod tests {
             owner: Address::repeat_byte(4),
             arbiter: Address::repeat_byte(5),
             appeal_arbiter: Address::repeat_byte(6),
+            identity_registry: Some(Address::repeat_byte(7)),
+            reputation_registry: Some(Address::repeat_byte(8)),
             rpc_url: Some("http://127.0.0.1:8545/".into()),
             ws_url: None,
         }
@@ -132,6 +142,23 @@ mod tests {
         sample().save(&path).unwrap();
         assert_eq!(Deployment::load(&path).unwrap(), sample());
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A record written before the ERC-8004 registries were deployed still
+    /// reads, without them; one naming them round-trips them.
+    #[test]
+    fn the_registries_are_optional_in_a_record() {
+        let mut old = serde_json::to_value(sample()).unwrap();
+        let map = old.as_object_mut().unwrap();
+        assert_eq!(
+            map.remove("identityRegistry"),
+            Some(serde_json::json!(Address::repeat_byte(7)))
+        );
+        assert!(map.remove("reputationRegistry").is_some());
+        let read: Deployment = serde_json::from_value(old).unwrap();
+        assert_eq!((read.identity_registry, read.reputation_registry), (None, None));
+        let written = serde_json::to_value(&read).unwrap();
+        assert!(written.get("identityRegistry").is_none(), "{written}");
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //! service needs to talk to the contracts the same way:
 //!
 //! - [`revert`]: typed decoding of contract reverts into the generated error enums;
+//! - [`IdentityRegistry`] and [`ReputationRegistry`]: the ERC-8004
+//!   ("Trustless Agents") registries an agent's identity and reputation live in,
+//!   and [`erc8004`]: the registration file, the registry's cross-chain name
+//!   and the agent wallet's EIP-712 proof;
 //! - [`deployment`]: the deployment record (chain id, addresses, deploy block)
 //!   every service reads;
 //! - [`task`]: the escrow stores only a hash of each task, so callers rebuild the
@@ -38,6 +42,7 @@ pub mod card;
 pub mod client;
 pub mod deployment;
 pub mod envelope;
+pub mod erc8004;
 pub mod feed;
 pub mod heads;
 pub mod injection;
@@ -69,6 +74,19 @@ mod generated {
         MockUSDC,
         "artifacts/MockUSDC.json"
     );
+    alloy::sol!(
+        #[sol(rpc, all_derives)]
+        IdentityRegistry,
+        "artifacts/IdentityRegistry.json"
+    );
+    alloy::sol!(
+        #[sol(rpc, all_derives)]
+        ReputationRegistry,
+        "artifacts/ReputationRegistry.json"
+    );
 }
 
-pub use generated::{AgentRegistry, IAgentRegistry, ITaskEscrow, MockUSDC, TaskEscrow};
+pub use generated::{
+    AgentRegistry, IAgentRegistry, IIdentityRegistry, ITaskEscrow, IdentityRegistry, MockUSDC,
+    ReputationRegistry, TaskEscrow,
+};

@@ -48,6 +48,14 @@ pub(crate) struct DeployCmd {
     /// decimals) instead of deploying MockUSDC; nothing is minted then.
     #[arg(long, value_name = "ADDRESS")]
     pub(crate) token: Option<alloy::primitives::Address>,
+    /// Link agents to this existing ERC-8004 identity registry instead of
+    /// deploying one (default: the one --reputation-registry is bound to).
+    #[arg(long, value_name = "ADDRESS")]
+    pub(crate) identity_registry: Option<alloy::primitives::Address>,
+    /// Use this existing ERC-8004 reputation registry instead of deploying
+    /// one; it must be bound to the identity registry.
+    #[arg(long, value_name = "ADDRESS")]
+    pub(crate) reputation_registry: Option<alloy::primitives::Address>,
     /// The arbiter written into the escrow (default: the mnemonic's arbiter
     /// account, or the deployer when the key comes from the environment or a
     /// keystore).
@@ -88,6 +96,8 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
                 arbiter: cmd.arbiter.unwrap_or(owner),
                 appeal_arbiter: cmd.appeal_arbiter.unwrap_or(owner),
                 token: cmd.token,
+                identity_registry: cmd.identity_registry,
+                reputation_registry: cmd.reputation_registry,
                 fund: None,
             };
             (provider, roles, None)
@@ -100,6 +110,8 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
                 arbiter: cmd.arbiter.unwrap_or(actors.arbiter.address()),
                 appeal_arbiter: cmd.appeal_arbiter.unwrap_or(actors.appeal_arbiter.address()),
                 token: cmd.token,
+                identity_registry: cmd.identity_registry,
+                reputation_registry: cmd.reputation_registry,
                 fund: cmd.token.is_none().then(|| actors.sponsor.address()),
             };
             (provider, roles, Some(actors))

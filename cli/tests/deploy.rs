@@ -285,6 +285,8 @@ async fn services_refuse_a_chain_other_than_the_records() {
         arbiter: actors.arbiter.address(),
         appeal_arbiter: actors.appeal_arbiter.address(),
         token: Some(token),
+        identity_registry: None,
+        reputation_registry: None,
         fund: None,
     };
     let mut record =

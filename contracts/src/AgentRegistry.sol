@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {IERC721} from "@openzeppelin/contracts/token/ERC721/IERC721.sol";
+
 import {IAgentRegistry} from "./interfaces/IAgentRegistry.sol";
+import {IIdentityRegistry} from "./interfaces/IIdentityRegistry.sol";
 
 /// @title AgentRegistry
 /// @notice See {IAgentRegistry}.
@@ -34,6 +37,17 @@ contract AgentRegistry is IAgentRegistry {
     mapping(address agent => mapping(bytes32 capability => Offer)) private _offers;
     mapping(bytes32 capability => address[]) private _agentsFor;
     uint256 private _agentCount;
+    /// @dev The linked agent id plus one, so that zero means not linked.
+    mapping(address agent => uint256 agentIdPlusOne) private _identities;
+
+    /// @dev The ERC-8004 identity registry; zero when none.
+    address private immutable _IDENTITY_REGISTRY;
+
+    /// @param identityRegistry_ The ERC-8004 identity registry agents link to; zero
+    /// disables {linkIdentity}.
+    constructor(address identityRegistry_) {
+        _IDENTITY_REGISTRY = identityRegistry_;
+    }
 
     /*//////////////////////////////////////////////////////////////
                                 WRITES
@@ -122,13 +136,38 @@ contract AgentRegistry is IAgentRegistry {
             _removeOffer(msg.sender, a, a.capabilities[a.capabilities.length - 1]);
         }
         delete _agents[msg.sender];
+        if (_identities[msg.sender] != 0) delete _identities[msg.sender];
         _agentCount -= 1;
         emit AgentLeft(msg.sender);
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function linkIdentity(uint256 agentId) external override {
+        if (_IDENTITY_REGISTRY == address(0)) revert AgentRegistryNoIdentityRegistry();
+        _registered(msg.sender);
+        if (
+            IERC721(_IDENTITY_REGISTRY).ownerOf(agentId) != msg.sender
+                && IIdentityRegistry(_IDENTITY_REGISTRY).getAgentWallet(agentId) != msg.sender
+        ) revert AgentRegistryNotIdentityController(msg.sender, agentId);
+        _identities[msg.sender] = agentId + 1;
+        emit IdentityLinked(msg.sender, agentId);
     }
 
     /*//////////////////////////////////////////////////////////////
                                 VIEWS
     //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IAgentRegistry
+    function identityRegistry() external view override returns (address) {
+        return _IDENTITY_REGISTRY;
+    }
+
+    /// @inheritdoc IAgentRegistry
+    function identityOf(address agent) external view override returns (bool linked, uint256 agentId) {
+        uint256 stored = _identities[agent];
+        if (stored == 0) return (false, 0);
+        return (true, stored - 1);
+    }
 
     /// @inheritdoc IAgentRegistry
     function getAgent(address agent) external view override returns (AgentView memory v) {

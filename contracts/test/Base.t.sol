@@ -2,6 +2,7 @@
 pragma solidity ^0.8.28;
 
 import {AgentRegistry} from "../src/AgentRegistry.sol";
+import {IdentityRegistry} from "../src/IdentityRegistry.sol";
 import {TaskEscrow} from "../src/TaskEscrow.sol";
 import {ITaskEscrow} from "../src/interfaces/ITaskEscrow.sol";
 import {MockUSDC} from "../src/mocks/MockUSDC.sol";
@@ -19,6 +20,7 @@ abstract contract Base is Test {
     uint256 internal constant START = 1_700_000_000;
 
     MockUSDC internal usdc;
+    IdentityRegistry internal identity;
     AgentRegistry internal registry;
     TaskEscrow internal escrow;
 
@@ -53,7 +55,8 @@ abstract contract Base is Test {
         stranger = makeAddr("stranger");
 
         usdc = new MockUSDC(owner);
-        registry = new AgentRegistry();
+        identity = new IdentityRegistry();
+        registry = new AgentRegistry(address(identity));
         escrow = _deployEscrow(address(usdc));
         _registerExecutors();
 

@@ -402,6 +402,7 @@ pub fn registry_subject(ev: &AgentRegistryEvents) -> (alloy::primitives::Address
         AgentRegistryEvents::AgentPaused(e) => (e.agent, "AgentPaused"),
         AgentRegistryEvents::AgentResumed(e) => (e.agent, "AgentResumed"),
         AgentRegistryEvents::AgentLeft(e) => (e.agent, "AgentLeft"),
+        AgentRegistryEvents::IdentityLinked(e) => (e.agent, "IdentityLinked"),
     }
 }
 
@@ -452,6 +453,8 @@ pub fn fold_agent(logs: &[Log]) -> Option<AgentRow> {
                     r.offers.clear();
                 }
             }
+            // The ERC-8004 identity is not part of the offer row.
+            AgentRegistryEvents::IdentityLinked(_) => {}
         }
     }
     row

@@ -73,6 +73,13 @@ interface IAgentRegistry {
     /// @param agent The agent.
     event AgentLeft(address indexed agent);
 
+    /// @notice An agent linked its ERC-8004 identity (an agent id of
+    /// {identityRegistry}) to its offers.
+    /// @dev Emitted by {linkIdentity}; a later link replaces it, {leave} drops it.
+    /// @param agent The agent, who called.
+    /// @param agentId Its agent id in the identity registry.
+    event IdentityLinked(address indexed agent, uint256 indexed agentId);
+
     /// @notice The caller is already registered.
     /// @param agent The caller.
     error AgentRegistryAlreadyRegistered(address agent);
@@ -118,6 +125,14 @@ interface IAgentRegistry {
     /// @param limit The limit given.
     /// @param max {MAX_PAGE}.
     error AgentRegistryPageLimit(uint256 limit, uint256 max);
+
+    /// @notice This registry was deployed without an identity registry.
+    error AgentRegistryNoIdentityRegistry();
+
+    /// @notice The caller neither owns the identity nor is its proven agent wallet.
+    /// @param agent The caller.
+    /// @param agentId The agent id it tried to link.
+    error AgentRegistryNotIdentityController(address agent, uint256 agentId);
 
     /// @notice Registers the caller as an active agent.
     /// @dev Reverts if the caller is registered, if the lists differ in length or
@@ -170,6 +185,28 @@ interface IAgentRegistry {
     /// @dev Reverts if the caller is not registered. Drops every offer (at most
     /// {MAX_CAPABILITIES}). Emits {AgentLeft}.
     function leave() external;
+
+    /// @notice Links the caller's offers to its ERC-8004 identity, so its
+    /// reputation can be read by agent id.
+    /// @dev Reverts if there is no identity registry, if the caller is not
+    /// registered here, with the identity registry's `ERC721NonexistentToken` for an
+    /// unknown id, and with {AgentRegistryNotIdentityController} unless the caller
+    /// owns the identity or is its agent wallet. Checked when linked only: readers
+    /// who need it current check the identity again. Emits {IdentityLinked}.
+    /// @param agentId The agent id in {identityRegistry}.
+    function linkIdentity(uint256 agentId) external;
+
+    /// @notice The ERC-8004 identity registry agents link to.
+    /// @dev Fixed at construction; zero when none was given.
+    /// @return The identity registry.
+    function identityRegistry() external view returns (address);
+
+    /// @notice The ERC-8004 identity an agent linked.
+    /// @dev Agent ids start at 0 in some registries, hence the flag.
+    /// @param agent The agent.
+    /// @return linked Whether the agent linked one (and has not left since).
+    /// @return agentId Its agent id; zero when not linked.
+    function identityOf(address agent) external view returns (bool linked, uint256 agentId);
 
     /// @notice Most capabilities one agent may offer.
     /// @dev Bounds {getAgent} and {leave}, which loop over an agent's offers.

@@ -16,7 +16,7 @@ contract Registry_Invariant_Test is Test {
     RegistryStore internal store;
 
     function setUp() public {
-        registry = new AgentRegistry();
+        registry = new AgentRegistry(address(0));
         handler = new RegistryHandler(registry);
         store = handler.store();
 

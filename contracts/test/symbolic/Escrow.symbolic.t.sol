@@ -34,7 +34,7 @@ contract EscrowSymbolic is Test {
     function setUp() public {
         vm.warp(1_700_000_000);
         usdc = new MockUSDC(OWNER);
-        registry = new AgentRegistry();
+        registry = new AgentRegistry(address(0));
         escrow = new TaskEscrow(
             address(usdc), address(registry), OWNER, ARBITER, APPEAL_ARBITER, WINDOW, WINDOW, WINDOW
         );

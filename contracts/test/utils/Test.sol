@@ -148,6 +148,14 @@ abstract contract Test {
         assertEq(a, b, "assertEq(string)");
     }
 
+    function assertEq(int256 a, int256 b, string memory message) internal pure {
+        if (a != b) revert(string.concat(message, ": ", _i(a), " != ", _i(b)));
+    }
+
+    function assertEq(bytes memory a, bytes memory b, string memory message) internal pure {
+        if (keccak256(a) != keccak256(b)) revert(string.concat(message, ": bytes mismatch"));
+    }
+
     function assertNotEq(uint256 a, uint256 b, string memory message) internal pure {
         if (a == b) revert(string.concat(message, ": both ", _u(a)));
     }
@@ -158,6 +166,10 @@ abstract contract Test {
 
     function assertGe(uint256 a, uint256 b, string memory message) internal pure {
         if (a < b) revert(string.concat(message, ": ", _u(a), " < ", _u(b)));
+    }
+
+    function _i(int256 v) private pure returns (string memory) {
+        return v < 0 ? string.concat("-", _u(uint256(-v))) : _u(uint256(v));
     }
 
     function _u(uint256 v) private pure returns (string memory) {

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IIdentityRegistry} from "../../../src/interfaces/IIdentityRegistry.sol";
+import {MockERC1271Wallet} from "../../mocks/MockERC1271Wallet.sol";
+import {IdentityBase} from "../IdentityBase.t.sol";
+
+contract SetAgentWallet_Unit_Test is IdentityBase {
+    uint256 internal agentId;
+    uint256 internal deadline;
+
+    function setUp() public override {
+        IdentityBase.setUp();
+        agentId = _mintAgent(agentOwner);
+        deadline = block.timestamp + 60;
+    }
+
+    function _proof() internal view returns (bytes memory) {
+        return _walletProof(walletKey, agentId, wallet, agentOwner, deadline);
+    }
+
+    function _expectInvalid(address newWallet) internal {
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IIdentityRegistry.IdentityRegistryInvalidWalletSignature.selector, newWallet
+            )
+        );
+    }
+
+    function test_RevertWhen_AgentUnknown() public {
+        _expectNonexistent(5);
+        vm.prank(agentOwner);
+        identity.setAgentWallet(5, wallet, deadline, _proof());
+    }
+
+    function test_RevertWhen_CallerNotAuthorized() public {
+        bytes memory sig = _proof();
+        _expectNotAuthorized(agentId, wallet);
+        // Even the wallet itself cannot attach itself: the owner decides.
+        vm.prank(wallet);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+    }
+
+    function test_RevertWhen_WalletZero() public {
+        bytes memory sig = _proof();
+        vm.expectRevert(abi.encodeWithSelector(IIdentityRegistry.IdentityRegistryZeroWallet.selector));
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, address(0), deadline, sig);
+    }
+
+    function test_RevertWhen_DeadlinePassed() public {
+        bytes memory sig = _proof();
+        vm.warp(deadline + 1);
+        vm.expectRevert(
+            abi.encodeWithSelector(IIdentityRegistry.IdentityRegistryExpired.selector, deadline, deadline + 1)
+        );
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+    }
+
+    function test_RevertWhen_DeadlineTooFar() public {
+        uint256 far = block.timestamp + identity.MAX_DEADLINE_DELAY() + 1;
+        bytes memory sig = _walletProof(walletKey, agentId, wallet, agentOwner, far);
+        vm.expectRevert(
+            abi.encodeWithSelector(IIdentityRegistry.IdentityRegistryDeadlineTooFar.selector, far, far - 1)
+        );
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, far, sig);
+    }
+
+    function test_RevertWhen_SignatureNotTheWallets() public {
+        uint256 other = _mintAgent(agentOwner);
+        bytes[4] memory forged = [
+            _walletProof(agentOwnerKey, agentId, wallet, agentOwner, deadline), // another key
+            _walletProof(walletKey, other, wallet, agentOwner, deadline), // another agent
+            _walletProof(walletKey, agentId, wallet, stranger, deadline), // another owner
+            _walletProof(walletKey, agentId, wallet, agentOwner, deadline + 1) // another deadline
+        ];
+        for (uint256 i; i < forged.length; ++i) {
+            _expectInvalid(wallet);
+            vm.prank(agentOwner);
+            identity.setAgentWallet(agentId, wallet, deadline, forged[i]);
+        }
+        _expectInvalid(wallet);
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, hex"00");
+        assertEq(identity.getAgentWallet(agentId), agentOwner, "wallet unchanged");
+    }
+
+    function test_RevertWhen_ContractWalletRejects() public {
+        MockERC1271Wallet smart = new MockERC1271Wallet(wallet);
+        // Signed by a key the contract wallet does not accept.
+        bytes memory sig = _walletProof(agentOwnerKey, agentId, address(smart), agentOwner, deadline);
+        _expectInvalid(address(smart));
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, address(smart), deadline, sig);
+    }
+
+    function test_setAgentWallet_ECDSA() public {
+        bytes memory sig = _proof();
+        vm.expectEmit(address(identity));
+        emit IIdentityRegistry.MetadataSet(agentId, WALLET_KEY, WALLET_KEY, abi.encodePacked(wallet));
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        assertEq(identity.getAgentWallet(agentId), wallet, "wallet");
+        assertEq(identity.getMetadata(agentId, WALLET_KEY), abi.encodePacked(wallet), "metadata");
+    }
+
+    function test_setAgentWallet_ERC1271() public {
+        MockERC1271Wallet smart = new MockERC1271Wallet(wallet);
+        bytes memory sig = _walletProof(walletKey, agentId, address(smart), agentOwner, deadline);
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, address(smart), deadline, sig);
+        assertEq(identity.getAgentWallet(agentId), address(smart), "contract wallet");
+    }
+
+    function test_setAgentWallet_ByOperatorSignedForOwner() public {
+        vm.prank(agentOwner);
+        identity.setApprovalForAll(operator, true);
+        // The proof names the agent's owner, whoever sends it.
+        bytes memory sig = _proof();
+        vm.prank(operator);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        assertEq(identity.getAgentWallet(agentId), wallet, "wallet");
+    }
+
+    function test_setAgentWallet_DeadlineBounds() public {
+        uint256 latest = block.timestamp + identity.MAX_DEADLINE_DELAY();
+        vm.prank(agentOwner);
+        identity.setAgentWallet(
+            agentId, wallet, latest, _walletProof(walletKey, agentId, wallet, agentOwner, latest)
+        );
+        uint256 now_ = block.timestamp;
+        vm.prank(agentOwner);
+        identity.setAgentWallet(
+            agentId,
+            operator,
+            now_,
+            _walletProof(uint256(keccak256("operator")), agentId, operator, agentOwner, now_)
+        );
+        assertEq(identity.getAgentWallet(agentId), operator, "second wallet");
+    }
+
+    function test_agentWalletDigest_MatchesTheSpec() public view {
+        assertEq(
+            identity.agentWalletDigest(agentId, wallet, agentOwner, deadline),
+            _walletDigest(agentId, wallet, agentOwner, deadline),
+            "digest"
+        );
+    }
+}

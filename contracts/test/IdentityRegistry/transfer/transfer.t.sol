@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IIdentityRegistry} from "../../../src/interfaces/IIdentityRegistry.sol";
+import {Vm} from "../../utils/Vm.sol";
+import {IdentityBase} from "../IdentityBase.t.sol";
+
+contract Transfer_Identity_Unit_Test is IdentityBase {
+    uint256 internal agentId;
+
+    function setUp() public override {
+        IdentityBase.setUp();
+        agentId = _mintAgent(agentOwner);
+        vm.prank(agentOwner);
+        identity.setMetadata(agentId, "model", "offline");
+        _setWallet(agentId);
+    }
+
+    function test_transferFrom_ClearsWallet() public {
+        vm.expectEmit(address(identity));
+        emit IIdentityRegistry.MetadataSet(agentId, WALLET_KEY, WALLET_KEY, "");
+        vm.prank(agentOwner);
+        identity.transferFrom(agentOwner, stranger, agentId);
+
+        assertEq(identity.ownerOf(agentId), stranger, "new owner");
+        assertEq(identity.getAgentWallet(agentId), address(0), "wallet cleared");
+        assertEq(identity.tokenURI(agentId), AGENT_URI, "uri kept");
+        assertEq(identity.getMetadata(agentId, "model"), bytes("offline"), "metadata kept");
+
+        _expectNotAuthorized(agentId, agentOwner);
+        vm.prank(agentOwner);
+        identity.setAgentURI(agentId, AGENT_URI_2);
+        vm.prank(stranger);
+        identity.setAgentURI(agentId, AGENT_URI_2);
+        assertEq(identity.tokenURI(agentId), AGENT_URI_2, "new owner manages");
+    }
+
+    function test_safeTransferFrom_ClearsWallet() public {
+        vm.prank(agentOwner);
+        identity.safeTransferFrom(agentOwner, stranger, agentId);
+        assertEq(identity.getAgentWallet(agentId), address(0), "wallet cleared");
+    }
+
+    function test_transferFrom_WalletAlreadyCleared() public {
+        vm.prank(agentOwner);
+        identity.unsetAgentWallet(agentId);
+        vm.recordLogs();
+        vm.prank(agentOwner);
+        identity.transferFrom(agentOwner, stranger, agentId);
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        for (uint256 i; i < logs.length; ++i) {
+            assertTrue(logs[i].topics[0] != IIdentityRegistry.MetadataSet.selector, "no MetadataSet");
+        }
+    }
+}

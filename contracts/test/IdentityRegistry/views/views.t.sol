@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IdentityBase} from "../IdentityBase.t.sol";
+
+contract Views_Identity_Unit_Test is IdentityBase {
+    uint256 internal agentId;
+
+    function setUp() public override {
+        IdentityBase.setUp();
+        agentId = _mintAgent(agentOwner);
+    }
+
+    function test_RevertWhen_WalletOfUnknownAgent() public {
+        _expectNonexistent(2);
+        identity.getAgentWallet(2);
+    }
+
+    function test_RevertWhen_AuthorizedOnUnknownAgent() public {
+        _expectNonexistent(2);
+        identity.isAuthorizedOrOwner(agentOwner, 2);
+    }
+
+    function test_isAuthorizedOrOwner() public {
+        assertTrue(identity.isAuthorizedOrOwner(agentOwner, agentId), "owner");
+        assertFalse(identity.isAuthorizedOrOwner(operator, agentId), "not yet operator");
+        assertFalse(identity.isAuthorizedOrOwner(address(0), agentId), "zero");
+        vm.prank(agentOwner);
+        identity.setApprovalForAll(operator, true);
+        assertTrue(identity.isAuthorizedOrOwner(operator, agentId), "operator");
+        vm.prank(agentOwner);
+        identity.approve(stranger, agentId);
+        assertTrue(identity.isAuthorizedOrOwner(stranger, agentId), "approved");
+        // The proven wallet is paid; it does not manage the agent.
+        _setWallet(agentId);
+        assertFalse(identity.isAuthorizedOrOwner(wallet, agentId), "wallet");
+    }
+
+    function test_getMetadata_UnknownAgentOrKey() public view {
+        assertEq(identity.getMetadata(agentId, "nothing"), bytes(""), "unknown key");
+        assertEq(identity.getMetadata(99, "model"), bytes(""), "unknown agent");
+        assertEq(identity.getMetadata(99, WALLET_KEY), bytes(""), "unknown agent's wallet");
+        assertEq(identity.getAgentWallet(agentId), agentOwner, "owner is the first wallet");
+    }
+
+    function test_agentCount() public {
+        assertEq(identity.agentCount(), 1, "one");
+        _mintAgent(stranger);
+        assertEq(identity.agentCount(), 2, "two");
+    }
+
+    function test_supportsInterface() public view {
+        assertTrue(identity.supportsInterface(0x80ac58cd), "ERC-721");
+        assertTrue(identity.supportsInterface(0x5b5e139f), "ERC-721 metadata");
+        assertTrue(identity.supportsInterface(0x49064906), "ERC-4906");
+        assertFalse(identity.supportsInterface(0xffffffff), "none");
+    }
+}
