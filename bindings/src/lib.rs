@@ -44,6 +44,7 @@ pub mod deployment;
 pub mod envelope;
 pub mod erc8004;
 pub mod feed;
+pub mod feedback;
 pub mod heads;
 pub mod injection;
 pub mod logs;

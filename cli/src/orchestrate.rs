@@ -62,6 +62,12 @@ pub(crate) struct ServeArgs {
     /// reorganisation took out.
     #[arg(long, env = "TESSERA_CONFIRMATIONS", default_value_t = 0)]
     confirmations: u64,
+    /// ERC-8004 feedback the sponsor gives its executors once their tasks
+    /// settle, backed by the settlement (docs/reputation.md): per-task,
+    /// per-plan (one per executor when a run is over) or off. Nothing is
+    /// given without a reputation registry in the deployment.
+    #[arg(long, env = "TESSERA_FEEDBACK", default_value = "per-task")]
+    feedback: tessera_orchestrator::feedback::FeedbackMode,
     /// Store of the embedded indexer, which feeds the web UI's history and
     /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…
     #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
@@ -233,6 +239,7 @@ pub(crate) async fn serve(
         max_plan_spend,
         max_nesting_depth: usize::from(args.max_nesting_depth),
         confirmations: args.confirmations,
+        feedback: args.feedback,
         poll_interval: Duration::from_millis(args.poll_ms),
         // Confirmation tokens survive restarts: keyed by the service's own secret.
         confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),

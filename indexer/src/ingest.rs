@@ -369,11 +369,16 @@ impl Indexer {
     }
 
     /// Reads one range, retrying with backoff.
+    /// The contracts whose logs are indexed: the escrow, the registry and,
+    /// when deployed, the ERC-8004 reputation registry.
+    fn contracts(&self) -> Vec<alloy::primitives::Address> {
+        let mut out = vec![self.deployment.task_escrow, self.deployment.agent_registry];
+        out.extend(self.deployment.reputation_registry);
+        out
+    }
+
     async fn read(&self, from: u64, to: u64) -> Result<Batch, IngestError> {
-        let filter = Filter::new()
-            .address(vec![self.deployment.task_escrow, self.deployment.agent_registry])
-            .from_block(from)
-            .to_block(to);
+        let filter = Filter::new().address(self.contracts()).from_block(from).to_block(to);
         let mut attempt = 0;
         // Times the newest block's bloom promised logs of ours that the log
         // query did not return (a node whose log index lags its blocks, or
@@ -399,7 +404,7 @@ impl Indexer {
                     });
                 let parent = first.map(|b| b.header.parent_hash);
                 let ours = |bloom: &alloy::primitives::Bloom| {
-                    [self.deployment.task_escrow, self.deployment.agent_registry]
+                    self.contracts()
                         .iter()
                         .any(|a| bloom.contains_input(BloomInput::Raw(a.as_slice())))
                 };

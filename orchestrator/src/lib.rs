@@ -30,6 +30,7 @@ pub mod ceremony;
 pub mod choose;
 pub mod condition;
 pub mod events;
+pub mod feedback;
 pub mod ops;
 pub mod plan;
 pub mod replica;

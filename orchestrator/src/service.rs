@@ -86,6 +86,8 @@ pub struct Service {
     stop: CancellationToken,
     server: Option<JoinHandle<std::io::Result<()>>>,
     heads: Option<JoinHandle<()>>,
+    /// The feedback writer ([`crate::feedback`]).
+    feedback: Option<JoinHandle<()>>,
     replica: Option<Replica>,
 }
 
@@ -114,6 +116,8 @@ impl Service {
         lane: Option<Arc<Lane>>,
     ) -> Result<Self, ServiceError> {
         let sources = config.blob_sources.unwrap_or_else(|| BlobSources::new(config.blobs));
+        let feedback_mode = config.runner.feedback;
+        let feedback_every = config.runner.idle_tick;
         let orch = Orchestrator::with_sources(config.store, config.chain, sources, config.runner);
         let (resumed, replica) = match lane {
             None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),
@@ -143,6 +147,12 @@ impl Service {
                 tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN),
             ));
         let stop = CancellationToken::new();
+        let feedback = tokio::spawn(crate::feedback::feedback_loop(
+            Arc::clone(&orch),
+            feedback_mode,
+            feedback_every,
+            stop.clone(),
+        ));
         let stopped = stop.clone();
         // Open event streams end with the server; it would wait for them otherwise.
         let shutdown = async move {
@@ -152,7 +162,16 @@ impl Service {
         let server = tokio::spawn(
             axum::serve(config.listener, app).with_graceful_shutdown(shutdown).into_future(),
         );
-        Ok(Self { orch, addr, resumed, stop, server: Some(server), heads: Some(heads), replica })
+        Ok(Self {
+            orch,
+            addr,
+            resumed,
+            stop,
+            server: Some(server),
+            heads: Some(heads),
+            feedback: Some(feedback),
+            replica,
+        })
     }
 
     /// The orchestrator.
@@ -186,6 +205,9 @@ impl Service {
         self.orch.shutdown().await;
         if let Some(heads) = self.heads.take() {
             heads.await?;
+        }
+        if let Some(feedback) = self.feedback.take() {
+            feedback.await?;
         }
         // The drivers are drained: the lease goes, a standby takes the lane.
         if let Some(replica) = self.replica.as_mut() {

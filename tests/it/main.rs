@@ -9,6 +9,7 @@ mod decline;
 mod delegation;
 mod demo;
 mod disputes;
+mod feedback;
 mod frontrun;
 mod hosted;
 mod indexer;

@@ -3,6 +3,7 @@
 //! `BIGINT` or decimal text (never clamped), and column lists that drive
 //! both an `INSERT`'s column names and its binds.
 
+use alloy::sol_types::SolEventInterface;
 use alloy::{
     primitives::{B256, U256},
     rpc::types::Log,
@@ -184,6 +185,18 @@ pub(super) fn classify(log: &Log) -> (&'static str, &'static str, Option<U256>, 
     if let Some(ev) = derive::decode_registry(log) {
         let (agent, kind) = derive::registry_subject(&ev);
         return ("registry", kind, None, Some(agent.to_string()));
+    }
+    if let Ok(ev) =
+        tessera_bindings::ReputationRegistry::ReputationRegistryEvents::decode_log(&log.inner)
+            .map(|d| d.data)
+    {
+        use tessera_bindings::ReputationRegistry::ReputationRegistryEvents as R;
+        let (kind, id) = match &ev {
+            R::NewFeedback(e) => ("NewFeedback", e.agentId),
+            R::FeedbackRevoked(e) => ("FeedbackRevoked", e.agentId),
+            R::ResponseAppended(e) => ("ResponseAppended", e.agentId),
+        };
+        return ("reputation", kind, None, Some(super::feedback::feedback_subject(id)));
     }
     ("unknown", "Unknown", None, None)
 }

@@ -34,7 +34,8 @@ use serde::Serialize;
 use sqlx::Row;
 use tessera_db::DbError;
 
-use super::IndexStore;
+use super::{IndexStore, feedback::FeedbackView};
+use tessera_bindings::feedback::Proof;
 
 /// A task paid below this (base units, 0.01 USDC) counts for nothing.
 pub const EVIDENCE_FLOOR_UNITS: i64 = 10_000;
@@ -186,9 +187,55 @@ impl IndexStore {
             .collect()
     }
 
-    /// `agent`'s record weighed for `sponsor` (see the module docs).
+    /// `agent`'s record weighed for `sponsor` (see the module docs), with
+    /// the matched feedback on it taken into account ([`with_feedback`]).
     pub async fn evidence(&self, agent: &str, sponsor: Option<&str>) -> Result<Evidence, DbError> {
-        Ok(weigh(&self.funders(agent).await?, sponsor))
+        let feedback = match self.identity(agent).await? {
+            Some(id) => self.feedback(agent, id.agent_id.parse().unwrap_or_default()).await?,
+            None => Vec::new(),
+        };
+        self.evidence_with(agent, sponsor, &feedback).await
+    }
+
+    /// [`IndexStore::evidence`] with the agent's feedback already read.
+    pub async fn evidence_with(
+        &self,
+        agent: &str,
+        sponsor: Option<&str>,
+        feedback: &[FeedbackView],
+    ) -> Result<Evidence, DbError> {
+        let mut rows = self.funders(agent).await?;
+        with_feedback(&mut rows, feedback);
+        Ok(weigh(&rows, sponsor))
+    }
+}
+
+/// Takes the funders' own word on their completed tasks into account:
+/// a matched, unrevoked feedback of value `v` (−100 to 100) on a paid task
+/// counts that task `max(v, 0)/100` completed and the rest failed, so a
+/// sponsor that paid but was not satisfied says so, and every sponsor's
+/// settlement-backed feedback moves the record, not only the chooser's.
+pub fn with_feedback(rows: &mut [FunderRecord], feedback: &[FeedbackView]) {
+    for f in feedback.iter().filter(|f| f.matched && !f.revoked) {
+        let Some(row) = rows.iter_mut().find(|r| r.funder.eq_ignore_ascii_case(&f.client)) else {
+            continue;
+        };
+        let (Ok(value), Ok(hash)) = (f.value.parse::<f64>(), f.hash.parse()) else { continue };
+        let Ok(proof) = Proof::decode(&f.uri, hash) else { continue };
+        let scale = 10f64.powi(i32::from(f.value_decimals));
+        let quality = (value / scale / 100.0).clamp(0.0, 1.0);
+        for t in proof.tasks.iter().filter(|t| t.status == "Paid" || t.status == "Split") {
+            let amount = t.executor_amount.parse::<i64>().unwrap_or(0)
+                + t.funder_amount.parse::<i64>().unwrap_or(0);
+            if amount < EVIDENCE_FLOOR_UNITS {
+                continue;
+            }
+            let units = amount.min(EVIDENCE_CAP_UNITS);
+            let moved = ((units as f64) * (1.0 - quality)).round() as i64;
+            let moved = moved.min(row.completed_units);
+            row.completed_units -= moved;
+            row.failed_units += moved;
+        }
     }
 }
 
@@ -238,6 +285,47 @@ mod tests {
         let e = weigh(&[r], None);
         assert!((e.completed - 1.0).abs() < 1e-9 && (e.failed - 1.0).abs() < 1e-9, "{e:?}");
         assert!((e.settled() - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn matched_feedback_moves_a_paid_task_towards_failed() {
+        use tessera_bindings::feedback::SettledTask;
+        let task = |id: &str| SettledTask {
+            task_id: id.into(),
+            status: "Paid".into(),
+            executor_amount: "500000".into(),
+            funder_amount: "0".into(),
+            tx: alloy::primitives::B256::repeat_byte(1),
+        };
+        let proof = Proof::new(1, alloy::primitives::Address::ZERO, None, vec![task("1")]);
+        let (uri, hash) = proof.encode();
+        let view = |client: &str, value: &str, matched: bool| FeedbackView {
+            client: client.into(),
+            index: 1,
+            value: value.into(),
+            value_decimals: 0,
+            tag1: String::new(),
+            tag2: String::new(),
+            uri: uri.clone(),
+            hash: hash.to_string(),
+            task_ids: vec!["1".into()],
+            tx: String::new(),
+            block: 1,
+            matched,
+            why: None,
+            revoked: false,
+        };
+        let base = || vec![row("0xA", 2, 2 * USDC, false)];
+        // Satisfied at 60: 0.4 of the 0.5 USDC task moves to failed.
+        let mut rows = base();
+        with_feedback(&mut rows, &[view("0xa", "60", true)]);
+        assert_eq!((rows[0].completed_units, rows[0].failed_units), (2 * USDC - 200_000, 200_000));
+        // Unmatched feedback, or another funder's, changes nothing.
+        for f in [view("0xa", "0", false), view("0xb", "0", true)] {
+            let mut rows = base();
+            with_feedback(&mut rows, &[f]);
+            assert_eq!(rows, base());
+        }
     }
 
     #[test]

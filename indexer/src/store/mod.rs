@@ -11,12 +11,15 @@
 //!   through recursive queries that run on SQLite and PostgreSQL alike.
 //! - [`evidence`]: an agent's record weighed by the money and the distinct
 //!   funders behind it, so that it costs real money to fake.
+//! - [`feedback`]: ERC-8004 identities and feedback, each matched against
+//!   the escrow's settlements.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
 mod codecs;
 mod derivation;
 pub mod evidence;
+pub mod feedback;
 mod queries;
 mod rollback;
 pub mod rows;

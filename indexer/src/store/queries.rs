@@ -569,8 +569,11 @@ impl IndexStore {
         let (completed, settled) = (total("completed")?, total("settled")?);
         let offers = serde_json::from_str(&row.try_get::<String, _>("offers")?).ok();
         let metadata_uri: String = row.try_get("metadata_uri")?;
-        let evidence = self.evidence(&address, None).await?;
+        let (identity, feedback, listed) = self.feedback_summary(&address).await?;
+        let evidence = self.evidence_with(&address, None, &listed).await?;
         Ok(Some(AgentView {
+            identity,
+            feedback,
             agent: address,
             status: row.try_get("status")?,
             name: AgentCard::from_uri(&metadata_uri).ok().map(|card| card.id),

@@ -164,6 +164,10 @@ pub struct AgentView {
     pub registered_block: i64,
     /// What its tasks show.
     pub stats: AgentStats,
+    /// Its ERC-8004 identity, when it linked one.
+    pub identity: Option<super::feedback::IdentityView>,
+    /// ERC-8004 feedback on that identity, matched against settlements.
+    pub feedback: super::feedback::FeedbackSummary,
 }
 
 /// An agent's statistics over its tasks.

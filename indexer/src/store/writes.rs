@@ -195,7 +195,8 @@ pub(super) async fn rebuild_agents(
     backend: Backend,
     agents: &BTreeSet<String>,
 ) -> Result<(), DbError> {
-    for agent in agents {
+    // Reputation events are filed under `erc8004:<id>`, not an agent.
+    for agent in agents.iter().filter(|a| a.starts_with("0x")) {
         let rows = sqlx::query(
             "SELECT block, log_index, raw FROM ix_events WHERE agent = $1 ORDER BY block, log_index",
         )

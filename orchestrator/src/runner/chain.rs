@@ -19,7 +19,7 @@ use alloy::{
 use tessera_bindings::{
     AgentRegistry,
     ITaskEscrow::CreateParams,
-    MockUSDC, TaskEscrow, capability,
+    MockUSDC, ReputationRegistry, TaskEscrow, capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     heads::{Head, HeadWatch},
@@ -415,6 +415,40 @@ impl Chain {
     ) -> Result<Sent, ClientError> {
         let heads = self.heads.get().and_then(|w| w.as_ref());
         Ok(Sent(self.sender.send(call, self.sponsor, heads).await?))
+    }
+
+    /// The ERC-8004 agent id `agent` linked in the registry, when it did.
+    pub(crate) async fn identity_of(&self, agent: Address) -> Result<Option<U256>, ClientError> {
+        let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
+        let linked = registry.identityOf(agent).call().await.map_err(map_call)?;
+        Ok(linked.linked.then_some(linked.agentId))
+    }
+
+    /// Gives ERC-8004 feedback from the sponsor in the deployment's
+    /// reputation registry (see [`tessera_bindings::feedback`]) and waits
+    /// for it to be mined.
+    pub(crate) async fn give_feedback(
+        &self,
+        registry: Address,
+        agent_id: U256,
+        value: i128,
+        tag2: &str,
+        uri: String,
+        hash: B256,
+    ) -> Result<TransactionReceipt, ClientError> {
+        let reputation = ReputationRegistry::new(registry, self.provider.clone());
+        let call = reputation.giveFeedback(
+            agent_id,
+            value,
+            0,
+            tessera_bindings::feedback::TAG.to_owned(),
+            tag2.to_owned(),
+            String::new(),
+            uri,
+            hash,
+        );
+        let sent = self.dispatch(call).await?;
+        self.confirm(sent).await
     }
 
     /// Waits for `sent` to be mined, by the heads the runner follows; a

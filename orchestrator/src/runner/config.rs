@@ -39,6 +39,10 @@ pub struct RunnerConfig {
     /// every settlement is this deep. 0 (the default) on a chain that
     /// does not reorganise.
     pub confirmations: u64,
+    /// Settlement-backed ERC-8004 feedback for the sponsor (see
+    /// [`crate::feedback`]): off unless asked (`tessera serve` asks for
+    /// one per task).
+    pub feedback: crate::feedback::FeedbackMode,
     /// Called with the run id at the start of every step: tests inject
     /// faults (a panic) through it.
     #[cfg(feature = "test-utils")]
@@ -77,6 +81,7 @@ impl Default for RunnerConfig {
             max_nesting_depth: crate::plan::DEFAULT_MAX_NESTING_DEPTH,
             max_step_failures: 5,
             confirmations: 0,
+            feedback: crate::feedback::FeedbackMode::Off,
             #[cfg(feature = "test-utils")]
             fault: None,
         }

@@ -124,6 +124,14 @@ impl Orchestrator {
             let Some(ev) = events::from_log(log) else { continue };
             let mut body = subtask_fields(plan.id, row.idx, row.attempt, &task_id);
             events::merge(&mut body, ev.body.clone());
+            // A settlement names whom it paid: the feedback on it is given
+            // to that executor ([`crate::feedback`]).
+            if matches!(
+                ev.kind,
+                EventKind::SubtaskPaid | EventKind::SubtaskRefunded | EventKind::SubtaskExpired
+            ) {
+                events::merge(&mut body, json!({ "executor": rec.task.executor }));
+            }
             if let Some(window) = events::ruling_window(ev.kind, &ev.body, &rec.task) {
                 events::merge(&mut body, window);
             }

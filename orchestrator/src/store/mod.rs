@@ -28,12 +28,14 @@ use tessera_db::{DbError, Schema};
 
 mod decisions;
 mod events;
+mod feedback;
 mod health;
 mod leases;
 mod runs;
 mod subtasks;
 
 pub use decisions::{DecisionOutcome, DecisionRecord};
+pub use feedback::{FEEDBACK_PAGE, FeedbackClaim, Settled};
 pub use leases::{Claim, EVENTS_CHANNEL, LeaseRow, WAKE_CHANNEL, parse_event_payload};
 pub use runs::{MAX_RUN_LIST, RunSummary};
 

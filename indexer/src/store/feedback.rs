@@ -1,0 +1,318 @@
+//! ERC-8004 identities and feedback, read from the stored events: the
+//! agent id an agent linked in the registry (`IdentityLinked`), and the
+//! reputation registry's feedback on that id, each matched against the
+//! escrow's settlements (see [`tessera_bindings::feedback`]). Only matched
+//! feedback counts: its hash is its proof's, its giver funded every task the
+//! proof names, each task settled as the proof says, in the transaction it
+//! names, with this agent as executor, and its value has the settlements'
+//! sign (not negative for a paid task, not positive for a refunded or
+//! expired one).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alloy::{primitives::U256, sol_types::SolEventInterface};
+use serde::Serialize;
+use sqlx::Row;
+use tessera_bindings::{
+    AgentRegistry::AgentRegistryEvents,
+    ReputationRegistry::ReputationRegistryEvents,
+    feedback::{Proof, task_value},
+};
+use tessera_db::DbError;
+
+use super::{
+    IndexStore,
+    codecs::{bytes_hex, id_bytes, stored_content},
+};
+
+/// Feedback events read per agent, the newest first.
+pub const MAX_FEEDBACK: i64 = 200;
+/// Feedback entries an agent view lists.
+pub const LISTED_FEEDBACK: usize = 20;
+
+/// The transaction hash column of an event row, as `0x…`.
+fn tx_of(r: &sqlx::any::AnyRow) -> Result<String, DbError> {
+    Ok(bytes_hex(&r.try_get::<Vec<u8>, _>("tx_hash")?))
+}
+
+/// The `agent` column of a reputation event: the agent id it is about.
+pub(super) fn feedback_subject(agent_id: U256) -> String {
+    format!("erc8004:{agent_id}")
+}
+
+/// An agent's ERC-8004 identity, as linked in the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IdentityView {
+    /// The agent id in the identity registry (decimal).
+    pub agent_id: String,
+    /// The block it was linked in.
+    pub linked_block: i64,
+    /// The linking transaction.
+    pub tx: String,
+}
+
+/// One feedback on an agent, with whether it matches a settlement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeedbackView {
+    /// Who gave it.
+    pub client: String,
+    /// Its index among that giver's feedback on the agent.
+    pub index: u64,
+    /// The value (with `value_decimals` decimals).
+    pub value: String,
+    /// Decimals of `value`.
+    pub value_decimals: u8,
+    /// Its first tag.
+    pub tag1: String,
+    /// Its second tag (the capability, for a task's feedback).
+    pub tag2: String,
+    /// Its URI.
+    pub uri: String,
+    /// Its hash.
+    pub hash: String,
+    /// The tasks its proof names, when it reads as one.
+    pub task_ids: Vec<String>,
+    /// The transaction it was given in.
+    pub tx: String,
+    /// The block it was given in.
+    pub block: i64,
+    /// It matches the escrow's settlements.
+    pub matched: bool,
+    /// Why it does not, when it does not.
+    pub why: Option<String>,
+    /// Its giver revoked it.
+    pub revoked: bool,
+}
+
+/// An agent's feedback in brief.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FeedbackSummary {
+    /// Feedback given (revoked included).
+    pub count: u64,
+    /// Of it, matched to settlements and not revoked.
+    pub matched: u64,
+    /// The mean value of the matched, when any.
+    pub average: Option<f64>,
+    /// The newest [`LISTED_FEEDBACK`], newest first.
+    pub latest: Vec<FeedbackView>,
+}
+
+/// A settled task as the index has it.
+#[derive(Debug, Clone)]
+struct TaskFacts {
+    funder: String,
+    executor: String,
+    status: String,
+    executor_paid: i64,
+    amount: i64,
+    settled_tx: Option<String>,
+}
+
+impl IndexStore {
+    /// The ERC-8004 identity `agent` (an address as stored) linked last.
+    pub async fn identity(&self, agent: &str) -> Result<Option<IdentityView>, DbError> {
+        let row = sqlx::query(
+            "SELECT block, log_index, tx_hash, raw FROM ix_events WHERE agent = $1 AND kind = 'IdentityLinked' \
+             ORDER BY block DESC, log_index DESC LIMIT 1",
+        )
+        .bind(agent)
+        .fetch_optional(&self.api)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let log = stored_content(&row)?;
+        let Ok(AgentRegistryEvents::IdentityLinked(e)) =
+            AgentRegistryEvents::decode_log(&log.inner).map(|d| d.data)
+        else {
+            return Ok(None);
+        };
+        Ok(Some(IdentityView {
+            agent_id: e.agentId.to_string(),
+            linked_block: row.try_get("block")?,
+            tx: tx_of(&row)?,
+        }))
+    }
+
+    /// The feedback on `agent` (linked as `agent_id`), each matched
+    /// against the settlements, newest first (at most [`MAX_FEEDBACK`]).
+    pub async fn feedback(
+        &self,
+        agent: &str,
+        agent_id: U256,
+    ) -> Result<Vec<FeedbackView>, DbError> {
+        let rows = sqlx::query(&format!(
+            "SELECT block, log_index, tx_hash, raw FROM ix_events WHERE agent = $1 \
+             ORDER BY block DESC, log_index DESC LIMIT {MAX_FEEDBACK}"
+        ))
+        .bind(feedback_subject(agent_id))
+        .fetch_all(&self.api)
+        .await?;
+        let mut revoked: BTreeSet<(String, u64)> = BTreeSet::new();
+        let mut given = Vec::new();
+        for row in &rows {
+            let log = stored_content(row)?;
+            match ReputationRegistryEvents::decode_log(&log.inner).map(|d| d.data) {
+                Ok(ReputationRegistryEvents::FeedbackRevoked(e)) => {
+                    revoked.insert((e.clientAddress.to_string().to_lowercase(), e.feedbackIndex));
+                }
+                Ok(ReputationRegistryEvents::NewFeedback(e)) => {
+                    given.push((row.try_get::<i64, _>("block")?, tx_of(row)?, e));
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::with_capacity(given.len());
+        // Feedback with the same giver and hash counts once (a crash may
+        // send a feedback again).
+        let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+        for (block, tx, e) in given.into_iter().rev() {
+            let client = e.clientAddress.to_string();
+            let hash = e.feedbackHash.to_string();
+            let proof = Proof::decode(&e.feedbackURI, e.feedbackHash);
+            let task_ids = proof
+                .as_ref()
+                .map(|p| p.tasks.iter().map(|t| t.task_id.clone()).collect())
+                .unwrap_or_default();
+            let mut why = match &proof {
+                Ok(p) => self.check(agent, &client, e.value, p).await?,
+                Err(err) => Some(err.to_string()),
+            };
+            if why.is_none() && !seen.insert((client.to_lowercase(), hash.clone())) {
+                why = Some("the same giver gave this proof before".to_owned());
+            }
+            out.push(FeedbackView {
+                revoked: revoked.contains(&(client.to_lowercase(), e.feedbackIndex)),
+                client,
+                index: e.feedbackIndex,
+                value: e.value.to_string(),
+                value_decimals: e.valueDecimals,
+                tag1: e.tag1,
+                tag2: e.tag2,
+                uri: e.feedbackURI,
+                hash,
+                task_ids,
+                tx,
+                block,
+                matched: why.is_none(),
+                why,
+            });
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Why `proof`, given by `client` with `value` on `agent`, does not
+    /// match the settlements; `None` when it does.
+    async fn check(
+        &self,
+        agent: &str,
+        client: &str,
+        value: i128,
+        proof: &Proof,
+    ) -> Result<Option<String>, DbError> {
+        let facts = self.task_facts(proof.tasks.iter().map(|t| t.task_id.as_str())).await?;
+        let (mut good, mut bad) = (false, false);
+        for t in &proof.tasks {
+            let Some(f) = facts.get(&t.task_id) else {
+                return Ok(Some(format!("task {} is not indexed", t.task_id)));
+            };
+            if !f.executor.eq_ignore_ascii_case(agent) {
+                return Ok(Some(format!("task {} was executed by {}", t.task_id, f.executor)));
+            }
+            if !f.funder.eq_ignore_ascii_case(client) {
+                return Ok(Some(format!(
+                    "task {} was funded by {}, not the giver",
+                    t.task_id, f.funder
+                )));
+            }
+            if f.status != t.status {
+                return Ok(Some(format!("task {} is {}, not {}", t.task_id, f.status, t.status)));
+            }
+            if f.executor_paid.to_string() != t.executor_amount
+                || (f.amount - f.executor_paid).to_string() != t.funder_amount
+            {
+                return Ok(Some(format!("task {} settled other amounts", t.task_id)));
+            }
+            if f.settled_tx.as_deref().map(str::to_lowercase)
+                != Some(t.tx.to_string().to_lowercase())
+            {
+                return Ok(Some(format!("task {} did not settle in {}", t.task_id, t.tx)));
+            }
+            match task_value(&t.status, 0, 0) {
+                Some(v) if v < 0 => bad = true,
+                Some(_) => good = true,
+                None => return Ok(Some(format!("task {} says nothing of the work", t.task_id))),
+            }
+        }
+        if (good && !bad && value < 0) || (bad && !good && value > 0) {
+            return Ok(Some(format!("the value {value} contradicts the settlements")));
+        }
+        Ok(None)
+    }
+
+    /// What the index has of `ids`.
+    async fn task_facts<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a str>,
+    ) -> Result<BTreeMap<String, TaskFacts>, DbError> {
+        let mut out = BTreeMap::new();
+        for id in ids {
+            let Ok(parsed) = id.parse::<U256>() else { continue };
+            let row = sqlx::query(
+                "SELECT funder, executor, status, executor_paid, amount_units FROM ix_tasks WHERE task_id = $1",
+            )
+            .bind(id)
+            .fetch_optional(&self.api)
+            .await?;
+            let Some(row) = row else { continue };
+            let settled = sqlx::query(
+                "SELECT tx_hash FROM ix_events WHERE task_id = $1 AND kind = 'TaskSettled' \
+                 ORDER BY block DESC LIMIT 1",
+            )
+            .bind(id_bytes(parsed))
+            .fetch_optional(&self.api)
+            .await?;
+            out.insert(
+                id.to_owned(),
+                TaskFacts {
+                    funder: row.try_get("funder")?,
+                    executor: row.try_get("executor")?,
+                    status: row.try_get("status")?,
+                    executor_paid: row.try_get("executor_paid")?,
+                    amount: row.try_get("amount_units")?,
+                    settled_tx: settled.map(|r| tx_of(&r)).transpose()?,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// `agent`'s feedback in brief: every feedback on its linked identity,
+    /// the matched ones counted.
+    /// Also every feedback read, for [`IndexStore::evidence_with`].
+    pub async fn feedback_summary(
+        &self,
+        agent: &str,
+    ) -> Result<(Option<IdentityView>, FeedbackSummary, Vec<FeedbackView>), DbError> {
+        let Some(identity) = self.identity(agent).await? else {
+            return Ok((None, FeedbackSummary::default(), Vec::new()));
+        };
+        let id: U256 = identity.agent_id.parse().unwrap_or_default();
+        let all = self.feedback(agent, id).await?;
+        let counted: Vec<f64> = all
+            .iter()
+            .filter(|f| f.matched && !f.revoked)
+            .filter_map(|f| {
+                let v: f64 = f.value.parse().ok()?;
+                Some(v / 10f64.powi(i32::from(f.value_decimals)))
+            })
+            .collect();
+        let summary = FeedbackSummary {
+            count: all.len() as u64,
+            matched: counted.len() as u64,
+            average: (!counted.is_empty())
+                .then(|| counted.iter().sum::<f64>() / counted.len() as f64),
+            latest: all.iter().take(LISTED_FEEDBACK).cloned().collect(),
+        };
+        Ok((Some(identity), summary, all))
+    }
+}
