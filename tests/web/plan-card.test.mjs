@@ -366,6 +366,22 @@ test('history shows lineage trees from the indexer, and agents their prices and 
   const translator = await page.locator('table.agents tbody tr', { hasText: 'translator' }).textContent();
   assert.match(translator, /translate: 0\.800000/);
   assert.match(translator, /\d+% reliable/);
+  const heads = await page.locator('table.agents thead th').allTextContents();
+  for (const col of ['Record', 'Reliability', 'Weighed (funders)', 'ERC-8004', 'Feedback']) assert.ok(heads.includes(col), `${col} in ${heads}`);
+  // The translator's settled tasks, weighed: the sponsor paid for them.
+  const row = page.locator('table.agents tbody tr', { hasText: 'translator' });
+  assert.match(await row.locator('td.record').textContent(), /^\d+\/\d+ settled$/);
+  assert.match(await row.locator('td.weighed').textContent(), /^\d+\.\d from [1-9]\d* funders?/);
+  // The orchestrator's ranking of the translators, each with its reason.
+  await page.locator('#rank-capability').selectOption('translate');
+  await page.locator('#rank-policy').selectOption('reliable');
+  const first = page.locator('ol.ranking li').first();
+  await first.locator('.reason').filter({ hasText: /^reliable: \d+% reliable/ }).waitFor();
+  assert.match(await first.textContent(), /USDC · score \d+\.\d\d/);
+  const ranked = await page.locator('ol.ranking li').count();
+  const offering = (await json('/index/api/agents')).agents.filter((a) => a.status === 'active' && a.offers && 'translate' in a.offers).length;
+  assert.equal(ranked, offering);
+  if (ranked > 1) assert.match(await page.locator('ol.ranking li .reason').nth(1).textContent(), /^(less reliable|as reliable, dearer|tie, the higher address)/);
   await shot('agents.png');
 });
 
