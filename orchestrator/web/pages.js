@@ -134,7 +134,7 @@ function rankingPicker(list) {
         out.replaceChildren(h('p', { class: 'muted' }, `No active agent offers ${r.capability}.`));
         return;
       }
-      out.replaceChildren(h('p', { class: 'muted' }, 'The first is who the policy would choose, and why; every other says why it lost to the one just above it.'),
+      out.replaceChildren(h('p', { class: 'muted' }, 'The first is who the policy would choose, and why; every other says why it lost to the one just above it. Records are weighed for this orchestrator\'s sponsor, whose own tasks count double (the table above weighs them for no one).'),
         h('ol', { class: 'ranking' }, r.agents.map((x) => h('li', { dataset: { agent: x.agent } },
           h('strong', {}, nameOf(x.agent, list)), ` · ${usdc(x.price)} USDC · score ${(x.score_bps / 100).toFixed(2)}`,
           h('span', { class: 'muted' }, ` · R ${Math.round(x.reliability * 100)}% · L ${x.latency.toFixed(2)} · P ${x.price_factor.toFixed(2)}`),
@@ -145,7 +145,7 @@ function rankingPicker(list) {
   };
   capability.addEventListener('change', show);
   policy.addEventListener('change', show);
-  const picker = h('section', { class: 'card', 'aria-labelledby': 'rank-title' }, h('h2', { id: 'rank-title' }, 'Who would be chosen'),
+  const picker = h('section', { class: 'rank-picker', 'aria-labelledby': 'rank-title' }, h('h2', { id: 'rank-title' }, 'Who would be chosen'),
     caps.length
       ? h('p', {}, h('label', { for: 'rank-capability' }, 'Capability '), capability, ' ', h('label', { for: 'rank-policy' }, 'Policy '), policy)
       : h('p', { class: 'muted' }, 'No active agent offers anything.'),
