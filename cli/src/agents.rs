@@ -112,7 +112,11 @@ pub(crate) async fn run(args: AgentsArgs) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&body)?);
             } else {
-                print!("{}", ranking(&body));
+                // Names from the orchestrator's embedded indexer, when it has one.
+                let base = format!("{}/index", api.api.trim_end_matches('/'));
+                let known = get_json(&base, "/api/agents", "indexer").await.unwrap_or(Value::Null);
+                let names = known["agents"].as_array().map_or(&[][..], Vec::as_slice);
+                print!("{}", ranking(&body, names));
             }
         }
     }
@@ -397,8 +401,9 @@ fn fixed(v: &Value, decimals: u64) -> String {
     if frac.is_empty() { format!("{sign}{int}") } else { format!("{sign}{int}.{frac}") }
 }
 
-/// The orchestrator's ranking with the reasons.
-pub(crate) fn ranking(body: &Value) -> String {
+/// The orchestrator's ranking with the reasons, agents named from `known`
+/// (the indexer's agents; addresses alone when it has none).
+pub(crate) fn ranking(body: &Value, known: &[Value]) -> String {
     let agents = body["agents"].as_array().map_or(&[][..], Vec::as_slice);
     let capability = body["capability"].as_str().unwrap_or("?");
     let policy = body["policy"].as_str().unwrap_or("?");
@@ -412,10 +417,16 @@ pub(crate) fn ranking(body: &Value) -> String {
     );
     for a in agents {
         let f = |k: &str| a[k].as_f64().unwrap_or(0.0);
+        let address = a["agent"].as_str().unwrap_or("?");
+        let name = known
+            .iter()
+            .find(|k| k["agent"].as_str().is_some_and(|x| x.eq_ignore_ascii_case(address)))
+            .and_then(|k| k["name"].as_str())
+            .map(|n| format!("{n} "))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "{:>2}. {}  {} USDC  score {}  R {}  L {:.2}  P {:.2}\n    {}\n",
+            "{:>2}. {name}{address}  {} USDC  score {}  R {}  L {:.2}  P {:.2}\n    {}\n",
             count(&a["rank"]),
-            a["agent"].as_str().unwrap_or("?"),
             price(&a["price"]),
             count(&a["score_bps"]),
             percent(f("reliability")),
@@ -513,7 +524,8 @@ mod tests {
               "latency": 0.9, "price_factor": 1.0, "record": "1/5 settled", "below": "0xb2",
               "reason": "less reliable: 38% reliable" }
         ]});
-        let out = ranking(&body);
+        let known = [json!({ "agent": "0xA1", "name": "summarizer-a" })];
+        let out = ranking(&body, &known);
         assert!(out.starts_with("balanced ranking of translate: 2 eligible"), "{out}");
         assert!(
             out.contains(
@@ -521,9 +533,10 @@ mod tests {
             ),
             "{out}"
         );
+        assert!(out.contains(" 2. summarizer-a 0xa1  0.35 USDC"), "{out}");
         assert!(out.contains("    less reliable: 38% reliable"), "{out}");
         let none = json!({ "capability": "x", "policy": "cheapest", "agents": [] });
-        assert_eq!(ranking(&none), "no active agent offers x\n");
+        assert_eq!(ranking(&none, &[]), "no active agent offers x\n");
         assert!(parse_capability("Translate").is_err());
         assert!(parse_address("0x12").unwrap_err().contains("not an address"));
     }
