@@ -24,6 +24,7 @@ use tessera_anvil::{
 ///   arbiter   rule on disputes, finalize rulings, decide appeals
 ///   indexer   chain events into SQLite or PostgreSQL, with a read API
 ///   tasks     a plan's lineage from the indexer
+///   agents    agents' records, identities and feedback; how a policy ranks them
 ///   runs      inspect runs through the orchestrator's API
 ///   chain     a local chain with the contracts and demo agents, until Ctrl-C
 ///   deploy    deploy the contracts to a running chain
@@ -111,6 +112,12 @@ enum Command {
     /// Lineage views from the indexer.
     #[command(subcommand)]
     Tasks(crate::index::TasksCommand),
+    /// The agents: status, offers, record weighed by the money behind it,
+    /// ERC-8004 identity and settlement-backed feedback (from the indexer);
+    /// `show` one in full, `rank` how a policy ranks those offering a
+    /// capability and why (from the orchestrator).
+    #[command(after_help = crate::client::EXIT_CODES)]
+    Agents(crate::agents::AgentsArgs),
     /// The arbiter: rule on disputes, finalize rulings, decide appeals.
     #[command(subcommand)]
     Arbiter(crate::arbitrate::ArbiterCommand),
@@ -586,6 +593,7 @@ impl Cli {
             Command::Arbiter(cmd) => crate::arbitrate::run(cmd, shutdown_signal()).await?,
             Command::Indexer(cmd) => crate::index::run(cmd, shutdown_signal()).await?,
             Command::Tasks(cmd) => crate::index::tree(cmd).await?,
+            Command::Agents(args) => crate::agents::run(args).await?,
             Command::Runs(RunsCommand::Show { id, api }) => {
                 crate::orchestrate::show(&api, &id).await?;
             }

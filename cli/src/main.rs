@@ -1,5 +1,6 @@
 //! `tessera`: the one command line of the project.
 
+mod agents;
 mod arbitrate;
 mod cli;
 mod client;

@@ -220,9 +220,55 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let shown = tessera(&["runs", "show", &plan_id.to_string()], None).await;
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.matches(" paid ").count(), 2, "{shown}");
+    agents_from_the_cli(&api, env.actors.agent(2)).await;
     for w in workers {
         w.abort();
     }
+}
+
+/// `tessera agents` once the plan above settled: the translator's paid task
+/// in its record and its weighing (the embedded indexer may lag the run by a
+/// block: waited for), one agent in full, and the orchestrator's ranking of
+/// the summarizers with a reason for each.
+async fn agents_from_the_cli(api: &str, translator: alloy::primitives::Address) {
+    let index = format!("{api}/index");
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    let table = loop {
+        let ran = support::cli(api, None, ["agents", "--indexer-url", &index], None).await;
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        let row = ran.stdout.lines().find(|l| l.starts_with("translator")).map(str::to_owned);
+        if row.as_deref().is_some_and(|r| r.contains(" 1/1 ")) {
+            break ran.stdout;
+        }
+        assert!(tokio::time::Instant::now() < end, "the translator's task never indexed:\n{ran:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let row = table.lines().find(|l| l.starts_with("translator")).unwrap();
+    assert!(row.contains("translate 0.80"), "{table}");
+    // 0.8 USDC from one funder weighs 0.8: (0.8 + 2) / (0.8 + 3) = 74 %.
+    assert!(row.contains("0.8 from 1") && row.contains("74%"), "{table}");
+    let shown = support::cli(
+        api,
+        None,
+        ["agents", "show", &translator.to_string(), "--indexer-url", &index],
+        None,
+    )
+    .await;
+    assert_eq!(shown.code, Some(0), "{shown:?}");
+    assert!(shown.stdout.contains("record       1/1 settled"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("74% from the weighed record"), "{}", shown.stdout);
+    let ranked =
+        support::cli(api, None, words("agents rank summarize --policy cheapest"), None).await;
+    assert_eq!(ranked.code, Some(0), "{ranked:?}");
+    let out = &ranked.stdout;
+    assert!(out.starts_with("cheapest ranking of summarize: 2 eligible"), "{out}");
+    assert!(out.contains(" 1. summarizer-b 0x") && out.contains(" 2. summarizer-a 0x"), "{out}");
+    assert!(out.contains("    cheapest: 0.40 USDC, the lowest of 2 offers"), "{out}");
+    assert!(out.contains("    dearer: 0.50 USDC against 0.40 USDC"), "{out}");
+    let json = support::cli(api, None, words("agents rank summarize --json"), None).await;
+    let body: Value = serde_json::from_str(&json.stdout).expect("the API's JSON");
+    assert_eq!(body["policy"], "balanced");
+    assert_eq!(body["agents"].as_array().map(Vec::len), Some(2), "{body}");
 }
 
 /// Every decision of a live run from the command line: the run listed by
@@ -575,16 +621,23 @@ async fn runs_exit_codes_without_an_orchestrator() {
         format!("runs review {run} 0 approve"),
         format!("runs checkpoint {run} legal reject --reason late"),
         "runs list --json".to_owned(),
+        "agents rank translate".to_owned(),
     ] {
         let ran = support::cli(&api, Some(TEST_TOKEN), words(&args), None).await;
         assert_eq!(ran.code, Some(5), "{args}: {ran:?}");
         assert!(ran.stderr.contains(&format!("the orchestrator at {api} is unreachable")));
     }
+    let ran = support::cli(&api, None, ["agents", "--indexer-url", &api], None).await;
+    assert_eq!(ran.code, Some(5), "{ran:?}");
+    assert!(ran.stderr.contains(&format!("the indexer at {api} is unreachable")), "{ran:?}");
     for args in [
         format!("runs decide review {run} 0 approve"),
         format!("runs review {run} 0 maybe"),
         format!("runs checkpoint {run} legal"),
         format!("runs change-executor {run} 0 --policy fastest"),
+        "agents rank Translate".to_owned(),
+        "agents rank translate --policy fastest".to_owned(),
+        "agents show 0x12".to_owned(),
     ] {
         let ran = support::cli(&api, Some(TEST_TOKEN), words(&args), None).await;
         assert_eq!(ran.code, Some(2), "{args}: {ran:?}");

@@ -62,6 +62,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/runs/{id}/confirm"),
     ("post", "/api/runs/{id}/appeal"),
     ("post", "/api/runs/{id}/checkpoints/{name}"),
+    ("get", "/api/agents/ranking"),
 ];
 
 #[derive(Clone)]
@@ -103,6 +104,7 @@ pub fn router(
         .route("/api/runs/{id}", get(show_run))
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/blobs/{hash}", get(blob))
+        .route("/api/agents/ranking", get(ranking))
         .merge(guarded)
         .merge(crate::web::router())
         // JSON 404 and 405; after every route, so the 405 covers them all.
@@ -534,6 +536,26 @@ async fn run_events(
             }
         }
     }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RankingQuery {
+    capability: String,
+    #[serde(default)]
+    policy: Option<Selection>,
+}
+
+/// `GET /api/agents/ranking`: every eligible agent offering the capability,
+/// best first under the policy (balanced when none), each with why it
+/// stands there (see [`crate::select::explain`]).
+async fn ranking(
+    State(s): State<AppState>,
+    Query(q): Query<RankingQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let policy = q.policy.unwrap_or_default();
+    let agents = s.orch.ranking(&q.capability, policy).await?;
+    Ok(Json(json!({ "capability": q.capability, "policy": policy, "agents": agents })))
 }
 
 /// `GET /api/blobs/{hash}`: the shared blob handler over the run store's

@@ -94,10 +94,36 @@ impl Orchestrator {
         max_price: Option<Usdc>,
     ) -> Result<Option<Choice>, RunError> {
         let Ok(word) = capability::encode(capability) else { return Ok(None) };
+        let limits = Limits { exclude, max_price };
+        let candidates = self.candidates(word, limits).await?;
+        Ok(select::select(index, policy, &candidates, limits))
+    }
+
+    /// Every eligible agent offering `capability`, ranked by `policy` best
+    /// first with the reasons (see [`select::explain`]): what
+    /// [`Orchestrator::choose`] would pick, and why each other ranks where
+    /// it does. Refused when the name cannot be a capability at all.
+    pub async fn ranking(
+        &self,
+        capability: &str,
+        policy: Selection,
+    ) -> Result<Vec<select::Ranked>, RunError> {
+        let word = capability::encode(capability).map_err(|e| RunError::Invalid(e.to_string()))?;
+        let limits = Limits::default();
+        let candidates = self.candidates(word, limits).await?;
+        Ok(select::explain(policy, &candidates, limits))
+    }
+
+    /// The registry's offers of capability `word` that `limits` admits, the
+    /// cheapest [`MAX_SCORED`], each with its agent's record.
+    async fn candidates(
+        &self,
+        word: alloy::primitives::B256,
+        limits: Limits<'_>,
+    ) -> Result<Vec<Offer>, RunError> {
         let registry =
             AgentRegistry::new(self.chain().deployment().agent_registry, self.chain().provider());
         let read = offers::offers_for(&registry, word, offers::DEFAULT_MAX_OFFERS).await?;
-        let limits = Limits { exclude, max_price };
         let mut candidates: Vec<Offer> = read
             .offers
             .iter()
@@ -124,7 +150,7 @@ impl Orchestrator {
                 }
             }
         }
-        Ok(select::select(index, policy, &candidates, limits))
+        Ok(candidates)
     }
 
     /// Another executor for sub-task `index` of live run `id`, by `policy`:

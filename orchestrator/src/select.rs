@@ -56,10 +56,19 @@
 //! Ineligible offers never score: paused agents, a zero price (no offer),
 //! a price over the caller's maximum, and the excluded addresses (the
 //! executor being replaced, say).
+//!
+//! # The ranking in words
+//!
+//! [`explain`] lists every eligible offer best first, each with its reason:
+//! the first why it is chosen (the words of [`Choice::reason`]), every
+//! other why it ranks below *the one just above it* (the words of
+//! [`RunnerUp::reason`], against that neighbour rather than the first, so
+//! each step down the list is accounted for).
 
 use std::cmp::Ordering;
 
 use alloy::primitives::Address;
+use serde::Serialize;
 use tessera_bindings::usdc::{UNIT, Usdc};
 use tessera_indexer::store::evidence::EVIDENCE_FLOOR_UNITS;
 pub use tessera_indexer::store::evidence::Evidence;
@@ -266,6 +275,62 @@ pub fn select(
         reason: why_chosen(policy, &best, cheapest, ranked.len()),
         runner_up,
     })
+}
+
+/// One eligible offer in a ranking, with why it stands where it does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ranked {
+    /// Its place, 1 for the best.
+    pub rank: u32,
+    /// The agent.
+    pub agent: Address,
+    /// Its price.
+    #[serde(with = "tessera_bindings::usdc::as_integer")]
+    pub price: Usdc,
+    /// The policy's score, in basis points (0–10000).
+    pub score_bps: u32,
+    /// `R`, from the weighed record.
+    pub reliability: f64,
+    /// `L`.
+    pub latency: f64,
+    /// `P = cheapest / price`.
+    pub price_factor: f64,
+    /// The record in words ([`record_words`]).
+    pub record: String,
+    /// The agent ranked just above it, which it lost to; `None` for the first.
+    pub below: Option<Address>,
+    /// The first: why it is chosen; any other: why it lost to [`Ranked::below`].
+    pub reason: String,
+}
+
+/// Every eligible offer ranked under `policy` ([`rank`]), best first, each
+/// with its reason: the first why it is chosen, every other why it lost to
+/// the one just above it.
+pub fn explain(policy: Selection, offers: &[Offer], limits: Limits<'_>) -> Vec<Ranked> {
+    let ranked = rank(policy, offers, limits);
+    let Some(cheapest) = ranked.iter().map(|s| s.offer.price).min() else { return Vec::new() };
+    ranked
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let (below, reason) = match i.checked_sub(1).map(|up| &ranked[up]) {
+                None => (None, why_chosen(policy, s, cheapest, ranked.len())),
+                Some(above) => (Some(above.offer.agent), why_lost(policy, above, s)),
+            };
+            Ranked {
+                rank: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                agent: s.offer.agent,
+                price: s.offer.price,
+                score_bps: s.score_bps(),
+                reliability: s.reliability,
+                latency: s.latency,
+                price_factor: s.price_factor,
+                record: record_words(&s.offer.record),
+                below,
+                reason,
+            }
+        })
+        .collect()
 }
 
 fn bps(x: f64) -> u32 {
@@ -662,7 +727,50 @@ mod tests {
     fn no_offers_no_choice() {
         for policy in [Selection::Cheapest, Selection::Reliable, Selection::Balanced] {
             assert_eq!(select(0, policy, &[], none()), None);
+            assert!(explain(policy, &[], none()).is_empty());
         }
+    }
+
+    #[test]
+    fn the_ranking_says_why_each_stands_below_the_one_above() {
+        let good = offer(B, 420_000, rec(19, 0, 1, Some(60)));
+        let poor = offer(A, 350_000, rec(1, 0, 4, None));
+        let new = offer(C, 500_000, NEW);
+        let paused = Offer { active: false, ..offer(Address::repeat_byte(9), 1, NEW) };
+        let all = [poor, new, good, paused];
+        let ranking = explain(Selection::Balanced, &all, none());
+        let order: Vec<Address> = ranking.iter().map(|r| r.agent).collect();
+        // 0.91·0.97·0.83 = 0.73 > 0.67·0.9·0.7 = 0.42 > 0.38·0.9 = 0.34.
+        assert_eq!(order, [B, C, A], "{ranking:#?}");
+        assert_eq!(ranking.iter().map(|r| r.rank).collect::<Vec<_>>(), [1, 2, 3]);
+        // The first reads as the choice does, the second as its runner-up.
+        let choice = select(0, Selection::Balanced, &all, none()).unwrap();
+        assert_eq!(ranking[0].reason, choice.reason);
+        assert_eq!(ranking[0].score_bps, choice.score_bps);
+        assert_eq!(ranking[0].below, None);
+        assert_eq!(ranking[1].reason, choice.runner_up.unwrap().reason);
+        assert_eq!(ranking[1].below, Some(B));
+        // The third is explained against the second, not the first.
+        assert_eq!(ranking[2].below, Some(C));
+        assert!(ranking[2].reason.starts_with("less reliable:"), "{}", ranking[2].reason);
+        assert!(ranking[2].reason.contains("1/5 settled, 4 expired"), "{}", ranking[2].reason);
+        assert_eq!(ranking[2].record, "1/5 settled, 4 expired");
+        assert_eq!(ranking[1].record, "no settled tasks yet");
+        assert!((ranking[2].price_factor - 1.0).abs() < 1e-12, "the cheapest");
+        assert!((ranking[1].price_factor - 0.7).abs() < 1e-12);
+        assert!((ranking[1].reliability - 2.0 / 3.0).abs() < 1e-12);
+        assert!((ranking[1].latency - 0.9).abs() < 1e-12);
+        assert!(ranking.windows(2).all(|w| w[0].score_bps >= w[1].score_bps));
+        // Cheapest ranks by price alone, each dearer than the one above.
+        let cheapest = explain(Selection::Cheapest, &all, none());
+        assert_eq!(cheapest.iter().map(|r| r.agent).collect::<Vec<_>>(), [A, B, C]);
+        assert!(cheapest[0].reason.starts_with("cheapest: 0.35 USDC, the lowest of 3 offers"));
+        assert!(cheapest[2].reason.starts_with("dearer: 0.50 USDC against 0.42 USDC"));
+        // The JSON the API answers: prices in base units.
+        let json = serde_json::to_value(&ranking[1]).unwrap();
+        assert_eq!(json["price"], 500_000);
+        assert_eq!(json["below"], B.to_string());
+        assert_eq!(json["rank"], 2);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 import { usdc, short, mergeNote, nestByPath, nestSummary, pathSegments } from './format.js';
 import { h } from './dom.js';
 import { api, index, runUrl } from './api.js';
-import { agents, reliability } from './agents.js';
+import {
+  agents, reliability, recordText, weighedText, identityText, feedbackSummary, feedbackValue, proofHref,
+  capabilities, rankingPath, nameOf,
+} from './agents.js';
 
 export async function historyPage(main) {
   const section = h('section', { class: 'card', 'aria-labelledby': 'hist-title' }, h('h1', { id: 'hist-title' }, 'Past plans'));
@@ -78,17 +81,75 @@ export async function agentsPage(main) {
     section.append(h('p', { class: 'muted' }, 'No agents indexed (is the orchestrator running with its indexer?).'));
     return;
   }
+  const cols = ['Agent', 'Status', 'Offers (USDC)', 'Record', 'Reliability', 'Weighed (funders)', 'ERC-8004', 'Feedback', 'Earnings (USDC)', 'Median accept / complete'];
   section.append(h('div', { class: 'table-wrap' }, h('table', { class: 'agents' },
-    h('caption', {}, 'Registered agents: prices from the registry, reliability from settled tasks'),
-    h('thead', {}, h('tr', {}, ['Agent', 'Status', 'Offers (USDC)', 'Tasks', 'Completed', 'Disputed', 'Reliability', 'Earnings (USDC)', 'Median accept / complete'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('caption', {}, 'Registered agents: prices from the registry; reliability from settled tasks weighed by the money and the funders behind them; feedback counted only when it matches a settlement'),
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, list.map((a) => h('tr', { dataset: { agent: a.agent } },
       h('td', {}, h('strong', {}, a.name), h('div', {}, h('code', { class: 'wrap' }, a.agent))),
       h('td', {}, a.status),
       h('td', {}, Object.entries(a.offers ?? {}).map(([c, p]) => h('div', {}, `${c}: ${usdc(p)}`))),
-      h('td', { class: 'num' }, a.stats.tasks),
-      h('td', { class: 'num' }, a.stats.completed),
-      h('td', { class: 'num' }, a.stats.disputed),
-      h('td', {}, reliability(a)),
+      h('td', { class: 'record' }, recordText(a)),
+      h('td', { class: 'reliability' }, reliability(a)),
+      h('td', { class: 'weighed' }, weighedText(a)),
+      h('td', { class: 'identity' }, identityText(a) ?? '—'),
+      h('td', { class: 'feedback' }, feedbackCell(a)),
       h('td', { class: 'num' }, usdc(a.stats.earnings)),
       h('td', {}, `${a.stats.median_accept_secs ?? '—'} s / ${a.stats.median_completion_secs ?? '—'} s`)))))));
+  section.append(rankingPicker(list));
+}
+
+/// The feedback summary, and the latest entries each with its proof: the
+/// settled task it names, or why it matches none.
+function feedbackCell(a) {
+  const summary = feedbackSummary(a);
+  if (summary === null) return '—';
+  const latest = a.feedback?.latest ?? [];
+  if (!latest.length) return summary;
+  return h('details', {}, h('summary', {}, summary), h('ul', { class: 'feedback-latest' }, latest.map((f) => h('li', {},
+    `${feedbackValue(f)}${f.tag1 ? ` (${f.tag1})` : ''} by ${short(f.client)}`,
+    f.revoked ? ' · revoked' : null, ' · ',
+    proofHref(f)
+      ? h('a', { href: proofHref(f), class: 'proof', title: `feedback tx ${f.tx}` }, `task ${short(f.task_id)}`)
+      : h('span', { class: 'warn' }, `not matched: ${f.why ?? 'no settlement named'}`)))));
+}
+
+/// A capability and a policy, and the orchestrator's ranking of the agents
+/// offering it, each with why it stands where it does.
+function rankingPicker(list) {
+  const caps = capabilities(list);
+  const capability = h('select', { id: 'rank-capability' }, caps.map((c) => h('option', { value: c }, c)));
+  const policy = h('select', { id: 'rank-policy' }, ['balanced', 'reliable', 'cheapest'].map((p) => h('option', { value: p }, p)));
+  const out = h('div', { class: 'ranking', 'aria-live': 'polite' });
+  let asked = 0;
+  const show = async () => {
+    if (!capability.value) return;
+    const mine = ++asked;
+    out.replaceChildren(h('p', { class: 'muted' }, 'ranking…'));
+    try {
+      const r = await api('GET', rankingPath(capability.value, policy.value));
+      // A later choice's answer wins, whatever order they arrive in.
+      if (mine !== asked) return;
+      if (!r.agents.length) {
+        out.replaceChildren(h('p', { class: 'muted' }, `No active agent offers ${r.capability}.`));
+        return;
+      }
+      out.replaceChildren(h('p', { class: 'muted' }, 'The first is who the policy would choose, and why; every other says why it lost to the one just above it. Records are weighed for this orchestrator\'s sponsor, whose own tasks count double (the table above weighs them for no one).'),
+        h('ol', { class: 'ranking' }, r.agents.map((x) => h('li', { dataset: { agent: x.agent } },
+          h('strong', {}, nameOf(x.agent, list)), ` · ${usdc(x.price)} USDC · score ${(x.score_bps / 100).toFixed(2)}`,
+          h('span', { class: 'muted' }, ` · R ${Math.round(x.reliability * 100)}% · L ${x.latency.toFixed(2)} · P ${x.price_factor.toFixed(2)}`),
+          h('div', { class: 'reason' }, x.reason)))));
+    } catch (e) {
+      if (mine === asked) out.replaceChildren(h('p', { role: 'alert' }, e.message));
+    }
+  };
+  capability.addEventListener('change', show);
+  policy.addEventListener('change', show);
+  const picker = h('section', { class: 'rank-picker', 'aria-labelledby': 'rank-title' }, h('h2', { id: 'rank-title' }, 'Who would be chosen'),
+    caps.length
+      ? h('p', {}, h('label', { for: 'rank-capability' }, 'Capability '), capability, ' ', h('label', { for: 'rank-policy' }, 'Policy '), policy)
+      : h('p', { class: 'muted' }, 'No active agent offers anything.'),
+    out);
+  show();
+  return picker;
 }

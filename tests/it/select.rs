@@ -105,6 +105,28 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
         "less reliable: 44% reliable (1/5 settled, 4 expired, weighing 2.8 from 1 funder \
          (2.8 your own)), 0.40 USDC"
     );
+    // The API's ranking says the same: the choice's reason first, then the
+    // runner-up's, against the one above it.
+    let (status, r) = stack.get("/api/agents/ranking?capability=summarize&policy=balanced").await;
+    assert_eq!(status, 200, "{r}");
+    let ranked = r["agents"].as_array().expect("agents");
+    assert_eq!(ranked.len(), 2, "{r}");
+    assert_eq!((address(&ranked[0]["agent"]), ranked[0]["rank"].as_u64()), (dear, Some(1)));
+    assert_eq!(ranked[0]["reason"], c.reason);
+    assert_eq!(ranked[0]["score_bps"], c.score_bps);
+    assert!(ranked[0]["below"].is_null());
+    assert_eq!(address(&ranked[1]["agent"]), cheap);
+    assert_eq!(address(&ranked[1]["below"]), dear);
+    assert_eq!(ranked[1]["reason"], ru.reason);
+    assert_eq!(ranked[1]["price"], 400_000);
+    assert_eq!(
+        ranked[1]["record"],
+        "1/5 settled, 4 expired, weighing 2.8 from 1 funder (2.8 your own)"
+    );
+    let (status, _) = stack.get("/api/agents/ranking?capability=Summarize").await;
+    assert_eq!(status, 422);
+    let (status, r) = stack.get("/api/agents/ranking?capability=nobody-offers").await;
+    assert_eq!((status, r["agents"].as_array().map(Vec::len)), (200, Some(0)), "{r}");
     // Reliable: the same winner; cheapest: the other.
     let c =
         stack.orch.choose(1, "summarize", Selection::Reliable, &[], None).await.unwrap().unwrap();

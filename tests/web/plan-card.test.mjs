@@ -366,6 +366,23 @@ test('history shows lineage trees from the indexer, and agents their prices and 
   const translator = await page.locator('table.agents tbody tr', { hasText: 'translator' }).textContent();
   assert.match(translator, /translate: 0\.800000/);
   assert.match(translator, /\d+% reliable/);
+  const heads = await page.locator('table.agents thead th').allTextContents();
+  for (const col of ['Record', 'Reliability', 'Weighed (funders)', 'ERC-8004', 'Feedback']) assert.ok(heads.includes(col), `${col} in ${heads}`);
+  // The translator's settled tasks, weighed: the sponsor paid for them.
+  const row = page.locator('table.agents tbody tr', { hasText: 'translator' });
+  assert.match(await row.locator('td.record').textContent(), /^\d+\/\d+ settled$/);
+  assert.match(await row.locator('td.weighed').textContent(), /^\d+\.\d from [1-9]\d* funders?/);
+  // The orchestrator's ranking of the two summarizers, each with its reason:
+  // the first why it would be chosen, the second why it lost to the first.
+  await page.locator('#rank-capability').selectOption('summarize');
+  await page.locator('#rank-policy').selectOption('reliable');
+  const first = page.locator('ol.ranking li').first();
+  await first.locator('.reason').filter({ hasText: /^reliable: \d+% reliable/ }).waitFor();
+  assert.match(await first.textContent(), /USDC · score \d+\.\d\d · R \d+% · L 0\.\d\d · P [01]\.\d\d/);
+  const offering = (await json('/index/api/agents')).agents.filter((a) => a.status === 'active' && a.offers && 'summarize' in a.offers);
+  assert.equal(await page.locator('ol.ranking li').count(), offering.length);
+  assert.equal(offering.length, 2);
+  assert.match(await page.locator('ol.ranking li .reason').nth(1).textContent(), /^(less reliable|as reliable, dearer|tie, the higher address)/);
   await shot('agents.png');
 });
 
