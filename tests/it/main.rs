@@ -24,4 +24,5 @@ mod select;
 mod sender;
 mod strategy;
 mod supervision;
+mod upfront;
 mod worker;
