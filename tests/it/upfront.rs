@@ -26,6 +26,11 @@ const ARTICLE: &str = "The city council approved a new budget on Monday. The bud
 funds for public transport and for schools. Critics said the plan raises taxes for small \
 businesses. The mayor promised a review of the tax rules next year.";
 
+/// Material with people and places in it, for the entity extractor.
+const PEOPLE: &str = "Ada Lovelace met Charles Babbage in London in 1833. Babbage showed her \
+the Difference Engine. Lovelace later wrote the first published algorithm for his Analytical \
+Engine.";
+
 fn step(index: u32, capability: &str, spec: &str, executor: impl serde::Serialize, cost: u64, deps: &[u32]) -> Value {
     json!({"index": index, "capability": capability, "spec": spec, "executor": executor,
            "cost": cost, "deadline_offset_secs": 600, "depends_on": deps})
@@ -217,6 +222,7 @@ async fn an_upstream_declined_has_its_dependants_cancelled_refunded_and_funded_a
         ],
     );
     body["recovery"] = json!({"on_decline": "reassign"});
+    body["source"] = json!(PEOPLE);
     let id = stack.run_plan(&body).await;
     let view = stack.wait_state(&id, "completed", 90).await;
     narrow.abort();
