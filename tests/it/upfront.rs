@@ -31,7 +31,14 @@ const PEOPLE: &str = "Ada Lovelace met Charles Babbage in London in 1833. Babbag
 the Difference Engine. Lovelace later wrote the first published algorithm for his Analytical \
 Engine.";
 
-fn step(index: u32, capability: &str, spec: &str, executor: impl serde::Serialize, cost: u64, deps: &[u32]) -> Value {
+fn step(
+    index: u32,
+    capability: &str,
+    spec: &str,
+    executor: impl serde::Serialize,
+    cost: u64,
+    deps: &[u32],
+) -> Value {
     json!({"index": index, "capability": capability, "spec": spec, "executor": executor,
            "cost": cost, "deadline_offset_secs": 600, "depends_on": deps})
 }
@@ -231,7 +238,8 @@ async fn an_upstream_declined_has_its_dependants_cancelled_refunded_and_funded_a
     // cancelled before anyone worked on them. Attempt 1: paid.
     let plan_id = Plan::id_from_label(label);
     let escrow = EscrowClient::new(stack.env.provider.clone(), stack.env.deployment.task_escrow);
-    let task = |index, attempt| stack.orch.chain().task_id(Chain::reference(plan_id, index, attempt));
+    let task =
+        |index, attempt| stack.orch.chain().task_id(Chain::reference(plan_id, index, attempt));
     let status = |index, attempt| {
         let escrow = &escrow;
         let id = task(index, attempt);
@@ -250,11 +258,8 @@ async fn an_upstream_declined_has_its_dependants_cancelled_refunded_and_funded_a
     }
     // The dependants' new envelopes name the upstream's new attempt.
     let events = stack.events(&id).await;
-    let created = events
-        .iter()
-        .filter(|e| e["kind"] == "subtask_created" && e["index"] == 1)
-        .last()
-        .unwrap();
+    let created =
+        events.iter().filter(|e| e["kind"] == "subtask_created" && e["index"] == 1).last().unwrap();
     let envelope: Envelope = EnvelopeCodec::default()
         .decode(created["spec_uri"].as_str().unwrap(), &FsBlobStore::new(&stack.blobs))
         .unwrap();

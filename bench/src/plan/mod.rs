@@ -28,7 +28,7 @@ use alloy::{
     primitives::{B256, U256, keccak256},
     providers::{DynProvider, Provider},
     rpc::types::Filter,
-    sol_types::{SolEvent, SolValue},
+    sol_types::SolValue,
 };
 use tessera_anvil::{
     Error,
@@ -41,9 +41,7 @@ use tessera_anvil::{
     },
     standin::{Limits, StandIn},
 };
-use tessera_bindings::{
-    TaskEscrow, TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc,
-};
+use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
     plan::{Funding, Plan, ReviewMode, SubTask},
     runner::{Chain, Orchestrator, RunnerConfig},

@@ -59,8 +59,7 @@ impl Plan {
                 self.path_of(task.index)
             ));
         }
-        if let Some(task) = self.subtasks.iter().find(|t| !self.conditions_of(t.index).is_empty())
-        {
+        if let Some(task) = self.subtasks.iter().find(|t| !self.conditions_of(t.index).is_empty()) {
             return refuse(format!(
                 "step {} has a condition: a step a condition skips would be funded for nothing; \
                  use stepwise funding",

@@ -322,7 +322,11 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                     .iter()
                     .filter(|d| d.phase != Phase::Skipped)
                     .map(|d| {
-                        Input::carried(d.idx, d.task_id.clone(), d.output.clone().unwrap_or_default())
+                        Input::carried(
+                            d.idx,
+                            d.task_id.clone(),
+                            d.output.clone().unwrap_or_default(),
+                        )
                     })
                     .collect();
                 actions.push(Action::Create { index, inputs });

@@ -632,13 +632,13 @@ fn upfront_dependants_of_an_upstream_that_will_not_deliver_are_cancelled_then_wa
     let p = upfront(&[&[], &[0], &[1]]);
     let created = c(Status::Created);
     // Nothing to do while the upstream may still deliver.
-    assert!(step_at(RunState::Running, &p, &[c(Status::Accepted), created, created], 600)
-        .is_empty());
+    assert!(
+        step_at(RunState::Running, &p, &[c(Status::Accepted), created, created], 600).is_empty()
+    );
     assert!(step_at(RunState::Running, &p, &[c(Status::Paid), created, created], 600).is_empty());
     // Declined: its own policy (pause) applies; its dependant is cancelled,
     // and the one after it still stands on a live upstream.
-    let actions =
-        step_at(RunState::Running, &p, &[c(Status::Declined), created, created], 600);
+    let actions = step_at(RunState::Running, &p, &[c(Status::Declined), created, created], 600);
     assert!(matches!(actions[0], Action::Pause { index: 0, .. }), "{actions:?}");
     assert_eq!(actions[1], Action::Send { index: 1, call: Call::Cancel });
     assert_eq!(actions.len(), 2, "{actions:?}");
@@ -649,7 +649,8 @@ fn upfront_dependants_of_an_upstream_that_will_not_deliver_are_cancelled_then_wa
     assert!(actions.contains(&Action::Rewind { index: 1, attempt: 0 }), "{actions:?}");
     assert!(actions.contains(&Action::Send { index: 2, call: Call::Cancel }), "{actions:?}");
     // Its own failure, its upstream delivered: its own policy.
-    let actions = step_at(RunState::Running, &p, &[c(Status::Paid), c(Status::Declined), created], 600);
+    let actions =
+        step_at(RunState::Running, &p, &[c(Status::Paid), c(Status::Declined), created], 600);
     assert!(matches!(actions[0], Action::Pause { index: 1, .. }), "{actions:?}");
     // The upstream's retry goes out with the dependants waiting again.
     let actions = step_at(RunState::Running, &p, &[W, W, W], 600);

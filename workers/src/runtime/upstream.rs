@@ -110,7 +110,11 @@ impl Worker {
                 Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
             };
         }
-        if wait.is_empty() { Ok(Resolved::Ready(Box::new(envelope))) } else { Ok(Resolved::Wait(wait)) }
+        if wait.is_empty() {
+            Ok(Resolved::Ready(Box::new(envelope)))
+        } else {
+            Ok(Resolved::Wait(wait))
+        }
     }
 
     /// Keeps `rec` until its `upstream` tasks deliver; nothing is sent.
