@@ -259,7 +259,7 @@ async fn an_upstream_declined_has_its_dependants_cancelled_refunded_and_funded_a
     // The dependants' new envelopes name the upstream's new attempt.
     let events = stack.events(&id).await;
     let created =
-        events.iter().filter(|e| e["kind"] == "subtask_created" && e["index"] == 1).last().unwrap();
+        events.iter().rfind(|e| e["kind"] == "subtask_created" && e["index"] == 1).unwrap();
     let envelope: Envelope = EnvelopeCodec::default()
         .decode(created["spec_uri"].as_str().unwrap(), &FsBlobStore::new(&stack.blobs))
         .unwrap();
