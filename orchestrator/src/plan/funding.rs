@@ -164,4 +164,14 @@ mod tests {
         assert!(e.to_string().contains("checkpoint `look`"), "{e}");
         plan("stepwise", cp).unwrap();
     }
+
+    #[test]
+    fn upfront_refuses_a_condition_with_the_step() {
+        let mut p = plan("stepwise", "").unwrap();
+        p.subtasks[1].when = Some("out[0].score > 0".into());
+        p.validate_shape().unwrap();
+        p.funding = Funding::Upfront;
+        let e = p.validate_shape().unwrap_err();
+        assert!(e.to_string().contains("step 1 has a condition"), "{e}");
+    }
 }
