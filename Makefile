@@ -3,7 +3,7 @@
 #   make demo        anvil + deploy + agents: one lifecycle, then two plans through orchestrator and workers
 #   make test        everything a reviewer would run (see `test` below)
 #   make bench-gas   receipt gas per lifecycle step, as a table and JSON
-#   make bench-plan  plans through orchestrator + workers on automine and 2 s blocks (and through a stand-in hosted provider): blocks, seconds, RPC requests
+#   make bench-plan  plans through orchestrator + workers on automine and 2 s blocks (funded step by step and upfront, and through a stand-in hosted provider): blocks, seconds, RPC requests, USDC·s locked
 #   make bench-load  many plans at once through tessera serve: throughput vs direct, latency, RSS, CPU, RPC
 #   make soak-replicas  the failover trial: 3 replicas, 20 random kill -9s, exactly-once, p99 takeover
 #   make bench       all benchmarks (gas, plan, classify, indexer)
@@ -232,7 +232,7 @@ bench: bench-gas bench-plan bench-classify bench-indexer ## every benchmark (gas
 bench-classify: toolchain ## offline planner accuracy per axis on the brief corpus, and classify latency p50/p99 vs. the heuristic scan alone
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench classify --json $(BENCH_DIR)/classify.json
 
-bench-plan: toolchain ## chain, fan-out and ten plans on automine and 2 s blocks, chain and fan-out through a stand-in hosted provider (429s, 503s, no websocket): blocks, seconds, RPC requests and retries per sub-task (JSON in target/bench/)
+bench-plan: toolchain ## chain, fan-out and ten plans on automine and 2 s blocks, chain and fan-out funded upfront on 2 s blocks, chain and fan-out through a stand-in hosted provider (429s, 503s, no websocket): blocks, seconds, RPC requests and retries per sub-task (JSON in target/bench/)
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench plan --json $(BENCH_DIR)/plan.json
 
 bench-load: toolchain ## 200 plans x 3 steps through tessera serve with offline workers, automine and 2 s blocks: sub-tasks/s vs direct, p50/p99, RSS, CPU, store size, RPC per sub-task and per block then 1, 2 and 3 replicas on PostgreSQL (PLANS=200; BENCH_PG=postgres://…, empty to skip)

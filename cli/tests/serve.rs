@@ -165,6 +165,78 @@ async fn kill_9_between_a_send_and_its_receipt_funds_each_sub_task_once() {
     }
 }
 
+/// A pipeline funded up front, on 2-second blocks: `serve` is killed with
+/// its one `createTasks` batch in the pool, then again with a later
+/// transaction (an approval) in the pool; the restarted runner funds and
+/// pays each sub-task once, and the dependants still read their upstream
+/// deliveries.
+#[tokio::test]
+async fn kill_9_mid_upfront_pipeline_funds_and_pays_each_sub_task_once() {
+    let (env, dir, workers) = chain_with_workers().await;
+    env.provider.raw_request::<_, Value>("evm_setAutomine".into(), (false,)).await.unwrap();
+    env.provider.raw_request::<_, Value>("evm_setIntervalMining".into(), (2u64,)).await.unwrap();
+    let sponsor = env.actors.sponsor.address();
+    let (a0, a1, a3) = (env.actors.agent(0), env.actors.agent(1), env.actors.agent(3));
+    let start_balance = env.balance(sponsor).await;
+    let plan_id = Plan::id_from_label("kill-9-upfront");
+    let mut plan = chain_plan(
+        plan_id,
+        "Tessera settles each sub-task through an escrow. Workers deliver. The \
+         orchestrator approves and pays. Results flow to the next step.",
+        &[
+            ("summarize", a1, 400_000),
+            ("extract-entities", a0, 300_000),
+            ("sentiment-classify", a3, 200_000),
+            ("summarize", a1, 400_000),
+        ],
+    );
+    plan["funding"] = json!("upfront");
+    let http = reqwest::Client::new();
+    // Waits until the sponsor has a transaction sent and not mined.
+    let in_flight = || async {
+        for _ in 0..1_500 {
+            let pending = env.provider.get_transaction_count(sponsor).pending().await.unwrap();
+            let mined = env.provider.get_transaction_count(sponsor).latest().await.unwrap();
+            if pending > mined {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the sponsor sent nothing in 15 s");
+    };
+
+    let (mut orch, mut api) = start(&env, dir.path());
+    wait_up(&http, &api).await;
+    let id = propose_and_approve(&http, &api, &plan).await;
+    for _ in 0..2 {
+        in_flight().await;
+        orch.0.kill().unwrap(); // SIGKILL, with a transaction in the pool
+        orch.0.wait().unwrap();
+        (orch, api) = start(&env, dir.path());
+        wait_up(&http, &api).await;
+    }
+    let v = wait_completed(&http, &api, &id).await;
+    for s in v["subtasks"].as_array().unwrap() {
+        assert_eq!((s["attempt"].as_u64(), s["phase"].as_str()), (Some(0), Some("paid")), "{s}");
+    }
+    let created = escrow_logs(&env, TaskEscrow::TaskCreated::SIGNATURE_HASH, Some(plan_id)).await;
+    assert_eq!(created, 4, "one TaskCreated per sub-task");
+    let settled = escrow_logs(&env, TaskEscrow::TaskSettled::SIGNATURE_HASH, None).await;
+    assert_eq!(settled, 4, "one settlement per sub-task");
+    assert_eq!(env.balance(sponsor).await, start_balance - U256::from(1_300_000u64));
+    // All four in the one batch sent before the first kill.
+    let events = tessera_e2e::read_sse(&http, &format!("{api}/api/runs/{id}/events")).await;
+    let batches: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter(|e| e["kind"] == "subtask_created")
+        .filter_map(|e| e["tx_hash"].as_str())
+        .collect();
+    assert_eq!(batches.len(), 1, "{events:#?}");
+    for w in workers {
+        w.abort();
+    }
+}
+
 #[tokio::test]
 async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let (env, dir, workers) = chain_with_workers().await;

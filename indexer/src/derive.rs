@@ -473,12 +473,12 @@ mod tests {
     #[test]
     fn every_input_edge_is_kept_once_and_hostile_ones_are_bounded_and_noted() {
         use tessera_bindings::envelope::Input;
-        let input = |id: &str| Input { from: 0, task_id: Some(id.into()), output: String::new() };
+        let input = |id: &str| Input::carried(0, Some(id.into()), "");
         let own = U256::from(9u8);
         let (ids, note) = input_edges(&[input("7"), input("0x8"), input("7")], own);
         assert_eq!(ids, ["7", "8"], "decimal and hex, duplicates once");
         assert_eq!(note, None);
-        let unnamed = Input { from: 1, task_id: None, output: String::new() };
+        let unnamed = Input::carried(1, None, "");
         let (ids, note) = input_edges(&[input("9"), input("0"), input("x"), unnamed], own);
         assert!(ids.is_empty(), "itself, zero and garbage are no edges: {ids:?}");
         assert_eq!(note.as_deref(), Some("3 input(s) name no other task id"));

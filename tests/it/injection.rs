@@ -175,7 +175,7 @@ async fn an_llm_worker_gets_upstream_outputs_as_quoted_untrusted_data() {
     );
     let mut envelope = Envelope::new(Parent::Task("1".into()), "Summarize the input");
     envelope.capability = Some("summarize".into());
-    envelope.inputs = vec![Input { from: 0, task_id: Some("1".into()), output: upstream.clone() }];
+    envelope.inputs = vec![Input::carried(0, Some("1".into()), upstream.clone())];
     let spec = EnvelopeCodec::default().encode(&envelope, blobs.as_ref()).unwrap();
     let mut d = env.driver();
     let params = d.params(me, 400_000, spec).await.unwrap();

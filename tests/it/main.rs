@@ -26,4 +26,5 @@ mod sender;
 mod strategy;
 mod supervision;
 mod sybil;
+mod upfront;
 mod worker;

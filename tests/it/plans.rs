@@ -477,6 +477,15 @@ async fn bad_input_is_answered_with_clear_4xx() {
             },
             "source material is",
         ),
+        (
+            {
+                let mut p =
+                    plan("upfront-manual", "manual", good["subtasks"].as_array().unwrap().clone());
+                p["funding"] = json!("upfront");
+                p
+            },
+            "upfront funding: step 0 is in manual review",
+        ),
         (json!({"version": 2, "id": Plan::id_from_label("v2")}), "version 2 is not supported"),
         (json!("not a plan"), "not valid JSON"),
     ];

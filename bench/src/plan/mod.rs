@@ -28,7 +28,7 @@ use alloy::{
     primitives::{B256, U256, keccak256},
     providers::{DynProvider, Provider},
     rpc::types::Filter,
-    sol_types::{SolEvent, SolValue},
+    sol_types::SolValue,
 };
 use tessera_anvil::{
     Error,
@@ -41,15 +41,16 @@ use tessera_anvil::{
     },
     standin::{Limits, StandIn},
 };
-use tessera_bindings::{TaskEscrow, deployment::Deployment, usdc::Usdc};
+use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
-    plan::{Plan, ReviewMode, SubTask},
+    plan::{Funding, Plan, ReviewMode, SubTask},
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
 };
 
 use crate::rpc_proxy::{Counts, RpcProxy};
 
+mod locked;
 mod report;
 
 pub use report::{Faults, IdleRow, Percentiles, PlanBenchReport, ScenarioRow};
@@ -388,7 +389,10 @@ impl Stack {
         let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
         let faults1 = self.faults();
         let blocks = self.blocks_of(&plan_ids, block0).await?;
+        let head = self.direct.get_block_number().await?;
+        let locked_usdc_s = locked::usdc_seconds(&self.direct, &blocks.spans, head).await?;
         Ok(Sample {
+            locked_usdc_s,
             subtasks,
             wall_ms,
             cycles,
@@ -431,8 +435,16 @@ impl Stack {
             let Some(&(plan, index)) = ids.get(&id) else { continue };
             let block = log.block_number.unwrap_or_default();
             out.last_block = out.last_block.max(block);
-            if log.topic0() == Some(&TaskEscrow::TaskCreated::SIGNATURE_HASH) {
-                out.created.insert((plan, index), block);
+            match tessera_bindings::task::decode_log(log) {
+                Some(TaskEscrowEvents::TaskCreated(ev)) => {
+                    out.created.insert((plan, index), block);
+                    let span = out.spans.entry(id).or_default();
+                    (span.amount, span.created) = (ev.task.amount, block);
+                }
+                Some(TaskEscrowEvents::TaskSettled(_)) => {
+                    out.spans.entry(id).or_default().settled = Some(block);
+                }
+                _ => {}
             }
         }
         Ok(out)
@@ -443,12 +455,16 @@ impl Stack {
 struct PlanBlocks {
     created: HashMap<(B256, u32), u64>,
     last_block: u64,
+    /// Each task's funding, from its creation to its settlement.
+    spans: HashMap<U256, locked::Span>,
 }
 
 /// One measured settlement of one or more plans.
 #[derive(Debug)]
 struct Sample {
     subtasks: usize,
+    /// USDC·s the plans kept locked in the escrow (see [`locked`]).
+    locked_usdc_s: f64,
     wall_ms: f64,
     cycles: Vec<f64>,
     /// Blocks from approval to the last change of any of its tasks.
@@ -489,20 +505,28 @@ fn per_subtask(c: &Counts, n: usize) -> BTreeMap<String, f64> {
     c.by_method.iter().map(|(m, k)| (m.clone(), *k as f64 / n as f64)).collect()
 }
 
-/// Settles `shape` `samples` times on `stack` and summarizes it.
+/// Settles `shape` `samples` times on `stack`, funded by `funding`, and
+/// summarizes it.
 async fn scenario(
     stack: &Stack,
     mode: &str,
     shape: Shape,
     samples: usize,
     block_time: Option<u64>,
+    funding: Funding,
 ) -> Result<ScenarioRow, Error> {
     let mut rows = Vec::new();
     for k in 0..samples {
-        let label = format!("{mode}-{shape:?}-{k}").replace(' ', "");
+        let label = format!("{mode}-{shape:?}-{k}").replace([' ', ','], "");
+        let funded = |mut plan: Plan| {
+            plan.funding = funding;
+            plan
+        };
         let plans = match shape {
-            Shape::Single => (0..10).map(|i| stack.plan(shape, &format!("{label}-{i}"))).collect(),
-            _ => vec![stack.plan(shape, &label)],
+            Shape::Single => {
+                (0..10).map(|i| funded(stack.plan(shape, &format!("{label}-{i}")))).collect()
+            }
+            _ => vec![funded(stack.plan(shape, &label))],
         };
         rows.push(stack.settle(plans).await?);
     }
@@ -545,7 +569,15 @@ async fn scenario(
     let orch: Vec<f64> = rows.iter().map(|s| s.orch.total() as f64 / s.subtasks as f64).collect();
     let orch_p50 = median(orch);
     let hosted = stack.stand_in.is_some();
+    let upfront = funding == Funding::Upfront;
     let (goal, met) = match (block_time, shape) {
+        (Some(_), Shape::Chain(5)) if upfront => {
+            ("<= 7 blocks, <= 15 rpc orch".to_owned(), blocks_p50 <= 7.0 && orch_p50 <= 15.0)
+        }
+        (Some(_), Shape::FanOut) if upfront => (
+            "<= 5 blocks, <= 15 rpc orch".to_owned(),
+            blocks_p50 <= 5.0 && orch_p50 <= 15.0 && creation_ok,
+        ),
         (Some(_), Shape::Chain(5)) if hosted => {
             ("<= 11 blocks, <= 15 rpc orch".to_owned(), blocks_p50 <= 11.0 && orch_p50 <= 15.0)
         }
@@ -577,6 +609,7 @@ async fn scenario(
         seconds_p50: median(rows.iter().map(|s| s.wall_ms / 1e3).collect()),
         blocks_per_step: blocks_p50 / depth as f64,
         orch_rpc_per_subtask: orch_p50,
+        locked_usdc_s: median(rows.iter().map(|s| s.locked_usdc_s).collect()),
         worker_rpc_per_subtask: median(workers),
         creation,
         goal,
@@ -631,7 +664,8 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
     let mut scenarios = Vec::new();
     let mut idle = Vec::new();
     for shape in [Shape::Chain(cfg.steps), Shape::FanOut, Shape::Single] {
-        scenarios.push(scenario(&stack, "automine", shape, cfg.runs, None).await?);
+        let (mode, funding) = ("automine", Funding::Stepwise);
+        scenarios.push(scenario(&stack, mode, shape, cfg.runs, None, funding).await?);
     }
     drop(stack);
 
@@ -641,7 +675,15 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         let mode = format!("{secs} s blocks");
         for shape in [Shape::Chain(cfg.steps), Shape::FanOut, Shape::Single] {
             let samples = if shape == Shape::Single { 1 } else { cfg.timed_runs };
-            scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs)).await?);
+            let funding = Funding::Stepwise;
+            scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs), funding).await?);
+        }
+        // The same chain and fan-out funded up front: every sub-task at
+        // approval, each step delivered in the block after its upstream's.
+        let upfront = format!("{secs} s, upfront");
+        for shape in [Shape::Chain(cfg.steps), Shape::FanOut] {
+            let (samples, funding) = (cfg.timed_runs, Funding::Upfront);
+            scenarios.push(scenario(&stack, &upfront, shape, samples, Some(secs), funding).await?);
         }
         // Idle cost against live runs: one waiting run, then ten.
         stack.park(1, "idle-a").await?;
@@ -653,7 +695,8 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
             let stack = Stack::start_hosted(Stack::chain(&timed).await?, secs, seed).await?;
             let mode = format!("{secs} s, hosted");
             for shape in [Shape::Chain(cfg.steps), Shape::FanOut] {
-                scenarios.push(scenario(&stack, &mode, shape, cfg.timed_runs, Some(secs)).await?);
+                let (samples, funding) = (cfg.timed_runs, Funding::Stepwise);
+                scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs), funding).await?);
             }
         }
     }

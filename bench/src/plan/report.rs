@@ -65,12 +65,21 @@ impl PlanBenchReport {
             if self.plan_wall.p50_ms <= self.goal_ms { "met" } else { "NOT met" }
         );
         out += &format!(
-            "\n{:<14} {:<26} {:>3} {:>7} {:>8} {:>7} {:>9} {:>9}  {}\n",
-            "mode", "scenario", "n", "blocks", "seconds", "blk/stp", "rpc orch", "rpc work", "goal"
+            "\n{:<17} {:<26} {:>3} {:>7} {:>8} {:>7} {:>9} {:>9} {:>9}  {}\n",
+            "mode",
+            "scenario",
+            "n",
+            "blocks",
+            "seconds",
+            "blk/stp",
+            "rpc orch",
+            "rpc work",
+            "USDC*s",
+            "goal"
         );
         for s in &self.scenarios {
             out += &format!(
-                "{:<14} {:<26} {:>3} {:>7.0} {:>8.2} {:>7.2} {:>9.1} {:>9.1}  {}{}\n",
+                "{:<17} {:<26} {:>3} {:>7.0} {:>8.2} {:>7.2} {:>9.1} {:>9.1} {:>9.1}  {}{}\n",
                 s.mode,
                 s.scenario,
                 s.samples,
@@ -79,6 +88,7 @@ impl PlanBenchReport {
                 s.blocks_per_step,
                 s.orch_rpc_per_subtask,
                 s.worker_rpc_per_subtask,
+                s.locked_usdc_s,
                 if s.goal.is_empty() {
                     String::new()
                 } else {
@@ -168,6 +178,9 @@ pub struct ScenarioRow {
     pub orch_rpc_per_subtask: f64,
     /// Workers' JSON-RPC requests per settled sub-task (median, all four).
     pub worker_rpc_per_subtask: f64,
+    /// Money the plan kept locked in the escrow times how long, USDC·s
+    /// (median): each task's amount from its creation to its settlement.
+    pub locked_usdc_s: f64,
     /// What the scenario checks about when tasks were created, and the value.
     pub creation: String,
     /// The goal for this scenario, and whether the median met it.

@@ -39,8 +39,8 @@ pub use blob::{BlobError, BlobHash, BlobStore, FsBlobStore, MemoryBlobStore};
 pub use codec::{DEFAULT_INLINE_LIMIT, EnvelopeCodec, HARD_MAX_BYTES, percent_data_uri, uri_hash};
 pub use hint::{BlobRef, BlobUrl, HintError, MAX_HINT_BYTES};
 pub use model::{
-    Envelope, Input, MAX_GROUP_LABEL_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, Parent,
-    path_segments,
+    Envelope, Input, MAX_GROUP_LABEL_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, Parent, Upstream,
+    path_segments, readable,
 };
 pub use sources::{BLOB_FETCH_SECONDS, BLOB_FETCHES, BlobSources, FetchError, FetchLimits};
 
@@ -160,8 +160,38 @@ mod tests {
         let mut env = Envelope::new(Parent::Plan(B256::repeat_byte(0x12)), "Summarize it");
         env.source = Some("Bonjour le monde".into());
         env.capability = Some("summarize".into());
-        env.inputs.push(Input { from: 0, task_id: Some("7".into()), output: "Hello".into() });
+        env.inputs.push(Input::carried(0, Some("7".into()), "Hello"));
         env
+    }
+
+    #[test]
+    fn inputs_carried_before_upstream_names_existed_still_read_and_named_ones_round_trip() {
+        let old = br#"{"parent": "task:7", "spec": "s", "inputs": [{"from": 0, "task_id": "7", "output": "Hi"}]}"#;
+        let env = Envelope::from_json(old).unwrap();
+        assert_eq!(env.inputs, [Input::carried(0, Some("7".into()), "Hi")]);
+        assert_eq!(env.inputs[0].unresolved(), None);
+        let mut named = Envelope::new(Parent::Task("7".into()), "s");
+        named.inputs.push(Input::named(0, B256::repeat_byte(1), "0", "7".into()));
+        let json = named.to_json().unwrap();
+        assert!(!String::from_utf8_lossy(&json).contains("Hi"));
+        let back = Envelope::from_json(&json).unwrap();
+        assert_eq!(back, named);
+        assert_eq!(back.inputs[0].unresolved(), Some("7"));
+        assert_eq!(back.inputs[0].upstream.as_ref().unwrap().path, "0");
+        // Filled in by the executor: resolved.
+        let mut filled = back.inputs[0].clone();
+        filled.output = "Bonjour".into();
+        assert_eq!(filled.unresolved(), None);
+        // A carried input never serializes an `upstream`.
+        let carried = serde_json::to_string(&Input::carried(1, None, "x")).unwrap();
+        assert!(!carried.contains("upstream"), "{carried}");
+    }
+
+    #[test]
+    fn readable_prefers_text_and_lists_fields_otherwise() {
+        assert_eq!(readable(&serde_json::json!({"text": "Bonjour", "x": 1})), "Bonjour");
+        let v = serde_json::json!({"capability": "sentiment-classify", "label": "positive", "names": []});
+        assert_eq!(readable(&v), "label: positive");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The envelope itself: what a sub-task's spec URI resolves to, the
-//! [`Parent`] it belongs to, the upstream [`Input`]s it carries and, for a
+//! [`Parent`] it belongs to, the upstream [`Input`]s it carries (or names,
+//! [`Upstream`]) and, for a
 //! task of a nested plan, its step path and the labels of the plans around
 //! it.
 
@@ -97,16 +98,90 @@ impl<'de> Deserialize<'de> for Parent {
     }
 }
 
-/// The output of an upstream sub-task, handed to a dependent one.
+/// The output of an upstream sub-task, handed to a dependent one: carried
+/// in the envelope (`output`), or, in a pipeline funded up front, named by
+/// its task (`upstream` and `task_id`, `output` empty) for the executor to
+/// read from the escrow's delivery once there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Input {
     /// Plan index of the upstream sub-task.
     pub from: u32,
-    /// Its on-chain task id, once known, so the executor can check the source.
+    /// Its on-chain task id, once known, so the executor can check the
+    /// source; always set with `upstream`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    /// The upstream output itself (e.g. the translation a summary needs).
+    /// The upstream output itself (e.g. the translation a summary needs);
+    /// empty while only named by `upstream`.
+    #[serde(default)]
     pub output: String,
+    /// Where the upstream sub-task sits, when the output is not carried:
+    /// the executor resolves it from the task's delivery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Upstream>,
+}
+
+impl Input {
+    /// An input carrying `output` of sub-task `from` (task `task_id`).
+    pub fn carried(from: u32, task_id: Option<String>, output: impl Into<String>) -> Self {
+        Self { from, task_id, output: output.into(), upstream: None }
+    }
+
+    /// An input naming the upstream task `task_id` (step `path` of
+    /// `plan`, the run's sub-task `from`) whose delivery it is.
+    pub fn named(from: u32, plan: B256, path: impl Into<String>, task_id: String) -> Self {
+        Self {
+            from,
+            task_id: Some(task_id),
+            output: String::new(),
+            upstream: Some(Upstream { plan, path: path.into() }),
+        }
+    }
+
+    /// The upstream task to read the output from: set when the output is
+    /// named rather than carried (and not filled in yet).
+    pub fn unresolved(&self) -> Option<&str> {
+        self.upstream.as_ref().and(self.task_id.as_deref()).filter(|_| self.output.is_empty())
+    }
+}
+
+/// An upstream sub-task named instead of carried: the plan and the step
+/// path (`2.1.0`) it has there. Its task id is the input's `task_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Upstream {
+    /// The plan's id.
+    pub plan: B256,
+    /// The step's path in it (`1`, or `2.1.0` in a nested plan).
+    pub path: String,
+}
+
+/// An upstream result document (the JSON its executor delivered) as the
+/// text a dependant works on: its `text` when it has one, else each field
+/// on a line (`key: value`, the capability left out).
+pub fn readable(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    if let Some(text) = v.get("text").and_then(Value::as_str) {
+        return text.to_owned();
+    }
+    let Some(obj) = v.as_object() else { return v.to_string() };
+    let mut lines = Vec::new();
+    for (key, value) in obj {
+        if key == "capability" {
+            continue;
+        }
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Array(items) if items.is_empty() => continue,
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Value::Null => continue,
+            other => other.to_string(),
+        };
+        lines.push(format!("{}: {text}", key.replace('_', " ")));
+    }
+    lines.join("\n")
 }
 
 /// What a sub-task's spec URI resolves to. Deserializing refuses a missing

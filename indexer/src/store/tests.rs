@@ -250,10 +250,8 @@ fn nested_plan_logs() -> Vec<Log> {
             );
             env.path = path.map(str::to_owned);
             env.groups = groups.iter().map(|g| (*g).to_owned()).collect();
-            env.inputs = inputs
-                .iter()
-                .map(|t| Input { from: 0, task_id: Some(t.to_string()), output: "out".into() })
-                .collect();
+            env.inputs =
+                inputs.iter().map(|t| Input::carried(0, Some(t.to_string()), "out")).collect();
             let uri = EnvelopeCodec::default().encode(&env, &MemoryBlobStore::new()).unwrap();
             assert!(uri.starts_with("data:"), "inline, no blob store needed");
             let ev = E::TaskCreated {

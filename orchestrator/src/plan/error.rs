@@ -206,6 +206,10 @@ pub enum PlanError {
         /// What is wrong.
         problem: String,
     },
+    /// Upfront funding does not fit the plan (see
+    /// [`super::Plan::validate_funding`]).
+    #[error("upfront funding: {0}")]
+    Funding(String),
     /// A recovery policy is not one of the words.
     #[error("`{0}` is not a recovery policy (retry(1) to retry(5), reassign, pause or cancel)")]
     InvalidPolicy(String),

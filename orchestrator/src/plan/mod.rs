@@ -18,6 +18,7 @@
 mod context;
 mod edit;
 mod error;
+mod funding;
 mod graph;
 mod nest;
 mod strategy;
@@ -30,6 +31,7 @@ pub use tessera_bindings::usdc::Usdc;
 pub use self::{
     context::{ExecutorStatus, InMemoryContext, PlanContext},
     error::PlanError,
+    funding::Funding,
     nest::{ChildPlan, DEFAULT_MAX_NESTING_DEPTH, Group, MAX_NESTING_DEPTH, Nested, StepPath},
     strategy::{
         Checkpoint, Choice, DisputePolicy, MAX_CHECKPOINTS, MAX_RETRIES, OnTimeout, Policy,
@@ -135,6 +137,10 @@ pub struct Plan {
     /// How completed sub-tasks are settled.
     #[serde(default)]
     pub review: ReviewMode,
+    /// When sub-tasks are funded: as their dependencies deliver (the
+    /// default) or all at approval (see [`Funding`]).
+    #[serde(default, skip_serializing_if = "Funding::is_stepwise")]
+    pub funding: Funding,
     /// Most the plan may spend (a JSON integer of USDC base units).
     #[serde(with = "tessera_bindings::usdc::as_integer")]
     pub budget: Usdc,
@@ -193,6 +199,7 @@ impl Plan {
             id,
             subtasks: Vec::new(),
             review,
+            funding: Funding::Stepwise,
             budget,
             source: None,
             review_window_secs: DEFAULT_REVIEW_WINDOW_SECS,

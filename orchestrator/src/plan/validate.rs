@@ -63,6 +63,7 @@ impl Plan {
             }
         }
         self.validate_checkpoints()?;
+        self.validate_funding()?;
         self.topological_order().map(drop)
     }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use alloy::primitives::Address;
 use serde_json::Value;
 use tessera_bindings::{
-    envelope::Input,
+    envelope::{Input, Upstream},
     task::{Status, TaskRecord},
 };
 
@@ -133,6 +133,22 @@ pub enum Action {
     },
     /// Start closing the run.
     Close(CloseReason),
+    /// Upfront funding: move a dependant whose upstream did not deliver to
+    /// its next attempt, waiting (no policy applies, and no person is
+    /// asked): it is funded again with its upstream's next attempt.
+    Rewind {
+        /// The sub-task.
+        index: u32,
+        /// Its attempt that ended.
+        attempt: u32,
+    },
+}
+
+/// Whether an upstream in `phase` may still deliver, or has: funded and
+/// not ended, delivered, or paid.
+fn upstream_live(phase: Phase) -> bool {
+    matches!(phase, Phase::Chain(Status::Created | Status::Accepted | Status::Completed))
+        || phase.is_paid()
 }
 
 /// How a sub-task's attempt ended without a paid result.
@@ -197,18 +213,66 @@ impl Snapshot<'_> {
     fn on_chain(&self, index: u32) -> Result<&OnChain, RunError> {
         self.chain.get(&index).ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
     }
+
+    /// Whether every upstream of `task` may still deliver, or has.
+    fn upstream_stands(&self, task: &crate::plan::SubTask) -> Result<bool, RunError> {
+        for dep in &task.depends_on {
+            if !upstream_live(self.row(*dep)?.phase) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether every upstream of `task` has delivered (or been paid).
+    fn upstream_delivered(&self, task: &crate::plan::SubTask) -> Result<bool, RunError> {
+        for dep in &task.depends_on {
+            let phase = self.row(*dep)?.phase;
+            if !(phase.is_paid() || phase == Phase::Chain(Status::Completed)) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// Every step that is due, in the plan's dependency order.
 pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
     let closing = s.state == RunState::Cancelling;
     let running = s.state == RunState::Running;
+    let upfront = s.plan.is_upfront();
+    // Upfront: the sub-tasks created in this step, so their dependants go
+    // out in the same batch, naming them.
+    let mut creating = BTreeSet::new();
     let mut actions = Vec::new();
     for index in s.plan.topological_order()? {
         let task = s.plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let row = s.row(index)?;
         match row.phase {
             Phase::Waiting if closing => actions.push(Action::Skip(index)),
+            Phase::Waiting if running && upfront => {
+                let deps =
+                    task.depends_on.iter().map(|d| s.row(*d)).collect::<Result<Vec<_>, _>>()?;
+                if !deps.iter().all(|d| creating.contains(&d.idx) || upstream_live(d.phase)) {
+                    continue;
+                }
+                creating.insert(index);
+                let inputs = deps
+                    .iter()
+                    .map(|d| Input {
+                        from: d.idx,
+                        // Filled in from the upstream's current attempt when
+                        // the creation is sent (see the tick).
+                        task_id: None,
+                        output: String::new(),
+                        upstream: Some(Upstream {
+                            plan: s.plan.id,
+                            path: s.plan.path_of(d.idx).to_string(),
+                        }),
+                    })
+                    .collect();
+                actions.push(Action::Create { index, inputs });
+            }
             Phase::Waiting if running && !s.held.contains(&index) => {
                 let deps =
                     task.depends_on.iter().map(|d| s.row(*d)).collect::<Result<Vec<_>, _>>()?;
@@ -257,15 +321,24 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 let inputs = deps
                     .iter()
                     .filter(|d| d.phase != Phase::Skipped)
-                    .map(|d| Input {
-                        from: d.idx,
-                        task_id: d.task_id.clone(),
-                        output: d.output.clone().unwrap_or_default(),
+                    .map(|d| {
+                        Input::carried(
+                            d.idx,
+                            d.task_id.clone(),
+                            d.output.clone().unwrap_or_default(),
+                        )
                     })
                     .collect();
                 actions.push(Action::Create { index, inputs });
             }
             Phase::Chain(Status::Created) if closing => {
+                actions.push(Action::Send { index, call: Call::Cancel });
+            }
+            // Upfront: an upstream that will not deliver (declined, expired,
+            // cancelled, disputed, or gone back to wait for a new attempt)
+            // has its dependants still waiting cancelled and refunded:
+            // nobody is paid for work on a missing input.
+            Phase::Chain(Status::Created) if upfront && !s.upstream_stands(task)? => {
                 actions.push(Action::Send { index, call: Call::Cancel });
             }
             Phase::Chain(Status::Created | Status::Accepted) => {
@@ -287,6 +360,13 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 if s.now > rec.updated_at + rec.dispute_window {
                     actions.push(Action::Send { index, call: Call::ClaimDefault });
                 }
+            }
+            // Upfront: a dependant cancelled for its upstream (or ended
+            // while its upstream had not delivered) waits for the
+            // upstream's next attempt, under a new reference of its own,
+            // rather than going to its own recovery policy.
+            phase if phase.is_stuck() && !closing && upfront && !s.upstream_delivered(task)? => {
+                actions.push(Action::Rewind { index, attempt: row.attempt });
             }
             phase if phase.is_stuck() && !closing => {
                 let accepted = s.chain.get(&index).is_some_and(|c| c.accepted);

@@ -595,3 +595,64 @@ fn a_sub_task_its_executor_declined_is_recovered_by_its_on_decline_policy_at_onc
     };
     assert_eq!((next.attempt, next.phase, next.task_id), (1, Phase::Waiting, None));
 }
+
+fn upfront(deps: &[&[u32]]) -> Plan {
+    Plan { funding: crate::plan::Funding::Upfront, ..plan(ReviewMode::Auto, deps) }
+}
+
+#[test]
+fn upfront_creates_every_sub_task_in_one_step_naming_its_upstreams() {
+    // A 1 -> 2 -> 1 fan-out: all four in the first step, in dependency order.
+    let p = upfront(&[&[], &[0], &[0], &[1, 2]]);
+    let actions = step_at(RunState::Running, &p, &[W, W, W, W], 600);
+    let created: Vec<u32> = actions
+        .iter()
+        .map(|a| match a {
+            Action::Create { index, .. } => *index,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(created, [0, 1, 2, 3]);
+    let Action::Create { inputs, .. } = &actions[3] else { unreachable!() };
+    assert_eq!(inputs.iter().map(|i| i.from).collect::<Vec<_>>(), [1, 2]);
+    for input in inputs {
+        assert!(input.output.is_empty(), "named, not carried");
+        let up = input.upstream.as_ref().expect("an upstream reference");
+        assert_eq!((up.plan, up.path.as_str()), (p.id, input.from.to_string().as_str()));
+    }
+    // The stepwise plan creates the root alone.
+    let stepwise = plan(ReviewMode::Auto, &[&[], &[0], &[0], &[1, 2]]);
+    assert_eq!(step_at(RunState::Running, &stepwise, &[W, W, W, W], 600).len(), 1);
+    // A paused upfront run creates nothing.
+    assert!(step_at(RunState::Paused, &p, &[W, W, W, W], 600).is_empty());
+}
+
+#[test]
+fn upfront_dependants_of_an_upstream_that_will_not_deliver_are_cancelled_then_wait() {
+    let p = upfront(&[&[], &[0], &[1]]);
+    let created = c(Status::Created);
+    // Nothing to do while the upstream may still deliver.
+    assert!(
+        step_at(RunState::Running, &p, &[c(Status::Accepted), created, created], 600).is_empty()
+    );
+    assert!(step_at(RunState::Running, &p, &[c(Status::Paid), created, created], 600).is_empty());
+    // Declined: its own policy (pause) applies; its dependant is cancelled,
+    // and the one after it still stands on a live upstream.
+    let actions = step_at(RunState::Running, &p, &[c(Status::Declined), created, created], 600);
+    assert!(matches!(actions[0], Action::Pause { index: 0, .. }), "{actions:?}");
+    assert_eq!(actions[1], Action::Send { index: 1, call: Call::Cancel });
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    // Cancelled while its upstream has not delivered: it waits for the
+    // upstream's next attempt, no policy; the next one is cancelled in turn.
+    let actions =
+        step_at(RunState::Paused, &p, &[c(Status::Declined), c(Status::Cancelled), created], 600);
+    assert!(actions.contains(&Action::Rewind { index: 1, attempt: 0 }), "{actions:?}");
+    assert!(actions.contains(&Action::Send { index: 2, call: Call::Cancel }), "{actions:?}");
+    // Its own failure, its upstream delivered: its own policy.
+    let actions =
+        step_at(RunState::Running, &p, &[c(Status::Paid), c(Status::Declined), created], 600);
+    assert!(matches!(actions[0], Action::Pause { index: 1, .. }), "{actions:?}");
+    // The upstream's retry goes out with the dependants waiting again.
+    let actions = step_at(RunState::Running, &p, &[W, W, W], 600);
+    assert_eq!(actions.len(), 3, "{actions:?}");
+}

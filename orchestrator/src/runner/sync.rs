@@ -308,31 +308,8 @@ fn went_back(was: Phase, now: Phase) -> bool {
 
 /// A result as text for the next sub-task: its `text` when it has one, else
 /// one `field: value` line per non-empty field (lists joined by commas).
-pub fn readable(v: &Value) -> String {
-    if let Some(text) = v.get("text").and_then(Value::as_str) {
-        return text.to_owned();
-    }
-    let Some(obj) = v.as_object() else { return v.to_string() };
-    let mut lines = Vec::new();
-    for (key, value) in obj {
-        if key == "capability" {
-            continue;
-        }
-        let text = match value {
-            Value::String(s) => s.clone(),
-            Value::Array(items) if items.is_empty() => continue,
-            Value::Array(items) => items
-                .iter()
-                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
-                .collect::<Vec<_>>()
-                .join(", "),
-            Value::Null => continue,
-            other => other.to_string(),
-        };
-        lines.push(format!("{}: {text}", key.replace('_', " ")));
-    }
-    lines.join("\n")
-}
+/// The executors of a pipeline funded up front read it the same way.
+pub use tessera_bindings::envelope::readable;
 
 #[cfg(test)]
 mod tests {

@@ -260,6 +260,27 @@ impl Orchestrator {
                 self.pause(id, plan, index, attempt, reason).await?;
             }
             Action::Close(reason) => self.close(id, plan, &reason).await?,
+            Action::Rewind { index, attempt } => {
+                let row = row_of(rows, index)?;
+                if row.attempt == attempt {
+                    let next = Progress {
+                        attempt: attempt + 1,
+                        phase: Phase::Waiting,
+                        task_id: None,
+                        result_uri: None,
+                        output: None,
+                        ..row
+                    };
+                    self.store.put_subtask(id, &next.to_row()).await?;
+                    rows.insert(index, next);
+                    let reason = format!(
+                        "attempt {attempt} ended before its upstream delivered; attempt {} is                          funded with its upstream's next attempt",
+                        attempt + 1
+                    );
+                    self.recovery_event(plan, id, index, attempt + 1, "await upstream", reason)
+                        .await?;
+                }
+            }
         }
         Ok(())
     }
@@ -459,7 +480,16 @@ impl Orchestrator {
         };
         // A nested plan's leaves also fit in its budget share.
         let mut shares: HashMap<StepPath, Spend> = HashMap::new();
-        'creations: for (index, inputs) in creations {
+        'creations: for (index, mut inputs) in creations {
+            // Named upstreams (upfront funding): their current attempt's
+            // task, derived from its reference, so known before it is mined.
+            for input in inputs.iter_mut().filter(|i| i.upstream.is_some()) {
+                let from = rows
+                    .get(&input.from)
+                    .ok_or(RunError::Inconsistent { index: input.from, what: "no progress row" })?;
+                let task = self.chain.task_id(Chain::reference(plan.id, from.idx, from.attempt));
+                input.task_id = Some(task.to_string());
+            }
             let row = rows
                 .get(&index)
                 .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
@@ -616,7 +646,8 @@ impl Orchestrator {
         let spec_uri = tokio::task::spawn_blocking(move || sources.encode(&envelope))
             .await?
             .map_err(|e| RunError::Invalid(format!("sub-task {}: envelope: {e}", row.idx)))?;
-        let deadline = now + task.deadline_offset_secs;
+        // Upfront, a dependant's deadline also covers its upstream chain.
+        let deadline = now + plan.deadline_offset_of(row.idx);
         let params = CreateParams {
             r#ref: reference,
             planId: plan.id,

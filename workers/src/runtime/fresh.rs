@@ -37,6 +37,7 @@ impl Worker {
                     }
                     Err(e) => Err(e),
                 },
+                Ok(Work::Wait { rec, upstream }) => Ok(Some(self.wait_for(*rec, upstream))),
                 Ok(Work::Delegate { rec, envelope, part, limit }) => {
                     self.delegate(*rec, *envelope, part, limit).await.map(Some)
                 }

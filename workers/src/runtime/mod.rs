@@ -52,6 +52,7 @@ mod decline;
 pub mod delegation;
 mod fresh;
 mod register;
+mod upstream;
 
 pub use decline::{MAX_REASON_CHARS, one_line};
 use delegation::{ChildLog, Delegation};
@@ -76,6 +77,12 @@ enum Work {
         envelope: Box<Envelope>,
         part: Composite,
         limit: u128,
+    },
+    /// Its named inputs' upstream tasks have not delivered: kept, nothing
+    /// sent (see [`upstream`]).
+    Wait {
+        rec: Box<TaskRecord>,
+        upstream: Vec<U256>,
     },
 }
 
@@ -152,6 +159,14 @@ pub enum Handled {
         reason: String,
         /// Where the reason is published (`{"reason": …}`).
         reason_uri: String,
+    },
+    /// Waiting, off chain, for the upstream tasks its envelope names to
+    /// deliver (a pipeline funded up front): worked on once they have.
+    Waiting {
+        /// The task.
+        task: U256,
+        /// The upstream tasks not delivered yet.
+        upstream: Vec<U256>,
     },
     /// Claimed payment after the review window.
     Released {
@@ -232,6 +247,14 @@ pub struct Worker {
     /// need to ask the node for the head or its time.
     head: Option<tessera_bindings::heads::Head>,
     llm: Option<crate::llm::LlmRunner>,
+    /// Own tasks waiting for the upstream deliveries their envelope names.
+    awaiting: BTreeMap<U256, upstream::Awaiting>,
+    /// Deliveries seen in the escrow's logs (task, result URI) of tasks
+    /// not settled yet: what a waiting task's named inputs resolve to.
+    deliveries: BTreeMap<U256, String>,
+    /// Tasks whose creation this pass took from a fresh log batch: not
+    /// delivered unless a delivery log says so.
+    born: BTreeSet<U256>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -275,6 +298,9 @@ impl Worker {
             retry: BTreeSet::new(),
             head: None,
             llm: None,
+            awaiting: BTreeMap::new(),
+            deliveries: BTreeMap::new(),
+            born: BTreeSet::new(),
         }
     }
 
@@ -311,11 +337,12 @@ impl Worker {
         self.me
     }
 
-    /// The escrow's logs a worker follows: creations, reassignments and
-    /// settlements.
+    /// The escrow's logs a worker follows: creations, deliveries (for the
+    /// inputs a dependent task names), reassignments and settlements.
     fn filter(&self) -> Filter {
         Filter::new().address(self.deployment.task_escrow).event_signature(vec![
             TaskEscrow::TaskCreated::SIGNATURE_HASH,
+            TaskEscrow::TaskCompleted::SIGNATURE_HASH,
             TaskEscrow::TaskReassigned::SIGNATURE_HASH,
             TaskEscrow::TaskSettled::SIGNATURE_HASH,
         ])
@@ -413,6 +440,7 @@ impl Worker {
             // Every child of an earlier life is known from this pass on.
             self.retry.append(&mut self.deferred);
         }
+        self.born.clear();
         {
             let mut created: Vec<TaskRecord> = Vec::new();
             let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
@@ -422,7 +450,12 @@ impl Worker {
                 // Where tasks live, so reading one starts there, not at the deployment.
                 if let (Some(ev), Some(block)) = (&event, log.block_number) {
                     match ev {
-                        TaskEscrowEvents::TaskCreated(c) => self.escrow.note_birth(c.taskId, block),
+                        TaskEscrowEvents::TaskCreated(c) => {
+                            self.escrow.note_birth(c.taskId, block);
+                            if fresh {
+                                self.born.insert(c.taskId);
+                            }
+                        }
                         ev => {
                             if let Some(id) = TaskRecord::event_task_id(ev) {
                                 self.escrow.note_seen(id, block);
@@ -451,7 +484,11 @@ impl Worker {
                             block: log.block_number.unwrap_or(self.deployment.deploy_block),
                         });
                     }
+                    Some(TaskEscrowEvents::TaskCompleted(ev)) => {
+                        self.note_delivery(ev.taskId, ev.resultURI);
+                    }
                     Some(TaskEscrowEvents::TaskReassigned(ev)) => {
+                        self.note_settled(ev.taskId);
                         created.retain(|r| r.id != ev.taskId);
                         if ev.newExecutor == self.me && !ids.contains(&ev.taskId) {
                             ids.push(ev.taskId);
@@ -459,6 +496,7 @@ impl Worker {
                     }
                     Some(TaskEscrowEvents::TaskSettled(ev)) => {
                         // Settled: nothing left to do or claim; stop watching it.
+                        self.note_settled(ev.taskId);
                         self.delivered.remove(&ev.taskId);
                         created.retain(|r| r.id != ev.taskId);
                         ids.retain(|id| *id != ev.taskId);
@@ -476,6 +514,10 @@ impl Worker {
                     }
                 }
             }
+            // Tasks whose upstream delivered (or settled) since they were
+            // kept, as they were kept: nothing else moved them.
+            let now = self.head.map(|h| h.timestamp);
+            created.extend(self.due_awaiting(now));
             // Every delivery and decline of the block goes out before any is
             // waited for.
             handled.extend(self.work_fresh(created).await);
@@ -567,6 +609,7 @@ impl Worker {
             Work::Delegate { rec, envelope, part, limit } => {
                 self.delegate(*rec, *envelope, part, limit).await
             }
+            Work::Wait { rec, upstream } => Ok(self.wait_for(*rec, upstream)),
             Work::Deliver { rec, result_uri } => {
                 let mut rec = *rec;
                 let id = rec.id;
@@ -635,6 +678,18 @@ impl Worker {
             // Its funder takes it back with refundExpired.
             return Ok(Work::Leave(decline::leave(id, "deadline passed".into())));
         }
+        // Inputs named rather than carried: read from the upstream
+        // deliveries, or waited for.
+        let envelope = match self.resolve_inputs(envelope).await? {
+            upstream::Resolved::Ready(envelope) => *envelope,
+            upstream::Resolved::Wait(upstream) => {
+                return Ok(Work::Wait { rec: Box::new(rec), upstream });
+            }
+            upstream::Resolved::Gone(reason) => {
+                return Ok(Work::Leave(decline::leave(id, reason)));
+            }
+            upstream::Resolved::Unreadable(reason) => return decline(rec, reason),
+        };
         // Part of the work is another agent's when the card delegates it.
         if let Some(part) = composite(&offer.name)
             && let Some(delegate) = self.card.delegate(part.delegable)
