@@ -248,8 +248,10 @@ mod tests {
             endpoint: "https://agent.example/blobs".into(),
             version: None,
         });
-        file.registrations
-            .push(RegistrationRef { agent_id: 22, agent_registry: (31337, Address::repeat_byte(7)) });
+        file.registrations.push(RegistrationRef {
+            agent_id: 22,
+            agent_registry: (31337, Address::repeat_byte(7)),
+        });
         file.supported_trust.push(TRUST_REPUTATION.into());
         file
     }
@@ -282,7 +284,8 @@ mod tests {
 
     #[test]
     fn from_uri_refuses_other_documents() {
-        let card = crate::envelope::percent_data_uri(br#"{"type":"other","name":"x","description":""}"#);
+        let card =
+            crate::envelope::percent_data_uri(br#"{"type":"other","name":"x","description":""}"#);
         assert!(matches!(RegistrationFile::from_uri(&card), Err(RegistrationError::Type(_))));
         let bad = crate::envelope::percent_data_uri(
             br#"{"type":"https://eips.ethereum.org/EIPS/eip-8004#registration-v1","name":"x","description":"","registrations":[{"agentId":1,"agentRegistry":"solana:1:x"}]}"#,
@@ -308,7 +311,14 @@ mod tests {
         let parsed = alloy::primitives::Signature::try_from(sig.as_ref()).unwrap();
         let hash = wallet_proof_hash(31337, identity, id, wallet.address(), owner, deadline);
         assert_eq!(parsed.recover_address_from_prehash(&hash).unwrap(), wallet.address());
-        let other = wallet_proof_hash(31337, identity, id + U256::from(1), wallet.address(), owner, deadline);
+        let other = wallet_proof_hash(
+            31337,
+            identity,
+            id + U256::from(1),
+            wallet.address(),
+            owner,
+            deadline,
+        );
         assert_ne!(hash, other, "the agent id is signed");
     }
 }
