@@ -66,6 +66,9 @@ pub struct GasReport {
     pub batch_per_task: u64,
     /// Per task in a batch of [`BATCH`] delivered with `deliver`.
     pub batch_deliver_per_task: u64,
+    /// An agent's ERC-8004 identity and one feedback, when the deployment
+    /// has the registries.
+    pub erc8004: Option<crate::gas_erc8004::Erc8004Gas>,
 }
 
 /// Runs every scenario on `deployment` (a fresh one: the first run is measured cold).
@@ -255,6 +258,8 @@ pub async fn run(
     let r = d.escrow.mined(pending).await?;
     d.record("declineTask", &r);
 
+    let erc8004 = crate::gas_erc8004::run(&mut d, actors).await?;
+
     let create_gas = |scenario: &str| {
         d.steps
             .iter()
@@ -275,6 +280,7 @@ pub async fn run(
         dispute_split_deliver_total,
         batch_per_task,
         batch_deliver_per_task,
+        erc8004,
         steps: d.steps,
         lifecycles,
         spec_uri_gas_per_byte,
@@ -342,6 +348,19 @@ impl GasReport {
             "spec-URI slope: {:.1} gas per byte (target <= 30; reference ~723)\n",
             self.spec_uri_gas_per_byte
         );
+        if let Some(e) = &self.erc8004 {
+            out += &format!(
+                "\nERC-8004, once per agent: register {} + setAgentURI {} ({}-byte file URI) + \
+                 setAgentWallet {} + linkIdentity {} = {} gas\nERC-8004 giveFeedback: {} gas\n",
+                e.register,
+                e.set_agent_uri,
+                e.registration_uri_len,
+                e.set_agent_wallet,
+                e.link_identity,
+                e.identity_total,
+                e.give_feedback
+            );
+        }
         out
     }
 }

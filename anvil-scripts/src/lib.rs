@@ -22,6 +22,7 @@ pub mod demo;
 pub mod demo_homes;
 pub mod deploy;
 pub mod gas;
+pub mod gas_erc8004;
 pub mod lifecycle;
 pub mod stack;
 pub mod standin;

@@ -1,13 +1,13 @@
 //! Typed decoding of contract reverts.
 //!
 //! A revert from any Tessera call may carry an error of the escrow, of the
-//! registry, or of the token (ERC-20 errors bubble up through the escrow's
+//! registry, of the ERC-8004 identity and reputation registries, or of the token (ERC-20 errors bubble up through the escrow's
 //! SafeERC20 calls). [`decode`] turns the raw revert data into one typed enum so
 //! callers match on `TaskEscrowInvalidStatus { .. }` rather than on strings.
 
 use alloy::{primitives::Bytes, sol_types::SolInterface};
 
-use crate::{AgentRegistry, MockUSDC, TaskEscrow};
+use crate::{AgentRegistry, IdentityRegistry, MockUSDC, ReputationRegistry, TaskEscrow};
 
 /// A decoded revert of one of the Tessera contracts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +18,12 @@ pub enum ContractRevert {
     Registry(AgentRegistry::AgentRegistryErrors),
     /// An error of the settlement token (e.g. insufficient allowance).
     Token(MockUSDC::MockUSDCErrors),
+    /// An error of the ERC-8004 identity registry (its own, or ERC-721's,
+    /// e.g. `ERC721NonexistentToken`, which the registries that call it
+    /// pass on).
+    Identity(IdentityRegistry::IdentityRegistryErrors),
+    /// An error of the ERC-8004 reputation registry.
+    Reputation(ReputationRegistry::ReputationRegistryErrors),
 }
 
 impl ContractRevert {
@@ -49,6 +55,12 @@ impl ContractRevert {
         if let Ok(e) = AgentRegistry::AgentRegistryErrors::abi_decode(data) {
             return Some(Self::Registry(e));
         }
+        if let Ok(e) = IdentityRegistry::IdentityRegistryErrors::abi_decode(data) {
+            return Some(Self::Identity(e));
+        }
+        if let Ok(e) = ReputationRegistry::ReputationRegistryErrors::abi_decode(data) {
+            return Some(Self::Reputation(e));
+        }
         MockUSDC::MockUSDCErrors::abi_decode(data).ok().map(Self::Token)
     }
 
@@ -58,6 +70,12 @@ impl ContractRevert {
             Self::Escrow(e) => TaskEscrow::TaskEscrowErrors::name_by_selector(e.selector()),
             Self::Registry(e) => AgentRegistry::AgentRegistryErrors::name_by_selector(e.selector()),
             Self::Token(e) => MockUSDC::MockUSDCErrors::name_by_selector(e.selector()),
+            Self::Identity(e) => {
+                IdentityRegistry::IdentityRegistryErrors::name_by_selector(e.selector())
+            }
+            Self::Reputation(e) => {
+                ReputationRegistry::ReputationRegistryErrors::name_by_selector(e.selector())
+            }
         };
         name.expect("a decoded error's selector is one of its interface's")
     }
@@ -69,6 +87,8 @@ impl std::fmt::Display for ContractRevert {
             Self::Escrow(e) => write!(f, "TaskEscrow reverted: {e:?}"),
             Self::Registry(e) => write!(f, "AgentRegistry reverted: {e:?}"),
             Self::Token(e) => write!(f, "token reverted: {e:?}"),
+            Self::Identity(e) => write!(f, "IdentityRegistry reverted: {e:?}"),
+            Self::Reputation(e) => write!(f, "ReputationRegistry reverted: {e:?}"),
         }
     }
 }
@@ -112,6 +132,21 @@ mod tests {
         let decoded = ContractRevert::from_revert_data(&tok.abi_encode()).unwrap();
         assert!(matches!(decoded, ContractRevert::Token(_)));
         assert_eq!(decoded.name(), "ERC20InsufficientAllowance");
+    }
+
+    #[test]
+    fn decodes_erc8004_errors() {
+        let own = ReputationRegistry::ReputationRegistrySelfFeedback {
+            agentId: U256::from(3),
+            caller: address!("0x00000000000000000000000000000000000000cc"),
+        };
+        let decoded = ContractRevert::from_revert_data(&own.abi_encode()).unwrap();
+        assert!(matches!(decoded, ContractRevert::Reputation(_)));
+        assert_eq!(decoded.name(), "ReputationRegistrySelfFeedback");
+        let gone = IdentityRegistry::ERC721NonexistentToken { tokenId: U256::from(9) };
+        let decoded = ContractRevert::from_revert_data(&gone.abi_encode()).unwrap();
+        assert!(matches!(decoded, ContractRevert::Identity(_)));
+        assert_eq!(decoded.name(), "ERC721NonexistentToken");
     }
 
     #[test]

@@ -763,7 +763,7 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
         .parse()
         .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
     let me = signer.address();
-    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer));
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer.clone()));
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.
@@ -795,6 +795,16 @@ async fn run_worker(args: WorkerArgs) -> Result<()> {
     let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
         .await
         .wrap_err(what)?;
+    // Its ERC-8004 identity (when the deployment has the registries): the
+    // card as the registration file, the wallet proven, the offer linked.
+    let what = format!("registering {me}'s ERC-8004 identity");
+    let identity = crate::starting::until_reachable(&what, || worker.ensure_identity(&signer))
+        .await
+        .wrap_err(what)?;
+    match identity {
+        Some(id) => println!("ERC-8004 agent id {} ({} changes sent)", id.agent_id, id.changes),
+        None => println!("the deployment names no ERC-8004 identity registry"),
+    }
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
     worker.run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), shutdown_signal()).await;

@@ -124,8 +124,8 @@ contract ReputationRegistry is IReputationRegistry {
         string calldata tag2
     ) external view override returns (uint64 count, int128 summaryValue, uint8 summaryValueDecimals) {
         if (clientAddresses.length == 0) revert ReputationRegistryClientsRequired();
-        int256 sumWad;
-        uint64[19] memory perDecimals;
+        int256 sumWad = 0;
+        uint64[] memory perDecimals = new uint64[](MAX_DECIMALS + 1);
         for (uint256 i; i < clientAddresses.length; ++i) {
             (int256 sum, uint64 n) =
                 _sumClient(agentId, clientAddresses[i], _filter(tag1), _filter(tag2), perDecimals);
@@ -237,7 +237,7 @@ contract ReputationRegistry is IReputationRegistry {
         address client,
         bytes32 tag1Hash,
         bytes32 tag2Hash,
-        uint64[19] memory perDecimals
+        uint64[] memory perDecimals
     ) private view returns (int256 sumWad, uint64 count) {
         uint64 last = _lastIndex[agentId][client];
         for (uint64 j = 1; j <= last; ++j) {
@@ -257,7 +257,7 @@ contract ReputationRegistry is IReputationRegistry {
         bytes32 tag2Hash,
         bool includeRevoked
     ) private view returns (Page memory p) {
-        uint256 total;
+        uint256 total = 0;
         for (uint256 i; i < list.length; ++i) {
             uint64 last = _lastIndex[agentId][list[i]];
             for (uint64 j = 1; j <= last; ++j) {
@@ -271,7 +271,7 @@ contract ReputationRegistry is IReputationRegistry {
         p.tag1s = new string[](total);
         p.tag2s = new string[](total);
         p.revoked = new bool[](total);
-        uint256 n;
+        uint256 n = 0;
         for (uint256 i; i < list.length; ++i) {
             uint64 last = _lastIndex[agentId][list[i]];
             for (uint64 j = 1; j <= last; ++j) {

@@ -9,6 +9,7 @@ mod decline;
 mod delegation;
 mod demo;
 mod disputes;
+mod erc8004;
 mod feedback;
 mod frontrun;
 mod hosted;

@@ -132,5 +132,7 @@ pub fn revert_text(revert: &ContractRevert) -> String {
         ContractRevert::Escrow(e) => format!("{e:?}"),
         ContractRevert::Registry(e) => format!("{e:?}"),
         ContractRevert::Token(e) => format!("{e:?}"),
+        ContractRevert::Identity(e) => format!("{e:?}"),
+        ContractRevert::Reputation(e) => format!("{e:?}"),
     }
 }

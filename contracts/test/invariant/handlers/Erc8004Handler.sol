@@ -103,7 +103,7 @@ contract Erc8004Handler is BaseHandler {
         (bool found, uint256 agentId) = _pickAgent(agentSeed);
         if (!found) return;
         address client = _actor(_actors, clientSeed);
-        if (client == store.ownerOf(agentId)) client = _actor(_actors, clientSeed + 1);
+        if (client == store.ownerOf(agentId)) client = _actor(_actors, clientSeed % N_ACTORS + 1);
         int128 value = int128(int256(bound(valueSeed, 0, 20_000))) - 10_000;
         uint8 decimals = fine ? 2 : 0;
         vm.prank(client);
@@ -151,7 +151,7 @@ contract Erc8004Handler is BaseHandler {
         if (!found) return;
         address owner = store.ownerOf(agentId);
         address other = _actor(_actors, actorSeed);
-        if (other == owner) other = _actor(_actors, actorSeed + 1);
+        if (other == owner) other = _actor(_actors, actorSeed % N_ACTORS + 1);
         kind %= 5;
         bytes memory call;
         bytes memory expected;

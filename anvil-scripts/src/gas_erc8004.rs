@@ -1,0 +1,140 @@
+//! The ERC-8004 part of the gas bench: what an agent pays once to become an
+//! identity (register, set its registration file, prove its wallet, link it
+//! to its offer), and what one piece of feedback costs its giver.
+
+use alloy::{
+    primitives::{B256, U256, keccak256},
+    sol_types::SolEvent,
+};
+use serde::Serialize;
+use tessera_bindings::{
+    AgentRegistry, IdentityRegistry, ReputationRegistry,
+    erc8004::{
+        RegistrationFile, RegistrationRef, Service, TRUST_REPUTATION, agent_registry_id,
+        sign_wallet_proof,
+    },
+};
+
+use crate::{Error, actors::Actors, deploy::confirm, lifecycle::Driver};
+
+/// The scenario's name in the step table.
+pub const SCENARIO: &str = "ERC-8004 identity of an agent, then one feedback";
+
+/// What the ERC-8004 scenario measured (receipt `gasUsed`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Erc8004Gas {
+    /// `register()`.
+    pub register: u64,
+    /// `setAgentURI` with the registration file a worker writes.
+    pub set_agent_uri: u64,
+    /// Bytes of that file's `data:` URI.
+    pub registration_uri_len: usize,
+    /// `setAgentWallet` with the wallet's EIP-712 proof.
+    pub set_agent_wallet: u64,
+    /// `AgentRegistry.linkIdentity`.
+    pub link_identity: u64,
+    /// The four together: an agent's one-time cost.
+    pub identity_total: u64,
+    /// One `giveFeedback` with two tags, an endpoint, a 70-byte URI and its hash.
+    pub give_feedback: u64,
+}
+
+/// Runs the scenario as demo agent 0 (registered in the AgentRegistry) rated
+/// by the client; `None` when the deployment has no ERC-8004 registries.
+pub async fn run(d: &mut Driver<'_>, actors: &Actors) -> Result<Option<Erc8004Gas>, Error> {
+    let (Some(identity_at), Some(reputation_at)) =
+        (d.deployment.identity_registry, d.deployment.reputation_registry)
+    else {
+        return Ok(None);
+    };
+    d.scenario(SCENARIO);
+    let agent = &actors.agents[0];
+    let me = agent.address();
+    let chain = d.deployment.chain_id;
+    let provider = d.provider.clone();
+    let identity = IdentityRegistry::new(identity_at, &provider);
+
+    let r = confirm(identity.register_0().from(me).send().await, "registering an identity").await?;
+    d.record("register", &r);
+    let agent_id = r
+        .inner
+        .logs()
+        .iter()
+        .find_map(|l| IdentityRegistry::Registered::decode_log(&l.inner).ok())
+        .map(|e| e.data.agentId)
+        .ok_or_else(|| Error::Registry(format!("{} registered no agent", r.transaction_hash)))?;
+
+    let mut file = RegistrationFile::new(
+        "summarizer-a",
+        "Extractive summaries by sentence scoring; also lists named entities",
+    );
+    for (name, endpoint) in [
+        ("tessera-offers", agent_registry_id(chain, d.deployment.agent_registry)),
+        ("agentWallet", agent_registry_id(chain, me)),
+        ("blobs", "https://agent.example/blobs".to_owned()),
+    ] {
+        file.services.push(Service { name: name.into(), endpoint, version: None });
+    }
+    file.supported_trust.push(TRUST_REPUTATION.into());
+    file.registrations.push(RegistrationRef {
+        agent_id: agent_id.to::<u64>(),
+        agent_registry: (chain, identity_at),
+    });
+    let uri = file.to_data_uri();
+    let registration_uri_len = uri.len();
+    let r = confirm(identity.setAgentURI(agent_id, uri).from(me).send().await, "setting the URI")
+        .await?;
+    d.record("setAgentURI", &r);
+
+    let deadline = U256::from(d.now().await? + 120);
+    let sig = sign_wallet_proof(agent, chain, identity_at, agent_id, me, deadline)
+        .map_err(|e| Error::Key(format!("signing the wallet proof: {e}")))?;
+    let r = confirm(
+        identity.setAgentWallet(agent_id, me, deadline, sig).from(me).send().await,
+        "proving the wallet",
+    )
+    .await?;
+    d.record("setAgentWallet", &r);
+
+    let registry = AgentRegistry::new(d.deployment.agent_registry, &provider);
+    let r = confirm(registry.linkIdentity(agent_id).from(me).send().await, "linking the identity")
+        .await?;
+    d.record("linkIdentity", &r);
+
+    let reputation = ReputationRegistry::new(reputation_at, &provider);
+    let feedback_uri = format!("ipfs://bafkrei{}", "a".repeat(52));
+    let r = confirm(
+        reputation
+            .giveFeedback(
+                agent_id,
+                100,
+                0,
+                "settled".into(),
+                "summarize".into(),
+                String::new(),
+                feedback_uri.clone(),
+                B256::from(keccak256(feedback_uri.as_bytes())),
+            )
+            .from(actors.client.address())
+            .send()
+            .await,
+        "giving feedback",
+    )
+    .await?;
+    d.record("giveFeedback", &r);
+
+    let gas = |step: &str| {
+        d.steps.iter().rev().find(|s| s.scenario == SCENARIO && s.step == step).map_or(0, |s| s.gas)
+    };
+    let (register, set_agent_uri, set_agent_wallet, link_identity) =
+        (gas("register"), gas("setAgentURI"), gas("setAgentWallet"), gas("linkIdentity"));
+    Ok(Some(Erc8004Gas {
+        register,
+        set_agent_uri,
+        registration_uri_len,
+        set_agent_wallet,
+        link_identity,
+        identity_total: register + set_agent_uri + set_agent_wallet + link_identity,
+        give_feedback: gas("giveFeedback"),
+    }))
+}
