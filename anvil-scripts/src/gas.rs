@@ -351,14 +351,21 @@ impl GasReport {
         if let Some(e) = &self.erc8004 {
             out += &format!(
                 "\nERC-8004, once per agent: register {} + setAgentURI {} ({}-byte file URI) + \
-                 setAgentWallet {} + linkIdentity {} = {} gas\nERC-8004 giveFeedback: {} gas\n",
+                 setAgentWallet {} + linkIdentity {} = {} gas\nERC-8004 giveFeedback: {} gas\n\
+                 settlement-backed feedback: per task {} gas ({}-byte proof URI); \
+                 per plan, 5 tasks of one executor {} gas ({} bytes; {} a task)\n",
                 e.register,
                 e.set_agent_uri,
                 e.registration_uri_len,
                 e.set_agent_wallet,
                 e.link_identity,
                 e.identity_total,
-                e.give_feedback
+                e.give_feedback,
+                e.feedback_per_task,
+                e.per_task_uri_len,
+                e.feedback_per_plan_5,
+                e.per_plan_uri_len,
+                e.feedback_per_plan_5 / 5
             );
         }
         out

@@ -37,6 +37,33 @@ pub struct Erc8004Gas {
     pub identity_total: u64,
     /// One `giveFeedback` with two tags, an endpoint, a 70-byte URI and its hash.
     pub give_feedback: u64,
+    /// The orchestrator's feedback on one settled task (`--feedback
+    /// per-task`): its settlement proof as the URI.
+    pub feedback_per_task: u64,
+    /// Bytes of that proof's URI.
+    pub per_task_uri_len: usize,
+    /// The orchestrator's summary of five settled tasks of one executor
+    /// in one plan (`--feedback per-plan`).
+    pub feedback_per_plan_5: u64,
+    /// Bytes of that proof's URI.
+    pub per_plan_uri_len: usize,
+}
+
+/// The settlement proof of `n` paid tasks, as the orchestrator writes it.
+fn proof(n: usize, d: &Driver<'_>, plan: bool) -> tessera_bindings::feedback::Proof {
+    use tessera_bindings::feedback::{Proof, SettledTask};
+    let tasks = (0..n)
+        .map(|i| SettledTask {
+            task_id: alloy::primitives::U256::from_be_bytes(keccak256(format!("task {i}")).0)
+                .to_string(),
+            status: "Paid".into(),
+            executor_amount: "500000".into(),
+            funder_amount: "0".into(),
+            tx: keccak256(format!("tx {i}")),
+        })
+        .collect();
+    let plan = plan.then(|| format!("{}", keccak256("plan")));
+    Proof::new(d.deployment.chain_id, d.deployment.task_escrow, plan, tasks)
 }
 
 /// Runs the scenario as demo agent 0 (registered in the AgentRegistry) rated
@@ -122,6 +149,33 @@ pub async fn run(d: &mut Driver<'_>, actors: &Actors) -> Result<Option<Erc8004Ga
     )
     .await?;
     d.record("giveFeedback", &r);
+    let mut proof_gas = Vec::new();
+    for (n, plan, step) in
+        [(1, false, "giveFeedback per task"), (5, true, "giveFeedback per plan (5)")]
+    {
+        let (uri, hash) = proof(n, d, plan).encode();
+        let len = uri.len();
+        let r = confirm(
+            reputation
+                .giveFeedback(
+                    agent_id,
+                    100,
+                    0,
+                    tessera_bindings::feedback::TAG.into(),
+                    "summarize".into(),
+                    String::new(),
+                    uri,
+                    hash,
+                )
+                .from(actors.sponsor.address())
+                .send()
+                .await,
+            "giving settlement-backed feedback",
+        )
+        .await?;
+        d.record(step, &r);
+        proof_gas.push((r.gas_used, len));
+    }
 
     let gas = |step: &str| {
         d.steps.iter().rev().find(|s| s.scenario == SCENARIO && s.step == step).map_or(0, |s| s.gas)
@@ -136,5 +190,9 @@ pub async fn run(d: &mut Driver<'_>, actors: &Actors) -> Result<Option<Erc8004Ga
         link_identity,
         identity_total: register + set_agent_uri + set_agent_wallet + link_identity,
         give_feedback: gas("giveFeedback"),
+        feedback_per_task: proof_gas[0].0,
+        per_task_uri_len: proof_gas[0].1,
+        feedback_per_plan_5: proof_gas[1].0,
+        per_plan_uri_len: proof_gas[1].1,
     }))
 }
