@@ -179,8 +179,15 @@ browser: ## install Debian's chromium for the web UI tests when it is missing
 	fi
 	@"$(CHROMIUM)" --version 2>/dev/null | grep -qi chromium || { echo "error: $(CHROMIUM) does not run" >&2; exit 1; }
 
-rust-test: toolchain browser fuzz-tools ## Rust unit tests, end-to-end tests on anvil, and the web UI in headless Chromium
-	@$(CARGO) test --workspace --locked
+# With a PostgreSQL server answering on 127.0.0.1:5432, its test variants
+# are required (TESSERA_TEST_PG set), not skipped with a message the test
+# harness swallows.
+rust-test: toolchain browser fuzz-tools ## Rust unit tests, end-to-end tests on anvil, and the web UI in headless Chromium (PostgreSQL variants too when a server answers on 127.0.0.1:5432)
+	@if [ -z "$${TESSERA_TEST_PG:-}" ] && (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; then \
+	  export TESSERA_TEST_PG=postgres://postgres@127.0.0.1:5432/postgres; \
+	  echo "PostgreSQL answers on 127.0.0.1:5432: its test variants run ($$TESSERA_TEST_PG)"; \
+	fi; \
+	$(CARGO) test --workspace --locked
 
 # Both APIs on real servers (tessera serve with its token, the standalone
 # indexer) under schemathesis --checks all; `make test` runs it (cargo test)

@@ -567,6 +567,23 @@ pub async fn one_more_task(env: &TestEnv, label: &str) -> U256 {
     d.create_with_permit(params).await.expect("created").id
 }
 
+/// An indexer on a fresh SQLite file, synced once to `env`'s chain: its
+/// store, and the directory that holds the file (keep it alive).
+pub async fn synced_index(env: &TestEnv) -> (tessera_indexer::IndexStore, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    let store = tessera_indexer::IndexStore::connect(&url).await.expect("an index store");
+    let mut ix = tessera_indexer::Indexer::new(
+        env.provider.clone(),
+        env.deployment.clone(),
+        store,
+        None,
+        tessera_indexer::IndexerConfig::default(),
+    );
+    ix.sync_once().await.expect("the index synced");
+    (ix.store().clone(), dir)
+}
+
 /// The amount of the plain tasks the tests create for agent 0: its
 /// `summarize` price (the escrow refuses less than the executor asks).
 pub const TASK_AMOUNT: u128 = 500_000;

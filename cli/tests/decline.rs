@@ -58,6 +58,12 @@ async fn a_decline_on_chain_is_reassigned_at_once_and_runs_show_prints_its_reaso
     }
     let offers = registry.getAgent(a0).call().await.unwrap().capabilities;
     assert_eq!(offers, [capability::encode("summarize").unwrap()]);
+    // The worker's last start-up transaction links its ERC-8004 identity:
+    // past it, the key is the test's to use without racing its nonces.
+    while !registry.identityOf(a0).call().await.unwrap().linked {
+        assert!(tokio::time::Instant::now() < end, "the worker never linked its identity");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     // ...and someone else holding its key lists it again behind its back.
     let sent = registry.addCapability(entities, 300_000).from(a0).send().await.unwrap();
     assert!(sent.get_receipt().await.unwrap().status());

@@ -220,8 +220,10 @@ async fn deploys_from_a_keystore_onto_an_existing_token() {
     assert_eq!(record.owner, deployer.address());
     assert_eq!((record.arbiter, record.appeal_arbiter), (arbiter, deployer.address()));
     assert!(record.deploy_block > before && record.deploy_block <= block(&provider).await);
-    // Two contracts deployed (registry, escrow), no token, nothing minted.
-    assert_eq!(provider.get_transaction_count(deployer.address()).await.unwrap(), 2);
+    // Four contracts deployed (the ERC-8004 identity and reputation
+    // registries, the agent registry, the escrow), no token, nothing minted.
+    assert_eq!(provider.get_transaction_count(deployer.address()).await.unwrap(), 4);
+    assert!(record.identity_registry.is_some() && record.reputation_registry.is_some());
     let usdc = MockUSDC::new(token, &provider);
     assert_eq!(usdc.totalSupply().call().await.unwrap(), U256::ZERO);
     let escrow = TaskEscrow::new(record.task_escrow, &provider);

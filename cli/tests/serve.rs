@@ -128,30 +128,7 @@ async fn kill_9_between_a_send_and_its_receipt_funds_each_sub_task_once() {
         ],
     );
     let http = reqwest::Client::new();
-    // Waits until the sponsor has a transaction sent and not mined.
-    let in_flight = || async {
-        for _ in 0..1_500 {
-            let pending = env.provider.get_transaction_count(sponsor).pending().await.unwrap();
-            let mined = env.provider.get_transaction_count(sponsor).latest().await.unwrap();
-            if pending > mined {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the sponsor sent nothing in 15 s");
-    };
-
-    let (mut orch, mut api) = start(&env, dir.path());
-    wait_up(&http, &api).await;
-    let id = propose_and_approve(&http, &api, &plan).await;
-    for _ in 0..2 {
-        in_flight().await;
-        orch.0.kill().unwrap(); // SIGKILL, with a transaction in the pool
-        orch.0.wait().unwrap();
-        (orch, api) = start(&env, dir.path());
-        wait_up(&http, &api).await;
-    }
-    let v = wait_completed(&http, &api, &id).await;
+    let (_orch, _api, _id, v) = through_two_kills(&env, dir.path(), &http, &plan).await;
     for s in v["subtasks"].as_array().unwrap() {
         assert_eq!((s["attempt"].as_u64(), s["phase"].as_str()), (Some(0), Some("paid")), "{s}");
     }
@@ -192,30 +169,7 @@ async fn kill_9_mid_upfront_pipeline_funds_and_pays_each_sub_task_once() {
     );
     plan["funding"] = json!("upfront");
     let http = reqwest::Client::new();
-    // Waits until the sponsor has a transaction sent and not mined.
-    let in_flight = || async {
-        for _ in 0..1_500 {
-            let pending = env.provider.get_transaction_count(sponsor).pending().await.unwrap();
-            let mined = env.provider.get_transaction_count(sponsor).latest().await.unwrap();
-            if pending > mined {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the sponsor sent nothing in 15 s");
-    };
-
-    let (mut orch, mut api) = start(&env, dir.path());
-    wait_up(&http, &api).await;
-    let id = propose_and_approve(&http, &api, &plan).await;
-    for _ in 0..2 {
-        in_flight().await;
-        orch.0.kill().unwrap(); // SIGKILL, with a transaction in the pool
-        orch.0.wait().unwrap();
-        (orch, api) = start(&env, dir.path());
-        wait_up(&http, &api).await;
-    }
-    let v = wait_completed(&http, &api, &id).await;
+    let (_orch, api, id, v) = through_two_kills(&env, dir.path(), &http, &plan).await;
     for s in v["subtasks"].as_array().unwrap() {
         assert_eq!((s["attempt"].as_u64(), s["phase"].as_str()), (Some(0), Some("paid")), "{s}");
     }
@@ -1273,4 +1227,41 @@ async fn seeded_reorgs_and_kills_end_in_the_canonical_index() {
 /// The JSON body of a GET of `url`.
 async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     http.get(url).send().await.expect("request").json().await.expect("JSON body")
+}
+
+/// Proposes and approves `plan` on a fresh `serve`, kills it (SIGKILL)
+/// twice, each time the moment one of the sponsor's transactions is sent
+/// and not yet mined, restarts it, and waits for the run to complete: the
+/// last `serve`, its API, the run id and the run's final view.
+async fn through_two_kills(
+    env: &TestEnv,
+    dir: &std::path::Path,
+    http: &reqwest::Client,
+    plan: &Value,
+) -> (support::Service, String, String, Value) {
+    let sponsor = env.actors.sponsor.address();
+    // Waits until the sponsor has a transaction sent and not mined.
+    let in_flight = || async {
+        for _ in 0..1_500 {
+            let pending = env.provider.get_transaction_count(sponsor).pending().await.unwrap();
+            let mined = env.provider.get_transaction_count(sponsor).latest().await.unwrap();
+            if pending > mined {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the sponsor sent nothing in 15 s");
+    };
+    let (mut orch, mut api) = start(env, dir);
+    wait_up(http, &api).await;
+    let id = propose_and_approve(http, &api, plan).await;
+    for _ in 0..2 {
+        in_flight().await;
+        orch.0.kill().unwrap(); // SIGKILL, with a transaction in the pool
+        orch.0.wait().unwrap();
+        (orch, api) = start(env, dir);
+        wait_up(http, &api).await;
+    }
+    let v = wait_completed(http, &api, &id).await;
+    (orch, api, id, v)
 }

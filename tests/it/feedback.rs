@@ -11,7 +11,6 @@ use alloy::primitives::{Address, U256};
 use serde_json::{Value, json};
 use tessera_bindings::{AgentRegistry, IdentityRegistry, ReputationRegistry, feedback::Proof};
 use tessera_e2e::{Stack, TestEnv};
-use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
 use tessera_orchestrator::{feedback::FeedbackMode, plan::Plan, runner::RunnerConfig};
 
 const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
@@ -51,21 +50,6 @@ fn two_steps(label: &str, translator: Address, summarizer: Address) -> Value {
     })
 }
 
-async fn index(env: &TestEnv) -> (IndexStore, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("index.db").display());
-    let store = IndexStore::connect(&url).await.unwrap();
-    let mut ix = Indexer::new(
-        env.provider.clone(),
-        env.deployment.clone(),
-        store,
-        None,
-        IndexerConfig::default(),
-    );
-    ix.sync_once().await.unwrap();
-    (ix.store().clone(), dir)
-}
-
 /// Waits until every feedback row of `run` is given; the rows.
 async fn given(
     stack: &Stack,
@@ -99,7 +83,7 @@ async fn feedback_given_after_settlement_is_matched_to_its_settlement_by_the_ind
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert!(rows.iter().all(|r| r.0.starts_with("settled:") && r.2 == 100), "{rows:?}");
 
-    let (store, _dir) = index(env).await;
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
     for (agent, id, capability) in
         [(translator, t_id, "translate"), (summarizer, s_id, "summarize")]
     {
@@ -117,6 +101,7 @@ async fn feedback_given_after_settlement_is_matched_to_its_settlement_by_the_ind
         // The proof names the task and the transaction it settled in, as
         // the escrow's history has them.
         let task = &f.task_ids[0];
+        assert_eq!(f.task_id.as_ref(), Some(task), "the page links the task");
         let detail = store.task(task).await.unwrap().expect("the task is indexed");
         assert_eq!(detail.task.status, "Paid");
         let settled_in = detail
@@ -154,7 +139,7 @@ async fn feedback_given_after_settlement_is_matched_to_its_settlement_by_the_ind
         .await
         .unwrap();
     assert!(r.status());
-    let (store, _dir) = index(env).await;
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
     let fb = store.agent(&summarizer.to_string()).await.unwrap().unwrap().feedback;
     assert_eq!((fb.count, fb.matched), (2, 1), "{fb:?}");
     let forged =
@@ -181,7 +166,7 @@ async fn per_plan_feedback_sums_up_each_executors_tasks_once_the_run_is_over() {
     let subjects: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
     assert!(subjects.contains(&format!("plan:{run}").as_str()), "{subjects:?}");
     assert_eq!(rows.iter().filter(|r| r.3 == "given").count(), 2, "{rows:?}");
-    let (store, _dir) = index(env).await;
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
     let fb = store.agent(&translator.to_string()).await.unwrap().unwrap().feedback;
     assert_eq!((fb.count, fb.matched), (1, 1), "{fb:?}");
     let proof = Proof::decode(&fb.latest[0].uri, fb.latest[0].hash.parse().unwrap()).unwrap();

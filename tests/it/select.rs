@@ -11,7 +11,6 @@ use alloy::primitives::Address;
 use serde_json::{Value, json};
 use tessera_bindings::usdc::Usdc;
 use tessera_e2e::Stack;
-use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
 use tessera_orchestrator::{plan::Selection, runner::RunnerConfig};
 
 const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
@@ -64,22 +63,12 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
     }
 
     // The indexer reads the records from the chain.
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("index.db").display());
-    let store = IndexStore::connect(&url).await.unwrap();
-    let mut ix = Indexer::new(
-        env.provider.clone(),
-        env.deployment.clone(),
-        store,
-        None,
-        IndexerConfig::default(),
-    );
-    ix.sync_once().await.unwrap();
-    let stats = ix.store().agent(&cheap.to_string()).await.unwrap().unwrap().stats;
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
+    let stats = store.agent(&cheap.to_string()).await.unwrap().unwrap().stats;
     assert_eq!((stats.completed, stats.expired, stats.refunded), (1, 4, 0));
-    let stats = ix.store().agent(&dear.to_string()).await.unwrap().unwrap().stats;
+    let stats = store.agent(&dear.to_string()).await.unwrap().unwrap().stats;
     assert_eq!((stats.completed, stats.expired), (4, 0));
-    stack.orch.with_records(Arc::new(ix.store().clone()));
+    stack.orch.with_records(Arc::new(store.clone()));
 
     // Balanced: 4 of 4 at 0.8 of the price beats 1 of 5 at the lowest. The
     // tasks are the choosing sponsor's own, so each funder's √units count

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use alloy::primitives::U256;
 use tessera_bindings::{MockUSDC, usdc::Usdc};
 use tessera_e2e::Stack;
-use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
 use tessera_orchestrator::{plan::Selection, runner::RunnerConfig};
 
 /// The Sybil's self-funded tasks.
@@ -66,18 +65,7 @@ async fn a_sybil_that_self_funds_a_hundred_one_unit_tasks_does_not_outrank_an_ho
     env.set_price(sybil, "summarize", PRICE).await;
 
     // The indexer reads both records from the chain.
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("index.db").display());
-    let store = IndexStore::connect(&url).await.unwrap();
-    let mut ix = Indexer::new(
-        env.provider.clone(),
-        env.deployment.clone(),
-        store,
-        None,
-        IndexerConfig::default(),
-    );
-    ix.sync_once().await.unwrap();
-    let store = ix.store().clone();
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
     let sybil_view = store.agent(&sybil.to_string()).await.unwrap().unwrap();
     let honest_view = store.agent(&honest.to_string()).await.unwrap().unwrap();
     assert_eq!(sybil_view.stats.completed, SELF_FUNDED as i64);

@@ -148,12 +148,14 @@ impl IndexStore {
         };
         const DONE: &str = "'Paid', 'Split'";
         const FAILED: &str = "'Refunded', 'Expired'";
+        // Ordered outside the grouping: PostgreSQL orders by an output
+        // column's name only when it stands alone.
         let sql = format!(
-            "SELECT funder, {} AS completed, {} AS failed, {} AS below_floor, \
+            "SELECT * FROM (SELECT funder, {} AS completed, {} AS failed, {} AS below_floor, \
                {} AS completed_units, {} AS failed_units \
              FROM ix_tasks WHERE executor = $1 AND status IN ({DONE}, {FAILED}) \
-             GROUP BY funder ORDER BY completed_units + failed_units DESC, funder \
-             LIMIT {MAX_FUNDERS}",
+             GROUP BY funder) per_funder \
+             ORDER BY completed_units + failed_units DESC, funder LIMIT {MAX_FUNDERS}",
             count(&format!("status IN ({DONE})")),
             count(&format!("status IN ({FAILED})")),
             count(&format!("amount_units < {EVIDENCE_FLOOR_UNITS}")),
@@ -309,6 +311,7 @@ mod tests {
             uri: uri.clone(),
             hash: hash.to_string(),
             task_ids: vec!["1".into()],
+            task_id: Some("1".into()),
             tx: String::new(),
             block: 1,
             matched,

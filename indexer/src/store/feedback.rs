@@ -72,6 +72,9 @@ pub struct FeedbackView {
     pub hash: String,
     /// The tasks its proof names, when it reads as one.
     pub task_ids: Vec<String>,
+    /// The first of them: the task, for a task's feedback (what the agents
+    /// page links to).
+    pub task_id: Option<String>,
     /// The transaction it was given in.
     pub tx: String,
     /// The block it was given in.
@@ -168,7 +171,7 @@ impl IndexStore {
             let client = e.clientAddress.to_string();
             let hash = e.feedbackHash.to_string();
             let proof = Proof::decode(&e.feedbackURI, e.feedbackHash);
-            let task_ids = proof
+            let task_ids: Vec<String> = proof
                 .as_ref()
                 .map(|p| p.tasks.iter().map(|t| t.task_id.clone()).collect())
                 .unwrap_or_default();
@@ -189,6 +192,7 @@ impl IndexStore {
                 tag2: e.tag2,
                 uri: e.feedbackURI,
                 hash,
+                task_id: task_ids.first().cloned(),
                 task_ids,
                 tx,
                 block,

@@ -24,6 +24,19 @@ pub struct Settled {
     pub body: Value,
 }
 
+/// A settlement event's row read back.
+fn settled_of(r: &sqlx::any::AnyRow) -> Result<Settled, StoreError> {
+    let body: String = r.try_get("body")?;
+    Ok(Settled {
+        run_id: r.try_get("run_id")?,
+        dedup: r.try_get("dedup")?,
+        body: serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+            table: "run_events",
+            detail: format!("body: {e}"),
+        })?,
+    })
+}
+
 /// A feedback row to claim.
 #[derive(Debug, Clone, Copy)]
 pub struct FeedbackClaim<'a> {
@@ -70,19 +83,7 @@ impl Store {
         .bind(sponsor)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let body: String = r.try_get("body")?;
-                Ok(Settled {
-                    run_id: r.try_get("run_id")?,
-                    dedup: r.try_get("dedup")?,
-                    body: serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
-                        table: "run_events",
-                        detail: format!("body: {e}"),
-                    })?,
-                })
-            })
-            .collect()
+        rows.iter().map(settled_of).collect()
     }
 
     /// Every settlement event of run `run_id` that speaks of the work.
@@ -94,19 +95,7 @@ impl Store {
         .bind(run_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| {
-                let body: String = r.try_get("body")?;
-                Ok(Settled {
-                    run_id: r.try_get("run_id")?,
-                    dedup: r.try_get("dedup")?,
-                    body: serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
-                        table: "run_events",
-                        detail: format!("body: {e}"),
-                    })?,
-                })
-            })
-            .collect()
+        rows.iter().map(settled_of).collect()
     }
 
     /// Claims `c.subject` for sending (or records it as not sent, with
