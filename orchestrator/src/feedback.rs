@@ -17,7 +17,10 @@ use std::{collections::BTreeMap, str::FromStr, sync::Arc, time::Duration};
 
 use alloy::primitives::{Address, B256};
 use serde_json::Value;
-use tessera_bindings::feedback::{Proof, SettledTask};
+use tessera_bindings::{
+    client::ClientError,
+    feedback::{Proof, SettledTask},
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -74,7 +77,8 @@ impl std::fmt::Display for FeedbackMode {
 pub struct Given {
     /// Feedback transactions mined.
     pub given: usize,
-    /// Subjects recorded without feedback (no identity linked).
+    /// Subjects recorded without feedback (no identity linked, or the
+    /// registry refused it).
     pub skipped: usize,
 }
 
@@ -208,8 +212,21 @@ impl Orchestrator {
             _ => None,
         }
         .unwrap_or_default();
-        let receipt =
-            self.chain().give_feedback(registry, agent_id, value, &capability, uri, hash).await?;
+        let sent =
+            self.chain().give_feedback(registry, agent_id, value, &capability, uri, hash).await;
+        let receipt = match sent {
+            Ok(receipt) => receipt,
+            // The registry refused it (its owner is the sponsor, say): said
+            // once in the ledger, so it never holds up the feedback after it.
+            Err(e) if e.revert().is_some() || matches!(e, ClientError::Reverted(_)) => {
+                let note = e.to_string();
+                tracing::warn!(run = %run_id, subject = %subject.key, %executor, error = %note, "feedback refused by the registry");
+                self.store().feedback_refused(subject.key, &note).await?;
+                out.skipped += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.store().feedback_given(subject.key, &receipt.transaction_hash.to_string()).await?;
         tracing::info!(run = %run_id, subject = %subject.key, %executor, %agent_id, value, tx = %receipt.transaction_hash, "feedback given");
         out.given += 1;

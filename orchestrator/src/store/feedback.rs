@@ -144,6 +144,19 @@ impl Store {
         Ok(())
     }
 
+    /// Closes `subject` as refused by the registry, with why.
+    pub async fn feedback_refused(&self, subject: &str, note: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE feedback SET state = 'refused', note = $2, updated_at = $3 WHERE subject = $1",
+        )
+        .bind(subject)
+        .bind(note)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// The feedback rows of `run_id`: `(subject, executor, value, state, tx hash)`.
     pub async fn feedback_of(
         &self,
