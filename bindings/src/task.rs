@@ -27,6 +27,8 @@ use alloy::{
     sol_types::{SolEvent, SolValue},
 };
 
+use serde::{Deserialize, Serialize};
+
 use crate::{
     ITaskEscrow::Task,
     TaskEscrow::{self, TaskEscrowEvents},
@@ -128,6 +130,96 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// Why a task was settled (`ITaskEscrow.Settlement`), decoded once from a
+/// `TaskSettled` log; its text form ([`Settlement::as_str`], also its serde
+/// form) is what events and the store carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Settlement {
+    /// The client approved the result.
+    Approved = 0,
+    /// The review window passed with no dispute.
+    AutoReleased = 1,
+    /// The arbiter's ruling, final at once (an appeal window of zero).
+    Ruling = 2,
+    /// The appeal arbiter's ruling.
+    AppealRuling = 3,
+    /// The ruling stood: the appeal window passed, or the appeal went undecided.
+    RulingFinalized = 4,
+    /// The arbiter never ruled before the dispute deadline: refund.
+    DisputeDefault = 5,
+    /// The client cancelled before acceptance.
+    Cancelled = 6,
+    /// The deadline passed before completion.
+    Expired = 7,
+    /// The executor said no before delivering.
+    Declined = 8,
+}
+
+impl Settlement {
+    /// Every settlement kind, in contract order.
+    pub const ALL: [Self; 9] = [
+        Self::Approved,
+        Self::AutoReleased,
+        Self::Ruling,
+        Self::AppealRuling,
+        Self::RulingFinalized,
+        Self::DisputeDefault,
+        Self::Cancelled,
+        Self::Expired,
+        Self::Declined,
+    ];
+
+    /// The settlement's text form (snake case, as events carry it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approved => "approved",
+            Self::AutoReleased => "auto_released",
+            Self::Ruling => "ruling",
+            Self::AppealRuling => "appeal_ruling",
+            Self::RulingFinalized => "ruling_finalized",
+            Self::DisputeDefault => "dispute_default",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+            Self::Declined => "declined",
+        }
+    }
+
+    /// The settlement a text form names.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether a dispute ended with it (a ruling, an appeal ruling, a
+    /// finalized ruling or the default refund).
+    pub fn ends_dispute(self) -> bool {
+        matches!(
+            self,
+            Self::Ruling | Self::AppealRuling | Self::RulingFinalized | Self::DisputeDefault
+        )
+    }
+
+    /// Whether the funder gets everything back (a default, cancel, expiry or
+    /// decline).
+    pub fn refunds_in_full(self) -> bool {
+        matches!(self, Self::DisputeDefault | Self::Cancelled | Self::Expired | Self::Declined)
+    }
+}
+
+impl TryFrom<u8> for Settlement {
+    type Error = FoldError;
+    fn try_from(v: u8) -> Result<Self, FoldError> {
+        Self::ALL.get(v as usize).copied().ok_or(FoldError::UnknownSettlement(v))
+    }
+}
+
+impl std::fmt::Display for Settlement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why an event could not be applied to a task.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FoldError {
@@ -150,6 +242,9 @@ pub enum FoldError {
     /// A status byte outside the contract's enum.
     #[error("unknown status {0}")]
     UnknownStatus(u8),
+    /// A settlement byte outside the contract's enum.
+    #[error("unknown settlement {0}")]
+    UnknownSettlement(u8),
     /// A task's history must start with `TaskCreated`.
     #[error("no TaskCreated event for task {0}")]
     NotCreated(U256),
@@ -304,31 +399,28 @@ impl TaskRecord {
             }
             E::TaskSettled(e) => {
                 let to = Status::try_from(e.status)?;
-                let allowed = match e.settlement {
-                    // Approved | AutoReleased
-                    0 | 1 => from == S::Completed && to == S::Paid,
-                    // Ruling: in the same transaction as DisputeRuled
-                    2 => from == S::Ruled && matches!(to, S::Paid | S::Refunded | S::Split),
-                    // AppealRuling
-                    3 => from == S::Appealed && matches!(to, S::Paid | S::Refunded | S::Split),
-                    // RulingFinalized
-                    4 => {
+                use Settlement as K;
+                let settlement = Settlement::try_from(e.settlement)?;
+                let allowed = match settlement {
+                    K::Approved | K::AutoReleased => from == S::Completed && to == S::Paid,
+                    // In the same transaction as DisputeRuled.
+                    K::Ruling => from == S::Ruled && matches!(to, S::Paid | S::Refunded | S::Split),
+                    K::AppealRuling => {
+                        from == S::Appealed && matches!(to, S::Paid | S::Refunded | S::Split)
+                    }
+                    K::RulingFinalized => {
                         matches!(from, S::Ruled | S::Appealed)
                             && matches!(to, S::Paid | S::Refunded | S::Split)
                     }
-                    // DisputeDefault
-                    5 => from == S::Disputed && to == S::Refunded,
-                    // Cancelled
-                    6 => from == S::Created && to == S::Cancelled,
-                    // Expired
-                    7 => matches!(from, S::Created | S::Accepted) && to == S::Expired,
-                    // Declined: in the same transaction as TaskDeclined
-                    8 => {
+                    K::DisputeDefault => from == S::Disputed && to == S::Refunded,
+                    K::Cancelled => from == S::Created && to == S::Cancelled,
+                    K::Expired => matches!(from, S::Created | S::Accepted) && to == S::Expired,
+                    // In the same transaction as TaskDeclined.
+                    K::Declined => {
                         matches!(from, S::Created | S::Accepted)
                             && to == S::Declined
                             && self.decline_reason_uri.is_some()
                     }
-                    _ => false,
                 };
                 if !allowed {
                     return bad("TaskSettled");
@@ -337,12 +429,12 @@ impl TaskRecord {
                     return bad("TaskSettled");
                 }
                 // A default, cancel, expiry or decline refunds the funder in full.
-                if e.settlement >= 5 && e.executorAmount != 0 {
+                if settlement.refunds_in_full() && e.executorAmount != 0 {
                     return bad("TaskSettled");
                 }
-                t.executorShareBps = match e.settlement {
-                    0 | 1 => 10_000,
-                    2..=4 => t.executorShareBps,
+                t.executorShareBps = match settlement {
+                    K::Approved | K::AutoReleased => 10_000,
+                    K::Ruling | K::AppealRuling | K::RulingFinalized => t.executorShareBps,
                     _ => 0,
                 };
                 t.status = to as u8;

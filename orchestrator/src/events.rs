@@ -10,23 +10,10 @@ use tessera_bindings::{
     ITaskEscrow::Task,
     TaskEscrow::TaskEscrowEvents,
     injection::Finding,
-    task::{Status, decode_log},
+    task::{Settlement, Status, decode_log},
 };
 
 use crate::state::{EventKind, Fields};
-
-/// Names of the settlement kinds, in contract order.
-pub const SETTLEMENTS: [&str; 9] = [
-    "approved",
-    "auto_released",
-    "ruling",
-    "appeal_ruling",
-    "ruling_finalized",
-    "dispute_default",
-    "cancelled",
-    "expired",
-    "declined",
-];
 
 /// Every event kind a run emits.
 pub const KINDS: &[EventKind] = EventKind::ALL;
@@ -179,6 +166,14 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
         ),
         TaskEscrowEvents::TaskSettled(e) => {
             let status = Status::try_from(e.status).ok()?;
+            // A kind outside the contract's enum is never written as a guess.
+            let settlement = match Settlement::try_from(e.settlement) {
+                Ok(s) => s,
+                Err(err) => {
+                    tracing::error!(task = %e.taskId, %err, "settlement log not stored");
+                    return None;
+                }
+            };
             let kind = match status {
                 Status::Paid | Status::Split => EventKind::SubtaskPaid,
                 Status::Refunded => EventKind::SubtaskRefunded,
@@ -191,7 +186,7 @@ pub fn from_log(log: &Log) -> Option<ChainEvent> {
                 kind,
                 json!({
                     "status": status.as_str(),
-                    "settlement": SETTLEMENTS.get(usize::from(e.settlement)).copied().unwrap_or("unknown"),
+                    "settlement": settlement,
                     "executor_amount": e.executorAmount.to_string(),
                     "funder_amount": e.funderAmount.to_string(),
                 }),
@@ -232,8 +227,8 @@ pub fn ruling_window(kind: EventKind, body: &Value, task: &Task) -> Option<Value
 /// For a settlement that ended a dispute (a ruling, an appeal ruling, a
 /// finalized ruling or the default refund): the verdict and share.
 pub fn dispute_resolution(body: &Value) -> Option<Value> {
-    let settlement = body.get("settlement")?.as_str()?;
-    if !matches!(settlement, "ruling" | "appeal_ruling" | "ruling_finalized" | "dispute_default") {
+    let settlement = Settlement::parse(body.get("settlement")?.as_str()?)?;
+    if !settlement.ends_dispute() {
         return None;
     }
     let verdict = match body.get("status")?.as_str()? {
