@@ -328,15 +328,9 @@ impl Orchestrator {
         match run.state {
             RunState::Proposed => {
                 let reason = crate::state::CloseReason::Cancelled;
-                self.transition(
-                    id,
-                    &[RunState::Proposed],
-                    RunState::Cancelled,
-                    Some(reason.as_str()),
-                )
-                .await?;
-                let event =
-                    RunEvent::PlanFailed { plan_id: plan.id, reason: reason.as_str().to_owned() };
+                let why = crate::state::Reason::Close(reason.clone());
+                self.transition(id, &[RunState::Proposed], RunState::Cancelled, Some(&why)).await?;
+                let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
                 self.emit_once(id, &event).await?;
             }
             s if s.is_live() => {

@@ -9,8 +9,8 @@ use super::{Orchestrator, RunError, step};
 use crate::{
     plan::{Checkpoint, OnTimeout, Plan},
     state::{
-        CloseReason, Decider, DecisionKind, Gate, Gates, Pending, Progress, RunEvent, RunState,
-        outlasted,
+        CloseReason, Decider, DecisionKind, Gate, Gates, Ignored, Outcome, PauseReason, Pending,
+        Progress, Reason, RunEvent, RunState, outlasted,
     },
     store::now_ms,
 };
@@ -107,7 +107,7 @@ impl Orchestrator {
         plan: &Plan,
         rows: &BTreeMap<u32, Progress>,
         decision: &Pending,
-    ) -> Result<String, RunError> {
+    ) -> Result<Outcome, RunError> {
         let arg = decision.arg.as_deref().unwrap_or_default();
         let (name, reason) = match arg.split_once(':') {
             Some((name, reason)) => (name, Some(reason.to_owned())),
@@ -121,15 +121,20 @@ impl Orchestrator {
         let mut gates = self.store.gates(id).await?;
         match gates.get(name) {
             Some(g) if g.is_open() => {}
-            Some(g) => return Ok(format!("ignored: checkpoint {name} is {}", g.word())),
-            None => return Ok(format!("ignored: checkpoint {name} is not reached yet")),
+            Some(g) => {
+                let state = g.word();
+                return Ok(Outcome::Ignored(Ignored::CheckpointDecided { name: name.into(), state }));
+            }
+            None => {
+                return Ok(Outcome::Ignored(Ignored::CheckpointNotReached { name: name.into() }));
+            }
         }
         if decision.kind == DecisionKind::Pass {
             self.pass(id, plan, rows, &mut gates, cp, Decider::Approver).await?;
         } else {
             self.stop_at(id, plan, &mut gates, cp, Decider::Approver, reason).await?;
         }
-        Ok(decision.kind.done().to_owned())
+        Ok(Outcome::Done(decision.kind))
     }
 
     /// Seconds an approver has at `cp`.
@@ -139,9 +144,10 @@ impl Orchestrator {
 
     /// Pauses the run at `cp`.
     async fn hold(&self, id: &str, plan: &Plan, cp: &Checkpoint) -> Result<(), RunError> {
-        let reason = format!("checkpoint {}: approve or reject", cp.name);
+        let reason = PauseReason(format!("checkpoint {}: approve or reject", cp.name));
+        let why = Reason::Pause(reason.clone());
         let paused = self
-            .transition(id, &[RunState::Running, RunState::Paused], RunState::Paused, Some(&reason))
+            .transition(id, &[RunState::Running, RunState::Paused], RunState::Paused, Some(&why))
             .await?;
         if paused {
             let index = cp.after.iter().copied().max().unwrap_or_default();
@@ -184,7 +190,7 @@ impl Orchestrator {
         let event =
             RunEvent::CheckpointRejected { plan_id: plan.id, name: cp.name.clone(), by, reason };
         self.emit(id, &format!("checkpoint-rejected:{}", cp.name), &event).await?;
-        let why = CloseReason::Other(format!("checkpoint {} rejected", cp.name));
+        let why = CloseReason::CheckpointRejected(cp.name.clone());
         self.close(id, plan, &why).await
     }
 

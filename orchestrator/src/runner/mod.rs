@@ -65,7 +65,7 @@ pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 use crate::{
     choose::AgentRecords,
     plan::Plan,
-    state::{CloseReason, Progress, Run, RunEvent, RunState},
+    state::{CloseReason, Progress, Reason, Run, RunEvent, RunState},
     store::{EventRow, Store},
 };
 
@@ -202,7 +202,7 @@ impl Orchestrator {
         id: &str,
         from: &[RunState],
         to: RunState,
-        reason: Option<&str>,
+        reason: Option<&Reason>,
     ) -> Result<bool, RunError> {
         Ok(self.store.transition(id, from, to, reason).await?)
     }
@@ -249,9 +249,9 @@ impl Orchestrator {
     /// cancelled; what is in flight settles.
     async fn close(&self, id: &str, plan: &Plan, reason: &CloseReason) -> Result<(), RunError> {
         let live = [RunState::Running, RunState::Paused];
-        if self.transition(id, &live, RunState::Cancelling, Some(reason.as_str())).await? {
-            let event =
-                RunEvent::PlanCancelling { plan_id: plan.id, reason: reason.as_str().to_owned() };
+        let why = Reason::Close(reason.clone());
+        if self.transition(id, &live, RunState::Cancelling, Some(&why)).await? {
+            let event = RunEvent::PlanCancelling { plan_id: plan.id, reason: reason.clone() };
             self.emit_once(id, &event).await?;
         }
         Ok(())

@@ -26,7 +26,7 @@ use alloy::primitives::Address;
 use super::{Chain, Orchestrator, RunError, step::Failure};
 use crate::{
     plan::{Choice, MAX_RETRIES, Plan, PlanError, Policy},
-    state::{CloseReason, Phase, Progress, RunEvent},
+    state::{CloseReason, Phase, Progress, Recovery, RunEvent},
 };
 
 /// Most attempts the runner starts on its own for one sub-task, whatever
@@ -57,8 +57,8 @@ impl Orchestrator {
         }
         let what = format!("sub-task {index} attempt {attempt}: {}", failure.describe());
         if policy == Policy::Cancel {
-            self.recovery_event(plan, id, index, attempt, "cancel", format!("{what}; cancelling"))
-                .await?;
+            let why = format!("{what}; cancelling");
+            self.recovery_event(plan, id, index, attempt, Recovery::Cancel, why).await?;
             return self.close(id, plan, &CloseReason::Cancelled).await;
         }
         if attempt >= MAX_AUTOMATIC_ATTEMPTS {
@@ -68,10 +68,10 @@ impl Orchestrator {
             );
             return self.pause(id, plan, index, attempt, reason).await;
         }
-        let (executor, word, why) = match policy {
+        let (executor, step, why) = match policy {
             Policy::Retry(n) if attempt < n => (
                 row.executor,
-                policy.to_string(),
+                Recovery::Retry(n),
                 format!("{what}; retry {} of {n} with {}", attempt + 1, row.executor),
             ),
             _ => {
@@ -79,18 +79,14 @@ impl Orchestrator {
                 let (capability, cost) = (&task.capability, task.cost);
                 let choice =
                     self.choose(index, capability, plan.selection, &tried, Some(cost)).await?;
-                let word = match failure {
-                    Failure::DisputeLost => "retry_other".to_owned(),
-                    _ if matches!(policy, Policy::Retry(_)) => format!("{policy} then reassign"),
-                    _ => "reassign".to_owned(),
-                };
+                let step = Recovery::reassigning(policy, failure == Failure::DisputeLost);
                 match choice {
                     Some(choice) => {
                         let why =
                             format!("{what}; reassigned to {}: {}", choice.executor, choice.reason);
                         let executor = choice.executor;
                         self.record_choice(id, choice).await?;
-                        (executor, word, why)
+                        (executor, step, why)
                     }
                     None => {
                         // Someone asking more is for a person to raise to.
@@ -132,8 +128,8 @@ impl Orchestrator {
         next.output = None;
         self.store.put_subtask(id, &next.to_row()).await?;
         rows.insert(index, next);
-        tracing::info!(index, attempt = attempt + 1, %executor, policy = %word, "recovered");
-        self.recovery_event(plan, id, index, attempt + 1, &word, why).await
+        tracing::info!(index, attempt = attempt + 1, %executor, policy = %step, "recovered");
+        self.recovery_event(plan, id, index, attempt + 1, step, why).await
     }
 
     /// Keeps `choice` as the plan's reason for its sub-task's executor.
@@ -164,19 +160,20 @@ impl Orchestrator {
         Ok(tried)
     }
 
+    /// Reports recovery step `policy` on sub-task `index`, now at `attempt`.
     pub(super) async fn recovery_event(
         &self,
         plan: &Plan,
         id: &str,
         index: u32,
         attempt: u32,
-        policy: &str,
+        policy: Recovery,
         reason: String,
     ) -> Result<(), RunError> {
         let event = RunEvent::RecoveryApplied {
             plan_id: plan.id,
             index,
-            policy: policy.to_owned(),
+            policy,
             attempt,
             reason,
         };

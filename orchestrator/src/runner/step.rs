@@ -16,7 +16,9 @@ use super::RunError;
 use crate::{
     condition::Condition,
     plan::{DisputePolicy, Plan, PlanError, Policy, ReviewMode},
-    state::{CloseReason, DecisionKind, Gate, Gates, Pending, Phase, Progress, RunState},
+    state::{
+        CloseReason, DecisionKind, Gate, Gates, Ignored, Outcome, Pending, Phase, Progress, RunState,
+    },
 };
 
 /// What the runner needs to know of a sub-task's current on-chain task.
@@ -426,7 +428,7 @@ pub enum Resolution {
         /// The transaction.
         call: Call,
         /// What it means once it worked.
-        outcome: String,
+        outcome: Outcome,
         /// The executor to record once it worked.
         executor: Option<Address>,
     },
@@ -434,7 +436,7 @@ pub enum Resolution {
     /// was declined.
     Requeue(Progress),
     /// Nothing to do: the decision does not apply now.
-    Ignore(String),
+    Ignore(Ignored),
 }
 
 /// What `decision` comes to for the run in `s`.
@@ -455,19 +457,19 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
         (D::Approve, Phase::Chain(Status::Completed)) => Resolution::Send {
             index,
             call: Call::Approve,
-            outcome: decision.kind.done().into(),
+            outcome: Outcome::Done(decision.kind),
             executor: None,
         },
         (D::Appeal, Phase::Chain(Status::Ruled)) => Resolution::Send {
             index,
             call: Call::Appeal(reason()),
-            outcome: decision.kind.done().into(),
+            outcome: Outcome::Done(decision.kind),
             executor: None,
         },
         (D::Dispute, Phase::Chain(Status::Completed)) => Resolution::Send {
             index,
             call: Call::Dispute(reason()),
-            outcome: decision.kind.done().into(),
+            outcome: Outcome::Done(decision.kind),
             executor: None,
         },
         (D::Retry | D::Executor, Phase::Chain(Status::Created | Status::Accepted)) => {
@@ -478,7 +480,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
             Resolution::Send {
                 index,
                 call: Call::Reassign { executor, deadline: fresh_deadline },
-                outcome: format!("reassigned to {executor} until {fresh_deadline}"),
+                outcome: Outcome::Reassigned { executor, deadline: fresh_deadline },
                 executor: Some(executor),
             }
         }
@@ -502,9 +504,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
             }
             Resolution::Requeue(next)
         }
-        (kind, phase) => Resolution::Ignore(format!(
-            "ignored: {kind} does not apply to a sub-task that is {phase}"
-        )),
+        (kind, phase) => Resolution::Ignore(Ignored::NotApplicable { kind, phase }),
     })
 }
 
@@ -532,7 +532,7 @@ pub enum Ending {
 /// for an approver.
 pub fn ending(
     state: RunState,
-    reason: Option<&str>,
+    reason: Option<&CloseReason>,
     rows: &[Progress],
     paused_secs: Option<u64>,
     timeout_secs: u64,
@@ -550,7 +550,7 @@ pub fn ending(
         return Some(Ending::Completed);
     }
     if state == RunState::Cancelling && !rows.iter().any(|r| r.phase.in_flight()) {
-        let reason = reason.map_or(CloseReason::Cancelled, CloseReason::parse);
+        let reason = reason.cloned().unwrap_or(CloseReason::Cancelled);
         return Some(Ending::Closed { state: reason.final_state(), reason });
     }
     if state == RunState::Paused && paused_secs.is_some_and(|p| p > timeout_secs) {

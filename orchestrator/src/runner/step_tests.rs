@@ -222,7 +222,7 @@ fn decisions_resolve_by_phase() {
     else {
         panic!()
     };
-    assert_eq!(outcome, "approved");
+    assert_eq!(outcome.to_string(), "approved");
     assert!(matches!(
         resolve_at(c(Status::Completed), &decision(D::Dispute, Some(0), Some("thin"))),
         Resolution::Send { call: Call::Dispute(r), .. } if r == "thin"
@@ -250,6 +250,7 @@ fn decisions_resolve_by_phase() {
     else {
         panic!()
     };
+    let why = Outcome::Ignored(why).to_string();
     assert!(why.contains("approve does not apply to a sub-task that is paid"), "{why}");
 }
 
@@ -291,11 +292,11 @@ fn runs_end_on_stored_progress() {
     let closing = rows(&[c(Status::Paid), W]).into_values().collect::<Vec<_>>();
     assert_eq!(ending(RunState::Running, None, &closing, None, 10, false), None);
     assert_eq!(
-        ending(RunState::Cancelling, Some("cancelled"), &closing, None, 10, false),
+        ending(RunState::Cancelling, Some(&CloseReason::Cancelled), &closing, None, 10, false),
         Some(Ending::Closed { state: RunState::Cancelled, reason: CloseReason::Cancelled })
     );
     assert_eq!(
-        ending(RunState::Cancelling, Some("dispute_refunded"), &closing, None, 10, false),
+        ending(RunState::Cancelling, Some(&CloseReason::DisputeRefunded), &closing, None, 10, false),
         Some(Ending::Closed { state: RunState::Failed, reason: CloseReason::DisputeRefunded })
     );
     let in_flight = rows(&[c(Status::Accepted), W]).into_values().collect::<Vec<_>>();
@@ -399,7 +400,7 @@ fn dependants_of_skipped_steps_follow_the_rule() {
     assert_eq!(ending(RunState::Running, None, &done, None, 10, false), Some(Ending::Completed));
     assert_eq!(ending(RunState::Running, None, &done, None, 10, true), None, "a gate waits");
     assert!(matches!(
-        ending(RunState::Cancelling, Some("cancelled"), &done, None, 10, false),
+        ending(RunState::Cancelling, Some(&CloseReason::Cancelled), &done, None, 10, false),
         Some(Ending::Closed { .. })
     ));
 }

@@ -22,7 +22,10 @@ use super::{
 };
 use crate::{
     plan::{Group, Plan, PlanError, StepPath},
-    state::{CloseReason, DecisionKind, Gate, Pending, Phase, Progress, RunEvent, RunState, Spend},
+    state::{
+        CloseReason, DecisionKind, Gate, Outcome, PauseReason, Pending, Phase, Progress, Reason,
+        Recovery, RunEvent, RunState, Spend,
+    },
     store::DecisionOutcome,
 };
 
@@ -153,7 +156,7 @@ impl Orchestrator {
         };
         match step::ending(
             run.state,
-            run.reason.as_deref(),
+            run.close.as_ref(),
             &stored,
             paused_for,
             timeout,
@@ -186,10 +189,10 @@ impl Orchestrator {
                     let row = Progress { phase: Phase::Skipped, ..row.clone() };
                     self.store.put_subtask(id, &row.to_row()).await?;
                 }
-                let text = reason.as_str();
-                self.transition(id, &[RunState::Cancelling], state, Some(text)).await?;
+                let why = Reason::Close(reason.clone());
+                self.transition(id, &[RunState::Cancelling], state, Some(&why)).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
-                let event = RunEvent::PlanFailed { plan_id: plan.id, reason: text.to_owned() };
+                let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
                 self.emit_once(id, &event).await?;
                 Ok(true)
             }
@@ -277,7 +280,7 @@ impl Orchestrator {
                         "attempt {attempt} ended before its upstream delivered; attempt {} is                          funded with its upstream's next attempt",
                         attempt + 1
                     );
-                    self.recovery_event(plan, id, index, attempt + 1, "await upstream", reason)
+                    self.recovery_event(plan, id, index, attempt + 1, Recovery::AwaitUpstream, reason)
                         .await?;
                 }
             }
@@ -298,7 +301,7 @@ impl Orchestrator {
         records: &mut HashMap<u32, TaskRecord>,
         decision: &Pending,
         now: u64,
-    ) -> Result<String, RunError> {
+    ) -> Result<Outcome, RunError> {
         if matches!(decision.kind, DecisionKind::Pass | DecisionKind::Stop) {
             return self.checkpoint_decision(id, plan, rows, decision).await;
         }
@@ -311,7 +314,7 @@ impl Orchestrator {
         match step::resolve(&snapshot, decision)? {
             Resolution::Close => {
                 self.close(id, plan, &CloseReason::Cancelled).await?;
-                Ok(RunState::Cancelling.as_str().to_owned())
+                Ok(Outcome::Done(DecisionKind::Cancel))
             }
             Resolution::Send { index, call, outcome, executor } => {
                 let rec = records
@@ -354,9 +357,9 @@ impl Orchestrator {
                 let gates = self.store.gates(id).await?;
                 let dedup = format!("resumed:{}", decision.seq);
                 self.resume_if_clear(id, plan, rows, &gates, &dedup).await?;
-                Ok(format!("attempt {attempt} queued"))
+                Ok(Outcome::Queued { attempt })
             }
-            Resolution::Ignore(why) => Ok(why),
+            Resolution::Ignore(why) => Ok(Outcome::Ignored(why)),
         }
     }
 
@@ -609,7 +612,7 @@ impl Orchestrator {
         self.store.put_subtask(id, &moved.to_row()).await?;
         rows.insert(index, moved);
         let reason = format!("{what}; funding attempt {next} under a new reference");
-        self.recovery_event(plan, id, index, next, "new reference", reason).await
+        self.recovery_event(plan, id, index, next, Recovery::NewReference, reason).await
     }
 
     /// The escrow's parameters for a sub-task's current attempt, its
@@ -776,8 +779,9 @@ impl Orchestrator {
         attempt: u32,
         reason: String,
     ) -> Result<(), RunError> {
-        let paused =
-            self.transition(id, &[RunState::Running], RunState::Paused, Some(&reason)).await?;
+        let reason = PauseReason(reason);
+        let why = Reason::Pause(reason.clone());
+        let paused = self.transition(id, &[RunState::Running], RunState::Paused, Some(&why)).await?;
         if paused {
             let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
             self.emit(id, &format!("paused:{index}:{attempt}"), &event).await?;
@@ -822,16 +826,12 @@ fn refused(indices: &[u32], e: RunError) -> Result<(), RunError> {
 }
 
 /// A decision's result as stored and sent.
-fn outcome_of(result: Result<String, RunError>) -> DecisionOutcome {
+fn outcome_of(result: Result<Outcome, RunError>) -> DecisionOutcome {
     match result {
-        Ok(outcome) => DecisionOutcome { outcome, ok: true, error: None, revert: None },
-        Err(e) => DecisionOutcome {
-            outcome: format!("failed: {e}"),
-            ok: false,
-            error: Some(e.to_string()),
-            revert: e.revert().map(revert_text),
-        },
+        Ok(outcome) => outcome,
+        Err(e) => Outcome::Failed { error: e.to_string(), revert: e.revert().map(revert_text) },
     }
+    .to_stored()
 }
 
 #[cfg(test)]
@@ -859,7 +859,7 @@ mod tests {
             Some("TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 })")
         );
         assert!(outcome.error.unwrap().contains("TaskEscrowTooEarly"));
-        let fine = outcome_of(Ok("approved".into()));
+        let fine = outcome_of(Ok(Outcome::Done(DecisionKind::Approve)));
         assert_eq!(
             (fine.ok, fine.outcome.as_str(), fine.error, fine.revert),
             (true, "approved", None, None)

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_bindings::usdc::Usdc;
 
-use super::{DecisionKind, Stakes, UnknownWord};
+use super::{CloseReason, DecisionKind, PauseReason, Recovery, Stakes, UnknownWord};
 
 /// The fields of an event derived from an escrow log (sub-task fields, the
 /// transaction, and the log's own data), as sent.
@@ -100,7 +100,7 @@ pub enum RunEvent {
         /// The stuck sub-task.
         index: u32,
         /// What to decide.
-        reason: String,
+        reason: PauseReason,
     },
     /// A sub-task was not funded: its cost would take the plan over its
     /// budget. The run pauses with the reason; nothing was sent.
@@ -145,7 +145,7 @@ pub enum RunEvent {
         /// The plan.
         plan_id: B256,
         /// Why.
-        reason: String,
+        reason: CloseReason,
     },
     /// Every sub-task was paid.
     PlanCompleted {
@@ -226,7 +226,7 @@ pub enum RunEvent {
         /// The sub-task.
         index: u32,
         /// The policy step applied (`retry(2)`, `reassign`).
-        policy: String,
+        policy: Recovery,
         /// The new attempt.
         attempt: u32,
         /// Why, in words (what happened, and to whom the work went).
@@ -277,7 +277,7 @@ pub enum RunEvent {
         /// The plan.
         plan_id: B256,
         /// Why.
-        reason: String,
+        reason: CloseReason,
     },
     /// The run's driver failed or panicked and was started again.
     DriverRestarted {

@@ -6,7 +6,8 @@
 //! both ways is here, with a round-trip test, so a typo cannot compile and a
 //! new phase is one variant added here.
 //!
-//! - this file: run states, stakes, decision kinds, phases, close reasons;
+//! - this file: run states, stakes, decision kinds, phases, close reasons,
+//!   recovery steps;
 //! - `event`: run events and their kinds;
 //! - `rows`: the typed rows the runner works on, read from and written
 //!   to the store's text rows.
@@ -176,6 +177,95 @@ impl DecisionKind {
     }
 }
 
+/// What came of a decision; its text form ([`fmt::Display`]) is the
+/// `outcome` the store keeps and the `decision_applied` event sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did what it was for (`approved`, `disputed`, `cancelling`, …).
+    Done(DecisionKind),
+    /// The task went to `executor` with a fresh deadline.
+    Reassigned {
+        /// The executor it went to.
+        executor: alloy::primitives::Address,
+        /// The new deadline (chain seconds).
+        deadline: u64,
+    },
+    /// A new attempt was queued.
+    Queued {
+        /// The attempt queued.
+        attempt: u32,
+    },
+    /// It did not apply when it was taken.
+    Ignored(Ignored),
+    /// It failed: its transaction was refused, or it could not be carried
+    /// out.
+    Failed {
+        /// Why.
+        error: String,
+        /// The contract's decoded refusal, when the chain refused.
+        revert: Option<String>,
+    },
+}
+
+impl Outcome {
+    /// Whether it worked (anything but a failure).
+    pub fn ok(&self) -> bool {
+        !matches!(self, Self::Failed { .. })
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Done(kind) => f.write_str(kind.done()),
+            Self::Reassigned { executor, deadline } => {
+                write!(f, "reassigned to {executor} until {deadline}")
+            }
+            Self::Queued { attempt } => write!(f, "attempt {attempt} queued"),
+            Self::Ignored(why) => write!(f, "ignored: {why}"),
+            Self::Failed { error, .. } => write!(f, "failed: {error}"),
+        }
+    }
+}
+
+/// Why a decision did not apply when it was taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ignored {
+    /// The sub-task is past (or not yet at) where the decision acts.
+    NotApplicable {
+        /// What was decided.
+        kind: DecisionKind,
+        /// Where the sub-task stood.
+        phase: Phase,
+    },
+    /// The checkpoint was decided already.
+    CheckpointDecided {
+        /// The checkpoint.
+        name: String,
+        /// Its state (`approved`, `rejected`).
+        state: &'static str,
+    },
+    /// The checkpoint was not reached yet.
+    CheckpointNotReached {
+        /// The checkpoint.
+        name: String,
+    },
+}
+
+impl fmt::Display for Ignored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotApplicable { kind, phase } => {
+                write!(f, "{kind} does not apply to a sub-task that is {phase}")
+            }
+            Self::CheckpointDecided { name, state } => write!(f, "checkpoint {name} is {state}"),
+            Self::CheckpointNotReached { name } => {
+                write!(f, "checkpoint {name} is not reached yet")
+            }
+        }
+    }
+}
+
 /// Where one sub-task stands: not created yet, skipped, or the on-chain
 /// status of its current attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -290,36 +380,169 @@ impl<'de> Deserialize<'de> for Phase {
 /// The reason a run closes or failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CloseReason {
-    /// The user cancelled, or a pause timed out.
+    /// The user cancelled, the plan's policy cancelled, or a pause timed
+    /// out.
     Cancelled,
     /// A dispute ended in a full refund: the plan cannot go on.
     DisputeRefunded,
-    /// Another reason, as stored.
-    Other(String),
+    /// An approver (or a checkpoint's timeout) rejected checkpoint `.0`.
+    CheckpointRejected(String),
 }
 
 impl CloseReason {
-    /// The reason as stored and sent.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Cancelled => "cancelled",
-            Self::DisputeRefunded => "dispute_refunded",
-            Self::Other(s) => s,
-        }
-    }
-
-    /// Reads a stored reason.
-    pub fn parse(text: &str) -> Self {
+    /// Reads a stored reason (`cancelled`, `dispute_refunded`,
+    /// `checkpoint <name> rejected`).
+    pub fn parse(text: &str) -> Result<Self, UnknownWord> {
         match text {
-            "cancelled" => Self::Cancelled,
-            "dispute_refunded" => Self::DisputeRefunded,
-            other => Self::Other(other.to_owned()),
+            "cancelled" => Ok(Self::Cancelled),
+            "dispute_refunded" => Ok(Self::DisputeRefunded),
+            other => other
+                .strip_prefix("checkpoint ")
+                .and_then(|rest| rest.strip_suffix(" rejected"))
+                .map(|name| Self::CheckpointRejected(name.to_owned()))
+                .ok_or_else(|| UnknownWord { what: "close reason", text: text.to_owned() }),
         }
     }
 
     /// The state a run closed for this reason ends in.
     pub fn final_state(&self) -> RunState {
         if *self == Self::Cancelled { RunState::Cancelled } else { RunState::Failed }
+    }
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::DisputeRefunded => f.write_str("dispute_refunded"),
+            Self::CheckpointRejected(name) => write!(f, "checkpoint {name} rejected"),
+        }
+    }
+}
+
+impl Serialize for CloseReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CloseReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Why a run waits for a person: what happened and what to decide, in
+/// words (`sub-task 0 attempt 1: expired; retry, change executor or
+/// cancel`). Kept apart from a [`CloseReason`]: a pause is answered, a
+/// close is final.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PauseReason(pub String);
+
+impl fmt::Display for PauseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for PauseReason {
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+/// Why a run moves to a state, when it needs a reason: a pause's, or a
+/// close's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// The run waits for a person.
+    Pause(PauseReason),
+    /// The run closes, or closed.
+    Close(CloseReason),
+}
+
+/// The step a `recovery_applied` event names: what the runner did on its
+/// own about a sub-task that ended without delivery (or whose reference was
+/// taken). Its text form (`retry(2)`, `retry(2) then reassign`,
+/// `reassign`, …) is the event's `policy` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Recovery {
+    /// The plan's policy closes the run.
+    Cancel,
+    /// The same executor again (`retry(n)`).
+    Retry(u32),
+    /// Retries used up: the next executor (`retry(n) then reassign`).
+    RetryThenReassign(u32),
+    /// The next executor the selection policy picks.
+    Reassign,
+    /// A lost dispute: another executor.
+    RetryOther,
+    /// A dependant's attempt ended before its upstream delivered: funded
+    /// again with its upstream's next attempt.
+    AwaitUpstream,
+    /// The reference was used outside this run: a new attempt.
+    NewReference,
+}
+
+impl Recovery {
+    /// The recovery a plan's `policy` gives when it does not retry (any
+    /// more): a reassignment, named after the policy it replaces.
+    pub fn reassigning(policy: crate::plan::Policy, dispute_lost: bool) -> Self {
+        match policy {
+            _ if dispute_lost => Self::RetryOther,
+            crate::plan::Policy::Retry(n) => Self::RetryThenReassign(n),
+            _ => Self::Reassign,
+        }
+    }
+
+    /// Reads the text form.
+    pub fn parse(text: &str) -> Result<Self, UnknownWord> {
+        let unknown = || UnknownWord { what: "recovery", text: text.to_owned() };
+        let retries = |s: &str| {
+            s.strip_prefix("retry(")
+                .and_then(|r| r.strip_suffix(')'))
+                .and_then(|n| n.parse::<u32>().ok())
+        };
+        Ok(match text {
+            "cancel" => Self::Cancel,
+            "reassign" => Self::Reassign,
+            "retry_other" => Self::RetryOther,
+            "await upstream" => Self::AwaitUpstream,
+            "new reference" => Self::NewReference,
+            other => match other.strip_suffix(" then reassign") {
+                Some(retry) => Self::RetryThenReassign(retries(retry).ok_or_else(unknown)?),
+                None => Self::Retry(retries(other).ok_or_else(unknown)?),
+            },
+        })
+    }
+}
+
+impl fmt::Display for Recovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cancel => f.write_str("cancel"),
+            Self::Retry(n) => write!(f, "retry({n})"),
+            Self::RetryThenReassign(n) => write!(f, "retry({n}) then reassign"),
+            Self::Reassign => f.write_str("reassign"),
+            Self::RetryOther => f.write_str("retry_other"),
+            Self::AwaitUpstream => f.write_str("await upstream"),
+            Self::NewReference => f.write_str("new reference"),
+        }
+    }
+}
+
+impl Serialize for Recovery {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Recovery {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -367,9 +590,27 @@ mod tests {
         };
         assert_eq!(Progress::from_row(&row).unwrap().to_row(), row);
         assert!(Progress::from_row(&SubtaskRow { phase: "paied".into(), ..row }).is_err());
-        for r in ["cancelled", "dispute_refunded", "other"] {
-            assert_eq!(CloseReason::parse(r).as_str(), r);
+        for r in [
+            Recovery::Cancel,
+            Recovery::Retry(2),
+            Recovery::RetryThenReassign(1),
+            Recovery::Reassign,
+            Recovery::RetryOther,
+            Recovery::AwaitUpstream,
+            Recovery::NewReference,
+        ] {
+            assert_eq!(Recovery::parse(&r.to_string()), Ok(r));
         }
+        assert_eq!(Recovery::RetryThenReassign(2).to_string(), "retry(2) then reassign");
+        assert!(Recovery::parse("retry(x)").is_err());
+        for r in ["cancelled", "dispute_refunded", "checkpoint review rejected"] {
+            assert_eq!(CloseReason::parse(r).unwrap().to_string(), r);
+        }
+        assert_eq!(
+            CloseReason::parse("checkpoint review rejected"),
+            Ok(CloseReason::CheckpointRejected("review".into()))
+        );
+        assert!(CloseReason::parse("other").is_err());
     }
 
     #[test]

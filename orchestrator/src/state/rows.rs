@@ -3,8 +3,10 @@
 
 use alloy::primitives::Address;
 
-use super::{DecisionKind, Phase, RunState, Stakes, UnknownWord};
-use crate::store::{DecisionRow, RunRow, SubtaskRow};
+use super::{
+    CloseReason, DecisionKind, Outcome, Phase, PauseReason, RunState, Stakes, UnknownWord,
+};
+use crate::store::{DecisionOutcome, DecisionRow, RunRow, SubtaskRow};
 
 /// A stored row holds a word or a value this version cannot read.
 #[derive(Debug, thiserror::Error)]
@@ -24,8 +26,10 @@ pub struct Run {
     pub id: String,
     /// Where it stands.
     pub state: RunState,
-    /// Why it closed or paused, when it did.
-    pub reason: Option<String>,
+    /// Why it waits for a person, while paused.
+    pub pause: Option<PauseReason>,
+    /// Why it closes or closed, once closing.
+    pub close: Option<CloseReason>,
     /// Wall-clock ms since the run waits for a recovery decision.
     pub paused_at: Option<i64>,
     /// Its stakes.
@@ -38,7 +42,8 @@ impl Run {
         Ok(Self {
             id: row.id.clone(),
             state: RunState::parse(&row.state)?,
-            reason: row.reason.clone(),
+            pause: row.pause_reason.clone().map(PauseReason),
+            close: row.close_reason.as_deref().map(CloseReason::parse).transpose()?,
             paused_at: row.paused_at,
             stakes: Stakes::parse(&row.stakes)?,
         })
@@ -129,5 +134,17 @@ impl Pending {
             kind: DecisionKind::parse(&row.kind)?,
             arg: row.arg.clone(),
         })
+    }
+}
+
+impl Outcome {
+    /// The outcome as stored: its words, whether it worked, and a
+    /// failure's error and revert.
+    pub fn to_stored(&self) -> DecisionOutcome {
+        let (error, revert) = match self {
+            Self::Failed { error, revert } => (Some(error.clone()), revert.clone()),
+            _ => (None, None),
+        };
+        DecisionOutcome { outcome: self.to_string(), ok: self.ok(), error, revert }
     }
 }

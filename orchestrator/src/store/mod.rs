@@ -79,8 +79,16 @@ pub struct RunRow {
     pub plan_json: String,
     /// Where the run stands.
     pub state: String,
-    /// Why it failed or paused, when it did.
+    /// Why it paused, closes or closed, in words, as the API shows it: the
+    /// close reason, else the pause's.
     pub reason: Option<String>,
+    /// Why it waits for a person (a sentence), while paused.
+    #[serde(skip)]
+    pub pause_reason: Option<String>,
+    /// Why it closes or closed (`cancelled`, `dispute_refunded`,
+    /// `checkpoint <name> rejected`), once closing.
+    #[serde(skip)]
+    pub close_reason: Option<String>,
     /// Wall-clock ms of creation.
     pub created_at: i64,
     /// Wall-clock ms of the last state change.

@@ -22,7 +22,7 @@ pub struct RunSummary {
     /// Last changed (for a completed run: when it completed), ms.
     pub updated_at: i64,
 }
-use crate::state::{Gates, RunState, Spend, Stakes};
+use crate::state::{Gates, Reason, RunState, Spend, Stakes};
 
 impl Store {
     /// Inserts a new run; refuses an id that exists.
@@ -82,6 +82,8 @@ impl Store {
             plan_json: plan_json.to_owned(),
             state: state.to_owned(),
             reason: None,
+            pause_reason: None,
+            close_reason: None,
             created_at: now,
             updated_at: now,
             paused_at: None,
@@ -93,7 +95,7 @@ impl Store {
     /// The run `id`, if any.
     pub async fn run(&self, id: &str) -> Result<Option<RunRow>, StoreError> {
         let row = sqlx::query(
-            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at, stakes, classification \
+            "SELECT id, plan_json, state, pause_reason, close_reason, created_at, updated_at, paused_at, stakes, classification \
              FROM runs WHERE id = $1",
         )
         .bind(id)
@@ -105,7 +107,7 @@ impl Store {
     /// Every run, newest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, plan_json, state, reason, created_at, updated_at, paused_at, stakes, classification \
+            "SELECT id, plan_json, state, pause_reason, close_reason, created_at, updated_at, paused_at, stakes, classification \
              FROM runs ORDER BY created_at DESC, id",
         )
         .fetch_all(&self.pool)
@@ -121,7 +123,8 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<RunSummary>, StoreError> {
         let limit = i64::from(limit.clamp(1, MAX_RUN_LIST));
-        let columns = "SELECT id, state, reason, created_at, updated_at FROM runs";
+        let columns =
+            "SELECT id, state, pause_reason, close_reason, created_at, updated_at FROM runs";
         let rows = match state {
             Some(s) => {
                 sqlx::query(&format!(
@@ -144,7 +147,7 @@ impl Store {
                 Ok(RunSummary {
                     id: r.try_get("id")?,
                     state: r.try_get("state")?,
-                    reason: r.try_get("reason")?,
+                    reason: shown_reason(r)?,
                     created_at: r.try_get("created_at")?,
                     updated_at: r.try_get("updated_at")?,
                 })
@@ -289,7 +292,7 @@ impl Store {
         id: &str,
         from: &[RunState],
         to: RunState,
-        reason: Option<&str>,
+        reason: Option<&Reason>,
     ) -> Result<bool, StoreError> {
         let Some(run) = self.run(id).await? else { return Ok(false) };
         if !RunState::words(from).contains(&run.state.as_str()) {
@@ -298,13 +301,19 @@ impl Store {
         let paused_at = (to == RunState::Paused).then(now_ms);
         // A new pause's wait is stamped with chain time at the runner's
         // next look ([`Self::pause_began`]).
+        let (pause, close) = match reason {
+            Some(Reason::Pause(p)) => (Some(p.to_string()), None),
+            Some(Reason::Close(c)) => (None, Some(c.to_string())),
+            None => (None, None),
+        };
         let res = sqlx::query(
-            "UPDATE runs SET state = $1, reason = $2, paused_at = $3, updated_at = $4, \
-               paused_block_time = NULL \
-             WHERE id = $5 AND state = $6",
+            "UPDATE runs SET state = $1, pause_reason = $2, close_reason = $3, paused_at = $4, \
+               updated_at = $5, paused_block_time = NULL \
+             WHERE id = $6 AND state = $7",
         )
         .bind(to.as_str())
-        .bind(reason)
+        .bind(pause)
+        .bind(close)
         .bind(paused_at)
         .bind(now_ms())
         .bind(id)
@@ -320,11 +329,22 @@ pub(super) fn run_row(r: &AnyRow) -> Result<RunRow, StoreError> {
         id: r.try_get("id")?,
         plan_json: r.try_get("plan_json")?,
         state: r.try_get("state")?,
-        reason: r.try_get("reason")?,
+        reason: shown_reason(r)?,
+        pause_reason: r.try_get("pause_reason")?,
+        close_reason: r.try_get("close_reason")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
         paused_at: r.try_get("paused_at")?,
         stakes: r.try_get("stakes")?,
         classification: r.try_get("classification")?,
+    })
+}
+
+/// The reason a run shows: its close reason, else its pause's.
+fn shown_reason(r: &AnyRow) -> Result<Option<String>, StoreError> {
+    let close: Option<String> = r.try_get("close_reason")?;
+    Ok(match close {
+        Some(c) => Some(c),
+        None => r.try_get("pause_reason")?,
     })
 }

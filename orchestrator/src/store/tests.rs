@@ -1,7 +1,7 @@
 //! The run store on SQLite, and on PostgreSQL when a server answers.
 
 use super::*;
-use crate::state::{DecisionKind, EventKind, RunState, Stakes};
+use crate::state::{CloseReason, DecisionKind, EventKind, PauseReason, Reason, RunState, Stakes};
 
 /// A scratch PostgreSQL store, when a server answers.
 async fn scratch_postgres(label: &str) -> Option<Store> {
@@ -88,16 +88,31 @@ async fn runs_insert_once_and_transition_only_from_expected_states(store: Store)
     assert!(
         !store.transition("0x01", &[RunState::Running], RunState::Completed, None).await.unwrap()
     );
+    let why = Reason::Pause(PauseReason("why".into()));
     assert!(
         store
-            .transition("0x01", &[RunState::Proposed], RunState::Paused, Some("why"))
+            .transition("0x01", &[RunState::Proposed], RunState::Paused, Some(&why))
             .await
             .unwrap()
     );
     let run = store.run("0x01").await.unwrap().unwrap();
     assert_eq!(run.state, "paused");
     assert_eq!(run.reason.as_deref(), Some("why"));
+    assert_eq!((run.pause_reason.as_deref(), run.close_reason.as_deref()), (Some("why"), None));
     assert!(run.paused_at.is_some());
+    let closed = Reason::Close(CloseReason::CheckpointRejected("review".into()));
+    assert!(
+        store
+            .transition("0x01", &[RunState::Paused], RunState::Cancelling, Some(&closed))
+            .await
+            .unwrap()
+    );
+    let run = store.run("0x01").await.unwrap().unwrap();
+    assert_eq!(run.reason.as_deref(), Some("checkpoint review rejected"));
+    assert_eq!(
+        (run.pause_reason.as_deref(), run.close_reason.as_deref()),
+        (None, Some("checkpoint review rejected"))
+    );
     assert!(store.run("0x02").await.unwrap().is_none());
 }
 
