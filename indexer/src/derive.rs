@@ -371,13 +371,59 @@ fn input_edges(
     (ids, (!notes.is_empty()).then(|| notes.join("; ")))
 }
 
+/// Where an agent stands in the registry; its text form (`active`,
+/// `paused`, `left`) is what the store keeps and the API shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    /// Registered and taking work.
+    Active,
+    /// Paused by the agent: no new work.
+    Paused,
+    /// Left the registry: its offers are gone.
+    Left,
+}
+
+impl AgentStatus {
+    /// Every status.
+    pub const ALL: [Self; 3] = [Self::Active, Self::Paused, Self::Left];
+
+    /// The status as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Left => "left",
+        }
+    }
+
+    /// Reads a stored status.
+    pub fn parse(text: &str) -> Result<Self, UnknownAgentStatus> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| UnknownAgentStatus(text.to_owned()))
+    }
+}
+
+impl std::fmt::Display for AgentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored agent status this version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown agent status {0:?}")]
+pub struct UnknownAgentStatus(pub String);
+
 /// An agent row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AgentRow {
     /// Address.
     pub agent: String,
-    /// `active`, `paused` or `left`.
-    pub status: String,
+    /// Where it stands.
+    pub status: AgentStatus,
     /// Card URI.
     pub metadata_uri: String,
     /// Capability name → price (base units).
@@ -416,7 +462,7 @@ pub fn fold_agent(logs: &[Log]) -> Option<AgentRow> {
             AgentRegistryEvents::AgentRegistered(e) => {
                 row = Some(AgentRow {
                     agent: e.agent.to_string(),
-                    status: "active".into(),
+                    status: AgentStatus::Active,
                     metadata_uri: e.metadataURI,
                     offers: BTreeMap::new(),
                     registered_block: log.block_number.unwrap_or_default(),
@@ -439,17 +485,17 @@ pub fn fold_agent(logs: &[Log]) -> Option<AgentRow> {
             }
             AgentRegistryEvents::AgentPaused(_) => {
                 if let Some(r) = row.as_mut() {
-                    r.status = "paused".into();
+                    r.status = AgentStatus::Paused;
                 }
             }
             AgentRegistryEvents::AgentResumed(_) => {
                 if let Some(r) = row.as_mut() {
-                    r.status = "active".into();
+                    r.status = AgentStatus::Active;
                 }
             }
             AgentRegistryEvents::AgentLeft(_) => {
                 if let Some(r) = row.as_mut() {
-                    r.status = "left".into();
+                    r.status = AgentStatus::Left;
                     r.offers.clear();
                 }
             }
@@ -469,6 +515,15 @@ mod tests {
     use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
 
     use super::*;
+
+    #[test]
+    fn agent_statuses_round_trip_through_their_text() {
+        for status in AgentStatus::ALL {
+            assert_eq!(AgentStatus::parse(status.as_str()), Ok(status));
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
+        assert!(AgentStatus::parse("Active").is_err());
+    }
 
     #[test]
     fn every_input_edge_is_kept_once_and_hostile_ones_are_bounded_and_noted() {

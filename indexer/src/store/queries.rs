@@ -22,6 +22,8 @@ use super::{
 };
 use tessera_bindings::{card::AgentCard, usdc::Usdc};
 
+use crate::derive::AgentStatus;
+
 /// Which way a lineage walk goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -575,7 +577,8 @@ impl IndexStore {
             identity,
             feedback,
             agent: address,
-            status: row.try_get("status")?,
+            status: AgentStatus::parse(&row.try_get::<String, _>("status")?)
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
             name: AgentCard::from_uri(&metadata_uri).ok().map(|card| card.id),
             metadata_uri,
             offers,

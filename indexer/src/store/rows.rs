@@ -151,8 +151,8 @@ pub struct PlanTree {
 pub struct AgentView {
     /// Address.
     pub agent: String,
-    /// `active`, `paused` or `left`.
-    pub status: String,
+    /// Where it stands (`active`, `paused` or `left`).
+    pub status: crate::derive::AgentStatus,
     /// Card URI.
     pub metadata_uri: String,
     /// The card's id, when the URI holds a valid agent card (read with the

@@ -77,7 +77,7 @@ static AGENT_COLUMNS: Columns<derive::AgentRow> = Columns {
     table: "ix_agents",
     columns: &[
         ("agent", |a| Ok(Param::Text(a.agent.clone()))),
-        ("status", |a| Ok(Param::Text(a.status.clone()))),
+        ("status", |a| Ok(Param::Text(a.status.as_str().to_owned()))),
         ("metadata_uri", |a| Ok(Param::Text(a.metadata_uri.clone()))),
         ("offers", |a| {
             Ok(Param::Text(serde_json::to_string(&a.offers).expect("offers serialize")))
