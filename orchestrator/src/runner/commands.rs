@@ -171,7 +171,8 @@ impl Orchestrator {
                 Some(&sponsor),
             )
             .await?;
-        self.emit_once(&id, &RunEvent::PlanProposed { plan_id: plan.id, stakes }).await?;
+        let event = RunEvent::PlanProposed { plan_id: plan.id, stakes };
+        self.emit_run(&id, event.kind().as_str(), &event).await?;
         self.view(&id).await
     }
 
@@ -244,7 +245,7 @@ impl Orchestrator {
             return Err(RunError::changed(id, "an edit"));
         }
         let event = RunEvent::PlanEdited { plan_id: plan.id, edit: format!("{edit:?}") };
-        self.emit(id, &format!("edit:{}", now_ms()), &event).await?;
+        self.emit_run(id, &format!("edit:{}", now_ms()), &event).await?;
         self.view(id).await
     }
 
@@ -314,7 +315,7 @@ impl Orchestrator {
             return Err(RunError::changed(id, "approval"));
         }
         let event = RunEvent::PlanApproved { plan_id: plan.id, total_cost: total };
-        self.emit_once(id, &event).await?;
+        self.emit_run(id, event.kind().as_str(), &event).await?;
         // Driven here, or (in replica mode, by a standby) on the replica
         // holding the lane, told so.
         self.spawn(id);
@@ -331,7 +332,7 @@ impl Orchestrator {
                 let why = crate::state::Reason::Close(reason.clone());
                 self.transition(id, &[RunState::Proposed], RunState::Cancelled, Some(&why)).await?;
                 let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
-                self.emit_once(id, &event).await?;
+                self.emit_run(id, event.kind().as_str(), &event).await?;
             }
             s if s.is_live() => {
                 self.store.push_decision(id, None, DecisionKind::Cancel, None).await?;

@@ -232,7 +232,7 @@ impl Orchestrator {
                 restarts,
             };
             let dedup = format!("driver_restarted:{}:{restarts}", now_ms());
-            if let Err(e) = self.emit(id, &dedup, &event).await {
+            if let Err(e) = self.emit_run(id, &dedup, &event).await {
                 tracing::warn!(error = %e, "recording the driver restart");
             }
             if token.is_cancelled() {

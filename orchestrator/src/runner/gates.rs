@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Orchestrator, RunError, step};
+use super::{Orchestrator, RunCtx, RunError, step};
 use crate::{
-    plan::{Checkpoint, OnTimeout, Plan},
+    plan::{Checkpoint, OnTimeout},
     state::{
         CloseReason, Decider, DecisionKind, Gate, Gates, Ignored, Outcome, PauseReason, Pending,
         Progress, Reason, RunEvent, RunState, outlasted,
@@ -23,16 +23,16 @@ impl Orchestrator {
     /// ahead times nothing out early.
     pub(super) async fn gates_step(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &BTreeMap<u32, Progress>,
         now: u64,
     ) -> Result<Gates, RunError> {
+        let (id, plan) = (ctx.id(), ctx.plan());
         let mut gates = self.store.gates(id).await?;
         if plan.checkpoints.is_empty() {
             return Ok(gates);
         }
-        let state = self.load(id).await?.0.state;
+        let state = ctx.state();
         if !matches!(state, RunState::Running | RunState::Paused) {
             return Ok(gates);
         }
@@ -51,7 +51,7 @@ impl Orchestrator {
         if unstamped {
             self.store.set_gates(id, &gates).await?;
         }
-        for cp in step::reached(plan, &gates, rows) {
+        for cp in step::reached(&plan, &gates, rows) {
             gates.insert(cp.name.clone(), Gate::Reached { at: stamp, chain_at: Some(now) });
             self.store.set_gates(id, &gates).await?;
             let outputs = cp
@@ -67,8 +67,8 @@ impl Orchestrator {
                 timeout_secs: self.timeout_secs(cp),
                 on_timeout: cp.on_timeout,
             };
-            self.emit(id, &format!("checkpoint:{}", cp.name), &event).await?;
-            self.hold(id, plan, cp).await?;
+            self.emit(&plan, &format!("checkpoint:{}", cp.name), &event).await?;
+            self.hold(ctx, cp).await?;
         }
         for cp in &plan.checkpoints {
             let Some(Gate::Reached { chain_at: Some(since), .. }) = gates.get(&cp.name).copied()
@@ -81,10 +81,10 @@ impl Orchestrator {
             tracing::info!(checkpoint = %cp.name, policy = ?cp.on_timeout, "checkpoint timed out");
             match cp.on_timeout {
                 OnTimeout::Approve => {
-                    self.pass(id, plan, rows, &mut gates, cp, Decider::Timeout).await?;
+                    self.pass(ctx, rows, &mut gates, cp, Decider::Timeout).await?;
                 }
                 OnTimeout::Reject => {
-                    self.stop_at(id, plan, &mut gates, cp, Decider::Timeout, None).await?;
+                    self.stop_at(ctx, &mut gates, cp, Decider::Timeout, None).await?;
                 }
                 OnTimeout::Escalate => {
                     let escalated = Gate::Escalated { at: stamp, chain_at: Some(now) };
@@ -92,7 +92,7 @@ impl Orchestrator {
                     self.store.set_gates(id, &gates).await?;
                     let event =
                         RunEvent::CheckpointEscalated { plan_id: plan.id, name: cp.name.clone() };
-                    self.emit(id, &format!("checkpoint-escalated:{}", cp.name), &event).await?;
+                    self.emit(&plan, &format!("checkpoint-escalated:{}", cp.name), &event).await?;
                 }
             }
         }
@@ -103,11 +103,11 @@ impl Orchestrator {
     /// `name:reason`); what came of it.
     pub(super) async fn checkpoint_decision(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &BTreeMap<u32, Progress>,
         decision: &Pending,
     ) -> Result<Outcome, RunError> {
+        let (id, plan) = (ctx.id(), ctx.plan());
         let arg = decision.arg.as_deref().unwrap_or_default();
         let (name, reason) = match arg.split_once(':') {
             Some((name, reason)) => (name, Some(reason.to_owned())),
@@ -130,9 +130,9 @@ impl Orchestrator {
             }
         }
         if decision.kind == DecisionKind::Pass {
-            self.pass(id, plan, rows, &mut gates, cp, Decider::Approver).await?;
+            self.pass(ctx, rows, &mut gates, cp, Decider::Approver).await?;
         } else {
-            self.stop_at(id, plan, &mut gates, cp, Decider::Approver, reason).await?;
+            self.stop_at(ctx, &mut gates, cp, Decider::Approver, reason).await?;
         }
         Ok(Outcome::Done(decision.kind))
     }
@@ -143,16 +143,17 @@ impl Orchestrator {
     }
 
     /// Pauses the run at `cp`.
-    async fn hold(&self, id: &str, plan: &Plan, cp: &Checkpoint) -> Result<(), RunError> {
+    async fn hold(&self, ctx: &RunCtx, cp: &Checkpoint) -> Result<(), RunError> {
         let reason = PauseReason(format!("checkpoint {}: approve or reject", cp.name));
         let why = Reason::Pause(reason.clone());
         let paused = self
-            .transition(id, &[RunState::Running, RunState::Paused], RunState::Paused, Some(&why))
+            .move_run(ctx, &[RunState::Running, RunState::Paused], RunState::Paused, Some(&why))
             .await?;
         if paused {
             let index = cp.after.iter().copied().max().unwrap_or_default();
+            let plan = ctx.plan();
             let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
-            self.emit(id, &format!("paused:checkpoint:{}", cp.name), &event).await?;
+            self.emit(&plan, &format!("paused:checkpoint:{}", cp.name), &event).await?;
         }
         Ok(())
     }
@@ -160,46 +161,44 @@ impl Orchestrator {
     /// Passes `cp`: the run goes on unless something else holds it.
     async fn pass(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &BTreeMap<u32, Progress>,
         gates: &mut Gates,
         cp: &Checkpoint,
         by: Decider,
     ) -> Result<(), RunError> {
         gates.insert(cp.name.clone(), Gate::Approved { at: now_ms(), by });
-        self.store.set_gates(id, gates).await?;
+        self.store.set_gates(ctx.id(), gates).await?;
+        let plan = ctx.plan();
         let event = RunEvent::CheckpointApproved { plan_id: plan.id, name: cp.name.clone(), by };
-        self.emit(id, &format!("checkpoint-approved:{}", cp.name), &event).await?;
-        self.resume_if_clear(id, plan, rows, gates, &format!("resumed:checkpoint:{}", cp.name))
-            .await
+        self.emit(&plan, &format!("checkpoint-approved:{}", cp.name), &event).await?;
+        self.resume_if_clear(ctx, rows, gates, &format!("resumed:checkpoint:{}", cp.name)).await
     }
 
     /// Stops the run at `cp`: it closes, failed.
     async fn stop_at(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         gates: &mut Gates,
         cp: &Checkpoint,
         by: Decider,
         reason: Option<String>,
     ) -> Result<(), RunError> {
         gates.insert(cp.name.clone(), Gate::Rejected { at: now_ms(), by });
-        self.store.set_gates(id, gates).await?;
+        self.store.set_gates(ctx.id(), gates).await?;
+        let plan = ctx.plan();
         let event =
             RunEvent::CheckpointRejected { plan_id: plan.id, name: cp.name.clone(), by, reason };
-        self.emit(id, &format!("checkpoint-rejected:{}", cp.name), &event).await?;
+        self.emit(&plan, &format!("checkpoint-rejected:{}", cp.name), &event).await?;
         let why = CloseReason::CheckpointRejected(cp.name.clone());
-        self.close(id, plan, &why).await
+        self.close(ctx, &why).await
     }
 
     /// Resumes a paused run when nothing holds it any more: no sub-task
     /// stuck and no checkpoint waiting.
     pub(super) async fn resume_if_clear(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &BTreeMap<u32, Progress>,
         gates: &Gates,
         dedup: &str,
@@ -208,10 +207,11 @@ impl Orchestrator {
         let waiting = gates.values().any(|g| g.is_open());
         if !stuck
             && !waiting
-            && self.transition(id, &[RunState::Paused], RunState::Running, None).await?
+            && self.move_run(ctx, &[RunState::Paused], RunState::Running, None).await?
         {
+            let plan = ctx.plan();
             let event = RunEvent::PlanResumed { plan_id: plan.id };
-            self.emit(id, dedup, &event).await?;
+            self.emit(&plan, dedup, &event).await?;
         }
         Ok(())
     }

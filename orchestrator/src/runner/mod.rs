@@ -19,7 +19,11 @@
 //! - [`views`]: a run as the API shows it;
 //! - [`driver`]: the supervised driver tasks, the head follower, shutdown;
 //! - [`step`]: the pure transition from a run's state to its next actions;
+//! - `resolve`: what a decision comes to (pure, re-exported by `step`);
 //! - [`tick`]: one look at a run, carrying the step's actions out;
+//! - `ctx`: the run and plan one look reads once and keeps current;
+//! - `fund`: creations checked against the budget and sent with the
+//!   approvals in the head's wave;
 //! - [`sync`]: chain sync into progress rows and run events;
 //! - `lane`: replica mode's side of the runner (the lease fence, taking
 //!   and losing the lane; see [`crate::replica`]);
@@ -36,6 +40,8 @@ mod book;
 pub mod chain;
 pub mod commands;
 pub mod config;
+mod ctx;
+mod fund;
 pub mod driver;
 pub mod error;
 mod gates;
@@ -43,6 +49,7 @@ mod lane;
 pub mod money;
 mod recover;
 mod refused;
+mod resolve;
 pub mod step;
 pub mod sync;
 pub mod tick;
@@ -52,6 +59,7 @@ mod wave;
 use std::sync::Arc;
 
 pub use chain::Chain;
+use ctx::RunCtx;
 pub use commands::{Decision, Edit};
 #[cfg(feature = "test-utils")]
 pub use config::FaultHook;
@@ -207,52 +215,58 @@ impl Orchestrator {
         Ok(self.store.transition(id, from, to, reason).await?)
     }
 
-    /// Stores `event` for run `id` unless one with `dedup` exists, and
-    /// sends it to live subscribers when new.
-    async fn emit(&self, id: &str, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
-        let kind = event.kind();
+    /// Stores `event` for the run of root plan `plan` unless one with
+    /// `dedup` exists, and sends it to live subscribers when new. An event
+    /// about a sub-task of a nested plan gets its step path (`2.1.0`), so
+    /// the root run's one stream tells the levels apart.
+    async fn emit(&self, plan: &Plan, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
         let mut body = event.to_body();
-        self.add_path(id, &mut body).await?;
-        if let Some(ev) = self.store.append_event(id, kind, dedup, &body).await? {
+        if plan.is_nested()
+            && body.get("path").is_none()
+            && let Some(index) = body.get("index").and_then(serde_json::Value::as_u64)
+            && let Ok(index) = u32::try_from(index)
+            && let Some(obj) = body.as_object_mut()
+        {
+            obj.insert("path".into(), plan.path_of(index).to_string().into());
+        }
+        self.store_event(&plan.id.to_string(), event.kind(), dedup, &body).await
+    }
+
+    /// Stores the run-level `event` (one about no sub-task) for run `id`
+    /// unless one with `dedup` exists.
+    async fn emit_run(&self, id: &str, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
+        self.store_event(id, event.kind(), dedup, &event.to_body()).await
+    }
+
+    /// Stores an event's `body` for run `id` unless one with `dedup`
+    /// exists, and sends it to live subscribers when new.
+    async fn store_event(
+        &self,
+        id: &str,
+        kind: crate::state::EventKind,
+        dedup: &str,
+        body: &serde_json::Value,
+    ) -> Result<(), RunError> {
+        if let Some(ev) = self.store.append_event(id, kind, dedup, body).await? {
             tracing::info!(event = %kind, seq = ev.seq, "run event");
             let _ = self.events.send(ev);
         }
         Ok(())
     }
 
-    /// Adds the step path (`2.1.0`) of the sub-task an event of a nested
-    /// plan is about, so the root run's one stream tells the levels apart.
-    async fn add_path(&self, id: &str, body: &mut serde_json::Value) -> Result<(), RunError> {
-        let Some(index) = body.get("index").and_then(serde_json::Value::as_u64) else {
-            return Ok(());
-        };
-        if body.get("path").is_some() {
-            return Ok(());
-        }
-        let Some(row) = self.store.run(id).await? else { return Ok(()) };
-        let plan = Plan::from_json(&row.plan_json)?;
-        if plan.is_nested()
-            && let Ok(index) = u32::try_from(index)
-            && let Some(obj) = body.as_object_mut()
-        {
-            obj.insert("path".into(), plan.path_of(index).to_string().into());
-        }
-        Ok(())
-    }
-
     /// Stores `event`, of a kind a run has at most once (keyed by its kind).
-    async fn emit_once(&self, id: &str, event: &RunEvent) -> Result<(), RunError> {
-        self.emit(id, event.kind().as_str(), event).await
+    async fn emit_once(&self, plan: &Plan, event: &RunEvent) -> Result<(), RunError> {
+        self.emit(plan, event.kind().as_str(), event).await
     }
 
     /// Starts closing a run: no new sub-tasks; what is not accepted yet is
     /// cancelled; what is in flight settles.
-    async fn close(&self, id: &str, plan: &Plan, reason: &CloseReason) -> Result<(), RunError> {
+    async fn close(&self, ctx: &RunCtx, reason: &CloseReason) -> Result<(), RunError> {
         let live = [RunState::Running, RunState::Paused];
         let why = Reason::Close(reason.clone());
-        if self.transition(id, &live, RunState::Cancelling, Some(&why)).await? {
-            let event = RunEvent::PlanCancelling { plan_id: plan.id, reason: reason.clone() };
-            self.emit_once(id, &event).await?;
+        if self.move_run(ctx, &live, RunState::Cancelling, Some(&why)).await? {
+            let event = RunEvent::PlanCancelling { plan_id: ctx.plan().id, reason: reason.clone() };
+            self.emit_once(&ctx.plan(), &event).await?;
         }
         Ok(())
     }

@@ -11,7 +11,7 @@
 use alloy::primitives::Address;
 use tessera_bindings::usdc::Usdc;
 
-use super::{Orchestrator, RunError};
+use super::{Orchestrator, RunCtx, RunError};
 use crate::{
     plan::{Plan, PlanError, SubTask},
     state::{DecisionKind, Pending, Progress, RunEvent, Stakes},
@@ -287,15 +287,15 @@ impl Orchestrator {
     /// (a retry, automatic recovery) ever raises a cost.
     pub(super) async fn apply_raise(
         &self,
-        id: &str,
+        ctx: &RunCtx,
         row: &Progress,
         decision: &Pending,
     ) -> Result<(), RunError> {
         if decision.kind != DecisionKind::Executor {
             return Ok(());
         }
-        // The stored plan, with whatever the decisions before this one did.
-        let (run, plan) = self.load(id).await?;
+        // The plan with whatever the decisions before this one did.
+        let (id, plan) = (ctx.id(), ctx.plan());
         let index = row.idx;
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let executor = row.executor;
@@ -312,15 +312,16 @@ impl Orchestrator {
         }
         raise(&plan, index, executor, price, self.config.max_plan_spend)?;
         let from = task.cost;
-        let mut raised = plan.clone();
+        let mut raised = Plan::clone(&plan);
         if let Some(t) = raised.subtasks.iter_mut().find(|t| t.index == index) {
             t.cost = price;
             t.approved = Some(price);
         }
         let json = super::commands::plan_json(&raised)?;
-        if !self.store.update_plan(id, &json, run.state).await? {
+        if !self.store.update_plan(id, &json, ctx.state()).await? {
             return Err(RunError::changed(id, "a change of executor"));
         }
+        ctx.set_plan(raised);
         tracing::info!(index, %executor, %from, to = %price, "a person's decision raised the cost");
         let event = RunEvent::CostRaised {
             plan_id: plan.id,
@@ -330,7 +331,7 @@ impl Orchestrator {
             to: price,
             decision: decision.seq,
         };
-        self.emit(id, &format!("raised:{}", decision.seq), &event).await
+        self.emit(&plan, &format!("raised:{}", decision.seq), &event).await
     }
 }
 

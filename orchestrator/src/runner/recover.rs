@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use alloy::primitives::Address;
 
-use super::{Chain, Orchestrator, RunError, step::Failure};
+use super::{Chain, Orchestrator, RunCtx, RunError, step::Failure};
 use crate::{
     plan::{Choice, MAX_RETRIES, Plan, PlanError, Policy},
     state::{CloseReason, Phase, Progress, Recovery, RunEvent},
@@ -33,20 +33,30 @@ use crate::{
 /// the policies say (retries and reassignments together).
 pub(super) const MAX_AUTOMATIC_ATTEMPTS: u32 = 2 * MAX_RETRIES + 2;
 
+/// A sub-task to recover: its attempt `attempt` ended by `failure`, and
+/// `policy` applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Recover {
+    /// The sub-task.
+    pub index: u32,
+    /// The attempt that ended.
+    pub attempt: u32,
+    /// How it ended.
+    pub failure: Failure,
+    /// The policy that applies.
+    pub policy: Policy,
+}
+
 impl Orchestrator {
-    /// Applies `policy` to sub-task `index`, whose attempt `attempt` ended
-    /// by `failure`.
-    #[allow(clippy::too_many_arguments)]
+    /// Applies the policy of `what` to its sub-task.
     pub(super) async fn recover(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &mut BTreeMap<u32, Progress>,
-        index: u32,
-        attempt: u32,
-        failure: Failure,
-        policy: Policy,
+        what: Recover,
     ) -> Result<(), RunError> {
+        let Recover { index, attempt, failure, policy } = what;
+        let (id, plan) = (ctx.id(), ctx.plan());
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let row = rows
             .get(&index)
@@ -58,15 +68,15 @@ impl Orchestrator {
         let what = format!("sub-task {index} attempt {attempt}: {}", failure.describe());
         if policy == Policy::Cancel {
             let why = format!("{what}; cancelling");
-            self.recovery_event(plan, id, index, attempt, Recovery::Cancel, why).await?;
-            return self.close(id, plan, &CloseReason::Cancelled).await;
+            self.recovery_event(&plan, index, attempt, Recovery::Cancel, why).await?;
+            return self.close(ctx, &CloseReason::Cancelled).await;
         }
         if attempt >= MAX_AUTOMATIC_ATTEMPTS {
             let reason = format!(
                 "{what}; {MAX_AUTOMATIC_ATTEMPTS} attempts started without a person: retry, \
                  change executor or cancel"
             );
-            return self.pause(id, plan, index, attempt, reason).await;
+            return self.pause(ctx, index, attempt, reason).await;
         }
         let (executor, step, why) = match policy {
             Policy::Retry(n) if attempt < n => (
@@ -75,7 +85,7 @@ impl Orchestrator {
                 format!("{what}; retry {} of {n} with {}", attempt + 1, row.executor),
             ),
             _ => {
-                let tried = self.tried(plan, &row).await?;
+                let tried = self.tried(&plan, &row).await?;
                 let (capability, cost) = (&task.capability, task.cost);
                 let choice =
                     self.choose(index, capability, plan.selection, &tried, Some(cost)).await?;
@@ -85,7 +95,7 @@ impl Orchestrator {
                         let why =
                             format!("{what}; reassigned to {}: {}", choice.executor, choice.reason);
                         let executor = choice.executor;
-                        self.record_choice(id, choice).await?;
+                        self.record_choice(ctx, choice).await?;
                         (executor, step, why)
                     }
                     None => {
@@ -102,11 +112,11 @@ impl Orchestrator {
                                 dearer.executor,
                                 dearer.price.with_unit()
                             );
-                            return self.pause(id, plan, index, attempt, reason).await;
+                            return self.pause(ctx, index, attempt, reason).await;
                         }
                         if failure == Failure::DisputeLost {
                             tracing::info!(index, "no other executor offers it; the run fails");
-                            return self.close(id, plan, &CloseReason::DisputeRefunded).await;
+                            return self.close(ctx, &CloseReason::DisputeRefunded).await;
                         }
                         let reason = format!(
                             "{what}; no other active agent offers {} ({} tried): change \
@@ -114,7 +124,7 @@ impl Orchestrator {
                             task.capability,
                             tried.len()
                         );
-                        return self.pause(id, plan, index, attempt, reason).await;
+                        return self.pause(ctx, index, attempt, reason).await;
                     }
                 }
             }
@@ -129,17 +139,18 @@ impl Orchestrator {
         self.store.put_subtask(id, &next.to_row()).await?;
         rows.insert(index, next);
         tracing::info!(index, attempt = attempt + 1, %executor, policy = %step, "recovered");
-        self.recovery_event(plan, id, index, attempt + 1, step, why).await
+        self.recovery_event(&plan, index, attempt + 1, step, why).await
     }
 
     /// Keeps `choice` as the plan's reason for its sub-task's executor.
-    async fn record_choice(&self, id: &str, choice: Choice) -> Result<(), RunError> {
-        let (run, mut plan) = self.load(id).await?;
+    async fn record_choice(&self, ctx: &RunCtx, choice: Choice) -> Result<(), RunError> {
+        let mut plan = Plan::clone(&ctx.plan());
         plan.choices.retain(|c| c.index != choice.index);
         plan.choices.push(choice);
         plan.choices.sort_by_key(|c| c.index);
         let json = super::commands::plan_json(&plan)?;
-        self.store.update_plan(id, &json, run.state).await?;
+        self.store.update_plan(ctx.id(), &json, ctx.state()).await?;
+        ctx.set_plan(plan);
         Ok(())
     }
 
@@ -164,7 +175,6 @@ impl Orchestrator {
     pub(super) async fn recovery_event(
         &self,
         plan: &Plan,
-        id: &str,
         index: u32,
         attempt: u32,
         policy: Recovery,
@@ -177,6 +187,6 @@ impl Orchestrator {
             attempt,
             reason,
         };
-        self.emit(id, &format!("recovery:{index}:{attempt}"), &event).await
+        self.emit(plan, &format!("recovery:{index}:{attempt}"), &event).await
     }
 }

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use tessera_bindings::client::ClientError;
 
-use super::{Orchestrator, RunError, error::revert_text, step::Failure};
+use super::{Orchestrator, RunCtx, RunError, error::revert_text, recover::Recover, step::Failure};
 use crate::{
-    plan::{Plan, PlanError, Policy},
+    plan::{PlanError, Policy},
     state::Progress,
 };
 
@@ -27,8 +27,7 @@ impl Orchestrator {
     /// the reason.
     pub(super) async fn creation_refused(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &mut BTreeMap<u32, Progress>,
         index: u32,
         error: &ClientError,
@@ -37,6 +36,7 @@ impl Orchestrator {
             .get(&index)
             .cloned()
             .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
+        let plan = ctx.plan();
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let revert = error.revert();
         let text = revert.map_or_else(
@@ -55,13 +55,13 @@ impl Orchestrator {
         let policy = plan.recovery.with(task.recovery.as_ref()).on_decline;
         if executors && policy != Policy::Pause {
             let failure = Failure::Refused(text);
-            return self.recover(id, plan, rows, index, row.attempt, failure, policy).await;
+            return self.recover(ctx, rows, Recover { index, attempt: row.attempt, failure, policy }).await;
         }
         let reason = format!(
             "sub-task {index}: the escrow refused to create it for {}: {text}: change \
              executor or cancel",
             row.executor
         );
-        self.pause(id, plan, index, row.attempt, reason).await
+        self.pause(ctx, index, row.attempt, reason).await
     }
 }

@@ -6,7 +6,10 @@ use alloy::primitives::{Address, B256};
 use tessera_bindings::{task::Status, usdc::Usdc};
 
 use super::*;
-use crate::plan::SubTask;
+use crate::{
+    plan::SubTask,
+    state::{DecisionKind, Outcome, Pending},
+};
 
 const EXEC: Address = Address::repeat_byte(0xee);
 

@@ -106,7 +106,7 @@ impl Orchestrator {
             now: row.phase.to_string(),
             sent_again: sent_again.map(str::to_owned),
         };
-        self.emit(&plan.id.to_string(), dedup, &event).await
+        self.emit(plan, dedup, &event).await
     }
 
     /// Records `found` (a task and its logs) for `row`: its events, its
@@ -153,21 +153,21 @@ impl Orchestrator {
             {
                 tracing::warn!(index = row.idx, %uri, error = %e, "a ruling's rationale is out of reach");
             }
-            self.emit_chain(&run_id, ev.kind, &ev.dedup, body.clone()).await?;
+            self.emit_chain(plan, ev.kind, &ev.dedup, body.clone()).await?;
             if ev.kind == EventKind::SubtaskCompleted
                 && plan.review_of(row.idx) == ReviewMode::Manual
             {
                 let review_end = rec.task.reviewWindow;
                 events::merge(&mut body, json!({ "review_window_secs": review_end }));
                 let dedup = format!("review:{}", ev.dedup);
-                self.emit_chain(&run_id, EventKind::ReviewRequired, &dedup, body).await?;
+                self.emit_chain(plan, EventKind::ReviewRequired, &dedup, body).await?;
             } else if ev.kind == EventKind::SubtaskDisputed {
                 let dedup = format!("opened:{}", ev.dedup);
-                self.emit_chain(&run_id, EventKind::DisputeOpened, &dedup, body).await?;
+                self.emit_chain(plan, EventKind::DisputeOpened, &dedup, body).await?;
             } else if let Some(resolved) = events::dispute_resolution(&ev.body) {
                 events::merge(&mut body, resolved);
                 let dedup = format!("resolved:{}", ev.dedup);
-                self.emit_chain(&run_id, EventKind::DisputeResolved, &dedup, body).await?;
+                self.emit_chain(plan, EventKind::DisputeResolved, &dedup, body).await?;
             }
         }
         let phase = Phase::Chain(rec.status());
@@ -196,16 +196,17 @@ impl Orchestrator {
         Ok(Some(rec))
     }
 
-    /// Stores a chain-derived event of `kind` with `body`.
+    /// Stores a chain-derived event of `kind` with `body` for the run of
+    /// `plan`.
     async fn emit_chain(
         &self,
-        run_id: &str,
+        plan: &Plan,
         kind: EventKind,
         dedup: &str,
         body: Value,
     ) -> Result<(), RunError> {
         match RunEvent::from_chain(kind, fields(body)) {
-            Some(ev) => self.emit(run_id, dedup, &ev).await,
+            Some(ev) => self.emit(plan, dedup, &ev).await,
             None => Ok(()),
         }
     }
@@ -228,7 +229,7 @@ impl Orchestrator {
         events::merge(&mut body, json!({ "result_uri": uri }));
         events::merge(&mut body, flag);
         let dedup = format!("flagged:{task_id}");
-        self.emit_chain(&plan.id.to_string(), events::OUTPUT_FLAGGED, &dedup, body).await
+        self.emit_chain(plan, events::OUTPUT_FLAGGED, &dedup, body).await
     }
 
     /// The reason behind a decline's `uri`, bounded (see

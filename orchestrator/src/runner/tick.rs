@@ -5,26 +5,20 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use alloy::primitives::{U256, aliases::U40};
-use tessera_bindings::{
-    ITaskEscrow::CreateParams,
-    capability,
-    envelope::{Envelope, Input, Parent},
-    task::{Status, TaskRecord},
-    usdc::Usdc,
-};
+use alloy::primitives::U256;
+use tessera_bindings::task::{Status, TaskRecord};
 
 use super::{
-    Chain, Orchestrator, RunError,
+    Chain, Orchestrator, RunCtx, RunError,
     error::revert_text,
+    recover::Recover,
     step::{self, Action, Call, Ending, OnChain, Resolution, Snapshot},
-    wave::Part,
 };
 use crate::{
-    plan::{Group, Plan, PlanError, StepPath},
+    plan::Plan,
     state::{
         CloseReason, DecisionKind, Gate, Outcome, PauseReason, Pending, Phase, Progress, Reason,
-        Recovery, RunEvent, RunState, Spend,
+        Recovery, RunEvent, RunState,
     },
     store::DecisionOutcome,
 };
@@ -36,8 +30,10 @@ impl Orchestrator {
         // In replica mode, nothing is done for a lane this replica no
         // longer holds (each send checks again).
         self.fence()?;
-        let (run, plan) = self.load(id).await?;
-        if !run.state.is_live() {
+        // The run and its plan, read once: this look keeps them current.
+        let ctx = self.context(id).await?;
+        let plan = ctx.plan();
+        if !ctx.state().is_live() {
             return Ok(true);
         }
         // One read of the escrow's new logs serves every run at this head.
@@ -62,8 +58,8 @@ impl Orchestrator {
             self.store.set_spend(id, &spend).await?;
         }
         // Skipped leaves count as done only when the plan skipped them.
-        if run.state != RunState::Cancelling {
-            self.settle_nested(id, &plan, &rows).await?;
+        if ctx.state() != RunState::Cancelling {
+            self.settle_nested(&plan, &rows).await?;
         }
 
         for row in self.store.pending_decisions(id).await? {
@@ -73,7 +69,7 @@ impl Orchestrator {
             let Some(taken) = self.store.take_decision(id, decision.seq, now).await? else {
                 continue;
             };
-            let result = self.apply(id, &plan, &mut rows, &mut records, &decision, taken).await;
+            let result = self.apply(&ctx, &mut rows, &mut records, &decision, taken).await;
             let outcome = outcome_of(result);
             if !outcome.ok {
                 tracing::warn!(
@@ -98,18 +94,17 @@ impl Orchestrator {
                 error: outcome.error,
                 revert: outcome.revert,
             };
-            self.emit(id, &format!("decision:{}", decision.seq), &event).await?;
+            self.emit(&plan, &format!("decision:{}", decision.seq), &event).await?;
         }
 
         // Decisions may have moved the run, and changed a sub-task's cost.
-        let (_, plan) = self.load(id).await?;
-        let gates = self.gates_step(id, &plan, &rows, now).await?;
-        let (run, plan) = self.load(id).await?;
+        let gates = self.gates_step(&ctx, &rows, now).await?;
+        let plan = ctx.plan();
         let chain = self.on_chain(&records).await?;
         let results = self.condition_inputs(&plan, &rows).await?;
         let held = step::held(&plan, &gates);
         let snapshot = Snapshot {
-            state: run.state,
+            state: ctx.state(),
             plan: &plan,
             rows: &rows,
             chain: &chain,
@@ -126,15 +121,15 @@ impl Orchestrator {
             match action {
                 Action::Send { index, call: Call::Approve } => approvals.push(index),
                 Action::Create { index, inputs } => creations.push((index, inputs)),
-                action => self.act(id, &plan, &mut rows, &records, action, now).await?,
+                action => self.act(&ctx, &mut rows, &records, action, now).await?,
             }
         }
-        self.send_wave(id, &plan, &mut rows, &records, &approvals, creations, now).await?;
+        self.send_wave(&ctx, &mut rows, &records, &approvals, creations, now).await?;
 
         // Completion is decided on stored phases only: sync picks up what
         // the steps did at the next wake-up.
         let stored: Vec<Progress> = self.progress(id).await?.into_values().collect();
-        let (run, _) = self.load(id).await?;
+        let run = ctx.run();
         let timeout = self.config.decision_timeout.as_secs();
         // A checkpoint waiting for an approver has its own timeout; once
         // escalated, the run's decision timeout runs from the escalation.
@@ -172,7 +167,7 @@ impl Orchestrator {
             Some(Ending::Completed) => {
                 let settled = self.spend(&plan, &stored).await?;
                 self.store.set_spend(id, &settled).await?;
-                self.transition(id, &RunState::LIVE, RunState::Completed, None).await?;
+                self.move_run(&ctx, &RunState::LIVE, RunState::Completed, None).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
                 let event = RunEvent::PlanCompleted {
                     plan_id: plan.id,
@@ -181,7 +176,7 @@ impl Orchestrator {
                     paid: settled.paid,
                     refunded: settled.refunded,
                 };
-                self.emit_once(id, &event).await?;
+                self.emit_once(&plan, &event).await?;
                 Ok(true)
             }
             Some(Ending::Closed { state, reason }) => {
@@ -190,15 +185,15 @@ impl Orchestrator {
                     self.store.put_subtask(id, &row.to_row()).await?;
                 }
                 let why = Reason::Close(reason.clone());
-                self.transition(id, &[RunState::Cancelling], state, Some(&why)).await?;
+                self.move_run(&ctx, &[RunState::Cancelling], state, Some(&why)).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
                 let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
-                self.emit_once(id, &event).await?;
+                self.emit_once(&plan, &event).await?;
                 Ok(true)
             }
             Some(Ending::TimedOut) => {
                 tracing::info!("no decision in time; cancelling");
-                self.close(id, &plan, &CloseReason::Cancelled).await?;
+                self.close(&ctx, &CloseReason::Cancelled).await?;
                 self.wake(id);
                 Ok(false)
             }
@@ -209,13 +204,13 @@ impl Orchestrator {
     /// Carries out one step action.
     async fn act(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &mut BTreeMap<u32, Progress>,
         records: &HashMap<u32, TaskRecord>,
         action: Action,
         now: u64,
     ) -> Result<(), RunError> {
+        let (id, plan) = (ctx.id(), ctx.plan());
         let row_of = |rows: &mut BTreeMap<u32, Progress>, index: u32| {
             rows.get(&index)
                 .cloned()
@@ -233,13 +228,13 @@ impl Orchestrator {
                 rows.insert(index, row);
                 tracing::info!(index, %reason, "sub-task skipped");
                 let event = RunEvent::SubtaskSkipped { plan_id: plan.id, index, reason, condition };
-                self.emit(id, &format!("skipped:{index}"), &event).await?;
+                self.emit(&plan, &format!("skipped:{index}"), &event).await?;
             }
             Action::Recover { index, attempt, failure, policy } => {
-                self.recover(id, plan, rows, index, attempt, failure, policy).await?;
+                self.recover(ctx, rows, Recover { index, attempt, failure, policy }).await?;
             }
             Action::Create { index, inputs } => {
-                self.send_wave(id, plan, rows, records, &[], vec![(index, inputs)], now).await?;
+                self.send_wave(ctx, rows, records, &[], vec![(index, inputs)], now).await?;
             }
             Action::Send { index, call } => {
                 let rec = records
@@ -260,9 +255,9 @@ impl Orchestrator {
                 }
             }
             Action::Pause { index, attempt, reason } => {
-                self.pause(id, plan, index, attempt, reason).await?;
+                self.pause(ctx, index, attempt, reason).await?;
             }
-            Action::Close(reason) => self.close(id, plan, &reason).await?,
+            Action::Close(reason) => self.close(ctx, &reason).await?,
             Action::Rewind { index, attempt } => {
                 let row = row_of(rows, index)?;
                 if row.attempt == attempt {
@@ -280,7 +275,7 @@ impl Orchestrator {
                         "attempt {attempt} ended before its upstream delivered; attempt {} is                          funded with its upstream's next attempt",
                         attempt + 1
                     );
-                    self.recovery_event(plan, id, index, attempt + 1, Recovery::AwaitUpstream, reason)
+                    self.recovery_event(&plan, index, attempt + 1, Recovery::AwaitUpstream, reason)
                         .await?;
                 }
             }
@@ -295,25 +290,32 @@ impl Orchestrator {
     /// time the decision was first taken) is not sent again.
     async fn apply(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         rows: &mut BTreeMap<u32, Progress>,
         records: &mut HashMap<u32, TaskRecord>,
         decision: &Pending,
         now: u64,
     ) -> Result<Outcome, RunError> {
         if matches!(decision.kind, DecisionKind::Pass | DecisionKind::Stop) {
-            return self.checkpoint_decision(id, plan, rows, decision).await;
+            return self.checkpoint_decision(ctx, rows, decision).await;
         }
+        let (id, plan) = (ctx.id(), ctx.plan());
         let chain: HashMap<u32, OnChain> =
             records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
-        let state = self.load(id).await?.0.state;
+        let state = ctx.state();
         let (results, held) = (HashMap::new(), BTreeSet::new());
-        let snapshot =
-            Snapshot { state, plan, rows, chain: &chain, now, results: &results, held: &held };
+        let snapshot = Snapshot {
+            state,
+            plan: &plan,
+            rows,
+            chain: &chain,
+            now,
+            results: &results,
+            held: &held,
+        };
         match step::resolve(&snapshot, decision)? {
             Resolution::Close => {
-                self.close(id, plan, &CloseReason::Cancelled).await?;
+                self.close(ctx, &CloseReason::Cancelled).await?;
                 Ok(Outcome::Done(DecisionKind::Cancel))
             }
             Resolution::Send { index, call, outcome, executor } => {
@@ -336,7 +338,7 @@ impl Orchestrator {
                     {
                         let dedup = format!("reorged:decision:{}:{resent}", decision.seq);
                         let kind = Some(decision.kind.as_str());
-                        self.reorged(plan, row, rec.id, row.phase, &dedup, kind).await?;
+                        self.reorged(&plan, row, rec.id, row.phase, &dedup, kind).await?;
                     }
                 }
                 if let Some(executor) = executor
@@ -350,13 +352,13 @@ impl Orchestrator {
             Resolution::Requeue(row) => {
                 let index = row.idx;
                 let attempt = row.attempt;
-                self.apply_raise(id, &row, decision).await?;
+                self.apply_raise(ctx, &row, decision).await?;
                 self.store.put_subtask(id, &row.to_row()).await?;
                 rows.insert(index, row);
                 records.remove(&index);
                 let gates = self.store.gates(id).await?;
                 let dedup = format!("resumed:{}", decision.seq);
-                self.resume_if_clear(id, plan, rows, &gates, &dedup).await?;
+                self.resume_if_clear(ctx, rows, &gates, &dedup).await?;
                 Ok(Outcome::Queued { attempt })
             }
             Resolution::Ignore(why) => Ok(Outcome::Ignored(why)),
@@ -445,229 +447,6 @@ impl Orchestrator {
             .map_err(|e| RunError::Invalid(e.to_string()))
     }
 
-    /// Hands the approvals of `approvals` and the creations of `creations`
-    /// (each with its dependencies' outputs) to the head's wave, which sends
-    /// them with every other run's in one call of each kind (see
-    /// [`super::wave`]), then records the created tasks. A refused approval
-    /// is logged (usually someone moved first; the next look at the chain
-    /// tells); a refused creation is its sub-task's (see
-    /// [`Orchestrator::creation_refused`]); any other failure fails the step.
-    #[allow(clippy::too_many_arguments)]
-    async fn send_wave(
-        &self,
-        id: &str,
-        plan: &Plan,
-        rows: &mut BTreeMap<u32, Progress>,
-        records: &HashMap<u32, TaskRecord>,
-        approvals: &[u32],
-        creations: Vec<(u32, Vec<Input>)>,
-        now: u64,
-    ) -> Result<(), RunError> {
-        let recs = approvals
-            .iter()
-            .map(|&index| {
-                records
-                    .get(&index)
-                    .cloned()
-                    .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut wave = Vec::new();
-        // Each creation must fit in the budget with everything funded
-        // before it, this wave's earlier ones included; one that does not is
-        // not sent, and the run pauses with the reason.
-        let mut spend = if creations.is_empty() {
-            Spend::default()
-        } else {
-            self.spend(plan, rows.values()).await?
-        };
-        // A nested plan's leaves also fit in its budget share.
-        let mut shares: HashMap<StepPath, Spend> = HashMap::new();
-        'creations: for (index, mut inputs) in creations {
-            // Named upstreams (upfront funding): their current attempt's
-            // task, derived from its reference, so known before it is mined.
-            for input in inputs.iter_mut().filter(|i| i.upstream.is_some()) {
-                let from = rows
-                    .get(&input.from)
-                    .ok_or(RunError::Inconsistent { index: input.from, what: "no progress row" })?;
-                let task = self.chain.task_id(Chain::reference(plan.id, from.idx, from.attempt));
-                input.task_id = Some(task.to_string());
-            }
-            let row = rows
-                .get(&index)
-                .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-            let cost = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?.cost;
-            if !spend.fits(cost, plan.budget) {
-                self.over_budget(id, plan, row, cost, &spend, None).await?;
-                continue;
-            }
-            let groups = plan.groups_of(index);
-            for g in &groups {
-                if !shares.contains_key(&g.path) {
-                    let inside = members_of(plan, g, rows);
-                    shares.insert(g.path.clone(), self.spend(plan, &inside).await?);
-                }
-                let share = shares[&g.path];
-                if !share.fits(cost, g.budget) {
-                    self.over_budget(id, plan, row, cost, &share, Some(g)).await?;
-                    continue 'creations;
-                }
-            }
-            for g in &groups {
-                if let Some(share) = shares.get_mut(&g.path) {
-                    share.committed = share.committed.checked_add(cost).unwrap_or(share.committed);
-                }
-            }
-            spend.committed = spend.committed.checked_add(cost).unwrap_or(spend.committed);
-            match self.create_params(plan, row, inputs, now).await {
-                Ok(params) => wave.push(params),
-                Err(RunError::Spend(refused)) => {
-                    tracing::error!(index, error = %refused, "not funded");
-                    self.pause(id, plan, index, row.attempt, refused.to_string()).await?;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if recs.is_empty() && wave.is_empty() {
-            return Ok(());
-        }
-        self.fence()?;
-        let part = Part { run: id.to_owned(), approvals: recs, creations: wave };
-        let outcome = self.chain.wave(part, &|| self.fence()).await;
-        if let Err(e) = outcome.approved {
-            refused(approvals, e)?;
-        }
-        for &index in &outcome.held {
-            self.held_reference(id, plan, rows, index).await?;
-        }
-        for (index, error) in &outcome.refused {
-            self.creation_refused(id, plan, rows, *index, error).await?;
-        }
-        for index in outcome.created? {
-            let mut row = rows
-                .get(&index)
-                .cloned()
-                .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-            let id = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
-            let found = self.chain.task(id).await?;
-            self.sync_record(plan, &mut row, found).await?;
-            rows.insert(index, row);
-        }
-        Ok(())
-    }
-
-    /// Sub-task `index`'s creation was refused: the escrow holds its
-    /// reference already. Sent before by this run and not mined yet: wait
-    /// (the logs tell once it is). Created, but not among the logs read
-    /// from this run's approval on: the task was made outside this run —
-    /// the plan id was used before with this sponsor, by an earlier
-    /// database or another orchestrator — and is not this run's to drive.
-    /// The sub-task moves to its next attempt (a new reference), with a
-    /// `recovery_applied` event saying why; after
-    /// [`super::recover::MAX_AUTOMATIC_ATTEMPTS`] the run pauses instead.
-    async fn held_reference(
-        &self,
-        id: &str,
-        plan: &Plan,
-        rows: &mut BTreeMap<u32, Progress>,
-        index: u32,
-    ) -> Result<(), RunError> {
-        let row = rows
-            .get(&index)
-            .cloned()
-            .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-        let task = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
-        if !self.chain.exists(task).await? {
-            tracing::info!(index, "creation sent before and not mined yet; waiting");
-            return Ok(());
-        }
-        // Everything up to the node's newest block first: it may be ours,
-        // mined a moment ago.
-        let newest = self.chain.newest_block().await?;
-        self.chain.read_to(newest).await?;
-        if self.chain.task(task).await?.is_some() {
-            return Ok(());
-        }
-        let since = self.store.from_block(id).await?.unwrap_or_default();
-        // This run created it before a reorganisation took its logs (or a
-        // provider's read left them out): its logs are read again, from
-        // the run's first block; never a new attempt for it.
-        if self.chain.reorgs(task).await > 0 {
-            self.chain.reread(task, since, newest).await?;
-            tracing::info!(index, %task, "created by this run before a reorganisation");
-            return Ok(());
-        }
-        let what = format!(
-            "sub-task {index}: escrow task {task} (attempt {}) was created before this run \
-             began at block {since}: plan {} was used before with this sponsor",
-            row.attempt, plan.id
-        );
-        tracing::warn!(index, %task, "a task of this run's reference was created outside it");
-        let next = row.attempt + 1;
-        if next >= super::recover::MAX_AUTOMATIC_ATTEMPTS {
-            let reason = format!("{what}; retry with a new attempt, or cancel the run");
-            return self.pause(id, plan, index, row.attempt, reason).await;
-        }
-        let moved = Progress { attempt: next, ..row };
-        self.store.put_subtask(id, &moved.to_row()).await?;
-        rows.insert(index, moved);
-        let reason = format!("{what}; funding attempt {next} under a new reference");
-        self.recovery_event(plan, id, index, next, Recovery::NewReference, reason).await
-    }
-
-    /// The escrow's parameters for a sub-task's current attempt, its
-    /// envelope published: its index, task id and parameters.
-    async fn create_params(
-        &self,
-        plan: &Plan,
-        row: &Progress,
-        inputs: Vec<Input>,
-        now: u64,
-    ) -> Result<(u32, U256, CreateParams), RunError> {
-        let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
-        let reference = Chain::reference(plan.id, row.idx, row.attempt);
-        let id = self.chain.task_id(reference);
-        let parent_id = inputs
-            .first()
-            .and_then(|i: &Input| i.task_id.as_deref())
-            .and_then(|t| t.parse::<U256>().ok())
-            .unwrap_or_default();
-        let envelope = Envelope {
-            parent: if parent_id.is_zero() {
-                Parent::Plan(plan.id)
-            } else {
-                Parent::Task(parent_id.to_string())
-            },
-            spec: task.spec.clone(),
-            capability: Some(task.capability.clone()),
-            source: if task.depends_on.is_empty() { plan.source.clone() } else { None },
-            inputs,
-            path: plan.is_nested().then(|| plan.path_of(row.idx).to_string()),
-            groups: plan.groups_of(row.idx).iter().map(|g| label(&g.spec)).collect(),
-        };
-        let sources = self.sources.clone();
-        let spec_uri = tokio::task::spawn_blocking(move || sources.encode(&envelope))
-            .await?
-            .map_err(|e| RunError::Invalid(format!("sub-task {}: envelope: {e}", row.idx)))?;
-        // Upfront, a dependant's deadline also covers its upstream chain.
-        let deadline = now + plan.deadline_offset_of(row.idx);
-        let params = CreateParams {
-            r#ref: reference,
-            planId: plan.id,
-            parentId: parent_id,
-            capability: capability::encode(&task.capability)
-                .map_err(|e| RunError::Invalid(format!("sub-task {}: {e}", row.idx)))?,
-            client: self.chain.sponsor(),
-            executor: row.executor,
-            // Never more than the sub-task's approved cost.
-            amount: super::money::funding(task)?.base_units(),
-            deadline: U40::from(deadline),
-            reviewWindow: plan.review_window_secs,
-            specURI: spec_uri,
-        };
-        Ok((row.idx, id, params))
-    }
-
     /// The task ids of every attempt of every sub-task of `plan`.
     fn task_ids(&self, plan: &Plan, rows: &[Progress]) -> Vec<U256> {
         rows.iter()
@@ -677,142 +456,29 @@ impl Orchestrator {
             .collect()
     }
 
-    /// What the run has spent: every attempt of every sub-task that was
-    /// funded, and what its settlement paid out and returned (a split
-    /// ruling pays part and refunds the rest; an expired or cancelled
-    /// attempt refunds all of it). From the logs the runner holds: no request.
-    async fn spend(
-        &self,
-        plan: &Plan,
-        rows: impl IntoIterator<Item = &Progress>,
-    ) -> Result<Spend, RunError> {
-        let overflow = || RunError::Invalid("spent amounts overflow".into());
-        let add = |a: Usdc, b: Usdc| a.checked_add(b).ok_or_else(overflow);
-        let mut total = Spend::default();
-        for row in rows {
-            for attempt in 0..=row.attempt {
-                let id = self.chain.task_id(Chain::reference(plan.id, row.idx, attempt));
-                let Some((rec, _)) = self.chain.task(id).await? else { continue };
-                total.committed = add(total.committed, Usdc::from_base_units(rec.task.amount))?;
-                if let Some(s) = self.chain.settlement(id).await? {
-                    total.paid = add(total.paid, s.paid)?;
-                    total.refunded = add(total.refunded, s.refunded)?;
-                }
-            }
-        }
-        Ok(total)
-    }
-
-    /// Reports each nested plan whose leaves are all paid (or skipped by the
-    /// plan), once: the nested step is settled, and its dependants have its
-    /// output.
-    async fn settle_nested(
-        &self,
-        id: &str,
-        plan: &Plan,
-        rows: &BTreeMap<u32, Progress>,
-    ) -> Result<(), RunError> {
-        for g in &plan.groups {
-            let members = plan.members(&g.path);
-            let inside = members_of(plan, g, rows);
-            let done = |r: &Progress| r.phase.is_paid() || r.phase == Phase::Skipped;
-            if inside.len() != members.len() || !inside.iter().all(done) {
-                continue;
-            }
-            let spent = self.spend(plan, &inside).await?;
-            let event = RunEvent::NestedCompleted {
-                plan_id: plan.id,
-                path: g.path.to_string(),
-                nested_plan_id: g.plan_id(plan.id),
-                subtasks: members.len(),
-                paid: spent.paid,
-                budget: g.budget,
-            };
-            self.emit(id, &format!("nested:{}", g.path), &event).await?;
-        }
-        Ok(())
-    }
-
-    /// Refuses to fund sub-task `row`, whose `cost` would take the plan
-    /// (or, with `group`, that nested plan's share) over its budget: an
-    /// event and a pause with the reason, nothing sent.
-    async fn over_budget(
-        &self,
-        id: &str,
-        plan: &Plan,
-        row: &Progress,
-        cost: Usdc,
-        spend: &Spend,
-        group: Option<&Group>,
-    ) -> Result<(), RunError> {
-        let index = row.idx;
-        let budget = group.map_or(plan.budget, |g| g.budget);
-        tracing::warn!(index, %cost, %budget, charged = %spend.charged(), "over budget");
-        let event = RunEvent::BudgetExceeded {
-            plan_id: plan.id,
-            index,
-            cost,
-            budget,
-            committed: spend.committed,
-            refunded: spend.refunded,
-        };
-        self.emit(id, &format!("budget:{index}:{}", row.attempt), &event).await?;
-        let whose = match group {
-            Some(g) => format!("the {} share of nested plan `{}`", budget.with_unit(), g.path),
-            None => format!("the {} budget", budget.with_unit()),
-        };
-        let reason = format!(
-            "sub-task {index} costs {} but {} of {whose} is spent or locked: cancel, or \
-             wait for refunds",
-            cost.with_unit(),
-            spend.charged().with_unit(),
-        );
-        self.pause(id, plan, index, row.attempt, reason).await
-    }
-
     /// Pauses a running run for a decision about sub-task `index`.
     pub(super) async fn pause(
         &self,
-        id: &str,
-        plan: &Plan,
+        ctx: &RunCtx,
         index: u32,
         attempt: u32,
         reason: String,
     ) -> Result<(), RunError> {
         let reason = PauseReason(reason);
         let why = Reason::Pause(reason.clone());
-        let paused = self.transition(id, &[RunState::Running], RunState::Paused, Some(&why)).await?;
+        let paused = self.move_run(ctx, &[RunState::Running], RunState::Paused, Some(&why)).await?;
         if paused {
+            let plan = ctx.plan();
             let event = RunEvent::PlanPaused { plan_id: plan.id, index, reason };
-            self.emit(id, &format!("paused:{index}:{attempt}"), &event).await?;
+            self.emit(&plan, &format!("paused:{index}:{attempt}"), &event).await?;
         }
         Ok(())
     }
 }
 
-/// The progress rows of nested plan `group`'s leaves.
-fn members_of(plan: &Plan, group: &Group, rows: &BTreeMap<u32, Progress>) -> Vec<Progress> {
-    let members = plan.members(&group.path);
-    rows.values().filter(|r| members.contains(&r.idx)).cloned().collect()
-}
-
-/// A nested plan's label as an envelope carries it: its step's spec, cut
-/// at a character boundary to the envelope's limit.
-fn label(spec: &str) -> String {
-    let max = tessera_bindings::envelope::MAX_GROUP_LABEL_BYTES;
-    if spec.len() <= max {
-        return spec.to_owned();
-    }
-    let mut end = max;
-    while !spec.is_char_boundary(end) {
-        end -= 1;
-    }
-    spec[..end].to_owned()
-}
-
 /// Logs a refused transaction on `indices` and carries on; any other
 /// failure (the node unreachable, say) fails the step.
-fn refused(indices: &[u32], e: RunError) -> Result<(), RunError> {
+pub(super) fn refused(indices: &[u32], e: RunError) -> Result<(), RunError> {
     if !e.is_refusal() {
         return Err(e);
     }
