@@ -158,10 +158,11 @@ impl Orchestrator {
     /// offers the capability.
     pub async fn choose_other(
         &self,
-        id: &str,
+        id: impl Into<crate::state::RunId>,
         index: u32,
         policy: Selection,
     ) -> Result<Choice, RunError> {
+        let id = &id.into();
         let row = self.store().run(id).await?.ok_or_else(|| RunError::NotFound(id.into()))?;
         let run = Run::from_row(&row)?;
         if !run.state.is_live() {

@@ -52,6 +52,80 @@ pub struct ConditionError {
     pub at: usize,
 }
 
+/// A step's `when` as a plan holds it: the text as written, parsed once
+/// when the plan is read or built (serde reads and writes the text only).
+/// A text that does not parse keeps its error, for the plan's validation to
+/// refuse.
+#[derive(Debug, Clone)]
+pub struct When {
+    text: String,
+    parsed: Result<Condition, ConditionError>,
+}
+
+impl When {
+    /// `text`, parsed.
+    pub fn new(text: impl Into<String>) -> Self {
+        let text = text.into();
+        let parsed = Condition::parse(&text);
+        Self { text, parsed }
+    }
+
+    /// The text as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The parsed condition, or why the text is not one.
+    pub fn condition(&self) -> Result<&Condition, ConditionError> {
+        self.parsed.as_ref().map_err(Clone::clone)
+    }
+}
+
+impl PartialEq for When {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for When {}
+
+impl std::ops::Deref for When {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for When {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<String> for When {
+    fn from(text: String) -> Self {
+        Self::new(text)
+    }
+}
+
+impl From<&str> for When {
+    fn from(text: &str) -> Self {
+        Self::new(text)
+    }
+}
+
+impl serde::Serialize for When {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for When {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self::new)
+    }
+}
+
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cmp {

@@ -75,6 +75,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     runner::Orchestrator,
+    state::RunId,
     store::{Claim, EVENTS_CHANNEL, Store, StoreError, WAKE_CHANNEL, parse_event_payload},
 };
 
@@ -445,7 +446,7 @@ async fn listen(
                 WAKE_CHANNEL if lane.holds() => {
                     let (orch, id) = (Arc::clone(&orch), n.payload().to_owned());
                     tokio::spawn(async move {
-                        if let Err(e) = orch.adopt(&id).await {
+                        if let Err(e) = orch.adopt(&RunId::from(&id)).await {
                             tracing::warn!(plan = %id, error = %e, "waking a run");
                         }
                     });
@@ -455,7 +456,7 @@ async fn listen(
                         continue;
                     };
                     if origin != lane.id()
-                        && let Err(e) = orch.relay(run, seq).await
+                        && let Err(e) = orch.relay(&RunId::from(run), seq).await
                     {
                         tracing::warn!(plan = %run, seq, error = %e, "relaying an event");
                         orch.resync();

@@ -72,7 +72,8 @@ impl Plan {
         // would renumber one they read is refused rather than rewritten.
         for task in &self.subtasks {
             for (_, when) in self.conditions_of(task.index) {
-                let condition = crate::condition::Condition::parse(when)
+                let condition = when
+                    .condition()
                     .map_err(|source| PlanError::InvalidCondition { index: task.index, source })?;
                 if condition.references().into_iter().any(|r| map(r) != Some(r)) {
                     return Err(PlanError::ConditionRenumbered(task.index));

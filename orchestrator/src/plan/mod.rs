@@ -26,6 +26,8 @@ mod validate;
 
 use alloy::primitives::{Address, B256, keccak256};
 use serde::{Deserialize, Serialize};
+
+use crate::condition::When;
 pub use tessera_bindings::usdc::Usdc;
 
 pub use self::{
@@ -100,7 +102,7 @@ pub struct SubTask {
     /// A condition over the outputs of the sub-tasks it names: false means
     /// the sub-task is skipped, never funded (see [`crate::condition`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<String>,
+    pub when: Option<When>,
     /// This sub-task's recovery, over the plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryOverride>,

@@ -47,7 +47,7 @@ use super::{
     Checkpoint, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, RecoveryOverride, ReviewMode,
     SubTask,
 };
-use crate::condition::Condition;
+use crate::condition::{Condition, When};
 
 /// Levels a plan may nest when the orchestrator is not told otherwise: the
 /// root plan is level 1.
@@ -191,7 +191,7 @@ pub struct Group {
     /// every leaf of the child plan, unfunded. It reads only what the child
     /// plan's first leaves depend on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub when: Option<String>,
+    pub when: Option<When>,
 }
 
 impl Group {
@@ -306,9 +306,9 @@ impl Plan {
         for reading in out.readings {
             let text = reading.condition.relabelled(|n| remap[&reading.reads[&n]].to_string());
             if let Some(leaf) = leaves.iter_mut().find(|t| t.path.as_ref() == Some(&reading.at)) {
-                leaf.when = Some(text);
+                leaf.when = Some(text.into());
             } else if let Some(g) = out.groups.iter_mut().find(|g| g.path == reading.at) {
-                g.when = Some(text);
+                g.when = Some(text.into());
             }
         }
         for cp in &mut out.checkpoints {
@@ -326,13 +326,13 @@ impl Plan {
     /// The conditions sub-task `index` runs under, outermost first: each
     /// enclosing nested step's, then its own; each with the path of the
     /// step whose condition it is. Any false skips the sub-task.
-    pub fn conditions_of(&self, index: u32) -> Vec<(StepPath, &str)> {
-        let mut out: Vec<(StepPath, &str)> = self
+    pub fn conditions_of(&self, index: u32) -> Vec<(StepPath, &When)> {
+        let mut out: Vec<(StepPath, &When)> = self
             .groups_of(index)
             .into_iter()
-            .filter_map(|g| g.when.as_deref().map(|w| (g.path.clone(), w)))
+            .filter_map(|g| g.when.as_ref().map(|w| (g.path.clone(), w)))
             .collect();
-        if let Some(when) = self.subtask(index).and_then(|t| t.when.as_deref()) {
+        if let Some(when) = self.subtask(index).and_then(|t| t.when.as_ref()) {
             out.push((self.path_of(index), when));
         }
         out

@@ -292,7 +292,7 @@ fn a_nested_steps_condition_and_recovery_hold_for_its_whole_plan() {
         let conditions = p.conditions_of(i);
         assert_eq!(conditions.len(), 1, "leaf {i}");
         assert_eq!(
-            (conditions[0].0.to_string(), conditions[0].1),
+            (conditions[0].0.to_string(), conditions[0].1.as_str()),
             ("1".into(), "out[0].score < 0")
         );
     }

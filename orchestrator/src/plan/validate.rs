@@ -45,7 +45,8 @@ impl Plan {
                 });
             }
             if let Some(when) = &task.when {
-                let condition = crate::condition::Condition::parse(when)
+                let condition = when
+                    .condition()
                     .map_err(|source| PlanError::InvalidCondition { index: task.index, source })?;
                 if let Some(read) =
                     condition.references().into_iter().find(|r| !task.depends_on.contains(r))

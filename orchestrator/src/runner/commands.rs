@@ -10,7 +10,7 @@ use tessera_bindings::{task::Status, usdc::Usdc};
 use super::{Orchestrator, RunError, RunView};
 use crate::{
     plan::{Plan, PlanError, ReviewMode},
-    state::{DecisionKind, Phase, Progress, RunEvent, RunState, Stakes},
+    state::{DecisionKind, Phase, Progress, RunEvent, RunId, RunState, Stakes},
     store::now_ms,
 };
 
@@ -155,7 +155,7 @@ impl Orchestrator {
         }
         plan.validate_draft(&self.chain.context(&plan).await?)?;
         self.check_spend_cap(&plan)?;
-        let id = plan.id.to_string();
+        let id = RunId::from(plan.id);
         let json = plan_json(&plan)?;
         let classification = classification.map(Value::to_string);
         let stakes = if high_stakes { Stakes::High } else { Stakes::Low };
@@ -180,10 +180,11 @@ impl Orchestrator {
     /// returns the confirmation token for approval.
     pub async fn confirm(
         &self,
-        id: &str,
+        id: impl Into<RunId>,
         amount: &str,
         recipients: &[Address],
     ) -> Result<String, RunError> {
+        let id = &id.into();
         let (run, plan) = self.load(id).await?;
         if run.state != RunState::Proposed {
             return Err(RunError::wrong_state(id, run.state, "confirmation"));
@@ -214,7 +215,8 @@ impl Orchestrator {
     }
 
     /// Applies an edit to a proposed plan; the result is validated again.
-    pub async fn edit(&self, id: &str, edit: Edit) -> Result<RunView, RunError> {
+    pub async fn edit(&self, id: impl Into<RunId>, edit: Edit) -> Result<RunView, RunError> {
+        let id = &id.into();
         let (run, plan) = self.load(id).await?;
         if run.state != RunState::Proposed {
             return Err(RunError::wrong_state(id, run.state, "an edit"));
@@ -254,9 +256,10 @@ impl Orchestrator {
     /// the confirmation token — then starts running it.
     pub async fn approve(
         self: &Arc<Self>,
-        id: &str,
+        id: impl Into<RunId>,
         confirmation: Option<&str>,
     ) -> Result<RunView, RunError> {
+        let id = &id.into();
         let (run, plan) = self.load(id).await?;
         if run.state != RunState::Proposed {
             return Err(RunError::wrong_state(id, run.state, "approval"));
@@ -324,7 +327,8 @@ impl Orchestrator {
     }
 
     /// Cancels a proposed plan at once, or asks a running one to stop.
-    pub async fn cancel(&self, id: &str) -> Result<RunView, RunError> {
+    pub async fn cancel(&self, id: impl Into<RunId>) -> Result<RunView, RunError> {
+        let id = &id.into();
         let (run, plan) = self.load(id).await?;
         match run.state {
             RunState::Proposed => {
@@ -344,7 +348,8 @@ impl Orchestrator {
     }
 
     /// Queues a decision about a running plan.
-    pub async fn decide(&self, id: &str, decision: Decision) -> Result<i64, RunError> {
+    pub async fn decide(&self, id: impl Into<RunId>, decision: Decision) -> Result<i64, RunError> {
+        let id = &id.into();
         self.decide_typed(id, decision, None).await
     }
 
@@ -357,10 +362,11 @@ impl Orchestrator {
     /// over the spend cap.
     pub async fn decide_typed(
         &self,
-        id: &str,
+        id: impl Into<RunId>,
         decision: Decision,
         typed: Option<&str>,
     ) -> Result<i64, RunError> {
+        let id = &id.into();
         let (run, plan) = self.load(id).await?;
         if decision == Decision::Cancel {
             self.cancel(id).await?;

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::{Orchestrator, RunError};
 use crate::{
     plan::Plan,
-    state::{Reason, Run, RunState},
+    state::{Reason, Run, RunId, RunState},
 };
 
 /// A run and its plan for the span of one look at it.
 #[derive(Debug)]
 pub(crate) struct RunCtx {
     /// The run id.
-    id: String,
+    id: RunId,
     /// The run and its plan as they stand.
     now: Mutex<(Run, Arc<Plan>)>,
 }
@@ -28,11 +28,11 @@ pub(crate) struct RunCtx {
 impl RunCtx {
     /// A context over `run` and `plan`.
     pub(crate) fn new(run: Run, plan: Plan) -> Self {
-        Self { id: run.id.clone(), now: Mutex::new((run, Arc::new(plan))) }
+        Self { id: RunId::from(&run.id), now: Mutex::new((run, Arc::new(plan))) }
     }
 
     /// The run id.
-    pub(crate) fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &RunId {
         &self.id
     }
 
@@ -82,7 +82,7 @@ impl RunCtx {
 
 impl Orchestrator {
     /// The context of run `id`: the run and its plan, read once.
-    pub(super) async fn context(&self, id: &str) -> Result<RunCtx, RunError> {
+    pub(super) async fn context(&self, id: &RunId) -> Result<RunCtx, RunError> {
         let (run, plan) = self.load(id).await?;
         Ok(RunCtx::new(run, plan))
     }

@@ -22,7 +22,7 @@ use tracing::Instrument;
 
 use super::{Orchestrator, RunError};
 use crate::{
-    state::{RunEvent, RunState},
+    state::{RunEvent, RunId, RunState},
     store::now_ms,
 };
 
@@ -46,14 +46,14 @@ pub(super) fn lock<T>(m: &StdMutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Supervisor {
-    fn waker(&self, id: &str) -> Arc<Notify> {
-        Arc::clone(lock(&self.wakers).entry(id.to_owned()).or_default())
+    fn waker(&self, id: &RunId) -> Arc<Notify> {
+        Arc::clone(lock(&self.wakers).entry(id.to_string()).or_default())
     }
 
     /// Forgets a run whose driver ended.
-    fn finish(&self, id: &str) {
-        lock(&self.driving).remove(id);
-        lock(&self.wakers).remove(id);
+    fn finish(&self, id: &RunId) {
+        lock(&self.driving).remove(id.as_str());
+        lock(&self.wakers).remove(id.as_str());
     }
 
     /// Runs with a driver now.
@@ -112,7 +112,7 @@ impl Orchestrator {
         }
         for (id, state) in &live {
             tracing::info!(plan = %id, %state, "resuming run");
-            self.spawn(id);
+            self.spawn(&RunId::from(id));
         }
         Ok(live.len())
     }
@@ -178,13 +178,13 @@ impl Orchestrator {
 
     /// Starts the supervised driver of run `id`, unless it has one (or,
     /// in replica mode, this replica does not hold the lane).
-    pub(super) fn spawn(self: &Arc<Self>, id: &str) {
+    pub(super) fn spawn(self: &Arc<Self>, id: &RunId) {
         // Checked under the lane's lock: a lane lost meanwhile cancels the
         // token this driver takes.
         let lane = lock(&self.drivers.lane);
         if self.drivers.token.is_cancelled()
             || !self.may_drive()
-            || !lock(&self.drivers.driving).insert(id.to_owned())
+            || !lock(&self.drivers.driving).insert(id.to_string())
         {
             return;
         }
@@ -192,19 +192,19 @@ impl Orchestrator {
         let span = tracing::info_span!("run", plan = %id);
         let mut tasks = lock(&self.drivers.tasks);
         while tasks.try_join_next().is_some() {}
-        tasks.spawn(Arc::clone(self).supervise(id.to_owned(), lane).instrument(span));
+        tasks.spawn(Arc::clone(self).supervise(id.clone(), lane).instrument(span));
     }
 
     /// Wakes run `id`'s driver, when it has one.
-    pub(super) fn wake(&self, id: &str) {
-        if let Some(waker) = lock(&self.drivers.wakers).get(id) {
+    pub(super) fn wake(&self, id: &RunId) {
+        if let Some(waker) = lock(&self.drivers.wakers).get(id.as_str()) {
             waker.notify_one();
         }
     }
 
     /// Drives run `id` until it ends, shutdown, or the loss of the lane
     /// (`lane` cancelled: the driver is dropped wherever it is).
-    async fn supervise(self: Arc<Self>, id: String, lane: CancellationToken) {
+    async fn supervise(self: Arc<Self>, id: RunId, lane: CancellationToken) {
         tokio::select! {
             biased;
             () = lane.cancelled() => tracing::info!("lane lost: driver stopped"),
@@ -215,7 +215,7 @@ impl Orchestrator {
 
     /// Drives run `id` until it ends or shutdown, restarting the driver
     /// with backoff when it fails or panics.
-    async fn supervise_steps(&self, id: &str) {
+    async fn supervise_steps(&self, id: &RunId) {
         let token = self.drivers.token.clone();
         let mut restarts = 0u32;
         loop {
@@ -249,7 +249,7 @@ impl Orchestrator {
 
     /// Steps run `id` until it is over or shutdown begins; an error after
     /// [`super::RunnerConfig::max_step_failures`] consecutive failed steps.
-    async fn drive(&self, id: &str) -> Result<(), RunError> {
+    async fn drive(&self, id: &RunId) -> Result<(), RunError> {
         let token = self.drivers.token.clone();
         let waker = self.drivers.waker(id);
         let mut heads = self.head.subscribe();

@@ -17,7 +17,7 @@ use tessera_bindings::{
 use super::{Chain, Orchestrator, RunCtx, RunError, tick::refused, wave::Part};
 use crate::{
     plan::{Group, Plan, PlanError, StepPath},
-    state::{Phase, Progress, Recovery, RunEvent, Spend},
+    state::{Phase, Progress, RecoveryStep, RunEvent, Spend},
 };
 
 impl Orchestrator {
@@ -108,7 +108,7 @@ impl Orchestrator {
             return Ok(());
         }
         self.fence()?;
-        let part = Part { run: id.to_owned(), approvals: recs, creations: wave };
+        let part = Part { run: id.to_string(), approvals: recs, creations: wave };
         let outcome = self.chain.wave(part, &|| self.fence()).await;
         if let Err(e) = outcome.approved {
             refused(approvals, e)?;
@@ -188,7 +188,7 @@ impl Orchestrator {
         self.store.put_subtask(id, &moved.to_row()).await?;
         rows.insert(index, moved);
         let reason = format!("{what}; funding attempt {next} under a new reference");
-        self.recovery_event(&plan, index, next, Recovery::NewReference, reason).await
+        self.recovery_event(&plan, index, next, RecoveryStep::NewReference, reason).await
     }
 
     /// The escrow's parameters for a sub-task's current attempt, its

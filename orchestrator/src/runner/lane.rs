@@ -9,7 +9,10 @@
 use std::sync::Arc;
 
 use super::{Orchestrator, RunError, driver::lock};
-use crate::{replica::Lane, state::RunState};
+use crate::{
+    replica::Lane,
+    state::{RunId, RunState},
+};
 
 impl Orchestrator {
     /// Makes this orchestrator one replica of `lane`: from now on it drives
@@ -73,7 +76,7 @@ impl Orchestrator {
     /// another replica): its driver is woken, or started when the run is
     /// live, of this lane, and has none. Nothing unless this replica holds
     /// the lane.
-    pub(crate) async fn adopt(self: &Arc<Self>, id: &str) -> Result<(), RunError> {
+    pub(crate) async fn adopt(self: &Arc<Self>, id: &RunId) -> Result<(), RunError> {
         let Some(lane) = self.lane.get() else { return Ok(()) };
         if !self.may_drive() {
             return Ok(());
@@ -105,7 +108,7 @@ impl Orchestrator {
         }
         for (id, _) in self.store.live_runs_of(lane.name()).await? {
             if !self.drivers.is_driving(&id) {
-                self.adopt(&id).await?;
+                self.adopt(&RunId::from(id)).await?;
             }
         }
         Ok(())
@@ -113,7 +116,7 @@ impl Orchestrator {
 
     /// Passes event `seq` of run `id`, stored by another replica, to this
     /// replica's live subscribers.
-    pub(crate) async fn relay(&self, id: &str, seq: i64) -> Result<(), RunError> {
+    pub(crate) async fn relay(&self, id: &RunId, seq: i64) -> Result<(), RunError> {
         if let Some(ev) = self.store.event(id, seq).await? {
             let _ = self.events.send(ev);
         }
@@ -137,7 +140,7 @@ impl Orchestrator {
     /// Wakes run `id`'s driver here and, in replica mode, on the replica
     /// holding the lane (`NOTIFY tessera_wake`). A failed notification is
     /// logged: the holder's driver looks at the run within a second anyway.
-    pub(super) async fn nudge(&self, id: &str) {
+    pub(super) async fn nudge(&self, id: &RunId) {
         self.wake(id);
         if let Err(e) = self.store.notify_wake(id).await {
             tracing::warn!(plan = %id, error = %e, "notifying the lane holder");

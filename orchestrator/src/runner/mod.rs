@@ -73,7 +73,7 @@ pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 use crate::{
     choose::AgentRecords,
     plan::Plan,
-    state::{CloseReason, Progress, Reason, Run, RunEvent, RunState},
+    state::{CloseReason, Progress, Reason, Run, RunEvent, RunId, RunState},
     store::{EventRow, Store},
 };
 
@@ -186,7 +186,7 @@ impl Orchestrator {
     }
 
     /// The run `id` (typed) and its plan.
-    async fn load(&self, id: &str) -> Result<(Run, Plan), RunError> {
+    async fn load(&self, id: &RunId) -> Result<(Run, Plan), RunError> {
         let row = self.store.run(id).await?.ok_or_else(|| RunError::NotFound(id.into()))?;
         let plan = Plan::from_json(&row.plan_json)?;
         Ok((Run::from_row(&row)?, plan))
@@ -195,7 +195,7 @@ impl Orchestrator {
     /// The run's sub-task progress, typed, by index.
     async fn progress(
         &self,
-        id: &str,
+        id: &RunId,
     ) -> Result<std::collections::BTreeMap<u32, Progress>, RunError> {
         let mut rows = std::collections::BTreeMap::new();
         for row in self.store.subtasks(id).await? {
@@ -207,7 +207,7 @@ impl Orchestrator {
     /// Moves run `id` from one of `from` to `to`; false when it was in none.
     async fn transition(
         &self,
-        id: &str,
+        id: &RunId,
         from: &[RunState],
         to: RunState,
         reason: Option<&Reason>,
@@ -229,12 +229,12 @@ impl Orchestrator {
         {
             obj.insert("path".into(), plan.path_of(index).to_string().into());
         }
-        self.store_event(&plan.id.to_string(), event.kind(), dedup, &body).await
+        self.store_event(&RunId::from(plan.id), event.kind(), dedup, &body).await
     }
 
     /// Stores the run-level `event` (one about no sub-task) for run `id`
     /// unless one with `dedup` exists.
-    async fn emit_run(&self, id: &str, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
+    async fn emit_run(&self, id: &RunId, dedup: &str, event: &RunEvent) -> Result<(), RunError> {
         self.store_event(id, event.kind(), dedup, &event.to_body()).await
     }
 
@@ -242,7 +242,7 @@ impl Orchestrator {
     /// exists, and sends it to live subscribers when new.
     async fn store_event(
         &self,
-        id: &str,
+        id: &RunId,
         kind: crate::state::EventKind,
         dedup: &str,
         body: &serde_json::Value,

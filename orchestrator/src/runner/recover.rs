@@ -26,7 +26,7 @@ use alloy::primitives::Address;
 use super::{Chain, Orchestrator, RunCtx, RunError, step::Failure};
 use crate::{
     plan::{Choice, MAX_RETRIES, Plan, PlanError, Policy},
-    state::{CloseReason, Phase, Progress, Recovery, RunEvent},
+    state::{CloseReason, Phase, Progress, RecoveryStep, RunEvent},
 };
 
 /// Most attempts the runner starts on its own for one sub-task, whatever
@@ -68,7 +68,7 @@ impl Orchestrator {
         let what = format!("sub-task {index} attempt {attempt}: {}", failure.describe());
         if policy == Policy::Cancel {
             let why = format!("{what}; cancelling");
-            self.recovery_event(&plan, index, attempt, Recovery::Cancel, why).await?;
+            self.recovery_event(&plan, index, attempt, RecoveryStep::Cancel, why).await?;
             return self.close(ctx, &CloseReason::Cancelled).await;
         }
         if attempt >= MAX_AUTOMATIC_ATTEMPTS {
@@ -81,7 +81,7 @@ impl Orchestrator {
         let (executor, step, why) = match policy {
             Policy::Retry(n) if attempt < n => (
                 row.executor,
-                Recovery::Retry(n),
+                RecoveryStep::Retry(n),
                 format!("{what}; retry {} of {n} with {}", attempt + 1, row.executor),
             ),
             _ => {
@@ -89,7 +89,7 @@ impl Orchestrator {
                 let (capability, cost) = (&task.capability, task.cost);
                 let choice =
                     self.choose(index, capability, plan.selection, &tried, Some(cost)).await?;
-                let step = Recovery::reassigning(policy, failure == Failure::DisputeLost);
+                let step = RecoveryStep::reassigning(policy, failure == Failure::DisputeLost);
                 match choice {
                     Some(choice) => {
                         let why =
@@ -177,7 +177,7 @@ impl Orchestrator {
         plan: &Plan,
         index: u32,
         attempt: u32,
-        policy: Recovery,
+        policy: RecoveryStep,
         reason: String,
     ) -> Result<(), RunError> {
         let event = RunEvent::RecoveryApplied {

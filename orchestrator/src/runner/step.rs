@@ -15,7 +15,6 @@ use tessera_bindings::{
 pub use super::resolve::{Resolution, resolve};
 use super::RunError;
 use crate::{
-    condition::Condition,
     plan::{DisputePolicy, Plan, PlanError, Policy, ReviewMode},
     state::{CloseReason, Gate, Gates, Phase, Progress, RunState},
 };
@@ -302,7 +301,8 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 // The conditions of the nested steps it lies in, then its own.
                 let mut false_one = None;
                 for (whose, when) in s.plan.conditions_of(index) {
-                    let condition = Condition::parse(when)
+                    let condition = when
+                        .condition()
                         .map_err(|e| RunError::Invalid(format!("step {whose}: {e}")))?;
                     if !condition.eval(s.results) {
                         false_one = Some((whose, when));

@@ -376,7 +376,7 @@ fn a_condition_reads_its_upstream_results_and_skips_or_creates() {
     };
     // A flat plan's step is skipped by its own condition, said so.
     assert_eq!(reason, &format!("its condition `{when}` is false"));
-    assert_eq!(when, p.subtasks[1].when.as_ref().unwrap());
+    assert_eq!(when, p.subtasks[1].when.as_ref().unwrap().as_str());
     // A missing result reads as null: the comparison is false.
     let actions = snapshot_steps(&p, &rows, &chain, &HashMap::new(), &held);
     assert!(matches!(actions.as_slice(), [Action::Leave { index: 1, .. }]), "{actions:?}");

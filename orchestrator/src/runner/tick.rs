@@ -18,14 +18,14 @@ use crate::{
     plan::Plan,
     state::{
         CloseReason, DecisionKind, Gate, Outcome, PauseReason, Pending, Phase, Progress, Reason,
-        Recovery, RunEvent, RunState,
+        RecoveryStep, RunEvent, RunId, RunState,
     },
     store::DecisionOutcome,
 };
 
 impl Orchestrator {
     /// One look at a run. True when the run is over.
-    pub(super) async fn tick(&self, id: &str) -> Result<bool, RunError> {
+    pub(super) async fn tick(&self, id: &RunId) -> Result<bool, RunError> {
         self.config.inject_fault(id);
         // In replica mode, nothing is done for a lane this replica no
         // longer holds (each send checks again).
@@ -275,7 +275,7 @@ impl Orchestrator {
                         "attempt {attempt} ended before its upstream delivered; attempt {} is                          funded with its upstream's next attempt",
                         attempt + 1
                     );
-                    self.recovery_event(&plan, index, attempt + 1, Recovery::AwaitUpstream, reason)
+                    self.recovery_event(&plan, index, attempt + 1, RecoveryStep::AwaitUpstream, reason)
                         .await?;
                 }
             }
@@ -397,7 +397,7 @@ impl Orchestrator {
             }
             // Its own condition and those of the nested steps it lies in.
             for (_, when) in plan.conditions_of(task.index) {
-                if let Ok(c) = crate::condition::Condition::parse(when) {
+                if let Ok(c) = when.condition() {
                     wanted.extend(c.references());
                 }
             }

@@ -8,7 +8,7 @@ use tessera_bindings::usdc::Usdc;
 use super::{Orchestrator, RunError};
 use crate::{
     plan::{Plan, PlanError, StepPath},
-    state::{EventKind, Gates, Phase, Progress, RunState, Spend, Stakes},
+    state::{EventKind, Gates, Phase, Progress, RunId, RunState, Spend, Stakes},
     store::{DecisionRecord, RunRow, SubtaskRow},
 };
 
@@ -105,7 +105,7 @@ impl NestedView {
     /// that is `closed` (cancelled or failed) or not.
     pub fn of(
         plan: &Plan,
-        run_id: &str,
+        run_id: &RunId,
         rows: &[SubtaskRow],
         closed: bool,
     ) -> Result<Vec<Self>, RunError> {
@@ -139,7 +139,7 @@ impl NestedView {
                 path: g.path.clone(),
                 plan_id: g.plan_id(plan.id),
                 parent_plan_id,
-                run_id: run_id.to_owned(),
+                run_id: run_id.to_string(),
                 depth: g.depth(),
                 spec: g.spec.clone(),
                 budget: g.budget,
@@ -187,7 +187,8 @@ impl Orchestrator {
     }
 
     /// The run with its plan, sub-task progress and decisions.
-    pub async fn view(&self, id: &str) -> Result<RunView, RunError> {
+    pub async fn view(&self, id: impl Into<RunId>) -> Result<RunView, RunError> {
+        let id = &id.into();
         let row = self.store.run(id).await?.ok_or_else(|| RunError::NotFound(id.into()))?;
         let plan = Plan::from_json(&row.plan_json)?;
         let stakes = Stakes::parse(&row.stakes).map_err(crate::state::RowError::from)?;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_bindings::usdc::Usdc;
 
-use super::{CloseReason, DecisionKind, PauseReason, Recovery, Stakes, UnknownWord};
+use super::{CloseReason, DecisionKind, PauseReason, RecoveryStep, Stakes, UnknownWord};
 
 /// The fields of an event derived from an escrow log (sub-task fields, the
 /// transaction, and the log's own data), as sent.
@@ -226,7 +226,7 @@ pub enum RunEvent {
         /// The sub-task.
         index: u32,
         /// The policy step applied (`retry(2)`, `reassign`).
-        policy: Recovery,
+        policy: RecoveryStep,
         /// The new attempt.
         attempt: u32,
         /// Why, in words (what happened, and to whom the work went).

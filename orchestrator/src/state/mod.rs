@@ -93,6 +93,75 @@ pub use gate::{Decider, Gate, Gates, outlasted};
 pub use rows::{Pending, Progress, RowError, Run};
 pub use spend::Spend;
 
+/// A run's id: its root plan's id as stored (`0x` + 64 hex). Made from the
+/// plan id when a run is proposed, or from an id the API or the store
+/// names; the store's text is [`RunId::as_str`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(String);
+
+impl RunId {
+    /// The id as stored and sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for RunId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for RunId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<alloy::primitives::B256> for RunId {
+    fn from(plan: alloy::primitives::B256) -> Self {
+        Self(plan.to_string())
+    }
+}
+
+impl From<&str> for RunId {
+    fn from(id: &str) -> Self {
+        Self(id.to_owned())
+    }
+}
+
+impl From<String> for RunId {
+    fn from(id: String) -> Self {
+        Self(id)
+    }
+}
+
+impl From<&String> for RunId {
+    fn from(id: &String) -> Self {
+        Self(id.clone())
+    }
+}
+
+impl From<&RunId> for String {
+    fn from(id: &RunId) -> Self {
+        id.0.clone()
+    }
+}
+
+impl From<&RunId> for RunId {
+    fn from(id: &RunId) -> Self {
+        id.clone()
+    }
+}
+
 words!(
     /// Where a run stands.
     RunState, "run state", {
@@ -468,7 +537,7 @@ pub enum Reason {
 /// taken). Its text form (`retry(2)`, `retry(2) then reassign`,
 /// `reassign`, …) is the event's `policy` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Recovery {
+pub enum RecoveryStep {
     /// The plan's policy closes the run.
     Cancel,
     /// The same executor again (`retry(n)`).
@@ -486,7 +555,7 @@ pub enum Recovery {
     NewReference,
 }
 
-impl Recovery {
+impl RecoveryStep {
     /// The recovery a plan's `policy` gives when it does not retry (any
     /// more): a reassignment, named after the policy it replaces.
     pub fn reassigning(policy: crate::plan::Policy, dispute_lost: bool) -> Self {
@@ -519,7 +588,7 @@ impl Recovery {
     }
 }
 
-impl fmt::Display for Recovery {
+impl fmt::Display for RecoveryStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Cancel => f.write_str("cancel"),
@@ -533,13 +602,13 @@ impl fmt::Display for Recovery {
     }
 }
 
-impl Serialize for Recovery {
+impl Serialize for RecoveryStep {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-impl<'de> Deserialize<'de> for Recovery {
+impl<'de> Deserialize<'de> for RecoveryStep {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         Self::parse(&text).map_err(serde::de::Error::custom)
@@ -591,18 +660,18 @@ mod tests {
         assert_eq!(Progress::from_row(&row).unwrap().to_row(), row);
         assert!(Progress::from_row(&SubtaskRow { phase: "paied".into(), ..row }).is_err());
         for r in [
-            Recovery::Cancel,
-            Recovery::Retry(2),
-            Recovery::RetryThenReassign(1),
-            Recovery::Reassign,
-            Recovery::RetryOther,
-            Recovery::AwaitUpstream,
-            Recovery::NewReference,
+            RecoveryStep::Cancel,
+            RecoveryStep::Retry(2),
+            RecoveryStep::RetryThenReassign(1),
+            RecoveryStep::Reassign,
+            RecoveryStep::RetryOther,
+            RecoveryStep::AwaitUpstream,
+            RecoveryStep::NewReference,
         ] {
-            assert_eq!(Recovery::parse(&r.to_string()), Ok(r));
+            assert_eq!(RecoveryStep::parse(&r.to_string()), Ok(r));
         }
-        assert_eq!(Recovery::RetryThenReassign(2).to_string(), "retry(2) then reassign");
-        assert!(Recovery::parse("retry(x)").is_err());
+        assert_eq!(RecoveryStep::RetryThenReassign(2).to_string(), "retry(2) then reassign");
+        assert!(RecoveryStep::parse("retry(x)").is_err());
         for r in ["cancelled", "dispute_refunded", "checkpoint review rejected"] {
             assert_eq!(CloseReason::parse(r).unwrap().to_string(), r);
         }

@@ -335,3 +335,85 @@ async fn concurrent_writers_number_without_collisions_on_postgresql() {
     };
     concurrent_writers_number_without_collisions(&url).await;
 }
+
+/// Migration 0010 on a database migrated to 0009 with rows in every state:
+/// a paused run's reason becomes its pause reason, a closing or closed
+/// run's its close reason, and the old column goes.
+async fn reasons_split_from_old_rows(url: &str) {
+    const BEFORE: [&str; 9] = [
+        include_str!("../../migrations/0001_runs.sql"),
+        include_str!("../../migrations/0002_stakes.sql"),
+        include_str!("../../migrations/0003_decision_outcomes.sql"),
+        include_str!("../../migrations/0004_run_from_block.sql"),
+        include_str!("../../migrations/0005_spend.sql"),
+        include_str!("../../migrations/0006_gates.sql"),
+        include_str!("../../migrations/0007_leases.sql"),
+        include_str!("../../migrations/0008_chain_time.sql"),
+        include_str!("../../migrations/0009_feedback.sql"),
+    ];
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new().max_connections(1).connect(url).await.unwrap();
+    for sql in BEFORE {
+        sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+    }
+    let rows = [
+        ("0x01", "paused", Some("sub-task 0 attempt 0: expired; retry or cancel")),
+        ("0x02", "cancelling", Some("cancelled")),
+        ("0x03", "failed", Some("checkpoint review rejected")),
+        ("0x04", "cancelled", Some("cancelled")),
+        ("0x05", "running", None),
+    ];
+    for (id, state, reason) in rows {
+        sqlx::query(
+            "INSERT INTO runs (id, plan_json, state, reason, created_at, updated_at) \
+             VALUES ($1, '{}', $2, $3, 1, 1)",
+        )
+        .bind(id)
+        .bind(state)
+        .bind(reason)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    sqlx::raw_sql(include_str!("../../migrations/0010_run_reasons.sql"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    let got: Vec<(String, Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT id, pause_reason, close_reason FROM runs ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let owned = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        got,
+        [
+            ("0x01".into(), owned("sub-task 0 attempt 0: expired; retry or cancel"), None),
+            ("0x02".into(), None, owned("cancelled")),
+            ("0x03".into(), None, owned("checkpoint review rejected")),
+            ("0x04".into(), None, owned("cancelled")),
+            ("0x05".into(), None, None),
+        ]
+    );
+    for (_, _, close) in &got {
+        if let Some(close) = close {
+            assert!(CloseReason::parse(close).is_ok(), "{close}");
+        }
+    }
+    assert!(sqlx::query("SELECT reason FROM runs").fetch_all(&pool).await.is_err());
+}
+
+#[tokio::test]
+async fn reasons_split_from_old_rows_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    reasons_split_from_old_rows(&url).await;
+}
+
+#[tokio::test]
+async fn reasons_split_from_old_rows_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("reasons_split").await else {
+        return;
+    };
+    reasons_split_from_old_rows(&url).await;
+}
