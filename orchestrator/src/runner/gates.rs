@@ -123,7 +123,10 @@ impl Orchestrator {
             Some(g) if g.is_open() => {}
             Some(g) => {
                 let state = g.word();
-                return Ok(Outcome::Ignored(Ignored::CheckpointDecided { name: name.into(), state }));
+                return Ok(Outcome::Ignored(Ignored::CheckpointDecided {
+                    name: name.into(),
+                    state,
+                }));
             }
             None => {
                 return Ok(Outcome::Ignored(Ignored::CheckpointNotReached { name: name.into() }));

@@ -41,9 +41,9 @@ pub mod chain;
 pub mod commands;
 pub mod config;
 mod ctx;
-mod fund;
 pub mod driver;
 pub mod error;
+mod fund;
 mod gates;
 mod lane;
 pub mod money;
@@ -59,11 +59,11 @@ mod wave;
 use std::sync::Arc;
 
 pub use chain::Chain;
-use ctx::RunCtx;
 pub use commands::{Decision, Edit};
 #[cfg(feature = "test-utils")]
 pub use config::FaultHook;
 pub use config::{DEFAULT_MAX_PLAN_SPEND, RunnerConfig};
+use ctx::RunCtx;
 pub use error::RunError;
 pub use sync::readable;
 use tessera_bindings::envelope::{BlobSources, BlobStore};

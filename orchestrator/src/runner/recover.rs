@@ -180,13 +180,7 @@ impl Orchestrator {
         policy: RecoveryStep,
         reason: String,
     ) -> Result<(), RunError> {
-        let event = RunEvent::RecoveryApplied {
-            plan_id: plan.id,
-            index,
-            policy,
-            attempt,
-            reason,
-        };
+        let event = RunEvent::RecoveryApplied { plan_id: plan.id, index, policy, attempt, reason };
         self.emit(plan, &format!("recovery:{index}:{attempt}"), &event).await
     }
 }

@@ -55,7 +55,9 @@ impl Orchestrator {
         let policy = plan.recovery.with(task.recovery.as_ref()).on_decline;
         if executors && policy != Policy::Pause {
             let failure = Failure::Refused(text);
-            return self.recover(ctx, rows, Recover { index, attempt: row.attempt, failure, policy }).await;
+            return self
+                .recover(ctx, rows, Recover { index, attempt: row.attempt, failure, policy })
+                .await;
         }
         let reason = format!(
             "sub-task {index}: the escrow refused to create it for {}: {text}: change \

@@ -12,8 +12,8 @@ use tessera_bindings::{
     task::{Status, TaskRecord},
 };
 
-pub use super::resolve::{Resolution, resolve};
 use super::RunError;
+pub use super::resolve::{Resolution, resolve};
 use crate::{
     plan::{DisputePolicy, Plan, PlanError, Policy, ReviewMode},
     state::{CloseReason, Gate, Gates, Phase, Progress, RunState},
@@ -506,7 +506,6 @@ pub fn reached<'p>(
         })
         .collect()
 }
-
 
 #[cfg(test)]
 #[path = "step_tests.rs"]

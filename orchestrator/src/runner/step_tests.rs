@@ -299,7 +299,14 @@ fn runs_end_on_stored_progress() {
         Some(Ending::Closed { state: RunState::Cancelled, reason: CloseReason::Cancelled })
     );
     assert_eq!(
-        ending(RunState::Cancelling, Some(&CloseReason::DisputeRefunded), &closing, None, 10, false),
+        ending(
+            RunState::Cancelling,
+            Some(&CloseReason::DisputeRefunded),
+            &closing,
+            None,
+            10,
+            false
+        ),
         Some(Ending::Closed { state: RunState::Failed, reason: CloseReason::DisputeRefunded })
     );
     let in_flight = rows(&[c(Status::Accepted), W]).into_values().collect::<Vec<_>>();

@@ -275,8 +275,14 @@ impl Orchestrator {
                         "attempt {attempt} ended before its upstream delivered; attempt {} is                          funded with its upstream's next attempt",
                         attempt + 1
                     );
-                    self.recovery_event(&plan, index, attempt + 1, RecoveryStep::AwaitUpstream, reason)
-                        .await?;
+                    self.recovery_event(
+                        &plan,
+                        index,
+                        attempt + 1,
+                        RecoveryStep::AwaitUpstream,
+                        reason,
+                    )
+                    .await?;
                 }
             }
         }

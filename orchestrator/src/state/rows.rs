@@ -4,7 +4,7 @@
 use alloy::primitives::Address;
 
 use super::{
-    CloseReason, DecisionKind, Outcome, Phase, PauseReason, RunState, Stakes, UnknownWord,
+    CloseReason, DecisionKind, Outcome, PauseReason, Phase, RunState, Stakes, UnknownWord,
 };
 use crate::store::{DecisionOutcome, DecisionRow, RunRow, SubtaskRow};
 
