@@ -16,7 +16,7 @@ use super::RunError;
 use crate::{
     condition::Condition,
     plan::{DisputePolicy, Plan, PlanError, Policy, ReviewMode},
-    state::{CloseReason, DecisionKind, Gate, Gates, Pending, Phase, Progress, RunState},
+    state::{CloseReason, DecisionKind, Gate, Gates, Pending, Phase, Progress, RowError, RunState},
 };
 
 /// What the runner needs to know of a sub-task's current on-chain task.
@@ -302,7 +302,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 let mut false_one = None;
                 for (whose, when) in s.plan.conditions_of(index) {
                     let condition = Condition::parse(when)
-                        .map_err(|e| RunError::Invalid(format!("step {whose}: {e}")))?;
+                        .map_err(|source| RunError::Condition { step: whose.clone(), source })?;
                     if !condition.eval(s.results) {
                         false_one = Some((whose, when));
                         break;
@@ -443,7 +443,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
         return Ok(Resolution::Close);
     }
     let index =
-        decision.index.ok_or_else(|| RunError::Invalid("decision without a sub-task".into()))?;
+        decision.index.ok_or_else(|| RowError::Malformed("decision without a sub-task".into()))?;
     let task = s.plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
     let row = s.row(index)?;
     let fresh_deadline = s.now + task.deadline_offset_secs;
@@ -602,8 +602,9 @@ pub fn reached<'p>(
 }
 
 fn parse_address(s: Option<&str>) -> Result<Address, RunError> {
-    s.and_then(|s| s.parse().ok())
-        .ok_or_else(|| RunError::Invalid(format!("not an address: {}", s.unwrap_or("(none)"))))
+    s.and_then(|s| s.parse().ok()).ok_or_else(|| {
+        RowError::Malformed(format!("not an address: {}", s.unwrap_or("(none)"))).into()
+    })
 }
 
 #[cfg(test)]
