@@ -162,8 +162,8 @@ async fn a_rate_limit_and_a_refused_key_come_out_apart_with_their_status() {
     let mock = MockOpenAi::start().await;
     mock.script([Reply::Status(429), Reply::Status(401)]);
     let llm = LlmClassifier::new(LlmSettings::new(&mock.base_url, "classifier-test", "test-key"));
-    let limited = llm.attempt(CHAIN, None).await.err().expect("a 429 is an error");
-    let refused = llm.attempt(CHAIN, None).await.err().expect("a 401 is an error");
+    let limited = llm.attempt(CHAIN, None).await.expect_err("a 429 is an error");
+    let refused = llm.attempt(CHAIN, None).await.expect_err("a 401 is an error");
     assert_eq!(
         (limited.status(), limited.code(), limited.is_rate_limited(), limited.is_auth()),
         (Some(429), Some("rate_limit_exceeded"), true, false),
