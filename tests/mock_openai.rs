@@ -1,7 +1,7 @@
 //! A local stand-in for an OpenAI-compatible provider: an axum server that
 //! speaks `POST /v1/chat/completions` with tool calls, so async-openai is
-//! exercised over real HTTP. Replies follow a script (server errors,
-//! malformed tool arguments, slow answers) and then a default that calls the
+//! exercised over real HTTP. Replies follow a script (server errors, error
+//! statuses such as 429 and 401, malformed tool arguments, slow answers) and then a default that calls the
 //! request's forced tool with arguments derived from the request itself.
 //! Every request is recorded for inspection.
 
@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 pub enum Reply {
     /// A 500 with an OpenAI-style error body.
     ServerError,
+    /// This HTTP error status with an OpenAI-style error body (for 401 an
+    /// `invalid_api_key`, for 429 a `rate_limit_exceeded`).
+    Status(u16),
     /// A tool call whose arguments are not valid JSON.
     Malformed,
     /// A tool call with these exact arguments.
@@ -92,6 +95,18 @@ impl MockOpenAi {
     }
 }
 
+/// An error answer with `status`, its body shaped as OpenAI's.
+fn status_reply(status: u16) -> axum::response::Response {
+    let (kind, code) = match status {
+        401 => ("invalid_request_error", "invalid_api_key"),
+        429 => ("requests", "rate_limit_exceeded"),
+        _ => ("invalid_request_error", "scripted"),
+    };
+    let status = axum::http::StatusCode::from_u16(status).expect("an HTTP status");
+    let body = json!({"error": {"message": format!("scripted {status}"), "type": kind, "param": null, "code": code}});
+    (status, Json(body)).into_response()
+}
+
 async fn completions(
     State(inner): State<Arc<Mutex<Inner>>>,
     headers: HeaderMap,
@@ -110,6 +125,7 @@ async fn completions(
             )
                 .into_response();
         }
+        Some(Reply::Status(status)) => return status_reply(status),
         Some(Reply::Malformed) => "{\"text\": unquoted".to_owned(),
         Some(Reply::Arguments(v)) => v.to_string(),
         Some(Reply::Slow(d)) => {

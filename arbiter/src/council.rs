@@ -4,8 +4,9 @@
 //! the model as quoted data, never as instructions: JSON between `<evidence>`
 //! tags, written so that no string in it can close them
 //! ([`quote_json`]). On appeal the appealed ruling and the appellant's
-//! reason join the evidence, as data too. One retry; the caller turns a
-//! second failure into a refund (on appeal: the appealed ruling stands).
+//! reason join the evidence, as data too. One retry (none when the provider
+//! refuses the key or the request: [`CallError::retryable`]); the caller
+//! turns the failure into a refund (on appeal: the appealed ruling stands).
 
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use async_openai::{
 use serde::Deserialize;
 use serde_json::json;
 use tessera_bindings::injection::quote_json;
-use tessera_llm::{Endpoint, ForcedTool, env_var};
+use tessera_llm::{CallError, Endpoint, ForcedTool, env_var};
 
 use crate::{
     evidence::Evidence,
@@ -26,6 +27,37 @@ use crate::{
 
 /// The tool the model must call.
 pub const TOOL: &str = "render_verdict";
+
+/// Why one council attempt gave no verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum CouncilError {
+    /// The call failed: the provider (with its status), a timeout, or
+    /// arguments that do not fit the tool.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The share disagrees with the verdict.
+    #[error("verdict {verdict:?} with share {share_bps} bps is inconsistent")]
+    Inconsistent {
+        /// The verdict given.
+        verdict: VerdictKind,
+        /// The executor's share given, in basis points.
+        share_bps: u16,
+    },
+    /// The rationale is blank.
+    #[error("empty rationale")]
+    EmptyRationale,
+}
+
+impl CouncilError {
+    /// Whether another attempt may give a verdict (not when the provider
+    /// refused the key or the request).
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Call(e) => e.retryable(),
+            Self::Inconsistent { .. } | Self::EmptyRationale => true,
+        }
+    }
+}
 
 /// A council model. Debug output hides the key.
 #[derive(Clone)]
@@ -58,26 +90,33 @@ impl Council {
         Some(Self { client: endpoint.client(), model, timeout: Duration::from_secs(60) })
     }
 
-    /// Two attempts at most; the error lists both failures.
+    /// Two attempts at most (one when the first cannot succeed on
+    /// retry); the error lists the failures, for the fallback's rationale.
     pub async fn decide(&self, evidence: &Evidence) -> Result<Verdict, String> {
         let mut failures = Vec::new();
         for attempt in 1..=2 {
             match self.attempt(evidence).await {
                 Ok(v) => return Ok(v),
                 Err(e) => {
-                    tracing::warn!(attempt, task = %evidence.task_id, error = %e, "council attempt failed");
-                    failures.push(e);
+                    let status = match &e {
+                        CouncilError::Call(c) => c.status(),
+                        _ => None,
+                    };
+                    tracing::warn!(attempt, task = %evidence.task_id, status, error = %e, "council attempt failed");
+                    let again = e.retryable();
+                    failures.push(e.to_string());
+                    if !again {
+                        break;
+                    }
                 }
             }
         }
         Err(failures.join("; "))
     }
 
-    async fn attempt(&self, evidence: &Evidence) -> Result<Verdict, String> {
-        let args: Args = tool()
-            .call_as(&self.client, request(&self.model, evidence), self.timeout)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn attempt(&self, evidence: &Evidence) -> Result<Verdict, CouncilError> {
+        let args: Args =
+            tool().call_as(&self.client, request(&self.model, evidence), self.timeout).await?;
         verdict(args, &self.model)
     }
 }
@@ -150,25 +189,28 @@ struct Args {
 }
 
 /// Validates the tool call.
-pub fn parse(response: &CreateChatCompletionResponse, model: &str) -> Result<Verdict, String> {
-    verdict(tool().typed_arguments(response).map_err(|e| e.to_string())?, model)
+pub fn parse(
+    response: &CreateChatCompletionResponse,
+    model: &str,
+) -> Result<Verdict, CouncilError> {
+    verdict(tool().typed_arguments(response)?, model)
 }
 
 /// The verdict the arguments give, if they are consistent.
-fn verdict(args: Args, model: &str) -> Result<Verdict, String> {
+fn verdict(args: Args, model: &str) -> Result<Verdict, CouncilError> {
     let consistent = match args.verdict {
         VerdictKind::Worker => args.executor_share_bps == BPS,
         VerdictKind::Client => args.executor_share_bps == 0,
         VerdictKind::Split => args.executor_share_bps > 0 && args.executor_share_bps < BPS,
     };
     if !consistent {
-        return Err(format!(
-            "verdict {:?} with share {} bps is inconsistent",
-            args.verdict, args.executor_share_bps
-        ));
+        return Err(CouncilError::Inconsistent {
+            verdict: args.verdict,
+            share_bps: args.executor_share_bps,
+        });
     }
     if args.rationale.trim().is_empty() {
-        return Err("empty rationale".into());
+        return Err(CouncilError::EmptyRationale);
     }
     Ok(Verdict::new(
         args.verdict,

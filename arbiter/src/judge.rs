@@ -141,7 +141,8 @@ impl Judge {
     }
 }
 
-/// The verdict when the council failed twice (`failures` says how): a
+/// The verdict when the council failed (twice, or once when the provider
+/// refused the key or the request; `failures` says how): a
 /// dispute refunds the funder; an appeal upholds the appealed ruling, as the
 /// escrow would once the appeal ruling window passed.
 pub fn fallback(evidence: &Evidence, failures: &str) -> Verdict {
@@ -149,12 +150,12 @@ pub fn fallback(evidence: &Evidence, failures: &str) -> Verdict {
         None => Verdict::new(
             VerdictKind::Client,
             0,
-            format!("The council failed twice ({failures}); the funder is refunded."),
+            format!("The council failed ({failures}); the funder is refunded."),
             "fallback",
         ),
         Some(a) => Verdict::from_share(
             a.ruling_share_bps,
-            format!("The council failed twice ({failures}); the appealed ruling stands."),
+            format!("The council failed ({failures}); the appealed ruling stands."),
             "fallback",
         ),
     };

@@ -121,18 +121,24 @@ impl Classifier {
                     return answer.classification;
                 }
                 Err(e) => {
-                    tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt, outcome = "failed", error = %e);
+                    tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt, outcome = "failed", status = e.status(), retryable = e.retryable(), error = %e);
+                    let again = e.retryable();
                     failures.push(e.to_string());
+                    // A refused key or request meets the same refusal again.
+                    if !again {
+                        break;
+                    }
                 }
             }
         }
-        // Two failures: the offline plan, trusted by nobody.
+        // Two failures, or one for good: the offline plan, trusted by nobody.
         let mut degraded = offline::plan(brief);
         degraded.engine = Engine::Degraded;
         degraded.decomposability = Axis { confidence: 0.0, ..degraded.decomposability };
         degraded.stakes = Axis { confidence: 0.0, ..degraded.stakes };
+        let how = if failures.len() > 1 { "twice" } else { "and was not asked again" };
         degraded.reasoning = format!(
-            "The model failed twice ({}); offline plan shown, confidence zero.",
+            "The model failed {how} ({}); offline plan shown, confidence zero.",
             failures.join("; ")
         );
         degraded.signals.push(Signal::new(SignalKind::Guard, "llm_failed", failures.join("; ")));

@@ -108,8 +108,8 @@ pub enum Engine {
     Llm,
     /// The deterministic offline planner (no key configured).
     Offline,
-    /// The LLM failed twice; confidences are zero and the plan is the
-    /// offline planner's.
+    /// The LLM failed twice (or once, refusing the key or the request);
+    /// confidences are zero and the plan is the offline planner's.
     Degraded,
 }
 

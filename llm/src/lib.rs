@@ -1,7 +1,8 @@
 //! The one way Tessera reaches an OpenAI-compatible provider (workers, the
 //! classifier, the council judge): the endpoint and key from the
 //! environment, a chat client whose transport does not retry on its own
-//! (callers retry exactly once, by policy), and the forced tool call —
+//! (callers retry exactly once, by policy, when [`CallError::retryable`]
+//! says another attempt may succeed), and the forced tool call —
 //! [`ForcedTool`] builds the request (one system and one user message, the
 //! one function the model must call), [`ForcedTool::call`] sends it with a
 //! timeout, and the arguments read back as JSON or as a typed value.
@@ -11,6 +12,7 @@ use std::time::Duration;
 use async_openai::{
     Client,
     config::OpenAIConfig,
+    error::OpenAIError,
     types::chat::{
         ChatCompletionMessageToolCalls, CreateChatCompletionRequest, CreateChatCompletionResponse,
     },
@@ -21,15 +23,65 @@ use serde_json::{Value, json};
 /// Why one attempt at a model call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    /// The provider answered with an error or could not be reached.
+    /// The provider answered with an error (its HTTP status and error
+    /// object kept: see [`Self::status`]) or could not be reached.
     #[error("provider: {0}")]
-    Provider(String),
+    Provider(#[source] OpenAIError),
     /// No answer in time.
     #[error("no answer within {0:?}")]
     Timeout(Duration),
     /// The answer did not call the tool with valid arguments.
     #[error("malformed answer: {0}")]
     Malformed(String),
+}
+
+impl CallError {
+    /// The HTTP status the provider answered with, when it answered with
+    /// an error status (e.g. 401 for a bad key, 429 when rate limited).
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Provider(OpenAIError::ApiError(e)) => Some(e.status_code.as_u16()),
+            _ => None,
+        }
+    }
+
+    /// The provider's error code, when its error object names one (e.g.
+    /// `rate_limit_exceeded`, `invalid_api_key`).
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Provider(OpenAIError::ApiError(e)) => e.api_error.code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether another attempt may succeed: a timeout, a malformed answer,
+    /// an unreachable or garbled provider, rate limiting (429), a request
+    /// timeout (408), a conflict (409) or a server error (5xx) — but not an
+    /// authentication, permission or request error (any other 4xx), which
+    /// the same request meets again.
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::Timeout(_) | Self::Malformed(_) => true,
+            Self::Provider(e) => match e {
+                OpenAIError::ApiError(e) => {
+                    let status = e.status_code.as_u16();
+                    matches!(status, 408 | 409 | 429) || status >= 500
+                }
+                OpenAIError::InvalidArgument(_) => false,
+                _ => true,
+            },
+        }
+    }
+
+    /// Whether the provider refused the key (401) or its permissions (403).
+    pub fn is_auth(&self) -> bool {
+        matches!(self.status(), Some(401 | 403))
+    }
+
+    /// Whether the provider is rate limiting (429).
+    pub fn is_rate_limited(&self) -> bool {
+        self.status() == Some(429)
+    }
 }
 
 /// One chat completion, cut off after `timeout`.
@@ -42,7 +94,7 @@ pub async fn complete(
     tokio::time::timeout(timeout, chat.create(request))
         .await
         .map_err(|_| CallError::Timeout(timeout))?
-        .map_err(|e| CallError::Provider(e.to_string()))
+        .map_err(CallError::Provider)
 }
 
 /// Default base URL when none is configured.
@@ -251,6 +303,38 @@ mod tests {
         assert!(matches!(&err, CallError::Malformed(m) if m.contains("do not match the schema")));
         let err = tool.typed_arguments::<Args>(&response("u", "{}")).unwrap_err();
         assert!(matches!(&err, CallError::Malformed(m) if m.contains("no `t` call")));
+    }
+
+    fn status_error(status: u16, code: &str) -> CallError {
+        CallError::Provider(OpenAIError::ApiError(async_openai::error::ApiErrorResponse {
+            status_code: reqwest_openai::StatusCode::from_u16(status).unwrap(),
+            api_error: async_openai::error::ApiError {
+                message: "scripted".into(),
+                code: Some(code.into()),
+                ..Default::default()
+            },
+        }))
+    }
+
+    #[test]
+    fn rate_limits_and_server_errors_are_retried_refusals_are_not() {
+        let limited = status_error(429, "rate_limit_exceeded");
+        assert_eq!((limited.status(), limited.code()), (Some(429), Some("rate_limit_exceeded")));
+        assert!(limited.retryable() && limited.is_rate_limited() && !limited.is_auth());
+        let refused = status_error(401, "invalid_api_key");
+        assert_eq!(refused.status(), Some(401));
+        assert!(!refused.retryable() && refused.is_auth() && !refused.is_rate_limited());
+        for (status, retryable) in
+            [(400, false), (403, false), (404, false), (408, true), (500, true), (503, true)]
+        {
+            assert_eq!(status_error(status, "x").retryable(), retryable, "{status}");
+        }
+        assert!(CallError::Timeout(Duration::from_secs(1)).retryable());
+        assert!(CallError::Malformed("x".into()).retryable());
+        assert_eq!(CallError::Timeout(Duration::from_secs(1)).status(), None);
+        assert!(!CallError::Provider(OpenAIError::InvalidArgument("x".into())).retryable());
+        let source = std::error::Error::source(&refused).expect("the provider's error is kept");
+        assert!(source.to_string().starts_with("401 "), "{source}");
     }
 
     #[test]

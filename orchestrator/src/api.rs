@@ -126,26 +126,21 @@ impl IntoResponse for ApiError {
 }
 
 impl From<RunError> for ApiError {
+    /// A refused request answers 4xx with its message; a failure of ours
+    /// answers 503 (for now) or 500 with one line, its cause (with every
+    /// source) logged.
     fn from(e: RunError) -> Self {
         let status = match &e {
-            RunError::Plan(_) | RunError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RunError::NotFound(_) => StatusCode::NOT_FOUND,
             RunError::Confirmation(_) => StatusCode::FORBIDDEN,
             RunError::Spend(e) if e.is_unconfirmed() => StatusCode::FORBIDDEN,
-            RunError::Spend(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            RunError::LeaseLost(_) | RunError::WaveAbandoned | RunError::BlobUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            RunError::WrongState { .. } | RunError::Store(StoreError::Duplicate(_)) => {
-                StatusCode::CONFLICT
-            }
-            RunError::Store(_)
-            | RunError::Row(_)
-            | RunError::Chain(_)
-            | RunError::Create { .. }
-            | RunError::Inconsistent { .. }
-            | RunError::Blocking(_) => {
-                tracing::error!(error = %e, "request failed");
+            RunError::WrongState { .. }
+            | RunError::Changed { .. }
+            | RunError::Store(StoreError::Duplicate(_)) => StatusCode::CONFLICT,
+            _ if e.is_request() => StatusCode::UNPROCESSABLE_ENTITY,
+            _ if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+            _ => {
+                tracing::error!(error = %e, cause = %causes(&e), "request failed");
                 return Self(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "internal error; see the orchestrator log".into(),
@@ -154,6 +149,17 @@ impl From<RunError> for ApiError {
         };
         Self(status, e.to_string())
     }
+}
+
+/// The sources of `e`, outermost first, joined by `: ` (empty without any).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = Vec::new();
+    let mut next = e.source();
+    while let Some(source) = next {
+        out.push(source.to_string());
+        next = source.source();
+    }
+    out.join(": ")
 }
 
 fn bad_request(msg: impl Into<String>) -> ApiError {
@@ -592,6 +598,46 @@ mod tests {
         assert_eq!(run_id(&upper).unwrap(), format!("0x{}", "ab".repeat(32)));
         assert!(run_id("0x12").is_err());
         assert!(run_id("plan").is_err());
+    }
+
+    #[test]
+    fn a_blob_store_io_failure_answers_500_and_keeps_its_cause_for_the_log() {
+        use tessera_bindings::envelope::{
+            BlobError, BlobSources, DEFAULT_INLINE_LIMIT, EnvelopeError, FsBlobStore,
+        };
+        // Not a directory: every write fails.
+        let sources = BlobSources::new(Arc::new(FsBlobStore::new("/dev/null/blobs")));
+        let reason = json!({ "reason": "x".repeat(2 * DEFAULT_INLINE_LIMIT) }).to_string();
+        let failed = sources.publish(reason.as_bytes()).unwrap_err();
+        assert!(matches!(failed, EnvelopeError::Store(BlobError::Io { .. })), "{failed}");
+        let e = RunError::Reason(failed);
+        assert!(!e.is_request() && !e.is_unavailable());
+        assert!(causes(&e).contains("/dev/null/blobs"), "{}", causes(&e));
+        let ApiError(status, body) = ApiError::from(e);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!body.contains("/dev/null") && !body.contains('\n'), "{body}");
+    }
+
+    #[test]
+    fn request_errors_answer_4xx_with_their_message() {
+        let status = |e: RunError| ApiError::from(e).0;
+        let capability = tessera_bindings::capability::encode("Summarize").unwrap_err();
+        assert_eq!(status(capability.into()), StatusCode::UNPROCESSABLE_ENTITY);
+        let brief = tessera_classifier::ClassifyError::Empty;
+        assert_eq!(status(brief.into()), StatusCode::UNPROCESSABLE_ENTITY);
+        let id = format!("0x{}", "ab".repeat(32));
+        assert_eq!(status(RunError::changed(&id, "approval")), StatusCode::CONFLICT);
+        let wrong = RunError::wrong_state(&id, crate::state::RunState::Running, "an edit");
+        assert_eq!(wrong.to_string(), format!("run {id} is running: an edit is not possible now"));
+        assert_eq!(status(wrong), StatusCode::CONFLICT);
+        let amount = tessera_bindings::usdc::Usdc::parse("lots").unwrap_err();
+        let typed = RunError::Amount { text: "lots".into(), source: amount };
+        assert!(std::error::Error::source(&typed).is_some());
+        let ApiError(code, body) = ApiError::from(typed);
+        assert_eq!(
+            (code, body.as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, "\"lots\" is not an amount in USDC")
+        );
     }
 
     #[test]

@@ -67,10 +67,7 @@ impl Orchestrator {
         payload: Option<&str>,
         policy: Selection,
     ) -> Result<BriefOutcome, RunError> {
-        let classification = classifier
-            .classify(brief, payload)
-            .await
-            .map_err(|e| RunError::Invalid(e.to_string()))?;
+        let classification = classifier.classify(brief, payload).await?;
         let quadrant = classification.quadrant();
         let ceremony = quadrant.ceremony();
         let outcome = |run, unassigned, refusal| BriefOutcome {

@@ -108,7 +108,7 @@ impl Orchestrator {
         capability: &str,
         policy: Selection,
     ) -> Result<Vec<select::Ranked>, RunError> {
-        let word = capability::encode(capability).map_err(|e| RunError::Invalid(e.to_string()))?;
+        let word = capability::encode(capability)?;
         let limits = Limits::default();
         let candidates = self.candidates(word, limits).await?;
         Ok(select::explain(policy, &candidates, limits))

@@ -1,11 +1,15 @@
 //! The classifier's model path against a local OpenAI-compatible server:
-//! valid tool calls, malformed JSON, 500s, timeouts, and addresses hidden in
-//! every field of the answer.
+//! valid tool calls, malformed JSON, 500s, 429s and 401s, timeouts, and
+//! addresses hidden in every field of the answer.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tessera_classifier::{Classifier, Quadrant, classify::Engine, llm::LlmSettings};
+use tessera_classifier::{
+    Classifier, Quadrant,
+    classify::Engine,
+    llm::{LlmClassifier, LlmSettings},
+};
 use tessera_e2e::mock_openai::{MockOpenAi, Reply};
 
 const ADDR: &str = "0x52908400098527886E0F7030069857D2E4169EE7";
@@ -151,4 +155,45 @@ async fn the_heuristic_halves_what_the_model_missed() {
         names.contains(&"halved_decomposability") && names.contains(&"halved_stakes"),
         "{names:?}"
     );
+}
+
+#[tokio::test]
+async fn a_rate_limit_and_a_refused_key_come_out_apart_with_their_status() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Status(429), Reply::Status(401)]);
+    let llm = LlmClassifier::new(LlmSettings::new(&mock.base_url, "classifier-test", "test-key"));
+    let limited = llm.attempt(CHAIN, None).await.expect_err("a 429 is an error");
+    let refused = llm.attempt(CHAIN, None).await.expect_err("a 401 is an error");
+    assert_eq!(
+        (limited.status(), limited.code(), limited.is_rate_limited(), limited.is_auth()),
+        (Some(429), Some("rate_limit_exceeded"), true, false),
+        "{limited}"
+    );
+    assert!(limited.retryable(), "rate limiting passes: {limited}");
+    assert_eq!(
+        (refused.status(), refused.code(), refused.is_rate_limited(), refused.is_auth()),
+        (Some(401), Some("invalid_api_key"), false, true),
+        "{refused}"
+    );
+    assert!(!refused.retryable(), "a refused key stays refused: {refused}");
+    let source = std::error::Error::source(&refused).expect("the provider's error is kept");
+    assert!(source.to_string().contains("scripted 401"), "{source}");
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_retried_and_a_refused_key_is_not() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Status(429), Reply::Arguments(answer())]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Llm);
+    assert_eq!(mock.requests().len(), 2);
+
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Status(401)]);
+    let c = classifier(&mock).classify(CHAIN, None).await.unwrap();
+    assert_eq!(c.engine, Engine::Degraded);
+    assert_eq!(mock.requests().len(), 1, "the same key is not tried again");
+    let failed = c.signals.iter().find(|s| s.name == "llm_failed").unwrap();
+    assert!(failed.detail.contains("401"), "{}", failed.detail);
 }

@@ -13,7 +13,8 @@
 //! from another agent, with the rules of the shared detector
 //! ([`tessera_bindings::injection`]) it trips — the same framing the
 //! arbiter's council gives the evidence. A malformed answer, a server
-//! error or a timeout is retried once; a second failure is an error, and the
+//! error, rate limiting or a timeout is retried once ([`LlmError::retryable`]);
+//! a second failure, or a refused key or request, is an error, and the
 //! worker declines the task (leaving it to the client to reassign).
 
 use std::time::Duration;
@@ -121,7 +122,11 @@ impl LlmRunner {
                     return Ok(Value::Object(fields));
                 }
                 Err(e) => {
-                    tracing::warn!(attempt, capability, error = %e, "LLM attempt failed");
+                    tracing::warn!(attempt, capability, status = e.status(), error = %e, "LLM attempt failed");
+                    // A refused key or request meets the same refusal again.
+                    if !e.retryable() {
+                        return Err(e);
+                    }
                     last = Some(e);
                 }
             }

@@ -381,7 +381,7 @@ impl Chain {
         executor: Address,
         capability: &str,
     ) -> Result<Option<Usdc>, RunError> {
-        let word = capability::encode(capability).map_err(|e| RunError::Invalid(e.to_string()))?;
+        let word = capability::encode(capability)?;
         let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
         let offer = registry.priceOf(executor, word).call().await.map_err(map_call)?;
         Ok(offer.offered.then_some(Usdc::from_base_units(offer.price)))

@@ -93,7 +93,7 @@ pub enum Edit {
 }
 
 pub(super) fn plan_json(plan: &Plan) -> Result<String, RunError> {
-    serde_json::to_string(plan).map_err(|e| RunError::Invalid(format!("plan: {e}")))
+    serde_json::to_string(plan).map_err(RunError::PlanEncoding)
 }
 
 impl Orchestrator {
@@ -197,7 +197,7 @@ impl Orchestrator {
         }
         let terms = Self::confirmation_terms(&plan)?;
         let typed = Usdc::parse(amount)
-            .map_err(|_| RunError::Invalid(format!("{amount:?} is not an amount in USDC")))?;
+            .map_err(|source| RunError::Amount { text: amount.into(), source })?;
         if typed.to_string() != terms.amount {
             return Err(RunError::Invalid(format!(
                 "typed amount {typed} USDC does not match the plan's total"

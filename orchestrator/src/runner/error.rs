@@ -1,9 +1,21 @@
 //! Why an orchestrator operation failed, with the typed source kept.
+//!
+//! Two kinds: a request the caller can fix (an invalid plan, edit, amount,
+//! capability name or brief; a run in the wrong state; no such run), and a
+//! failure of ours (the store, the chain, the blob store, a stored row that
+//! does not read). [`RunError::is_request`] tells which; the API answers the
+//! first with a 4xx and its message, the second with a 5xx and a one-line
+//! message, logging the cause.
 
-use tessera_bindings::{client::ClientError, revert::ContractRevert, task::FoldError};
+use tessera_bindings::{
+    capability::CapabilityError, client::ClientError, envelope::EnvelopeError,
+    revert::ContractRevert, task::FoldError, usdc::UsdcError,
+};
+use tessera_classifier::ClassifyError;
 
 use crate::{
-    plan::PlanError,
+    condition::ConditionError,
+    plan::{PlanError, StepPath},
     state::{RowError, RunState},
     store::StoreError,
 };
@@ -28,14 +40,66 @@ pub enum RunError {
     WrongState {
         /// The run.
         id: String,
-        /// Its state (`changed` when it moved meanwhile).
-        state: String,
+        /// Its state.
+        state: RunState,
+        /// What was asked.
+        action: &'static str,
+    },
+    /// The run moved on (another request or its driver changed it) while
+    /// the operation ran.
+    #[error("run {id} changed meanwhile: {action} is not possible now")]
+    Changed {
+        /// The run.
+        id: String,
         /// What was asked.
         action: &'static str,
     },
     /// A request argument is invalid.
     #[error("{0}")]
     Invalid(String),
+    /// An amount typed in a request is not an amount in USDC.
+    #[error("{text:?} is not an amount in USDC")]
+    Amount {
+        /// The text typed.
+        text: String,
+        /// Why it does not read.
+        #[source]
+        source: UsdcError,
+    },
+    /// A capability name in the request cannot be a capability.
+    #[error(transparent)]
+    Capability(#[from] CapabilityError),
+    /// The brief cannot be classified (empty, too long).
+    #[error(transparent)]
+    Classify(#[from] ClassifyError),
+    /// A condition of the plan does not parse.
+    #[error("step {step}: {source}")]
+    Condition {
+        /// The step whose condition it is.
+        step: StepPath,
+        /// Why.
+        #[source]
+        source: ConditionError,
+    },
+    /// The plan could not be encoded for the store.
+    #[error("encoding the plan: {0}")]
+    PlanEncoding(#[source] serde_json::Error),
+    /// A sub-task's envelope could not be encoded or published (the blob
+    /// store failed, or the envelope is over a limit).
+    #[error("sub-task {index}: envelope: {source}")]
+    Envelope {
+        /// The sub-task.
+        index: u32,
+        /// Why.
+        #[source]
+        source: EnvelopeError,
+    },
+    /// A dispute's or an appeal's reason could not be published.
+    #[error("publishing the reason: {0}")]
+    Reason(#[source] EnvelopeError),
+    /// What the run spent does not fit in an amount.
+    #[error("spent amounts overflow")]
+    SpentOverflow,
     /// A chain call or transaction failed (a revert keeps its decoded error).
     #[error("chain: {0}")]
     Chain(#[from] ClientError),
@@ -95,12 +159,53 @@ impl From<FoldError> for RunError {
 impl RunError {
     /// A state refusal for run `id`.
     pub(crate) fn wrong_state(id: &str, state: RunState, action: &'static str) -> Self {
-        Self::WrongState { id: id.into(), state: state.as_str().into(), action }
+        Self::WrongState { id: id.into(), state, action }
     }
 
     /// The run moved on while the operation ran.
     pub(crate) fn changed(id: &str, action: &'static str) -> Self {
-        Self::WrongState { id: id.into(), state: "changed".into(), action }
+        Self::Changed { id: id.into(), action }
+    }
+
+    /// Whether the request was refused for what it asked (the caller can
+    /// fix it), as opposed to failing on our side (the store, the chain,
+    /// the blob store, stored data) or for now (see
+    /// [`Self::is_unavailable`]).
+    pub fn is_request(&self) -> bool {
+        match self {
+            Self::Plan(_)
+            | Self::NotFound(_)
+            | Self::WrongState { .. }
+            | Self::Changed { .. }
+            | Self::Invalid(_)
+            | Self::Amount { .. }
+            | Self::Capability(_)
+            | Self::Classify(_)
+            | Self::Condition { .. }
+            | Self::Spend(_)
+            | Self::Confirmation(_)
+            | Self::Store(StoreError::Duplicate(_)) => true,
+            Self::Store(_)
+            | Self::Row(_)
+            | Self::Chain(_)
+            | Self::Create { .. }
+            | Self::Inconsistent { .. }
+            | Self::WaveAbandoned
+            | Self::BlobUnavailable(_)
+            | Self::Blocking(_)
+            | Self::PlanEncoding(_)
+            | Self::Envelope { .. }
+            | Self::Reason(_)
+            | Self::SpentOverflow
+            | Self::LeaseLost(_) => false,
+        }
+    }
+
+    /// Whether the operation failed for now and may succeed when tried
+    /// again (this replica lost its lane, a wave was abandoned, a result is
+    /// out of reach).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::LeaseLost(_) | Self::WaveAbandoned | Self::BlobUnavailable(_))
     }
 
     /// The contract's decoded refusal, when the chain refused.

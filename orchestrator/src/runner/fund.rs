@@ -224,7 +224,7 @@ impl Orchestrator {
         let sources = self.sources.clone();
         let spec_uri = tokio::task::spawn_blocking(move || sources.encode(&envelope))
             .await?
-            .map_err(|e| RunError::Invalid(format!("sub-task {}: envelope: {e}", row.idx)))?;
+            .map_err(|source| RunError::Envelope { index: row.idx, source })?;
         // Upfront, a dependant's deadline also covers its upstream chain.
         let deadline = now + plan.deadline_offset_of(row.idx);
         let params = CreateParams {
@@ -232,7 +232,7 @@ impl Orchestrator {
             planId: plan.id,
             parentId: parent_id,
             capability: capability::encode(&task.capability)
-                .map_err(|e| RunError::Invalid(format!("sub-task {}: {e}", row.idx)))?,
+                .map_err(|source| PlanError::InvalidCapability { index: row.idx, source })?,
             client: self.chain.sponsor(),
             executor: row.executor,
             // Never more than the sub-task's approved cost.
@@ -253,7 +253,7 @@ impl Orchestrator {
         plan: &Plan,
         rows: impl IntoIterator<Item = &Progress>,
     ) -> Result<Spend, RunError> {
-        let overflow = || RunError::Invalid("spent amounts overflow".into());
+        let overflow = || RunError::SpentOverflow;
         let add = |a: Usdc, b: Usdc| a.checked_add(b).ok_or_else(overflow);
         let mut total = Spend::default();
         for row in rows {

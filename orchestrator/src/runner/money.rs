@@ -265,7 +265,7 @@ impl Orchestrator {
         match typed {
             Some(text) => {
                 let typed = Usdc::parse(text)
-                    .map_err(|_| RunError::Invalid(format!("{text:?} is not an amount in USDC")))?;
+                    .map_err(|source| RunError::Amount { text: text.into(), source })?;
                 if typed != cost {
                     return Err(SpendError::TypedMismatch { index, executor, typed, cost }.into());
                 }

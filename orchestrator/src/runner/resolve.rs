@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     plan::PlanError,
-    state::{DecisionKind, Ignored, Outcome, Pending, Phase, Progress, RunState},
+    state::{DecisionKind, Ignored, Outcome, Pending, Phase, Progress, RowError, RunState},
 };
 
 /// What a decision comes to, given where its sub-task stands.
@@ -44,7 +44,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
         return Ok(Resolution::Close);
     }
     let index =
-        decision.index.ok_or_else(|| RunError::Invalid("decision without a sub-task".into()))?;
+        decision.index.ok_or_else(|| RowError::Malformed("decision without a sub-task".into()))?;
     let task = s.plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
     let row = s.row(index)?;
     let fresh_deadline = s.now + task.deadline_offset_secs;
@@ -110,5 +110,5 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
 /// `s` as an address, or why it is not one.
 fn parse_address(s: Option<&str>) -> Result<Address, RunError> {
     s.and_then(|s| s.parse().ok())
-        .ok_or_else(|| RunError::Invalid(format!("not an address: {}", s.unwrap_or("(none)"))))
+        .ok_or_else(|| RowError::Malformed(format!("not an address: {}", s.unwrap_or("(none)"))).into())
 }

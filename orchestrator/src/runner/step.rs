@@ -303,7 +303,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 for (whose, when) in s.plan.conditions_of(index) {
                     let condition = when
                         .condition()
-                        .map_err(|e| RunError::Invalid(format!("step {whose}: {e}")))?;
+                        .map_err(|source| RunError::Condition { step: whose.clone(), source: source.clone() })?;
                     if !condition.eval(s.results) {
                         false_one = Some((whose, when));
                         break;

@@ -450,7 +450,7 @@ impl Orchestrator {
         let sources = self.sources.clone();
         tokio::task::spawn_blocking(move || sources.publish(body.as_bytes()))
             .await?
-            .map_err(|e| RunError::Invalid(e.to_string()))
+            .map_err(RunError::Reason)
     }
 
     /// The task ids of every attempt of every sub-task of `plan`.
