@@ -331,12 +331,12 @@ impl Arbiter {
         // Tasks to rule on, with the dispute's reason URI when the log gave it.
         let mut cases: Vec<(U256, String)> = std::mem::take(&mut self.deferred);
         let signatures = match self.level {
-                Level::Dispute => vec![
-                    TaskEscrow::TaskDisputed::SIGNATURE_HASH,
-                    TaskEscrow::DisputeRuled::SIGNATURE_HASH,
-                    TaskEscrow::RulingAppealed::SIGNATURE_HASH,
-                ],
-                Level::Appeal => vec![TaskEscrow::RulingAppealed::SIGNATURE_HASH],
+            Level::Dispute => vec![
+                TaskEscrow::TaskDisputed::SIGNATURE_HASH,
+                TaskEscrow::DisputeRuled::SIGNATURE_HASH,
+                TaskEscrow::RulingAppealed::SIGNATURE_HASH,
+            ],
+            Level::Appeal => vec![TaskEscrow::RulingAppealed::SIGNATURE_HASH],
         };
         let filter = Filter::new().address(self.deployment.task_escrow).event_signature(signatures);
         // A bounded range the provider accepts: an arbiter far behind

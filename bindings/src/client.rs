@@ -28,8 +28,8 @@ mod read;
 
 pub use connect::{CONNECT_TIMEOUT, RPC_TIMEOUT, chain_ready, connect};
 pub use error::{ClientError, map_call};
-pub use read::FETCH_RETRIES;
 use read::Births;
+pub use read::FETCH_RETRIES;
 
 /// How long to wait for a sent transaction's receipt before giving up.
 pub const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);

@@ -431,7 +431,6 @@ impl Sender {
         }
     }
 
-
     /// Forgets `from`'s count (a transaction of its was dropped, or sent
     /// from elsewhere): the next send reads the node's.
     pub async fn forget(&self, from: Address) {

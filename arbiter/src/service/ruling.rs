@@ -40,8 +40,7 @@ impl Arbiter {
                 self.store.executed(&task, level, None).await?;
             }
             // A first ruling is watched until it is final.
-            if level == Level::Dispute && matches!(rec.status(), Status::Ruled | Status::Appealed)
-            {
+            if level == Level::Dispute && matches!(rec.status(), Status::Ruled | Status::Appealed) {
                 self.watch.insert(id);
             }
             return Ok(None);
@@ -72,12 +71,13 @@ impl Arbiter {
         };
         let (share_bps, rationale_uri) = (decision.share_bps, &decision.rationale_uri);
         let receipt = match level {
-            Level::Dispute => self.escrow.resolve(self.me, &mut rec, share_bps, rationale_uri),
-            Level::Appeal => {
-                self.escrow.resolve_appeal(self.me, &mut rec, share_bps, rationale_uri)
+            Level::Dispute => {
+                self.escrow.resolve(self.me, &mut rec, share_bps, rationale_uri).await?
             }
-        }
-        .await?;
+            Level::Appeal => {
+                self.escrow.resolve_appeal(self.me, &mut rec, share_bps, rationale_uri).await?
+            }
+        };
         let tx = receipt.transaction_hash;
         self.store.executed(&task, level, Some(&tx.to_string())).await?;
         if level == Level::Dispute && rec.status() == Status::Ruled {

@@ -53,7 +53,11 @@ impl Sender {
     /// newest version) offers at most: no block will take it as it is. The
     /// base fee is read once per announced head `head` for every waiting
     /// transaction.
-    pub(super) async fn priced_out(&self, pending: &Pending, head: Option<u64>) -> Result<bool, ClientError> {
+    pub(super) async fn priced_out(
+        &self,
+        pending: &Pending,
+        head: Option<u64>,
+    ) -> Result<bool, ClientError> {
         let Some(cap) = pending.request.max_fee_per_gas else { return Ok(false) };
         let mut blocks = self.blocks.lock().await;
         let base = match (blocks.base_fee, head) {
@@ -74,7 +78,11 @@ impl Sender {
     /// How many transactions of `from` are mined (its nonce at `latest`):
     /// read once per announced head `head` for every waiting transaction
     /// of the account; without a head, afresh.
-    pub(super) async fn mined_nonce(&self, from: Address, head: Option<u64>) -> Result<u64, ClientError> {
+    pub(super) async fn mined_nonce(
+        &self,
+        from: Address,
+        head: Option<u64>,
+    ) -> Result<u64, ClientError> {
         let mut blocks = self.blocks.lock().await;
         if let Some(now) = head
             && let Some(&(at, nonce)) = blocks.mined_nonces.get(&from)
@@ -92,7 +100,10 @@ impl Sender {
 
     /// The receipt of the first of `hashes` found, asked by hash (the
     /// newest version first: after a replacement it is the likely one).
-    pub(super) async fn by_hash(&self, hashes: &[TxHash]) -> Result<Option<TransactionReceipt>, ClientError> {
+    pub(super) async fn by_hash(
+        &self,
+        hashes: &[TxHash],
+    ) -> Result<Option<TransactionReceipt>, ClientError> {
         for hash in hashes.iter().rev() {
             if let Some(receipt) = self.provider.get_transaction_receipt(*hash).await? {
                 return Ok(Some(receipt));
@@ -105,7 +116,12 @@ impl Sender {
     /// receipts read once for every transaction waiting. `Unknown` when the
     /// range is out of reach (too long, or the chain went back) or the node
     /// serves no block receipts.
-    pub(super) async fn in_blocks(&self, hashes: &[TxHash], from: u64, to: u64) -> Result<Found, ClientError> {
+    pub(super) async fn in_blocks(
+        &self,
+        hashes: &[TxHash],
+        from: u64,
+        to: u64,
+    ) -> Result<Found, ClientError> {
         if to < from || to - from > MAX_CATCH_UP {
             return Ok(Found::Unknown);
         }

@@ -7,23 +7,18 @@
 use std::collections::HashSet;
 
 use alloy::{
-    contract::{CallBuilder, CallDecoder},
     eips::BlockNumberOrTag,
-    network::Ethereum,
     primitives::{Address, B256, U256, keccak256},
     providers::{DynProvider, Provider},
-    rpc::types::{Filter, Log, TransactionReceipt},
+    rpc::types::Log,
     signers::local::PrivateKeySigner,
     sol_types::SolValue,
 };
 use tessera_bindings::{
-    AgentRegistry,
-    ITaskEscrow::CreateParams,
-    MockUSDC, ReputationRegistry, TaskEscrow, capability,
+    AgentRegistry, MockUSDC, TaskEscrow, capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     heads::{Head, HeadWatch},
-    logs::Chunk,
     offers,
     sender::{Pending, Sender},
     task::{TaskRecord, decode_log},
@@ -315,4 +310,4 @@ impl Chain {
         }
         Ok(ctx)
     }
-
+}

@@ -1,5 +1,5 @@
 //! One pass of the worker: the escrow's logs since the last (pushed by a
-//! websocket feed, or read range by range with a [`LogScan`]), what each
+//! websocket feed, or read range by range with a [`tessera_bindings::logs::LogScan`]), what each
 //! says about the tasks assigned to this worker and the children it
 //! funded, and the payments of delivered work that came due.
 
@@ -13,7 +13,7 @@ use tessera_bindings::{
     TaskEscrow,
     TaskEscrow::TaskEscrowEvents,
     feed::{FEED_CAPACITY, LogFeed},
-    logs::{Chunk, LogScan},
+    logs::Chunk,
     task::{Status, TaskRecord, decode_log},
 };
 

@@ -5,7 +5,6 @@
 
 use alloy::{
     primitives::{B256, U256},
-    providers::Provider,
     rpc::types::{Filter, TransactionReceipt},
 };
 use tessera_bindings::logs::Chunk;

@@ -10,14 +10,14 @@ use alloy::{
     providers::{DynProvider, Provider},
     rpc::types::TransactionReceipt,
 };
+#[cfg(doc)]
+use tessera_bindings::sender::Sender;
 use tessera_bindings::{
     ITaskEscrow::CreateParams,
     MockUSDC, ReputationRegistry,
     client::{ClientError, map_call},
     task::TaskRecord,
 };
-#[cfg(doc)]
-use tessera_bindings::sender::Sender;
 
 use super::{Chain, RunError, Sent};
 use crate::runner::step::Call;
