@@ -104,7 +104,7 @@ impl Chain {
     }
 
     /// Sets the confirmations a step that moved money waits for (see
-    /// [`super::RunnerConfig::confirmations`]).
+    /// [`crate::runner::RunnerConfig::confirmations`]).
     pub(crate) fn set_confirmations(&mut self, confirmations: u64) {
         self.book.get_mut().confirmations = confirmations;
     }

@@ -121,7 +121,7 @@ impl Chain {
     }
 
     /// Sends the creation of every task of `params` in one call, without
-    /// waiting for it to be mined (see [`super::wave`], which looks for the
+    /// waiting for it to be mined (see [`crate::runner::wave`], which looks for the
     /// tasks first, under the lane's lock).
     pub(crate) async fn create_all(
         &self,
