@@ -26,20 +26,25 @@ use alloy::{
 };
 use serde::Serialize;
 use tessera_bindings::{
-    ITaskEscrow::Task,
     TaskEscrow,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
-    envelope::{BlobSources, BlobStore, BlobUrl, EnvelopeCodec, FetchError},
+    envelope::{BlobSources, BlobStore, BlobUrl, FetchError},
     heads::Follow,
-    task::{Status, TaskRecord, decode_log},
+    logs::LogScan,
+    task::{Status, decode_log},
 };
 
 use crate::{
-    evidence::{self, AppealFiled, Evidence},
-    judge::{Judge, Verdict, VerdictKind},
-    store::{ArbiterStore, Decision, Level},
+    judge::{Judge, VerdictKind},
+    store::{ArbiterStore, Level},
 };
+
+mod by_hand;
+mod ruling;
+
+pub use by_hand::{appeals, decide_appeal};
+pub use ruling::window_end;
 
 /// Why the arbiter failed.
 #[derive(Debug, thiserror::Error)]
@@ -169,9 +174,9 @@ pub struct Arbiter {
     /// Where evidence is read from (the local store, URI hints, gateways)
     /// and the hint rationales are published with.
     sources: BlobSources,
-    next_block: u64,
-    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
-    range: tessera_bindings::logs::LogRange,
+    /// The escrow's logs, read from the stored cursor: moved past a range
+    /// once every case it holds was handled.
+    scan: LogScan,
     watch: BTreeSet<U256>,
     /// Cases whose evidence was out of reach, with their reason URI: looked
     /// at again next pass.
@@ -185,7 +190,7 @@ impl std::fmt::Debug for Arbiter {
         f.debug_struct("Arbiter")
             .field("me", &self.me)
             .field("level", &self.level)
-            .field("next_block", &self.next_block)
+            .field("next_block", &self.scan.next_block())
             .finish_non_exhaustive()
     }
 }
@@ -254,8 +259,7 @@ impl Arbiter {
             store,
             judge,
             sources: BlobSources::new(blobs),
-            next_block,
-            range: tessera_bindings::logs::LogRange::default(),
+            scan: LogScan::new(next_block),
             watch: BTreeSet::new(),
             deferred: Vec::new(),
             head: None,
@@ -326,30 +330,22 @@ impl Arbiter {
         };
         // Tasks to rule on, with the dispute's reason URI when the log gave it.
         let mut cases: Vec<(U256, String)> = std::mem::take(&mut self.deferred);
-        let mut head = head;
-        if head >= self.next_block {
-            let signatures = match self.level {
-                Level::Dispute => vec![
-                    TaskEscrow::TaskDisputed::SIGNATURE_HASH,
-                    TaskEscrow::DisputeRuled::SIGNATURE_HASH,
-                    TaskEscrow::RulingAppealed::SIGNATURE_HASH,
-                ],
-                Level::Appeal => vec![TaskEscrow::RulingAppealed::SIGNATURE_HASH],
-            };
-            let filter =
-                Filter::new().address(self.deployment.task_escrow).event_signature(signatures);
-            // A bounded range the provider accepts: an arbiter far behind
-            // catches up a chunk per pass.
-            let (to, logs) = tessera_bindings::logs::read_chunk(
-                &self.provider,
-                &filter,
-                self.next_block,
-                head,
-                &mut self.range,
-            )
-            .await?;
-            head = to;
-            for log in logs {
+        let signatures = match self.level {
+            Level::Dispute => vec![
+                TaskEscrow::TaskDisputed::SIGNATURE_HASH,
+                TaskEscrow::DisputeRuled::SIGNATURE_HASH,
+                TaskEscrow::RulingAppealed::SIGNATURE_HASH,
+            ],
+            Level::Appeal => vec![TaskEscrow::RulingAppealed::SIGNATURE_HASH],
+        };
+        let filter = Filter::new().address(self.deployment.task_escrow).event_signature(signatures);
+        // A bounded range the provider accepts: an arbiter far behind
+        // catches up a chunk per pass. The cursor moves past it once every
+        // case it holds was handled.
+        let chunk = self.scan.peek(&self.provider, &filter, head).await?;
+        let read = chunk.as_ref().map(|c| c.to);
+        if let Some(chunk) = chunk {
+            for log in chunk.logs {
                 // Its logs are read from its creation, looked for back from here.
                 if let (Some(id), Some(block)) =
                     (log.topics().get(1).map(|t| U256::from_be_bytes(t.0)), log.block_number)
@@ -387,11 +383,7 @@ impl Arbiter {
         let mut queued = cases.len();
         tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
         for (id, reason_uri) in cases {
-            let handled = match self.level {
-                Level::Dispute => self.handle_dispute(id, &reason_uri).await,
-                Level::Appeal => self.handle_appeal(id).await,
-            };
-            let action = match handled {
+            let action = match self.rule(id, &reason_uri).await {
                 // Its evidence is out of reach for now: next pass (still
                 // queued); the others go on.
                 Err(e @ ArbiterError::BlobUnavailable(_)) => {
@@ -417,171 +409,11 @@ impl Arbiter {
         let finalized = self.finalize_due().await?;
         finalized.iter().for_each(Action::count);
         actions.extend(finalized);
-        if head >= self.next_block {
-            self.next_block = head + 1;
-            self.store.set_cursor(self.level, self.next_block).await?;
+        if let Some(to) = read {
+            self.scan.advance(to);
+            self.store.set_cursor(self.level, self.scan.next_block()).await?;
         }
         Ok(actions)
-    }
-
-    /// Rules on one disputed task, if it still is disputed.
-    pub async fn handle_dispute(
-        &mut self,
-        id: U256,
-        reason_uri: &str,
-    ) -> Result<Option<Action>, ArbiterError> {
-        let task = id.to_string();
-        let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
-        if rec.status() != Status::Disputed {
-            // Ruled already (by a previous life, or the event came twice).
-            if self
-                .store
-                .decision(&task, Level::Dispute)
-                .await?
-                .is_some_and(|d| d.tx_hash.is_none())
-            {
-                self.store.executed(&task, Level::Dispute, None).await?;
-            }
-            if matches!(rec.status(), Status::Ruled | Status::Appealed) {
-                self.watch.insert(id);
-            }
-            return Ok(None);
-        }
-        let now = self.now().await?;
-        if window_end(&rec.task).is_some_and(|end| now > end) {
-            let receipt = self.escrow.claim_default(self.me, &mut rec).await?;
-            tracing::info!(%task, "dispute window passed: refunded by default");
-            return Ok(Some(Action::DefaultClaimed { task, tx: receipt.transaction_hash }));
-        }
-        let decision = match self.store.decision(&task, Level::Dispute).await? {
-            Some(d) => d,
-            None => {
-                let reason_uri = if reason_uri.is_empty() {
-                    self.reason_uri(id).await?
-                } else {
-                    reason_uri.to_owned()
-                };
-                let result_uri = rec.result_uri.as_deref().unwrap_or_default();
-                self.prefetch(&[&rec.spec_uri, result_uri, &reason_uri]).await?;
-                let evidence = evidence::gather(&rec, &reason_uri, self.sources.local().as_ref());
-                self.decide_once(&task, Level::Dispute, &evidence).await?
-            }
-        };
-        let receipt = self
-            .escrow
-            .resolve(self.me, &mut rec, decision.share_bps, &decision.rationale_uri)
-            .await?;
-        let tx = receipt.transaction_hash;
-        self.store.executed(&task, Level::Dispute, Some(&tx.to_string())).await?;
-        if rec.status() == Status::Ruled {
-            self.watch.insert(id);
-        }
-        tracing::info!(%task, verdict = %decision.verdict, share = decision.share_bps, %tx, "dispute ruled");
-        Ok(Some(Action::Ruled {
-            task,
-            verdict: decision.verdict,
-            share_bps: decision.share_bps,
-            tx,
-        }))
-    }
-
-    /// Rules finally on one appealed task, if it still is under appeal and
-    /// its appeal ruling window is open (past it, the appealed ruling stands
-    /// and the arbiter finalizes it).
-    pub async fn handle_appeal(&mut self, id: U256) -> Result<Option<Action>, ArbiterError> {
-        let task = id.to_string();
-        let mut rec = self.escrow.fetch(id, self.deployment.deploy_block).await?;
-        if rec.status() != Status::Appealed {
-            // Ruled already (by a previous life, by hand, or the event came
-            // twice), or finalized: nothing is left to send.
-            if self.store.decision(&task, Level::Appeal).await?.is_some_and(|d| d.tx_hash.is_none())
-            {
-                self.store.executed(&task, Level::Appeal, None).await?;
-            }
-            return Ok(None);
-        }
-        let now = self.now().await?;
-        if window_end(&rec.task).is_some_and(|end| now > end) {
-            tracing::warn!(%task, "appeal ruling window passed: the appealed ruling stands");
-            return Ok(None);
-        }
-        let decision = match self.store.decision(&task, Level::Appeal).await? {
-            Some(d) => d,
-            None => {
-                let evidence = self.appeal_evidence(&rec).await?;
-                self.decide_once(&task, Level::Appeal, &evidence).await?
-            }
-        };
-        let receipt = self
-            .escrow
-            .resolve_appeal(self.me, &mut rec, decision.share_bps, &decision.rationale_uri)
-            .await?;
-        let tx = receipt.transaction_hash;
-        self.store.executed(&task, Level::Appeal, Some(&tx.to_string())).await?;
-        tracing::info!(%task, verdict = %decision.verdict, share = decision.share_bps, %tx, "appeal ruled");
-        Ok(Some(Action::AppealRuled {
-            task,
-            verdict: decision.verdict,
-            share_bps: decision.share_bps,
-            tx,
-        }))
-    }
-
-    /// The evidence of an appealed task: the dispute's, the ruling appealed
-    /// (the share the task keeps, the rationale its `DisputeRuled` names) and
-    /// the appeal (appellant and reason, from `RulingAppealed`).
-    async fn appeal_evidence(&self, rec: &TaskRecord) -> Result<Evidence, ArbiterError> {
-        let filter = Filter::new().address(self.deployment.task_escrow).event_signature(vec![
-            TaskEscrow::TaskDisputed::SIGNATURE_HASH,
-            TaskEscrow::DisputeRuled::SIGNATURE_HASH,
-            TaskEscrow::RulingAppealed::SIGNATURE_HASH,
-        ]);
-        let (mut reason_uri, mut rationale_uri) = (String::new(), String::new());
-        let (mut appellant, mut appeal_uri) = (rec.task.client, String::new());
-        for log in self.escrow.task_logs(&filter, rec.id, self.deployment.deploy_block).await? {
-            match decode_log(&log) {
-                Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => reason_uri = e.reasonURI,
-                Some(TaskEscrow::TaskEscrowEvents::DisputeRuled(e)) => {
-                    rationale_uri = e.rationaleURI
-                }
-                Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) => {
-                    (appellant, appeal_uri) = (e.appellant, e.reasonURI)
-                }
-                _ => {}
-            }
-        }
-        let filed = AppealFiled {
-            appellant,
-            reason_uri: &appeal_uri,
-            ruling_share_bps: rec.task.executorShareBps,
-            ruling_rationale_uri: &rationale_uri,
-        };
-        self.prefetch(&[
-            &rec.spec_uri,
-            rec.result_uri.as_deref().unwrap_or_default(),
-            &reason_uri,
-            &appeal_uri,
-            &rationale_uri,
-        ])
-        .await?;
-        Ok(evidence::gather_appeal(rec, &reason_uri, &filed, self.sources.local().as_ref()))
-    }
-
-    /// Makes the evidence behind `uris` local (fetched from their hints and
-    /// the gateways): a source failing for now is
-    /// [`ArbiterError::BlobUnavailable`]; a blob nowhere to be found or
-    /// refused is left for [`evidence::gather`] to report as a problem.
-    async fn prefetch(&self, uris: &[&str]) -> Result<(), ArbiterError> {
-        for uri in uris.iter().filter(|u| !u.is_empty()) {
-            match self.sources.ensure(uri).await {
-                Ok(()) => {}
-                Err(e) if e.is_transient() => {
-                    return Err(ArbiterError::BlobUnavailable(Box::new(e)));
-                }
-                Err(e) => tracing::warn!(%uri, error = %e, "evidence unreadable"),
-            }
-        }
-        Ok(())
     }
 
     /// Finalizes rulings whose appeal window (or appeal ruling window) passed.
@@ -610,151 +442,10 @@ impl Arbiter {
         Ok(out)
     }
 
-    /// The judge's verdict on `evidence`, published and recorded once at
-    /// `level`; a concurrent life that recorded first wins (what is stored
-    /// is what gets sent).
-    async fn decide_once(
-        &self,
-        task: &str,
-        level: Level,
-        evidence: &evidence::Evidence,
-    ) -> Result<Decision, ArbiterError> {
-        let verdict = self.judge.decide(evidence).await;
-        let d = self.publish(task, level, &verdict)?;
-        self.store.record(&d).await?;
-        Ok(self.store.decision(task, level).await?.unwrap_or(d))
-    }
-
-    /// Publishes the verdict (rationale and all) and returns the decision row.
-    fn publish(
-        &self,
-        task: &str,
-        level: Level,
-        verdict: &Verdict,
-    ) -> Result<Decision, ArbiterError> {
-        publish_verdict(
-            task,
-            level,
-            verdict,
-            self.sources.local().as_ref(),
-            self.sources.public_url(),
-        )
-    }
-
-    /// The reason URI of the task's latest dispute, from its logs.
-    async fn reason_uri(&self, id: U256) -> Result<String, ArbiterError> {
-        let filter = Filter::new()
-            .address(self.deployment.task_escrow)
-            .event_signature(TaskEscrow::TaskDisputed::SIGNATURE_HASH);
-        let logs = self.escrow.task_logs(&filter, id, self.deployment.deploy_block).await?;
-        Ok(logs
-            .iter()
-            .rev()
-            .find_map(|l| match decode_log(l) {
-                Some(TaskEscrow::TaskEscrowEvents::TaskDisputed(e)) => Some(e.reasonURI),
-                _ => None,
-            })
-            .unwrap_or_default())
-    }
-
     async fn now(&self) -> Result<u64, ArbiterError> {
         let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
         Ok(block.map(|b| b.header.timestamp).unwrap_or_default())
     }
-}
-
-/// When the window of `task`'s current status ends, in chain seconds: the
-/// dispute window of a disputed task (the arbiter's time to rule), the
-/// appeal window of a ruled one (the parties' time to appeal) and the appeal
-/// ruling window of an appealed one (the appeal arbiter's time to rule);
-/// `None` in any other status. Past it the escrow takes the default: a
-/// refund, or the standing ruling.
-pub fn window_end(task: &Task) -> Option<u64> {
-    let window = match Status::try_from(task.status).ok()? {
-        Status::Disputed => task.disputeWindow,
-        Status::Ruled => task.appealWindow,
-        Status::Appealed => task.appealRulingWindow,
-        _ => return None,
-    };
-    Some(task.updatedAt.to::<u64>() + u64::from(window))
-}
-
-/// Publishes `verdict` (rationale and all), content-addressed with the
-/// location `hint` when given, and returns its decision row.
-fn publish_verdict(
-    task: &str,
-    level: Level,
-    verdict: &Verdict,
-    blobs: &dyn BlobStore,
-    hint: Option<&BlobUrl>,
-) -> Result<Decision, ArbiterError> {
-    let body = serde_json::to_string(verdict).expect("verdicts serialize");
-    let rationale_uri = EnvelopeCodec::default()
-        .publish_at(body.as_bytes(), blobs, hint)
-        .map_err(|e| ArbiterError::Publish(e.to_string()))?;
-    Ok(Decision {
-        task_id: task.to_owned(),
-        level,
-        verdict: verdict.verdict,
-        share_bps: verdict.executor_share_bps,
-        rationale_uri,
-        judge: verdict.judge.clone(),
-        body,
-        tx_hash: None,
-    })
-}
-
-/// Tasks under appeal, with their first-level ruling, for the appeal arbiter.
-pub async fn appeals(
-    escrow: &EscrowClient,
-    deployment: &Deployment,
-) -> Result<Vec<TaskRecord>, ArbiterError> {
-    let filter = Filter::new()
-        .address(deployment.task_escrow)
-        .event_signature(TaskEscrow::RulingAppealed::SIGNATURE_HASH);
-    let mut ids: Vec<U256> = Vec::new();
-    for log in escrow.logs(&filter, deployment.deploy_block).await? {
-        if let Some(TaskEscrow::TaskEscrowEvents::RulingAppealed(e)) = decode_log(&log)
-            && !ids.contains(&e.taskId)
-        {
-            ids.push(e.taskId);
-        }
-    }
-    let mut out = Vec::new();
-    for id in ids {
-        let rec = escrow.fetch(id, deployment.deploy_block).await?;
-        if rec.status() == Status::Appealed {
-            out.push(rec);
-        }
-    }
-    Ok(out)
-}
-
-/// The appeal arbiter's final ruling on `task`, published with `verdict`'s
-/// rationale (in `blobs`, without a location hint: a one-off command serves
-/// nothing).
-pub async fn decide_appeal(
-    escrow: &EscrowClient,
-    from: Address,
-    deployment: &Deployment,
-    task: U256,
-    verdict: &Verdict,
-    blobs: &dyn BlobStore,
-    store: Option<&ArbiterStore>,
-) -> Result<B256, ArbiterError> {
-    let mut rec = escrow.fetch(task, deployment.deploy_block).await?;
-    if rec.status() != Status::Appealed {
-        return Err(ArbiterError::NotAppealed { task, status: rec.status() });
-    }
-    let d = publish_verdict(&task.to_string(), Level::Appeal, verdict, blobs, None)?;
-    let receipt = escrow.resolve_appeal(from, &mut rec, d.share_bps, &d.rationale_uri).await?;
-    if let Some(store) = store {
-        store.record(&d).await?;
-        store
-            .executed(&d.task_id, Level::Appeal, Some(&receipt.transaction_hash.to_string()))
-            .await?;
-    }
-    Ok(receipt.transaction_hash)
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Unit tests of the arbiter service: windows, actions, publishing.
 
 use alloy::primitives::aliases::U40;
+use tessera_bindings::{ITaskEscrow::Task, envelope::EnvelopeCodec};
 
-use super::*;
+use super::{ruling::publish_verdict, *};
+use crate::judge::Verdict;
 
 fn task(status: Status) -> Task {
     Task {

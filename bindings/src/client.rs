@@ -5,14 +5,12 @@
 
 use alloy::{
     contract::{CallBuilder, CallDecoder},
-    network::{Ethereum, EthereumWallet},
-    primitives::{Address, B256, TxHash, U256},
-    providers::{DynProvider, Provider, ProviderBuilder},
-    rpc::types::{Filter, Log, TransactionReceipt},
+    network::Ethereum,
+    primitives::{Address, B256, U256},
+    providers::DynProvider,
+    rpc::types::TransactionReceipt,
     signers::local::PrivateKeySigner,
-    sol_types::SolEvent,
 };
-use std::collections::HashMap;
 
 use crate::{
     ITaskEscrow::{CreateParams, Task},
@@ -20,110 +18,21 @@ use crate::{
     TaskEscrow::{self, TaskEscrowInstance},
     heads::HeadWatch,
     permit::{PermitSignature, TokenDomain, sign_permit},
-    revert::{self, ContractRevert},
     sender::{Pending, Sender},
-    task::{FoldError, TaskRecord, all_created_in, created_in, hash_task},
+    task::{TaskRecord, all_created_in, created_in},
 };
 
-/// How many times [`EscrowClient::fetch`] re-reads a task whose logs and
-/// stored hash disagree.
-pub const FETCH_RETRIES: u32 = 5;
+mod connect;
+mod error;
+mod read;
+
+pub use connect::{CONNECT_TIMEOUT, RPC_TIMEOUT, chain_ready, connect};
+pub use error::{ClientError, map_call};
+use read::Births;
+pub use read::FETCH_RETRIES;
 
 /// How long to wait for a sent transaction's receipt before giving up.
 pub const RECEIPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Why an escrow call failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    /// The contract reverted with one of its declared errors (boxed: some
-    /// carry several words, and every `Result` of a call carries this type).
-    #[error("{0}")]
-    Revert(Box<ContractRevert>),
-    /// The call failed for another reason (transport, gas estimation, unknown revert).
-    #[error("contract call failed: {0}")]
-    Call(#[from] alloy::contract::Error),
-    /// The transaction was sent but failed to confirm.
-    #[error("transaction did not confirm: {0}")]
-    Pending(#[from] alloy::providers::PendingTransactionError),
-    /// The transaction was sent but not mined in time.
-    #[error("transaction {0} not mined within {1:?}")]
-    NotMined(TxHash, std::time::Duration),
-    /// The transaction was mined but reverted.
-    #[error("transaction {0} reverted")]
-    Reverted(TxHash),
-    /// The transaction was dropped: the account's mined nonce passed its
-    /// nonce and none of its versions (the first and each replacement) was
-    /// mined: another transaction took the nonce, and this one never will
-    /// be. Nothing it would have done happened; whoever sent it reads the
-    /// chain again and sends what is still to do.
-    #[error(
-        "transaction dropped: nonce {nonce} was taken by another transaction, and none of its versions ({}) was mined",
-        hashes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-    )]
-    Dropped {
-        /// The nonce it was sent with.
-        nonce: u64,
-        /// Every version sent, the first first.
-        hashes: Vec<TxHash>,
-    },
-    /// An RPC request failed.
-    #[error("rpc: {0}")]
-    Rpc(#[from] alloy::transports::TransportError),
-    /// The events did not fold into a valid task.
-    #[error(transparent)]
-    Fold(#[from] FoldError),
-    /// A create transaction emitted no `TaskCreated`.
-    #[error("transaction {0} created no task")]
-    NoTaskCreated(TxHash),
-    /// Signing a permit failed.
-    #[error("signing permit: {0}")]
-    Sign(#[from] alloy::signers::Error),
-    /// Nothing sent: the sender's fence (a replica's lease) says this
-    /// process may not send now.
-    #[error("not sent: this process may not send for the account now (its lease is not held)")]
-    Fenced,
-    /// One transaction carried the calls of several callers and failed for
-    /// all of them: each holds the same failure.
-    #[error("{0}")]
-    Shared(std::sync::Arc<ClientError>),
-}
-
-impl ClientError {
-    /// The decoded contract error, if the failure was one.
-    pub fn revert(&self) -> Option<&ContractRevert> {
-        match self {
-            Self::Revert(r) => Some(r),
-            Self::Shared(e) => e.revert(),
-            _ => None,
-        }
-    }
-
-    /// Whether the transaction was dropped ([`ClientError::Dropped`]),
-    /// for this caller or the transaction it shared.
-    pub fn is_dropped(&self) -> bool {
-        match self {
-            Self::Dropped { .. } => true,
-            Self::Shared(e) => e.is_dropped(),
-            _ => false,
-        }
-    }
-
-    /// This failure for one more caller of the transaction it happened to:
-    /// the same error where it can be copied, else [`ClientError::Shared`].
-    pub fn share(self: &std::sync::Arc<Self>) -> Self {
-        match self.as_ref() {
-            Self::Revert(r) => Self::Revert(r.clone()),
-            Self::Reverted(h) => Self::Reverted(*h),
-            Self::Dropped { nonce, hashes } => {
-                Self::Dropped { nonce: *nonce, hashes: hashes.clone() }
-            }
-            Self::NotMined(h, d) => Self::NotMined(*h, *d),
-            Self::NoTaskCreated(h) => Self::NoTaskCreated(*h),
-            Self::Shared(e) => e.share(),
-            _ => Self::Shared(std::sync::Arc::clone(self)),
-        }
-    }
-}
 
 /// How often a transaction's receipt is asked for when no block
 /// subscription announces new heads.
@@ -143,57 +52,6 @@ pub struct EscrowClient {
     births: Births,
 }
 
-/// The most tasks whose creation block a client keeps; past it the oldest
-/// half is forgotten (a forgotten one is found again by scanning back).
-const KEPT_BIRTHS: usize = 100_000;
-
-/// What a client knows of where each task lives on chain.
-#[derive(Debug, Clone, Default)]
-struct Births(std::sync::Arc<std::sync::Mutex<HashMap<U256, Known>>>);
-
-/// Where a task is known to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Known {
-    /// Created in this block.
-    Born(u64),
-    /// Alive at this block (one of its logs is there): created at or before it.
-    Seen(u64),
-}
-
-impl Births {
-    fn get(&self, id: U256) -> Option<Known> {
-        self.0.lock().ok()?.get(&id).copied()
-    }
-
-    fn put(&self, id: U256, known: Known) {
-        let Ok(mut map) = self.0.lock() else { return };
-        if map.len() >= KEPT_BIRTHS {
-            let mut blocks: Vec<u64> = map
-                .values()
-                .map(|k| match k {
-                    Known::Born(b) | Known::Seen(b) => *b,
-                })
-                .collect();
-            blocks.sort_unstable();
-            let median = blocks[blocks.len() / 2];
-            map.retain(|_, k| matches!(k, Known::Born(b) | Known::Seen(b) if *b >= median));
-        }
-        match (map.get(&id), known) {
-            // A creation block is not replaced by a sighting.
-            (Some(Known::Born(_)), Known::Seen(_)) => {}
-            _ => {
-                map.insert(id, known);
-            }
-        }
-    }
-
-    fn forget(&self, id: U256) {
-        if let Ok(mut map) = self.0.lock() {
-            map.remove(&id);
-        }
-    }
-}
-
 impl EscrowClient {
     /// A client for the escrow at `escrow`.
     pub fn new(provider: DynProvider, escrow: Address) -> Self {
@@ -205,63 +63,6 @@ impl EscrowClient {
             range: crate::logs::SharedRange::default(),
             births: Births::default(),
         }
-    }
-
-    /// Notes that task `id` was created in `block` (a `TaskCreated` log
-    /// read there), so reading it starts there.
-    pub fn note_birth(&self, id: U256, block: u64) {
-        self.births.put(id, Known::Born(block));
-    }
-
-    /// Notes that task `id` had a log in `block`: looking for its creation
-    /// starts there instead of at the head.
-    pub fn note_seen(&self, id: U256, block: u64) {
-        self.births.put(id, Known::Seen(block));
-    }
-
-    /// The block task `id` was created in: remembered, or found scanning the
-    /// escrow's `TaskCreated` logs back from where it was last seen (the
-    /// head, when nowhere) to `floor`. `None` when it was not created.
-    pub async fn birth(&self, id: U256, floor: u64, head: u64) -> Result<Option<u64>, ClientError> {
-        let top = match self.births.get(id) {
-            Some(Known::Born(block)) => return Ok(Some(block)),
-            Some(Known::Seen(block)) => block.min(head),
-            None => head,
-        };
-        let filter = Filter::new()
-            .address(self.address())
-            .event_signature(TaskEscrow::TaskCreated::SIGNATURE_HASH)
-            .topic1(B256::from(id));
-        let found = self
-            .range
-            .find_back(&self.provider, &filter, floor, top, |log| log.block_number)
-            .await?;
-        if let Some(block) = found {
-            self.births.put(id, Known::Born(block));
-        }
-        Ok(found)
-    }
-
-    /// The logs of `filter` about task `id` (its block bounds ignored, its
-    /// first topic set to the id), from the task's creation (see
-    /// [`EscrowClient::birth`]; never below `floor`) to the head.
-    pub async fn task_logs(
-        &self,
-        filter: &Filter,
-        id: U256,
-        floor: u64,
-    ) -> Result<Vec<Log>, ClientError> {
-        let head = self.provider.get_block_number().await?;
-        let Some(birth) = self.birth(id, floor, head).await? else { return Ok(Vec::new()) };
-        let filter = filter.clone().topic1(B256::from(id));
-        Ok(self.range.read_all(&self.provider, &filter, birth.max(floor), head).await?)
-    }
-
-    /// The logs of `filter` (its block bounds ignored) from `from_block` to
-    /// the head, in ranges the provider accepts.
-    pub async fn logs(&self, filter: &Filter, from_block: u64) -> Result<Vec<Log>, ClientError> {
-        let head = self.provider.get_block_number().await?;
-        Ok(self.range.read_all(&self.provider, filter, from_block, head).await?)
     }
 
     /// Confirms transactions by the heads announced on `heads` (see
@@ -574,59 +375,6 @@ impl EscrowClient {
         .await
     }
 
-    /// Rebuilds a task from its logs since its creation (found scanning
-    /// back, see [`EscrowClient::birth`]; never below `floor`, the deploy
-    /// block) and checks the result against the hash the contract stores.
-    ///
-    /// Logs and hash are read at the same block. A node may announce a block
-    /// a moment before its logs are queryable (anvil does, under load), and a
-    /// remembered creation block may have been reorganised away, so a
-    /// mismatch is retried a few times (the creation looked for again)
-    /// before it is reported.
-    pub async fn fetch(&self, id: U256, floor: u64) -> Result<TaskRecord, ClientError> {
-        let mut attempt = 0;
-        loop {
-            match self.fetch_once(id, floor).await {
-                Err(ClientError::Fold(FoldError::HashMismatch(_) | FoldError::NotCreated(_)))
-                    if attempt < FETCH_RETRIES && self.births.get(id).is_some() =>
-                {
-                    attempt += 1;
-                    self.births.forget(id);
-                    tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)))
-                        .await;
-                }
-                Err(ClientError::Fold(FoldError::HashMismatch(_))) if attempt < FETCH_RETRIES => {
-                    attempt += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)))
-                        .await;
-                }
-                other => return other,
-            }
-        }
-    }
-
-    async fn fetch_once(&self, id: U256, floor: u64) -> Result<TaskRecord, ClientError> {
-        let head = self.provider.get_block_number().await?;
-        let Some(birth) = self.birth(id, floor, head).await? else {
-            return Err(FoldError::NotCreated(id).into());
-        };
-        // Every block since its creation, in ranges the provider accepts.
-        let filter = Filter::new().address(self.address()).topic1(B256::from(id));
-        let logs = self.range.read_all(&self.provider, &filter, birth.max(floor), head).await?;
-        let record = TaskRecord::from_logs(id, &logs)?;
-        let stored = self
-            .escrow
-            .taskHash(id)
-            .block(alloy::eips::BlockId::number(head))
-            .call()
-            .await
-            .map_err(map_call)?;
-        if stored != hash_task(&record.task) {
-            return Err(FoldError::HashMismatch(id).into());
-        }
-        Ok(record)
-    }
-
     /// Builds a call from the task's id and current state, sends it from `from`,
     /// and folds the receipt's events into `rec`.
     async fn step<D, F>(
@@ -667,71 +415,5 @@ impl EscrowClient {
     ) -> Result<TransactionReceipt, ClientError> {
         let pending = self.sender.send(call, from, self.heads.as_ref()).await?;
         self.mined(pending).await
-    }
-}
-
-/// An HTTP provider that signs with `wallet`: its JSON-RPC calls retried on
-/// transient failures ([`crate::retry`]) and every attempt counted by method
-/// ([`crate::rpc_metrics`]), over [`crate::transport::HintedHttp`] (a 429
-/// waits as long as its `Retry-After` asks). A call that gets no answer in
-/// [`RPC_TIMEOUT`] (or no connection in [`CONNECT_TIMEOUT`]) fails, so a
-/// hung provider is a transient failure like any other.
-///
-/// Nonces are read from the node's pending state for every transaction: a
-/// cached nonce would be consumed by a call that fails gas estimation (a
-/// revert), leaving a gap that stalls every later transaction of the account.
-pub fn connect(url: alloy::transports::http::reqwest::Url, wallet: EthereumWallet) -> DynProvider {
-    let client = alloy::rpc::client::ClientBuilder::default()
-        .layer(crate::retry::RetryLayer::default())
-        .layer(crate::rpc_metrics::RpcMetricsLayer)
-        .transport(
-            crate::transport::HintedHttp::new(http_client(), url.clone()),
-            alloy::transports::utils::guess_local_url(&url),
-        );
-    ProviderBuilder::new()
-        .disable_recommended_fillers()
-        .with_gas_estimation()
-        .with_simple_nonce_management()
-        .fetch_chain_id()
-        .wallet(wallet)
-        .connect_client(client)
-        .erased()
-}
-
-/// How long a JSON-RPC call may wait for its answer.
-pub const RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// How long a connection to the provider may take to open.
-pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
-
-fn http_client() -> alloy::transports::http::reqwest::Client {
-    alloy::transports::http::reqwest::Client::builder()
-        .timeout(RPC_TIMEOUT)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .build()
-        // Only a TLS backend that fails to initialise stops the builder;
-        // the default client fails the same way.
-        .unwrap_or_default()
-}
-
-/// Turns a contract error into a typed revert when it is one of ours.
-pub fn map_call(err: alloy::contract::Error) -> ClientError {
-    match revert::decode(&err) {
-        Some(r) => ClientError::Revert(Box::new(r)),
-        None => ClientError::Call(err),
-    }
-}
-
-/// A readiness check for `/readyz`: the node answers `eth_blockNumber`
-/// (the error as text otherwise). Every service's chain check is this one.
-pub fn chain_ready(
-    provider: DynProvider,
-) -> impl Fn() -> futures_util::future::BoxFuture<'static, Result<(), String>> + Send + Sync + 'static
-{
-    move || {
-        let provider = provider.clone();
-        Box::pin(
-            async move { provider.get_block_number().await.map(drop).map_err(|e| e.to_string()) },
-        )
     }
 }

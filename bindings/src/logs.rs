@@ -6,8 +6,10 @@
 //! both, with codes that differ from one provider to the next (-32005,
 //! -32602, -32614, -32000). A [`LogRange`] halves when a read is refused
 //! for either reason and grows back, doubling after a few reads go through,
-//! between a floor and a ceiling; [`read_chunk`] and [`read_all`] are the
-//! two ways the services read with it (one chunk per pass, or a whole span).
+//! between a floor and a ceiling. A [`LogScan`] is the one scanner the
+//! services follow the chain with: a cursor and its [`LogRange`], read a
+//! range at a time up to the head; [`read_all`] and [`find_back`] read a
+//! whole span, forwards or backwards.
 
 use alloy::{
     providers::Provider,
@@ -198,6 +200,96 @@ pub async fn find_back<P: Provider + ?Sized, T>(
     Ok(None)
 }
 
+/// The logs of one range of blocks a [`LogScan`] read: `from..=to`.
+#[derive(Debug, Clone, Default)]
+pub struct Chunk {
+    /// The first block read.
+    pub from: u64,
+    /// The last block read.
+    pub to: u64,
+    /// Their logs, in chain order.
+    pub logs: Vec<Log>,
+}
+
+/// A reader of the chain's logs from a cursor on, a range at a time up to
+/// the head: the next block to read, and the [`LogRange`] the provider
+/// accepts, learnt from its refusals and kept from one read to the next.
+///
+/// A service far behind (restarted on a long chain) catches up a range per
+/// read. [`LogScan::next`] moves the cursor past what it read;
+/// [`LogScan::peek`] leaves it for the caller to [`LogScan::advance`] once
+/// what was read is handled for good.
+#[derive(Debug, Clone, Default)]
+pub struct LogScan {
+    next: u64,
+    range: LogRange,
+}
+
+impl LogScan {
+    /// A scan from block `from` on, with the default [`LogRange`].
+    pub fn new(from: u64) -> Self {
+        Self { next: from, range: LogRange::default() }
+    }
+
+    /// The next block to read.
+    pub fn next_block(&self) -> u64 {
+        self.next
+    }
+
+    /// Reads from block `block` on next (back or forward).
+    pub fn seek(&mut self, block: u64) {
+        self.next = block;
+    }
+
+    /// Moves the cursor past block `to` (read and handled).
+    pub fn advance(&mut self, to: u64) {
+        self.next = to.saturating_add(1);
+    }
+
+    /// Reads the logs of `filter` from the cursor on, one range no further
+    /// than `head`, without moving the cursor; `None` when the cursor is
+    /// past `head`.
+    pub async fn peek<P: Provider + ?Sized>(
+        &mut self,
+        provider: &P,
+        filter: &Filter,
+        head: u64,
+    ) -> Result<Option<Chunk>, TransportError> {
+        if head < self.next {
+            return Ok(None);
+        }
+        self.read(provider, filter, self.next, head).await.map(Some)
+    }
+
+    /// [`LogScan::peek`], then [`LogScan::advance`] past what was read.
+    pub async fn next<P: Provider + ?Sized>(
+        &mut self,
+        provider: &P,
+        filter: &Filter,
+        head: u64,
+    ) -> Result<Option<Chunk>, TransportError> {
+        let chunk = self.peek(provider, filter, head).await?;
+        if let Some(c) = &chunk {
+            self.advance(c.to);
+        }
+        Ok(chunk)
+    }
+
+    /// Reads the logs of `filter` (this scan's, or another one over the
+    /// same provider) from block `from` on, one range no further than
+    /// `head`, with this scan's range; the cursor does not move.
+    pub async fn read<P: Provider + ?Sized>(
+        &mut self,
+        provider: &P,
+        filter: &Filter,
+        from: u64,
+        head: u64,
+    ) -> Result<Chunk, TransportError> {
+        let (to, logs) = read_chunk(provider, filter, from, head, &mut self.range).await?;
+        Ok(Chunk { from, to, logs })
+    }
+}
+
 /// A [`LogRange`] shared by clones of one client (kept between reads, so a
 /// provider's cap is learnt once, not on every read).
 #[derive(Debug, Clone, Default)]
@@ -314,6 +406,42 @@ mod tests {
         r.shrink(16);
         r.succeeded();
         assert_eq!(r.size(), 8);
+    }
+
+    #[tokio::test]
+    async fn a_scan_reads_a_range_at_a_time_from_its_cursor() {
+        use alloy::{providers::ProviderBuilder, transports::mock::Asserter};
+        let asserter = Asserter::new();
+        let provider = ProviderBuilder::new()
+            .disable_recommended_fillers()
+            .connect_mocked_client(asserter.clone());
+        let filter = Filter::new();
+        let mut scan = LogScan { next: 10, range: LogRange::new(100, 1, 1_000) };
+        // Refused for its size, the range halves and the read goes on.
+        asserter.push_failure(ErrorPayload {
+            code: -32005,
+            message: "query returned more than 10000 results".into(),
+            data: None,
+        });
+        asserter.push_success(&Vec::<Log>::new());
+        let chunk = scan.peek(&provider, &filter, 1_000).await.unwrap().unwrap();
+        assert_eq!((chunk.from, chunk.to), (10, 59));
+        assert_eq!(scan.next_block(), 10, "a peek leaves the cursor");
+        scan.advance(chunk.to);
+        asserter.push_success(&Vec::<Log>::new());
+        let chunk = scan.next(&provider, &filter, 80).await.unwrap().unwrap();
+        assert_eq!((chunk.from, chunk.to), (60, 80), "no further than the head");
+        assert_eq!(scan.next_block(), 81);
+        // Past the head nothing is asked (the mock has no answer left).
+        assert!(scan.next(&provider, &filter, 80).await.unwrap().is_none());
+        // Any other failure is the caller's, the cursor where it was.
+        asserter.push_failure_msg("header not found");
+        assert!(scan.next(&provider, &filter, 200).await.is_err());
+        assert_eq!(scan.next_block(), 81);
+        scan.seek(5);
+        asserter.push_success(&Vec::<Log>::new());
+        let chunk = scan.read(&provider, &filter, 300, 400).await.unwrap();
+        assert_eq!((chunk.from, chunk.to, scan.next_block()), (300, 349, 5), "a read elsewhere");
     }
 
     #[test]

@@ -32,16 +32,11 @@
 //! [`ClientError::Dropped`] and the count is forgotten. Past
 //! [`RECEIPT_TIMEOUT`] any wait ends with [`ClientError::NotMined`].
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Arc,
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use alloy::{
     contract::{CallBuilder, CallDecoder},
-    eips::BlockId,
-    network::{Ethereum, TransactionBuilder},
+    network::Ethereum,
     primitives::{Address, TxHash},
     providers::{DynProvider, Provider, utils::Eip1559Estimation},
     rpc::types::{TransactionReceipt, TransactionRequest},
@@ -52,6 +47,11 @@ use crate::{
     client::{ClientError, RECEIPT_POLL, RECEIPT_TIMEOUT, map_call},
     heads::HeadWatch,
 };
+
+mod lookup;
+mod replace;
+
+use lookup::{Blocks, Found};
 
 /// Announced heads without its inclusion after which a transaction is
 /// replaced at a higher fee.
@@ -76,14 +76,6 @@ pub const NONCE_CHECK: Duration = Duration::from_secs(1);
 /// may announce a block a moment before it serves the block's receipts).
 const ANNOUNCED_SETTLE: Duration = Duration::from_millis(30);
 
-/// The most blocks whose receipts are kept for the transactions waiting.
-const KEPT_BLOCKS: usize = 32;
-
-/// The most blocks a waiting transaction reads block by block to catch up;
-/// beyond that (it waited through many heads unannounced) its own receipt
-/// is asked for.
-const MAX_CATCH_UP: u64 = 16;
-
 #[derive(Debug, Default)]
 struct State {
     /// The next nonce of each account, once known.
@@ -92,21 +84,6 @@ struct State {
     fees: Option<(u64, Eip1559Estimation)>,
     /// The newest head seen.
     head: u64,
-}
-
-/// The receipts of the newest blocks read, shared by every transaction
-/// waiting on them.
-#[derive(Debug, Default)]
-struct Blocks {
-    /// By block number.
-    kept: BTreeMap<u64, Arc<Vec<TransactionReceipt>>>,
-    /// The node refused `eth_getBlockReceipts`: receipts by hash only.
-    unsupported: bool,
-    /// The newest block's base fee, read at a head.
-    base_fee: Option<(u64, u64)>,
-    /// Each account's mined nonce (its transactions in blocks), read at a
-    /// head.
-    mined_nonces: HashMap<Address, (u64, u64)>,
 }
 
 /// A mined transaction's receipt, or its revert as an error.
@@ -163,16 +140,6 @@ impl DropCheck {
         self.gone = gone;
         dropped
     }
-}
-
-/// Where a mined transaction was looked for.
-enum Found {
-    /// In a block read: this receipt.
-    Mined(Box<TransactionReceipt>),
-    /// Not in any block up to this one.
-    Upto(u64),
-    /// The blocks could not be read: ask by hash.
-    Unknown,
 }
 
 /// A transaction the node took and that is not known to be mined yet:
@@ -460,176 +427,6 @@ impl Sender {
                     tokio::time::sleep(poll).await;
                     poll = (poll * 2).min(RECEIPT_POLL);
                 }
-            }
-        }
-    }
-
-    /// Whether the newest block's base fee is above what `pending` (its
-    /// newest version) offers at most: no block will take it as it is. The
-    /// base fee is read once per announced head `head` for every waiting
-    /// transaction.
-    async fn priced_out(&self, pending: &Pending, head: Option<u64>) -> Result<bool, ClientError> {
-        let Some(cap) = pending.request.max_fee_per_gas else { return Ok(false) };
-        let mut blocks = self.blocks.lock().await;
-        let base = match (blocks.base_fee, head) {
-            (Some((at, fee)), Some(now)) if at == now => fee,
-            _ => {
-                let block = self
-                    .provider
-                    .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
-                    .await?;
-                let fee = block.and_then(|b| b.header.base_fee_per_gas).unwrap_or_default();
-                blocks.base_fee = head.map(|h| (h, fee));
-                fee
-            }
-        };
-        Ok(u128::from(base) > cap)
-    }
-
-    /// How many transactions of `from` are mined (its nonce at `latest`):
-    /// read once per announced head `head` for every waiting transaction
-    /// of the account; without a head, afresh.
-    async fn mined_nonce(&self, from: Address, head: Option<u64>) -> Result<u64, ClientError> {
-        let mut blocks = self.blocks.lock().await;
-        if let Some(now) = head
-            && let Some(&(at, nonce)) = blocks.mined_nonces.get(&from)
-            && at == now
-        {
-            return Ok(nonce);
-        }
-        tracing::debug!(%from, ?head, "reading the mined nonce");
-        let nonce = self.provider.get_transaction_count(from).latest().await?;
-        if let Some(now) = head {
-            blocks.mined_nonces.insert(from, (now, nonce));
-        }
-        Ok(nonce)
-    }
-
-    /// The receipt of the first of `hashes` found, asked by hash (the
-    /// newest version first: after a replacement it is the likely one).
-    async fn by_hash(&self, hashes: &[TxHash]) -> Result<Option<TransactionReceipt>, ClientError> {
-        for hash in hashes.iter().rev() {
-            if let Some(receipt) = self.provider.get_transaction_receipt(*hash).await? {
-                return Ok(Some(receipt));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Looks for one of `hashes` in blocks `from + 1 ..= to`, each block's
-    /// receipts read once for every transaction waiting. `Unknown` when the
-    /// range is out of reach (too long, or the chain went back) or the node
-    /// serves no block receipts.
-    async fn in_blocks(&self, hashes: &[TxHash], from: u64, to: u64) -> Result<Found, ClientError> {
-        if to < from || to - from > MAX_CATCH_UP {
-            return Ok(Found::Unknown);
-        }
-        // Blocks kept above the announced head: the chain went back, and
-        // they may be gone.
-        self.blocks.lock().await.kept.retain(|&n, _| n <= to);
-        for number in from + 1..=to {
-            let Some(receipts) = self.block_receipts(number).await? else {
-                // Not served yet (announced a moment early), or not at all.
-                return Ok(if self.blocks.lock().await.unsupported {
-                    Found::Unknown
-                } else {
-                    Found::Upto(number - 1)
-                });
-            };
-            if let Some(r) = receipts.iter().find(|r| hashes.contains(&r.transaction_hash)) {
-                return Ok(Found::Mined(Box::new(r.clone())));
-            }
-        }
-        Ok(Found::Upto(to))
-    }
-
-    /// Block `number`'s receipts: read once, then kept for the other
-    /// transactions waiting. `None` when the node does not serve them (yet).
-    async fn block_receipts(
-        &self,
-        number: u64,
-    ) -> Result<Option<Arc<Vec<TransactionReceipt>>>, ClientError> {
-        let mut blocks = self.blocks.lock().await;
-        if blocks.unsupported {
-            return Ok(None);
-        }
-        if let Some(r) = blocks.kept.get(&number) {
-            return Ok(Some(Arc::clone(r)));
-        }
-        let receipts = match self.provider.get_block_receipts(BlockId::number(number)).await {
-            Ok(Some(receipts)) => Arc::new(receipts),
-            Ok(None) => return Ok(None),
-            Err(e) if e.as_error_resp().is_some() => {
-                tracing::info!(error = %e, "the node serves no block receipts; asking per transaction");
-                blocks.unsupported = true;
-                return Ok(None);
-            }
-            Err(e) => return Err(e.into()),
-        };
-        blocks.kept.insert(number, Arc::clone(&receipts));
-        while blocks.kept.len() > KEPT_BLOCKS {
-            blocks.kept.pop_first();
-        }
-        Ok(Some(receipts))
-    }
-
-    /// Sends `pending` again with the same nonce at a higher fee. A refused
-    /// replacement is logged and the wait goes on: a version may have been
-    /// mined meanwhile (the node then refuses the nonce as too low).
-    async fn replace(&self, pending: &mut Pending) {
-        if !self.may_send() {
-            tracing::warn!(tx = %pending.hash(), "stuck, and sending is fenced off: not replaced");
-            return;
-        }
-        let fresh = match self.provider.estimate_eip1559_fees().await {
-            Ok(fees) => fees,
-            Err(e) => {
-                tracing::warn!(tx = %pending.hash(), error = %e, "no fee estimate for a replacement");
-                return;
-            }
-        };
-        let bump = |old: Option<u128>, fresh: u128| {
-            let old = old.unwrap_or_default();
-            (old + old * BUMP_PERCENT / 100 + 1).max(fresh)
-        };
-        let mut request = pending.request.clone();
-        // The original's gas limit: estimated again, the call would run
-        // against the pending state, where the original has already done
-        // what it does (and a call on a task's state then reverts).
-        if request.gas.is_none() {
-            match self.provider.get_transaction_by_hash(pending.hash()).await {
-                Ok(Some(tx)) => {
-                    request.set_gas_limit(alloy::consensus::Transaction::gas_limit(&tx))
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(tx = %pending.hash(), error = %e, "reading a stuck transaction");
-                    return;
-                }
-            }
-        }
-        let max_fee = bump(request.max_fee_per_gas, fresh.max_fee_per_gas);
-        let tip = bump(request.max_priority_fee_per_gas, fresh.max_priority_fee_per_gas);
-        request.set_max_fee_per_gas(max_fee);
-        request.set_max_priority_fee_per_gas(tip.min(max_fee));
-        // The fence again: the fee estimate and the lookup took time.
-        if !self.may_send() {
-            tracing::warn!(tx = %pending.hash(), "stuck, and sending is fenced off: not replaced");
-            return;
-        }
-        match self.provider.send_transaction(request.clone()).await {
-            Ok(sent) => {
-                tracing::info!(
-                    stuck = %pending.hash(),
-                    replacement = %sent.tx_hash(),
-                    max_fee,
-                    "transaction not mined; replaced at a higher fee"
-                );
-                pending.hashes.push(*sent.tx_hash());
-                pending.request = request;
-            }
-            Err(e) => {
-                tracing::warn!(tx = %pending.hash(), error = %e, "replacement refused; waiting on")
             }
         }
     }

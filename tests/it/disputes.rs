@@ -275,13 +275,9 @@ async fn the_same_dispute_twice_is_ruled_once() {
     let court = Court::open(final_now()).await;
     let mut arbiter = court.arbiter(Judge::Offline).await;
     let rec = court.disputed(json!({"capability": "summarize", "text": GOOD})).await;
-    let first = arbiter.handle_dispute(rec.id, "").await.unwrap();
+    let first = arbiter.rule(rec.id, "").await.unwrap();
     assert!(matches!(first, Some(Action::Ruled { .. })));
-    assert_eq!(
-        arbiter.handle_dispute(rec.id, "").await.unwrap(),
-        None,
-        "delivered again: nothing to do"
-    );
+    assert_eq!(arbiter.rule(rec.id, "").await.unwrap(), None, "delivered again: nothing to do");
     // A whole rescan from the deploy block by a fresh arbiter also does nothing.
     let store =
         ArbiterStore::connect(&format!("sqlite://{}/other.db", court._dir.path().display()))

@@ -8,7 +8,7 @@ use alloy::{
     primitives::{Address, B256, U256},
     rpc::types::Log,
 };
-use tessera_bindings::{TaskEscrow, task::decode_log};
+use tessera_bindings::{TaskEscrow, logs::LogScan, task::decode_log};
 
 /// The escrow's logs of the sponsor's tasks, read once per block from a cursor.
 ///
@@ -19,14 +19,15 @@ use tessera_bindings::{TaskEscrow, task::decode_log};
 /// the newest blocks again: a reorganisation no deeper than that is seen.
 #[derive(Debug, Default)]
 pub(super) struct Book {
-    /// The last block read for good; `None` until reading starts.
-    pub(super) cursor: Option<u64>,
+    /// The escrow's logs read range by range: its next block is the one
+    /// after the last read for good (see [`Book::cursor`]).
+    pub(super) scan: LogScan,
+    /// Whether reading started.
+    pub(super) reading: bool,
     /// The newest head read so far (its block is read once more with the next).
     pub(super) read_head: u64,
     /// The logs of each task the sponsor created, in chain order.
     pub(super) logs: std::collections::HashMap<U256, Vec<Log>>,
-    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
-    pub(super) range: tessera_bindings::logs::LogRange,
     /// Blocks read again behind the newest (see [`super::RunnerConfig::confirmations`]).
     pub(super) confirmations: u64,
     /// Per task, how many times logs of it were found reorganised out.
@@ -44,6 +45,17 @@ fn order(log: &Log) -> (u64, u64) {
 }
 
 impl Book {
+    /// The last block read for good; `None` until reading starts.
+    pub(super) fn cursor(&self) -> Option<u64> {
+        self.reading.then(|| self.scan.next_block().saturating_sub(1))
+    }
+
+    /// Reads on from the block after `cursor` (reading starts if it had not).
+    pub(super) fn set_cursor(&mut self, cursor: u64) {
+        self.scan.seek(cursor.saturating_add(1));
+        self.reading = true;
+    }
+
     /// Keeps `log` when it is about one of `sponsor`'s tasks: its creation
     /// (funded by the sponsor) or anything after it. A held log at the same
     /// place of another block (the block was replaced) is dropped for it.
@@ -85,7 +97,9 @@ impl Book {
     /// reads of the blocks the chain builds again tell what went.
     pub(super) fn rewind(&mut self, head: u64) {
         let back = head.saturating_sub(1 + self.confirmations);
-        self.cursor = self.cursor.map(|c| c.min(back));
+        if let Some(cursor) = self.cursor() {
+            self.set_cursor(cursor.min(back));
+        }
         self.read_head = head;
     }
 
@@ -232,13 +246,13 @@ mod tests {
 
     #[test]
     fn a_lower_head_rewinds_the_cursor_over_its_newest_blocks() {
-        let mut book =
-            Book { cursor: Some(97), read_head: 100, confirmations: 2, ..Book::default() };
+        let mut book = Book { read_head: 100, confirmations: 2, ..Book::default() };
+        book.set_cursor(97);
         book.absorb(SPONSOR, &created(5, 99, 0xa));
         book.rewind(98);
         // Blocks 96..=98 are read again; nothing is dropped before they are.
-        assert_eq!((book.cursor, book.read_head, held(&book, 5)), (Some(95), 98, 1));
+        assert_eq!((book.cursor(), book.read_head, held(&book, 5)), (Some(95), 98, 1));
         book.rewind(200);
-        assert_eq!(book.cursor, Some(95), "never forward");
+        assert_eq!(book.cursor(), Some(95), "never forward");
     }
 }

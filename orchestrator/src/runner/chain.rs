@@ -7,19 +7,15 @@
 use std::collections::HashSet;
 
 use alloy::{
-    contract::{CallBuilder, CallDecoder},
     eips::BlockNumberOrTag,
-    network::Ethereum,
     primitives::{Address, B256, U256, keccak256},
     providers::{DynProvider, Provider},
-    rpc::types::{Filter, Log, TransactionReceipt},
+    rpc::types::Log,
     signers::local::PrivateKeySigner,
     sol_types::SolValue,
 };
 use tessera_bindings::{
-    AgentRegistry,
-    ITaskEscrow::CreateParams,
-    MockUSDC, ReputationRegistry, TaskEscrow, capability,
+    AgentRegistry, MockUSDC, TaskEscrow, capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
     heads::{Head, HeadWatch},
@@ -30,8 +26,11 @@ use tessera_bindings::{
 };
 use tokio::sync::Mutex;
 
-use super::{RunError, book::Book, step::Call};
+use super::{RunError, book::Book};
 use crate::plan::{ExecutorStatus, InMemoryContext, Plan};
+
+mod logs;
+mod send;
 
 /// The chain side of the orchestrator: the sponsor's account and contracts.
 pub struct Chain {
@@ -71,9 +70,6 @@ struct Reads {
     /// Token balances.
     balances: std::collections::HashMap<Address, U256>,
 }
-
-/// Most times a decision's transaction is sent again after reorganisations.
-const MAX_RESENDS: u32 = 3;
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
 #[must_use = "a sent transaction is not done until it is confirmed"]
@@ -169,134 +165,6 @@ impl Chain {
             .unwrap_or(Head { number: 0, timestamp: 0 }))
     }
 
-    /// Starts (or re-starts) reading the escrow's logs at `block`: a run
-    /// approved there, or resumed from there, has all its tasks' logs read.
-    pub(crate) async fn read_from(&self, block: u64) {
-        let mut book = self.book.lock().await;
-        let floor = block.max(self.deployment.deploy_block).saturating_sub(1);
-        if book.cursor.is_none_or(|c| c > floor) {
-            book.cursor = Some(floor);
-        }
-    }
-
-    /// Reads the escrow's logs from the cursor to `head`, in ranges the
-    /// provider accepts ([`tessera_bindings::logs::LogRange`]), keeping those of the sponsor's tasks:
-    /// one request per new block for every run at once. The newest
-    /// `confirmations + 1` blocks are read again next time (a node may
-    /// announce a block a moment before serving its logs, and a chain may
-    /// replace its newest blocks); a log read twice is kept once. What a
-    /// read of blocks below the head does not return was reorganised out
-    /// and is dropped (see [`Book`]); the sponsor's nonce count goes with it. A head lower
-    /// than the last (the chain went back, or a late announcement) has its
-    /// newest blocks read again.
-    pub(crate) async fn read_to(&self, head: u64) -> Result<(), RunError> {
-        let mut book = self.book.lock().await;
-        let Some(_) = book.cursor else { return Ok(()) };
-        if head < book.read_head {
-            tracing::debug!(head, read = book.read_head, "a head below the last read");
-            book.rewind(head);
-        }
-        let cursor = book.cursor.unwrap_or_default();
-        let trail = book.confirmations + 1;
-        if head <= book.read_head && head <= cursor + trail {
-            return Ok(());
-        }
-        let mut reorganised = false;
-        let mut from = cursor + 1;
-        let filter = Filter::new().address(self.deployment.task_escrow);
-        while from <= head {
-            let (to, logs) = tessera_bindings::logs::read_chunk(
-                &self.provider,
-                &filter,
-                from,
-                head,
-                &mut book.range,
-            )
-            .await?;
-            // The head's own block may not be served whole yet: it is
-            // read again, and only then taken as the chain's word.
-            let sure = if to == head { to.saturating_sub(1) } else { to };
-            if from <= sure {
-                reorganised |= book.reconcile(from..=sure, &logs);
-            }
-            for log in logs {
-                book.absorb(self.sponsor, &log);
-            }
-            book.cursor = Some(if to == head { to.saturating_sub(trail).max(cursor) } else { to });
-            from = to + 1;
-        }
-        book.read_head = book.read_head.max(head);
-        drop(book);
-        if reorganised {
-            // Sends of the lost blocks are gone: count from the node again.
-            self.forget_nonces().await;
-        }
-        Ok(())
-    }
-
-    /// Reads task `id`'s logs again from block `from` to `to` (one filter
-    /// on its id): for a task of the sponsor's the escrow holds while its
-    /// logs were dropped as reorganised out.
-    pub(crate) async fn reread(&self, id: U256, from: u64, to: u64) -> Result<(), RunError> {
-        let mut book = self.book.lock().await;
-        let filter =
-            Filter::new().address(self.deployment.task_escrow).topic1(B256::from(id.to_be_bytes()));
-        let mut from = from.max(self.deployment.deploy_block);
-        while from <= to {
-            let (end, logs) = tessera_bindings::logs::read_chunk(
-                &self.provider,
-                &filter,
-                from,
-                to,
-                &mut book.range,
-            )
-            .await?;
-            for log in logs {
-                book.absorb(self.sponsor, &log);
-            }
-            from = end + 1;
-        }
-        Ok(())
-    }
-
-    /// How many times logs of task `id` were found reorganised out.
-    pub(crate) async fn reorgs(&self, id: U256) -> u32 {
-        self.book.lock().await.reorgs.get(&id).copied().unwrap_or_default()
-    }
-
-    /// Whether task `id`'s settlement is held and has the configured
-    /// confirmations on top of it (any held settlement when none are asked).
-    pub(crate) async fn settled_deep(&self, id: U256) -> bool {
-        let book = self.book.lock().await;
-        let Some(block) = book.settled_at(id) else { return false };
-        book.confirmations == 0 || block + book.confirmations <= book.read_head
-    }
-
-    /// Sets the confirmations a step that moved money waits for (see
-    /// [`super::RunnerConfig::confirmations`]).
-    pub(crate) fn set_confirmations(&mut self, confirmations: u64) {
-        self.book.get_mut().confirmations = confirmations;
-    }
-
-    /// Keeps the logs of a mined transaction of the sponsor's, so what it
-    /// did is known before the cursor reaches its block.
-    pub(crate) async fn absorb(&self, receipt: &TransactionReceipt) {
-        let mut book = self.book.lock().await;
-        for log in receipt.inner.logs() {
-            if log.address() == self.deployment.task_escrow {
-                book.absorb(self.sponsor, log);
-            }
-        }
-    }
-
-    /// Forgets the logs of tasks `ids` (their run is over).
-    pub(crate) async fn forget(&self, ids: &[U256]) {
-        let mut book = self.book.lock().await;
-        for id in ids {
-            book.logs.remove(id);
-        }
-    }
-
     /// The task and its logs, or `None` when it was never created (as far
     /// as the logs read so far tell; see [`Chain::read_to`]).
     pub(crate) async fn task(&self, id: U256) -> Result<Option<(TaskRecord, Vec<Log>)>, RunError> {
@@ -363,18 +231,6 @@ impl Chain {
         f(&mut reads)
     }
 
-    /// Forgets the sponsor's nonce count: the next send reads the node's
-    /// (another replica sent for this sponsor meanwhile).
-    pub(crate) async fn forget_nonces(&self) {
-        self.sender.forget(self.sponsor).await;
-    }
-
-    /// Sends (and replaces stuck transactions) only while `may_send` says
-    /// so: a replica's lease (see [`tessera_bindings::sender::Sender::fence`]).
-    pub(crate) fn fence_sends(&self, may_send: impl Fn() -> bool + Send + Sync + 'static) {
-        self.sender.fence(may_send);
-    }
-
     /// What `executor` asks for `capability`, when it offers it.
     pub(crate) async fn price_of(
         &self,
@@ -387,36 +243,6 @@ impl Chain {
         Ok(offer.offered.then_some(Usdc::from_base_units(offer.price)))
     }
 
-    /// Lets the escrow pull the sponsor's tokens for creations from now on,
-    /// when it may not already: one standing allowance instead of a permit
-    /// per creation, so creations of many runs can go out in one block
-    /// (permits of one signer are ordered by the token's nonce and would
-    /// invalidate each other). The escrow only ever pulls from the caller of
-    /// a creation, so the allowance serves the sponsor's own creations only.
-    pub async fn ensure_allowance(&self) -> Result<(), RunError> {
-        let token = MockUSDC::new(self.deployment.token, self.provider.clone());
-        let escrow = self.deployment.task_escrow;
-        let current = token.allowance(self.sponsor, escrow).call().await.map_err(map_call)?;
-        if current >= U256::MAX >> 1 {
-            return Ok(());
-        }
-        let approve = token.approve(escrow, U256::MAX);
-        let sent = self.dispatch(approve).await?;
-        self.confirm(sent).await?;
-        tracing::info!(%escrow, "sponsor allowance set for creations");
-        Ok(())
-    }
-
-    /// Sends `call` from the sponsor without waiting for it to be mined (the
-    /// sender counts the nonce, so sends of many runs go out back to back).
-    async fn dispatch<D: CallDecoder + Clone + Unpin>(
-        &self,
-        call: CallBuilder<&DynProvider, D, Ethereum>,
-    ) -> Result<Sent, ClientError> {
-        let heads = self.heads.get().and_then(|w| w.as_ref());
-        Ok(Sent(self.sender.send(call, self.sponsor, heads).await?))
-    }
-
     /// The ERC-8004 agent id `agent` linked in the registry, when it did.
     pub(crate) async fn identity_of(&self, agent: Address) -> Result<Option<U256>, ClientError> {
         let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
@@ -424,86 +250,10 @@ impl Chain {
         Ok(linked.linked.then_some(linked.agentId))
     }
 
-    /// Gives ERC-8004 feedback from the sponsor in the deployment's
-    /// reputation registry (see [`tessera_bindings::feedback`]) and waits
-    /// for it to be mined.
-    pub(crate) async fn give_feedback(
-        &self,
-        registry: Address,
-        agent_id: U256,
-        value: i128,
-        tag2: &str,
-        uri: String,
-        hash: B256,
-    ) -> Result<TransactionReceipt, ClientError> {
-        let reputation = ReputationRegistry::new(registry, self.provider.clone());
-        let call = reputation.giveFeedback(
-            agent_id,
-            value,
-            0,
-            tessera_bindings::feedback::TAG.to_owned(),
-            tag2.to_owned(),
-            String::new(),
-            uri,
-            hash,
-        );
-        let sent = self.dispatch(call).await?;
-        self.confirm(sent).await
-    }
-
-    /// Waits for `sent` to be mined, by the heads the runner follows; a
-    /// mined revert is an error.
-    pub(crate) async fn confirm(&self, sent: Sent) -> Result<TransactionReceipt, ClientError> {
-        let heads = self.heads.get().and_then(|w| w.clone());
-        // Replaced at a higher fee if stuck; forgets the nonce count if
-        // never mined.
-        let receipt = self.sender.mined(sent.0, heads).await?;
-        self.absorb(&receipt).await;
-        Ok(receipt)
-    }
-
     /// Confirms transactions by the heads announced on `heads` from now on.
     pub(crate) fn follow(&self, heads: Option<HeadWatch>) {
         // Only the first follower counts; one runner follows one stream.
         let _ = self.heads.set(heads);
-    }
-
-    /// Sends the approvals of every task of `recs` (one call for several);
-    /// returns without waiting for them to be mined.
-    pub(crate) async fn approve_all(&self, recs: &[&TaskRecord]) -> Result<Sent, ClientError> {
-        let c = self.escrow.contract();
-        match recs {
-            [rec] => self.dispatch(c.approvePayment(rec.id, rec.task.clone())).await,
-            _ => {
-                let ids = recs.iter().map(|r| r.id).collect();
-                let tasks = recs.iter().map(|r| r.task.clone()).collect();
-                self.dispatch(c.approvePayments(ids, tasks)).await
-            }
-        }
-    }
-
-    /// Sends the creation of every task of `params` in one call, without
-    /// waiting for it to be mined (see [`super::wave`], which looks for the
-    /// tasks first, under the lane's lock).
-    pub(crate) async fn create_all(
-        &self,
-        mut params: Vec<CreateParams>,
-    ) -> Result<Sent, ClientError> {
-        let c = self.escrow.contract();
-        if params.len() == 1 {
-            let one = params.pop().expect("one item");
-            self.dispatch(c.createTask(one)).await
-        } else {
-            self.dispatch(c.createTasks(params)).await
-        }
-    }
-
-    /// Runs the creation of `params` against the newest block without
-    /// sending it: `Ok` when the escrow would take it now, else its revert
-    /// (decoded when it is one of ours).
-    pub(crate) async fn simulate_create(&self, params: CreateParams) -> Result<(), ClientError> {
-        let c = self.escrow.contract();
-        c.createTask(params).from(self.sponsor).call().await.map(drop).map_err(map_call)
     }
 
     /// Registry facts for the plan's capabilities and executors.
@@ -559,91 +309,5 @@ impl Chain {
             }
         }
         Ok(ctx)
-    }
-
-    /// Sends `call` on the task `rec` as the sponsor and waits for it to be
-    /// mined. `uri` is the published reason of a dispute or an appeal. A
-    /// revert comes back as [`ClientError::Revert`] with the decoded error.
-    pub(crate) async fn send(
-        &self,
-        rec: &TaskRecord,
-        call: &Call,
-        uri: Option<String>,
-    ) -> Result<(), ClientError> {
-        self.send_once(rec, call, uri).await.map(drop)
-    }
-
-    /// [`Chain::send`], for a person's decision: on a chain that
-    /// reorganises (confirmations asked), returns only once the
-    /// transaction has that many blocks on top, sending it again when its
-    /// block was replaced without it meanwhile (the task is then where it
-    /// was before, so the same call applies); how many times it was sent
-    /// again. A decision's effect is not
-    /// told by a settlement the runner re-reads (a reassignment, a dispute,
-    /// an appeal), so its sender sees it through.
-    pub(crate) async fn send_deep(
-        &self,
-        rec: &TaskRecord,
-        call: &Call,
-        uri: Option<String>,
-    ) -> Result<u32, ClientError> {
-        let confirmations = self.book.lock().await.confirmations;
-        let mut receipt = self.send_once(rec, call, uri.clone()).await?;
-        if confirmations == 0 {
-            return Ok(0);
-        }
-        for resent in 0..MAX_RESENDS {
-            let block = receipt.block_number.unwrap_or_default();
-            self.wait_for(block + confirmations).await?;
-            let hash = receipt.transaction_hash;
-            if self.provider.get_transaction_receipt(hash).await?.is_some() {
-                return Ok(resent);
-            }
-            tracing::warn!(tx = %hash, block, ?call, "a decision's transaction was reorganised out; sending it again");
-            self.forget_nonces().await;
-            receipt = self.send_once(rec, call, uri.clone()).await?;
-        }
-        Ok(MAX_RESENDS)
-    }
-
-    /// Waits until the newest head is at least `block`.
-    async fn wait_for(&self, block: u64) -> Result<(), ClientError> {
-        loop {
-            let newest = match self.head().await {
-                Ok(head) => head.number,
-                Err(_) => self.provider.get_block_number().await?,
-            };
-            if newest >= block {
-                return Ok(());
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-    }
-
-    /// Sends `call` on `rec` and waits for it to be mined; its receipt.
-    async fn send_once(
-        &self,
-        rec: &TaskRecord,
-        call: &Call,
-        uri: Option<String>,
-    ) -> Result<TransactionReceipt, ClientError> {
-        let c = self.escrow.contract();
-        let (id, task) = (rec.id, rec.task.clone());
-        let uri = uri.unwrap_or_default();
-        let sent = match call {
-            Call::Approve => self.dispatch(c.approvePayment(id, task)).await,
-            Call::Release => self.dispatch(c.releasePayment(id, task)).await,
-            Call::Cancel => self.dispatch(c.cancelTask(id, task)).await,
-            Call::RefundExpired => self.dispatch(c.refundExpired(id, task)).await,
-            Call::ClaimDefault => self.dispatch(c.claimDisputeDefault(id, task)).await,
-            Call::Dispute(_) => self.dispatch(c.disputeTask(id, task, uri)).await,
-            Call::Appeal(_) => self.dispatch(c.appealRuling(id, task, uri)).await,
-            Call::Reassign { executor, deadline } => {
-                let deadline = alloy::primitives::aliases::U40::from(*deadline);
-                let call = c.reassignTask(id, task, *executor, deadline, rec.capability);
-                self.dispatch(call).await
-            }
-        }?;
-        self.confirm(sent).await
     }
 }

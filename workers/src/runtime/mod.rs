@@ -31,202 +31,37 @@ use alloy::{
     eips::BlockNumberOrTag,
     primitives::{Address, U256},
     providers::{DynProvider, Provider},
-    rpc::types::{Filter, Log},
-    sol_types::SolEvent,
 };
 use tessera_bindings::{
-    TaskEscrow,
-    TaskEscrow::TaskEscrowEvents,
-    capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
-    envelope::{
-        BlobSources, BlobStore, BlobUrl, Envelope, EnvelopeCodec, EnvelopeError, FetchError,
-    },
-    feed::{FEED_CAPACITY, LogFeed},
+    envelope::{BlobSources, BlobStore, BlobUrl, EnvelopeCodec, EnvelopeError},
+    feed::FEED_CAPACITY,
     heads::Follow,
-    task::{Status, TaskRecord, decode_log},
+    logs::LogScan,
+    task::TaskRecord,
 };
 
 mod decline;
 pub mod delegation;
+mod error;
 mod fresh;
+mod handled;
 pub mod identity;
+mod pass;
 mod register;
 mod upstream;
+mod work;
 
 pub use decline::{MAX_REASON_CHARS, one_line};
 use delegation::{ChildLog, Delegation};
 pub use delegation::{DELEGATION_MARGIN_SECS, child_of};
+pub use error::RuntimeError;
+pub use handled::{Handled, Registration};
+use pass::Feed;
+use work::Work;
 
-/// A task looked at: left alone, to decline on chain, its result ready to
-/// deliver, or a part of it to hand to another agent first.
-enum Work {
-    /// Left alone, off chain (see [`Handled::Declined`]).
-    Leave(Handled),
-    /// Cannot be done: declined on chain with the reason ([`Worker::decline`]).
-    Decline {
-        rec: Box<TaskRecord>,
-        reason: String,
-    },
-    Deliver {
-        rec: Box<TaskRecord>,
-        result_uri: String,
-    },
-    Delegate {
-        rec: Box<TaskRecord>,
-        envelope: Box<Envelope>,
-        part: Composite,
-        limit: u128,
-    },
-    /// Its named inputs' upstream tasks have not delivered: kept, nothing
-    /// sent (see [`upstream`]).
-    Wait {
-        rec: Box<TaskRecord>,
-        upstream: Vec<U256>,
-    },
-}
-
-/// A log subscription and the blocks it serves.
-struct Feed {
-    logs: LogFeed,
-    /// The first block whose logs come from the feed (earlier ones were
-    /// read in ranges).
-    from: u64,
-    /// Where to read ranges from if the feed ends: the block of the last
-    /// log taken from it.
-    floor: u64,
-}
-
-use crate::{
-    AgentCard, TaskInput,
-    offline::{Composite, composite},
-    run,
-};
-
-/// Why the worker loop failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    /// A contract call failed.
-    #[error(transparent)]
-    Client(#[from] Box<ClientError>),
-    /// An RPC request failed.
-    #[error("rpc: {0}")]
-    Rpc(#[from] alloy::transports::TransportError),
-    /// Storing a large result failed.
-    #[error("storing a result: {0}")]
-    Blob(String),
-    /// The key given to prove the agent wallet is not the worker's.
-    #[error("the wallet key is {key}'s, not the worker's ({worker})")]
-    WalletKey {
-        /// The key's address.
-        key: Address,
-        /// The worker's address.
-        worker: Address,
-    },
-    /// Signing the agent wallet proof failed.
-    #[error("signing the agent wallet proof: {0}")]
-    WalletProof(#[source] alloy::signers::Error),
-    /// An ERC-8004 agent id too large for a registration file.
-    #[error("agent id {0} does not fit a registration file")]
-    AgentIdRange(U256),
-    /// A registration's receipt has no `Registered` event for the worker.
-    #[error("transaction {0} registered no agent for this worker")]
-    NoRegisteredEvent(alloy::primitives::B256),
-    /// A blob (an envelope, a child's result) could not be fetched for now
-    /// (a source failed transiently after retries): tried again next pass.
-    #[error("blob unavailable for now, will retry: {0}")]
-    BlobUnavailable(#[source] Box<FetchError>),
-}
-
-impl From<ClientError> for RuntimeError {
-    fn from(e: ClientError) -> Self {
-        Self::Client(Box::new(e))
-    }
-}
-
-/// What the worker did with one task in a poll.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Handled {
-    /// Accepted, ran and delivered; the result URI.
-    Delivered {
-        /// The task.
-        task: U256,
-        /// Where the result is.
-        result_uri: String,
-    },
-    /// Left alone, off chain, with the reason: past its deadline (its
-    /// funder takes the money back with `refundExpired`), deferred under
-    /// the card's cap on delegated spend (looked at again once a child
-    /// settles), or no longer this worker's to decline (moved meanwhile).
-    Declined {
-        /// The task.
-        task: U256,
-        /// Why.
-        reason: String,
-    },
-    /// Declined on chain (`declineTask`): this worker cannot do it (an
-    /// unreadable envelope, a capability it does not offer or the task was
-    /// not funded for, a price not met, a failed run, or — for a task
-    /// accepted to delegate part of it — that part failed). Its funder is
-    /// refunded at once; the reason is published at `reason_uri`.
-    DeclinedOnChain {
-        /// The task.
-        task: U256,
-        /// Why, one line.
-        reason: String,
-        /// Where the reason is published (`{"reason": …}`).
-        reason_uri: String,
-    },
-    /// Waiting, off chain, for the upstream tasks its envelope names to
-    /// deliver (a pipeline funded up front): worked on once they have.
-    Waiting {
-        /// The task.
-        task: U256,
-        /// The upstream tasks not delivered yet.
-        upstream: Vec<U256>,
-    },
-    /// Claimed payment after the review window.
-    Released {
-        /// The task.
-        task: U256,
-    },
-    /// Part of the task handed to another agent: a child task created and
-    /// paid for from this worker's wallet, waited for before delivering.
-    Delegated {
-        /// The task.
-        task: U256,
-        /// The child task.
-        child: U256,
-        /// Its executor.
-        executor: Address,
-        /// What the child task costs this worker, base units.
-        price: u128,
-    },
-    /// A child task this worker funded, stopped without paying it:
-    /// cancelled before anyone accepted it, or its delivery disputed (its
-    /// own task withdrawn meanwhile, or a result that is not what was
-    /// bought). A disputed child is followed until it settles.
-    ChildStopped {
-        /// The own task.
-        task: U256,
-        /// The child task.
-        child: U256,
-        /// The child's status now: `Cancelled` or `Disputed`.
-        status: Status,
-        /// Why it was not paid.
-        reason: String,
-    },
-}
-
-/// What registration did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Registration {
-    /// Registered anew.
-    Registered,
-    /// Already registered; this many changes (prices, capabilities, card) were sent.
-    Updated(usize),
-}
+use crate::AgentCard;
 
 /// One worker: an agent account, its card and its view of the chain.
 pub struct Worker {
@@ -238,9 +73,9 @@ pub struct Worker {
     /// Where envelopes and children's results are read from (the local
     /// store, URI hints, gateways), and the hint results are published with.
     sources: BlobSources,
-    next_block: u64,
-    /// Blocks per `eth_getLogs`: shrinks when the provider refuses a range.
-    range: tessera_bindings::logs::LogRange,
+    /// The escrow's logs read block range by block range, from the
+    /// deployment on (while no feed serves them).
+    scan: LogScan,
     /// The escrow's logs pushed over a websocket, while that lives.
     feed: Option<Feed>,
     delivered: BTreeMap<U256, TaskRecord>,
@@ -280,7 +115,7 @@ impl std::fmt::Debug for Worker {
         f.debug_struct("Worker")
             .field("address", &self.me)
             .field("card", &self.card.id)
-            .field("next_block", &self.next_block)
+            .field("next_block", &self.scan.next_block())
             .field("delivered", &self.delivered.len())
             .finish_non_exhaustive()
     }
@@ -299,8 +134,7 @@ impl Worker {
     ) -> Self {
         Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
-            next_block: deployment.deploy_block,
-            range: tessera_bindings::logs::LogRange::default(),
+            scan: LogScan::new(deployment.deploy_block),
             feed: None,
             provider,
             me,
@@ -355,228 +189,6 @@ impl Worker {
         self.me
     }
 
-    /// The escrow's logs a worker follows: creations, deliveries (for the
-    /// inputs a dependent task names), reassignments and settlements.
-    fn filter(&self) -> Filter {
-        Filter::new().address(self.deployment.task_escrow).event_signature(vec![
-            TaskEscrow::TaskCreated::SIGNATURE_HASH,
-            TaskEscrow::TaskCompleted::SIGNATURE_HASH,
-            TaskEscrow::TaskReassigned::SIGNATURE_HASH,
-            TaskEscrow::TaskSettled::SIGNATURE_HASH,
-        ])
-    }
-
-    /// Follows the escrow's logs pushed over the websocket at `ws_url`
-    /// instead of asking for each block's: blocks up to the head at the
-    /// moment of subscribing are still read in ranges, later ones come from
-    /// the feed, which ends when more than `capacity` logs wait (then ranges
-    /// are read again from the block of the last log taken). Without the
-    /// subscription, ranges it is. [`Worker::run`] calls this with
-    /// [`FEED_CAPACITY`].
-    pub async fn subscribe_logs(&mut self, ws_url: &str, capacity: usize) {
-        let filter = self.filter();
-        let subscribed = async {
-            let feed = LogFeed::subscribe(ws_url, &filter, capacity).await?;
-            let at = self.provider.get_block_number().await?;
-            Ok::<_, alloy::transports::TransportError>((feed, at))
-        };
-        match subscribed.await {
-            Ok((logs, at)) => {
-                tracing::info!(from = at + 1, "following the escrow's logs over websocket");
-                self.feed = Some(Feed { logs, from: at + 1, floor: at + 1 });
-            }
-            Err(e) => tracing::warn!(error = %e, "no log subscription; reading log ranges"),
-        }
-    }
-
-    /// Whether the escrow's logs come from a live subscription.
-    pub fn following_logs(&self) -> bool {
-        self.feed.is_some()
-    }
-
-    /// The logs to look at this pass, and whether they are fresh (the
-    /// newest block alone, or pushed by the feed): a fresh creation is
-    /// exactly what its event says; any other is read whole from the chain.
-    async fn next_logs(&mut self) -> Result<(Vec<Log>, bool), RuntimeError> {
-        if let Some(feed) = self.feed.as_mut()
-            && self.next_block >= feed.from
-        {
-            match feed.logs.drain(FEED_CAPACITY) {
-                Ok(logs) => {
-                    let logs: Vec<Log> = logs
-                        .into_iter()
-                        .filter(|l| !l.removed && l.block_number.is_some_and(|b| b >= feed.from))
-                        .collect();
-                    if let Some(b) = logs.last().and_then(|l| l.block_number) {
-                        feed.floor = feed.floor.max(b);
-                    }
-                    // Ranges were read up to where the feed starts.
-                    self.caught_up = true;
-                    return Ok((logs, true));
-                }
-                Err(ended) => {
-                    // Read ranges again from the block of the last log taken.
-                    tracing::warn!(error = %ended, from = feed.floor, "reading log ranges");
-                    self.next_block = feed.floor;
-                    self.feed = None;
-                }
-            }
-        }
-        let head = match self.head {
-            Some(h) => h.number,
-            None => self.provider.get_block_number().await?,
-        };
-        if head < self.next_block {
-            return Ok((Vec::new(), false));
-        }
-        // A bounded range: a worker far behind (restarted on a long chain)
-        // catches up a chunk per pass.
-        let filter = self.filter();
-        let (to, logs) = tessera_bindings::logs::read_chunk(
-            &self.provider,
-            &filter,
-            self.next_block,
-            head,
-            &mut self.range,
-        )
-        .await?;
-        let single_block = self.next_block == to;
-        self.next_block = to + 1;
-        if to == head {
-            self.caught_up = true;
-        }
-        Ok((logs, single_block))
-    }
-
-    /// Looks at new logs once: delivers every task newly assigned to this
-    /// worker, and claims payment of delivered tasks whose review window passed.
-    pub async fn poll_once(&mut self) -> Result<Vec<Handled>, RuntimeError> {
-        let mut handled = Vec::new();
-        let was_caught_up = self.caught_up;
-        let (logs, fresh) = self.next_logs().await?;
-        if self.caught_up && !was_caught_up {
-            // Every child of an earlier life is known from this pass on.
-            self.retry.append(&mut self.deferred);
-        }
-        self.born.clear();
-        {
-            let mut created: Vec<TaskRecord> = Vec::new();
-            let mut ids: Vec<U256> = std::mem::take(&mut self.retry).into_iter().collect();
-            let mut children = std::mem::take(&mut self.unadopted);
-            for log in logs {
-                let event = decode_log(&log);
-                // Where tasks live, so reading one starts there, not at the deployment.
-                if let (Some(ev), Some(block)) = (&event, log.block_number) {
-                    match ev {
-                        TaskEscrowEvents::TaskCreated(c) => {
-                            self.escrow.note_birth(c.taskId, block);
-                            if fresh {
-                                self.born.insert(c.taskId);
-                            }
-                        }
-                        ev => {
-                            if let Some(id) = TaskRecord::event_task_id(ev) {
-                                self.escrow.note_seen(id, block);
-                            }
-                        }
-                    }
-                }
-                match event {
-                    Some(TaskEscrowEvents::TaskCreated(ev)) if ev.task.executor == self.me => {
-                        if fresh {
-                            created.push(TaskRecord::from_created(&ev));
-                        } else if !ids.contains(&ev.taskId) {
-                            ids.push(ev.taskId);
-                        }
-                    }
-                    // A child task this worker funded for part of its task.
-                    Some(TaskEscrowEvents::TaskCreated(ev))
-                        if ev.task.client == self.me
-                            && ev.task.funder == self.me
-                            && !ev.parentId.is_zero() =>
-                    {
-                        children.push(ChildLog {
-                            child: ev.taskId,
-                            parent: ev.parentId,
-                            capability: ev.capability,
-                            block: log.block_number.unwrap_or(self.deployment.deploy_block),
-                        });
-                    }
-                    Some(TaskEscrowEvents::TaskCompleted(ev)) => {
-                        self.note_delivery(ev.taskId, ev.resultURI);
-                    }
-                    Some(TaskEscrowEvents::TaskReassigned(ev)) => {
-                        self.note_settled(ev.taskId);
-                        created.retain(|r| r.id != ev.taskId);
-                        if ev.newExecutor == self.me && !ids.contains(&ev.taskId) {
-                            ids.push(ev.taskId);
-                        }
-                    }
-                    Some(TaskEscrowEvents::TaskSettled(ev)) => {
-                        // Settled: nothing left to do or claim; stop watching it.
-                        self.note_settled(ev.taskId);
-                        self.delivered.remove(&ev.taskId);
-                        created.retain(|r| r.id != ev.taskId);
-                        ids.retain(|id| *id != ev.taskId);
-                    }
-                    _ => {}
-                }
-            }
-            // Children first: their own tasks are followed through them.
-            for c in children {
-                match self.adopt(c).await {
-                    Ok(followed) => handled.extend(followed),
-                    Err(e) => {
-                        tracing::warn!(task = %c.parent, child = %c.child, error = %e, "reading a child task failed; will retry");
-                        self.unadopted.push(c);
-                    }
-                }
-            }
-            // Tasks whose upstream delivered (or settled) since they were
-            // kept, as they were kept: nothing else moved them.
-            let now = self.head.map(|h| h.timestamp);
-            created.extend(self.due_awaiting(now));
-            // Every delivery and decline of the block goes out before any is
-            // waited for.
-            handled.extend(self.work_fresh(created).await);
-            for id in ids {
-                if self.delegations.contains_key(&id) {
-                    continue;
-                }
-                let rec = match self.escrow.fetch(id, self.deployment.deploy_block).await {
-                    Ok(rec) => rec,
-                    Err(e) => {
-                        // One unreadable task must not hold up the others.
-                        tracing::warn!(task = %id, error = %e, "reading task failed; will retry");
-                        self.retry.insert(id);
-                        continue;
-                    }
-                };
-                // Accepted-by-me covers a worker restarted between accept and complete.
-                let mine = rec.task.executor == self.me;
-                if mine && matches!(rec.status(), Status::Created | Status::Accepted) {
-                    // One failure (a decline or a delivery not sent) must
-                    // not hold up the others: tried again next pass.
-                    match self.work(rec).await {
-                        Ok(done) => handled.push(done),
-                        Err(e) => {
-                            tracing::warn!(task = %id, error = %e, "working on the task failed; will retry");
-                            self.retry.insert(id);
-                        }
-                    }
-                }
-            }
-        }
-        let (followed, settled) = self.advance_delegations().await?;
-        handled.extend(followed);
-        if settled {
-            // Room under the cap: the tasks declined for it are looked at again.
-            self.retry.append(&mut self.deferred);
-        }
-        handled.extend(self.release_due().await?);
-        Ok(handled)
-    }
-
     /// Works until `shutdown` resolves: scans once per new block announced
     /// over a websocket subscription at `ws_url` (so a task is picked up the
     /// moment it is mined), and at least every `poll`, which is also the
@@ -615,180 +227,6 @@ impl Worker {
                 return;
             }
         }
-    }
-
-    /// Run, then deliver (accept and complete in one call), or complete a
-    /// task accepted before a restart — or decline it, on chain when it
-    /// cannot be done.
-    async fn work(&mut self, rec: TaskRecord) -> Result<Handled, RuntimeError> {
-        match self.prepare(rec).await? {
-            Work::Leave(done) => Ok(done),
-            Work::Decline { rec, reason } => self.decline(*rec, reason).await,
-            Work::Delegate { rec, envelope, part, limit } => {
-                self.delegate(*rec, *envelope, part, limit).await
-            }
-            Work::Wait { rec, upstream } => Ok(self.wait_for(*rec, upstream)),
-            Work::Deliver { rec, result_uri } => {
-                let mut rec = *rec;
-                let id = rec.id;
-                if rec.status() == Status::Created {
-                    // The work is done: accept and complete in one call.
-                    self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
-                } else {
-                    self.escrow.complete(self.me, &mut rec, &result_uri).await?;
-                }
-                tracing::info!(task = %id, "delivered");
-                self.delivered.insert(id, rec);
-                Ok(Handled::Delivered { task: id, result_uri })
-            }
-        }
-    }
-
-    /// Runs the task's capability; or says why it cannot be done (to
-    /// decline on chain), or why it is left alone. An error is transient
-    /// (the node, a store): the task is looked at again next pass.
-    async fn prepare(&self, rec: TaskRecord) -> Result<Work, RuntimeError> {
-        let id = rec.id;
-        // Cannot be done: declined on chain (see [`Worker::decline`]).
-        let decline = |rec: TaskRecord, reason: String| {
-            tracing::warn!(task = %id, %reason, "cannot be done; declining");
-            Ok(Work::Decline { rec: Box::new(rec), reason })
-        };
-        // Fetched from wherever it is (its hint, the gateways) first; a
-        // source failing for now is no reason to decline: tried next pass.
-        let envelope = match self.sources.decode(&rec.spec_uri).await {
-            Ok(e) => e,
-            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
-            // Not found, tampered with or malformed: never readable here.
-            Err(e) => return decline(rec, format!("unreadable envelope: {e}")),
-        };
-        let offer = match &envelope.capability {
-            Some(name) => self.card.capability(name),
-            None if self.card.capabilities.len() == 1 => self.card.capabilities.first(),
-            None => return decline(rec, "the envelope names no capability".into()),
-        };
-        let Some(offer) = offer.cloned() else {
-            let asked = envelope.capability.as_deref().unwrap_or_default();
-            return decline(rec, format!("capability {asked:?} is not offered"));
-        };
-        // The escrow checked this worker's offer of the capability the task
-        // was funded for; work for another one would be paid at the wrong price.
-        if let Some(funded) = capability::decode(rec.capability)
-            && funded != offer.name
-        {
-            let reason = format!(
-                "the envelope asks for {} but the task was funded for {funded}",
-                offer.name
-            );
-            return decline(rec, reason);
-        }
-        if rec.task.amount < offer.price.base_units() {
-            let reason = format!(
-                "pays {} but {} costs {}",
-                rec.task.amount,
-                offer.name,
-                offer.price.base_units()
-            );
-            return decline(rec, reason);
-        }
-        let now = self.chain_time().await?;
-        if now >= rec.task.deadline.to::<u64>() {
-            // Its funder takes it back with refundExpired.
-            return Ok(Work::Leave(decline::leave(id, "deadline passed".into())));
-        }
-        // Inputs named rather than carried: read from the upstream
-        // deliveries, or waited for.
-        let envelope = match self.resolve_inputs(envelope).await? {
-            upstream::Resolved::Ready(envelope) => *envelope,
-            upstream::Resolved::Wait(upstream) => {
-                return Ok(Work::Wait { rec: Box::new(rec), upstream });
-            }
-            upstream::Resolved::Gone(reason) => {
-                return Ok(Work::Leave(decline::leave(id, reason)));
-            }
-            upstream::Resolved::Unreadable(reason) => return decline(rec, reason),
-        };
-        // Part of the work is another agent's when the card delegates it.
-        if let Some(part) = composite(&offer.name)
-            && let Some(delegate) = self.card.delegate(part.delegable)
-        {
-            let limit = delegate.max_price.base_units();
-            return Ok(Work::Delegate {
-                rec: Box::new(rec),
-                envelope: Box::new(envelope),
-                part,
-                limit,
-            });
-        }
-        let inputs: Vec<String> = envelope.inputs.iter().map(|i| i.output.clone()).collect();
-        let input =
-            TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
-        // Run before accepting: material the capability cannot work on is
-        // declined on chain, its funder refunded at once.
-        let output = match &self.llm {
-            Some(llm) if !self.card.is_offline() => {
-                match llm.run(&self.card, &offer.name, &input).await {
-                    Ok(json) => json,
-                    Err(e) => return decline(rec, format!("LLM: {e}")),
-                }
-            }
-            _ => match run(&offer.name, &input) {
-                Ok(o) => o.to_json(),
-                Err(e) => return decline(rec, e.to_string()),
-            },
-        };
-        let result_uri = self.store_result(&output)?;
-        tracing::info!(task = %id, capability = %offer.name, "work done");
-        Ok(Work::Deliver { rec: Box::new(rec), result_uri })
-    }
-
-    /// Claims payment of delivered tasks whose review window has passed.
-    async fn release_due(&mut self) -> Result<Vec<Handled>, RuntimeError> {
-        if self.delivered.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = self.chain_time().await?;
-        let mut released = Vec::new();
-        let ids: Vec<U256> = self.delivered.keys().copied().collect();
-        for id in ids {
-            let rec = &self.delivered[&id];
-            let due = rec.task.updatedAt.to::<u64>() + u64::from(rec.task.reviewWindow);
-            if now <= due {
-                continue;
-            }
-            // The client may have approved or disputed since: act on the chain's state.
-            let mut fresh = self.escrow.fetch(id, self.deployment.deploy_block).await?;
-            if fresh.status() == Status::Completed {
-                self.escrow.release(self.me, &mut fresh).await?;
-                released.push(Handled::Released { task: id });
-            }
-            self.delivered.remove(&id);
-        }
-        Ok(released)
-    }
-
-    /// Publishes a result, content-addressed ones with this worker's hint.
-    fn store_result(&self, json: &serde_json::Value) -> Result<String, RuntimeError> {
-        let bytes = serde_json::to_vec(json).expect("a JSON value serializes");
-        self.sources.publish(&bytes).map_err(|e| RuntimeError::Blob(e.to_string()))
-    }
-
-    /// The JSON result behind `uri`, fetched from wherever it is: a source
-    /// failing for now is [`RuntimeError::BlobUnavailable`], anything else
-    /// (nowhere to be found, refused, not JSON) the inner error.
-    async fn fetch_result(
-        &self,
-        uri: &str,
-    ) -> Result<Result<serde_json::Value, FetchError>, RuntimeError> {
-        let bytes = match self.sources.fetch(uri).await {
-            Ok(bytes) => bytes,
-            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(serde_json::from_slice(&bytes).map_err(|e| FetchError::Refused {
-            at: "the result".into(),
-            reason: EnvelopeError::Json(e),
-        }))
     }
 
     async fn chain_time(&self) -> Result<u64, RuntimeError> {

@@ -1,0 +1,197 @@
+//! One task assigned to the worker, looked at: its envelope read, the
+//! offer and price checked, its capability run (or part of it handed to
+//! another agent), then delivered, declined on chain, waited on or left
+//! alone.
+
+use alloy::primitives::U256;
+use tessera_bindings::{
+    capability,
+    envelope::{Envelope, EnvelopeError, FetchError},
+    task::{Status, TaskRecord},
+};
+
+use super::{Handled, RuntimeError, Worker, decline, upstream};
+use crate::{
+    TaskInput,
+    offline::{Composite, composite},
+    run,
+};
+
+/// A task looked at: left alone, to decline on chain, its result ready to
+/// deliver, or a part of it to hand to another agent first.
+pub(super) enum Work {
+    /// Left alone, off chain (see [`Handled::Declined`]).
+    Leave(Handled),
+    /// Cannot be done: declined on chain with the reason ([`Worker::decline`]).
+    Decline {
+        rec: Box<TaskRecord>,
+        reason: String,
+    },
+    Deliver {
+        rec: Box<TaskRecord>,
+        result_uri: String,
+    },
+    Delegate {
+        rec: Box<TaskRecord>,
+        envelope: Box<Envelope>,
+        part: Composite,
+        limit: u128,
+    },
+    /// Its named inputs' upstream tasks have not delivered: kept, nothing
+    /// sent (see [`upstream`]).
+    Wait {
+        rec: Box<TaskRecord>,
+        upstream: Vec<U256>,
+    },
+}
+
+impl Worker {
+    /// Run, then deliver (accept and complete in one call), or complete a
+    /// task accepted before a restart — or decline it, on chain when it
+    /// cannot be done.
+    pub(super) async fn work(&mut self, rec: TaskRecord) -> Result<Handled, RuntimeError> {
+        match self.prepare(rec).await? {
+            Work::Leave(done) => Ok(done),
+            Work::Decline { rec, reason } => self.decline(*rec, reason).await,
+            Work::Delegate { rec, envelope, part, limit } => {
+                self.delegate(*rec, *envelope, part, limit).await
+            }
+            Work::Wait { rec, upstream } => Ok(self.wait_for(*rec, upstream)),
+            Work::Deliver { rec, result_uri } => {
+                let mut rec = *rec;
+                let id = rec.id;
+                if rec.status() == Status::Created {
+                    // The work is done: accept and complete in one call.
+                    self.escrow.deliver(self.me, &mut rec, &result_uri).await?;
+                } else {
+                    self.escrow.complete(self.me, &mut rec, &result_uri).await?;
+                }
+                tracing::info!(task = %id, "delivered");
+                self.delivered.insert(id, rec);
+                Ok(Handled::Delivered { task: id, result_uri })
+            }
+        }
+    }
+
+    /// Runs the task's capability; or says why it cannot be done (to
+    /// decline on chain), or why it is left alone. An error is transient
+    /// (the node, a store): the task is looked at again next pass.
+    pub(super) async fn prepare(&self, rec: TaskRecord) -> Result<Work, RuntimeError> {
+        let id = rec.id;
+        // Cannot be done: declined on chain (see [`Worker::decline`]).
+        let decline = |rec: TaskRecord, reason: String| {
+            tracing::warn!(task = %id, %reason, "cannot be done; declining");
+            Ok(Work::Decline { rec: Box::new(rec), reason })
+        };
+        // Fetched from wherever it is (its hint, the gateways) first; a
+        // source failing for now is no reason to decline: tried next pass.
+        let envelope = match self.sources.decode(&rec.spec_uri).await {
+            Ok(e) => e,
+            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
+            // Not found, tampered with or malformed: never readable here.
+            Err(e) => return decline(rec, format!("unreadable envelope: {e}")),
+        };
+        let offer = match &envelope.capability {
+            Some(name) => self.card.capability(name),
+            None if self.card.capabilities.len() == 1 => self.card.capabilities.first(),
+            None => return decline(rec, "the envelope names no capability".into()),
+        };
+        let Some(offer) = offer.cloned() else {
+            let asked = envelope.capability.as_deref().unwrap_or_default();
+            return decline(rec, format!("capability {asked:?} is not offered"));
+        };
+        // The escrow checked this worker's offer of the capability the task
+        // was funded for; work for another one would be paid at the wrong price.
+        if let Some(funded) = capability::decode(rec.capability)
+            && funded != offer.name
+        {
+            let reason = format!(
+                "the envelope asks for {} but the task was funded for {funded}",
+                offer.name
+            );
+            return decline(rec, reason);
+        }
+        if rec.task.amount < offer.price.base_units() {
+            let reason = format!(
+                "pays {} but {} costs {}",
+                rec.task.amount,
+                offer.name,
+                offer.price.base_units()
+            );
+            return decline(rec, reason);
+        }
+        let now = self.chain_time().await?;
+        if now >= rec.task.deadline.to::<u64>() {
+            // Its funder takes it back with refundExpired.
+            return Ok(Work::Leave(decline::leave(id, "deadline passed".into())));
+        }
+        // Inputs named rather than carried: read from the upstream
+        // deliveries, or waited for.
+        let envelope = match self.resolve_inputs(envelope).await? {
+            upstream::Resolved::Ready(envelope) => *envelope,
+            upstream::Resolved::Wait(upstream) => {
+                return Ok(Work::Wait { rec: Box::new(rec), upstream });
+            }
+            upstream::Resolved::Gone(reason) => {
+                return Ok(Work::Leave(decline::leave(id, reason)));
+            }
+            upstream::Resolved::Unreadable(reason) => return decline(rec, reason),
+        };
+        // Part of the work is another agent's when the card delegates it.
+        if let Some(part) = composite(&offer.name)
+            && let Some(delegate) = self.card.delegate(part.delegable)
+        {
+            let limit = delegate.max_price.base_units();
+            return Ok(Work::Delegate {
+                rec: Box::new(rec),
+                envelope: Box::new(envelope),
+                part,
+                limit,
+            });
+        }
+        let inputs: Vec<String> = envelope.inputs.iter().map(|i| i.output.clone()).collect();
+        let input =
+            TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
+        // Run before accepting: material the capability cannot work on is
+        // declined on chain, its funder refunded at once.
+        let output = match &self.llm {
+            Some(llm) if !self.card.is_offline() => {
+                match llm.run(&self.card, &offer.name, &input).await {
+                    Ok(json) => json,
+                    Err(e) => return decline(rec, format!("LLM: {e}")),
+                }
+            }
+            _ => match run(&offer.name, &input) {
+                Ok(o) => o.to_json(),
+                Err(e) => return decline(rec, e.to_string()),
+            },
+        };
+        let result_uri = self.store_result(&output)?;
+        tracing::info!(task = %id, capability = %offer.name, "work done");
+        Ok(Work::Deliver { rec: Box::new(rec), result_uri })
+    }
+
+    /// Publishes a result, content-addressed ones with this worker's hint.
+    pub(super) fn store_result(&self, json: &serde_json::Value) -> Result<String, RuntimeError> {
+        let bytes = serde_json::to_vec(json).expect("a JSON value serializes");
+        self.sources.publish(&bytes).map_err(|e| RuntimeError::Blob(e.to_string()))
+    }
+
+    /// The JSON result behind `uri`, fetched from wherever it is: a source
+    /// failing for now is [`RuntimeError::BlobUnavailable`], anything else
+    /// (nowhere to be found, refused, not JSON) the inner error.
+    pub(super) async fn fetch_result(
+        &self,
+        uri: &str,
+    ) -> Result<Result<serde_json::Value, FetchError>, RuntimeError> {
+        let bytes = match self.sources.fetch(uri).await {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(serde_json::from_slice(&bytes).map_err(|e| FetchError::Refused {
+            at: "the result".into(),
+            reason: EnvelopeError::Json(e),
+        }))
+    }
+}
