@@ -18,6 +18,7 @@
 
 mod codecs;
 mod derivation;
+mod lineage;
 pub mod evidence;
 pub mod feedback;
 mod queries;
