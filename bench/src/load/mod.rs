@@ -34,7 +34,7 @@ use std::{
 
 use alloy::signers::local::PrivateKeySigner;
 use alloy::{primitives::Address, providers::Provider};
-use eyre::{Result, WrapErr, bail, eyre};
+use eyre::{Result, bail, eyre};
 use serde_json::{Value, json};
 use tessera_anvil::{
     actors::Actors,

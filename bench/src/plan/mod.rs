@@ -17,38 +17,12 @@
 //! queries, no `anvil_*` methods. Its row counts the orchestrator's
 //! requests with every retry, and the 429s and 503s it took.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    path::PathBuf,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{collections::BTreeMap, time::Instant};
 
-use alloy::{
-    primitives::{B256, U256, keccak256},
-    providers::{DynProvider, Provider},
-    rpc::types::Filter,
-    sol_types::SolValue,
-};
-use tessera_anvil::{
-    Error,
-    actors::Actors,
-    chain::{ChainOptions, Endpoints, LocalChain},
-    deploy::{self, DEMO_AGENTS, DeployConfig},
-    lifecycle::Driver,
-    stack::{
-        Blobs, spawn_polling_worker, spawn_worker, start_orchestrator, start_polling_orchestrator,
-    },
-    standin::{Limits, StandIn},
-};
-use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
-use tessera_orchestrator::{
-    plan::{Funding, Plan, ReviewMode, SubTask},
-    runner::{Chain, Orchestrator, RunnerConfig},
-    store::Store,
-};
+use tessera_anvil::{Error, chain::ChainOptions, lifecycle::Driver};
+use tessera_orchestrator::plan::{Funding, Plan};
 
-use crate::rpc_proxy::{Counts, RpcProxy};
+use crate::rpc_proxy::Counts;
 
 mod locked;
 mod report;

@@ -28,7 +28,7 @@ use tessera_anvil::{
 };
 use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
-    plan::{Funding, Plan, ReviewMode, SubTask},
+    plan::{Plan, ReviewMode, SubTask},
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
 };

@@ -160,117 +160,95 @@ impl BenchCommand {
     /// Runs the benchmark.
     pub(super) async fn run(self) -> Result<()> {
         match self {
-        Self::Indexer {
-            chain,
-            lifecycles,
-            live,
-            indexer_log,
-            hold_chain,
-            json,
-        } => {
-            let report = Box::pin(tessera_bench::indexer::run(
-                &chain.options(),
-                lifecycles,
-                live,
-                indexer_log.as_deref(),
-                hold_chain.as_deref(),
-            ))
-            .await?;
-            show(&report.table(), json.as_deref(), &report)?;
-        }
-        Self::Classify { rounds, json } => {
-            let report = tessera_bench::classify::run(rounds).await;
-            show(&report.table(), json.as_deref(), &report)?;
-        }
-        Self::Load {
-            chain,
-            plans,
-            block_time,
-            baseline,
-            postgres,
-            replicas,
-            json,
-        } => {
-            let cfg = tessera_bench::load::LoadBenchConfig {
-                plans: usize::try_from(plans).unwrap_or(usize::MAX),
-                block_time: (block_time > 0).then_some(block_time),
-                baseline: usize::try_from(baseline).unwrap_or(usize::MAX),
+            Self::Indexer { chain, lifecycles, live, indexer_log, hold_chain, json } => {
+                let report = Box::pin(tessera_bench::indexer::run(
+                    &chain.options(),
+                    lifecycles,
+                    live,
+                    indexer_log.as_deref(),
+                    hold_chain.as_deref(),
+                ))
+                .await?;
+                show(&report.table(), json.as_deref(), &report)?;
+            }
+            Self::Classify { rounds, json } => {
+                let report = tessera_bench::classify::run(rounds).await;
+                show(&report.table(), json.as_deref(), &report)?;
+            }
+            Self::Load { chain, plans, block_time, baseline, postgres, replicas, json } => {
+                let cfg = tessera_bench::load::LoadBenchConfig {
+                    plans: usize::try_from(plans).unwrap_or(usize::MAX),
+                    block_time: (block_time > 0).then_some(block_time),
+                    baseline: usize::try_from(baseline).unwrap_or(usize::MAX),
+                    postgres,
+                    replicas,
+                };
+                let report =
+                    until_interrupted(Box::pin(tessera_bench::load::run(&chain.options(), &cfg)))
+                        .await?;
+                show(&report.table(), json.as_deref(), &report)?;
+            }
+            Self::Failover {
+                chain,
                 postgres,
                 replicas,
-            };
-            let report =
-                until_interrupted(Box::pin(tessera_bench::load::run(&chain.options(), &cfg)))
-                    .await?;
-            show(&report.table(), json.as_deref(), &report)?;
-        }
-        Self::Failover {
-            chain,
-            postgres,
-            replicas,
-            kills,
-            plans_per_wave,
-            block_time,
-            lease_ttl_ms,
-            heartbeat_ms,
-            seed,
-            json,
-        } => {
-            if heartbeat_ms >= lease_ttl_ms {
-                bail!("--lease-heartbeat-ms must be below --lease-ttl-ms");
-            }
-            let cfg = tessera_bench::failover::FailoverConfig {
-                replicas: usize::try_from(replicas).unwrap_or(usize::MAX),
-                kills: usize::try_from(kills).unwrap_or(usize::MAX),
-                plans_per_wave: usize::try_from(plans_per_wave).unwrap_or(usize::MAX),
-                postgres,
-                block_time: (block_time > 0).then_some(block_time),
+                kills,
+                plans_per_wave,
+                block_time,
                 lease_ttl_ms,
                 heartbeat_ms,
                 seed,
-                exe: None,
-            };
-            let report = until_interrupted(Box::pin(tessera_bench::failover::run(
-                &chain.options(),
-                &cfg,
-            )))
-            .await?;
-            show(&report.table(), json.as_deref(), &report)?;
-            if !report.passed() {
-                bail!("the failover trial failed a check (see above)");
+                json,
+            } => {
+                if heartbeat_ms >= lease_ttl_ms {
+                    bail!("--lease-heartbeat-ms must be below --lease-ttl-ms");
+                }
+                let cfg = tessera_bench::failover::FailoverConfig {
+                    replicas: usize::try_from(replicas).unwrap_or(usize::MAX),
+                    kills: usize::try_from(kills).unwrap_or(usize::MAX),
+                    plans_per_wave: usize::try_from(plans_per_wave).unwrap_or(usize::MAX),
+                    postgres,
+                    block_time: (block_time > 0).then_some(block_time),
+                    lease_ttl_ms,
+                    heartbeat_ms,
+                    seed,
+                    exe: None,
+                };
+                let report = until_interrupted(Box::pin(tessera_bench::failover::run(
+                    &chain.options(),
+                    &cfg,
+                )))
+                .await?;
+                show(&report.table(), json.as_deref(), &report)?;
+                if !report.passed() {
+                    bail!("the failover trial failed a check (see above)");
+                }
             }
-        }
-        Self::Plan {
-            chain,
-            steps,
-            runs,
-            block_time,
-            timed_runs,
-            json,
-        } => {
-            let cfg = tessera_bench::plan::PlanBenchConfig {
-                steps,
-                runs,
-                block_time: (block_time > 0).then_some(block_time),
-                timed_runs: timed_runs.max(1),
-                hosted_seed: Some(tessera_bench::plan::HOSTED_SEED),
-            };
-            let report =
-                until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))
-                    .await?;
-            show(&report.table(), json.as_deref(), &report)?;
-        }
-        Self::Gas { chain, json } => {
-            let report = until_interrupted(Box::pin(async {
-                let running = LocalChain::start(&chain.options())?;
-                let actors = Actors::from_keys(&running.keys())?;
-                let provider = actors.provider(running.endpoint_url());
-                let record =
-                    deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
-                Box::pin(tessera_anvil::gas::run(provider, &actors, &record)).await
-            }))
-            .await?;
-            show(&report.table(), json.as_deref(), &report)?;
-        }
+            Self::Plan { chain, steps, runs, block_time, timed_runs, json } => {
+                let cfg = tessera_bench::plan::PlanBenchConfig {
+                    steps,
+                    runs,
+                    block_time: (block_time > 0).then_some(block_time),
+                    timed_runs: timed_runs.max(1),
+                    hosted_seed: Some(tessera_bench::plan::HOSTED_SEED),
+                };
+                let report =
+                    until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))
+                        .await?;
+                show(&report.table(), json.as_deref(), &report)?;
+            }
+            Self::Gas { chain, json } => {
+                let report = until_interrupted(Box::pin(async {
+                    let running = LocalChain::start(&chain.options())?;
+                    let actors = Actors::from_keys(&running.keys())?;
+                    let provider = actors.provider(running.endpoint_url());
+                    let record =
+                        deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+                    Box::pin(tessera_anvil::gas::run(provider, &actors, &record)).await
+                }))
+                .await?;
+                show(&report.table(), json.as_deref(), &report)?;
+            }
         }
         Ok(())
     }

@@ -84,50 +84,48 @@ impl DeployArgs {
 
 /// `tessera chain`: a local chain with the contracts deployed and the demo
 /// agents registered, the deployment written to `deployment`, until Ctrl-C.
-pub(super) async fn run(chain: &ChainArgs, block_time: Option<u64>, deployment: &Path) -> Result<()> {
-        let port = chain.port.unwrap_or(DEFAULT_CHAIN_PORT);
-        let options = ChainOptions { block_time, ..chain.options() };
-        let running = LocalChain::start(&ChainOptions {
-            port: (port != 0).then_some(port),
-            ..options
-        })
-        .wrap_err_with(|| {
-            format!("starting anvil on port {port} (--port 0 takes a free one)")
-        })?;
-        let actors = Actors::from_keys(&running.keys())?;
-        let provider = actors.provider(running.endpoint_url());
-        let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
-        deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
-        // Every service reading this file connects here unless told otherwise.
-        let record = tessera_bindings::deployment::Deployment {
-            rpc_url: Some(running.endpoint_url().to_string()),
-            ws_url: Some(running.ws_endpoint()),
-            ..record
-        };
-        record.save(&deployment)?;
-        let mining =
-            block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
-        // The accounts past the roles' are nobody's yet: one for an agent of your own.
-        let keys = running.keys();
-        let spare: Vec<_> = keys
-            .iter()
-            .skip(5 + tessera_anvil::actors::AGENT_ACCOUNTS)
-            .take(2)
-            .map(|k| alloy::signers::local::PrivateKeySigner::from_signing_key(k.clone()))
-            .collect();
-        let funds = tessera_bindings::usdc::Usdc::from_base_units(
-            DeployConfig::default().sponsor_funds.to::<u128>(),
-        );
-        print!("{}", crate::local::roles(&actors, &spare, funds));
-        println!(
-            "anvil on {} (ws {}), chain id {}, {mining}; deployment written to {}. Ctrl-C to stop.",
-            running.endpoint_url(),
-            running.ws_endpoint(),
-            running.chain_id(),
-            deployment.display()
-        );
-        super::shutdown_signal().await;
-        drop(running);
-        println!("anvil stopped");
+pub(super) async fn run(
+    chain: &ChainArgs,
+    block_time: Option<u64>,
+    deployment: &Path,
+) -> Result<()> {
+    let port = chain.port.unwrap_or(DEFAULT_CHAIN_PORT);
+    let options = ChainOptions { block_time, ..chain.options() };
+    let running = LocalChain::start(&ChainOptions { port: (port != 0).then_some(port), ..options })
+        .wrap_err_with(|| format!("starting anvil on port {port} (--port 0 takes a free one)"))?;
+    let actors = Actors::from_keys(&running.keys())?;
+    let provider = actors.provider(running.endpoint_url());
+    let record = deploy::deploy(&provider, &actors, &DeployConfig::default()).await?;
+    deploy::register_demo_agents(&provider, &actors, record.agent_registry).await?;
+    // Every service reading this file connects here unless told otherwise.
+    let record = tessera_bindings::deployment::Deployment {
+        rpc_url: Some(running.endpoint_url().to_string()),
+        ws_url: Some(running.ws_endpoint()),
+        ..record
+    };
+    record.save(&deployment)?;
+    let mining = block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
+    // The accounts past the roles' are nobody's yet: one for an agent of your own.
+    let keys = running.keys();
+    let spare: Vec<_> = keys
+        .iter()
+        .skip(5 + tessera_anvil::actors::AGENT_ACCOUNTS)
+        .take(2)
+        .map(|k| alloy::signers::local::PrivateKeySigner::from_signing_key(k.clone()))
+        .collect();
+    let funds = tessera_bindings::usdc::Usdc::from_base_units(
+        DeployConfig::default().sponsor_funds.to::<u128>(),
+    );
+    print!("{}", crate::local::roles(&actors, &spare, funds));
+    println!(
+        "anvil on {} (ws {}), chain id {}, {mining}; deployment written to {}. Ctrl-C to stop.",
+        running.endpoint_url(),
+        running.ws_endpoint(),
+        running.chain_id(),
+        deployment.display()
+    );
+    super::shutdown_signal().await;
+    drop(running);
+    println!("anvil stopped");
     Ok(())
 }

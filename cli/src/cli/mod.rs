@@ -13,7 +13,7 @@ mod worker;
 use self::{bench::BenchCommand, chain::ChainArgs, worker::WorkerArgs};
 pub(crate) use self::{
     chain::DeployArgs,
-    connection::{Connection, DEFAULT_RPC_URL, Limits, ws_of},
+    connection::{Connection, DEFAULT_RPC_URL, Limits},
 };
 
 /// Tessera: composite agent work, planned, approved and settled through an

@@ -95,7 +95,9 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     }
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
-    worker.run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), super::shutdown_signal()).await;
+    worker
+        .run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), super::shutdown_signal())
+        .await;
     served.stop().await;
     println!("worker stopped");
     Ok(())

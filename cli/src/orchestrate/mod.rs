@@ -1,36 +1,36 @@
-//! `tessera serve`, `tessera plan --file` and `tessera runs show`: the
-//! orchestrator service and its command-line client.
+//! `tessera serve`, `tessera plan` and `tessera runs show`: the
+//! orchestrator service and its command-line client, which reads the API's
+//! replies as the views the API serialises.
 
 use std::{
     collections::BTreeMap,
     io::{BufRead, Write},
     path::PathBuf,
-    sync::Arc,
     time::Duration,
 };
 
-use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
 use clap::Args;
 use eyre::{Context, Result, bail, eyre};
 use futures_util::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use tessera_bindings::{client::connect, envelope::FsBlobStore, usdc::Usdc};
-use tessera_orchestrator::{
-    plan::Plan,
-    replica::ReplicaConfig,
-    runner::{Chain, RunnerConfig},
-    service::{Service, ServiceConfig},
-    store::{Store, lock_sqlite},
-};
+use tessera_classifier::Ceremony;
+use tessera_orchestrator::{ceremony::BriefOutcome, plan::Plan, runner::RunView, state::RunEvent};
 
 use crate::client::Client;
 
 mod render;
 mod serve;
 
-pub(crate) use self::serve::{ServeArgs, redact, serve};
-use self::render::{card, classification_card, decision_line, decline_line, nested_line, spend_line, usdc};
+#[cfg(test)]
+pub(crate) use self::render::fixture;
+use self::render::{
+    decision_event_line, decision_line, decline_line, nested_line, spend_line, usdc_of,
+};
+pub(crate) use self::{
+    render::{card, classification_card},
+    serve::{ServeArgs, redact, serve},
+};
 
 /// Where the API is, for the client commands.
 #[derive(Debug, Args)]
@@ -118,7 +118,7 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
         let plan = Plan::from_json(&body.to_string())
             .wrap_err_with(|| format!("{} is not a plan", file.display()))?;
         plan.validate_shape().wrap_err("the plan is invalid")?;
-        client.call(reqwest::Method::POST, "/api/plans", Some(&body)).await?
+        client.call_as(reqwest::Method::POST, "/api/plans", Some(&body)).await?
     } else {
         let brief = args.brief.clone().unwrap_or_default();
         let payload = match &args.payload_file {
@@ -127,22 +127,24 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
             ),
             None => None,
         };
-        let outcome = client
-            .call(
+        let outcome: BriefOutcome = client
+            .call_as(
                 reqwest::Method::POST,
                 "/api/classify",
                 Some(&json!({"brief": brief, "payload": payload, "policy": args.policy})),
             )
             .await?;
         print!("{}", classification_card(&outcome));
-        if let Some(reason) = outcome["refusal"].as_str() {
+        if let Some(reason) = &outcome.refusal {
             bail!("nothing to run: {reason}");
         }
-        let view = outcome["run"].clone();
-        if outcome["ceremony"] == "direct" && view["state"] == "running" {
+        let Some(view) = outcome.run else {
+            bail!("nothing to run: no active agent offers what the brief asks for");
+        };
+        if outcome.ceremony == Ceremony::Direct && view.run.state.as_str() == "running" {
             println!("atomic, low stakes: executed directly");
             print!("{}", card(&view));
-            let id = view["id"].as_str().unwrap_or_default().to_owned();
+            let id = view.run.id.clone();
             return follow(&client, &id, &view, args.interactive()).await;
         }
         view
@@ -152,8 +154,8 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
 
 /// Shows the card, asks (approve / edit / cancel; a typed confirmation for
 /// high stakes), approves, follows.
-async fn decide_and_follow(client: &Client, mut view: Value, args: &PlanArgs) -> Result<()> {
-    let id = view["id"].as_str().unwrap_or_default().to_owned();
+async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) -> Result<()> {
+    let id = view.run.id.clone();
     loop {
         print!("{}", card(&view));
         if args.yes {
@@ -176,7 +178,11 @@ async fn decide_and_follow(client: &Client, mut view: Value, args: &PlanArgs) ->
                 let line = read_line()?;
                 match parse_edit(&line) {
                     Ok(edit) => match client
-                        .call(reqwest::Method::POST, &format!("/api/runs/{id}/edit"), Some(&edit))
+                        .call_as(
+                            reqwest::Method::POST,
+                            &format!("/api/runs/{id}/edit"),
+                            Some(&edit),
+                        )
                         .await
                     {
                         Ok(v) => view = v,
@@ -189,17 +195,21 @@ async fn decide_and_follow(client: &Client, mut view: Value, args: &PlanArgs) ->
         }
     }
     let mut body = Value::Null;
-    if view["stakes"] == "high" {
-        let terms = &view["confirmation"];
+    if view.run.stakes.as_str() == "high" {
+        let terms = view.confirmation.as_ref();
         println!(
             "HIGH STAKES: this plan pays {} USDC to {}, within a budget of {} USDC. Confirm \
              by typing the amount and the recipients.",
-            terms["amount"].as_str().unwrap_or("?"),
-            terms["recipients"]
-                .as_array()
-                .map(|r| r.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+            terms.map_or("?", |t| t.amount.as_str()),
+            terms
+                .map(|t| t
+                    .recipients
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "))
                 .unwrap_or_default(),
-            terms["budget"].as_str().unwrap_or("?")
+            terms.map_or("?", |t| t.budget.as_str())
         );
         let (amount, recipients) = match (&args.confirm_amount, args.confirm_recipients.is_empty())
         {
@@ -268,37 +278,43 @@ fn parse_edit(line: &str) -> Result<Value> {
 /// Shows live progress per sub-task from the SSE stream, then the settlement
 /// summary. With `interactive`, asks on standard input what to do when the
 /// run waits for a review or at a checkpoint, and queues the answer.
-async fn follow(client: &Client, id: &str, view: &Value, mut interactive: bool) -> Result<()> {
+async fn follow(client: &Client, id: &str, view: &RunView, mut interactive: bool) -> Result<()> {
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>4} {spinner} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
     let mut rows: BTreeMap<u64, ProgressBar> = BTreeMap::new();
-    for t in view["plan"]["subtasks"].as_array().into_iter().flatten() {
+    for t in &view.plan.subtasks {
         let bar = bars.add(ProgressBar::new_spinner());
         bar.set_style(style.clone());
-        bar.set_prefix(format!("#{}", t["index"]));
-        bar.set_message(format!("{} — waiting", t["capability"].as_str().unwrap_or("?")));
+        bar.set_prefix(format!("#{}", t.index));
+        bar.set_message(format!("{} — waiting", t.capability));
         bar.enable_steady_tick(Duration::from_millis(120));
-        rows.insert(t["index"].as_u64().unwrap_or_default(), bar);
+        rows.insert(u64::from(t.index), bar);
     }
     let resp = client.http.get(format!("{}/api/runs/{id}/events", client.base)).send().await;
     let resp = resp.map_err(|e| crate::client::ApiError::unreachable(&client.base, &e))?;
     let mut stream = resp.bytes_stream();
     let mut buf = String::new();
     let mut txs: BTreeMap<u64, Vec<(String, String)>> = BTreeMap::new();
-    let mut outcome = Value::Null;
+    let mut outcome = None;
     'read: while let Some(chunk) = stream.next().await {
         buf.push_str(&String::from_utf8_lossy(&chunk?));
         while let Some(end) = buf.find("\n\n") {
             let frame: String = buf.drain(..end + 2).collect();
             let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else { continue };
             let ev: Value = serde_json::from_str(data)?;
+            // The event as the runner reports it; a kind this client does
+            // not know still moves its sub-task's bar.
+            let typed = serde_json::from_value::<RunEvent>(ev.clone()).ok();
             let kind = ev["kind"].as_str().unwrap_or_default();
-            if ev["ok"] == Value::Bool(false) {
-                bars.println(decision_line(&ev))?;
-            }
-            if kind == "subtask_declined" {
-                bars.println(decline_line(&ev))?;
+            match &typed {
+                Some(d @ RunEvent::DecisionApplied { ok: false, .. }) => {
+                    bars.println(decision_event_line(d))?;
+                }
+                Some(RunEvent::SubtaskDeclined(fields)) => {
+                    bars.println(decline_line(&Value::Object(fields.clone())))?;
+                }
+                _ => {}
             }
             if let Some(i) = ev["index"].as_u64()
                 && let Some(bar) = rows.get(&i)
@@ -308,14 +324,16 @@ async fn follow(client: &Client, id: &str, view: &Value, mut interactive: bool) 
                     txs.entry(i).or_default().push((kind.to_owned(), tx.to_owned()));
                 }
                 if matches!(kind, "subtask_paid" | "subtask_refunded") {
-                    bar.finish_with_message(format!("{kind}: {}", usdc(&ev["executor_amount"])));
+                    bar.finish_with_message(format!("{kind}: {}", usdc_of(&ev["executor_amount"])));
                 }
             }
-            if matches!(kind, "plan_completed" | "plan_failed") {
-                outcome = ev;
+            if let Some(end @ (RunEvent::PlanCompleted { .. } | RunEvent::PlanFailed { .. })) =
+                typed
+            {
+                outcome = Some(end);
                 break 'read;
             }
-            if interactive && let Some(pause) = crate::runs::Pause::of(&ev) {
+            if interactive && let Some(pause) = typed.as_ref().and_then(crate::runs::Pause::of) {
                 interactive = ask_and_decide(client, id, &bars, &pause).await?;
             }
         }
@@ -325,8 +343,13 @@ async fn follow(client: &Client, id: &str, view: &Value, mut interactive: bool) 
             bar.finish();
         }
     }
-    println!("\nSettlement of {id}: {}", outcome["kind"].as_str().unwrap_or("stream ended"));
-    if let Some(reason) = outcome["reason"].as_str() {
+    let (kind, reason) = match &outcome {
+        Some(RunEvent::PlanCompleted { .. }) => ("plan_completed", None),
+        Some(RunEvent::PlanFailed { reason, .. }) => ("plan_failed", Some(reason)),
+        _ => ("stream ended", None),
+    };
+    println!("\nSettlement of {id}: {kind}");
+    if let Some(reason) = reason {
         println!("  reason: {reason}");
     }
     for (i, list) in &txs {
@@ -334,7 +357,7 @@ async fn follow(client: &Client, id: &str, view: &Value, mut interactive: bool) 
             println!("  #{i} {kind:<20} {tx}");
         }
     }
-    if outcome["kind"] != "plan_completed" {
+    if !matches!(outcome, Some(RunEvent::PlanCompleted { .. })) {
         bail!("the plan did not complete");
     }
     Ok(())
@@ -349,7 +372,8 @@ async fn ask_and_decide(
     pause: &crate::runs::Pause,
 ) -> Result<bool> {
     use crate::runs::Answer;
-    let pause = match client.call(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await {
+    let path = format!("/api/runs/{id}");
+    let pause = match client.call_as::<RunView>(reqwest::Method::GET, &path, None).await {
         Ok(view) => pause.clone().with_view(&view),
         Err(_) => pause.clone(),
     };
@@ -376,30 +400,31 @@ async fn ask_and_decide(
 /// `tessera runs show <id>`.
 pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
     let client = Client::new(api);
-    let view = client.call(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
+    let view: RunView =
+        client.call_as(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
     print!("{}", card(&view));
-    if let Some(reason) = view["reason"].as_str() {
+    if let Some(reason) = &view.run.reason {
         println!("  reason: {reason}");
     }
     if let Some(line) = spend_line(&view) {
         println!("{line}");
     }
-    for s in view["subtasks"].as_array().into_iter().flatten() {
+    for s in &view.subtasks {
         println!(
             "  #{} attempt {} {:<10} task {}",
-            s["idx"],
-            s["attempt"],
-            s["phase"].as_str().unwrap_or("?"),
-            s["task_id"].as_str().unwrap_or("-")
+            s.idx,
+            s.attempt,
+            s.phase.as_str(),
+            s.task_id.as_deref().unwrap_or("-")
         );
     }
-    for n in view["nested"].as_array().into_iter().flatten() {
+    for n in &view.nested {
         println!("{}", nested_line(n));
     }
-    for d in view["declines"].as_array().into_iter().flatten() {
+    for d in &view.declines {
         println!("{}", decline_line(d));
     }
-    for d in view["decisions"].as_array().into_iter().flatten() {
+    for d in &view.decisions {
         println!("{}", decision_line(d));
     }
     Ok(())

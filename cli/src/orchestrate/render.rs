@@ -2,57 +2,76 @@
 //! classification card, and a run's spend, nested plans, declines and
 //! decisions as `runs show` lists them.
 
+use alloy::primitives::Address;
+use serde::Serialize;
 use serde_json::Value;
 use tessera_bindings::usdc::Usdc;
+use tessera_orchestrator::{
+    ceremony::BriefOutcome,
+    plan::{Checkpoint, Choice, Plan, RecoveryOverride},
+    runner::{NestedView, RunView},
+    state::{Gate, Gates, RunEvent},
+    store::DecisionRecord,
+};
 
-/// An amount the API sent (a string or number of base units) with its unit;
-/// `?` when it is not one.
-pub(super) fn usdc(amount: &Value) -> String {
-    serde_json::from_value::<Usdc>(amount.clone())
-        .map_or_else(|_| "? USDC".to_owned(), |u| u.with_unit().to_string())
+/// An amount with its unit (`1.200000 USDC`).
+pub(super) fn usdc(amount: Usdc) -> String {
+    amount.with_unit().to_string()
+}
+
+/// An amount an event sent (a string or number of base units) with its
+/// unit; `?` when it is not one.
+pub(super) fn usdc_of(amount: &Value) -> String {
+    serde_json::from_value::<Usdc>(amount.clone()).map_or_else(|_| "? USDC".to_owned(), usdc)
+}
+
+/// A value the API writes as one JSON string (a state, a policy, an
+/// engine), as it writes it.
+fn word(v: &impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => "?".to_owned(),
+    }
 }
 
 /// The plan card: sub-tasks, executors, costs, dependencies, totals.
-pub(crate) fn card(view: &Value) -> String {
+pub(crate) fn card(view: &RunView) -> String {
     let mut out = String::new();
-    let plan = &view["plan"];
+    let plan = &view.plan;
     out.push_str(&format!(
         "Plan {}  ({}; review: {})\n",
-        view["id"].as_str().unwrap_or("?"),
-        view["state"].as_str().unwrap_or("?"),
-        plan["review"].as_str().unwrap_or("auto")
+        view.run.id,
+        view.run.state,
+        word(&plan.review)
     ));
     out.push_str(&format!(
         "  {:>3}  {:<20} {:<44} {:>16}  {}\n",
         "#", "capability", "executor", "cost", "after"
     ));
-    let groups: Vec<&Value> = plan["groups"].as_array().into_iter().flatten().collect();
+    let nested = !plan.groups.is_empty();
     let path_of = step_paths(plan);
     let mut opened = std::collections::BTreeSet::new();
-    for t in plan["subtasks"].as_array().into_iter().flatten() {
-        let deps: Vec<String> = t["depends_on"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|d| path_of(d).unwrap_or_else(|| d.to_string()))
-            .collect();
+    for t in &plan.subtasks {
+        let deps: Vec<String> =
+            t.depends_on.iter().map(|&d| path_of(d).unwrap_or_else(|| d.to_string())).collect();
         // A nested plan's leaves follow a header naming it, indented one
         // step per level.
-        let path = t["path"].as_str().filter(|_| !groups.is_empty());
-        let segments: Vec<&str> = path.map(|p| p.split('.').collect()).unwrap_or_default();
+        let path = t.path.as_ref().filter(|_| nested).map(ToString::to_string);
+        let segments: Vec<&str> =
+            path.as_deref().map(|p| p.split('.').collect()).unwrap_or_default();
         for level in 1..segments.len() {
             let prefix = segments[..level].join(".");
             if !opened.insert(prefix.clone()) {
                 continue;
             }
-            let g = groups.iter().find(|g| g["path"] == prefix.as_str());
+            let g = plan.groups.iter().find(|g| g.path.to_string() == prefix);
             out.push_str(&format!(
                 "  {}▾ {prefix}  nested plan, share {}: {}\n",
                 "  ".repeat(level - 1),
-                g.map_or_else(|| "?".to_owned(), |g| usdc(&g["budget"])),
-                truncate(g.and_then(|g| g["spec"].as_str()).unwrap_or(""), 70)
+                g.map_or_else(|| "?".to_owned(), |g| usdc(g.budget)),
+                truncate(g.map_or("", |g| g.spec.as_str()), 70)
             ));
-            if let Some(when) = view["conditions"][prefix.as_str()].as_str() {
+            if let Some(when) = view.conditions.get(&prefix) {
                 out.push_str(&format!(
                     "  {}  runs only if {when}; else every step of it is skipped, unfunded\n",
                     "  ".repeat(level - 1),
@@ -60,45 +79,48 @@ pub(crate) fn card(view: &Value) -> String {
             }
         }
         let pad = "  ".repeat(segments.len().saturating_sub(1));
-        let at = path.map(|p| format!("  at {p}")).unwrap_or_default();
+        let at = path.as_deref().map(|p| format!("  at {p}")).unwrap_or_default();
         out.push_str(&format!(
             "  {pad}{:>3}  {:<20} {:<44} {:>16}  {}{at}\n",
-            t["index"].to_string(),
-            t["capability"].as_str().unwrap_or("?"),
-            t["executor"].as_str().unwrap_or("(unassigned)"),
-            usdc(&t["cost"]),
+            t.index.to_string(),
+            t.capability,
+            t.executor.map_or_else(|| "(unassigned)".to_owned(), |a| a.to_string()),
+            usdc(t.cost),
             if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
         ));
-        out.push_str(&format!("       {pad}{}\n", truncate(t["spec"].as_str().unwrap_or(""), 90)));
+        out.push_str(&format!("       {pad}{}\n", truncate(&t.spec, 90)));
         // Why the orchestrator chose this executor, while it still is the one.
-        let chosen = plan["choices"].as_array().into_iter().flatten().find(|c| {
-            c["index"] == t["index"]
-                && c["executor"].as_str().map(str::to_lowercase)
-                    == t["executor"].as_str().map(str::to_lowercase)
-        });
+        let chosen =
+            plan.choices.iter().find(|c| c.index == t.index && Some(c.executor) == t.executor);
         if let Some(c) = chosen {
             out.push_str(&format!("       {pad}{}\n", choice_line(c)));
         }
         // A nested plan's conditions read by step path, as the API writes them.
-        let when = path.and_then(|p| view["conditions"][p].as_str()).or(t["when"].as_str());
+        let when = path.as_ref().and_then(|p| view.conditions.get(p)).or(t.when.as_ref());
         if let Some(when) = when {
             out.push_str(&format!("       {pad}runs only if {when}; else skipped, unfunded\n"));
         }
-        if let Some(r) = recovery_line(&t["recovery"]) {
+        if let Some(r) = t.recovery.as_ref().and_then(recovery_line) {
             out.push_str(&format!("       {pad}recovery: {r}\n"));
         }
     }
-    for cp in plan["checkpoints"].as_array().into_iter().flatten() {
-        out.push_str(&format!("  {}\n", checkpoint_line(cp, &view["gates"], &path_of)));
+    for cp in &plan.checkpoints {
+        out.push_str(&format!("  {}\n", checkpoint_line(cp, &view.gates, &path_of)));
     }
-    if let Some(r) = recovery_line(&plan["recovery"]) {
+    let r = plan.recovery;
+    let recovery = RecoveryOverride {
+        on_decline: Some(r.on_decline),
+        on_expiry: Some(r.on_expiry),
+        on_dispute_lost: Some(r.on_dispute_lost),
+    };
+    if let Some(r) = recovery_line(&recovery) {
         out.push_str(&format!("  recovery: {r}\n"));
     }
-    let secs = view["estimated_duration_secs"].as_u64().unwrap_or(0);
+    let secs = view.estimated_duration_secs;
     out.push_str(&format!(
         "  total {} of budget {}; at most {}h{:02}m if every sub-task uses its whole deadline\n",
-        usdc(&view["total_cost"]),
-        usdc(&plan["budget"]),
+        usdc(view.total_cost),
+        usdc(plan.budget),
         secs / 3600,
         secs % 3600 / 60
     ));
@@ -107,11 +129,11 @@ pub(crate) fn card(view: &Value) -> String {
 
 /// The step path of sub-task `i` in a nested plan (`2`, `1.1`); `None` in
 /// a flat plan, where a sub-task goes by its index.
-fn step_paths(plan: &Value) -> impl Fn(&Value) -> Option<String> + '_ {
-    let nested = plan["groups"].as_array().is_some_and(|g| !g.is_empty());
-    move |i: &Value| {
-        let task = plan["subtasks"].as_array()?.iter().find(|t| t["index"] == *i)?;
-        task["path"].as_str().filter(|_| nested).map(str::to_owned)
+fn step_paths(plan: &Plan) -> impl Fn(u32) -> Option<String> + '_ {
+    let nested = !plan.groups.is_empty();
+    move |i: u32| {
+        let task = plan.subtask(i)?;
+        task.path.as_ref().filter(|_| nested).map(ToString::to_string)
     }
 }
 
@@ -119,18 +141,14 @@ fn step_paths(plan: &Value) -> impl Fn(&Value) -> Option<String> + '_ {
 /// after 1h escalate` (after `2`, `1.1` in a nested plan) and, once
 /// reached, where it stands.
 fn checkpoint_line(
-    cp: &Value,
-    gates: &Value,
-    path_of: impl Fn(&Value) -> Option<String>,
+    cp: &Checkpoint,
+    gates: &Gates,
+    path_of: impl Fn(u32) -> Option<String>,
 ) -> String {
-    let after: Vec<String> = cp["after"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|i| path_of(i).unwrap_or_else(|| format!("#{i}")))
-        .collect();
-    let name = cp["name"].as_str().unwrap_or("?");
-    let timeout = match cp["timeout_secs"].as_u64() {
+    let after: Vec<String> =
+        cp.after.iter().map(|&i| path_of(i).unwrap_or_else(|| format!("#{i}"))).collect();
+    let name = &cp.name;
+    let timeout = match cp.timeout_secs {
         Some(t) if t % 3600 == 0 => format!("{}h", t / 3600),
         Some(t) if t % 60 == 0 => format!("{}m", t / 60),
         Some(t) => format!("{t}s"),
@@ -139,29 +157,28 @@ fn checkpoint_line(
     let mut out = format!(
         "⏸ checkpoint {name} after {}: an approver passes or stops the run; after {timeout} {}",
         after.join(", "),
-        cp["on_timeout"].as_str().unwrap_or("escalate")
+        word(&cp.on_timeout)
     );
-    let gate = &gates[name];
-    if let Some(state) = gate["state"].as_str() {
-        out.push_str(&format!(" — {state}"));
-        if let Some(by) = gate["by"].as_str() {
-            out.push_str(&format!(" by the {by}"));
+    if let Some(gate) = gates.get(name) {
+        out.push_str(&format!(" — {}", gate.word()));
+        if let Gate::Approved { by, .. } | Gate::Rejected { by, .. } = gate {
+            out.push_str(&format!(" by the {}", by.as_str()));
         }
     }
     out
 }
 
-/// A recovery object as `on decline retry(2) · on expiry reassign`,
-/// defaults left out; `None` when everything is the default.
-fn recovery_line(r: &Value) -> Option<String> {
+/// A recovery as `on decline retry(2) · on expiry reassign`, defaults left
+/// out; `None` when everything is the default.
+fn recovery_line(r: &RecoveryOverride) -> Option<String> {
     let parts: Vec<String> = [
-        ("on_decline", "on decline", "pause"),
-        ("on_expiry", "on expiry", "pause"),
-        ("on_dispute_lost", "on a lost dispute", "fail"),
+        (r.on_decline.map(|p| word(&p)), "on decline", "pause"),
+        (r.on_expiry.map(|p| word(&p)), "on expiry", "pause"),
+        (r.on_dispute_lost.map(|p| word(&p)), "on a lost dispute", "fail"),
     ]
-    .iter()
-    .filter_map(|(key, words, default)| {
-        r[key].as_str().filter(|v| v != default).map(|v| format!("{words} {v}"))
+    .into_iter()
+    .filter_map(|(value, words, default)| {
+        value.filter(|v| v != default).map(|v| format!("{words} {v}"))
     })
     .collect();
     (!parts.is_empty()).then(|| parts.join(" · "))
@@ -169,20 +186,18 @@ fn recovery_line(r: &Value) -> Option<String> {
 
 /// `chosen: 0x14dC…9955 — balanced: 91% reliable (…), 0.42 USDC (…);
 /// runner-up 0x2361…1E8f (37%: less reliable: …)`.
-fn choice_line(c: &Value) -> String {
-    let short = |a: &Value| match a.as_str() {
-        Some(a) if a.len() == 42 && a.is_ascii() => format!("{}…{}", &a[..6], &a[38..]),
-        Some(a) => a.to_owned(),
-        None => "?".to_owned(),
+fn choice_line(c: &Choice) -> String {
+    let short = |a: &Address| {
+        let a = a.to_string();
+        format!("{}…{}", &a[..6], &a[38..])
     };
-    let mut out =
-        format!("chosen: {} — {}", short(&c["executor"]), c["reason"].as_str().unwrap_or("?"));
-    if let Some(ru) = c.get("runner_up").filter(|r| r.is_object()) {
+    let mut out = format!("chosen: {} — {}", short(&c.executor), c.reason);
+    if let Some(ru) = &c.runner_up {
         out.push_str(&format!(
             "; runner-up {} ({}%: {})",
-            short(&ru["executor"]),
-            (ru["score_bps"].as_u64().unwrap_or(0) + 50) / 100,
-            ru["reason"].as_str().unwrap_or("?")
+            short(&ru.executor),
+            (ru.score_bps + 50) / 100,
+            ru.reason
         ));
     }
     out
@@ -197,29 +212,29 @@ pub(super) fn truncate(s: &str, n: usize) -> String {
 }
 
 /// The classification card: quadrant, confidences, signals, reasoning.
-pub(crate) fn classification_card(outcome: &Value) -> String {
-    let c = &outcome["classification"];
+pub(crate) fn classification_card(outcome: &BriefOutcome) -> String {
+    let c = &outcome.classification;
     let mut out = format!(
         "Classification ({}): {} — decomposability {} ({:.2}), stakes {} ({:.2}); ceremony: {}\n",
-        c["engine"].as_str().unwrap_or("?"),
-        outcome["quadrant"].as_str().unwrap_or("?"),
-        c["decomposability"]["value"].as_str().unwrap_or("?"),
-        c["decomposability"]["confidence"].as_f64().unwrap_or(0.0),
-        c["stakes"]["value"].as_str().unwrap_or("?"),
-        c["stakes"]["confidence"].as_f64().unwrap_or(0.0),
-        outcome["ceremony"].as_str().unwrap_or("?"),
+        word(&c.engine),
+        word(&outcome.quadrant),
+        word(&c.decomposability.value),
+        c.decomposability.confidence,
+        word(&c.stakes.value),
+        c.stakes.confidence,
+        word(&outcome.ceremony),
     );
-    out.push_str(&format!("  reasoning: {}\n", c["reasoning"].as_str().unwrap_or("")));
-    for sig in c["signals"].as_array().into_iter().flatten() {
+    out.push_str(&format!("  reasoning: {}\n", c.reasoning));
+    for sig in &c.signals {
         out.push_str(&format!(
             "  signal {:<8} {:<24} {}\n",
-            sig["kind"].as_str().unwrap_or(""),
-            sig["name"].as_str().unwrap_or(""),
-            truncate(sig["detail"].as_str().unwrap_or(""), 70)
+            word(&sig.kind),
+            sig.name,
+            truncate(&sig.detail, 70)
         ));
     }
-    if let Some(u) = outcome["unassigned"].as_array().filter(|u| !u.is_empty()) {
-        let list: Vec<String> = u.iter().map(Value::to_string).collect();
+    if !outcome.unassigned.is_empty() {
+        let list: Vec<String> = outcome.unassigned.iter().map(u32::to_string).collect();
         out.push_str(&format!(
             "  no active agent offers sub-task(s) {}: reassign them by hand\n",
             list.join(", ")
@@ -229,7 +244,7 @@ pub(crate) fn classification_card(outcome: &Value) -> String {
 }
 
 /// A sub-task attempt its executor declined on chain (a `subtask_declined`
-/// event of the run view's `declines`), with the reason it gave.
+/// event, as the run view's `declines` holds them), with the reason it gave.
 pub(super) fn decline_line(d: &Value) -> String {
     format!(
         "  step {} declined by {} (attempt {}, task {}): {}",
@@ -241,51 +256,79 @@ pub(super) fn decline_line(d: &Value) -> String {
     )
 }
 
-/// What a started run has spent against its budget, from the API's view.
 /// One nested plan of a run, as `runs show` lists it.
-pub(super) fn nested_line(n: &Value) -> String {
+pub(super) fn nested_line(n: &NestedView) -> String {
     format!(
         "  nested {} (level {}) {}: leaves {} cost {} of share {}; plan {}",
-        n["path"].as_str().unwrap_or("?"),
-        n["depth"],
-        n["state"].as_str().unwrap_or("?"),
-        n["subtasks"].as_array().map_or(0, Vec::len),
-        usdc(&n["cost"]),
-        usdc(&n["budget"]),
-        n["plan_id"].as_str().unwrap_or("?"),
+        n.path,
+        n.depth,
+        word(&n.state),
+        n.subtasks.len(),
+        usdc(n.cost),
+        usdc(n.budget),
+        n.plan_id,
     )
 }
 
-pub(super) fn spend_line(view: &Value) -> Option<String> {
-    let spend = view.get("spend").filter(|s| s["committed"] != "0")?;
+/// What a started run has spent against its budget, from the API's view.
+pub(super) fn spend_line(view: &RunView) -> Option<String> {
+    let spend = Some(view.spend).filter(|s| s.committed != Usdc::ZERO)?;
     Some(format!(
         "  spent: {} funded, {} paid, {} refunded, of a {} budget",
-        usdc(&spend["committed"]),
-        usdc(&spend["paid"]),
-        usdc(&spend["refunded"]),
-        usdc(&view["plan"]["budget"])
+        usdc(spend.committed),
+        usdc(spend.paid),
+        usdc(spend.refunded),
+        usdc(view.plan.budget)
     ))
 }
 
-/// One decision of a run (from the API's view or a `decision_applied`
-/// event): what came of it, and a failure plainly, with the chain's refusal.
-pub(super) fn decision_line(d: &Value) -> String {
-    // An event names the decision in `decision` (its `kind` and `seq` are
-    // the event's own); the API's row in `kind`.
-    let event = d.get("decision").is_some();
-    let kind = d["decision"].as_str().or_else(|| d["kind"].as_str()).unwrap_or("?");
-    let seq = d["seq"].as_i64().filter(|_| !event).map(|s| format!(" {s}")).unwrap_or_default();
-    let index = d["idx"].as_u64().or_else(|| d["index"].as_u64());
+/// One decision of a run, from the API's view: what came of it, and a
+/// failure plainly, with the chain's refusal.
+pub(super) fn decision_line(d: &DecisionRecord) -> String {
+    let seq = format!(" {}", d.seq);
+    let outcome = Outcome {
+        ok: d.ok,
+        error: d.error.as_deref(),
+        outcome: d.outcome.as_deref(),
+        revert: d.revert.as_deref(),
+    };
+    decision_text(&seq, d.kind.as_str(), d.idx.map(u64::from), &outcome)
+}
+
+/// A `decision_applied` event of a run's stream, read as [`decision_line`]
+/// reads a decision; any other event reads as nothing.
+pub(super) fn decision_event_line(ev: &RunEvent) -> String {
+    let RunEvent::DecisionApplied { index, decision, outcome, ok, error, revert, .. } = ev else {
+        return String::new();
+    };
+    let outcome = Outcome {
+        ok: Some(*ok),
+        error: error.as_deref(),
+        outcome: Some(outcome.as_str()),
+        revert: revert.as_deref(),
+    };
+    decision_text("", decision.as_str(), index.map(u64::from), &outcome)
+}
+
+/// What came of a decision.
+struct Outcome<'a> {
+    ok: Option<bool>,
+    error: Option<&'a str>,
+    outcome: Option<&'a str>,
+    revert: Option<&'a str>,
+}
+
+fn decision_text(seq: &str, kind: &str, index: Option<u64>, o: &Outcome<'_>) -> String {
     let index = index.map(|i| format!(" #{i}")).unwrap_or_default();
-    let what = match d["ok"].as_bool() {
+    let what = match o.ok {
         Some(false) => {
-            let error = d["error"].as_str().or_else(|| d["outcome"].as_str()).unwrap_or("failed");
-            match d["revert"].as_str() {
+            let error = o.error.or(o.outcome).unwrap_or("failed");
+            match o.revert {
                 Some(revert) => format!("FAILED: {error} (revert: {revert})"),
                 None => format!("FAILED: {error}"),
             }
         }
-        Some(true) => d["outcome"].as_str().unwrap_or("done").to_owned(),
+        Some(true) => o.outcome.unwrap_or("done").to_owned(),
         None => "queued".to_owned(),
     };
     format!("  decision{seq} {kind}{index}: {what}")
@@ -294,9 +337,8 @@ pub(super) fn decision_line(d: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tessera_orchestrator::plan::Plan;
 
-    use super::*;
+    use super::{fixture::view, *};
 
     #[test]
     fn a_decline_reads_with_its_executor_and_reason() {
@@ -317,14 +359,14 @@ mod tests {
             json!({"index": index, "path": path, "capability": cap, "spec": format!("do {cap}"),
                    "executor": null, "cost": 100_000, "depends_on": []})
         };
-        let view = json!({"id": "0xabc", "state": "proposed", "total_cost": "300000",
+        let fields = json!({"id": "0xabc", "state": "proposed", "total_cost": "300000",
             "estimated_duration_secs": 3600,
             "plan": {"review": "auto", "budget": 1_000_000,
                 "groups": [{"path": "1", "spec": "Digest", "budget": 250_000},
                            {"path": "1.1", "spec": "Judge", "budget": 100_000}],
                 "subtasks": [leaf(0, "0", "translate"), leaf(1, "1.0", "summarize"),
                              leaf(2, "1.1.0", "sentiment-classify")]}});
-        let text = card(&view);
+        let text = card(&view(fields));
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[2].starts_with("    0  translate") && lines[2].ends_with("at 0"), "{text}");
         assert_eq!(lines[4], "  ▾ 1  nested plan, share 0.250000 USDC: Digest");
@@ -335,13 +377,17 @@ mod tests {
         assert_eq!(lines[7], "    ▾ 1.1  nested plan, share 0.100000 USDC: Judge");
         assert!(lines[8].starts_with("        2  sentiment-classify"), "{text}");
         let flat = json!({"id": "0x1", "plan": {"subtasks": [leaf(0, "0", "translate")]}});
-        assert!(!card(&flat).contains("at 0"), "a flat plan reads as before");
+        assert!(!card(&view(flat)).contains("at 0"), "a flat plan reads as before");
+        let plan_id = format!("0x{}", "de".repeat(32));
         let n = json!({"path": "1.1", "depth": 3, "state": "completed", "subtasks": [2],
-                       "cost": "100000", "budget": "100000", "plan_id": "0xdef"});
+                       "cost": "100000", "budget": "100000", "plan_id": plan_id,
+                       "parent_plan_id": plan_id, "run_id": "0x1", "spec": "Judge"});
         assert_eq!(
-            nested_line(&n),
-            "  nested 1.1 (level 3) completed: leaves 1 cost 0.100000 USDC of share 0.100000 \
-             USDC; plan 0xdef"
+            nested_line(&serde_json::from_value(n).unwrap()),
+            format!(
+                "  nested 1.1 (level 3) completed: leaves 1 cost 0.100000 USDC of share 0.100000 \
+                 USDC; plan {plan_id}"
+            )
         );
     }
 
@@ -366,9 +412,9 @@ mod tests {
                  "plan": {"subtasks": [leaf(0, "entities", &[]), leaf(1, "sentiment", &[])]}},
                 leaf(2, "sentiment", &[0]), summarize]});
         let plan = Plan::from_json(&file.to_string()).unwrap();
-        let view = json!({"id": "0x1", "state": "proposed", "plan": plan,
+        let fields = json!({"id": "0x1", "state": "proposed", "plan": plan,
             "conditions": tessera_orchestrator::runner::views::conditions_by_path(&plan)});
-        let text = card(&view);
+        let text = card(&view(fields));
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[4], "  ▾ 1  nested plan, share 0.000200 USDC: Digest", "{text}");
         assert_eq!(
@@ -391,7 +437,7 @@ mod tests {
 
     #[test]
     fn the_card_shows_checkpoints_conditions_and_recovery() {
-        let view = json!({"id": "0x1", "state": "paused", "total_cost": "600000",
+        let fields = json!({"id": "0x1", "state": "paused", "total_cost": "600000",
             "gates": {"tone-check": {"state": "reached", "at": 1}},
             "plan": {"budget": 1_000_000,
                 "recovery": {"on_decline": "retry(2)", "on_expiry": "pause", "on_dispute_lost": "fail"},
@@ -400,11 +446,11 @@ mod tests {
                                 {"name": "final", "after": [0, 1], "on_timeout": "approve"}],
                 "subtasks": [
                     {"index": 0, "capability": "sentiment-classify", "spec": "Tone",
-                     "executor": "0x1", "cost": 200_000, "depends_on": []},
-                    {"index": 1, "capability": "summarize", "spec": "Summary", "executor": "0x2",
+                     "executor": "0x0000000000000000000000000000000000000001", "cost": 200_000, "depends_on": []},
+                    {"index": 1, "capability": "summarize", "spec": "Summary", "executor": "0x0000000000000000000000000000000000000002",
                      "cost": 400_000, "depends_on": [0], "when": "out[0].score < 0",
                      "recovery": {"on_expiry": "reassign"}}]}});
-        let text = card(&view);
+        let text = card(&view(fields));
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[6], "       runs only if out[0].score < 0; else skipped, unfunded",
@@ -422,7 +468,8 @@ mod tests {
              decision timeout approve"
         );
         assert_eq!(lines[10], "  recovery: on decline retry(2)");
-        assert_eq!(recovery_line(&json!({"on_decline": "pause"})), None, "defaults say nothing");
+        let defaults = serde_json::from_value(json!({"on_decline": "pause"})).unwrap();
+        assert_eq!(recovery_line(&defaults), None, "defaults say nothing");
     }
 
     #[test]
@@ -437,9 +484,9 @@ mod tests {
             "runner_up": {"executor": b, "price": 350_000, "score_bps": 3745,
                           "reason": "less reliable: 38% reliable (1/5 settled, 4 expired), 0.35 USDC"}});
         let view = |executor: &str| {
-            json!({"id": "0x1", "plan": {"choices": [choice.clone()], "subtasks": [
+            view(json!({"id": "0x1", "plan": {"choices": [choice.clone()], "subtasks": [
                 {"index": 0, "capability": "summarize", "spec": "Summarize", "executor": executor,
-                 "cost": 420_000, "depends_on": []}]}})
+                 "cost": 420_000, "depends_on": []}]}}))
         };
         let text = card(&view(&a.to_lowercase()));
         assert_eq!(
@@ -449,10 +496,10 @@ mod tests {
              reliable: 38% reliable (1/5 settled, 4 expired), 0.35 USDC)"
         );
         assert!(!card(&view(b)).contains("chosen"), "a hand-picked executor has no choice line");
-        let alone =
-            json!({"executor": a, "reason": "cheapest: 0.35 USDC, the only eligible offer"});
+        let alone = json!({"index": 0, "policy": "cheapest", "executor": a, "price": 350_000,
+            "score_bps": 10_000, "reason": "cheapest: 0.35 USDC, the only eligible offer"});
         assert_eq!(
-            choice_line(&alone),
+            choice_line(&serde_json::from_value(alone).unwrap()),
             "chosen: 0x14dC…9955 — cheapest: 0.35 USDC, the only eligible offer"
         );
     }
@@ -460,8 +507,8 @@ mod tests {
     #[test]
     fn spend_shows_once_money_moved() {
         let view = |committed: &str| {
-            json!({"plan": {"budget": "5000000"},
-                   "spend": {"committed": committed, "paid": "800000", "refunded": "400000"}})
+            view(json!({"plan": {"budget": "5000000"},
+                   "spend": {"committed": committed, "paid": "800000", "refunded": "400000"}}))
         };
         assert_eq!(spend_line(&view("0")), None, "nothing funded yet");
         assert_eq!(
@@ -473,24 +520,72 @@ mod tests {
 
     #[test]
     fn usdc_formats_base_units() {
-        assert_eq!(usdc(&json!("1200000")), "1.200000 USDC");
-        assert_eq!(usdc(&json!(5)), "0.000005 USDC");
-        assert_eq!(usdc(&json!("x")), "? USDC");
+        assert_eq!(usdc_of(&json!("1200000")), "1.200000 USDC");
+        assert_eq!(usdc_of(&json!(5)), "0.000005 USDC");
+        assert_eq!(usdc_of(&json!("x")), "? USDC");
     }
 
     #[test]
     fn failed_decisions_are_shown_plainly() {
-        let failed = json!({"seq": 2, "idx": 0, "kind": "retry", "ok": false,
+        let row = |fields: Value| -> DecisionRecord {
+            let mut fields = fields;
+            fields["created_at"] = json!(1);
+            serde_json::from_value(fields).unwrap()
+        };
+        let failed = row(json!({"seq": 2, "idx": 0, "kind": "retry", "ok": false,
             "outcome": "failed: chain: …", "error": "chain: refused",
-            "revert": "TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 })"});
+            "revert": "TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 })"}));
         assert_eq!(
             decision_line(&failed),
             "  decision 2 retry #0: FAILED: chain: refused (revert: TaskEscrowTooEarly(TaskEscrowTooEarly { notBefore: 9 }))"
         );
-        let fine =
-            json!({"seq": 1, "idx": null, "kind": "cancel", "ok": true, "outcome": "cancelling"});
+        let fine = row(
+            json!({"seq": 1, "idx": null, "kind": "cancel", "ok": true, "outcome": "cancelling"}),
+        );
         assert_eq!(decision_line(&fine), "  decision 1 cancel: cancelling");
-        let queued = json!({"seq": 3, "idx": 1, "kind": "approve", "ok": null, "outcome": null});
+        let queued =
+            row(json!({"seq": 3, "idx": 1, "kind": "approve", "ok": null, "outcome": null}));
         assert_eq!(decision_line(&queued), "  decision 3 approve #1: queued");
+    }
+}
+
+/// Views for the tests: a run view from the fields that matter to one,
+/// everything else as a freshly proposed run has it.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use serde_json::{Value, json};
+    use tessera_orchestrator::runner::RunView;
+
+    /// `fields` over an empty proposed run: the plan's and each sub-task's
+    /// fields over a plan's defaults, each row's over a waiting row's.
+    pub(crate) fn view(fields: Value) -> RunView {
+        let mut view = json!({"id": "0x1", "plan_json": "", "state": "proposed", "reason": null,
+            "created_at": 0, "updated_at": 0, "paused_at": null, "stakes": "low",
+            "classification": null, "subtasks": [], "decisions": [], "total_cost": "0",
+            "estimated_duration_secs": 0,
+            "spend": {"committed": "0", "paid": "0", "refunded": "0"}});
+        let mut plan = json!({"version": 1, "id": format!("0x{}", "00".repeat(32)),
+            "subtasks": [], "budget": 0});
+        over(&mut plan, &fields["plan"]);
+        for t in plan["subtasks"].as_array_mut().into_iter().flatten() {
+            let mut task = json!({"spec": "", "cost": 0, "deadline_offset_secs": 3600});
+            over(&mut task, t);
+            *t = task;
+        }
+        over(&mut view, &fields);
+        view["plan"] = plan;
+        for s in view["subtasks"].as_array_mut().into_iter().flatten() {
+            let mut row = json!({"attempt": 0, "executor": "", "phase": "waiting",
+                "task_id": null, "result_uri": null, "output": null});
+            over(&mut row, s);
+            *s = row;
+        }
+        serde_json::from_value(view).expect("a run view")
+    }
+
+    fn over(base: &mut Value, fields: &Value) {
+        for (k, v) in fields.as_object().into_iter().flatten() {
+            base[k] = v.clone();
+        }
     }
 }

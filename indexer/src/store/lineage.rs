@@ -5,14 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use alloy::primitives::Address;
 use sqlx::Row;
 use tessera_db::{Backend, DbError};
 
 use super::{
     IndexStore, Lineage, MAX_LINEAGE_DEPTH, MAX_LINEAGE_TASKS, MAX_LISTED,
-    codecs::id_bytes,
     queries::listed_task_columns,
-    rows::{PlanTree, TreeNode, task_from_row},
+    rows::{PlanTree, TaskView, TreeNode, task_from_row},
 };
 use tessera_bindings::usdc::Usdc;
 

@@ -18,9 +18,9 @@
 
 mod codecs;
 mod derivation;
-mod lineage;
 pub mod evidence;
 pub mod feedback;
+mod lineage;
 mod queries;
 mod rollback;
 pub mod rows;

@@ -3,24 +3,18 @@
 //! journal (a plan's lineage, ancestors and descendants are in
 //! [`super::lineage`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use alloy::primitives::{Address, U256};
+use alloy::primitives::U256;
 use sqlx::{Row, any::AnyRow};
-use tessera_db::{Backend, DbError};
+use tessera_db::DbError;
 
 use super::{
-    IndexStore, Lineage, MAX_LINEAGE_DEPTH, MAX_LINEAGE_TASKS, MAX_LISTED, MEDIAN_SAMPLE, Reorg,
-    TaskFilter,
+    IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskFilter,
     codecs::{amount_from_column, bytes_hex, history_entries, id_bytes},
     derivation::TASK_COLUMNS,
     evidence::EVIDENCE_FLOOR_UNITS,
-    rows::{
-        AgentStats, AgentView, PlanTree, TaskDetail, TaskTransaction, TaskView, TreeNode,
-        task_from_row,
-    },
+    rows::{AgentStats, AgentView, TaskDetail, TaskTransaction, TaskView, task_from_row},
 };
-use tessera_bindings::{card::AgentCard, usdc::Usdc};
+use tessera_bindings::card::AgentCard;
 
 /// The columns a list of tasks reads (all but `history`), with `prefix`.
 pub(super) fn listed_task_columns(prefix: &str) -> String {

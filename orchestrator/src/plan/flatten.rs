@@ -8,8 +8,8 @@ use alloy::primitives::B256;
 use tessera_bindings::usdc::Usdc;
 
 use super::{
-    Checkpoint, MAX_NESTING_DEPTH, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError,
-    RecoveryOverride, ReviewMode, StepPath, SubTask,
+    Checkpoint, MAX_NESTING_DEPTH, MAX_SUBTASKS, Plan, PlanError, RecoveryOverride, ReviewMode,
+    StepPath, SubTask,
     nest::{ChildPlan, Group, Nested},
 };
 use crate::condition::Condition;

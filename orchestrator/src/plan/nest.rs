@@ -34,7 +34,7 @@
 //! refused as a cycle.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet},
     fmt,
     str::FromStr,
 };
@@ -43,10 +43,7 @@ use alloy::primitives::{B256, keccak256};
 use serde::{Deserialize, Serialize};
 use tessera_bindings::usdc::Usdc;
 
-use super::{
-    Checkpoint, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, RecoveryOverride, ReviewMode,
-    SubTask,
-};
+use super::{Checkpoint, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, ReviewMode, SubTask};
 use crate::condition::Condition;
 
 /// Levels a plan may nest when the orchestrator is not told otherwise: the
