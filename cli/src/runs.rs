@@ -596,7 +596,8 @@ mod tests {
 
     #[test]
     fn pauses_are_read_from_events() {
-        let event = |body: Value| serde_json::from_value::<RunEvent>(body).unwrap();
+        // As the stream sends it: JSON text.
+        let event = |body: Value| RunEvent::from_body(&body.to_string()).unwrap();
         let plan_id = format!("0x{}", "11".repeat(32));
         let ev = event(json!({"kind": "review_required", "index": 2, "result_uri": "data:,x"}));
         assert_eq!(

@@ -305,7 +305,7 @@ async fn follow(client: &Client, id: &str, view: &RunView, mut interactive: bool
             let ev: Value = serde_json::from_str(data)?;
             // The event as the runner reports it; a kind this client does
             // not know still moves its sub-task's bar.
-            let typed = serde_json::from_value::<RunEvent>(ev.clone()).ok();
+            let typed = RunEvent::from_body(data).ok();
             let kind = ev["kind"].as_str().unwrap_or_default();
             match &typed {
                 Some(d @ RunEvent::DecisionApplied { ok: false, .. }) => {
