@@ -103,7 +103,7 @@ pub(super) async fn run(
         ws_url: Some(running.ws_endpoint()),
         ..record
     };
-    record.save(&deployment)?;
+    record.save(deployment)?;
     let mining = block_time.map_or("automine".to_owned(), |s| format!("a block every {s} s"));
     // The accounts past the roles' are nobody's yet: one for an agent of your own.
     let keys = running.keys();
