@@ -28,6 +28,9 @@ pub(crate) enum ApiError {
     Server { service: &'static str, status: u16, message: String },
     /// No answer at all.
     Unreachable { service: &'static str, base: String, error: String },
+    /// A success whose body is not the view asked for (another version of
+    /// the API, or a broken one).
+    Unreadable { service: &'static str, error: String },
 }
 
 impl ApiError {
@@ -52,6 +55,7 @@ impl ApiError {
         match self {
             Self::Server { status, message, .. } => Self::Server { service, status, message },
             Self::Unreachable { base, error, .. } => Self::Unreachable { service, base, error },
+            Self::Unreadable { error, .. } => Self::Unreadable { service, error },
             other => other,
         }
     }
@@ -61,7 +65,7 @@ impl ApiError {
         match self {
             Self::Refused { .. } => 3,
             Self::Unauthorized { .. } => 4,
-            Self::Server { .. } | Self::Unreachable { .. } => 5,
+            Self::Server { .. } | Self::Unreachable { .. } | Self::Unreadable { .. } => 5,
         }
     }
 
@@ -72,7 +76,7 @@ impl ApiError {
             Self::Refused { status, .. }
             | Self::Unauthorized { status, .. }
             | Self::Server { status, .. } => Some(*status),
-            Self::Unreachable { .. } => None,
+            Self::Unreachable { .. } | Self::Unreadable { .. } => None,
         }
     }
 }
@@ -100,6 +104,9 @@ impl std::fmt::Display for ApiError {
             }
             Self::Unreachable { service, base, error } => {
                 write!(f, "the {service} at {base} is unreachable: {error}")
+            }
+            Self::Unreadable { service, error } => {
+                write!(f, "the {service} answered what this client cannot read: {error}")
             }
         }
     }
@@ -153,6 +160,22 @@ impl Client {
         }
         Ok(value)
     }
+
+    /// [`Client::call`], its reply read as the view `T` the API serialises.
+    pub(crate) async fn call_as<T: serde::de::DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<T, ApiError> {
+        read(self.call(method, path, body).await?)
+    }
+}
+
+/// A reply read as the view `T` the API serialises.
+pub(crate) fn read<T: serde::de::DeserializeOwned>(reply: Value) -> Result<T, ApiError> {
+    serde_json::from_value(reply)
+        .map_err(|e| ApiError::Unreadable { service: "orchestrator", error: e.to_string() })
 }
 
 /// An error and its sources on one line (reqwest's own message alone says
@@ -197,6 +220,8 @@ mod tests {
             error: "refused".into(),
         };
         assert_eq!(gone.exit_code(), 5);
+        let unreadable = read::<u32>(serde_json::json!("x")).unwrap_err();
+        assert_eq!((unreadable.status(), unreadable.exit_code()), (None, 5));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::io::{BufRead, Write};
 use alloy::primitives::Address;
 use clap::{Args, Subcommand, ValueEnum};
 use eyre::Result;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use tessera_orchestrator::{runner::RunView, state::RunEvent, store::RunSummary};
 
 use crate::{
     client::{Client, EXIT_CODES},
@@ -297,6 +299,26 @@ impl DecideCommand {
     }
 }
 
+/// What the API answers a decision with.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DecisionReply {
+    /// Queued for the run's driver (`202`): the decision's place in the
+    /// run's decisions.
+    Queued {
+        /// Its sequence number.
+        decision: i64,
+    },
+    /// A cancellation: the run's view.
+    Run(Box<RunView>),
+}
+
+/// The runs `GET /api/runs` lists.
+#[derive(Debug, Deserialize)]
+struct RunList {
+    runs: Vec<RunSummary>,
+}
+
 /// Sends a decision through the API and prints its reply: the JSON with
 /// `--json`, else one line.
 pub(crate) async fn decide(cmd: DecideCommand) -> Result<()> {
@@ -306,27 +328,27 @@ pub(crate) async fn decide(cmd: DecideCommand) -> Result<()> {
     if reply.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
+        let answer: DecisionReply = crate::client::read(answer)?;
         println!("{}", reply_line(&run, &decision, &answer));
     }
     Ok(())
 }
 
 /// The one line a decision's reply reads as.
-fn reply_line(run: &str, decision: &Decision, reply: &Value) -> String {
+fn reply_line(run: &str, decision: &Decision, reply: &DecisionReply) -> String {
     let what = decision.describe();
-    if let Some(seq) = reply["decision"].as_i64() {
-        return format!(
+    match reply {
+        DecisionReply::Queued { decision: seq } => format!(
             "{what} queued as decision {seq}; `tessera runs show {run}` tells what came of it"
-        );
-    }
-    // A cancellation answers with the run's view.
-    match reply["state"].as_str() {
-        Some("cancelled") => format!("run {run} cancelled; nothing was funded"),
-        Some(state) => format!(
-            "{what} queued (the run is {state}); settled work stays settled, unaccepted tasks \
-             are refunded; `tessera runs show {run}` tells what came of it"
         ),
-        None => format!("{what}: {}", reply["status"].as_str().unwrap_or("accepted")),
+        // A cancellation answers with the run's view.
+        DecisionReply::Run(view) => match view.run.state.as_str() {
+            "cancelled" => format!("run {run} cancelled; nothing was funded"),
+            state => format!(
+                "{what} queued (the run is {state}); settled work stays settled, unaccepted \
+                 tasks are refunded; `tessera runs show {run}` tells what came of it"
+            ),
+        },
     }
 }
 
@@ -338,9 +360,8 @@ pub(crate) async fn list(api: &ApiArgs, state: Option<&str>, limit: u32, json: b
         Some(s) => format!("/api/runs?state={s}&limit={limit}"),
         None => format!("/api/runs?limit={limit}"),
     };
-    let reply = client.call(reqwest::Method::GET, &path, None).await?;
-    let mut runs: Vec<Value> = reply["runs"].as_array().into_iter().flatten().cloned().collect();
-    runs.sort_by_key(|r| std::cmp::Reverse(r["created_at"].as_i64().unwrap_or_default()));
+    let RunList { mut runs } = client.call_as(reqwest::Method::GET, &path, None).await?;
+    runs.sort_by_key(|r| std::cmp::Reverse(r.created_at));
     if json {
         println!("{}", serde_json::to_string_pretty(&json!({ "runs": runs }))?);
     } else {
@@ -357,14 +378,14 @@ pub(crate) fn run_states() -> clap::builder::PossibleValuesParser {
 }
 
 /// Runs as a table: id, state, reason.
-fn runs_table(runs: &[Value]) -> String {
+fn runs_table(runs: &[RunSummary]) -> String {
     let mut out = String::new();
     for r in runs {
         out.push_str(&format!(
             "{}  {:<10} {}\n",
-            r["id"].as_str().unwrap_or("?"),
-            r["state"].as_str().unwrap_or("?"),
-            r["reason"].as_str().unwrap_or("")
+            r.id,
+            r.state.as_str(),
+            r.reason.as_deref().unwrap_or("")
         ));
     }
     if runs.is_empty() {
@@ -384,20 +405,15 @@ pub(crate) enum Pause {
 
 impl Pause {
     /// The pause event `ev` (from a run's stream) announces, if any.
-    pub(crate) fn of(ev: &Value) -> Option<Self> {
-        match ev["kind"].as_str()? {
-            "review_required" => Some(Self::Review {
-                index: u32::try_from(ev["index"].as_u64()?).ok()?,
-                result: ev["result_uri"].as_str().map(str::to_owned),
+    pub(crate) fn of(ev: &RunEvent) -> Option<Self> {
+        match ev {
+            RunEvent::ReviewRequired(fields) => Some(Self::Review {
+                index: u32::try_from(fields.get("index")?.as_u64()?).ok()?,
+                result: fields.get("result_uri").and_then(Value::as_str).map(str::to_owned),
             }),
-            "checkpoint_reached" => Some(Self::Checkpoint {
-                name: ev["name"].as_str()?.to_owned(),
-                outputs: ev["outputs"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(i, o)| (i.clone(), o.as_str().unwrap_or_default().to_owned()))
-                    .collect(),
+            RunEvent::CheckpointReached { name, outputs, .. } => Some(Self::Checkpoint {
+                name: name.clone(),
+                outputs: outputs.iter().map(|(i, o)| (i.to_string(), o.clone())).collect(),
             }),
             _ => None,
         }
@@ -407,14 +423,10 @@ impl Pause {
 impl Pause {
     /// Fills in what a reviewed sub-task delivered from the run's `view`
     /// (its output as handed on, rather than the result's URI).
-    pub(crate) fn with_view(mut self, view: &Value) -> Self {
+    pub(crate) fn with_view(mut self, view: &RunView) -> Self {
         if let Self::Review { index, result } = &mut self
-            && let Some(output) = view["subtasks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|s| s["idx"] == *index)
-                .and_then(|s| s["output"].as_str())
+            && let Some(output) =
+                view.subtasks.iter().find(|s| s.idx == *index).and_then(|s| s.output.as_deref())
         {
             *result = Some(output.to_owned());
         }
@@ -504,6 +516,7 @@ fn clip(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::orchestrate::fixture::view;
 
     fn asked(pause: &Pause, input: &str) -> (Answer, String) {
         let mut out = Vec::new();
@@ -583,13 +596,16 @@ mod tests {
 
     #[test]
     fn pauses_are_read_from_events() {
-        let ev = json!({"kind": "review_required", "index": 2, "result_uri": "data:,x"});
+        // As the stream sends it: JSON text.
+        let event = |body: Value| RunEvent::from_body(&body.to_string()).unwrap();
+        let plan_id = format!("0x{}", "11".repeat(32));
+        let ev = event(json!({"kind": "review_required", "index": 2, "result_uri": "data:,x"}));
         assert_eq!(
             Pause::of(&ev),
             Some(Pause::Review { index: 2, result: Some("data:,x".into()) })
         );
-        let ev = json!({"kind": "checkpoint_reached", "name": "go", "after": [0],
-                        "outputs": {"0": "done"}, "timeout_secs": 60, "on_timeout": "escalate"});
+        let ev = event(json!({"kind": "checkpoint_reached", "plan_id": plan_id, "name": "go",
+            "after": [0], "outputs": {"0": "done"}, "timeout_secs": 60, "on_timeout": "escalate"}));
         assert_eq!(
             Pause::of(&ev),
             Some(Pause::Checkpoint {
@@ -597,12 +613,13 @@ mod tests {
                 outputs: vec![("0".into(), "done".into())]
             })
         );
-        assert_eq!(Pause::of(&json!({"kind": "subtask_completed", "index": 0})), None);
+        assert_eq!(Pause::of(&event(json!({"kind": "subtask_completed", "index": 0}))), None);
         let view =
-            json!({"subtasks": [{"idx": 0, "output": "x"}, {"idx": 2, "output": "Bonjour"}]});
+            view(json!({"subtasks": [{"idx": 0, "output": "x"}, {"idx": 2, "output": "Bonjour"}]}));
         let pause = Pause::Review { index: 2, result: Some("data:,x".into()) }.with_view(&view);
         assert_eq!(pause, Pause::Review { index: 2, result: Some("Bonjour".into()) });
-        let (_, text) = asked(&pause.with_view(&json!({})), "skip\n");
+        let (_, text) =
+            asked(&pause.with_view(&crate::orchestrate::fixture::view(json!({}))), "skip\n");
         assert!(text.starts_with("sub-task #2 delivered: Bonjour\n"), "{text}");
     }
 
@@ -665,24 +682,41 @@ mod tests {
 
     #[test]
     fn replies_read_as_one_line() {
+        // A queued decision, or a cancellation's run view.
+        let reply = |body: Value| -> DecisionReply {
+            match body.get("decision") {
+                Some(_) => crate::client::read(body).unwrap(),
+                None => crate::client::read(serde_json::to_value(view(body)).unwrap()).unwrap(),
+            }
+        };
         let d = Decision::Review { index: 0, dispute: None };
         assert_eq!(
-            reply_line("0xab", &d, &json!({"run": "0xab", "decision": 3, "status": "queued"})),
+            reply_line(
+                "0xab",
+                &d,
+                &reply(json!({"run": "0xab", "decision": 3, "status": "queued"}))
+            ),
             "approval of #0 queued as decision 3; `tessera runs show 0xab` tells what came of it"
         );
-        let line = reply_line("0xab", &Decision::Cancel, &json!({"state": "running"}));
+        let line = reply_line("0xab", &Decision::Cancel, &reply(json!({"state": "running"})));
         assert!(line.starts_with("cancellation queued (the run is running)"), "{line}");
         assert_eq!(
-            reply_line("0xab", &Decision::Cancel, &json!({"state": "cancelled"})),
+            reply_line("0xab", &Decision::Cancel, &reply(json!({"state": "cancelled"}))),
             "run 0xab cancelled; nothing was funded"
         );
     }
 
     #[test]
     fn runs_read_as_a_table() {
+        let run = |fields: Value| -> RunSummary {
+            let mut fields = fields;
+            fields["created_at"] = json!(1);
+            fields["updated_at"] = json!(2);
+            serde_json::from_value(fields).unwrap()
+        };
         let runs = [
-            json!({"id": "0xab", "state": "paused", "reason": "sub-task 0 expired"}),
-            json!({"id": "0xcd", "state": "completed", "reason": null}),
+            run(json!({"id": "0xab", "state": "paused", "reason": "sub-task 0 expired"})),
+            run(json!({"id": "0xcd", "state": "completed", "reason": null})),
         ];
         assert_eq!(runs_table(&runs), "0xab  paused     sub-task 0 expired\n0xcd  completed  \n");
         assert_eq!(runs_table(&[]), "no runs\n");

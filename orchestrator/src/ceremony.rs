@@ -27,7 +27,7 @@ use std::{
 };
 
 use alloy::primitives::keccak256;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tessera_bindings::usdc::Usdc;
 use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
 
@@ -38,7 +38,7 @@ use crate::{
 };
 
 /// What `POST /api/classify` answers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BriefOutcome {
     /// The classification, after the cross-check and caution rules.
     pub classification: Classification,

@@ -20,6 +20,7 @@ mod codecs;
 mod derivation;
 pub mod evidence;
 pub mod feedback;
+mod lineage;
 mod queries;
 mod rollback;
 pub mod rows;

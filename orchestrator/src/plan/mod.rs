@@ -18,6 +18,7 @@
 mod context;
 mod edit;
 mod error;
+mod flatten;
 mod funding;
 mod graph;
 mod nest;

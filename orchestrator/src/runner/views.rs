@@ -2,7 +2,7 @@
 //! the decisions with what came of them, and a high-stakes plan's terms.
 
 use alloy::primitives::{Address, B256};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tessera_bindings::usdc::Usdc;
 
 use super::{Orchestrator, RunError};
@@ -13,7 +13,7 @@ use crate::{
 };
 
 /// A run as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunView {
     /// The run row (state, reason, timestamps).
     #[serde(flatten)]
@@ -33,34 +33,34 @@ pub struct RunView {
     /// (zero before approval).
     pub spend: Spend,
     /// What the user must type to confirm a high-stakes plan.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<ConfirmationTerms>,
     /// The nested plans, outermost first, each with where it stands (empty
     /// for a flat plan).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<NestedView>,
     /// A nested plan's conditions as the card shows them: by the path of
     /// the step each belongs to (a sub-task's, or a nested step's that
     /// holds for its whole child plan), with each `out[n]` written as the
     /// path of the step it reads (`{"3": "out[2].score >= -1"}`). Empty for
     /// a flat plan, whose conditions read as written.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub conditions: std::collections::BTreeMap<String, String>,
     /// The plan's checkpoints reached so far, by name: `reached` or
     /// `escalated` (waiting for an approver), `approved` or `rejected`
     /// (with `by`: `approver` or `timeout`), each with when (ms).
-    #[serde(skip_serializing_if = "Gates::is_empty")]
+    #[serde(default, skip_serializing_if = "Gates::is_empty")]
     pub gates: Gates,
     /// Every sub-task attempt its executor declined on chain, oldest
     /// first: the run's `subtask_declined` events (index, attempt, task id,
     /// executor, reason, reason URI, transaction). Absent when none was.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub declines: Vec<serde_json::Value>,
 }
 
 /// A nested plan of a run: the step it replaces, its place in the tree,
 /// and where its leaves stand.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NestedView {
     /// The nested step's path (`1`, `2.1`).
     pub path: StepPath,
@@ -86,7 +86,7 @@ pub struct NestedView {
 }
 
 /// Where a nested plan stands, from its leaves' phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NestedState {
     /// No leaf created yet.
@@ -153,7 +153,7 @@ impl NestedView {
 }
 
 /// The exact amounts and recipients a high-stakes confirmation binds to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfirmationTerms {
     /// Total, as `x.xxxxxx` USDC: what the user types.
     pub amount: String,
@@ -163,7 +163,7 @@ pub struct ConfirmationTerms {
     /// raise (itself confirmed by typing its amount) may take the plan to.
     pub budget: String,
     /// Each nested plan's budget share, as `x.xxxxxx` USDC, by path.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub shares: std::collections::BTreeMap<String, String>,
 }
 
@@ -235,3 +235,7 @@ pub fn conditions_by_path(plan: &Plan) -> std::collections::BTreeMap<String, Str
         .map(|(path, when)| (path.to_string(), plan.condition_by_path(when)))
         .collect()
 }
+
+#[cfg(test)]
+#[path = "views_tests.rs"]
+mod tests;

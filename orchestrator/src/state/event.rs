@@ -184,6 +184,7 @@ pub enum RunEvent {
         /// The sub-tasks it follows.
         after: Vec<u32>,
         /// Their outputs so far, by index.
+        #[serde(with = "outputs")]
         outputs: std::collections::BTreeMap<u32, String>,
         /// Seconds an approver has before its timeout policy applies.
         timeout_secs: u64,
@@ -288,6 +289,31 @@ pub enum RunEvent {
         /// Restarts so far in this process.
         restarts: u32,
     },
+}
+
+/// Serde for a checkpoint's outputs by index: the JSON object's keys are
+/// strings, read back as indexes (inside the tagged enum serde buffers
+/// them, and a buffered key does not parse as a number by itself).
+mod outputs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de::Error};
+
+    pub(super) fn serialize<S: Serializer>(
+        outputs: &BTreeMap<u32, String>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        outputs.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<u32, String>, D::Error> {
+        BTreeMap::<String, String>::deserialize(d)?
+            .into_iter()
+            .map(|(k, v)| k.parse().map(|k| (k, v)).map_err(D::Error::custom))
+            .collect()
+    }
 }
 
 words!(

@@ -1,7 +1,7 @@
 //! User decisions: queued in order, taken by the runner, answered with
 //! whether they worked.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use super::{DecisionRow, Store, StoreError, now_ms, to_u32};
@@ -204,7 +204,7 @@ pub struct DecisionOutcome {
 }
 
 /// A decision with what came of it, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecisionRecord {
     /// Position in the run's decisions.
     pub seq: i64,

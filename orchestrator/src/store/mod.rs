@@ -18,7 +18,7 @@
 //! - `leases`: lane leases and the notifications between replicas
 //!   (PostgreSQL only; see [`crate::replica`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 pub use tessera_db::{
     API_STATEMENT_TIMEOUT_MS, Backend, FileLock, lock_sqlite, now_ms, open_api_pool, open_pool,
@@ -71,7 +71,7 @@ pub enum StoreError {
 }
 
 /// A run as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunRow {
     /// The plan id, `0x` + 64 hex.
     pub id: String,
@@ -102,7 +102,7 @@ pub struct RunRow {
 }
 
 /// One sub-task's progress as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubtaskRow {
     /// Plan index.
     pub idx: u32,

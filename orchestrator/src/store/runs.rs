@@ -9,7 +9,7 @@ use super::{RunRow, Store, StoreError, now_ms};
 pub const MAX_RUN_LIST: u32 = 1_000;
 
 /// A run as a list shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunSummary {
     /// The run id.
     pub id: String,

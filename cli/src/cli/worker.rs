@@ -1,0 +1,104 @@
+//! `tessera worker`: an executor agent from its card.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use eyre::{Context, Result};
+
+use super::Connection;
+
+/// Where a worker runs. The agent's private key (hex) comes from the
+/// environment variable TESSERA_WORKER_KEY only: never the command line, never logs.
+#[derive(Debug, Args)]
+pub(super) struct WorkerArgs {
+    /// The agent card (YAML: id, description, role, capabilities with prices, model, instructions).
+    #[arg(long)]
+    card: PathBuf,
+    #[command(flatten)]
+    conn: Connection,
+    /// Milliseconds between scans when no new block is announced.
+    #[arg(long, default_value_t = 1000)]
+    poll_ms: u64,
+    /// Serve this worker's blobs (GET /blobs/{hash}), /metrics and /healthz here; port 0 picks one, printed at start.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// Base URL others fetch this worker's blobs from, put in its large results' URIs (default: http://<bound address>/blobs).
+    #[arg(long, value_name = "URL", value_parser = crate::serving::parse_blob_url)]
+    public_url: Option<tessera_bindings::envelope::BlobUrl>,
+}
+
+/// Registers the worker, then polls until Ctrl-C or SIGTERM. RPC failures are
+/// logged and retried on the next tick; the chain is the worker's only state.
+pub(super) async fn run(args: WorkerArgs) -> Result<()> {
+    use std::sync::Arc;
+
+    use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
+    use tessera_bindings::client::connect;
+    use tessera_workers::{AgentCard, runtime::Worker};
+
+    let card = AgentCard::load(&args.card)?;
+    // A card that needs a model and has no key is refused before anything
+    // is registered: it would offer work it can only decline.
+    let llm = tessera_workers::llm::LlmConfig::for_card(
+        &card,
+        tessera_workers::llm::LlmConfig::from_env(),
+    )?;
+    let deployment = args.conn.deployment()?;
+    let key = std::env::var("TESSERA_WORKER_KEY")
+        .map_err(|_| eyre::eyre!("set TESSERA_WORKER_KEY to the agent's private key (hex)"))?;
+    let signer: PrivateKeySigner = key
+        .trim()
+        .parse()
+        .map_err(|_| eyre::eyre!("TESSERA_WORKER_KEY is not a hex private key"))?;
+    let me = signer.address();
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer.clone()));
+    let sources = args.conn.blob_sources();
+    // Its blobs (large results, child envelopes, dispute reasons) served
+    // for the parties that read them, beside its ops routes.
+    let ops = tessera_http::ops::Ops::new()
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider.clone()));
+    let app = crate::serving::ops_and_blobs(ops, Arc::clone(sources.local()));
+    let served = crate::serving::Served::bind(args.listen, "--listen", app).await?;
+    let public = crate::serving::public_url(args.public_url, Some(served.addr()), "/blobs");
+    println!(
+        "blobs on http://{}/blobs (published as {}), metrics on /metrics",
+        served.addr(),
+        public.as_ref().map_or("no hint", |u| u.as_str())
+    );
+    let sources = sources.with_public_url(public);
+    let worker_provider = provider.clone();
+    let mut worker =
+        Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
+            .with_blob_sources(sources);
+    match llm {
+        Some(llm) => {
+            println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
+            worker = worker.with_llm(&llm);
+        }
+        None => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
+    }
+    // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
+    args.conn.check_chain(&worker_provider, &deployment).await?;
+    let what = format!("registering {me} at {}", args.conn.rpc_url());
+    let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
+        .await
+        .wrap_err(what)?;
+    // Its ERC-8004 identity (when the deployment has the registries): the
+    // card as the registration file, the wallet proven, the offer linked.
+    let what = format!("registering {me}'s ERC-8004 identity");
+    let identity = crate::starting::until_reachable(&what, || worker.ensure_identity(&signer))
+        .await
+        .wrap_err(what)?;
+    match identity {
+        Some(id) => println!("ERC-8004 agent id {} ({} changes sent)", id.agent_id, id.changes),
+        None => println!("the deployment names no ERC-8004 identity registry"),
+    }
+    println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
+    let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
+    worker
+        .run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), super::shutdown_signal())
+        .await;
+    served.stop().await;
+    println!("worker stopped");
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! `tessera serve`: the orchestrator service started from its options
+//! (the run store, the chain, the embedded indexer), until a signal.
+
+use std::{sync::Arc, time::Duration};
+
+use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
+use clap::Args;
+use eyre::{Context, Result, bail, eyre};
+use tessera_bindings::{client::connect, envelope::FsBlobStore, usdc::Usdc};
+use tessera_orchestrator::{
+    replica::ReplicaConfig,
+    runner::{Chain, RunnerConfig},
+    service::{Service, ServiceConfig},
+    store::{Store, lock_sqlite},
+};
+
+/// Where the orchestrator service runs. The sponsor's key comes from
+/// TESSERA_SPONSOR_KEY and the API token from TESSERA_API_TOKEN (environment only).
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Base URL others fetch the sponsor's blobs from, put in large envelopes' URIs (default: http://<listen>/api/blobs; none when listening on 0.0.0.0 or ::).
+    #[arg(long, value_name = "URL", value_parser = crate::serving::parse_blob_url)]
+    public_url: Option<tessera_bindings::envelope::BlobUrl>,
+    #[command(flatten)]
+    conn: crate::cli::Connection,
+    /// Run store: sqlite://<file> or postgres://…
+    #[arg(long, env = "TESSERA_SERVE_DATABASE_URL", default_value = "sqlite://.tessera/runs.db")]
+    database_url: String,
+    /// Seconds a paused run waits for a recovery decision before it is
+    /// cancelled, in chain time (block timestamps).
+    #[arg(long, default_value_t = 120)]
+    decision_timeout_secs: u64,
+    /// Most one plan may spend, in whole USDC (decimals allowed: 0.5).
+    #[arg(long, alias = "max-plan-spend", value_name = "USDC", default_value = "50")]
+    max_plan_spend_usdc: String,
+    /// Milliseconds between looks at the chain's newest block when no
+    /// websocket answers (a hosted provider's HTTP URL): about half the
+    /// chain's block time keeps up, and costs one request a look.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    poll_ms: u64,
+    /// Levels a proposed plan may nest (the root plan is level 1; at most 8).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(1..=8))]
+    max_nesting_depth: u8,
+    /// Blocks on top of a payment before a run counts it done, on a chain
+    /// that reorganises (0 on one that does not): the runner reads the
+    /// newest N+1 blocks again at every head and sends again what a
+    /// reorganisation took out.
+    #[arg(long, env = "TESSERA_CONFIRMATIONS", default_value_t = 0)]
+    confirmations: u64,
+    /// ERC-8004 feedback the sponsor gives its executors once their tasks
+    /// settle, backed by the settlement (docs/reputation.md): per-task,
+    /// per-plan (one per executor when a run is over) or off. Nothing is
+    /// given without a reputation registry in the deployment.
+    #[arg(long, env = "TESSERA_FEEDBACK", default_value = "per-task")]
+    feedback: tessera_orchestrator::feedback::FeedbackMode,
+    /// Store of the embedded indexer, which feeds the web UI's history and
+    /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…
+    #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
+    index_database_url: String,
+    /// Run without the embedded indexer (the UI then shows no history,
+    /// agents or reliability).
+    #[arg(long)]
+    no_index: bool,
+    /// Run as one of several replicas on a PostgreSQL run store: the
+    /// replicas with this sponsor key share its lane, one at a time holds
+    /// the lane's lease and drives its runs, the others answer the API and
+    /// take over when the holder stops. Without it, one process per store
+    /// (SQLite files are locked).
+    #[arg(long)]
+    replica: bool,
+    /// With --replica: how long the lane's lease lasts without a renewal;
+    /// a standby takes over within this after the holder dies.
+    #[arg(long, default_value_t = 5_000, requires = "replica")]
+    lease_ttl_ms: u64,
+    /// With --replica: how often the holder renews the lease (and a
+    /// standby tries to claim it); below --lease-ttl-ms.
+    #[arg(long, default_value_t = 1_000, requires = "replica")]
+    lease_heartbeat_ms: u64,
+    #[command(flatten)]
+    limits: crate::cli::Limits,
+}
+
+impl ServeArgs {
+    /// Replica mode, when asked for (checked: PostgreSQL, a heartbeat
+    /// inside the TTL).
+    fn replica(&self) -> Result<Option<ReplicaConfig>> {
+        if !self.replica {
+            return Ok(None);
+        }
+        let config = ReplicaConfig {
+            ttl: Duration::from_millis(self.lease_ttl_ms),
+            heartbeat: Duration::from_millis(self.lease_heartbeat_ms),
+            ..ReplicaConfig::new(self.database_url.clone())
+        };
+        config.check().map_err(|e| eyre!("--replica: {e}"))?;
+        Ok(Some(config))
+    }
+}
+
+fn env_secret(name: &str, what: &str) -> Result<String> {
+    let v = std::env::var(name).map_err(|_| eyre!("set {name} to {what}"))?;
+    if v.trim().is_empty() {
+        bail!("{name} is empty; set it to {what}");
+    }
+    Ok(v.trim().to_owned())
+}
+
+/// Runs the orchestrator until Ctrl-C or SIGTERM: resumes every live run,
+/// follows new blocks, serves the API; on the signal, stops serving and
+/// drains the run drivers (each finishes its current step) before returning.
+pub(crate) async fn serve(
+    args: ServeArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let key = env_secret("TESSERA_SPONSOR_KEY", "the sponsor's private key (hex)")?;
+    let token = env_secret("TESSERA_API_TOKEN", "the bearer token clients must send")?;
+    let signer: PrivateKeySigner =
+        key.parse().map_err(|_| eyre!("TESSERA_SPONSOR_KEY is not a hex private key"))?;
+    let deployment = args.conn.deployment()?;
+    let replica = args.replica()?;
+    // One process per SQLite file, for as long as this one runs.
+    let _lock = lock_sqlite(&args.database_url)
+        .wrap_err_with(|| format!("opening the run store {}", redact(&args.database_url)))?;
+    let _index_lock = match args.no_index {
+        true => None,
+        false => lock_sqlite(&args.index_database_url)
+            .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?,
+    };
+    let provider = connect(args.conn.rpc_url(), EthereumWallet::new(signer.clone()));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .wrap_err_with(|| format!("listening on {}", args.listen))?;
+    // Until the database and the chain answer, the address serves /healthz
+    // and a /readyz that says 503; the service takes the socket over after.
+    let opening = format!("opening the run store {}", redact(&args.database_url));
+    let reaching = format!("reaching the contracts through {}", args.conn.rpc_url());
+    let (started, listener) = crate::starting::while_starting(listener, provider.clone(), || {
+        let (opening, reaching) = (&opening, &reaching);
+        let url = &args.database_url;
+        let (provider, signer, deployment) = (&provider, &signer, &deployment);
+        let conn = &args.conn;
+        async move {
+            let store = crate::starting::until_reachable(opening, || Store::connect(url))
+                .await
+                .wrap_err(opening.clone())?;
+            let chain = crate::starting::until_reachable(reaching, || {
+                Chain::new(provider.clone(), signer.clone(), deployment.clone())
+            })
+            .await
+            .wrap_err(reaching.clone())?;
+            // The chain answers: it must be the deployment's.
+            conn.check_chain(provider, deployment).await?;
+            eyre::Ok((store, chain))
+        }
+    })
+    .await?;
+    let (store, chain) = started?;
+    let max_plan_spend = Usdc::parse(&args.max_plan_spend_usdc)
+        .wrap_err_with(|| format!("--max-plan-spend-usdc {:?}", args.max_plan_spend_usdc))?;
+    let runner = RunnerConfig {
+        decision_timeout: Duration::from_secs(args.decision_timeout_secs),
+        max_plan_spend,
+        max_nesting_depth: usize::from(args.max_nesting_depth),
+        confirmations: args.confirmations,
+        feedback: args.feedback,
+        poll_interval: Duration::from_millis(args.poll_ms),
+        // Confirmation tokens survive restarts: keyed by the service's own secret.
+        confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
+        ..RunnerConfig::default()
+    };
+    let classifier = tessera_classifier::Classifier::from_env();
+    let uses_llm = classifier.uses_llm();
+    let ws = args.conn.ws();
+    let public = crate::serving::public_url(
+        args.public_url.clone(),
+        listener.local_addr().ok(),
+        "/api/blobs",
+    );
+    let gate = args.limits.gate();
+    let mut nested = Vec::new();
+    let mut indexer = None;
+    if !args.no_index {
+        let ix = crate::index::open(&args.conn, &args.index_database_url, 64)
+            .await
+            .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?;
+        nested.push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone())));
+        indexer = Some(ix);
+    }
+    let config = ServiceConfig {
+        store,
+        chain,
+        blobs: Arc::new(FsBlobStore::new(&args.conn.blobs)),
+        blob_sources: Some(args.conn.blob_sources().with_public_url(public)),
+        runner,
+        ws_url: ws.clone(),
+        listener,
+        token,
+        classifier,
+        gate,
+        nested,
+    };
+    let mut service = match replica {
+        Some(replica) => Service::start_replica(config, replica).await?,
+        None => Service::start(config).await?,
+    };
+    if let Some(ix) = &indexer {
+        // Executors are chosen on the records the embedded indexer keeps.
+        service.orchestrator().with_records(Arc::new(ix.store().clone()));
+    }
+    println!(
+        "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",
+        service.addr(),
+        service.orchestrator().chain().sponsor(),
+        service.resumed()
+    );
+    if let Some(replica) = service.replica() {
+        let lane = replica.lane();
+        println!(
+            "replica {} of lane {}: {} (lease TTL {} ms, heartbeat {} ms)",
+            lane.id(),
+            lane.name(),
+            if lane.holds() { "holding the lane, driving its runs" } else { "standing by" },
+            lane.config().ttl.as_millis(),
+            lane.config().heartbeat.as_millis()
+        );
+    }
+    println!(
+        "classifier: {}",
+        if uses_llm {
+            "LLM (TESSERA_LLM_API_KEY / OPENAI_API_KEY set)"
+        } else {
+            "offline planner (no LLM key)"
+        }
+    );
+    println!(
+        "web UI on http://{}/ (state changes ask for the TESSERA_API_TOKEN value once){}",
+        service.addr(),
+        if indexer.is_some() { "; index API under /index/api" } else { "" }
+    );
+    match indexer.as_mut() {
+        // The embedded indexer follows the chain for as long as the API serves.
+        Some(ix) => tokio::select! {
+            () = shutdown => {}
+            () = ix.run(ws.as_deref(), Duration::from_secs(1), std::future::pending()) => {}
+        },
+        None => shutdown.await,
+    }
+    println!("stopping: draining the run drivers");
+    service.shutdown().await?;
+    println!("orchestrator stopped");
+    Ok(())
+}
+
+/// A database URL without its password.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{}://{user}:***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_passwords_are_redacted() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("sqlite://.tessera/runs.db"), "sqlite://.tessera/runs.db");
+    }
+}
