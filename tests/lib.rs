@@ -19,8 +19,8 @@ use tessera_anvil::{
     chain::{ChainOptions, LocalChain},
     deploy::{self, DEMO_AGENTS, DemoAgent, DeployConfig},
     lifecycle::Driver,
-    stack::{self, Blobs},
 };
+use tessera_stack::{self as stack, Blobs, WorkerCard as _};
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::{
     runner::{Chain, Orchestrator, RunnerConfig},

@@ -16,7 +16,7 @@ use async_openai::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use tessera_bindings::injection::quote_json;
+use tessera_injection::quote_json;
 use tessera_llm::{Endpoint, ForcedTool, env_var};
 
 use crate::{

@@ -31,15 +31,15 @@ use alloy::{
     sol_types::SolValue,
 };
 use tessera_anvil::{
-    Error,
     actors::Actors,
     chain::{ChainOptions, Endpoints, LocalChain},
     deploy::{self, DEMO_AGENTS, DeployConfig},
     lifecycle::Driver,
-    stack::{
-        Blobs, spawn_polling_worker, spawn_worker, start_orchestrator, start_polling_orchestrator,
-    },
     standin::{Limits, StandIn},
+};
+use tessera_stack::{
+    Blobs, Error, spawn_polling_worker, spawn_worker, start_orchestrator,
+    start_polling_orchestrator,
 };
 use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
