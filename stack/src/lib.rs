@@ -42,6 +42,15 @@ pub enum Error {
     /// connection.
     #[error("key: {0}")]
     Key(String),
+    /// A file or directory could not be written.
+    #[error("writing {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl From<tessera_anvil::chain::ChainError> for Error {
