@@ -20,13 +20,13 @@ use tessera_anvil::{
     deploy::{self, DEMO_AGENTS, DemoAgent, DeployConfig},
     lifecycle::Driver,
 };
-use tessera_stack::{self as stack, Blobs, WorkerCard as _};
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::{
     runner::{Chain, Orchestrator, RunnerConfig},
     service::{Service, ServiceConfig},
     store::Store,
 };
+use tessera_stack::{self as stack, Blobs, WorkerCard as _};
 
 /// Most anvil chains the test process runs at once: on a small machine
 /// (2 cores) more chains only make every test slower and flakier. Set

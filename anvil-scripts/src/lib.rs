@@ -77,9 +77,7 @@ pub enum Error {
 }
 
 /// Attaches context to a failed contract call.
-pub fn contract_err(
-    context: impl Into<String>,
-) -> impl FnOnce(alloy::contract::Error) -> Error {
+pub fn contract_err(context: impl Into<String>) -> impl FnOnce(alloy::contract::Error) -> Error {
     let context = context.into();
     move |err| Error::Contract {
         context,

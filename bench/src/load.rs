@@ -43,9 +43,9 @@ use tessera_anvil::{
     deploy::{self, DEMO_AGENTS, DeployConfig},
     lifecycle::{Driver, spec_of_len},
 };
-use tessera_stack::spawn_worker;
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::plan::Plan;
+use tessera_stack::spawn_worker;
 
 use crate::{
     process::{Running, cpu_secs, peak_rss_mib, spawn_listening},

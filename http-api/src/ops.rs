@@ -83,7 +83,10 @@ pub fn install(tables: &[&'static [Metric]]) -> PrometheusHandle {
     let bucketed = BUCKETED.get().map(Vec::as_slice).unwrap_or_default();
     for m in tables.iter().flat_map(|t| t.iter()) {
         if m.kind == Kind::Histogram && !m.buckets.is_empty() && !bucketed.contains(&m.name) {
-            tracing::warn!(metric = m.name, "histogram described after the recorder was installed; default buckets");
+            tracing::warn!(
+                metric = m.name,
+                "histogram described after the recorder was installed; default buckets"
+            );
         }
         describe(m);
     }

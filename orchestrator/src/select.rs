@@ -70,10 +70,10 @@ use std::cmp::Ordering;
 use alloy::primitives::Address;
 use serde::Serialize;
 use tessera_bindings::usdc::{UNIT, Usdc};
+use tessera_records::evidence::EVIDENCE_FLOOR_UNITS;
 pub use tessera_records::{
     AgentRecord, LATENCY_FLOOR, PRIOR_FAILURES, PRIOR_SUCCESSES, TARGET_SECS, evidence::Evidence,
 };
-use tessera_records::evidence::EVIDENCE_FLOOR_UNITS;
 
 use crate::plan::{Choice, RunnerUp, Selection};
 

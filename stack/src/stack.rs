@@ -6,6 +6,7 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use alloy::{network::EthereumWallet, primitives::B256, providers::Provider};
+use tessera_anvil::{actors::Actors, chain::Endpoints, deploy::DemoAgent};
 use tessera_bindings::{
     client::connect,
     deployment::Deployment,
@@ -15,7 +16,6 @@ use tessera_orchestrator::{
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
 };
-use tessera_anvil::{actors::Actors, chain::Endpoints, deploy::DemoAgent};
 use tessera_workers::{AgentCard, runtime::Worker};
 
 use crate::Error;

@@ -13,11 +13,11 @@ use tessera_bindings::{
     client::connect,
     envelope::{BlobStore, Envelope, EnvelopeCodec, FsBlobStore, Input, MemoryBlobStore, Parent},
 };
-use tessera_injection as injection;
 use tessera_e2e::{
     Stack, TestEnv,
     mock_openai::{MockOpenAi, Reply},
 };
+use tessera_injection as injection;
 use tessera_orchestrator::{plan::Plan, runner::RunnerConfig};
 use tessera_workers::{
     AgentCard,

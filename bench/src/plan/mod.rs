@@ -37,15 +37,15 @@ use tessera_anvil::{
     lifecycle::Driver,
     standin::{Limits, StandIn},
 };
-use tessera_stack::{
-    Blobs, Error, spawn_polling_worker, spawn_worker, start_orchestrator,
-    start_polling_orchestrator,
-};
 use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
     plan::{Funding, Plan, ReviewMode, SubTask},
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
+};
+use tessera_stack::{
+    Blobs, Error, spawn_polling_worker, spawn_worker, start_orchestrator,
+    start_polling_orchestrator,
 };
 
 use crate::rpc_proxy::{Counts, RpcProxy};

@@ -94,8 +94,7 @@ pub(super) async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
         "  tree rebuilt by the indexer from chain events (the translation is the brief agent's \
          own child task):\n{}",
         indent(
-            &crate::indexed_tree(chain, deployment, plan.id, homes.indexer.sources.clone())
-                .await?
+            &crate::indexed_tree(chain, deployment, plan.id, homes.indexer.sources.clone()).await?
         )
     );
     Ok(())

@@ -72,7 +72,12 @@ pub(super) async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
     let usdc = tessera_bindings::MockUSDC::new(deployment.token, &provider);
     let balance = |who| {
         let usdc = usdc.clone();
-        async move { usdc.balanceOf(who).call().await.map_err(tessera_anvil::contract_err("reading a balance")) }
+        async move {
+            usdc.balanceOf(who)
+                .call()
+                .await
+                .map_err(tessera_anvil::contract_err("reading a balance"))
+        }
     };
     // Balances before anything is funded.
     let (exec0, fund0) = (balance(summarizer).await?, balance(sponsor).await?);
