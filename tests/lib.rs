@@ -19,7 +19,6 @@ use tessera_anvil::{
     chain::{ChainOptions, LocalChain},
     deploy::{self, DEMO_AGENTS, DemoAgent, DeployConfig},
     lifecycle::Driver,
-    stack::{self, Blobs},
 };
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::{
@@ -27,6 +26,7 @@ use tessera_orchestrator::{
     service::{Service, ServiceConfig},
     store::Store,
 };
+use tessera_stack::{self as stack, Blobs, WorkerCard as _};
 
 /// Most anvil chains the test process runs at once: on a small machine
 /// (2 cores) more chains only make every test slower and flakier. Set

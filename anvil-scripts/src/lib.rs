@@ -9,22 +9,24 @@
 //!   sponsors, register the demo agents (their cards are
 //!   `tessera_bindings::card` cards, published with the one card URI) and
 //!   write the deployment record;
-//! - [`demo`]: one full task lifecycle, printed step by step (amounts as
-//!   `tessera_bindings::usdc::Usdc`);
-//! - [`gas`]: the gas bench (receipt `gasUsed` per lifecycle step);
+//! - [`lifecycle`]: a driver that walks tasks through the escrow and
+//!   records each step's receipt;
+//! - [`gas`], [`gas_erc8004`]: the gas bench (receipt `gasUsed` per
+//!   lifecycle step, and of the ERC-8004 registries);
 //! - [`standin`]: a stand-in for a hosted JSON-RPC provider in front of
 //!   anvil (rate limits, seeded 503s, log caps, refused methods), for the
 //!   end-to-end suite and the plan bench.
+//!
+//! It depends on the contract bindings alone, none of the services: the
+//! demo and the in-process stacks that run every service are in
+//! `tessera-stack`, which builds on this crate.
 
 pub mod actors;
 pub mod chain;
-pub mod demo;
-pub mod demo_homes;
 pub mod deploy;
 pub mod gas;
 pub mod gas_erc8004;
 pub mod lifecycle;
-pub mod stack;
 pub mod standin;
 
 /// Errors of the local chain tooling.
@@ -51,18 +53,9 @@ pub enum Error {
     /// The deployment record could not be written.
     #[error(transparent)]
     Deployment(#[from] tessera_bindings::deployment::DeploymentError),
-    /// A demo worker failed to run its capability.
-    #[error("worker: {0}")]
-    Worker(#[from] tessera_workers::WorkerError),
-    /// The orchestrator refused or failed.
-    #[error("orchestrator: {0}")]
-    Orchestrator(String),
     /// A token amount is not a USDC amount Tessera can show.
     #[error(transparent)]
     Amount(#[from] tessera_bindings::usdc::UsdcError),
-    /// No active agent offers a capability the demo needs.
-    #[error("no active agent offers `{0}`")]
-    NoOffer(String),
     /// The token given to a deploy is not one Tessera can settle in.
     #[error("{0}")]
     Token(String),
@@ -84,9 +77,7 @@ pub enum Error {
 }
 
 /// Attaches context to a failed contract call.
-pub(crate) fn contract_err(
-    context: impl Into<String>,
-) -> impl FnOnce(alloy::contract::Error) -> Error {
+pub fn contract_err(context: impl Into<String>) -> impl FnOnce(alloy::contract::Error) -> Error {
     let context = context.into();
     move |err| Error::Contract {
         context,

@@ -17,7 +17,7 @@ use async_openai::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use tessera_bindings::injection::quote_json;
+use tessera_injection::quote_json;
 use tessera_llm::{CallError, Endpoint, ForcedTool, env_var};
 
 use crate::{

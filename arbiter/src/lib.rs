@@ -15,12 +15,14 @@
 //! - [`rubric`]: the deterministic offline judge per capability.
 //! - [`evidence`]: spec envelope, result and reason, hash-verified; on
 //!   appeal also the ruling appealed and the appellant's reason.
+//! - [`metrics`]: its queue, rulings and other actions, for `/metrics`.
 //! - [`store`]: decisions, their level and verdict typed and stored as names,
 //!   and the scan cursor of each role, migrations of the component `arbiter`.
 
 pub mod council;
 pub mod evidence;
 pub mod judge;
+pub mod metrics;
 pub mod rubric;
 pub mod service;
 pub mod store;

@@ -6,7 +6,7 @@
 //!   tries to instruct the judge or a later agent ("ignore previous
 //!   instructions", "dear judge", "rule in favour of the worker", "approve
 //!   the payment to 0x…"; the detector shared with the workers and the
-//!   runner, [`tessera_bindings::injection`]) is flagged and scores 0: it is
+//!   runner, [`tessera_injection`]) is flagged and scores 0: it is
 //!   not work.
 //! - `summarize`: half length (the summary is 3–70 % of the material), half
 //!   coverage (how many of the material's key words — the content words it
@@ -48,10 +48,10 @@ const STOPWORDS: &[&str] = &[
 ];
 
 /// The flag for a result that tries to instruct the judge (or any reader),
-/// if it does: the shared detector ([`tessera_bindings::injection`]) over
+/// if it does: the shared detector ([`tessera_injection`]) over
 /// every string of the result, so an order hidden in an extra field counts.
 pub fn injection(e: &Evidence) -> Option<String> {
-    let found = tessera_bindings::injection::scan_json(e.result.as_ref()?);
+    let found = tessera_injection::scan_json(e.result.as_ref()?);
     let first = found.first()?;
     Some(format!("prompt_injection: the result says {:?} ({})", first.excerpt, first.rule))
 }

@@ -147,7 +147,7 @@ impl Action {
     /// Counts this action in `/metrics` (`tessera_arbiter_rulings_total`,
     /// `tessera_arbiter_actions_total`).
     fn count(&self) {
-        use tessera_http::ops::{arbiter_action, arbiter_ruling};
+        use crate::metrics::{arbiter_action, arbiter_ruling};
         match self {
             Self::Ruled { verdict, .. } => {
                 arbiter_ruling(Level::Dispute.as_str(), verdict.as_str())
@@ -381,7 +381,7 @@ impl Arbiter {
         // Seen and not ruled yet, for /metrics: what a failed pass leaves
         // stays counted until a later pass rules on it.
         let mut queued = cases.len();
-        tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
+        crate::metrics::arbiter_queue(self.level.as_str(), queued);
         for (id, reason_uri) in cases {
             let action = match self.rule(id, &reason_uri).await {
                 // Its evidence is out of reach for now: next pass (still
@@ -402,7 +402,7 @@ impl Arbiter {
                 other => other?,
             };
             queued -= 1;
-            tessera_http::ops::arbiter_queue(self.level.as_str(), queued);
+            crate::metrics::arbiter_queue(self.level.as_str(), queued);
             action.iter().for_each(Action::count);
             actions.extend(action);
         }

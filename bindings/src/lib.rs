@@ -28,8 +28,6 @@
 //! - [`offers`]: who offers a capability, read in bounded pages, and the
 //!   off-chain choice the escrow checks again at creation;
 //! - [`usdc`]: the one USDC amount type (parse, format, serde, ranges);
-//! - [`injection`]: the one detector for text aimed at agents or the judge
-//!   (prompt injection), used by the workers, the runner and the arbiter;
 //! - [`logs`]: one adaptive `eth_getLogs` range (halved when a provider
 //!   refuses a range or a result count, grown back after successes);
 //! - [`rpc_metrics`]: JSON-RPC calls and failures counted by method on every
@@ -46,7 +44,6 @@ pub mod erc8004;
 pub mod feed;
 pub mod feedback;
 pub mod heads;
-pub mod injection;
 pub mod logs;
 pub mod offers;
 pub mod permit;

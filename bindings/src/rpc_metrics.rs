@@ -9,8 +9,8 @@
 //!
 //! They go through the `metrics` facade: a process that installed a
 //! recorder (every service, through `tessera_http::ops`) exports them, any
-//! other drops them for the price of an atomic load. The names are
-//! documented with every other metric in `tessera_http::ops::METRICS`.
+//! other drops them for the price of an atomic load. They are described,
+//! with [`crate::retry`]'s retries, in [`METRICS`].
 
 use std::task::{Context, Poll};
 
@@ -18,11 +18,39 @@ use alloy::{
     rpc::json_rpc::{RequestPacket, ResponsePacket},
     transports::{TransportError, TransportFut},
 };
+use tessera_metrics::{Kind, Metric};
+
+use crate::retry::RPC_RETRIES;
 
 /// Calls sent, by method.
 pub const RPC_REQUESTS: &str = "tessera_rpc_requests_total";
 /// Calls failed, by method and kind.
 pub const RPC_ERRORS: &str = "tessera_rpc_errors_total";
+
+/// The JSON-RPC metrics every service records through its provider.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: RPC_REQUESTS,
+        kind: Kind::Counter,
+        labels: &["method"],
+        help: "JSON-RPC calls sent to the chain over HTTP, by method (each call of a batch counts).",
+        buckets: &[],
+    },
+    Metric {
+        name: RPC_ERRORS,
+        kind: Kind::Counter,
+        labels: &["method", "kind"],
+        help: "JSON-RPC attempts that failed, by method: kind=transport (no answer: refused, timed out, or an HTTP error status such as 429/503) or kind=rpc (the node answered an error, a revert included).",
+        buckets: &[],
+    },
+    Metric {
+        name: RPC_RETRIES,
+        kind: Kind::Counter,
+        labels: &["method", "reason"],
+        help: "JSON-RPC calls sent again after a transient failure, by method and reason: rate_limited (429 or a rate-limit error), unavailable (500/502/503/504), connect (no connection), timeout.",
+        buckets: &[],
+    },
+];
 
 /// The tower layer that counts calls; see the module docs.
 #[derive(Debug, Clone, Copy, Default)]

@@ -315,7 +315,7 @@ fn serve_ops(
     provider: alloy::providers::DynProvider,
     blobs: Arc<dyn tessera_bindings::envelope::BlobStore + Send + Sync>,
 ) -> Result<Served> {
-    let ops = tessera_http::ops::Ops::new()
+    let ops = tessera_http::ops::Ops::with_metrics(&[tessera_arbiter::metrics::METRICS])
         .ready_when("database", move || {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }

@@ -22,6 +22,13 @@ async fn main() -> ExitCode {
     let format = args.log_format();
     let verbose = args.verbosity() > 0;
     cli::init_tracing(args.verbosity(), args.classify_trace(), format);
+    // Every service this binary runs records into one recorder, installed
+    // once with every part's metric table (so each histogram has its buckets).
+    tessera_http::ops::install(&[
+        tessera_orchestrator::ops::METRICS,
+        tessera_indexer::metrics::METRICS,
+        tessera_arbiter::metrics::METRICS,
+    ]);
     // The command futures hold whole chain sessions; keep them off the stack.
     match Box::pin(args.run()).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -270,7 +270,7 @@ async fn every_party_at_home_settles_a_plan_over_the_inline_limit() {
 
     let http = reqwest::Client::new();
     support::wait_up(&http, &api).await;
-    let source = tessera_anvil::demo_homes::long_article();
+    let source = tessera_stack::demo_homes::long_article();
     let executor = |id: &str| env.actors.agent(demo_agent(id).account);
     let plan_id = B256::repeat_byte(0x29);
     let plan = json!({

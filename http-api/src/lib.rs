@@ -26,7 +26,8 @@
 //! limit on each request and a gate on open event streams.
 //!
 //! [`ops`] holds what every service offers its operators: `/metrics`
-//! (Prometheus), `/healthz`, `/readyz`, and the metrics' names in one table.
+//! (Prometheus, the tables of metrics each crate records), `/healthz`,
+//! `/readyz`.
 //!
 //! [`blobs`] serves a service's content-addressed blob store at
 //! `GET /blobs/{hash}`, the same way everywhere.

@@ -97,7 +97,7 @@ pub fn of(indexer: &crate::Indexer, gate: StreamGate) -> Router {
 pub fn ops(indexer: &crate::Indexer) -> tessera_http::ops::Ops {
     let store = indexer.store().clone();
     let provider = indexer.provider().clone();
-    tessera_http::ops::Ops::new()
+    tessera_http::ops::Ops::with_metrics(&[crate::metrics::METRICS])
         .ready_when("database", move || {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }

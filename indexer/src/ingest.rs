@@ -276,7 +276,7 @@ impl Indexer {
                 "batch indexed"
             );
             stored += applied.events;
-            tessera_http::ops::events_indexed(applied.events as u64);
+            crate::metrics::events_indexed(applied.events as u64);
             unfolded += applied.events;
             // A long backfill folds its tasks now and then, so the API
             // does not wait for the whole range.
@@ -319,7 +319,7 @@ impl Indexer {
         let derived = self.store.derive(self.blobs.clone(), self.cfg.derive_chunk).await?;
         let indexed = derived.through.saturating_sub(1);
         self.progress.send_replace(Progress { head, indexed });
-        tessera_http::ops::indexer_progress(head, indexed);
+        crate::metrics::indexer_progress(head, indexed);
         if !derived.tasks.is_empty() {
             let _ = self.updates.send(Update { block: indexed, tasks: derived.tasks, reorg: None });
         }
@@ -332,9 +332,9 @@ impl Indexer {
     fn observe_head(&self, head: u64) {
         let known = *self.progress.borrow();
         if known == Progress::default() {
-            tessera_http::ops::indexer_head(head);
+            crate::metrics::indexer_head(head);
         } else {
-            tessera_http::ops::indexer_progress(head, known.indexed);
+            crate::metrics::indexer_progress(head, known.indexed);
         }
     }
 

@@ -11,10 +11,12 @@
 //!   rows, and the codecs between values and columns.
 //! - [`derive`]: the pure folds of a task and an agent.
 //! - [`api`]: the read API over the store, with its OpenAPI document.
+//! - [`metrics`]: its progress and events stored, for `/metrics`.
 
 pub mod api;
 pub mod derive;
 pub mod ingest;
+pub mod metrics;
 pub mod render;
 pub mod store;
 

@@ -3,17 +3,16 @@
 //! are active), an [`AgentRecords`] source says what their settled tasks
 //! show, and [`crate::select`] scores them.
 //!
-//! The records come from the indexer ([`IndexStore`] implements
-//! [`AgentRecords`]); an orchestrator without a source gives every agent the
+//! The records come from the indexer (its store implements
+//! [`AgentRecords`], handed in with [`Orchestrator::with_records`]); an
+//! orchestrator without a source gives every agent the
 //! empty record (the prior only), so every policy then picks the cheapest.
 //! A record that cannot be read is logged and taken as empty: a choice never
 //! fails because the index is behind or down.
 
-use std::{collections::HashMap, future::Future, pin::Pin};
-
 use alloy::primitives::Address;
 use tessera_bindings::{AgentRegistry, capability, offers, usdc::Usdc};
-use tessera_indexer::{IndexStore, store::AgentStats};
+pub use tessera_records::{AgentRecords, RecordFuture, RecordsError};
 
 use crate::{
     plan::{Choice, Plan, PlanError, Selection},
@@ -25,59 +24,6 @@ use crate::{
 /// Most offers of one capability that are scored: the cheapest eligible
 /// ones (each needs a record read). An offer beyond them is never chosen.
 pub const MAX_SCORED: usize = 64;
-
-/// Why a record could not be read.
-pub type RecordsError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A record being read.
-pub type RecordFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<AgentRecord, RecordsError>> + Send + 'a>>;
-
-/// Where agents' records come from.
-pub trait AgentRecords: Send + Sync {
-    /// What `agent`'s settled tasks show, weighed for `sponsor` (its own
-    /// tasks count double, see [`tessera_indexer::store::evidence`]); the
-    /// empty record when it has none.
-    fn record(&self, agent: Address, sponsor: Address) -> RecordFuture<'_>;
-}
-
-impl AgentRecords for IndexStore {
-    fn record(&self, agent: Address, sponsor: Address) -> RecordFuture<'_> {
-        Box::pin(async move {
-            let Some(view) = self.agent(&agent.to_string()).await? else {
-                return Ok(AgentRecord::default());
-            };
-            let mut record = record_of(&view.stats);
-            record.weight = self.evidence(&view.agent, Some(&sponsor.to_string())).await?;
-            Ok(record)
-        })
-    }
-}
-
-/// Fixed records (tests, or a snapshot); an agent not listed has none.
-impl AgentRecords for HashMap<Address, AgentRecord> {
-    fn record(&self, agent: Address, _sponsor: Address) -> RecordFuture<'_> {
-        let record = self.get(&agent).copied().unwrap_or_default();
-        Box::pin(async move { Ok(record) })
-    }
-}
-
-/// The record the indexer's statistics give: completed (paid or split),
-/// disputes lost (refunded) and expired tasks, the median delivery time,
-/// and the same tasks weighed with no sponsor's own history.
-/// Declines are not counted, as cancels are not: an executor that says no
-/// at once costs the sponsor a block, not a deadline, and should not be
-/// taught to let a task expire instead.
-pub fn record_of(stats: &AgentStats) -> AgentRecord {
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    AgentRecord {
-        completed: count(stats.completed),
-        refunded: count(stats.refunded),
-        expired: count(stats.expired),
-        median_completion_secs: stats.median_completion_secs.and_then(|m| u64::try_from(m).ok()),
-        weight: stats.evidence,
-    }
-}
 
 impl Orchestrator {
     /// The executor `policy` picks for sub-task `index` of `capability`
@@ -183,40 +129,9 @@ impl Orchestrator {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::select::Evidence;
+    use std::collections::HashMap;
 
-    #[test]
-    fn index_stats_read_as_records() {
-        let stats = AgentStats {
-            tasks: 9,
-            completed: 4,
-            disputed: 2,
-            refunded: 1,
-            expired: 3,
-            declined: 5,
-            earnings: Usdc::ZERO,
-            median_accept_secs: Some(2),
-            median_completion_secs: Some(7),
-            success_rate: Some(0.5),
-            evidence: Evidence { completed: 1.5, failed: 0.5, funders: 2, ..Evidence::default() },
-        };
-        let r = record_of(&stats);
-        assert_eq!(
-            r,
-            AgentRecord {
-                completed: 4,
-                refunded: 1,
-                expired: 3,
-                median_completion_secs: Some(7),
-                weight: stats.evidence,
-            }
-        );
-        assert_eq!(r.settled(), 8);
-        let odd = AgentStats { completed: -1, median_completion_secs: Some(-5), ..stats };
-        assert_eq!(record_of(&odd).completed, 0);
-        assert_eq!(record_of(&odd).median_completion_secs, None);
-    }
+    use super::*;
 
     #[tokio::test]
     async fn fixed_records_answer_per_agent() {

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use tessera_bindings::{
     ITaskEscrow::Task,
     TaskEscrow::TaskEscrowEvents,
-    injection::Finding,
     task::{Settlement, Status, decode_log},
 };
+use tessera_injection::Finding;
 
 use crate::state::{EventKind, Fields};
 
@@ -59,7 +59,7 @@ pub fn decline_reason<E: std::fmt::Display>(doc: Result<Vec<u8>, E>) -> String {
 }
 
 /// The fields of an `output_flagged` event for sub-task `index` whose result
-/// tripped `findings` (see [`tessera_bindings::injection`]); `None` when it
+/// tripped `findings` (see [`tessera_injection`]); `None` when it
 /// tripped nothing. The flag informs and does not decide: the plan goes on,
 /// and the review gate or a dispute settles the work.
 pub fn output_flag(index: u32, findings: &[Finding]) -> Option<Value> {
@@ -266,7 +266,7 @@ pub fn merge(body: &mut Value, extra: Value) {
 
 #[cfg(test)]
 mod tests {
-    use tessera_bindings::injection::scan_json;
+    use tessera_injection::scan_json;
 
     use super::*;
 

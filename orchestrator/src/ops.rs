@@ -1,17 +1,102 @@
-//! The orchestrator's metrics and readiness (see `tessera_http::ops` for
-//! every name): runs by state read from the store at each scrape, sub-task
-//! phase latencies observed when the runner sees a step, and `/readyz`
-//! answering once the run store and the chain both do (and, in replica
-//! mode, once this replica holds its lane's lease).
+//! The orchestrator's metrics ([`METRICS`]) and readiness (served by
+//! `tessera_http::ops`): runs by state read from the store at each scrape,
+//! sub-task phase latencies observed when the runner sees a step, the
+//! decisions it applied, the lanes' leases, and `/readyz` answering once the
+//! run store and the chain both do (and, in replica mode, once this replica
+//! holds its lane's lease).
 
 use alloy::rpc::types::Log;
 use tessera_bindings::{
     TaskEscrow::TaskEscrowEvents,
     task::{Status, decode_log},
 };
-use tessera_http::ops::{self, Ops};
+use tessera_http::ops::{Kind, Metric, Ops};
 
 use crate::{replica::Lane, runner::Orchestrator, state::Phase, store::Store};
+
+/// Runs by state (`state`: proposed, running, paused, cancelling, completed,
+/// cancelled, failed), read from the run store at each scrape.
+pub const RUNS: &str = "tessera_runs";
+/// Seconds between two steps of a sub-task's task, in chain time.
+pub const PHASE_SECONDS: &str = "tessera_subtask_phase_seconds";
+/// Run decisions the runner applied.
+pub const DECISIONS: &str = "tessera_decisions_applied_total";
+/// Whether this process holds a lane's run lease.
+pub const LEASE_OWNED: &str = "tessera_lease_owned";
+/// Leases this process took over from another holder.
+pub const LEASE_TAKEOVERS: &str = "tessera_lease_takeovers_total";
+
+/// Buckets of [`PHASE_SECONDS`]: a second to a day.
+pub const PHASE_BUCKETS: &[f64] =
+    &[1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0];
+
+/// The orchestrator's metrics.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: RUNS,
+        kind: Kind::Gauge,
+        labels: &["state"],
+        help: "Runs in each state, read from the run store at each scrape.",
+        buckets: &[],
+    },
+    Metric {
+        name: PHASE_SECONDS,
+        kind: Kind::Histogram,
+        labels: &["phase"],
+        help: "Seconds (block time) a sub-task's task spent before each step: created_to_accepted, accepted_to_completed, completed_to_paid (a delivery, accepted and completed in one call, has accepted_to_completed 0); observed when the runner sees the step.",
+        buckets: PHASE_BUCKETS,
+    },
+    Metric {
+        name: DECISIONS,
+        kind: Kind::Counter,
+        labels: &["kind", "ok"],
+        help: "Run decisions the runner applied (approve, dispute, retry, executor, cancel, checkpoint, appeal), by whether they succeeded.",
+        buckets: &[],
+    },
+    Metric {
+        name: LEASE_OWNED,
+        kind: Kind::Gauge,
+        labels: &["lane"],
+        help: "1 while this process holds the lane's run lease, 0 once it lost or released it.",
+        buckets: &[],
+    },
+    Metric {
+        name: LEASE_TAKEOVERS,
+        kind: Kind::Counter,
+        labels: &["lane"],
+        help: "Run leases this process took over after their holder's lease expired.",
+        buckets: &[],
+    },
+];
+
+/// Sets [`RUNS`] for each `(state, runs)`.
+pub fn runs(counts: &[(&'static str, u64)]) {
+    for &(state, n) in counts {
+        metrics::gauge!(RUNS, "state" => state).set(n as f64);
+    }
+}
+
+/// Observes one [`PHASE_SECONDS`] sample of `phase`
+/// (`created_to_accepted`, `accepted_to_completed`, `completed_to_paid`).
+pub fn phase_seconds(phase: &'static str, seconds: f64) {
+    metrics::histogram!(PHASE_SECONDS, "phase" => phase).record(seconds);
+}
+
+/// Counts one decision of `kind` applied, successfully or not.
+pub fn decision_applied(kind: &'static str, ok: bool) {
+    metrics::counter!(DECISIONS, "kind" => kind, "ok" => if ok { "true" } else { "false" })
+        .increment(1);
+}
+
+/// Sets [`LEASE_OWNED`] of `lane`: this process holds its lease or not.
+pub fn lease_owned(lane: &str, owned: bool) {
+    metrics::gauge!(LEASE_OWNED, "lane" => lane.to_owned()).set(if owned { 1.0 } else { 0.0 });
+}
+
+/// Counts one [`LEASE_TAKEOVERS`] of `lane`.
+pub fn lease_takeover(lane: &str) {
+    metrics::counter!(LEASE_TAKEOVERS, "lane" => lane.to_owned()).increment(1);
+}
 
 /// The service's `/metrics`, `/healthz` and `/readyz` over `orch`: ready
 /// when its store answers `SELECT 1` and its chain `eth_blockNumber`.
@@ -19,7 +104,7 @@ pub fn service_ops(orch: &Orchestrator) -> Ops {
     let store = orch.store().clone();
     let scraped = store.clone();
     let provider = orch.chain().provider().clone();
-    Ops::new()
+    Ops::with_metrics(&[METRICS])
         .ready_when("database", move || {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }
@@ -47,7 +132,7 @@ pub fn with_lease(ops: Ops, lane: std::sync::Arc<Lane>) -> Ops {
 /// Sets `tessera_runs{state}` for every state (0 for those without runs).
 pub async fn refresh_runs(store: &Store) {
     match store.runs_by_state().await {
-        Ok(counts) => ops::runs(&counts),
+        Ok(counts) => runs(&counts),
         Err(e) => tracing::warn!(error = %e, "counting runs by state for /metrics"),
     }
 }
@@ -129,7 +214,7 @@ pub fn phase_latencies(before: Phase, after: Phase, logs: &[Log]) -> Vec<(&'stat
 /// Records [`phase_latencies`] of a move.
 pub fn observe_phases(before: Phase, after: Phase, logs: &[Log]) {
     for (phase, seconds) in phase_latencies(before, after, logs) {
-        ops::phase_seconds(phase, seconds);
+        phase_seconds(phase, seconds);
     }
 }
 
@@ -186,11 +271,43 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn recorded_metrics_render_with_their_names_labels_and_help() {
+        let text = tessera_http::ops::render_with(&[METRICS], || {
+            runs(&[("completed", 2), ("running", 0)]);
+            phase_seconds("created_to_accepted", 3.0);
+            phase_seconds("created_to_accepted", 7.0);
+            decision_applied("approve", true);
+            lease_owned("lane-0", true);
+            lease_takeover("lane-0");
+        });
+        for line in [
+            "tessera_runs{state=\"completed\"} 2",
+            "tessera_runs{state=\"running\"} 0",
+            "tessera_subtask_phase_seconds_bucket{phase=\"created_to_accepted\",le=\"5\"} 1",
+            "tessera_subtask_phase_seconds_bucket{phase=\"created_to_accepted\",le=\"+Inf\"} 2",
+            "tessera_subtask_phase_seconds_sum{phase=\"created_to_accepted\"} 10",
+            "tessera_subtask_phase_seconds_count{phase=\"created_to_accepted\"} 2",
+            "tessera_decisions_applied_total{kind=\"approve\",ok=\"true\"} 1",
+            "tessera_lease_owned{lane=\"lane-0\"} 1",
+            "tessera_lease_takeovers_total{lane=\"lane-0\"} 1",
+            "# TYPE tessera_subtask_phase_seconds histogram",
+            "# TYPE tessera_runs gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
+        }
+        // Every metric of the table, recorded above, has its help line.
+        tessera_http::ops::check(METRICS).unwrap();
+        for m in METRICS {
+            assert!(text.contains(&format!("# HELP {} ", m.name)), "no help for {}", m.name);
+        }
+    }
+
     #[tokio::test]
     async fn a_standby_replica_is_not_ready() {
         let lane = Lane::new(crate::replica::ReplicaConfig::new("postgres://x"), Address::ZERO);
         let name = lane.name().to_owned();
-        let ops = with_lease(Ops::new(), std::sync::Arc::new(lane));
+        let ops = with_lease(Ops::with_metrics(&[METRICS]), std::sync::Arc::new(lane));
         let (ready, checks) = ops.readiness().await;
         assert!(!ready);
         assert_eq!(

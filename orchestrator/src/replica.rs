@@ -219,16 +219,16 @@ pub enum ReplicaError {
     Listen(#[source] sqlx::Error),
 }
 
-/// The lease's metrics (`tessera_http::ops`): whether this replica owns
+/// The lease's metrics ([`crate::ops`]): whether this replica owns
 /// `lane` now.
 fn report_owned(lane: &str, owned: bool) {
-    tessera_http::ops::lease_owned(lane, owned);
+    crate::ops::lease_owned(lane, owned);
 }
 
 /// The lease's metrics: this replica took `lane` over from another that
 /// stopped renewing.
 fn report_takeover(lane: &str) {
-    tessera_http::ops::lease_takeover(lane);
+    crate::ops::lease_takeover(lane);
 }
 
 /// Replica mode running: the heartbeat loop keeping (or claiming) the

@@ -15,7 +15,7 @@
 //!
 //! - **Reliability**, the mean of a Beta(2, 1) prior updated by the record
 //!   *weighed by the money behind it* ([`Evidence`], see
-//!   [`tessera_indexer::store::evidence`]):
+//!   [`tessera_records::evidence`]):
 //!   `R = (completed + 2) / (settled + 3)` over weighted tasks, where a task
 //!   counts `min(amount, 1 USDC)` dollars' worth, nothing below 0.01 USDC,
 //!   a funder's `n` units count `√n`, a funder the agent itself paid counts
@@ -70,88 +70,12 @@ use std::cmp::Ordering;
 use alloy::primitives::Address;
 use serde::Serialize;
 use tessera_bindings::usdc::{UNIT, Usdc};
-use tessera_indexer::store::evidence::EVIDENCE_FLOOR_UNITS;
-pub use tessera_indexer::store::evidence::Evidence;
+use tessera_records::evidence::EVIDENCE_FLOOR_UNITS;
+pub use tessera_records::{
+    AgentRecord, LATENCY_FLOOR, PRIOR_FAILURES, PRIOR_SUCCESSES, TARGET_SECS, evidence::Evidence,
+};
 
 use crate::plan::{Choice, RunnerUp, Selection};
-
-/// Successes the prior counts before any record (`a` of Beta(a, b)).
-pub const PRIOR_SUCCESSES: u64 = 2;
-/// Failures the prior counts before any record (`b` of Beta(a, b)).
-pub const PRIOR_FAILURES: u64 = 1;
-/// The delivery time, in seconds, at which the latency factor is 0.9.
-pub const TARGET_SECS: u64 = 300;
-/// The lowest the latency factor goes (an agent infinitely slow).
-pub const LATENCY_FLOOR: f64 = 0.8;
-
-/// What an agent's settled tasks show.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct AgentRecord {
-    /// Paid, or split after a dispute.
-    pub completed: u64,
-    /// Refunded in full after a dispute: a dispute it lost.
-    pub refunded: u64,
-    /// Not accepted, or not delivered, before the deadline.
-    pub expired: u64,
-    /// Median seconds from acceptance to delivery, when any was delivered.
-    pub median_completion_secs: Option<u64>,
-    /// The same tasks weighed by the money and the funders behind them:
-    /// what [`AgentRecord::reliability`] is computed from.
-    pub weight: Evidence,
-}
-
-impl AgentRecord {
-    /// A record whose every task a distinct stranger paid at least a dollar
-    /// for, so each weighs one: the counts and the weights agree.
-    pub fn uniform(
-        completed: u64,
-        refunded: u64,
-        expired: u64,
-        median_completion_secs: Option<u64>,
-    ) -> Self {
-        let failed = refunded.saturating_add(expired);
-        Self {
-            completed,
-            refunded,
-            expired,
-            median_completion_secs,
-            weight: Evidence {
-                completed: completed as f64,
-                failed: failed as f64,
-                funders: completed.saturating_add(failed),
-                ..Evidence::default()
-            },
-        }
-    }
-
-    /// Tasks settled in a way that speaks for or against the agent.
-    pub fn settled(&self) -> u64 {
-        self.completed.saturating_add(self.refunded).saturating_add(self.expired)
-    }
-
-    /// `R = (completed + 2) / (settled + 3)` over the weighted tasks, in
-    /// `(0, 1)`.
-    pub fn reliability(&self) -> f64 {
-        let w = &self.weight;
-        (w.completed.max(0.0) + PRIOR_SUCCESSES as f64)
-            / (w.settled().max(0.0) + (PRIOR_SUCCESSES + PRIOR_FAILURES) as f64)
-    }
-
-    /// The same prior over the raw counts, every task weighing one: the
-    /// rule before records were weighed, which a self-funded record games
-    /// (kept to show what weighing changes).
-    pub fn unweighted_reliability(&self) -> f64 {
-        (self.completed as f64 + PRIOR_SUCCESSES as f64)
-            / (self.settled() as f64 + (PRIOR_SUCCESSES + PRIOR_FAILURES) as f64)
-    }
-
-    /// `L = 0.8 + 0.2 · T / (T + m)`, in `(0.8, 1]`; `m = T` when unknown.
-    pub fn latency(&self) -> f64 {
-        let target = TARGET_SECS as f64;
-        let median = self.median_completion_secs.map_or(target, |m| m as f64);
-        LATENCY_FLOOR + (1.0 - LATENCY_FLOOR) * target / (target + median)
-    }
-}
 
 /// One agent's offer of the capability, with its record.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -688,8 +612,8 @@ mod tests {
         assert_eq!(wallets_to_outrank(20, 60), 20);
         // One wallet's n dollars weigh √n: the same record from one wallet
         // takes the square of the wallets' count in USDC.
-        let one = tessera_indexer::store::evidence::weigh(
-            &[tessera_indexer::store::evidence::FunderRecord {
+        let one = tessera_records::evidence::weigh(
+            &[tessera_records::evidence::FunderRecord {
                 funder: "0x1".into(),
                 completed: 121,
                 failed: 0,

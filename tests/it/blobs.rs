@@ -26,6 +26,7 @@ use tessera_bindings::{
 };
 use tessera_e2e::{Stack, TestEnv};
 use tessera_orchestrator::{plan::Plan, runner::RunnerConfig};
+use tessera_stack::WorkerCard as _;
 use tessera_workers::{
     AgentCard,
     runtime::{Handled, Worker},

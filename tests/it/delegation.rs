@@ -283,8 +283,8 @@ async fn a_delegating_worker_accepts_before_funding_pays_its_child_and_delivers(
         "the same child, not a second one: {again:?}"
     );
     // Now the translator comes up and takes the child task.
-    let shared: tessera_anvil::stack::Blobs = s.blobs.clone();
-    let _translating = tessera_anvil::stack::spawn_worker(
+    let shared: tessera_stack::Blobs = s.blobs.clone();
+    let _translating = tessera_stack::spawn_worker(
         &s.env.chain.endpoints(),
         &s.env.actors,
         &s.env.deployment,

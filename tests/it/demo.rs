@@ -7,7 +7,7 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
     // anvil binds a port of its own choosing; the outcome says which, so we
     // can check afterwards that nothing listens there.
     let _slot = tessera_e2e::anvil_slot().await;
-    let outcome = tessera_anvil::demo::run(&ChainOptions::default()).await.expect("demo runs");
+    let outcome = tessera_stack::demo::run(&ChainOptions::default()).await.expect("demo runs");
     let port = outcome.chain_port;
     for step in ["createTaskWithPermit", "acceptTask", "completeTask", "approvePayment"] {
         assert!(outcome.transcript.contains(step), "missing {step} in:\n{}", outcome.transcript);

@@ -12,12 +12,12 @@ use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::{
     client::connect,
     envelope::{BlobStore, Envelope, EnvelopeCodec, FsBlobStore, Input, MemoryBlobStore, Parent},
-    injection,
 };
 use tessera_e2e::{
     Stack, TestEnv,
     mock_openai::{MockOpenAi, Reply},
 };
+use tessera_injection as injection;
 use tessera_orchestrator::{plan::Plan, runner::RunnerConfig};
 use tessera_workers::{
     AgentCard,

@@ -78,8 +78,9 @@ async fn a_sybil_that_self_funds_a_hundred_one_unit_tasks_does_not_outrank_an_ho
     assert!((e.completed - 1.5f64.sqrt()).abs() < 1e-9, "1.5 USDC from one funder: {e:?}");
 
     // The old rule, every task weighing one, ranked the Sybil first.
-    let record =
-        |v: &tessera_indexer::store::AgentView| tessera_orchestrator::choose::record_of(&v.stats);
+    let record = |v: &tessera_indexer::store::AgentView| {
+        tessera_indexer::store::records::record_of(&v.stats)
+    };
     assert!(
         record(&sybil_view).unweighted_reliability()
             > record(&honest_view).unweighted_reliability(),

@@ -11,7 +11,7 @@
 //! `<task-data>` tags, written with [`quote_json`] so no string in it can
 //! close the tags, and each upstream output marked as untrusted material
 //! from another agent, with the rules of the shared detector
-//! ([`tessera_bindings::injection`]) it trips — the same framing the
+//! ([`tessera_injection`]) it trips — the same framing the
 //! arbiter's council gives the evidence. A malformed answer, a server
 //! error, rate limiting or a timeout is retried once ([`LlmError::retryable`]);
 //! a second failure, or a refused key or request, is an error, and the
@@ -25,7 +25,7 @@ use async_openai::{
     types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse},
 };
 use serde_json::{Value, json};
-use tessera_bindings::injection::{self, quote_json};
+use tessera_injection::{self as injection, quote_json};
 use tessera_llm::{Endpoint, ForcedTool};
 
 use crate::{AgentCard, TaskInput};

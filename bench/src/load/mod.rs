@@ -41,10 +41,10 @@ use tessera_anvil::{
     chain::{ChainOptions, Endpoints, LocalChain},
     deploy::{self, DEMO_AGENTS, DeployConfig},
     lifecycle::{Driver, spec_of_len},
-    stack::spawn_worker,
 };
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
 use tessera_orchestrator::plan::Plan;
+use tessera_stack::spawn_worker;
 
 mod api;
 mod report;
@@ -445,7 +445,7 @@ impl Drop for Workers {
 }
 
 pub(crate) async fn workers(bench: &Bench) -> Result<Workers> {
-    let blobs: tessera_anvil::stack::Blobs = Arc::new(FsBlobStore::new(bench.dir.join("blobs")));
+    let blobs: tessera_stack::Blobs = Arc::new(FsBlobStore::new(bench.dir.join("blobs")));
     let at = Endpoints { http: bench.chain.endpoint_url(), ws: bench.chain.ws_endpoint() };
     let mut out = Vec::new();
     for agent in DEMO_AGENTS {

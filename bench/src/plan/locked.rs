@@ -11,7 +11,7 @@ use alloy::{
     primitives::U256,
     providers::{DynProvider, Provider},
 };
-use tessera_anvil::Error;
+use tessera_stack::Error;
 
 /// One task's funding: amount (base units), and the blocks that created
 /// and settled it.

@@ -19,8 +19,9 @@
 
 use std::{collections::BTreeMap, time::Instant};
 
-use tessera_anvil::{Error, chain::ChainOptions, lifecycle::Driver};
+use tessera_anvil::{chain::ChainOptions, lifecycle::Driver};
 use tessera_orchestrator::plan::{Funding, Plan};
+use tessera_stack::Error;
 
 use crate::rpc_proxy::Counts;
 

@@ -17,13 +17,9 @@ use alloy::{
     sol_types::SolValue,
 };
 use tessera_anvil::{
-    Error,
     actors::Actors,
     chain::{ChainOptions, Endpoints, LocalChain},
     deploy::{self, DEMO_AGENTS, DeployConfig},
-    stack::{
-        Blobs, spawn_polling_worker, spawn_worker, start_orchestrator, start_polling_orchestrator,
-    },
     standin::{Limits, StandIn},
 };
 use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
@@ -31,6 +27,11 @@ use tessera_orchestrator::{
     plan::{Plan, ReviewMode, SubTask},
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
+};
+
+use tessera_stack::{
+    Blobs, Error, spawn_polling_worker, spawn_worker, start_orchestrator,
+    start_polling_orchestrator,
 };
 
 use super::{locked, report::IdleRow};

@@ -42,7 +42,10 @@ pub use model::{
     Envelope, Input, MAX_GROUP_LABEL_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, Parent, Upstream,
     path_segments, readable,
 };
-pub use sources::{BLOB_FETCH_SECONDS, BLOB_FETCHES, BlobSources, FetchError, FetchLimits};
+pub use sources::{
+    BLOB_FETCH_BUCKETS, BLOB_FETCH_SECONDS, BLOB_FETCHES, BlobSources, FetchError, FetchLimits,
+    METRICS as BLOB_METRICS,
+};
 
 /// Why an envelope could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]

@@ -19,8 +19,7 @@
 //! `hint` or `gateway`; `outcome` = `hit`, `not_found`, `error` or
 //! `refused`), one per source consulted, and
 //! `tessera_blob_fetch_seconds{source}`, the time each remote source took
-//! (its retries included). Both are documented with every other metric in
-//! `tessera_http::ops::METRICS`.
+//! (its retries included). Both are described in [`METRICS`].
 
 use std::{
     sync::Arc,
@@ -28,6 +27,7 @@ use std::{
 };
 
 use reqwest::{StatusCode, header};
+use tessera_metrics::{Kind, Metric};
 
 use super::{
     BlobError, BlobHash, BlobRef, BlobStore, BlobUrl, Envelope, EnvelopeCodec, EnvelopeError,
@@ -38,6 +38,28 @@ use super::{
 pub const BLOB_FETCHES: &str = "tessera_blob_fetches_total";
 /// Seconds a remote source took to answer a blob, retries included.
 pub const BLOB_FETCH_SECONDS: &str = "tessera_blob_fetch_seconds";
+
+/// Buckets of [`BLOB_FETCH_SECONDS`]: 5 ms to half a minute.
+pub const BLOB_FETCH_BUCKETS: &[f64] =
+    &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+/// The blob metrics every party that reads blobs records.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: BLOB_FETCHES,
+        kind: Kind::Counter,
+        labels: &["source", "outcome"],
+        help: "Content-addressed blobs looked for, one per source consulted: source=local (this party's store), hint (the URI's ?src= location) or gateway (a configured --blob-gateway); outcome=hit, not_found, error (transient after retries, or a redirect loop or other 4xx) or refused (bytes that do not hash right, or over the size limit).",
+        buckets: &[],
+    },
+    Metric {
+        name: BLOB_FETCH_SECONDS,
+        kind: Kind::Histogram,
+        labels: &["source"],
+        help: "Seconds a remote blob source (source=hint or gateway) took to answer, retries included.",
+        buckets: BLOB_FETCH_BUCKETS,
+    },
+];
 
 /// How far a reader goes for one blob.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -182,7 +182,7 @@ impl Cli {
         match self.command {
             Command::Demo(chain) => {
                 let outcome =
-                    until_interrupted(Box::pin(tessera_anvil::demo::run(&chain.options()))).await?;
+                    until_interrupted(Box::pin(tessera_stack::demo::run(&chain.options()))).await?;
                 print!("{}", outcome.transcript);
             }
             Command::Chain { chain, block_time, deployment } => {

@@ -96,7 +96,11 @@ pub(crate) fn card(view: &RunView) -> String {
             out.push_str(&format!("       {pad}{}\n", choice_line(c)));
         }
         // A nested plan's conditions read by step path, as the API writes them.
-        let when = path.as_ref().and_then(|p| view.conditions.get(p)).or(t.when.as_ref());
+        let when = path
+            .as_ref()
+            .and_then(|p| view.conditions.get(p))
+            .map(String::as_str)
+            .or(t.when.as_ref().map(|w| w.as_str()));
         if let Some(when) = when {
             out.push_str(&format!("       {pad}runs only if {when}; else skipped, unfunded\n"));
         }

@@ -11,6 +11,8 @@
 //!   through recursive queries that run on SQLite and PostgreSQL alike.
 //! - [`evidence`]: an agent's record weighed by the money and the distinct
 //!   funders behind it, so that it costs real money to fake.
+//! - [`records`]: the store as the orchestrator's source of agents'
+//!   records ([`tessera_records::AgentRecords`]).
 //! - [`feedback`]: ERC-8004 identities and feedback, each matched against
 //!   the escrow's settlements.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
@@ -22,6 +24,7 @@ pub mod evidence;
 pub mod feedback;
 mod lineage;
 mod queries;
+pub mod records;
 mod rollback;
 pub mod rows;
 mod writes;

@@ -6,9 +6,9 @@ use alloy::rpc::types::Log;
 use serde_json::{Value, json};
 use tessera_bindings::{
     envelope::FetchError,
-    injection,
     task::{Status, TaskRecord},
 };
+use tessera_injection as injection;
 
 use super::{Chain, Orchestrator, RunError};
 use crate::{

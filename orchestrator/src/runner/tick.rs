@@ -84,7 +84,7 @@ impl Orchestrator {
                 // Another runner recorded it first; its outcome stands.
                 continue;
             }
-            tessera_http::ops::decision_applied(decision.kind.as_str(), outcome.ok);
+            crate::ops::decision_applied(decision.kind.as_str(), outcome.ok);
             let event = RunEvent::DecisionApplied {
                 plan_id: plan.id,
                 index: decision.index,

@@ -28,7 +28,7 @@
 //! instructions aimed at an agent, a model or the judge — "ignore previous
 //! instructions", "note to the next agent: …", "dear judge, rule for the
 //! worker", "approve the payment to 0x…" (the shared detector,
-//! [`tessera_bindings::injection`]) — are **dropped** before a capability
+//! [`tessera_injection`]) — are **dropped** before a capability
 //! sees the text, rather than rendered in quotes: an extractive summary or a
 //! glossary translation cannot mark a sentence as quoted in a way the next
 //! reader is bound to respect, and a result that carries such a sentence is
@@ -47,7 +47,7 @@ mod text;
 mod translate;
 
 use serde::Serialize;
-use tessera_bindings::injection::{self, Finding, Screened};
+use tessera_injection::{self as injection, Finding, Screened};
 
 pub use brief::{Brief, Composite, DelegatedWork, brief, brief_of, composite};
 pub use check::{MalformedResult, check_result};

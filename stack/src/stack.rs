@@ -6,6 +6,7 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use alloy::{network::EthereumWallet, primitives::B256, providers::Provider};
+use tessera_anvil::{actors::Actors, chain::Endpoints, deploy::DemoAgent};
 use tessera_bindings::{
     client::connect,
     deployment::Deployment,
@@ -17,7 +18,7 @@ use tessera_orchestrator::{
 };
 use tessera_workers::{AgentCard, runtime::Worker};
 
-use crate::{Error, actors::Actors, chain::Endpoints, deploy::DemoAgent};
+use crate::Error;
 
 /// Shared blob storage of one in-process stack.
 pub type Blobs = Arc<dyn BlobStore + Send + Sync>;
@@ -85,9 +86,14 @@ impl Drop for Home {
     }
 }
 
-impl DemoAgent {
+/// A demo agent's card as its worker runs it.
+pub trait WorkerCard {
     /// The agent's card as its worker loads it (offline model).
-    pub fn worker_card(&self) -> AgentCard {
+    fn worker_card(&self) -> AgentCard;
+}
+
+impl WorkerCard for DemoAgent {
+    fn worker_card(&self) -> AgentCard {
         AgentCard::new(self.card()).expect("demo agent cards are valid")
     }
 }
@@ -207,7 +213,7 @@ async fn orchestrator(
 /// of an indexer (in memory) over every block since the deployment, then
 /// its plan-tree query, drawn as `tessera tasks tree` draws it.
 pub async fn indexed_tree(
-    chain: &crate::chain::LocalChain,
+    chain: &tessera_anvil::chain::LocalChain,
     deployment: &Deployment,
     plan: B256,
     blobs: impl Into<BlobSources>,
@@ -226,4 +232,57 @@ pub async fn indexed_tree(
     let mut body = serde_json::to_value(&tree).map_err(|e| index_err(&e))?;
     body["block"] = indexer.provider().get_block_number().await?.into();
     Ok(tessera_indexer::render::plan_tree(&body))
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_anvil::deploy::DEMO_AGENTS;
+    use tessera_bindings::card::AgentCard;
+
+    #[test]
+    fn demo_cards_are_valid_and_read_back_from_their_uri() {
+        for agent in DEMO_AGENTS {
+            let card = AgentCard::from_uri(&agent.card_uri()).unwrap();
+            assert_eq!(card, agent.card().published());
+            assert_eq!(card.capabilities.len(), agent.offers.len());
+            for (offer, &(name, price)) in card.capabilities.iter().zip(agent.offers) {
+                assert_eq!((offer.name.as_str(), offer.price.base_units()), (name, price));
+            }
+            tessera_workers::AgentCard::new(agent.card()).unwrap();
+        }
+    }
+
+    /// Each demo agent's YAML card in `workers/cards/` publishes what the
+    /// deploy registers for it — the same capabilities at the same prices,
+    /// the same published card — so `tessera worker --card` on a demo key
+    /// reprices nothing; every other card there is named as not deployed.
+    #[test]
+    fn the_demo_cards_agree_with_what_the_deploy_registers() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workers/cards");
+        // Cards no deploy registers: the demo's brief agent (registered by
+        // its own worker) and the LLM example.
+        let not_deployed = ["brief-1", "llm-sentiment"];
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let card = tessera_workers::AgentCard::load(&path).unwrap();
+            let file = path.display();
+            if not_deployed.contains(&card.id.as_str()) {
+                continue;
+            }
+            let Some(agent) = DEMO_AGENTS.iter().find(|a| a.id == card.id) else {
+                panic!("{file}: {:?} is no demo agent's id", card.id)
+            };
+            let offers: Vec<(&str, u128)> =
+                card.capabilities.iter().map(|c| (c.name.as_str(), c.price.base_units())).collect();
+            assert_eq!(offers, agent.offers, "{file}: the deploy registers other prices");
+            assert_eq!(card.published(), agent.card().published(), "{file}");
+            assert_eq!(card.to_data_uri(), agent.card_uri(), "{file}: the metadata URI differs");
+            seen.push(agent.id);
+        }
+        seen.sort_unstable();
+        let mut all: Vec<&str> = DEMO_AGENTS.iter().map(|a| a.id).collect();
+        all.sort_unstable();
+        assert_eq!(seen, all, "one card per demo agent");
+    }
 }

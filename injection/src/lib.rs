@@ -31,8 +31,12 @@
 //! it flags stays visible (a run event, a verdict flag) for a human or the
 //! judge to weigh.
 //!
-//! The detector is split by job: [`patterns`] holds the word lists and the
+//! The detector is split by job: `patterns` holds the word lists and the
 //! rules' patterns, `matching` reads a sentence as words and matches them.
+//!
+//! It is a crate of its own, with no chain dependency, so every reader of
+//! material (workers, runner, arbiter, classifier) shares it without the
+//! contract bindings.
 
 mod matching;
 mod patterns;

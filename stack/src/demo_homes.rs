@@ -10,11 +10,9 @@ use std::{fmt::Write as _, path::PathBuf};
 
 use tessera_bindings::usdc::Usdc;
 
-use crate::{
-    Error,
-    deploy::{self, DemoAgent},
-    stack::Home,
-};
+use tessera_anvil::deploy::{self, DemoAgent};
+
+use crate::{Error, Home};
 
 /// The demo agent whose home reads no location hint.
 pub(crate) const CUT_OFF: &str = "summarizer-b";

@@ -1,0 +1,89 @@
+//! The indexer's metrics: how far it has read the chain and how many
+//! events it stored, recorded by [`crate::ingest`] and exported by
+//! `tessera_http::ops` ([`crate::api::ops`] describes them).
+
+use tessera_http::ops::{Kind, Metric};
+
+/// The chain head the indexer last read.
+pub const INDEXER_HEAD: &str = "tessera_indexer_head_block";
+/// The highest block the index reflects.
+pub const INDEXER_INDEXED: &str = "tessera_indexer_indexed_block";
+/// Chain head − indexed block.
+pub const INDEXER_LAG: &str = "tessera_indexer_head_lag_blocks";
+/// Escrow and registry events stored by the indexer.
+pub const INDEXER_EVENTS: &str = "tessera_indexer_events_total";
+
+/// The indexer's metrics.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        name: INDEXER_HEAD,
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "The chain head at the indexer's latest pass.",
+        buckets: &[],
+    },
+    Metric {
+        name: INDEXER_INDEXED,
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "The highest block the index reflects.",
+        buckets: &[],
+    },
+    Metric {
+        name: INDEXER_LAG,
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Blocks the index is behind the chain: head at the latest pass minus the highest indexed block.",
+        buckets: &[],
+    },
+    Metric {
+        name: INDEXER_EVENTS,
+        kind: Kind::Counter,
+        labels: &[],
+        help: "Escrow and registry events the indexer stored.",
+        buckets: &[],
+    },
+];
+
+/// Sets the indexer's head, indexed block and lag.
+pub fn indexer_progress(head: u64, indexed: u64) {
+    metrics::gauge!(INDEXER_HEAD).set(head as f64);
+    metrics::gauge!(INDEXER_INDEXED).set(indexed as f64);
+    metrics::gauge!(INDEXER_LAG).set(head.saturating_sub(indexed) as f64);
+}
+
+/// Sets the indexer's head only (its indexed block is not known yet).
+pub fn indexer_head(head: u64) {
+    metrics::gauge!(INDEXER_HEAD).set(head as f64);
+}
+
+/// Counts `n` events stored by the indexer.
+pub fn events_indexed(n: u64) {
+    metrics::counter!(INDEXER_EVENTS).increment(n);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_metrics_render_with_their_names_labels_and_help() {
+        let text = tessera_http::ops::render_with(&[METRICS], || {
+            indexer_progress(120, 100);
+            events_indexed(5);
+        });
+        for line in [
+            "tessera_indexer_head_block 120",
+            "tessera_indexer_indexed_block 100",
+            "tessera_indexer_head_lag_blocks 20",
+            "tessera_indexer_events_total 5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
+        }
+        // Every metric of the table, recorded above, has its help line.
+        tessera_http::ops::check(METRICS).unwrap();
+        for m in METRICS {
+            assert!(text.contains(&format!("# HELP {} ", m.name)), "no help for {}", m.name);
+        }
+    }
+}
