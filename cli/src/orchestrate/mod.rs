@@ -202,12 +202,7 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
              by typing the amount and the recipients.",
             terms.map_or("?", |t| t.amount.as_str()),
             terms
-                .map(|t| t
-                    .recipients
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "))
+                .map(|t| t.recipients.iter().map(render::address).collect::<Vec<_>>().join(", "))
                 .unwrap_or_default(),
             terms.map_or("?", |t| t.budget.as_str())
         );

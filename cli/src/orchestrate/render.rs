@@ -25,6 +25,11 @@ pub(super) fn usdc_of(amount: &Value) -> String {
     serde_json::from_value::<Usdc>(amount.clone()).map_or_else(|_| "? USDC".to_owned(), usdc)
 }
 
+/// An address as the API writes it (lower-case hex).
+pub(super) fn address(a: &Address) -> String {
+    a.to_string().to_lowercase()
+}
+
 /// A value the API writes as one JSON string (a state, a policy, an
 /// engine), as it writes it.
 fn word(v: &impl Serialize) -> String {
@@ -84,7 +89,7 @@ pub(crate) fn card(view: &RunView) -> String {
             "  {pad}{:>3}  {:<20} {:<44} {:>16}  {}{at}\n",
             t.index.to_string(),
             t.capability,
-            t.executor.map_or_else(|| "(unassigned)".to_owned(), |a| a.to_string()),
+            t.executor.map_or_else(|| "(unassigned)".to_owned(), |a| address(&a)),
             usdc(t.cost),
             if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
         ));
@@ -192,7 +197,7 @@ fn recovery_line(r: &RecoveryOverride) -> Option<String> {
 /// runner-up 0x2361…1E8f (37%: less reliable: …)`.
 fn choice_line(c: &Choice) -> String {
     let short = |a: &Address| {
-        let a = a.to_string();
+        let a = address(a);
         format!("{}…{}", &a[..6], &a[38..])
     };
     let mut out = format!("chosen: {} — {}", short(&c.executor), c.reason);
@@ -495,8 +500,8 @@ mod tests {
         let text = card(&view(&a.to_lowercase()));
         assert_eq!(
             text.lines().nth(4).unwrap(),
-            "       chosen: 0x14dC…9955 — balanced: 91% reliable (19/20 settled, 1 expired, \
-             prior 2:1), 0.42 USDC (cheapest 0.35 USDC); runner-up 0x2361…1E8f (37%: less \
+            "       chosen: 0x14dc…9955 — balanced: 91% reliable (19/20 settled, 1 expired, \
+             prior 2:1), 0.42 USDC (cheapest 0.35 USDC); runner-up 0x2361…1e8f (37%: less \
              reliable: 38% reliable (1/5 settled, 4 expired), 0.35 USDC)"
         );
         assert!(!card(&view(b)).contains("chosen"), "a hand-picked executor has no choice line");
@@ -504,7 +509,7 @@ mod tests {
             "score_bps": 10_000, "reason": "cheapest: 0.35 USDC, the only eligible offer"});
         assert_eq!(
             choice_line(&serde_json::from_value(alone).unwrap()),
-            "chosen: 0x14dC…9955 — cheapest: 0.35 USDC, the only eligible offer"
+            "chosen: 0x14dc…9955 — cheapest: 0.35 USDC, the only eligible offer"
         );
     }
 
