@@ -175,16 +175,16 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 pub fn whole_numbers(bytes: &[u8]) -> Option<Vec<u8>> {
     fn rewrite(v: &mut serde_json::Value) -> bool {
         match v {
-            serde_json::Value::Number(n) if n.is_f64() => {
-                match n.as_f64().and_then(whole) {
-                    Some(w) => {
-                        *n = w;
-                        true
-                    }
-                    None => false,
+            serde_json::Value::Number(n) if n.is_f64() => match n.as_f64().and_then(whole) {
+                Some(w) => {
+                    *n = w;
+                    true
                 }
+                None => false,
+            },
+            serde_json::Value::Array(items) => {
+                items.iter_mut().fold(false, |any, v| rewrite(v) | any)
             }
-            serde_json::Value::Array(items) => items.iter_mut().fold(false, |any, v| rewrite(v) | any),
             serde_json::Value::Object(fields) => {
                 fields.values_mut().fold(false, |any, v| rewrite(v) | any)
             }

@@ -159,13 +159,11 @@ mod tests {
     fn the_event_log_formats_only_rust_event_kinds() {
         let format = SCRIPTS.iter().find(|(name, _)| *name == "format.js").map(|(_, js)| *js);
         let format = format.expect("format.js is served");
-        let body = format.split("export function eventNote(").nth(1).expect("format.js has eventNote");
+        let body =
+            format.split("export function eventNote(").nth(1).expect("format.js has eventNote");
         let body = body.split("\n}\n").next().unwrap_or(body);
-        let cases: Vec<&str> = body
-            .split("case '")
-            .skip(1)
-            .filter_map(|c| c.split('\'').next())
-            .collect();
+        let cases: Vec<&str> =
+            body.split("case '").skip(1).filter_map(|c| c.split('\'').next()).collect();
         assert!(!cases.is_empty(), "eventNote formats some kinds");
         for case in cases {
             assert!(
