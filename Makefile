@@ -92,7 +92,7 @@ $(AUDIT_STAMP): tools/audit-requirements.txt
 
 audit-tools: $(AUDIT_STAMP) ## install pinned slither and halmos into .tools/audit (idempotent)
 
-tree-check: ## every revert branch of every contracts/test .tree file is named by a test that mirrors it
+tree-check: ## every leaf of every contracts/test .tree file is named by a test that mirrors it (a // it ... comment), and every such comment by a leaf
 	@tools/tree-check
 
 natspec-check: toolchain ## every function, event and error of the contracts' interfaces has its full NatSpec

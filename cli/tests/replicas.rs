@@ -65,21 +65,14 @@ fn replica(env: &TestEnv, dir: &std::path::Path, database_url: &str) -> (Service
     listening(&mut serve_command(env, dir, database_url, &extra))
 }
 
-/// A scratch PostgreSQL database on the server `TESSERA_TEST_PG` names:
-/// its admin URL and its own; `None`, with the reason printed, when the
-/// variable is unset or the server does not answer.
+/// A scratch PostgreSQL database (see
+/// [`tessera_db::test_utils::scratch_postgres`]): its server's admin URL
+/// and its own; `None`, with the reason printed, when `TESSERA_TEST_PG` is
+/// unset and no server answers at the default. When the variable is set
+/// and the server does not answer, the test fails.
 async fn scratch_database(test: &str) -> Option<(String, String)> {
-    let Some(admin) = std::env::var("TESSERA_TEST_PG").ok().filter(|v| !v.trim().is_empty()) else {
-        eprintln!("skipping {test}: TESSERA_TEST_PG is unset (a PostgreSQL server URL)");
-        return None;
-    };
-    match tessera_db::create_scratch_database(&admin, "replicas").await {
-        Ok(url) => Some((admin, url)),
-        Err(e) => {
-            eprintln!("skipping {test}: no scratch database at {admin}: {e}");
-            None
-        }
-    }
+    let scratch = tessera_db::test_utils::scratch_postgres(test).await?;
+    Some((scratch.admin, scratch.url))
 }
 
 /// The owner and epoch of `lane`'s lease.
@@ -367,17 +360,9 @@ async fn a_second_serve_on_one_sqlite_file_is_refused_and_replicas_need_postgres
 #[tokio::test]
 async fn three_replicas_survive_random_kills_with_every_plan_settled_exactly_once() {
     let test = "three_replicas_survive_random_kills";
-    let Some(admin) = std::env::var("TESSERA_TEST_PG").ok().filter(|v| !v.trim().is_empty()) else {
-        eprintln!("skipping {test}: TESSERA_TEST_PG is unset (a PostgreSQL server URL)");
-        return;
-    };
-    match tessera_db::create_scratch_database(&admin, "probe").await {
-        Ok(url) => tessera_db::drop_scratch_database(&admin, &url).await.unwrap(),
-        Err(e) => {
-            eprintln!("skipping {test}: no scratch database at {admin}: {e}");
-            return;
-        }
-    }
+    // The trial makes databases of its own on the server; the probe's goes.
+    let Some((admin, probe)) = scratch_database(test).await else { return };
+    tessera_db::drop_scratch_database(&admin, &probe).await.unwrap();
     let cfg = tessera_bench::failover::FailoverConfig {
         replicas: 3,
         kills: 3,

@@ -18,6 +18,9 @@
 //! | no route for the path | 404 |
 //! | a route, but not for this method (with `Allow`) | 405 |
 //!
+//! A number without a fraction is an integer, as JSON Schema counts it: an
+//! integer field of a body takes `1288.0` as `1288` ([`whole_numbers`]).
+//!
 //! A malformed JSON body is `422` like an ill-typed one, not axum's `400`:
 //! both mean "this body is not what the route documents", and a client
 //! needs one status for that, while `400` is kept for the URL.
@@ -156,10 +159,55 @@ where
     }
 }
 
-/// Parses a JSON body, `422` when it is not a `T`.
+/// Parses a JSON body, `422` when it is not a `T`. A number without a
+/// fraction is an integer, as JSON Schema counts it: an integer field takes
+/// `1288.0` as `1288` (see [`whole_numbers`]).
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes)
+    let body = whole_numbers(bytes);
+    serde_json::from_slice(body.as_deref().unwrap_or(bytes))
         .map_err(|e| ApiError::unprocessable(format!("invalid JSON body: {e}")))
+}
+
+/// The JSON `bytes` with every number that has no fraction (`1288.0`,
+/// `1.2e3`) written as an integer, so serde reads it into an integer field
+/// as JSON Schema's `"type": "integer"` promises; `None` when there is no
+/// such number (or the bytes are not JSON: the caller's own parse reports
+/// that, with its position).
+pub fn whole_numbers(bytes: &[u8]) -> Option<Vec<u8>> {
+    fn rewrite(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => match n.as_f64().and_then(whole) {
+                Some(w) => {
+                    *n = w;
+                    true
+                }
+                None => false,
+            },
+            serde_json::Value::Array(items) => {
+                items.iter_mut().fold(false, |any, v| rewrite(v) | any)
+            }
+            serde_json::Value::Object(fields) => {
+                fields.values_mut().fold(false, |any, v| rewrite(v) | any)
+            }
+            _ => false,
+        }
+    }
+    fn whole(x: f64) -> Option<serde_json::Number> {
+        // 2^64 and -2^63 are exact in f64; integers outside stay as sent.
+        const U64_END: f64 = 18_446_744_073_709_551_616.0;
+        const I64_START: f64 = -9_223_372_036_854_775_808.0;
+        if x.fract() != 0.0 || !x.is_finite() {
+            None
+        } else if (0.0..U64_END).contains(&x) {
+            Some((x as u64).into())
+        } else if (I64_START..0.0).contains(&x) {
+            Some((x as i64).into())
+        } else {
+            None
+        }
+    }
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    rewrite(&mut value).then(|| serde_json::to_vec(&value).ok()).flatten()
 }
 
 /// A body for handlers that read JSON themselves (an optional body, or one
@@ -335,5 +383,26 @@ mod tests {
         assert!(!is_json(&h("text/json")));
         assert!(!is_json(&h("application/jsonx")));
         assert!(!is_json(&HeaderMap::new()));
+    }
+
+    /// JSON Schema's integers: `1288.0` reads into an integer field as
+    /// `1288`; a fraction is still refused, and the body's own errors keep
+    /// their position.
+    #[test]
+    fn whole_numbers_are_integers() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Body {
+            n: u32,
+            list: Vec<i64>,
+        }
+        let body: Body = parse(br#"{"n": 1288.0, "list": [-3.0, 1.2e3, 5]}"#).unwrap();
+        assert_eq!(body, Body { n: 1288, list: vec![-3, 1200, 5] });
+        let err = parse::<Body>(br#"{"n": 1288.5, "list": []}"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(err.message().contains("floating point"), "{}", err.message());
+        let err = parse::<Body>(b"{\"n\": 1,").unwrap_err();
+        assert!(err.message().contains("line 1 column"), "{}", err.message());
+        assert_eq!(whole_numbers(br#"{"n": 1, "x": 1.5}"#), None, "nothing to rewrite");
+        assert_eq!(whole_numbers(br#"[2.0]"#).as_deref(), Some(&b"[2]"[..]));
     }
 }

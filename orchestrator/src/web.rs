@@ -24,6 +24,7 @@ const APP_CSS: &str = include_str!("../web/app.css");
 const SCRIPTS: &[(&str, &str)] = &[
     ("app.js", include_str!("../web/app.js")),
     ("format.js", include_str!("../web/format.js")),
+    ("kinds.js", include_str!("../web/kinds.js")),
     ("dom.js", include_str!("../web/dom.js")),
     ("api.js", include_str!("../web/api.js")),
     ("agents.js", include_str!("../web/agents.js")),
@@ -103,12 +104,72 @@ mod tests {
         }
     }
 
+    /// `web/kinds.js` as the Rust source spells it: the live run states,
+    /// the event kinds that end a run's stream, and every event kind.
+    fn kinds_js() -> String {
+        use crate::state::{EventKind, RunState};
+        let quoted = |words: Vec<&str>| words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>();
+        let finals = EventKind::ALL.iter().filter(|k| k.is_final()).map(|k| k.as_str()).collect();
+        let kinds = quoted(EventKind::ALL.iter().map(|k| k.as_str()).collect());
+        format!(
+            "// Generated from the Rust source by the orchestrator's test\n\
+             // `web::tests::kinds_js_is_generated_from_the_rust_lists`; do not edit:\n\
+             // run it with TESSERA_BLESS=1 to rewrite this file.\n\
+             \n\
+             /// Event kinds after which a run's stream ends (`EventKind::is_final`).\n\
+             export const FINAL = new Set([{}]);\n\
+             \n\
+             /// Run states a driver works on (`RunState::LIVE`).\n\
+             export const LIVE = new Set([{}]);\n\
+             \n\
+             /// Every run event kind (`EventKind::ALL`): the run page listens for each.\n\
+             export const EVENT_KINDS = [\n{}];\n",
+            quoted(finals).join(", "),
+            quoted(RunState::words(&RunState::LIVE)).join(", "),
+            kinds.iter().map(|k| format!("  {k},\n")).collect::<String>(),
+        )
+    }
+
+    /// The UI's lists are the Rust lists, both ways: a kind or state added
+    /// in Rust and missing in `kinds.js`, or an entry only `kinds.js` has,
+    /// fails here.
     #[test]
-    fn the_run_page_listens_for_every_event_kind() {
+    fn kinds_js_is_generated_from_the_rust_lists() {
+        let want = kinds_js();
+        let have = SCRIPTS.iter().find(|(name, _)| *name == "kinds.js").map(|(_, js)| *js);
+        if have != Some(want.as_str()) {
+            if std::env::var_os("TESSERA_BLESS").is_some() {
+                let path = concat!(env!("CARGO_MANIFEST_DIR"), "/web/kinds.js");
+                std::fs::write(path, &want).expect("write web/kinds.js");
+                eprintln!("rewrote {path}: commit it");
+                return;
+            }
+            panic!(
+                "orchestrator/web/kinds.js differs from the Rust lists: run \
+                 `TESSERA_BLESS=1 cargo test -p tessera-orchestrator kinds_js` and commit it\n\
+                 expected:\n{want}\nfound:\n{}",
+                have.unwrap_or("(not served)")
+            );
+        }
+    }
+
+    /// Every kind the log formats (`case '…'` in `eventNote`) is a Rust
+    /// event kind, so a renamed kind cannot leave a dead formatter behind.
+    #[test]
+    fn the_event_log_formats_only_rust_event_kinds() {
         let format = SCRIPTS.iter().find(|(name, _)| *name == "format.js").map(|(_, js)| *js);
         let format = format.expect("format.js is served");
-        for kind in crate::state::EventKind::ALL {
-            assert!(format.contains(&format!("'{kind}'")), "EVENT_KINDS lacks {kind}");
+        let body =
+            format.split("export function eventNote(").nth(1).expect("format.js has eventNote");
+        let body = body.split("\n}\n").next().unwrap_or(body);
+        let cases: Vec<&str> =
+            body.split("case '").skip(1).filter_map(|c| c.split('\'').next()).collect();
+        assert!(!cases.is_empty(), "eventNote formats some kinds");
+        for case in cases {
+            assert!(
+                crate::state::EventKind::parse(case).is_ok(),
+                "eventNote formats {case:?}, which is no event kind"
+            );
         }
     }
 }

@@ -52,18 +52,8 @@ export function readable(text) {
   return JSON.stringify(v, null, 2);
 }
 
-export const FINAL = new Set(['plan_completed', 'plan_failed']);
-export const LIVE = new Set(['running', 'paused', 'cancelling']);
-
-export const EVENT_KINDS = [
-  'plan_proposed', 'plan_edited', 'plan_approved', 'subtask_created', 'subtask_accepted',
-  'subtask_completed', 'review_required', 'output_flagged', 'subtask_paid', 'subtask_disputed', 'dispute_opened',
-  'dispute_ruled', 'ruling_appealed', 'appeal_ruled', 'dispute_resolved', 'subtask_reassigned',
-  'subtask_refunded', 'subtask_cancelled', 'subtask_expired', 'subtask_declined', 'decision_applied', 'plan_paused', 'budget_exceeded',
-  'plan_resumed', 'plan_cancelling', 'nested_completed', 'plan_completed', 'plan_failed', 'driver_restarted',
-  'subtask_skipped', 'checkpoint_reached', 'checkpoint_approved', 'checkpoint_rejected', 'checkpoint_escalated',
-  'recovery_applied', 'cost_raised', 'subtask_reorged',
-];
+// The run states and event kinds, generated from the Rust source.
+export { FINAL, LIVE, EVENT_KINDS } from './kinds.js';
 
 export function quadrantOf(c) {
   return `${c.decomposability?.value}_${c.stakes?.value}`;

@@ -7,12 +7,14 @@ import {RegistryBase} from "../RegistryBase.t.sol";
 
 contract AddCapability_Unit_Test is RegistryBase {
     function test_RevertWhen_CallerNeverRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.addCapability(CAP_A, PRICE_A);
     }
 
     function test_RevertWhen_CallerLeft() public {
+        // it should revert with AgentRegistryNotRegistered
         _registerDefault(agent);
         vm.prank(agent);
         registry.leave();
@@ -22,6 +24,7 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_AtMaxCapabilities() public {
+        // it should revert with AgentRegistryCapabilityCount
         (bytes32[] memory caps, uint128[] memory prices) = _manyOffers(32);
         _register(agent, caps, prices);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryCapabilityCount.selector, 33, 32));
@@ -30,6 +33,7 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_CapabilityZero() public {
+        // it should revert with AgentRegistryEmptyCapability
         _registerDefault(agent);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryEmptyCapability.selector));
         vm.prank(agent);
@@ -37,6 +41,7 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_PriceZero() public {
+        // it should revert with AgentRegistryZeroPrice
         _registerDefault(agent);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryZeroPrice.selector, CAP_C));
         vm.prank(agent);
@@ -44,6 +49,7 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_AlreadyOffered() public {
+        // it should revert with AgentRegistryDuplicateCapability
         _registerDefault(agent);
         vm.expectRevert(
             abi.encodeWithSelector(IAgentRegistry.AgentRegistryDuplicateCapability.selector, CAP_B)
@@ -53,6 +59,9 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_addCapability_AppendsOffer() public {
+        // it should append the capability with its price
+        // it should append the caller to the capability's agent list
+        // it should emit {CapabilitySet}
         _registerDefault(agent);
         _register(agent2, _caps(CAP_C), _prices(PRICE_A));
 
@@ -74,6 +83,7 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_addCapability_WhilePaused() public {
+        // it should add the capability and keep the caller paused
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();
@@ -84,6 +94,7 @@ contract AddCapability_Unit_Test is RegistryBase {
     }
 
     function test_addCapability_UpToMax() public {
+        // it should add the capability
         (bytes32[] memory caps, uint128[] memory prices) = _manyOffers(31);
         _register(agent, caps, prices);
         vm.prank(agent);

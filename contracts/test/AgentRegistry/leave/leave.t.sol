@@ -7,12 +7,14 @@ import {RegistryBase} from "../RegistryBase.t.sol";
 
 contract Leave_Unit_Test is RegistryBase {
     function test_RevertWhen_CallerNeverRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.leave();
     }
 
     function test_RevertWhen_CallerAlreadyLeft() public {
+        // it should revert with AgentRegistryNotRegistered
         _registerDefault(agent);
         vm.prank(agent);
         registry.leave();
@@ -22,6 +24,12 @@ contract Leave_Unit_Test is RegistryBase {
     }
 
     function test_leave_ClearsRecord() public {
+        // it should set the caller's status to None and clear its URI
+        // it should drop every offer and price of the caller
+        // it should remove the caller from every capability's agent list
+        // it should keep the other agents' lists and positions right
+        // it should decrement agentCount
+        // it should emit {AgentLeft}
         _register(agent, _caps(CAP_A, CAP_B, CAP_C), _prices(PRICE_A, PRICE_B, PRICE_C));
         // agent2 follows `agent` in A's and C's agent lists (leaving moves it
         // forward); `agent` is alone in B's and D's (leaving pops it).
@@ -64,6 +72,7 @@ contract Leave_Unit_Test is RegistryBase {
     }
 
     function test_leave_WhilePaused() public {
+        // it should leave the same way
         _registerDefault(agent);
         vm.startPrank(agent);
         registry.pause();
@@ -76,6 +85,7 @@ contract Leave_Unit_Test is RegistryBase {
     }
 
     function test_leave_ThenRegisterAgain() public {
+        // it should start from an empty record
         _registerDefault(agent);
         vm.prank(agent);
         registry.leave();

@@ -24,6 +24,7 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_NoIdentityRegistry() public {
+        // it should revert with AgentRegistryNoIdentityRegistry
         AgentRegistry bare = new AgentRegistry(address(0));
         vm.prank(agent);
         bare.register(URI, _caps(CAP_A), _prices(PRICE_A));
@@ -34,6 +35,7 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_CallerNotRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.prank(stranger);
         uint256 strangers = identity.register();
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
@@ -42,12 +44,14 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_AgentIdUnknown() public {
+        // it should revert with ERC721NonexistentToken
         vm.expectRevert(abi.encodeWithSelector(IERC721Errors.ERC721NonexistentToken.selector, agentId + 1));
         vm.prank(agent);
         registry.linkIdentity(agentId + 1);
     }
 
     function test_RevertWhen_NotIdentityController() public {
+        // it should revert with AgentRegistryNotIdentityController
         vm.prank(stranger);
         uint256 strangers = identity.register();
         vm.expectRevert(
@@ -71,6 +75,8 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_linkIdentity_ByOwner() public {
+        // it should answer the agent id from identityOf
+        // it should emit {IdentityLinked}
         _assertLinked(agent, false, 0);
         vm.expectEmit(address(registry));
         emit IAgentRegistry.IdentityLinked(agent, agentId);
@@ -82,6 +88,7 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_linkIdentity_ByAgentWallet() public {
+        // it should answer the agent id from identityOf
         // The identity is owned elsewhere (a cold key); the agent is its proven wallet.
         address cold = makeAddr("cold");
         vm.prank(cold);
@@ -99,6 +106,8 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_linkIdentity_WhilePausedAndRelinked() public {
+        // it should link
+        // it should replace the link
         vm.prank(agent);
         registry.pause();
         vm.prank(agent);
@@ -112,6 +121,7 @@ contract LinkIdentity_Unit_Test is RegistryBase {
     }
 
     function test_linkIdentity_DroppedOnLeave() public {
+        // it should drop the link
         vm.prank(agent);
         registry.linkIdentity(agentId);
         vm.prank(agent);

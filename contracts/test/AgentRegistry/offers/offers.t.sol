@@ -16,6 +16,9 @@ contract Offers_Unit_Test is RegistryBase {
     }
 
     function test_offerOf() public {
+        // it should return (false, 0)
+        // it should return whether it is active (not paused)
+        // it should return its price for the capability, 0 when not offered
         vm.prank(agent);
         registry.register(URI, _caps(CAP_A), _prices(PRICE_A));
         (bool active, uint128 price) = registry.offerOf(agent, CAP_A);
@@ -35,6 +38,7 @@ contract Offers_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_LimitZeroOrAboveMax() public {
+        // it should revert with AgentRegistryPageLimit
         uint256 max = registry.MAX_PAGE();
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryPageLimit.selector, 0, max));
         registry.offersFor(CAP_A, 0, 0);
@@ -43,6 +47,10 @@ contract Offers_Unit_Test is RegistryBase {
     }
 
     function test_offersFor_pages() public {
+        // it should return an empty page and the total
+        // it should return at most `limit` offers from `offset`, in list order
+        // it should mark paused agents inactive
+        // it should return the total, so pages cover the list once
         address[] memory agents = _registerMany(5);
         vm.prank(agents[3]);
         registry.pause();
@@ -72,6 +80,7 @@ contract Offers_Unit_Test is RegistryBase {
     }
 
     function testFuzz_offersFor_pagesCoverTheListOnce(uint8 n, uint8 limit) public {
+        // it should return the total, so pages cover the list once
         n = uint8(bound(n, 0, 30));
         limit = uint8(bound(limit, 1, 7));
         address[] memory agents = _registerMany(n);

@@ -7,12 +7,14 @@ import {RegistryBase} from "../RegistryBase.t.sol";
 
 contract Pause_Unit_Test is RegistryBase {
     function test_RevertWhen_CallerNotRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.pause();
     }
 
     function test_RevertWhen_AlreadyPaused() public {
+        // it should revert with AgentRegistryInvalidStatus
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();
@@ -26,6 +28,11 @@ contract Pause_Unit_Test is RegistryBase {
     }
 
     function test_pause_MarksPaused() public {
+        // it should mark the caller Paused
+        // it should keep its offers listed
+        // it should leave agentCount unchanged
+        // it should drop the caller from cheapestActive
+        // it should emit {AgentPaused}
         _registerDefault(agent);
         _register(agent2, _caps(CAP_A), _prices(PRICE_B));
         (address best,) = Offers.cheapestActive(registry, CAP_A);

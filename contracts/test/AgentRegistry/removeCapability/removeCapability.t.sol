@@ -14,12 +14,14 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_CallerNotRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.removeCapability(CAP_A);
     }
 
     function test_RevertWhen_CapabilityNotOffered() public {
+        // it should revert with AgentRegistryUnknownCapability
         _registerDefault(agent);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryUnknownCapability.selector, CAP_C));
         vm.prank(agent);
@@ -27,6 +29,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_OnlyCapability() public {
+        // it should revert with AgentRegistryCapabilityCount
         _register(agent, _caps(CAP_A), _prices(PRICE_A));
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryCapabilityCount.selector, 0, 32));
         vm.prank(agent);
@@ -34,6 +37,10 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_removeCapability_Last() public {
+        // it should drop the offer and its price
+        // it should emit {CapabilityRemoved}
+        // it should leave agentCount unchanged
+        // it should pop it without moving another capability
         _register(agent, _caps(CAP_A, CAP_B, CAP_C), _prices(PRICE_A, PRICE_B, PRICE_C));
 
         vm.expectEmit(address(registry));
@@ -52,6 +59,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_removeCapability_NotLast() public {
+        // it should move the last capability into its place and keep its position right
         _register(agent, _caps(CAP_A, CAP_B, CAP_C), _prices(PRICE_A, PRICE_B, PRICE_C));
 
         vm.prank(agent);
@@ -76,6 +84,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_removeCapability_LastAgent() public {
+        // it should pop the caller without moving another agent
         _registerDefault(agent);
         _registerDefault(agent2);
 
@@ -91,6 +100,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_removeCapability_NotLastAgent() public {
+        // it should move the last agent into its place and keep that agent's position right
         _registerDefault(agent);
         _registerDefault(agent2);
         _registerDefault(agent3);
@@ -117,6 +127,7 @@ contract RemoveCapability_Unit_Test is RegistryBase {
     }
 
     function test_removeCapability_ThenAddAgain() public {
+        // it should offer it at the new price at the end of both lists
         _registerDefault(agent);
         _registerDefault(agent2);
 

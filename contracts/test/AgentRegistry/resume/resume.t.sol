@@ -7,12 +7,14 @@ import {RegistryBase} from "../RegistryBase.t.sol";
 
 contract Resume_Unit_Test is RegistryBase {
     function test_RevertWhen_CallerNotRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.resume();
     }
 
     function test_RevertWhen_CallerActive() public {
+        // it should revert with AgentRegistryInvalidStatus
         _registerDefault(agent);
         vm.expectRevert(
             abi.encodeWithSelector(
@@ -24,6 +26,10 @@ contract Resume_Unit_Test is RegistryBase {
     }
 
     function test_resume_MarksActive() public {
+        // it should mark the caller Active
+        // it should keep its offers and prices, including changes made while paused
+        // it should make the caller eligible for cheapestActive again
+        // it should emit {AgentResumed}
         _registerDefault(agent);
         vm.startPrank(agent);
         registry.pause();

@@ -6,12 +6,14 @@ import {RegistryBase} from "../RegistryBase.t.sol";
 
 contract SetMetadataURI_Unit_Test is RegistryBase {
     function test_RevertWhen_CallerNotRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.setMetadataURI(URI_2);
     }
 
     function test_RevertWhen_URIEmpty() public {
+        // it should revert with AgentRegistryEmptyMetadata
         _registerDefault(agent);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryEmptyMetadata.selector));
         vm.prank(agent);
@@ -19,6 +21,9 @@ contract SetMetadataURI_Unit_Test is RegistryBase {
     }
 
     function test_setMetadataURI_StoresURI() public {
+        // it should store the new URI
+        // it should leave the offers and status unchanged
+        // it should emit {MetadataUpdated}
         _registerDefault(agent);
         IAgentRegistry.AgentView memory before = registry.getAgent(agent);
 
@@ -35,6 +40,7 @@ contract SetMetadataURI_Unit_Test is RegistryBase {
     }
 
     function test_setMetadataURI_LongURI() public {
+        // it should store the new URI
         _registerDefault(agent);
         string memory long = string(new bytes(300));
         vm.prank(agent);
@@ -47,6 +53,7 @@ contract SetMetadataURI_Unit_Test is RegistryBase {
     }
 
     function test_setMetadataURI_WhilePaused() public {
+        // it should store the new URI
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();

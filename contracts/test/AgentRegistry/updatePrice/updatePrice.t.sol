@@ -7,12 +7,14 @@ import {RegistryBase} from "../RegistryBase.t.sol";
 
 contract UpdatePrice_Unit_Test is RegistryBase {
     function test_RevertWhen_CallerNotRegistered() public {
+        // it should revert with AgentRegistryNotRegistered
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryNotRegistered.selector, stranger));
         vm.prank(stranger);
         registry.updatePrice(CAP_A, PRICE_A);
     }
 
     function test_RevertWhen_CapabilityNotOffered() public {
+        // it should revert with AgentRegistryUnknownCapability
         _registerDefault(agent);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryUnknownCapability.selector, CAP_C));
         vm.prank(agent);
@@ -20,6 +22,7 @@ contract UpdatePrice_Unit_Test is RegistryBase {
     }
 
     function test_RevertWhen_PriceZero() public {
+        // it should revert with AgentRegistryZeroPrice
         _registerDefault(agent);
         vm.expectRevert(abi.encodeWithSelector(IAgentRegistry.AgentRegistryZeroPrice.selector, CAP_A));
         vm.prank(agent);
@@ -27,6 +30,9 @@ contract UpdatePrice_Unit_Test is RegistryBase {
     }
 
     function test_updatePrice_SetsPrice() public {
+        // it should set the new price
+        // it should leave both lists and the other prices unchanged
+        // it should emit {CapabilitySet}
         _registerDefault(agent);
         bytes32[] memory before = registry.getAgent(agent).capabilities;
         address[] memory agentsBefore = Offers.agentsFor(registry, CAP_A);
@@ -52,6 +58,7 @@ contract UpdatePrice_Unit_Test is RegistryBase {
     }
 
     function test_updatePrice_SamePriceEmits() public {
+        // it should still emit {CapabilitySet}
         _registerDefault(agent);
         vm.expectEmit(address(registry));
         emit IAgentRegistry.CapabilitySet(agent, CAP_B, PRICE_B);
@@ -61,6 +68,7 @@ contract UpdatePrice_Unit_Test is RegistryBase {
     }
 
     function test_updatePrice_WhilePaused() public {
+        // it should set the new price
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();

@@ -16,6 +16,7 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_getAgent_Unknown() public view {
+        // it should return status None and empty lists
         IAgentRegistry.AgentView memory v = registry.getAgent(stranger);
         assertEq(uint256(v.status), uint256(IAgentRegistry.AgentStatus.None), "status");
         assertEq(v.metadataURI, "", "metadata");
@@ -24,6 +25,7 @@ contract Views_Unit_Test is RegistryBase {
     }
 
     function test_getAgent_Registered() public {
+        // it should return its status, metadata URI, capabilities and matching prices
         _registerDefault(agent);
         IAgentRegistry.AgentView memory v = registry.getAgent(agent);
         assertEq(uint256(v.status), uint256(IAgentRegistry.AgentStatus.Active), "status");
@@ -36,6 +38,7 @@ contract Views_Unit_Test is RegistryBase {
     }
 
     function test_getAgent_Paused() public {
+        // it should return its status, metadata URI, capabilities and matching prices
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();
@@ -49,6 +52,7 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_isActive() public {
+        // it should be true only for a registered agent that is not paused
         assertFalse(registry.isActive(agent), "unknown");
         _registerDefault(agent);
         assertTrue(registry.isActive(agent), "registered");
@@ -68,12 +72,15 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_priceOf_Unknown() public view {
+        // it should return (false, 0)
         (bool offered, uint128 price) = registry.priceOf(stranger, CAP_A);
         assertFalse(offered, "offered");
         assertEq(price, 0, "price");
     }
 
     function test_priceOf_OfferedAndNot() public {
+        // it should return (false, 0)
+        // it should return (true, price)
         _registerDefault(agent);
         (bool offered, uint128 price) = registry.priceOf(agent, CAP_B);
         assertTrue(offered, "B offered");
@@ -90,10 +97,12 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_agentsFor_Empty() public view {
+        // it should list every agent offering the capability, paused ones included
         assertEq(Offers.agentsFor(registry, CAP_A).length, 0, "none");
     }
 
     function test_agentsFor_IncludesPaused() public {
+        // it should list every agent offering the capability, paused ones included
         _registerDefault(agent);
         _register(agent2, _caps(CAP_A), _prices(PRICE_C));
         vm.prank(agent);
@@ -109,12 +118,14 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_cheapestActive_NoAgents() public view {
+        // it should return (address(0), 0)
         (address best, uint128 price) = Offers.cheapestActive(registry, CAP_A);
         assertEq(best, address(0), "agent");
         assertEq(price, 0, "price");
     }
 
     function test_cheapestActive_OnlyPausedAgents() public {
+        // it should return (address(0), 0)
         _registerDefault(agent);
         vm.prank(agent);
         registry.pause();
@@ -124,6 +135,7 @@ contract Views_Unit_Test is RegistryBase {
     }
 
     function test_cheapestActive_LowestPrice() public {
+        // it should return the lowest price, skipping paused agents
         _register(agent, _caps(CAP_A), _prices(PRICE_B));
         _register(agent2, _caps(CAP_A), _prices(PRICE_C)); // cheaper, later in the list
         address agent3 = makeAddr("agent3");
@@ -134,6 +146,7 @@ contract Views_Unit_Test is RegistryBase {
     }
 
     function test_cheapestActive_TieGoesToLowestAddress() public {
+        // it should return the lowest address
         (address lo, address hi) = agent < agent2 ? (agent, agent2) : (agent2, agent);
         // Higher address listed first: the later, lower address wins the tie.
         _register(hi, _caps(CAP_A), _prices(PRICE_A));
@@ -154,6 +167,7 @@ contract Views_Unit_Test is RegistryBase {
     }
 
     function test_cheapestActive_FollowsPriceUpdates() public {
+        // it should return the lowest price, skipping paused agents
         _registerDefault(agent);
         _register(agent2, _caps(CAP_A), _prices(PRICE_B));
         (address best,) = Offers.cheapestActive(registry, CAP_A);
@@ -167,6 +181,7 @@ contract Views_Unit_Test is RegistryBase {
     }
 
     function test_cheapestActive_SkipsPausedCheaperAgent() public {
+        // it should return the lowest price, skipping paused agents
         _register(agent, _caps(CAP_A), _prices(1));
         _register(agent2, _caps(CAP_A), _prices(PRICE_A));
         vm.prank(agent);
@@ -181,6 +196,7 @@ contract Views_Unit_Test is RegistryBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_agentCount() public {
+        // it should count registered agents, not those that left
         assertEq(registry.agentCount(), 0, "empty");
         _registerDefault(agent);
         _registerDefault(agent2);

@@ -17,6 +17,7 @@ contract Register_Identity_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_EntryUsesReservedKey() public {
+        // it should revert with IdentityRegistryReservedKey
         vm.expectRevert(
             abi.encodeWithSelector(IIdentityRegistry.IdentityRegistryReservedKey.selector, WALLET_KEY)
         );
@@ -26,6 +27,9 @@ contract Register_Identity_Unit_Test is IdentityBase {
     }
 
     function test_register_WithURIAndMetadata() public {
+        // it should store each metadata entry
+        // it should emit {Transfer}, {MetadataSet} for agentWallet, one {MetadataSet} per entry, then
+        // {Registered}
         IIdentityRegistry.MetadataEntry[] memory e = new IIdentityRegistry.MetadataEntry[](2);
         e[0] = IIdentityRegistry.MetadataEntry({metadataKey: "model", metadataValue: bytes("offline")});
         e[1] = IIdentityRegistry.MetadataEntry({metadataKey: "region", metadataValue: bytes("eu")});
@@ -53,6 +57,9 @@ contract Register_Identity_Unit_Test is IdentityBase {
     }
 
     function test_register_WithURI() public {
+        // it should mint the next agent id (from 1) to the caller
+        // it should store the URI as the token URI (empty when none is given)
+        // it should make the caller the agent wallet
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.MetadataSet(1, WALLET_KEY, WALLET_KEY, abi.encodePacked(agentOwner));
         vm.expectEmit(address(identity));
@@ -65,6 +72,8 @@ contract Register_Identity_Unit_Test is IdentityBase {
     }
 
     function test_register_WithoutURI() public {
+        // it should store the URI as the token URI (empty when none is given)
+        // it should make the caller the agent wallet
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.Registered(1, "", agentOwner);
         vm.prank(agentOwner);
@@ -74,6 +83,9 @@ contract Register_Identity_Unit_Test is IdentityBase {
     }
 
     function test_register_SameCallerGetsNewIds() public {
+        // it should mint the next agent id (from 1) to the caller
+        // it should count the agent in agentCount
+        // it should mint a new agent id
         uint256 first = _mintAgent(agentOwner);
         uint256 second = _mintAgent(agentOwner);
         uint256 third = _mintAgent(stranger);

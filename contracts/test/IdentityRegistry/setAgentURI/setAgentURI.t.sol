@@ -13,12 +13,14 @@ contract SetAgentURI_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_AgentUnknown() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(7);
         vm.prank(agentOwner);
         identity.setAgentURI(7, AGENT_URI_2);
     }
 
     function test_RevertWhen_CallerNotAuthorized() public {
+        // it should revert with IdentityRegistryNotAuthorized
         _expectNotAuthorized(agentId, stranger);
         vm.prank(stranger);
         identity.setAgentURI(agentId, AGENT_URI_2);
@@ -26,6 +28,8 @@ contract SetAgentURI_Unit_Test is IdentityBase {
     }
 
     function test_setAgentURI_ByOwner() public {
+        // it should store the new token URI
+        // it should emit {URIUpdated} naming the caller
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.URIUpdated(agentId, AGENT_URI_2, agentOwner);
         vm.prank(agentOwner);
@@ -34,6 +38,8 @@ contract SetAgentURI_Unit_Test is IdentityBase {
     }
 
     function test_setAgentURI_ByOperator() public {
+        // it should store the new token URI
+        // it should emit {URIUpdated} naming the caller
         vm.prank(agentOwner);
         identity.setApprovalForAll(operator, true);
         vm.expectEmit(address(identity));
@@ -44,6 +50,7 @@ contract SetAgentURI_Unit_Test is IdentityBase {
     }
 
     function test_setAgentURI_ByApprovedAddress() public {
+        // it should store the new token URI
         vm.prank(agentOwner);
         identity.approve(operator, agentId);
         vm.prank(operator);

@@ -28,12 +28,14 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_AgentUnknown() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(5);
         vm.prank(agentOwner);
         identity.setAgentWallet(5, wallet, deadline, _proof());
     }
 
     function test_RevertWhen_CallerNotAuthorized() public {
+        // it should revert with IdentityRegistryNotAuthorized
         bytes memory sig = _proof();
         _expectNotAuthorized(agentId, wallet);
         // Even the wallet itself cannot attach itself: the owner decides.
@@ -42,6 +44,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_WalletZero() public {
+        // it should revert with IdentityRegistryZeroWallet
         bytes memory sig = _proof();
         vm.expectRevert(abi.encodeWithSelector(IIdentityRegistry.IdentityRegistryZeroWallet.selector));
         vm.prank(agentOwner);
@@ -49,6 +52,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_DeadlinePassed() public {
+        // it should revert with IdentityRegistryExpired
         bytes memory sig = _proof();
         vm.warp(deadline + 1);
         vm.expectRevert(
@@ -59,6 +63,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_DeadlineTooFar() public {
+        // it should revert with IdentityRegistryDeadlineTooFar
         uint256 far = block.timestamp + identity.MAX_DEADLINE_DELAY() + 1;
         bytes memory sig = _walletProof(walletKey, agentId, wallet, agentOwner, far);
         vm.expectRevert(
@@ -69,6 +74,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_SignatureNotTheWallets() public {
+        // it should revert with IdentityRegistryInvalidWalletSignature
         uint256 other = _mintAgent(agentOwner);
         bytes[4] memory forged = [
             _walletProof(agentOwnerKey, agentId, wallet, agentOwner, deadline), // another key
@@ -88,6 +94,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_ContractWalletRejects() public {
+        // it should revert with IdentityRegistryInvalidWalletSignature
         MockERC1271Wallet smart = new MockERC1271Wallet(wallet);
         // Signed by a key the contract wallet does not accept.
         bytes memory sig = _walletProof(agentOwnerKey, agentId, address(smart), agentOwner, deadline);
@@ -97,6 +104,9 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_setAgentWallet_ECDSA() public {
+        // it should make it the agent wallet
+        // it should answer it under the agentWallet metadata key
+        // it should emit {MetadataSet} for agentWallet
         bytes memory sig = _proof();
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.MetadataSet(agentId, WALLET_KEY, WALLET_KEY, abi.encodePacked(wallet));
@@ -107,6 +117,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_setAgentWallet_ERC1271() public {
+        // it should make it the agent wallet
         MockERC1271Wallet smart = new MockERC1271Wallet(wallet);
         bytes memory sig = _walletProof(walletKey, agentId, address(smart), agentOwner, deadline);
         vm.prank(agentOwner);
@@ -115,6 +126,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_setAgentWallet_ByOperatorSignedForOwner() public {
+        // it should make it the agent wallet
         vm.prank(agentOwner);
         identity.setApprovalForAll(operator, true);
         // The proof names the agent's owner, whoever sends it.
@@ -125,6 +137,7 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_setAgentWallet_DeadlineBounds() public {
+        // it should accept a deadline of now and of now plus MAX_DEADLINE_DELAY
         uint256 latest = block.timestamp + identity.MAX_DEADLINE_DELAY();
         vm.prank(agentOwner);
         identity.setAgentWallet(

@@ -13,18 +13,21 @@ contract SetMetadata_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_AgentUnknown() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(9);
         vm.prank(agentOwner);
         identity.setMetadata(9, "k", "v");
     }
 
     function test_RevertWhen_CallerNotAuthorized() public {
+        // it should revert with IdentityRegistryNotAuthorized
         _expectNotAuthorized(agentId, stranger);
         vm.prank(stranger);
         identity.setMetadata(agentId, "k", "v");
     }
 
     function test_RevertWhen_KeyReserved() public {
+        // it should revert with IdentityRegistryReservedKey
         vm.expectRevert(
             abi.encodeWithSelector(IIdentityRegistry.IdentityRegistryReservedKey.selector, WALLET_KEY)
         );
@@ -34,6 +37,8 @@ contract SetMetadata_Unit_Test is IdentityBase {
     }
 
     function test_setMetadata_StoresAndClears() public {
+        // it should store the value (an empty value clears it)
+        // it should emit {MetadataSet}
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.MetadataSet(agentId, "model", "model", bytes("gpt"));
         vm.prank(agentOwner);

@@ -17,6 +17,10 @@ contract Transfer_Identity_Unit_Test is IdentityBase {
     }
 
     function test_transferFrom_ClearsWallet() public {
+        // it should clear the agent wallet
+        // it should emit {MetadataSet} for agentWallet with an empty value
+        // it should leave the URI and the other metadata to the new owner
+        // it should let only the new owner manage the agent
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.MetadataSet(agentId, WALLET_KEY, WALLET_KEY, "");
         vm.prank(agentOwner);
@@ -36,12 +40,14 @@ contract Transfer_Identity_Unit_Test is IdentityBase {
     }
 
     function test_safeTransferFrom_ClearsWallet() public {
+        // it should clear the agent wallet
         vm.prank(agentOwner);
         identity.safeTransferFrom(agentOwner, stranger, agentId);
         assertEq(identity.getAgentWallet(agentId), address(0), "wallet cleared");
     }
 
     function test_transferFrom_WalletAlreadyCleared() public {
+        // it should emit no {MetadataSet}
         vm.prank(agentOwner);
         identity.unsetAgentWallet(agentId);
         vm.recordLogs();

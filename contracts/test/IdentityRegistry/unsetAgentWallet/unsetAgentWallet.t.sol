@@ -14,12 +14,14 @@ contract UnsetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_AgentUnknown() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(3);
         vm.prank(agentOwner);
         identity.unsetAgentWallet(3);
     }
 
     function test_RevertWhen_CallerNotAuthorized() public {
+        // it should revert with IdentityRegistryNotAuthorized
         _expectNotAuthorized(agentId, wallet);
         vm.prank(wallet);
         identity.unsetAgentWallet(agentId);
@@ -27,6 +29,9 @@ contract UnsetAgentWallet_Unit_Test is IdentityBase {
     }
 
     function test_unsetAgentWallet() public {
+        // it should clear the agent wallet
+        // it should answer an empty agentWallet metadata value
+        // it should emit {MetadataSet} for agentWallet with an empty value
         vm.expectEmit(address(identity));
         emit IIdentityRegistry.MetadataSet(agentId, WALLET_KEY, WALLET_KEY, "");
         vm.prank(agentOwner);

@@ -12,16 +12,26 @@ contract Views_Identity_Unit_Test is IdentityBase {
     }
 
     function test_RevertWhen_WalletOfUnknownAgent() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(2);
         identity.getAgentWallet(2);
     }
 
     function test_RevertWhen_AuthorizedOnUnknownAgent() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(2);
         identity.isAuthorizedOrOwner(agentOwner, 2);
     }
 
+    function test_getAgentWallet() public {
+        // it should return the proven wallet, the owner after registration
+        assertEq(identity.getAgentWallet(agentId), agentOwner, "the owner after registration");
+        _setWallet(agentId);
+        assertEq(identity.getAgentWallet(agentId), wallet, "the proven wallet");
+    }
+
     function test_isAuthorizedOrOwner() public {
+        // it should be true for the owner, an operator and the approved address only
         assertTrue(identity.isAuthorizedOrOwner(agentOwner, agentId), "owner");
         assertFalse(identity.isAuthorizedOrOwner(operator, agentId), "not yet operator");
         assertFalse(identity.isAuthorizedOrOwner(address(0), agentId), "zero");
@@ -37,6 +47,7 @@ contract Views_Identity_Unit_Test is IdentityBase {
     }
 
     function test_getMetadata_UnknownAgentOrKey() public view {
+        // it should return the stored value, empty for an unknown agent or key
         assertEq(identity.getMetadata(agentId, "nothing"), bytes(""), "unknown key");
         assertEq(identity.getMetadata(99, "model"), bytes(""), "unknown agent");
         assertEq(identity.getMetadata(99, WALLET_KEY), bytes(""), "unknown agent's wallet");
@@ -44,12 +55,14 @@ contract Views_Identity_Unit_Test is IdentityBase {
     }
 
     function test_agentCount() public {
+        // it should count every registration
         assertEq(identity.agentCount(), 1, "one");
         _mintAgent(stranger);
         assertEq(identity.agentCount(), 2, "two");
     }
 
     function test_supportsInterface() public view {
+        // it should claim ERC-721, ERC-721 metadata and ERC-4906
         assertTrue(identity.supportsInterface(0x80ac58cd), "ERC-721");
         assertTrue(identity.supportsInterface(0x5b5e139f), "ERC-721 metadata");
         assertTrue(identity.supportsInterface(0x49064906), "ERC-4906");

@@ -30,6 +30,7 @@ contract MockUSDCTest is Test {
     }
 
     function test_mint_byOwner() public {
+        // it should credit the recipient and raise the total supply
         vm.prank(owner);
         usdc.mint(holder, 1_500_000);
         assertEq(usdc.balanceOf(holder), 1_500_000, "minted");
@@ -37,6 +38,7 @@ contract MockUSDCTest is Test {
     }
 
     function test_RevertWhen_mintByNonOwner() public {
+        // it should revert with OwnableUnauthorizedAccount(caller)
         address[3] memory others = [holder, spender, stranger];
         for (uint256 i; i < others.length; ++i) {
             vm.expectRevert(abi.encodeWithSelector(Ownable.OwnableUnauthorizedAccount.selector, others[i]));

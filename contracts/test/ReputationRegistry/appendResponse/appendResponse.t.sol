@@ -14,6 +14,7 @@ contract AppendResponse_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_EntryUnknown() public {
+        // it should revert with ReputationRegistryUnknownFeedback
         vm.expectRevert(
             abi.encodeWithSelector(
                 IReputationRegistry.ReputationRegistryUnknownFeedback.selector, agentId, client, 2
@@ -31,6 +32,7 @@ contract AppendResponse_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_URIEmpty() public {
+        // it should revert with ReputationRegistryEmptyResponseURI
         vm.expectRevert(
             abi.encodeWithSelector(IReputationRegistry.ReputationRegistryEmptyResponseURI.selector)
         );
@@ -39,6 +41,9 @@ contract AppendResponse_Unit_Test is ReputationBase {
     }
 
     function test_appendResponse() public {
+        // it should count the response for the entry and for the responder
+        // it should accept responses from anyone, several times, also on a revoked entry
+        // it should emit {ResponseAppended}
         vm.expectEmit(address(reputation));
         emit IReputationRegistry.ResponseAppended(agentId, client, 1, agentOwner, RESPONSE, RESPONSE_HASH);
         vm.prank(agentOwner);

@@ -7,6 +7,7 @@ import {ReputationBase} from "../ReputationBase.t.sol";
 
 contract Constructor_Reputation_Unit_Test is ReputationBase {
     function test_RevertWhen_IdentityRegistryZero() public {
+        // it should revert with ReputationRegistryZeroIdentityRegistry
         vm.expectRevert(
             abi.encodeWithSelector(IReputationRegistry.ReputationRegistryZeroIdentityRegistry.selector)
         );
@@ -14,6 +15,7 @@ contract Constructor_Reputation_Unit_Test is ReputationBase {
     }
 
     function test_constructor_BindsTheIdentityRegistry() public view {
+        // it should answer it from getIdentityRegistry
         assertEq(reputation.getIdentityRegistry(), address(identity), "identity registry");
         assertEq(uint256(int256(reputation.MAX_ABS_VALUE())), 1e38, "bound");
     }

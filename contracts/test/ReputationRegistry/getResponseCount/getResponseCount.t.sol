@@ -21,6 +21,9 @@ contract GetResponseCount_Unit_Test is ReputationBase {
     }
 
     function test_getResponseCount() public view {
+        // it should count the responses to every client's entries
+        // it should count the responses to every entry of the client
+        // it should count its responses, zero for an unknown entry
         address[] memory anyone = new address[](0);
         assertEq(reputation.getResponseCount(agentId, address(0), 0, anyone), 4, "every client");
         assertEq(reputation.getResponseCount(agentId, client, 0, anyone), 3, "every entry of client");
@@ -30,6 +33,7 @@ contract GetResponseCount_Unit_Test is ReputationBase {
     }
 
     function test_getResponseCount_ByResponders() public view {
+        // it should count only theirs
         assertEq(reputation.getResponseCount(agentId, address(0), 0, _clients(agentOwner)), 3, "owner's");
         assertEq(reputation.getResponseCount(agentId, client, 0, _clients(stranger)), 1, "stranger's");
         assertEq(reputation.getResponseCount(agentId, client, 2, _clients(agentOwner, stranger)), 2, "both");

@@ -14,6 +14,7 @@ contract GetSummary_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_NoClients() public {
+        // it should revert with ReputationRegistryClientsRequired
         vm.expectRevert(
             abi.encodeWithSelector(IReputationRegistry.ReputationRegistryClientsRequired.selector)
         );
@@ -21,6 +22,7 @@ contract GetSummary_Unit_Test is ReputationBase {
     }
 
     function test_getSummary_NothingMatches() public {
+        // it should return zero count, value and decimals
         (uint64 count, int128 value, uint8 decimals) = _summary(_clients(client), "", "");
         assertEq(count, 0, "no entries");
         assertEq(value, 0, "value");
@@ -33,6 +35,8 @@ contract GetSummary_Unit_Test is ReputationBase {
     }
 
     function test_getSummary_FiltersClientsTagsAndRevoked() public {
+        // it should count only the listed clients' unrevoked entries matching both tag filters
+        // it should truncate the average toward zero
         _give(client, 80, 0, TAG, TAG_2);
         _give(client, 100, 0, TAG, "translate");
         _give(client, 10, 0, "other", TAG_2);
@@ -59,6 +63,7 @@ contract GetSummary_Unit_Test is ReputationBase {
     }
 
     function test_getSummary_ModeDecimals() public {
+        // it should average them at the decimals most entries use (fewest on a tie)
         _give(client, 9977, 2, "", ""); // 99.77
         _give(client, 9900, 2, "", ""); // 99.00
         _give(client2, 1, 0, "", ""); // 1
@@ -75,6 +80,7 @@ contract GetSummary_Unit_Test is ReputationBase {
     }
 
     function test_getSummary_NegativeTruncatesTowardZero() public {
+        // it should truncate the average toward zero
         _give(client, -1, 0, "", "");
         _give(client2, -2, 0, "", "");
         (, int128 value,) = _summary(_clients(client, client2), "", "");

@@ -12,6 +12,7 @@ contract GiveFeedback_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_DecimalsAbove18() public {
+        // it should revert with ReputationRegistryValueDecimals
         vm.expectRevert(
             abi.encodeWithSelector(IReputationRegistry.ReputationRegistryValueDecimals.selector, 19)
         );
@@ -19,6 +20,7 @@ contract GiveFeedback_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_ValueOutOfRange() public {
+        // it should revert with ReputationRegistryValueRange
         int128 max = reputation.MAX_ABS_VALUE();
         vm.expectRevert(
             abi.encodeWithSelector(IReputationRegistry.ReputationRegistryValueRange.selector, max + 1)
@@ -34,12 +36,14 @@ contract GiveFeedback_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_AgentUnknown() public {
+        // it should revert with ERC721NonexistentToken
         _expectNonexistent(agentId + 1);
         vm.prank(client);
         reputation.giveFeedback(agentId + 1, 1, 0, "", "", "", "", bytes32(0));
     }
 
     function test_RevertWhen_CallerIsOwnerOrOperator() public {
+        // it should revert with ReputationRegistrySelfFeedback
         _expectSelf(agentOwner);
         _give(agentOwner, 100, 0, "", "");
 
@@ -56,6 +60,9 @@ contract GiveFeedback_Unit_Test is ReputationBase {
     }
 
     function test_giveFeedback_StoresAndEmits() public {
+        // it should store the entry at the caller's next index (from 1)
+        // it should list the caller among the agent's clients once
+        // it should emit {NewFeedback} with the endpoint, URI and hash
         vm.expectEmit(address(reputation));
         emit IReputationRegistry.NewFeedback(
             agentId, client, 1, 87, 0, TAG, TAG, TAG_2, ENDPOINT, FEEDBACK_URI, FEEDBACK_HASH
@@ -85,6 +92,7 @@ contract GiveFeedback_Unit_Test is ReputationBase {
     }
 
     function test_giveFeedback_OptionalFieldsEmpty() public {
+        // it should store the entry
         vm.prank(client);
         reputation.giveFeedback(agentId, 1, 0, "", "", "", "", bytes32(0));
         (int128 value,, string memory tag1,,) = reputation.readFeedback(agentId, client, 1);
@@ -93,6 +101,7 @@ contract GiveFeedback_Unit_Test is ReputationBase {
     }
 
     function test_giveFeedback_ByTheAgentWallet() public {
+        // it should store the entry
         // The wallet is paid, it does not manage the agent: it may rate it.
         _setWallet(agentId);
         _give(wallet, 50, 0, "", "");

@@ -14,6 +14,8 @@ contract ReadAllFeedback_Unit_Test is ReputationBase {
     }
 
     function test_readAllFeedback_EveryClient() public view {
+        // it should read every client's entries, client by client in order of first feedback
+        // it should leave them out
         (
             address[] memory clients,
             uint64[] memory indexes,
@@ -37,6 +39,7 @@ contract ReadAllFeedback_Unit_Test is ReputationBase {
     }
 
     function test_readAllFeedback_IncludingRevoked() public view {
+        // it should return them marked revoked
         (
             address[] memory clients,
             uint64[] memory indexes,
@@ -51,6 +54,7 @@ contract ReadAllFeedback_Unit_Test is ReputationBase {
     }
 
     function test_readAllFeedback_GivenClientsInOrder() public view {
+        // it should read only those clients, in that order
         (address[] memory clients,,,,,,) =
             reputation.readAllFeedback(agentId, _clients(client2, client), "", "", true);
         assertEq(clients.length, 3, "all");
@@ -60,6 +64,7 @@ contract ReadAllFeedback_Unit_Test is ReputationBase {
     }
 
     function test_readAllFeedback_TagFilters() public view {
+        // it should return only entries with those tags
         (address[] memory clients,,,,,,) =
             reputation.readAllFeedback(agentId, new address[](0), TAG, "", true);
         assertEq(clients.length, 2, "tag1");

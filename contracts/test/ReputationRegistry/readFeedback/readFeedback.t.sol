@@ -6,6 +6,7 @@ import {ReputationBase} from "../ReputationBase.t.sol";
 
 contract ReadFeedback_Unit_Test is ReputationBase {
     function test_RevertWhen_EntryUnknown() public {
+        // it should revert with ReputationRegistryUnknownFeedback
         vm.expectRevert(
             abi.encodeWithSelector(
                 IReputationRegistry.ReputationRegistryUnknownFeedback.selector, agentId, client, 0
@@ -22,6 +23,7 @@ contract ReadFeedback_Unit_Test is ReputationBase {
     }
 
     function test_readFeedback() public {
+        // it should return its value, decimals, tags and revoked flag
         _give(client, -32, 1, "tradingYield", "week");
         (int128 value, uint8 decimals, string memory tag1, string memory tag2, bool revoked) =
             reputation.readFeedback(agentId, client, 1);

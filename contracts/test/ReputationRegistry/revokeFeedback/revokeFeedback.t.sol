@@ -21,6 +21,7 @@ contract RevokeFeedback_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_IndexUnknown() public {
+        // it should revert with ReputationRegistryUnknownFeedback
         _expectUnknown(client, 0);
         vm.prank(client);
         reputation.revokeFeedback(agentId, 0);
@@ -34,6 +35,7 @@ contract RevokeFeedback_Unit_Test is ReputationBase {
     }
 
     function test_RevertWhen_AlreadyRevoked() public {
+        // it should revert with ReputationRegistryAlreadyRevoked
         vm.prank(client);
         reputation.revokeFeedback(agentId, 1);
         vm.expectRevert(
@@ -44,6 +46,9 @@ contract RevokeFeedback_Unit_Test is ReputationBase {
     }
 
     function test_revokeFeedback() public {
+        // it should mark it revoked and keep it readable
+        // it should leave the client's other entries and other clients' entries alone
+        // it should emit {FeedbackRevoked}
         vm.expectEmit(address(reputation));
         emit IReputationRegistry.FeedbackRevoked(agentId, client, 2);
         vm.prank(client);

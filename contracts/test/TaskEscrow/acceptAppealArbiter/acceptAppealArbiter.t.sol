@@ -14,12 +14,14 @@ contract AcceptAppealArbiterTest is EscrowBase {
     }
 
     function test_RevertWhen_NoAppealArbiterPending() public {
+        // it should revert with TaskEscrowNotPending
         vm.prank(candidate);
         _expectNotPending(candidate);
         escrow.acceptAppealArbiter();
     }
 
     function test_RevertWhen_AcceptAppealArbiterCallerNotPending() public {
+        // it should revert with TaskEscrowNotPending
         vm.prank(owner);
         escrow.proposeAppealArbiter(candidate);
         // A pending arbiter is not a pending appeal arbiter.
@@ -34,6 +36,9 @@ contract AcceptAppealArbiterTest is EscrowBase {
     }
 
     function test_acceptAppealArbiter() public {
+        // it should make the caller the appeal arbiter
+        // it should clear pendingAppealArbiter
+        // it should emit an {AppealArbiterChanged} event
         vm.prank(owner);
         escrow.proposeAppealArbiter(candidate);
         vm.expectEmit(address(escrow));

@@ -14,12 +14,14 @@ contract AcceptArbiterTest is EscrowBase {
     }
 
     function test_RevertWhen_NoArbiterPending() public {
+        // it should revert with TaskEscrowNotPending
         vm.prank(candidate);
         _expectNotPending(candidate);
         escrow.acceptArbiter();
     }
 
     function test_RevertWhen_AcceptArbiterCallerNotPending() public {
+        // it should revert with TaskEscrowNotPending
         vm.prank(owner);
         escrow.proposeArbiter(candidate);
         address[4] memory others = [owner, arbiter, appealArbiter, stranger];
@@ -31,6 +33,9 @@ contract AcceptArbiterTest is EscrowBase {
     }
 
     function test_acceptArbiter() public {
+        // it should make the caller the arbiter (open disputes included)
+        // it should clear pendingArbiter
+        // it should emit an {ArbiterChanged} event
         vm.prank(owner);
         escrow.proposeArbiter(candidate);
         vm.expectEmit(address(escrow));
@@ -48,6 +53,7 @@ contract AcceptArbiterTest is EscrowBase {
 
     /// @dev A rotation mid-dispute hands the open dispute to the new arbiter.
     function test_acceptArbiter_midDispute() public {
+        // it should make the caller the arbiter (open disputes included)
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.prank(owner);
         escrow.proposeArbiter(candidate);

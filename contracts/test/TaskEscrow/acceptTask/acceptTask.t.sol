@@ -7,6 +7,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors acceptTask.tree.
 contract AcceptTaskTest is EscrowBase {
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _create();
         vm.prank(executor);
         _expectRevertUnknown(_unknownId());
@@ -14,6 +15,7 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.prank(executor);
         _expectRevertStale(id);
@@ -21,6 +23,7 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotExecutor() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         address[4] memory others = [funder, client, executor2, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -31,6 +34,7 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotCreated() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Created) continue;
@@ -42,6 +46,7 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_DeadlinePassed() public {
+        // it should revert with TaskEscrowTooLate(deadline)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1);
         vm.prank(executor);
@@ -50,6 +55,7 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_acceptTask_atDeadline() public {
+        // it should set the status to Accepted and updatedAt to now
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(t.deadline);
         t = _accept(id, t);
@@ -57,6 +63,10 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_acceptTask() public {
+        // it should set the status to Accepted and updatedAt to now
+        // it should store the new hash
+        // it should move no funds
+        // it should emit a {TaskAccepted} event
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(block.timestamp + 1 hours);
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
@@ -73,6 +83,7 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function test_acceptTask_byReassignedExecutor() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 newDeadline = uint40(block.timestamp + 2 days);
         vm.prank(client);
@@ -90,6 +101,8 @@ contract AcceptTaskTest is EscrowBase {
     }
 
     function testFuzz_acceptTask_deadlineBoundary(uint40 lifetime, uint40 lateBy) public {
+        // it should revert with TaskEscrowTooLate(deadline)
+        // it should set the status to Accepted and updatedAt to now
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -13,6 +13,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _ruled(5000);
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
@@ -20,6 +21,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         vm.prank(client);
         _expectRevertStale(id);
@@ -27,6 +29,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNeitherClientNorExecutor() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         address[6] memory others = [owner, funder, executor2, arbiter, appealArbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -37,6 +40,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotRuled() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Ruled) continue;
@@ -48,6 +52,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_AppealWindowPassed() public {
+        // it should revert with TaskEscrowTooLate(updatedAt + appealWindow)
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         vm.warp(_appealEnd(t) + 1);
         vm.prank(executor);
@@ -56,12 +61,17 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_appealRuling_atAppealWindowEnd() public {
+        // it should set the status to Appealed and updatedAt to now (starting the appeal decision window)
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         vm.warp(_appealEnd(t));
         _appeal(id, t, executor);
     }
 
     function test_appealRuling_byClient() public {
+        // it should set the status to Appealed and updatedAt to now (starting the appeal decision window)
+        // it should keep the pending executorShareBps
+        // it should move no funds
+        // it should emit a {RulingAppealed} event naming the appellant
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(8000);
         vm.warp(block.timestamp + 1 hours);
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
@@ -79,6 +89,8 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_appealRuling_byExecutor() public {
+        // it should set the status to Appealed and updatedAt to now (starting the appeal decision window)
+        // it should emit a {RulingAppealed} event naming the appellant
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(2000);
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.RulingAppealed(id, executor, REASON, uint40(block.timestamp));
@@ -90,6 +102,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_AppealedTwice() public {
+        // it should revert with TaskEscrowInvalidStatus
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         ITaskEscrow.Task memory appealed = _appeal(id, _copy(t), client);
         vm.prank(executor);
@@ -98,6 +111,7 @@ contract AppealRulingTest is EscrowBase {
     }
 
     function testFuzz_appealRuling_appealWindowBoundary(uint32 appealWindow_, uint256 lateBy) public {
+        // it should revert with TaskEscrowTooLate(updatedAt + appealWindow)
         appealWindow_ = uint32(bound(appealWindow_, 1, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(DISPUTE_WINDOW, appealWindow_);

@@ -7,6 +7,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors approvePayment.tree.
 contract ApprovePaymentTest is EscrowBase {
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
@@ -14,6 +15,7 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         _expectRevertStale(id);
@@ -21,6 +23,7 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotClient() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         address[5] memory others = [funder, executor, executor2, arbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -31,6 +34,7 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotCompleted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Completed) continue;
@@ -42,6 +46,10 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function test_approvePayment() public {
+        // it should set the status to Paid, updatedAt to now and executorShareBps to 10,000
+        // it should pay the whole amount to the executor and nothing to the funder
+        // it should leave no tokens for the task in the escrow
+        // it should emit a {TaskSettled} event (Paid, Approved)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(block.timestamp + 1 hours);
         Balances memory before = _balances(t);
@@ -55,6 +63,9 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function test_approvePayment_afterReviewWindow() public {
+        // it should set the status to Paid, updatedAt to now and executorShareBps to 10,000
+        // it should pay the whole amount to the executor and nothing to the funder
+        // it should emit a {TaskSettled} event (Paid, Approved)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(uint256(t.updatedAt) + t.reviewWindow + 30 days);
         Balances memory before = _balances(t);
@@ -66,6 +77,8 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_ApprovedTwice() public {
+        // it should revert with TaskEscrowStaleTask
+        // it should revert with TaskEscrowInvalidStatus
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         escrow.approvePayment(id, t);
@@ -82,6 +95,8 @@ contract ApprovePaymentTest is EscrowBase {
     }
 
     function testFuzz_approvePayment_paysTheWholeAmount(uint128 amount) public {
+        // it should pay the whole amount to the executor and nothing to the funder
+        // it should leave no tokens for the task in the escrow
         amount = uint128(bound(amount, 1, type(uint128).max));
         _mint(funder, amount);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

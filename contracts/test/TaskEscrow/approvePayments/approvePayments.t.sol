@@ -19,6 +19,7 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_RevertWhen_LengthsDiffer() public {
+        // it should revert with TaskEscrowLengthMismatch
         (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(2);
         ITaskEscrow.Task[] memory one = new ITaskEscrow.Task[](1);
         one[0] = ts[0];
@@ -28,6 +29,7 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_RevertWhen_BatchEmptyOrTooLong() public {
+        // it should revert with TaskEscrowBatchSize
         vm.prank(client);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, 0));
         escrow.approvePayments(new uint256[](0), new ITaskEscrow.Task[](0));
@@ -38,6 +40,7 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotClientOfEveryTask() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
         address[4] memory others = [funder, executor, arbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -48,6 +51,7 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_RevertWhen_AnItemIsNotCompleted() public {
+        // it should revert with TaskEscrowInvalidStatus, paying nobody
         (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
         (ids[1], ts[1]) = _create();
         uint256 held = usdc.balanceOf(address(escrow));
@@ -58,6 +62,7 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_RevertWhen_AnItemIsForged() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
         ts[2] = _stale(ts[2]);
         vm.prank(client);
@@ -66,6 +71,7 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_RevertWhen_AnItemRepeats() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(2);
         ids[1] = ids[0];
         ts[1] = ts[0];
@@ -76,6 +82,9 @@ contract ApprovePaymentsTest is EscrowBase {
     }
 
     function test_approvePayments() public {
+        // it should settle each as Paid, as approvePayment would
+        // it should pay each executor its task's amount
+        // it should emit a {TaskSettled} event per item, in order
         (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(4);
         uint256 e1 = usdc.balanceOf(executor);
         uint256 e2 = usdc.balanceOf(executor2);

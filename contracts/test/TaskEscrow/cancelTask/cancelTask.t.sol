@@ -7,6 +7,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors cancelTask.tree.
 contract CancelTaskTest is EscrowBase {
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _create();
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
@@ -14,6 +15,7 @@ contract CancelTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.prank(client);
         _expectRevertStale(id);
@@ -21,6 +23,7 @@ contract CancelTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotClient() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         address[5] memory others = [owner, funder, executor, arbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -31,6 +34,7 @@ contract CancelTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotCreated() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Created) continue;
@@ -51,18 +55,27 @@ contract CancelTaskTest is EscrowBase {
     }
 
     function test_cancelTask() public {
+        // it should set the status to Cancelled, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder
+        // it should emit a {TaskSettled} event (Cancelled, Cancelled)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(block.timestamp + 1 hours);
         _cancel(id, t);
     }
 
     function test_cancelTask_afterDeadline() public {
+        // it should set the status to Cancelled, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder
+        // it should emit a {TaskSettled} event (Cancelled, Cancelled)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1 days);
         _cancel(id, t);
     }
 
     function test_cancelTask_afterReassign() public {
+        // it should set the status to Cancelled, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder
+        // it should emit a {TaskSettled} event (Cancelled, Cancelled)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         uint40 newDeadline = uint40(block.timestamp + 1 days);
@@ -76,6 +89,7 @@ contract CancelTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_AcceptedThenCancelled() public {
+        // it should revert with TaskEscrowInvalidStatus
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.prank(client);
         _expectRevertStatus(id, ITaskEscrow.Status.Accepted);

@@ -11,6 +11,7 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(_disputeEnd(t) + 1);
         _expectRevertUnknown(_unknownId());
@@ -18,6 +19,7 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(_disputeEnd(t) + 1);
         _expectRevertStale(id);
@@ -25,6 +27,7 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotDisputed() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Disputed) continue;
@@ -36,6 +39,7 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     }
 
     function test_RevertWhen_DisputeWindowOpen() public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + disputeWindow + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         _expectRevertTooEarly(_disputeEnd(t) + 1);
         escrow.claimDisputeDefault(id, t);
@@ -45,6 +49,9 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     }
 
     function test_claimDisputeDefault() public {
+        // it should set the status to Refunded, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder
+        // it should emit a {TaskSettled} event (Refunded, DisputeDefault)
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(_disputeEnd(t) + 1);
         Balances memory before = _balances(t);
@@ -58,6 +65,7 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     }
 
     function test_RevertWhen_ArbiterRulesAfterDefault() public {
+        // it should shut out a late ruling
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(_disputeEnd(t) + 1);
         escrow.claimDisputeDefault(id, t);
@@ -70,6 +78,8 @@ contract ClaimDisputeDefaultTest is EscrowBase {
     function testFuzz_claimDisputeDefault_disputeWindowBoundary(uint32 disputeWindow_, uint256 lateBy)
         public
     {
+        // it should revert with TaskEscrowTooEarly(updatedAt + disputeWindow + 1)
+        // it should set the status to Refunded, updatedAt to now and executorShareBps to 0
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(disputeWindow_, APPEAL_WINDOW);

@@ -7,6 +7,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors completeTask.tree.
 contract CompleteTaskTest is EscrowBase {
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _accepted();
         vm.prank(executor);
         _expectRevertUnknown(_unknownId());
@@ -14,6 +15,7 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.prank(executor);
         _expectRevertStale(id);
@@ -21,6 +23,7 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotExecutor() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         address[4] memory others = [funder, client, executor2, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -31,6 +34,7 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotAccepted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Accepted) continue;
@@ -42,6 +46,7 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_DeadlinePassed() public {
+        // it should revert with TaskEscrowTooLate(deadline)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         vm.prank(executor);
@@ -50,6 +55,7 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function test_completeTask_atDeadline() public {
+        // it should set the status to Completed and updatedAt to now (starting the review window)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(t.deadline);
         t = _complete(id, t);
@@ -57,6 +63,10 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function test_completeTask() public {
+        // it should set the status to Completed and updatedAt to now (starting the review window)
+        // it should store resultHash = keccak256(resultURI)
+        // it should move no funds
+        // it should emit a {TaskCompleted} event carrying the result URI
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(block.timestamp + 3 hours);
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
@@ -74,6 +84,8 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function testFuzz_completeTask_resultHash(string memory resultURI) public {
+        // it should store resultHash = keccak256(resultURI)
+        // it should emit a {TaskCompleted} event carrying the result URI
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.TaskCompleted(id, executor, resultURI, uint40(block.timestamp));
@@ -86,6 +98,7 @@ contract CompleteTaskTest is EscrowBase {
     }
 
     function testFuzz_completeTask_deadlineBoundary(uint40 lifetime, uint40 lateBy) public {
+        // it should revert with TaskEscrowTooLate(deadline)
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -32,6 +32,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_RevertWhen_TokenZero() public {
+        // it should revert with TaskEscrowZeroAddress
         _deployExpectingRevert(
             address(0),
             owner,
@@ -44,6 +45,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_RevertWhen_OwnerZero() public {
+        // it should revert with OwnableInvalidOwner
         _deployExpectingRevert(
             address(usdc),
             address(0),
@@ -56,6 +58,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_RevertWhen_ArbiterZero() public {
+        // it should revert with TaskEscrowZeroAddress
         _deployExpectingRevert(
             address(usdc),
             owner,
@@ -68,6 +71,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_RevertWhen_AppealArbiterZero() public {
+        // it should revert with TaskEscrowZeroAddress
         _deployExpectingRevert(
             address(usdc),
             owner,
@@ -80,6 +84,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_RevertWhen_DisputeWindowOutOfRange() public {
+        // it should revert with TaskEscrowInvalidWindow
         _deployExpectingRevert(
             address(usdc),
             owner,
@@ -101,6 +106,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_RevertWhen_AppealWindowOutOfRange() public {
+        // it should revert with TaskEscrowInvalidWindow
         _deployExpectingRevert(
             address(usdc),
             owner,
@@ -153,6 +159,10 @@ contract ConstructorTest is EscrowBase {
     }
 
     function test_constructor() public {
+        // it should set token, owner, arbiter, appeal arbiter and both windows
+        // it should leave nothing pending and the escrow unpaused
+        // it should emit {OwnershipTransferred}, {WindowsUpdated}, {ArbiterChanged} and
+        // {AppealArbiterChanged}
         vm.expectEmit();
         emit Ownable.OwnershipTransferred(address(0), owner);
         vm.expectEmit();
@@ -187,6 +197,7 @@ contract ConstructorTest is EscrowBase {
     }
 
     function testFuzz_constructor_windows(uint32 disputeWindow_, uint32 appealWindow_) public {
+        // it should set token, owner, arbiter, appeal arbiter and both windows
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
         TaskEscrow e = new TaskEscrow(

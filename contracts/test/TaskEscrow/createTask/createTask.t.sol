@@ -17,42 +17,49 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_Paused() public {
+        // it should revert with EnforcedPause
         vm.prank(owner);
         escrow.pause();
         _createExpectingRevert(_params(_nextRef()), abi.encodeWithSelector(Pausable.EnforcedPause.selector));
     }
 
     function test_RevertWhen_AmountZero() public {
+        // it should revert with TaskEscrowZeroAmount
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.amount = 0;
         _createExpectingRevert(p, abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAmount.selector));
     }
 
     function test_RevertWhen_ClientZero() public {
+        // it should revert with TaskEscrowZeroAddress
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.client = address(0);
         _createExpectingRevert(p, abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
     }
 
     function test_RevertWhen_ExecutorZero() public {
+        // it should revert with TaskEscrowZeroAddress
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.executor = address(0);
         _createExpectingRevert(p, abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
     }
 
     function test_RevertWhen_ExecutorIsClient() public {
+        // it should revert with TaskEscrowSelfDealing
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.executor = client;
         _createExpectingRevert(p, abi.encodeWithSelector(ITaskEscrow.TaskEscrowSelfDealing.selector, client));
     }
 
     function test_RevertWhen_ExecutorIsFunder() public {
+        // it should revert with TaskEscrowSelfDealing
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.executor = funder;
         _createExpectingRevert(p, abi.encodeWithSelector(ITaskEscrow.TaskEscrowSelfDealing.selector, funder));
     }
 
     function test_RevertWhen_DeadlineIsNow() public {
+        // it should revert with TaskEscrowInvalidDeadline
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.deadline = uint40(block.timestamp);
         _createExpectingRevert(
@@ -61,6 +68,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_DeadlineInThePast() public {
+        // it should revert with TaskEscrowInvalidDeadline
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.deadline = uint40(block.timestamp - 1);
         _createExpectingRevert(
@@ -69,6 +77,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_DeadlineBeyondHorizon() public {
+        // it should revert with TaskEscrowInvalidDeadline
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.deadline = uint40(block.timestamp + HORIZON + 1);
         _createExpectingRevert(
@@ -86,6 +95,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_ReviewWindowTooShort() public {
+        // it should revert with TaskEscrowInvalidWindow
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.reviewWindow = MIN_WINDOW - 1;
         _createExpectingRevert(
@@ -94,6 +104,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_ReviewWindowTooLong() public {
+        // it should revert with TaskEscrowInvalidWindow
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.reviewWindow = MAX_WINDOW + 1;
         _createExpectingRevert(
@@ -111,6 +122,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_ReferenceReused() public {
+        // it should revert with TaskEscrowDuplicateReference
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         _create(p);
         _createExpectingRevert(
@@ -119,6 +131,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_ReferenceReusedAfterSettlement() public {
+        // it should revert even once that task is settled
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         (uint256 id, ITaskEscrow.Task memory t) = _create(p);
         vm.prank(client);
@@ -132,6 +145,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_AllowanceMissing() public {
+        // it should revert with ERC20InsufficientAllowance
         vm.prank(funder);
         usdc.approve(address(escrow), AMOUNT - 1);
         _createExpectingRevert(
@@ -143,6 +157,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_BalanceMissing() public {
+        // it should revert with ERC20InsufficientBalance
         vm.prank(stranger);
         usdc.approve(address(escrow), type(uint256).max);
         _mint(stranger, AMOUNT - 1);
@@ -156,6 +171,11 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_createTask() public {
+        // it should return taskIdFor(caller, ref)
+        // it should record the caller as funder (the client may be the funder)
+        // it should store the hash of the Created task with specHash = keccak256(specURI)
+        // it should move the amount from the funder to the escrow
+        // it should emit a {TaskCreated} event with the full task
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.parentId = 42;
         ITaskEscrow.Task memory t = _expectedCreated(p, funder);
@@ -177,6 +197,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_createTask_clientMayBeFunder() public {
+        // it should record the caller as funder (the client may be the funder)
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.client = funder;
         (uint256 id, ITaskEscrow.Task memory t) = _create(p);
@@ -185,6 +206,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_createTask_snapshotsWindows() public {
+        // it should snapshot the current dispute and appeal windows
         (uint256 oldId, ITaskEscrow.Task memory oldTask) = _create();
         _setWindows(MIN_WINDOW, 0);
         (uint256 id, ITaskEscrow.Task memory t) = _create();
@@ -197,6 +219,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function test_createTask_sameRefOtherFunder() public {
+        // it should let another funder use the same reference
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         (uint256 id,) = _create(p);
         _mint(stranger, AMOUNT);
@@ -215,6 +238,7 @@ contract CreateTaskTest is EscrowBase {
     //////////////////////////////////////////////////////////////*/
 
     function testFuzz_createTask_amount(uint128 amount) public {
+        // it should move the amount from the funder to the escrow
         amount = uint128(bound(amount, 1, type(uint128).max));
         _mint(funder, amount);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
@@ -227,6 +251,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function testFuzz_createTask_duplicateReference(bytes32 ref) public {
+        // it should revert with TaskEscrowDuplicateReference
         ITaskEscrow.CreateParams memory p = _params(ref);
         (uint256 id,) = _create(p);
         assertEq(id, escrow.taskIdFor(funder, ref), "id");
@@ -237,6 +262,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function testFuzz_createTask_sameRefAcrossFunders(bytes32 ref, uint256 otherKey) public {
+        // it should let another funder use the same reference
         otherKey = bound(otherKey, 1, 2 ** 128);
         address other = vm.addr(otherKey);
         vm.assume(other != funder && other != executor && other != client);
@@ -262,6 +288,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function testFuzz_createTask_invalidDeadline(uint40 deadline) public {
+        // it should revert with TaskEscrowInvalidDeadline
         vm.assume(deadline <= block.timestamp || deadline > block.timestamp + HORIZON);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.deadline = deadline;
@@ -271,6 +298,7 @@ contract CreateTaskTest is EscrowBase {
     }
 
     function testFuzz_createTask_reviewWindow(uint32 reviewWindow) public {
+        // it should revert with TaskEscrowInvalidWindow
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.reviewWindow = reviewWindow;
         if (reviewWindow < MIN_WINDOW || reviewWindow > MAX_WINDOW) {

@@ -30,6 +30,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_Paused() public {
+        // it should revert with EnforcedPause (and leave the permit unused)
         vm.prank(owner);
         escrow.pause();
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
@@ -41,6 +42,10 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_createTaskWithPermit() public {
+        // it should consume the permit (nonce + 1)
+        // it should spend exactly the permitted allowance
+        // it should store the Created task and return taskIdFor(caller, ref)
+        // it should emit a {TaskCreated} event
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount, permitDeadline);
         ITaskEscrow.Task memory t = _expectedCreated(p, funder);
@@ -61,6 +66,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_createTaskWithPermit_permitFrontRun() public {
+        // it should create the task from the allowance the permit left
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount, permitDeadline);
         // Someone watching the mempool submits the permit first.
@@ -75,6 +81,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_createTaskWithPermit_badPermitButAllowance() public {
+        // it should create the task
         vm.prank(funder);
         usdc.approve(address(escrow), AMOUNT);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
@@ -88,6 +95,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_PermitInvalidAndNoAllowance() public {
+        // it should revert with ERC20InsufficientAllowance
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         // Signed for less than the task amount.
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount - 1, permitDeadline);
@@ -97,6 +105,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_PermitExpiredAndNoAllowance() public {
+        // it should revert with ERC20InsufficientAllowance
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         uint256 expired = block.timestamp - 1;
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount, expired);
@@ -106,6 +115,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_PermitSignedByAnotherAccount() public {
+        // it should revert with ERC20InsufficientAllowance
         // The funder signs; the stranger submits: the permit names msg.sender as owner.
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount, permitDeadline);
@@ -116,6 +126,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_ReferenceReused() public {
+        // it should revert with TaskEscrowDuplicateReference
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount, permitDeadline);
         vm.prank(funder);
@@ -130,6 +141,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_AmountZero() public {
+        // it should revert with TaskEscrowZeroAmount
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.amount = 0;
         (uint8 v, bytes32 r, bytes32 s) = _permit(0, permitDeadline);
@@ -139,6 +151,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_ExecutorIsFunder() public {
+        // it should revert with TaskEscrowSelfDealing
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         p.executor = funder;
         (uint8 v, bytes32 r, bytes32 s) = _permit(p.amount, permitDeadline);
@@ -152,6 +165,8 @@ contract CreateTaskWithPermitTest is EscrowBase {
     //////////////////////////////////////////////////////////////*/
 
     function testFuzz_createTaskWithPermit_amount(uint128 amount, uint256 deadlineOffset) public {
+        // it should consume the permit (nonce + 1)
+        // it should spend exactly the permitted allowance
         amount = uint128(bound(amount, 1, type(uint128).max));
         deadlineOffset = bound(deadlineOffset, 0, 365 days);
         uint256 deadline_ = block.timestamp + deadlineOffset;
@@ -173,6 +188,7 @@ contract CreateTaskWithPermitTest is EscrowBase {
     }
 
     function testFuzz_createTaskWithPermit_shortPermit(uint128 amount, uint128 signed) public {
+        // it should revert with ERC20InsufficientAllowance
         amount = uint128(bound(amount, 2, type(uint128).max));
         signed = uint128(bound(signed, 1, amount - 1));
         _mint(funder, amount);

@@ -28,6 +28,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_BatchEmpty() public {
+        // it should revert with TaskEscrowBatchSize
         ITaskEscrow.CreateParams[] memory ps = new ITaskEscrow.CreateParams[](0);
         vm.prank(funder);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, 0));
@@ -35,6 +36,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_BatchAboveMax() public {
+        // it should revert with TaskEscrowBatchSize
         uint256 max = escrow.MAX_BATCH();
         ITaskEscrow.CreateParams[] memory ps = _batch(max + 1);
         vm.prank(funder);
@@ -43,6 +45,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_Paused() public {
+        // it should revert with EnforcedPause
         vm.prank(owner);
         escrow.pause();
         ITaskEscrow.CreateParams[] memory ps = _batch(2);
@@ -52,6 +55,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_ReferenceRepeatedInBatch() public {
+        // it should revert with TaskEscrowBatchDuplicate(index, ref), funding nothing
         ITaskEscrow.CreateParams[] memory ps = _batch(3);
         ps[2].ref = ps[0].ref;
         uint256 before = usdc.balanceOf(funder);
@@ -63,6 +67,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_ReferenceUsedBefore() public {
+        // it should revert with TaskEscrowBatchDuplicate(index, ref), funding nothing
         ITaskEscrow.CreateParams[] memory ps = _batch(3);
         vm.prank(funder);
         escrow.createTask(ps[1]);
@@ -77,6 +82,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_AnItemFailsItsChecks() public {
+        // it should revert with TaskEscrowZeroAmount (or whichever error createTask gives)
         ITaskEscrow.CreateParams[] memory ps = _batch(2);
         ps[1].amount = 0;
         vm.prank(funder);
@@ -85,6 +91,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_AnExecutorDoesNotOffer() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         ITaskEscrow.CreateParams[] memory ps = _batch(2);
         ps[1].executor = stranger;
         vm.prank(funder);
@@ -97,6 +104,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_RevertWhen_AllowanceBelowSum() public {
+        // it should revert with ERC20InsufficientAllowance
         ITaskEscrow.CreateParams[] memory ps = _batch(3);
         uint256 sum = _sum(ps);
         vm.prank(funder);
@@ -111,6 +119,9 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_createTasks() public {
+        // it should store each task as createTask would, in order, ids derived from (funder, ref)
+        // it should emit one {TaskCreated} per item, in order
+        // it should pull the sum in one token transfer
         ITaskEscrow.CreateParams[] memory ps = _batch(3);
         uint256 sum = _sum(ps);
         uint256 funderBefore = usdc.balanceOf(funder);
@@ -146,6 +157,7 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function test_createTasks_maxBatch() public {
+        // it should leave the escrow holding exactly the sum (fuzzed over 1..=20 items)
         ITaskEscrow.CreateParams[] memory ps = _batch(escrow.MAX_BATCH());
         vm.prank(funder);
         uint256[] memory ids = escrow.createTasks(ps);
@@ -154,6 +166,8 @@ contract CreateTasksTest is EscrowBase {
     }
 
     function testFuzz_createTasks_holdsExactlyTheSum(uint8 n, uint96 seed) public {
+        // it should store each task as createTask would, in order, ids derived from (funder, ref)
+        // it should leave the escrow holding exactly the sum (fuzzed over 1..=20 items)
         n = uint8(bound(n, 1, 20));
         ITaskEscrow.CreateParams[] memory ps = _batch(n);
         for (uint256 i; i < n; ++i) {

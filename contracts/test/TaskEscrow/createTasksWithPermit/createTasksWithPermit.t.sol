@@ -23,6 +23,8 @@ contract CreateTasksWithPermitTest is EscrowBase {
     }
 
     function test_createTasksWithPermit() public {
+        // it should consume one permit and spend the allowance exactly
+        // it should create every task and hold the sum
         (ITaskEscrow.CreateParams[] memory ps, uint256 sum) = _two();
         uint256 deadline = block.timestamp + 1 hours;
         (uint8 v, bytes32 r, bytes32 s) = _permit(sum, deadline);
@@ -36,6 +38,7 @@ contract CreateTasksWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_PermitForLessThanTheSum() public {
+        // it should revert with ERC20InsufficientAllowance
         (ITaskEscrow.CreateParams[] memory ps, uint256 sum) = _two();
         uint256 deadline = block.timestamp + 1 hours;
         // Signed for one task only: the permit fails, and no allowance covers the sum.
@@ -48,6 +51,7 @@ contract CreateTasksWithPermitTest is EscrowBase {
     }
 
     function test_createTasksWithPermit_frontRunPermitStillCreates() public {
+        // it should create the batch with the allowance the permit set
         (ITaskEscrow.CreateParams[] memory ps, uint256 sum) = _two();
         uint256 deadline = block.timestamp + 1 hours;
         (uint8 v, bytes32 r, bytes32 s) = _permit(sum, deadline);
@@ -59,6 +63,7 @@ contract CreateTasksWithPermitTest is EscrowBase {
     }
 
     function test_RevertWhen_BatchEmpty() public {
+        // it should revert with TaskEscrowBatchSize
         ITaskEscrow.CreateParams[] memory ps = new ITaskEscrow.CreateParams[](0);
         (uint8 v, bytes32 r, bytes32 s) = _permit(0, block.timestamp + 1 hours);
         vm.prank(funder);

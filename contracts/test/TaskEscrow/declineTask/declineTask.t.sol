@@ -8,6 +8,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors declineTask.tree.
 contract DeclineTaskTest is EscrowBase {
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _create();
         vm.prank(executor);
         _expectRevertUnknown(_unknownId());
@@ -15,6 +16,7 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.prank(executor);
         _expectRevertStale(id);
@@ -22,6 +24,7 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotExecutor() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         address[7] memory others = [client, funder, arbiter, appealArbiter, owner, executor2, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -41,6 +44,7 @@ contract DeclineTaskTest is EscrowBase {
 
     /// @dev A reassigned task's former executor has no say any more; the new one has.
     function test_RevertWhen_CallerIsTheFormerExecutor() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         t = _reassign(id, t);
         vm.prank(executor);
@@ -50,6 +54,7 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNeitherCreatedNorAccepted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Created || all[i] == ITaskEscrow.Status.Accepted) continue;
@@ -61,6 +66,7 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_AcceptedAndDeadlinePassed() public {
+        // it should revert with TaskEscrowTooLate(deadline)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         vm.prank(executor);
@@ -115,6 +121,10 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_declineTask_created() public {
+        // it should set the status to Declined, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder and leave the escrow holding nothing of it
+        // it should emit a {TaskDeclined} event with the reason, then a {TaskSettled} event (Declined,
+        // Declined)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(block.timestamp + 1 hours);
         _decline(id, t, executor);
@@ -122,24 +132,28 @@ contract DeclineTaskTest is EscrowBase {
 
     /// @dev Nothing was promised on a Created task: its executor may say no even past the deadline.
     function test_declineTask_createdPastDeadline() public {
+        // it should set the status to Declined, updatedAt to now and executorShareBps to 0
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1 days);
         _decline(id, t, executor);
     }
 
     function test_declineTask_accepted() public {
+        // it should set the status to Declined, updatedAt to now and executorShareBps to 0
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(block.timestamp + 1 hours);
         _decline(id, t, executor);
     }
 
     function test_declineTask_acceptedAtDeadline() public {
+        // it should set the status to Declined, updatedAt to now and executorShareBps to 0
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(t.deadline);
         _decline(id, t, executor);
     }
 
     function test_declineTask_afterReassign() public {
+        // it should set the status to Declined, updatedAt to now and executorShareBps to 0
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         t = _reassign(id, t);
@@ -147,6 +161,7 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_declineTask_whilePaused() public {
+        // it should keep working while the escrow is paused
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         _pause();
         _decline(id, t, executor);
@@ -155,6 +170,7 @@ contract DeclineTaskTest is EscrowBase {
 
     /// @dev The funder gets back exactly what it put in, and nothing of another task moves.
     function test_declineTask_refundsOnlyThisTask() public {
+        // it should refund the whole amount to the funder and leave the escrow holding nothing of it
         (uint256 other, ITaskEscrow.Task memory o) = _accepted();
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint256 funderBefore = usdc.balanceOf(funder);
@@ -166,6 +182,7 @@ contract DeclineTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_DeliveredAfterDecline() public {
+        // it should shut out every later call on the task (a late delivery, a second decline)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.prank(executor);
         escrow.declineTask(id, t, DECLINE_REASON);
@@ -189,6 +206,9 @@ contract DeclineTaskTest is EscrowBase {
         bool accepted,
         string memory reason
     ) public {
+        // it should revert with TaskEscrowTooLate(deadline)
+        // it should emit a {TaskDeclined} event with the reason, then a {TaskSettled} event (Declined,
+        // Declined)
         amount = uint128(bound(amount, 1, type(uint128).max));
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         elapsed = uint40(bound(elapsed, 0, uint256(lifetime) * 2));

@@ -13,6 +13,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
@@ -20,6 +21,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         _expectRevertStale(id);
@@ -27,6 +29,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotClient() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         address[5] memory others = [funder, executor, executor2, arbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -37,6 +40,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotCompleted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Completed) continue;
@@ -48,6 +52,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_ReviewWindowPassed() public {
+        // it should revert with TaskEscrowTooLate(updatedAt + reviewWindow)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t) + 1);
         vm.prank(client);
@@ -56,6 +61,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_disputeTask_atReviewWindowEnd() public {
+        // it should set the status to Disputed and updatedAt to now (starting the dispute window)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t));
         t = _dispute(id, t);
@@ -63,6 +69,9 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function test_disputeTask() public {
+        // it should set the status to Disputed and updatedAt to now (starting the dispute window)
+        // it should move no funds
+        // it should emit a {TaskDisputed} event carrying the reason URI
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(block.timestamp + 1 hours);
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
@@ -79,6 +88,7 @@ contract DisputeTaskTest is EscrowBase {
     }
 
     function testFuzz_disputeTask_reviewWindowBoundary(uint32 reviewWindow, uint256 lateBy) public {
+        // it should revert with TaskEscrowTooLate(updatedAt + reviewWindow)
         reviewWindow = uint32(bound(reviewWindow, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

@@ -24,11 +24,13 @@ contract ExecutorCheckTest is EscrowBase {
     }
 
     function test_RevertWhen_ExecutorUnregistered() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         _expectNotOffering(stranger, CAPABILITY, AMOUNT);
         _createFor(stranger, CAPABILITY, AMOUNT);
     }
 
     function test_RevertWhen_ExecutorPaused() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         vm.prank(executor);
         registry.pause();
         _expectNotOffering(executor, CAPABILITY, AMOUNT);
@@ -36,6 +38,7 @@ contract ExecutorCheckTest is EscrowBase {
     }
 
     function test_RevertWhen_ExecutorLeft() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         vm.prank(executor);
         registry.leave();
         _expectNotOffering(executor, CAPABILITY, AMOUNT);
@@ -43,11 +46,13 @@ contract ExecutorCheckTest is EscrowBase {
     }
 
     function test_RevertWhen_CapabilityNotOffered() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         _expectNotOffering(executor, OTHER, AMOUNT);
         _createFor(executor, OTHER, AMOUNT);
     }
 
     function test_RevertWhen_PriceAboveAmount() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         vm.prank(executor);
         registry.updatePrice(CAPABILITY, AMOUNT + 1);
         _expectNotOffering(executor, CAPABILITY, AMOUNT);
@@ -55,12 +60,15 @@ contract ExecutorCheckTest is EscrowBase {
     }
 
     function test_create_priceEqualToAmount() public {
+        // it should escrow the task (or reassign it) as usual
         vm.prank(executor);
         registry.updatePrice(CAPABILITY, AMOUNT);
         _createFor(executor, CAPABILITY, AMOUNT);
     }
 
     function testFuzz_create_onlyAtOrAbovePrice(uint128 price, uint128 amount) public {
+        // it should revert with TaskEscrowExecutorNotOffering
+        // it should escrow the task (or reassign it) as usual
         price = uint128(bound(price, 1, 1e12));
         amount = uint128(bound(amount, 1, 1e12));
         vm.prank(executor);
@@ -70,6 +78,7 @@ contract ExecutorCheckTest is EscrowBase {
     }
 
     function test_RevertWhen_ReassignedToOneNotOffering() public {
+        // it should revert with TaskEscrowExecutorNotOffering
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 deadline = uint40(block.timestamp + 2 days);
         vm.prank(client);
@@ -86,6 +95,7 @@ contract ExecutorCheckTest is EscrowBase {
     }
 
     function test_reassign_toOneOffering() public {
+        // it should escrow the task (or reassign it) as usual
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 deadline = uint40(block.timestamp + 2 days);
         vm.prank(client);

@@ -15,6 +15,7 @@ contract FinalizeRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _ruled(5000);
         vm.warp(_appealEnd(t) + 1);
         _expectRevertUnknown(_unknownId());
@@ -22,6 +23,7 @@ contract FinalizeRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         vm.warp(_appealEnd(t) + 1);
         _expectRevertStale(id);
@@ -29,6 +31,7 @@ contract FinalizeRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNeitherRuledNorAppealed() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Ruled || all[i] == ITaskEscrow.Status.Appealed) continue;
@@ -40,6 +43,7 @@ contract FinalizeRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_RuledAndAppealWindowOpen() public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + appealWindow + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(5000);
         _expectRevertTooEarly(_appealEnd(t) + 1);
         escrow.finalizeRuling(id, t);
@@ -49,6 +53,7 @@ contract FinalizeRulingTest is EscrowBase {
     }
 
     function test_RevertWhen_AppealedAndDecisionWindowOpen() public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + disputeWindow + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         _expectRevertTooEarly(_decisionEnd(t) + 1);
         escrow.finalizeRuling(id, t);
@@ -69,30 +74,39 @@ contract FinalizeRulingTest is EscrowBase {
     }
 
     function test_finalizeRuling_unappealedSplit() public {
+        // it should settle on the stored executorShareBps (Paid, Refunded or Split)
+        // it should emit a {TaskSettled} event (RulingFinalized)
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(6000);
         vm.warp(_appealEnd(t) + 1);
         _finalize(id, t, ITaskEscrow.Status.Split, 6_000_000);
     }
 
     function test_finalizeRuling_unappealedToExecutor() public {
+        // it should settle on the stored executorShareBps (Paid, Refunded or Split)
+        // it should emit a {TaskSettled} event (RulingFinalized)
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(BPS);
         vm.warp(_appealEnd(t) + 1);
         _finalize(id, t, ITaskEscrow.Status.Paid, AMOUNT);
     }
 
     function test_finalizeRuling_unappealedToFunder() public {
+        // it should settle on the stored executorShareBps (Paid, Refunded or Split)
+        // it should emit a {TaskSettled} event (RulingFinalized)
         (uint256 id, ITaskEscrow.Task memory t) = _ruled(0);
         vm.warp(_appealEnd(t) + 1);
         _finalize(id, t, ITaskEscrow.Status.Refunded, 0);
     }
 
     function test_finalizeRuling_appealUndecided() public {
+        // it should settle on the first ruling's executorShareBps
+        // it should emit a {TaskSettled} event (RulingFinalized)
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(1500);
         vm.warp(_decisionEnd(t) + 1);
         _finalize(id, t, ITaskEscrow.Status.Split, 1_500_000);
     }
 
     function testFuzz_finalizeRuling_appealWindowBoundary(uint32 appealWindow_, uint256 lateBy) public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + appealWindow + 1)
         appealWindow_ = uint32(bound(appealWindow_, 1, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(DISPUTE_WINDOW, appealWindow_);
@@ -108,6 +122,7 @@ contract FinalizeRulingTest is EscrowBase {
     function testFuzz_finalizeRuling_decisionWindowBoundary(uint32 appealRulingWindow_, uint256 lateBy)
         public
     {
+        // it should revert with TaskEscrowTooEarly(updatedAt + disputeWindow + 1)
         appealRulingWindow_ = uint32(bound(appealRulingWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         vm.prank(owner);

@@ -10,6 +10,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors pause.tree.
 contract PauseTest is EscrowBase {
     function test_RevertWhen_PauseCallerNotOwner() public {
+        // it should revert with OwnableUnauthorizedAccount
         address[3] memory others = [arbiter, funder, stranger];
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
@@ -19,6 +20,7 @@ contract PauseTest is EscrowBase {
     }
 
     function test_RevertWhen_AlreadyPaused() public {
+        // it should revert with EnforcedPause
         _pause();
         vm.prank(owner);
         vm.expectRevert(abi.encodeWithSelector(Pausable.EnforcedPause.selector));
@@ -26,6 +28,9 @@ contract PauseTest is EscrowBase {
     }
 
     function test_pause() public {
+        // it should pause the escrow
+        // it should make createTask and createTaskWithPermit revert with EnforcedPause
+        // it should emit a {Paused} event
         vm.expectEmit(address(escrow));
         emit Pausable.Paused(owner);
         _pause();
@@ -35,11 +40,17 @@ contract PauseTest is EscrowBase {
         vm.prank(funder);
         vm.expectRevert(abi.encodeWithSelector(Pausable.EnforcedPause.selector));
         escrow.createTask(p);
+        // The pause is checked before the permit is read: any permit fails the same way.
+        vm.prank(funder);
+        vm.expectRevert(abi.encodeWithSelector(Pausable.EnforcedPause.selector));
+        escrow.createTaskWithPermit(p, block.timestamp + 1 hours, 27, bytes32(0), bytes32(0));
     }
 
     /// @dev Pausing stops new tasks only: every transition of an existing task,
     /// withdrawals, refunds and dispute resolution keep working.
     function test_pause_keepsExistingTasksMoving() public {
+        // it should keep every transition of existing tasks working (payouts, refunds, declines, disputes,
+        // appeals)
         uint256[] memory ids = new uint256[](10);
         ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](10);
         (ids[0], ts[0]) = _create(); // accept, then refund once expired

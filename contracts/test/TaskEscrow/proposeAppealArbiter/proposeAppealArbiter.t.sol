@@ -16,6 +16,7 @@ contract ProposeAppealArbiterTest is EscrowBase {
     }
 
     function test_RevertWhen_ProposeAppealArbiterCallerNotOwner() public {
+        // it should revert with OwnableUnauthorizedAccount
         address[3] memory others = [arbiter, appealArbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
@@ -25,12 +26,16 @@ contract ProposeAppealArbiterTest is EscrowBase {
     }
 
     function test_RevertWhen_ProposedAppealArbiterZero() public {
+        // it should revert with TaskEscrowZeroAddress
         vm.prank(owner);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
         escrow.proposeAppealArbiter(address(0));
     }
 
     function test_proposeAppealArbiter() public {
+        // it should set pendingAppealArbiter
+        // it should leave the current appeal arbiter in charge until accepted
+        // it should emit an {AppealArbiterProposed} event
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.AppealArbiterProposed(appealArbiter, candidate);
         vm.prank(owner);

@@ -16,6 +16,7 @@ contract ProposeArbiterTest is EscrowBase {
     }
 
     function test_RevertWhen_ProposeArbiterCallerNotOwner() public {
+        // it should revert with OwnableUnauthorizedAccount
         address[3] memory others = [arbiter, appealArbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
@@ -25,12 +26,16 @@ contract ProposeArbiterTest is EscrowBase {
     }
 
     function test_RevertWhen_ProposedArbiterZero() public {
+        // it should revert with TaskEscrowZeroAddress
         vm.prank(owner);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAddress.selector));
         escrow.proposeArbiter(address(0));
     }
 
     function test_proposeArbiter() public {
+        // it should set pendingArbiter (replacing any earlier proposal)
+        // it should leave the current arbiter in charge until accepted
+        // it should emit an {ArbiterProposed} event
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.ArbiterProposed(arbiter, candidate);
         vm.prank(owner);
@@ -40,6 +45,7 @@ contract ProposeArbiterTest is EscrowBase {
     }
 
     function test_proposeArbiter_replacesPending() public {
+        // it should set pendingArbiter (replacing any earlier proposal)
         vm.prank(owner);
         escrow.proposeArbiter(candidate);
         vm.prank(owner);

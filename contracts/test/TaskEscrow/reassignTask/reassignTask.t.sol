@@ -23,6 +23,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _create();
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
@@ -30,6 +31,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.prank(client);
         _expectRevertStale(id);
@@ -37,6 +39,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotClient() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 newDeadline = _newDeadline();
         address[6] memory others = [owner, funder, executor, executor2, arbiter, stranger];
@@ -48,6 +51,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_AcceptedAndDeadlineNotPassed() public {
+        // it should revert with TaskEscrowTooEarly(deadline + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         uint40 newDeadline = _newDeadline();
         vm.prank(client);
@@ -62,6 +66,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNeitherCreatedNorAccepted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Created || all[i] == ITaskEscrow.Status.Accepted) continue;
@@ -74,6 +79,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_NewExecutorZero() public {
+        // it should revert with TaskEscrowZeroAddress
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         _expectRevertReassign(
             id,
@@ -85,6 +91,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_NewExecutorIsClient() public {
+        // it should revert with TaskEscrowSelfDealing
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         _expectRevertReassign(
             id,
@@ -96,6 +103,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_NewExecutorIsFunder() public {
+        // it should revert with TaskEscrowSelfDealing
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         _expectRevertReassign(
             id,
@@ -107,6 +115,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_NewDeadlineIsNow() public {
+        // it should revert with TaskEscrowInvalidDeadline
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 d = uint40(block.timestamp);
         _expectRevertReassign(
@@ -115,6 +124,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_RevertWhen_NewDeadlineBeyondHorizon() public {
+        // it should revert with TaskEscrowInvalidDeadline
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         uint40 d = uint40(block.timestamp + HORIZON + 1);
         _expectRevertReassign(
@@ -141,6 +151,9 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_reassignTask_created() public {
+        // it should set executor and deadline, the status to Created and updatedAt to now
+        // it should move no funds
+        // it should emit a {TaskReassigned} event
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(block.timestamp + 1 hours);
         t = _reassign(id, t, executor2, _newDeadline());
@@ -149,12 +162,17 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_reassignTask_createdPastDeadline() public {
+        // it should set executor and deadline, the status to Created and updatedAt to now
+        // it should emit a {TaskReassigned} event
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1 days);
         _reassign(id, t, executor2, _newDeadline());
     }
 
     function test_reassignTask_acceptedPastDeadline() public {
+        // it should set executor and deadline, the status to Created and updatedAt to now
+        // it should move no funds
+        // it should shut out the previous executor (the new one must accept)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         t = _reassign(id, t, executor2, _newDeadline());
@@ -171,12 +189,14 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function test_reassignTask_sameExecutorNewDeadline() public {
+        // it should set executor and deadline, the status to Created and updatedAt to now
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         _reassign(id, t, executor, uint40(block.timestamp + HORIZON));
     }
 
     function testFuzz_reassignTask_newDeadline(uint40 newDeadline) public {
+        // it should revert with TaskEscrowInvalidDeadline
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         if (newDeadline <= block.timestamp || newDeadline > block.timestamp + HORIZON) {
             _expectRevertReassign(
@@ -198,6 +218,7 @@ contract ReassignTaskTest is EscrowBase {
     }
 
     function testFuzz_reassignTask_acceptedDeadlineBoundary(uint40 lifetime, uint40 lateBy) public {
+        // it should revert with TaskEscrowTooEarly(deadline + 1)
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

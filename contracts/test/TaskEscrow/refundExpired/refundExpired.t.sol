@@ -7,6 +7,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors refundExpired.tree.
 contract RefundExpiredTest is EscrowBase {
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1);
         _expectRevertUnknown(_unknownId());
@@ -14,6 +15,7 @@ contract RefundExpiredTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1);
         _expectRevertStale(id);
@@ -21,6 +23,7 @@ contract RefundExpiredTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNeitherCreatedNorAccepted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Created || all[i] == ITaskEscrow.Status.Accepted) continue;
@@ -32,6 +35,7 @@ contract RefundExpiredTest is EscrowBase {
     }
 
     function test_RevertWhen_DeadlineNotPassed() public {
+        // it should revert with TaskEscrowTooEarly(deadline + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         _expectRevertTooEarly(uint256(t.deadline) + 1);
         escrow.refundExpired(id, t);
@@ -50,18 +54,25 @@ contract RefundExpiredTest is EscrowBase {
     }
 
     function test_refundExpired_created() public {
+        // it should set the status to Expired, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder
+        // it should emit a {TaskSettled} event (Expired, Expired)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1);
         _refund(id, t);
     }
 
     function test_refundExpired_accepted() public {
+        // it should set the status to Expired, updatedAt to now and executorShareBps to 0
+        // it should refund the whole amount to the funder
+        // it should emit a {TaskSettled} event (Expired, Expired)
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         _refund(id, t);
     }
 
     function test_RevertWhen_CompletedAfterExpiry() public {
+        // it should shut out a late completion
         (uint256 id, ITaskEscrow.Task memory t) = _accepted();
         vm.warp(uint256(t.deadline) + 1);
         escrow.refundExpired(id, t);
@@ -72,6 +83,7 @@ contract RefundExpiredTest is EscrowBase {
     }
 
     function testFuzz_refundExpired_deadlineBoundary(uint40 lifetime, uint40 lateBy, bool accepted) public {
+        // it should revert with TaskEscrowTooEarly(deadline + 1)
         lifetime = uint40(bound(lifetime, 1, HORIZON));
         lateBy = uint40(bound(lateBy, 1, 365 days));
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

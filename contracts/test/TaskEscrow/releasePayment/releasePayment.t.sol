@@ -11,6 +11,7 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t) + 1);
         _expectRevertUnknown(_unknownId());
@@ -18,6 +19,7 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t) + 1);
         _expectRevertStale(id);
@@ -25,6 +27,7 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotCompleted() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Completed) continue;
@@ -36,12 +39,14 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_ReviewWindowOpen() public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + reviewWindow + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         _expectRevertTooEarly(_reviewEnd(t) + 1);
         escrow.releasePayment(id, t);
     }
 
     function test_RevertWhen_AtReviewWindowEnd() public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + reviewWindow + 1)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t));
         _expectRevertTooEarly(_reviewEnd(t) + 1);
@@ -49,6 +54,9 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function test_releasePayment() public {
+        // it should set the status to Paid, updatedAt to now and executorShareBps to 10,000
+        // it should pay the whole amount to the executor
+        // it should emit a {TaskSettled} event (Paid, AutoReleased)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t) + 1);
         Balances memory before = _balances(t);
@@ -62,6 +70,8 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function test_RevertWhen_ReleasedTwice() public {
+        // it should revert with TaskEscrowStaleTask
+        // it should revert with TaskEscrowInvalidStatus
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(_reviewEnd(t) + 1);
         escrow.releasePayment(id, t);
@@ -73,6 +83,10 @@ contract ReleasePaymentTest is EscrowBase {
     }
 
     function testFuzz_releasePayment_reviewWindowBoundary(uint32 reviewWindow, uint256 lateBy) public {
+        // it should revert with TaskEscrowTooEarly(updatedAt + reviewWindow + 1)
+        // it should set the status to Paid, updatedAt to now and executorShareBps to 10,000
+        // it should pay the whole amount to the executor
+        // it should emit a {TaskSettled} event (Paid, AutoReleased)
         reviewWindow = uint32(bound(reviewWindow, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());

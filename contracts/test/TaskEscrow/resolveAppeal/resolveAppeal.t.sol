@@ -14,6 +14,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _appealed(5000);
         vm.prank(appealArbiter);
         _expectRevertUnknown(_unknownId());
@@ -21,6 +22,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         vm.prank(appealArbiter);
         _expectRevertStale(id);
@@ -28,6 +30,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotAppealArbiter() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         address[7] memory others = [owner, funder, client, executor, executor2, arbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -38,6 +41,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotAppealed() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Appealed) continue;
@@ -49,6 +53,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_RevertWhen_DecisionWindowPassed() public {
+        // it should revert with TaskEscrowTooLate(updatedAt + disputeWindow)
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         vm.warp(_decisionEnd(t) + 1);
         vm.prank(appealArbiter);
@@ -57,6 +62,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_RevertWhen_ShareAboveWhole() public {
+        // it should revert with TaskEscrowInvalidShare
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         vm.prank(appealArbiter);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidShare.selector, BPS + 1));
@@ -85,22 +91,38 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function test_resolveAppeal_overturnsToExecutor() public {
+        // it should emit an {AppealRuled} event
+        // it should settle on the appeal share, whatever the first ruling was
+        // it should end Paid, Refunded or Split by the shares paid
+        // it should emit a {TaskSettled} event (AppealRuling)
         _appealRuling(0, BPS, ITaskEscrow.Status.Paid, AMOUNT);
     }
 
     function test_resolveAppeal_overturnsToFunder() public {
+        // it should emit an {AppealRuled} event
+        // it should settle on the appeal share, whatever the first ruling was
+        // it should end Paid, Refunded or Split by the shares paid
+        // it should emit a {TaskSettled} event (AppealRuling)
         _appealRuling(BPS, 0, ITaskEscrow.Status.Refunded, 0);
     }
 
     function test_resolveAppeal_split() public {
+        // it should emit an {AppealRuled} event
+        // it should pay the executor amount * share / 10,000 rounded down and the funder the rest
+        // it should end Paid, Refunded or Split by the shares paid
+        // it should emit a {TaskSettled} event (AppealRuling)
         _appealRuling(5000, 3333, ITaskEscrow.Status.Split, 3_333_000);
     }
 
     function test_resolveAppeal_upholds() public {
+        // it should emit an {AppealRuled} event
+        // it should pay the executor amount * share / 10,000 rounded down and the funder the rest
+        // it should emit a {TaskSettled} event (AppealRuling)
         _appealRuling(5000, 5000, ITaskEscrow.Status.Split, AMOUNT / 2);
     }
 
     function test_resolveAppeal_byNewAppealArbiter() public {
+        // it should revert with TaskEscrowUnauthorized
         address next = makeAddr("newAppealArbiter");
         vm.prank(owner);
         escrow.proposeAppealArbiter(next);
@@ -120,6 +142,7 @@ contract ResolveAppealTest is EscrowBase {
     function testFuzz_resolveAppeal_decisionWindowBoundary(uint32 appealRulingWindow_, uint256 lateBy)
         public
     {
+        // it should revert with TaskEscrowTooLate(updatedAt + disputeWindow)
         appealRulingWindow_ = uint32(bound(appealRulingWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         vm.prank(owner);
@@ -139,6 +162,7 @@ contract ResolveAppealTest is EscrowBase {
     }
 
     function testFuzz_resolveAppeal_invalidShare(uint16 bps) public {
+        // it should revert with TaskEscrowInvalidShare
         bps = uint16(bound(bps, BPS + 1, type(uint16).max));
         (uint256 id, ITaskEscrow.Task memory t) = _appealed(5000);
         vm.prank(appealArbiter);

@@ -14,6 +14,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskUnknown() public {
+        // it should revert with TaskEscrowUnknownTask
         (, ITaskEscrow.Task memory t) = _disputed();
         vm.prank(arbiter);
         _expectRevertUnknown(_unknownId());
@@ -21,6 +22,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_RevertWhen_TaskStale() public {
+        // it should revert with TaskEscrowStaleTask
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.prank(arbiter);
         _expectRevertStale(id);
@@ -28,6 +30,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotArbiter() public {
+        // it should revert with TaskEscrowUnauthorized
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         address[7] memory others = [owner, funder, client, executor, executor2, appealArbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -38,6 +41,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_RevertWhen_StatusNotDisputed() public {
+        // it should revert with TaskEscrowInvalidStatus
         ITaskEscrow.Status[] memory all = _allStatuses();
         for (uint256 i; i < all.length; ++i) {
             if (all[i] == ITaskEscrow.Status.Disputed) continue;
@@ -49,6 +53,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_RevertWhen_DisputeWindowPassed() public {
+        // it should revert with TaskEscrowTooLate(updatedAt + disputeWindow)
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(_disputeEnd(t) + 1);
         vm.prank(arbiter);
@@ -57,6 +62,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_RevertWhen_ShareAboveWhole() public {
+        // it should revert with TaskEscrowInvalidShare
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.prank(arbiter);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidShare.selector, BPS + 1));
@@ -64,12 +70,16 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_resolveDispute_atDisputeWindowEnd() public {
+        // it should set the status to Ruled, updatedAt to now and executorShareBps to the share
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(_disputeEnd(t));
         _rule(id, t, 7000);
     }
 
     function test_resolveDispute_withAppealWindow() public {
+        // it should emit a {DisputeRuled} event
+        // it should set the status to Ruled, updatedAt to now and executorShareBps to the share
+        // it should move no funds
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.warp(block.timestamp + 1 days);
         uint256 escrowBefore = usdc.balanceOf(address(escrow));
@@ -103,18 +113,31 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function test_resolveDispute_noAppealWindow_executorWins() public {
+        // it should emit a {DisputeRuled} event
+        // it should settle at once: executor gets amount * share / 10,000 rounded down, funder the rest
+        // it should end Paid (funder gets 0), Refunded (executor gets 0) or Split
+        // it should emit a {TaskSettled} event (Ruling)
         _finalRuling(BPS, ITaskEscrow.Status.Paid, AMOUNT);
     }
 
     function test_resolveDispute_noAppealWindow_funderWins() public {
+        // it should emit a {DisputeRuled} event
+        // it should settle at once: executor gets amount * share / 10,000 rounded down, funder the rest
+        // it should end Paid (funder gets 0), Refunded (executor gets 0) or Split
+        // it should emit a {TaskSettled} event (Ruling)
         _finalRuling(0, ITaskEscrow.Status.Refunded, 0);
     }
 
     function test_resolveDispute_noAppealWindow_split() public {
+        // it should emit a {DisputeRuled} event
+        // it should settle at once: executor gets amount * share / 10,000 rounded down, funder the rest
+        // it should end Paid (funder gets 0), Refunded (executor gets 0) or Split
+        // it should emit a {TaskSettled} event (Ruling)
         _finalRuling(2500, ITaskEscrow.Status.Split, AMOUNT / 4);
     }
 
     function test_resolveDispute_byNewArbiter() public {
+        // it should revert with TaskEscrowUnauthorized
         address newArbiter = makeAddr("newArbiter");
         vm.prank(owner);
         escrow.proposeArbiter(newArbiter);
@@ -135,6 +158,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function testFuzz_resolveDispute_disputeWindowBoundary(uint32 disputeWindow_, uint256 lateBy) public {
+        // it should revert with TaskEscrowTooLate(updatedAt + disputeWindow)
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         lateBy = bound(lateBy, 1, 365 days);
         _setWindows(disputeWindow_, APPEAL_WINDOW);
@@ -153,6 +177,7 @@ contract ResolveDisputeTest is EscrowBase {
     }
 
     function testFuzz_resolveDispute_invalidShare(uint16 bps) public {
+        // it should revert with TaskEscrowInvalidShare
         bps = uint16(bound(bps, BPS + 1, type(uint16).max));
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         vm.prank(arbiter);

@@ -13,6 +13,7 @@ contract SetWindowsTest is EscrowBase {
     }
 
     function test_RevertWhen_CallerNotOwner() public {
+        // it should revert with OwnableUnauthorizedAccount
         address[3] memory others = [arbiter, appealArbiter, stranger];
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
@@ -22,24 +23,29 @@ contract SetWindowsTest is EscrowBase {
     }
 
     function test_RevertWhen_DisputeWindowTooShort() public {
+        // it should revert with TaskEscrowInvalidWindow(disputeWindow)
         vm.prank(owner);
         _expectInvalidWindow(MIN_WINDOW - 1);
         escrow.setWindows(MIN_WINDOW - 1, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
     }
 
     function test_RevertWhen_DisputeWindowTooLong() public {
+        // it should revert with TaskEscrowInvalidWindow(disputeWindow)
         vm.prank(owner);
         _expectInvalidWindow(MAX_WINDOW + 1);
         escrow.setWindows(MAX_WINDOW + 1, APPEAL_WINDOW, APPEAL_RULING_WINDOW);
     }
 
     function test_RevertWhen_AppealWindowTooLong() public {
+        // it should revert with TaskEscrowInvalidWindow(appealWindow)
         vm.prank(owner);
         _expectInvalidWindow(MAX_WINDOW + 1);
         escrow.setWindows(DISPUTE_WINDOW, MAX_WINDOW + 1, APPEAL_RULING_WINDOW);
     }
 
     function test_setWindows() public {
+        // it should set disputeWindow and appealWindow for tasks created from now on
+        // it should emit a {WindowsUpdated} event
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.WindowsUpdated(5 days, 1 hours, APPEAL_RULING_WINDOW);
         vm.prank(owner);
@@ -49,6 +55,7 @@ contract SetWindowsTest is EscrowBase {
     }
 
     function test_setWindows_bounds() public {
+        // it should set disputeWindow and appealWindow for tasks created from now on
         _setWindows(MIN_WINDOW, 0);
         assertEq(escrow.disputeWindow(), MIN_WINDOW, "min dispute window");
         assertEq(escrow.appealWindow(), 0, "zero appeal window");
@@ -59,6 +66,7 @@ contract SetWindowsTest is EscrowBase {
 
     /// @dev Windows are snapshotted at creation: a change never moves an open task's clock.
     function test_setWindows_leavesExistingTasksAlone() public {
+        // it should leave the windows snapshotted into existing tasks alone
         (uint256 id, ITaskEscrow.Task memory t) = _disputed();
         _setWindows(MIN_WINDOW, 0);
         vm.warp(block.timestamp + MIN_WINDOW + 1);
@@ -89,6 +97,8 @@ contract SetWindowsTest is EscrowBase {
     }
 
     function testFuzz_setWindows_valid(uint32 disputeWindow_, uint32 appealWindow_) public {
+        // it should set disputeWindow and appealWindow for tasks created from now on
+        // it should emit a {WindowsUpdated} event
         disputeWindow_ = uint32(bound(disputeWindow_, MIN_WINDOW, MAX_WINDOW));
         appealWindow_ = uint32(bound(appealWindow_, 0, MAX_WINDOW));
         vm.expectEmit(address(escrow));

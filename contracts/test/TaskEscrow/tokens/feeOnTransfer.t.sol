@@ -32,6 +32,7 @@ contract FeeOnTransferTokenTest is EscrowBase {
     }
 
     function test_RevertWhen_TokenTakesAFee() public {
+        // it should revert with TaskEscrowTransferMismatch (see tokens/feeOnTransfer.t.sol)
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         uint256 funderBefore = token.balanceOf(funder);
         vm.prank(funder);
@@ -66,6 +67,7 @@ contract FeeOnTransferTokenTest is EscrowBase {
     }
 
     function testFuzz_createTask_feeOnTransfer(uint128 amount, uint16 feeBps) public {
+        // it should revert with TaskEscrowTransferMismatch (see tokens/feeOnTransfer.t.sol)
         amount = uint128(bound(amount, 1, type(uint128).max));
         feeBps = uint16(bound(feeBps, 1, 10_000));
         _deploy(feeBps);

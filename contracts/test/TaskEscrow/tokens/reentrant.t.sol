@@ -68,6 +68,7 @@ contract ReentrantTokenTest is EscrowBase {
     //////////////////////////////////////////////////////////////*/
 
     function test_RevertWhen_ApprovePaymentReentersApprovePayment() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _completedWithTokenClient();
         _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)), true);
         vm.prank(address(token));
@@ -79,6 +80,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_approvePayment_reentryBlockedPaysOnce() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _completedWithTokenClient();
         _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)), false);
         vm.prank(address(token));
@@ -90,6 +92,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_RevertWhen_ReleasePaymentReentersReleasePayment() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(uint256(t.updatedAt) + t.reviewWindow + 1);
         _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.releasePayment, (id, t)), true);
@@ -101,6 +104,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_releasePayment_reentryBlockedPaysOnce() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.warp(uint256(t.updatedAt) + t.reviewWindow + 1);
         _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.releasePayment, (id, t)), false);
@@ -112,6 +116,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_RevertWhen_RefundExpiredReentersRefundExpired() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1);
         uint256 funderBefore = token.balanceOf(funder);
@@ -123,6 +128,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_refundExpired_reentryBlockedRefundsOnce() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         vm.warp(uint256(t.deadline) + 1);
         uint256 funderBefore = token.balanceOf(funder);
@@ -144,6 +150,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_RevertWhen_DeclineTaskReentersDeclineTask() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _createdWithTokenExecutor();
         uint256 funderBefore = token.balanceOf(funder);
         _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.declineTask, (id, t, "again")), true);
@@ -156,6 +163,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_declineTask_reentryBlockedRefundsOnce() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _createdWithTokenExecutor();
         uint256 funderBefore = token.balanceOf(funder);
         _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.declineTask, (id, t, "again")), false);
@@ -178,6 +186,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_RevertWhen_CreateTaskReentersCreateTask() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         ITaskEscrow.CreateParams memory nested = _fundToken();
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         uint256 funderBefore = token.balanceOf(funder);
@@ -190,6 +199,7 @@ contract ReentrantTokenTest is EscrowBase {
     }
 
     function test_createTask_reentryBlockedCreatesOnce() public {
+        // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         ITaskEscrow.CreateParams memory nested = _fundToken();
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
         _arm(ReentrantToken.Hook.TransferFrom, abi.encodeCall(ITaskEscrow.createTask, (nested)), false);

@@ -33,6 +33,7 @@ contract RevertingPermitTokenTest is EscrowBase {
     }
 
     function test_createTaskWithPermit_allowanceSetBeforehand() public {
+        // it should fall back to the allowance (see tokens/revertingPermit.t.sol)
         vm.prank(funder);
         token.approve(address(escrow), AMOUNT);
         ITaskEscrow.CreateParams memory p = _params(_nextRef());
@@ -69,6 +70,7 @@ contract RevertingPermitTokenTest is EscrowBase {
 
     /// @dev A token with no permit function at all behaves the same.
     function test_createTaskWithPermit_tokenWithoutPermit() public {
+        // it should fall back to the allowance (see tokens/revertingPermit.t.sol)
         PlainToken plain = new PlainToken();
         escrow = _deployEscrow(address(plain));
         plain.mint(funder, AMOUNT);

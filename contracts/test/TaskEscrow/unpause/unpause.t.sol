@@ -9,6 +9,7 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors unpause.tree.
 contract UnpauseTest is EscrowBase {
     function test_RevertWhen_UnpauseCallerNotOwner() public {
+        // it should revert with OwnableUnauthorizedAccount
         _pause();
         address[3] memory others = [arbiter, funder, stranger];
         for (uint256 i; i < others.length; ++i) {
@@ -19,12 +20,16 @@ contract UnpauseTest is EscrowBase {
     }
 
     function test_RevertWhen_NotPaused() public {
+        // it should revert with ExpectedPause
         vm.prank(owner);
         vm.expectRevert(abi.encodeWithSelector(Pausable.ExpectedPause.selector));
         escrow.unpause();
     }
 
     function test_unpause() public {
+        // it should unpause the escrow
+        // it should allow new tasks again
+        // it should emit an {Unpaused} event
         _pause();
         vm.expectEmit(address(escrow));
         emit Pausable.Unpaused(owner);

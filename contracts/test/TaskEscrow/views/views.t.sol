@@ -7,6 +7,8 @@ import {EscrowBase} from "../EscrowBase.sol";
 /// @notice Mirrors views.tree.
 contract ViewsTest is EscrowBase {
     function test_views_constants() public view {
+        // it should return BPS, window bounds, the deadline horizon, the token, both arbiters, pending
+        // arbiters and windows
         assertEq(escrow.BPS(), 10_000, "BPS");
         assertEq(escrow.MIN_WINDOW(), 1 minutes, "MIN_WINDOW");
         assertEq(escrow.MAX_WINDOW(), 30 days, "MAX_WINDOW");
@@ -14,6 +16,8 @@ contract ViewsTest is EscrowBase {
     }
 
     function test_views_rolesAndWindows() public view {
+        // it should return BPS, window bounds, the deadline horizon, the token, both arbiters, pending
+        // arbiters and windows
         assertEq(escrow.token(), address(usdc), "token");
         assertEq(escrow.owner(), owner, "owner");
         assertEq(escrow.arbiter(), arbiter, "arbiter");
@@ -25,10 +29,12 @@ contract ViewsTest is EscrowBase {
     }
 
     function test_taskHash_unknownIsZero() public view {
+        // it should return zero
         assertEq(escrow.taskHash(_unknownId()), bytes32(0), "no task");
     }
 
     function test_taskHash_followsTheTask() public {
+        // it should equal keccak256(abi.encode(task)) after every transition
         (uint256 id, ITaskEscrow.Task memory t) = _create();
         assertEq(escrow.taskHash(id), escrow.hashTask(t), "created");
         t = _accept(id, t);
@@ -60,6 +66,7 @@ contract ViewsTest is EscrowBase {
     }
 
     function testFuzz_hashTask_isKeccakOfAbiEncoding(RawTask memory raw) public view {
+        // it should equal keccak256(abi.encode(task)) for any task
         raw.status = uint8(bound(raw.status, 0, 11));
         ITaskEscrow.Task memory t = abi.decode(abi.encode(raw), (ITaskEscrow.Task));
         assertEq(escrow.hashTask(t), keccak256(abi.encode(t)), "hashTask");
@@ -67,10 +74,12 @@ contract ViewsTest is EscrowBase {
     }
 
     function testFuzz_taskIdFor_isKeccakOfFunderAndRef(address funder_, bytes32 ref) public view {
+        // it should equal uint256(keccak256(abi.encode(funder, ref)))
         assertEq(escrow.taskIdFor(funder_, ref), uint256(keccak256(abi.encode(funder_, ref))), "taskIdFor");
     }
 
     function testFuzz_taskIdFor_matchesCreate(bytes32 ref) public {
+        // it should be the id createTask returns for that funder and ref
         (uint256 id,) = _create(_params(ref));
         assertEq(id, escrow.taskIdFor(funder, ref), "created id");
     }
