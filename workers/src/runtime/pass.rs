@@ -1,7 +1,8 @@
 //! One pass of the worker: the escrow's logs since the last (pushed by a
-//! websocket feed, or read range by range with a [`tessera_bindings::logs::LogScan`]), what each
-//! says about the tasks assigned to this worker and the children it
-//! funded, and the payments of delivered work that came due.
+//! websocket feed, or read range by range with a
+//! [`tessera_bindings::logs::LogScan`]), what each says about the tasks
+//! assigned to this worker and the children it funded, and the payments
+//! of delivered work that came due.
 
 use alloy::{
     primitives::U256,

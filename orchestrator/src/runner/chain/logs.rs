@@ -25,15 +25,15 @@ impl Chain {
     }
 
     /// Reads the escrow's logs from the cursor to `head`, in ranges the
-    /// provider accepts ([`tessera_bindings::logs::LogScan`]), keeping those of the sponsor's tasks:
-    /// one request per new block for every run at once. The newest
-    /// `confirmations + 1` blocks are read again next time (a node may
-    /// announce a block a moment before serving its logs, and a chain may
-    /// replace its newest blocks); a log read twice is kept once. What a
-    /// read of blocks below the head does not return was reorganised out
-    /// and is dropped (see [`Book`]); the sponsor's nonce count goes with it. A head lower
-    /// than the last (the chain went back, or a late announcement) has its
-    /// newest blocks read again.
+    /// provider accepts ([`tessera_bindings::logs::LogScan`]), keeping
+    /// those of the sponsor's tasks: one request per new block for every
+    /// run at once. The newest `confirmations + 1` blocks are read again
+    /// next time (a node may announce a block a moment before serving its
+    /// logs, and a chain may replace its newest blocks); a log read twice
+    /// is kept once. What a read of blocks below the head does not return
+    /// was reorganised out and is dropped (see [`Book`]); the sponsor's
+    /// nonce count goes with it. A head lower than the last (the chain went
+    /// back, or a late announcement) has its newest blocks read again.
     pub(crate) async fn read_to(&self, head: u64) -> Result<(), RunError> {
         let mut book = self.book.lock().await;
         let Some(_) = book.cursor() else { return Ok(()) };
