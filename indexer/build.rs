@@ -1,3 +1,5 @@
+//! Rebuilds the indexer when its migrations change.
+
 // `sqlx::migrate!` embeds the migrations when this crate compiles; a new
 // file in the folder must compile it again.
 fn main() {

@@ -1,6 +1,8 @@
 //! Shared fixture for Tessera's end-to-end tests: a real anvil chain with the
 //! contracts deployed from Rust, one account per role, and the escrow client.
 //! The tests themselves live in `it/`.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod mock_openai;
 /// The stand-in hosted provider, kept with the chain tooling so the

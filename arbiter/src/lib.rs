@@ -18,6 +18,8 @@
 //! - [`metrics`]: its queue, rulings and other actions, for `/metrics`.
 //! - [`store`]: decisions, their level and verdict typed and stored as names,
 //!   and the scan cursor of each role, migrations of the component `arbiter`.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod council;
 pub mod evidence;

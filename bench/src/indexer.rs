@@ -45,6 +45,7 @@ pub struct IndexerBench {
 }
 
 impl IndexerBench {
+    /// The report as a table of goals, each met or not.
     pub fn table(&self) -> String {
         let goal = |ok: bool| if ok { "met" } else { "NOT met" };
         let mut out = format!(

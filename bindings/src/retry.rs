@@ -74,7 +74,12 @@ pub enum Verdict {
     /// The answer stands (a success, a revert, any other error).
     Final,
     /// Send again, after the server's hint when it gave one.
-    Retry { reason: Reason, hint: Option<Duration> },
+    Retry {
+        /// Why the attempt failed.
+        reason: Reason,
+        /// How long the server asked to wait, when it said.
+        hint: Option<Duration>,
+    },
 }
 
 /// How often and how patiently calls are retried.

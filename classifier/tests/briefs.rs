@@ -1,5 +1,7 @@
 //! The offline classifier against the corpus: every brief must get its
 //! expected decomposability, stakes and plan.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use tessera_classifier::{Classifier, Stakes, corpus::CASES};
 

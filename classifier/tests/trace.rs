@@ -2,6 +2,8 @@
 //! scoped subscriber (`set_default`) only sees events whose callsites no
 //! other thread was registering at the same moment, so tests of the same
 //! process classifying in parallel would make this one flaky.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::sync::{Arc, Mutex};
 

@@ -2,6 +2,8 @@
 //! and `/healthz` on `--listen`, reads a large envelope from the sponsor's
 //! server through a `--blob-gateway`, and publishes its large result with
 //! the hint of the address it bound.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 mod support;
 

@@ -4,6 +4,8 @@
 //! chain with its reason, `tessera serve` reassigns the sub-task at once by
 //! its `on_decline` policy, and `tessera runs show` prints who declined and
 //! why.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::process::{Command, Stdio};
 

@@ -1,6 +1,8 @@
 //! Beyond anvil's defaults: `tessera chain --block-time`, and `tessera
 //! deploy` as a deployer whose key is in an encrypted keystore, onto an
 //! existing token, with the refusals a user meets on a real chain.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{
     process::{Command, Output, Stdio},

@@ -1,5 +1,7 @@
 //! `tessera serve` stopped with SIGTERM mid-plan drains its run drivers and
 //! exits cleanly; restarted, it settles the plan exactly once.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{process::Command, time::Duration};
 

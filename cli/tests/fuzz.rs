@@ -10,6 +10,8 @@
 //! `TESSERA_FUZZ_EXAMPLES` the test cases per operation (10 by default,
 //! which keeps both runs within about two minutes). Its settings, with the
 //! reason for each, are in `tools/schemathesis.toml`.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{
     path::{Path, PathBuf},

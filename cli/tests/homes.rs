@@ -12,6 +12,8 @@
 //! the arbiter's council with a rationale over the limit (served by the
 //! arbiter). The sponsor, the arbiter and the indexer each read what the
 //! others wrote, hash-verified.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{
     path::{Path, PathBuf},

@@ -4,6 +4,8 @@
 //! the one embedded in `tessera serve` must keep indexing and keep
 //! answering within their limits; memory must come back after streams are
 //! abandoned.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 mod support;
 

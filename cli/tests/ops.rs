@@ -3,6 +3,8 @@
 //! count the run, its sub-tasks' steps and its JSON-RPC calls by method,
 //! `/readyz` is 200 and turns 503 (naming the chain) once anvil is gone;
 //! `tessera arbiter run --metrics-addr` answers the same routes.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 mod support;
 

@@ -2,6 +2,8 @@
 //! command by command exactly as written (on a host of its own, so the
 //! default ports are free), and every `tessera` command and flag the README
 //! and `docs/` show checked against the command's `--help`.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 mod support;
 

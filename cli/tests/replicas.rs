@@ -1,6 +1,8 @@
 //! `tessera serve --replica`: two replicas with one sponsor key on one
 //! PostgreSQL database, the lane holder killed with SIGKILL mid-plan, the
 //! standby taking the lane over; and SQLite's one process per file.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{
     collections::{BTreeMap, BTreeSet},

@@ -1,5 +1,7 @@
 //! The `tessera` binary against real services: `serve` killed with SIGKILL
 //! mid-plan and restarted, and the `plan` client for plan files and briefs.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{
     process::{Command, Stdio},

@@ -3,6 +3,8 @@
 //! front of anvil (every request answered 503 until the test heals it)
 //! start anyway: they answer `/readyz` 503 meanwhile, carry on once the
 //! proxy heals, and the worker then delivers a task.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::{
     process::{Command, Stdio},

@@ -4,6 +4,8 @@
 //! `playwright-core` over Debian's `/usr/bin/chromium` (`make browser`
 //! installs it; no browser is ever downloaded). The scenarios live in
 //! `tests/web/plan-card.test.mjs`; screenshots land in `target/web-artifacts/`.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! `tessera worker` and its card, from the binary: a card that needs a
 //! model (not `offline`) and finds no LLM key is refused at start with one
 //! line naming the fix, before anything is sent to the chain.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 use std::process::Command;
 

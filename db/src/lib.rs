@@ -9,6 +9,8 @@
 //!
 //! Scratch PostgreSQL databases for tests live in `test_utils`, behind the
 //! `test-utils` feature.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 mod clock;
 mod error;

@@ -6,6 +6,8 @@
 //! [`ForcedTool`] builds the request (one system and one user message, the
 //! one function the model must call), [`ForcedTool::call`] sends it with a
 //! timeout, and the arguments read back as JSON or as a typed value.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 use std::time::Duration;
 

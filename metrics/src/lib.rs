@@ -10,6 +10,8 @@
 //! histogram's buckets from them.
 //!
 //! This crate has no dependency, so the lowest crate that records can use it.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 /// What a metric is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

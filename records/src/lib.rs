@@ -9,6 +9,8 @@
 //! - [`AgentRecords`]: where records come from. The indexer's store
 //!   implements it; whoever builds the orchestrator hands it one, so the
 //!   orchestrator does not depend on the indexer.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 use std::{collections::HashMap, future::Future, pin::Pin};
 

@@ -12,6 +12,8 @@
 //!
 //! The chain tooling it builds on (anvil, deploy, actors, lifecycle driver,
 //! gas bench) is `tessera-anvil`, which depends on no service.
+// Test targets share the package's dev-dependencies; only builds check them.
+#![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod demo;
 pub mod demo_homes;

@@ -1,4 +1,6 @@
 //! End-to-end tests over a real anvil chain.
+// Every test binary links all of the package's dependencies.
+#![allow(unused_crate_dependencies)]
 
 mod appeals;
 mod blobs;

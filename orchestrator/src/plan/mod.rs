@@ -53,6 +53,7 @@ pub const MIN_DEADLINE_SECS: u64 = 60;
 /// Longest deadline offset a sub-task may ask for (30 days).
 pub const MAX_DEADLINE_SECS: u64 = 30 * 24 * 60 * 60;
 
+/// Whether completed sub-tasks are paid at once or wait for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewMode {

@@ -303,7 +303,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 for (whose, when) in s.plan.conditions_of(index) {
                     let condition = when
                         .condition()
-                        .map_err(|source| RunError::Condition { step: whose.clone(), source: source.clone() })?;
+                        .map_err(|source| RunError::Condition { step: whose.clone(), source })?;
                     if !condition.eval(s.results) {
                         false_one = Some((whose, when));
                         break;

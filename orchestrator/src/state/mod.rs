@@ -91,8 +91,8 @@ mod spend;
 
 pub use event::{EventKind, Fields, RunEvent};
 pub use gate::{Decider, Gate, Gates, outlasted};
-pub use rows::{Pending, Progress, RowError, Run};
 pub use ids::RunId;
+pub use rows::{Pending, Progress, RowError, Run};
 pub use spend::Spend;
 
 words!(
