@@ -88,7 +88,7 @@ pub enum ArbiterError {
     Store(#[from] tessera_db::DbError),
     /// Publishing the rationale failed.
     #[error("publishing the rationale: {0}")]
-    Publish(String),
+    Publish(#[source] tessera_bindings::envelope::EnvelopeError),
     /// Evidence (a spec, result or reason) could not be fetched for now: the
     /// case is looked at again next pass, not judged without it.
     #[error("evidence unavailable for now, will retry: {0}")]

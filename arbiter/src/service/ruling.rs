@@ -249,7 +249,7 @@ pub(super) fn publish_verdict(
     let body = serde_json::to_string(verdict).expect("verdicts serialize");
     let rationale_uri = EnvelopeCodec::default()
         .publish_at(body.as_bytes(), blobs, hint)
-        .map_err(|e| ArbiterError::Publish(e.to_string()))?;
+        .map_err(ArbiterError::Publish)?;
     Ok(Decision {
         task_id: task.to_owned(),
         level,

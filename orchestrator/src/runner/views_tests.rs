@@ -48,7 +48,8 @@ fn a_run_view_reads_back_as_the_api_wrote_it() {
             plan_json: serde_json::to_string(&plan).unwrap(),
             state: RunState::Paused.as_str().into(),
             reason: Some("sub-task 1 expired".into()),
-            pause_reason: Some("sub-task 1 expired".into()),
+            // The typed reasons stay on the server; the wire has `reason`.
+            pause_reason: None,
             close_reason: None,
             created_at: 1,
             updated_at: 2,

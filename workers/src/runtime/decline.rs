@@ -128,7 +128,7 @@ impl Worker {
     /// Publishes a reason as `{"reason": …}`; returns its URI.
     pub(super) fn publish_reason(&self, reason: &str) -> Result<String, RuntimeError> {
         let body = serde_json::json!({ "reason": reason }).to_string();
-        self.sources.publish(body.as_bytes()).map_err(|e| RuntimeError::Blob(e.to_string()))
+        self.sources.publish(body.as_bytes()).map_err(RuntimeError::Blob)
     }
 }
 

@@ -222,7 +222,7 @@ impl Worker {
             groups: Vec::new(),
         };
         let spec_uri =
-            self.sources.encode(&child_envelope).map_err(|e| RuntimeError::Blob(e.to_string()))?;
+            self.sources.encode(&child_envelope).map_err(RuntimeError::Blob)?;
         let params = CreateParams {
             r#ref: reference,
             planId: rec.plan_id,

@@ -14,7 +14,7 @@ pub enum RuntimeError {
     Rpc(#[from] alloy::transports::TransportError),
     /// Storing a large result failed.
     #[error("storing a result: {0}")]
-    Blob(String),
+    Blob(#[source] tessera_bindings::envelope::EnvelopeError),
     /// The key given to prove the agent wallet is not the worker's.
     #[error("the wallet key is {key}'s, not the worker's ({worker})")]
     WalletKey {

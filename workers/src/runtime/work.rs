@@ -174,7 +174,7 @@ impl Worker {
     /// Publishes a result, content-addressed ones with this worker's hint.
     pub(super) fn store_result(&self, json: &serde_json::Value) -> Result<String, RuntimeError> {
         let bytes = serde_json::to_vec(json).expect("a JSON value serializes");
-        self.sources.publish(&bytes).map_err(|e| RuntimeError::Blob(e.to_string()))
+        self.sources.publish(&bytes).map_err(RuntimeError::Blob)
     }
 
     /// The JSON result behind `uri`, fetched from wherever it is: a source
