@@ -109,6 +109,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
 
 /// `s` as an address, or why it is not one.
 fn parse_address(s: Option<&str>) -> Result<Address, RunError> {
-    s.and_then(|s| s.parse().ok())
-        .ok_or_else(|| RowError::Malformed(format!("not an address: {}", s.unwrap_or("(none)"))).into())
+    s.and_then(|s| s.parse().ok()).ok_or_else(|| {
+        RowError::Malformed(format!("not an address: {}", s.unwrap_or("(none)"))).into()
+    })
 }

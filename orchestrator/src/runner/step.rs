@@ -266,7 +266,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                         task_id: None,
                         output: String::new(),
                         upstream: Some(Upstream {
-                            plan: s.plan.id,
+                            plan: s.plan.id.into(),
                             path: s.plan.path_of(d.idx).to_string(),
                         }),
                     })
@@ -301,9 +301,10 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 // The conditions of the nested steps it lies in, then its own.
                 let mut false_one = None;
                 for (whose, when) in s.plan.conditions_of(index) {
-                    let condition = when
-                        .condition()
-                        .map_err(|source| RunError::Condition { step: whose.clone(), source: source.clone() })?;
+                    let condition = when.condition().map_err(|source| RunError::Condition {
+                        step: whose.clone(),
+                        source: source.clone(),
+                    })?;
                     if !condition.eval(s.results) {
                         false_one = Some((whose, when));
                         break;

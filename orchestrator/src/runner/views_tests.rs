@@ -76,7 +76,8 @@ fn a_run_view_reads_back_as_the_api_wrote_it() {
             refunded: Usdc::ZERO,
         },
         confirmation: Some(Orchestrator::confirmation_terms(&plan).unwrap()),
-        nested: NestedView::of(&plan, &crate::state::RunId::from(id.as_str()), &subtasks, false).unwrap(),
+        nested: NestedView::of(&plan, &crate::state::RunId::from(id.as_str()), &subtasks, false)
+            .unwrap(),
         conditions: conditions_by_path(&plan),
         gates,
         declines: vec![json!({"kind": "subtask_declined", "index": 1, "attempt": 0,

@@ -91,8 +91,8 @@ mod spend;
 
 pub use event::{EventKind, Fields, RunEvent};
 pub use gate::{Decider, Gate, Gates, outlasted};
-pub use rows::{Pending, Progress, RowError, Run};
 pub use ids::RunId;
+pub use rows::{Pending, Progress, RowError, Run};
 pub use spend::Spend;
 
 words!(
@@ -617,7 +617,7 @@ mod tests {
 
     #[test]
     fn events_keep_their_wire_shape() {
-        let plan_id = B256::repeat_byte(1);
+        let plan_id = crate::plan::PlanId::from(B256::repeat_byte(1));
         let ev = RunEvent::DecisionApplied {
             plan_id,
             index: Some(2),
