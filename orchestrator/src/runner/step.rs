@@ -301,10 +301,9 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 // The conditions of the nested steps it lies in, then its own.
                 let mut false_one = None;
                 for (whose, when) in s.plan.conditions_of(index) {
-                    let condition = when.condition().map_err(|source| RunError::Condition {
-                        step: whose.clone(),
-                        source: source.clone(),
-                    })?;
+                    let condition = when
+                        .condition()
+                        .map_err(|source| RunError::Condition { step: whose.clone(), source })?;
                     if !condition.eval(s.results) {
                         false_one = Some((whose, when));
                         break;
