@@ -20,7 +20,10 @@ use serde_json::Value;
 use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::TaskEscrow;
 use tessera_e2e::{TEST_TOKEN, TestEnv};
-use tessera_orchestrator::{plan::Plan, store::Store};
+use tessera_orchestrator::{
+    plan::{Plan, PlanId},
+    store::Store,
+};
 
 mod support;
 
@@ -295,7 +298,7 @@ async fn the_standby_takes_the_lane_over_when_the_holder_is_killed_and_every_pla
         "every task settled"
     );
     for plan in &plans {
-        let plan_id: B256 = plan["id"].as_str().unwrap().parse().unwrap();
+        let plan_id: PlanId = plan["id"].as_str().unwrap().parse().unwrap();
         let of_plan =
             support::escrow_logs(&env, TaskEscrow::TaskCreated::SIGNATURE_HASH, Some(plan_id));
         assert_eq!(of_plan.await, steps.len());

@@ -4,7 +4,7 @@
 //! transaction hash and log index, so an event is stored exactly once however
 //! often (or after however many restarts) the runner reads the same logs.
 
-use alloy::{primitives::B256, rpc::types::Log};
+use alloy::rpc::types::Log;
 use serde_json::{Value, json};
 use tessera_bindings::{
     ITaskEscrow::Task,
@@ -245,7 +245,7 @@ pub fn dispute_resolution(body: &Value) -> Option<Value> {
 }
 
 /// The fields every sub-task event carries besides the chain ones.
-pub fn subtask_fields(plan: B256, index: u32, attempt: u32, task_id: &str) -> Value {
+pub fn subtask_fields(plan: crate::plan::PlanId, index: u32, attempt: u32, task_id: &str) -> Value {
     json!({ "plan_id": plan, "index": index, "attempt": attempt, "task_id": task_id })
 }
 

@@ -5,7 +5,7 @@
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-use alloy::{network::EthereumWallet, primitives::B256, providers::Provider};
+use alloy::{network::EthereumWallet, providers::Provider};
 use tessera_anvil::{actors::Actors, chain::Endpoints, deploy::DemoAgent};
 use tessera_bindings::{
     client::connect,
@@ -13,6 +13,7 @@ use tessera_bindings::{
     envelope::{BlobSources, BlobStore, BlobUrl, FsBlobStore},
 };
 use tessera_orchestrator::{
+    plan::PlanId,
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
 };
@@ -215,7 +216,7 @@ async fn orchestrator(
 pub async fn indexed_tree(
     chain: &tessera_anvil::chain::LocalChain,
     deployment: &Deployment,
-    plan: B256,
+    plan: PlanId,
     blobs: impl Into<BlobSources>,
 ) -> Result<String, Error> {
     let sources: BlobSources = blobs.into();

@@ -15,7 +15,10 @@ use alloy::{
 use serde_json::{Value, json};
 use tessera_bindings::{AgentRegistry, ITaskEscrow, TaskEscrow};
 use tessera_e2e::Stack;
-use tessera_orchestrator::{plan::Plan, runner::Chain};
+use tessera_orchestrator::{
+    plan::{Plan, PlanId},
+    runner::Chain,
+};
 
 fn step(index: u32, capability: &str, executor: Address, cost: u64) -> Value {
     json!({
@@ -182,7 +185,7 @@ async fn an_executor_front_running_a_wave_costs_the_others_one_block_and_its_own
     // Chain facts: the first attempt never existed, and the one reverted
     // transaction the sponsor paid for is the front-run batch.
     let escrow = TaskEscrow::new(stack.env.deployment.task_escrow, p);
-    let plan_id: B256 = x["id"].as_str().unwrap().parse().unwrap();
+    let plan_id: PlanId = x["id"].as_str().unwrap().parse().unwrap();
     let attempt0 = tessera_e2e::task_id_for(sponsor, Chain::reference(plan_id, 0, 0));
     assert_eq!(escrow.taskHash(attempt0).call().await.unwrap(), B256::ZERO);
     let last = p.get_block_number().await.unwrap();

@@ -9,7 +9,7 @@ use alloy::primitives::{Address, B256, U256};
 use serde_json::{Value, json};
 use tessera_e2e::{Stack, task_id_for};
 use tessera_orchestrator::{
-    plan::Plan,
+    plan::{Plan, PlanId},
     runner::{Chain, RunnerConfig},
 };
 
@@ -30,7 +30,7 @@ fn plan(label: &str, review: &str, budget: u64, subtasks: Vec<Value>) -> Value {
 
 /// Whether the escrow holds a task for attempt `attempt` of sub-task
 /// `index` of plan `plan_id` (funded by the sponsor).
-async fn on_chain(stack: &Stack, plan_id: B256, index: u32, attempt: u32) -> bool {
+async fn on_chain(stack: &Stack, plan_id: PlanId, index: u32, attempt: u32) -> bool {
     let sponsor = stack.env.actors.sponsor.address();
     let id = task_id_for(sponsor, Chain::reference(plan_id, index, attempt));
     let escrow =

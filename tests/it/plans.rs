@@ -704,13 +704,13 @@ async fn a_reference_taken_before_the_run_began_moves_the_sub_task_to_a_new_atte
         "auto",
         vec![step(0, "summarize", "Summarize", a.agent(1), 400_000, &[])],
     );
-    let plan_id: alloy::primitives::B256 = body["id"].as_str().unwrap().parse().unwrap();
+    let plan_id: tessera_orchestrator::plan::PlanId = body["id"].as_str().unwrap().parse().unwrap();
     // The task an earlier life made for attempt 0, straight on the escrow.
     let now = stack.env.provider.get_block_by_number(Default::default()).await.unwrap();
     let now = now.unwrap().header.timestamp;
     let earlier = tessera_bindings::ITaskEscrow::CreateParams {
         r#ref: tessera_orchestrator::runner::Chain::reference(plan_id, 0, 0),
-        planId: plan_id,
+        planId: plan_id.into_inner(),
         parentId: U256::ZERO,
         capability: tessera_bindings::capability::encode("summarize").unwrap(),
         client: a.sponsor.address(),

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tessera_bindings::TaskEscrow;
 use tessera_e2e::Stack;
 use tessera_orchestrator::{
-    plan::Plan,
+    plan::{Plan, PlanId},
     runner::{Chain, RunnerConfig},
 };
 
@@ -197,7 +197,7 @@ async fn reorganised(label: &str, target: Target, seen: &str, rollback: bool) ->
     );
     let events = stack.events(&id).await;
     let sponsor = stack.env.actors.sponsor.address();
-    let plan_id: B256 = plan["id"].as_str().unwrap().parse().unwrap();
+    let plan_id: PlanId = plan["id"].as_str().unwrap().parse().unwrap();
     for index in 0..2u32 {
         let task = tessera_e2e::task_id_for(sponsor, Chain::reference(plan_id, index, 0));
         let created = logs_of(&stack, TaskEscrow::TaskCreated::SIGNATURE_HASH, task).await;
@@ -292,7 +292,7 @@ async fn a_decision_reorganised_out_is_sent_again_before_it_is_recorded() {
     assert!(decisions.iter().all(|d| d["ok"] == true), "{decisions:#?}");
     assert_eq!(stack.env.balance(a0).await, before + U256::from(500_000u64), "paid once");
     let sponsor = stack.env.actors.sponsor.address();
-    let plan_id: B256 = plan["id"].as_str().unwrap().parse().unwrap();
+    let plan_id: PlanId = plan["id"].as_str().unwrap().parse().unwrap();
     let task = tessera_e2e::task_id_for(sponsor, Chain::reference(plan_id, 0, 0));
     let reassigned = logs_of(&stack, TaskEscrow::TaskReassigned::SIGNATURE_HASH, task).await;
     let settled = logs_of(&stack, TaskEscrow::TaskSettled::SIGNATURE_HASH, task).await;

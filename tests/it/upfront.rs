@@ -162,7 +162,7 @@ async fn an_upfront_fan_out_is_funded_in_one_batch_and_indexed_as_the_stepwise_o
         .map(|i| {
             assert!(i.output.is_empty(), "named, not carried: {i:?}");
             let up = i.upstream.as_ref().expect("an upstream reference");
-            assert_eq!(up.plan, Plan::id_from_label("upfront-fan-out"));
+            assert_eq!(up.plan, Plan::id_from_label("upfront-fan-out").into_inner());
             (i.from, up.path.clone(), i.task_id.clone().unwrap())
         })
         .collect();

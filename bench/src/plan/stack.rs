@@ -11,7 +11,7 @@ use std::{
 };
 
 use alloy::{
-    primitives::{B256, U256, keccak256},
+    primitives::{U256, keccak256},
     providers::{DynProvider, Provider},
     rpc::types::Filter,
     sol_types::SolValue,
@@ -24,7 +24,7 @@ use tessera_anvil::{
 };
 use tessera_bindings::{TaskEscrow::TaskEscrowEvents, deployment::Deployment, usdc::Usdc};
 use tessera_orchestrator::{
-    plan::{Plan, ReviewMode, SubTask},
+    plan::{Plan, PlanId, ReviewMode, SubTask},
     runner::{Chain, Orchestrator, RunnerConfig},
     store::Store,
 };
@@ -285,7 +285,7 @@ impl Stack {
     pub(super) async fn settle(&self, plans: Vec<Plan>) -> Result<Sample, Error> {
         let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
         let ids: Vec<String> = plans.iter().map(|p| p.id.to_string()).collect();
-        let plan_ids: Vec<B256> = plans.iter().map(|p| p.id).collect();
+        let plan_ids: Vec<PlanId> = plans.iter().map(|p| p.id).collect();
         let subtasks: usize = plans.iter().map(|p| p.subtasks.len()).sum();
         for plan in plans {
             self.orch.propose(plan).await.map_err(|e| orch_err(&e))?;
@@ -356,7 +356,11 @@ impl Stack {
 
     /// Every task of `plans` since `block0`: the block each (plan, index)
     /// was created in, and the last block any of them changed in.
-    pub(super) async fn blocks_of(&self, plans: &[B256], block0: u64) -> Result<PlanBlocks, Error> {
+    pub(super) async fn blocks_of(
+        &self,
+        plans: &[PlanId],
+        block0: u64,
+    ) -> Result<PlanBlocks, Error> {
         let head = self.direct.get_block_number().await?;
         let logs = self
             .direct
@@ -368,7 +372,7 @@ impl Stack {
             )
             .await?;
         let sponsor = self.actors.sponsor.address();
-        let mut ids: HashMap<U256, (B256, u32)> = HashMap::new();
+        let mut ids: HashMap<U256, (PlanId, u32)> = HashMap::new();
         for plan in plans {
             for index in 0..64 {
                 let id = U256::from_be_bytes(
@@ -403,7 +407,7 @@ impl Stack {
 
 #[derive(Debug, Default)]
 pub(super) struct PlanBlocks {
-    created: HashMap<(B256, u32), u64>,
+    created: HashMap<(PlanId, u32), u64>,
     last_block: u64,
     /// Each task's funding, from its creation to its settlement.
     spans: HashMap<U256, locked::Span>,
@@ -420,7 +424,7 @@ pub(super) struct Sample {
     /// Blocks from approval to the last change of any of its tasks.
     pub(super) settled_after: u64,
     /// Blocks from approval to each (plan, index)'s creation.
-    pub(super) created_after: HashMap<(B256, u32), u64>,
+    pub(super) created_after: HashMap<(PlanId, u32), u64>,
     pub(super) orch: Counts,
     pub(super) workers: Counts,
     /// The stand-in's 429s and 503s to anyone meanwhile.

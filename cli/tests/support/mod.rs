@@ -19,6 +19,7 @@ use alloy::{
 use serde_json::{Value, json};
 use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
 use tessera_e2e::{TEST_TOKEN, TestEnv, spawn_worker};
+use tessera_orchestrator::plan::PlanId;
 
 /// A `tessera` service child process (serve, arbiter), killed on drop.
 pub(crate) struct Service(pub(crate) Child);
@@ -117,7 +118,7 @@ pub(crate) async fn view(http: &reqwest::Client, api: &str, id: &str) -> Value {
 
 /// A chain plan in auto review: step `i` depends on step `i - 1`; each step
 /// is `(capability, executor, cost)`.
-pub(crate) fn chain_plan(id: B256, source: &str, steps: &[(&str, Address, u64)]) -> Value {
+pub(crate) fn chain_plan(id: PlanId, source: &str, steps: &[(&str, Address, u64)]) -> Value {
     let subtasks: Vec<Value> = steps
         .iter()
         .zip(0u32..)
@@ -168,13 +169,13 @@ pub(crate) async fn wait_completed(http: &reqwest::Client, api: &str, id: &str) 
 
 /// How many escrow logs with event signature `sig` the chain holds, of
 /// plan `plan` (topic 2) when given.
-pub(crate) async fn escrow_logs(env: &TestEnv, sig: B256, plan: Option<B256>) -> usize {
+pub(crate) async fn escrow_logs(env: &TestEnv, sig: B256, plan: Option<PlanId>) -> usize {
     let mut filter = Filter::new()
         .address(env.deployment.task_escrow)
         .event_signature(sig)
         .from_block(env.deployment.deploy_block);
     if let Some(plan) = plan {
-        filter = filter.topic2(plan);
+        filter = filter.topic2(plan.into_inner());
     }
     env.provider.get_logs(&filter).await.unwrap().len()
 }

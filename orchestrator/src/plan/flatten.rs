@@ -4,12 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use alloy::primitives::B256;
 use tessera_bindings::usdc::Usdc;
 
 use super::{
-    Checkpoint, MAX_NESTING_DEPTH, MAX_SUBTASKS, Plan, PlanError, RecoveryOverride, ReviewMode,
-    StepPath, SubTask,
+    Checkpoint, MAX_NESTING_DEPTH, MAX_SUBTASKS, Plan, PlanError, PlanId, RecoveryOverride,
+    ReviewMode, StepPath, SubTask,
     nest::{ChildPlan, Group, Nested},
 };
 use crate::condition::Condition;
@@ -157,7 +156,7 @@ impl Flattening<'_> {
         };
         // The level's own checks: indexes 0..n, dependencies that resolve,
         // no cycle.
-        let mut level = Plan::new(B256::ZERO, Usdc::ZERO, ReviewMode::Auto);
+        let mut level = Plan::new(PlanId::ZERO, Usdc::ZERO, ReviewMode::Auto);
         level.subtasks = steps.iter().map(|t| SubTask { plan: None, ..t.clone() }).collect();
         let order = level.topological_order().map_err(in_level)?;
         let depended: BTreeSet<u32> =

@@ -21,11 +21,12 @@ mod error;
 mod flatten;
 mod funding;
 mod graph;
+mod id;
 mod nest;
 mod strategy;
 mod validate;
 
-use alloy::primitives::{Address, B256, keccak256};
+use alloy::primitives::{Address, keccak256};
 use serde::{Deserialize, Serialize};
 
 use crate::condition::When;
@@ -35,6 +36,7 @@ pub use self::{
     context::{ExecutorStatus, InMemoryContext, PlanContext},
     error::PlanError,
     funding::Funding,
+    id::PlanId,
     nest::{ChildPlan, DEFAULT_MAX_NESTING_DEPTH, Group, MAX_NESTING_DEPTH, Nested, StepPath},
     strategy::{
         Checkpoint, Choice, DisputePolicy, MAX_CHECKPOINTS, MAX_RETRIES, OnTimeout, Policy,
@@ -135,7 +137,7 @@ pub struct Plan {
     pub version: u32,
     /// Plan id. Plans named by a string use [`Plan::id_from_label`]
     /// (keccak256 of the label), so the id is always 32 bytes, as on chain.
-    pub id: B256,
+    pub id: PlanId,
     /// The sub-tasks, in index order.
     pub subtasks: Vec<SubTask>,
     /// How completed sub-tasks are settled.
@@ -197,10 +199,10 @@ struct VersionProbe {
 
 impl Plan {
     /// An empty plan of the current version.
-    pub fn new(id: B256, budget: Usdc, review: ReviewMode) -> Self {
+    pub fn new(id: impl Into<PlanId>, budget: Usdc, review: ReviewMode) -> Self {
         Self {
             version: PLAN_VERSION,
-            id,
+            id: id.into(),
             subtasks: Vec::new(),
             review,
             funding: Funding::Stepwise,
@@ -217,8 +219,8 @@ impl Plan {
     }
 
     /// The id of a plan named by a string: keccak256 of its UTF-8 bytes.
-    pub fn id_from_label(label: &str) -> B256 {
-        keccak256(label.as_bytes())
+    pub fn id_from_label(label: &str) -> PlanId {
+        PlanId::new(keccak256(label.as_bytes()))
     }
 
     /// Parses a plan from JSON, refusing unknown versions before anything
@@ -414,7 +416,7 @@ mod tests {
 
     #[test]
     fn id_from_label_is_keccak() {
-        assert_eq!(Plan::id_from_label("abc"), keccak256(b"abc"));
+        assert_eq!(Plan::id_from_label("abc"), PlanId::from(keccak256(b"abc")));
         assert_ne!(Plan::id_from_label("abc"), Plan::id_from_label("abd"));
     }
 

@@ -39,11 +39,13 @@ use std::{
     str::FromStr,
 };
 
-use alloy::primitives::{B256, keccak256};
+use alloy::primitives::keccak256;
 use serde::{Deserialize, Serialize};
 use tessera_bindings::usdc::Usdc;
 
-use super::{Checkpoint, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, ReviewMode, SubTask};
+use super::{
+    Checkpoint, MAX_SPEC_BYTES, MAX_SUBTASKS, Plan, PlanError, PlanId, ReviewMode, SubTask,
+};
 use crate::condition::{Condition, When};
 
 /// Levels a plan may nest when the orchestrator is not told otherwise: the
@@ -194,8 +196,8 @@ pub struct Group {
 impl Group {
     /// The child plan's id: keccak256 of the root plan's id and the path,
     /// so the same nested step of the same plan always has the same id.
-    pub fn plan_id(&self, root: B256) -> B256 {
-        keccak256([root.as_slice(), b":", self.path.to_string().as_bytes()].concat())
+    pub fn plan_id(&self, root: PlanId) -> PlanId {
+        PlanId::new(keccak256([root.as_slice(), b":", self.path.to_string().as_bytes()].concat()))
     }
 
     /// Levels: 2 for a plan nested in the root plan.

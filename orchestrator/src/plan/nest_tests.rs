@@ -1,7 +1,7 @@
 //! Nested plans flattened: paths, edges across levels, limits, and
 //! references kept in the author's numbering.
 
-use alloy::primitives::Address;
+use alloy::primitives::{Address, B256};
 use serde_json::json;
 
 use super::*;

@@ -27,7 +27,7 @@ use tessera_bindings::{
 use tokio::sync::Mutex;
 
 use super::{RunError, book::Book};
-use crate::plan::{ExecutorStatus, InMemoryContext, Plan};
+use crate::plan::{ExecutorStatus, InMemoryContext, Plan, PlanId};
 
 mod logs;
 mod send;
@@ -144,8 +144,8 @@ impl Chain {
     }
 
     /// The reference of sub-task `index`, attempt `attempt`, of `plan`.
-    pub fn reference(plan: B256, index: u32, attempt: u32) -> B256 {
-        keccak256((plan, index, attempt).abi_encode())
+    pub fn reference(plan: PlanId, index: u32, attempt: u32) -> B256 {
+        keccak256((plan.into_inner(), index, attempt).abi_encode())
     }
 
     /// The escrow task id the sponsor's reference maps to.

@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use alloy::{primitives::B256, providers::Provider};
+use alloy::providers::Provider;
 use futures_util::FutureExt;
 use tessera_bindings::heads::{Follow, Head};
 use tokio::{sync::Notify, task::JoinSet};
@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 use super::{Orchestrator, RunError};
 use crate::{
+    plan::PlanId,
     state::{RunEvent, RunId, RunState},
     store::now_ms,
 };
@@ -227,7 +228,7 @@ impl Orchestrator {
             restarts += 1;
             tracing::error!(%error, restarts, "run driver failed; restarting it");
             let event = RunEvent::DriverRestarted {
-                plan_id: id.parse::<B256>().unwrap_or_default(),
+                plan_id: id.parse::<PlanId>().unwrap_or_default(),
                 error,
                 restarts,
             };

@@ -210,7 +210,7 @@ impl Orchestrator {
             .unwrap_or_default();
         let envelope = Envelope {
             parent: if parent_id.is_zero() {
-                Parent::Plan(plan.id)
+                Parent::Plan(plan.id.into())
             } else {
                 Parent::Task(parent_id.to_string())
             },
@@ -229,7 +229,7 @@ impl Orchestrator {
         let deadline = now + plan.deadline_offset_of(row.idx);
         let params = CreateParams {
             r#ref: reference,
-            planId: plan.id,
+            planId: plan.id.into_inner(),
             parentId: parent_id,
             capability: capability::encode(&task.capability)
                 .map_err(|source| PlanError::InvalidCapability { index: row.idx, source })?,

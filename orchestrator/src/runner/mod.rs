@@ -277,14 +277,15 @@ mod tests {
     use alloy::primitives::B256;
 
     use super::*;
+    use crate::plan::PlanId;
 
     #[test]
     fn references_differ_per_index_and_attempt() {
-        let plan = B256::repeat_byte(1);
+        let plan = PlanId::from(B256::repeat_byte(1));
         let r = Chain::reference(plan, 0, 0);
         assert_ne!(r, Chain::reference(plan, 1, 0));
         assert_ne!(r, Chain::reference(plan, 0, 1));
-        assert_ne!(r, Chain::reference(B256::repeat_byte(2), 0, 0));
+        assert_ne!(r, Chain::reference(B256::repeat_byte(2).into(), 0, 0));
         assert_eq!(r, Chain::reference(plan, 0, 0));
     }
 }

@@ -266,7 +266,7 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                         task_id: None,
                         output: String::new(),
                         upstream: Some(Upstream {
-                            plan: s.plan.id,
+                            plan: s.plan.id.into(),
                             path: s.plan.path_of(d.idx).to_string(),
                         }),
                     })

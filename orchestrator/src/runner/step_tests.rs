@@ -629,7 +629,10 @@ fn upfront_creates_every_sub_task_in_one_step_naming_its_upstreams() {
     for input in inputs {
         assert!(input.output.is_empty(), "named, not carried");
         let up = input.upstream.as_ref().expect("an upstream reference");
-        assert_eq!((up.plan, up.path.as_str()), (p.id, input.from.to_string().as_str()));
+        assert_eq!(
+            (up.plan, up.path.as_str()),
+            (p.id.into_inner(), input.from.to_string().as_str())
+        );
     }
     // The stepwise plan creates the root alone.
     let stepwise = plan(ReviewMode::Auto, &[&[], &[0], &[0], &[1, 2]]);

@@ -1,13 +1,13 @@
 //! A run as the API shows it: the run row, the plan, sub-task progress,
 //! the decisions with what came of them, and a high-stakes plan's terms.
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::Address;
 use serde::{Deserialize, Serialize};
 use tessera_bindings::usdc::Usdc;
 
 use super::{Orchestrator, RunError};
 use crate::{
-    plan::{Plan, PlanError, StepPath},
+    plan::{Plan, PlanError, PlanId, StepPath},
     state::{EventKind, Gates, Phase, Progress, RunId, RunState, Spend, Stakes},
     store::{DecisionRecord, RunRow, SubtaskRow},
 };
@@ -65,9 +65,9 @@ pub struct NestedView {
     /// The nested step's path (`1`, `2.1`).
     pub path: StepPath,
     /// The nested plan's own id.
-    pub plan_id: B256,
+    pub plan_id: PlanId,
     /// The plan it is nested in: the root plan, or an enclosing nested plan.
-    pub parent_plan_id: B256,
+    pub parent_plan_id: PlanId,
     /// The run that drives it (the root run: one driver, one budget and one
     /// event stream for every level).
     pub run_id: String,

@@ -2,7 +2,7 @@
 //! conversion to and from the JSON bodies the store keeps and the stream
 //! sends.
 
-use alloy::primitives::B256;
+use crate::plan::PlanId;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tessera_bindings::usdc::Usdc;
@@ -21,21 +21,21 @@ pub enum RunEvent {
     /// A plan was stored as proposed.
     PlanProposed {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// Its stakes.
         stakes: Stakes,
     },
     /// A proposed plan was edited.
     PlanEdited {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The edit, as debug text.
         edit: String,
     },
     /// A plan was approved and starts running.
     PlanApproved {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The planned total (a string of base units).
         total_cost: Usdc,
     },
@@ -77,7 +77,7 @@ pub enum RunEvent {
     /// A user decision was taken; `ok` says whether it worked.
     DecisionApplied {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The sub-task, when the decision is about one.
         index: Option<u32>,
         /// What was decided.
@@ -96,7 +96,7 @@ pub enum RunEvent {
     /// The run waits for a recovery decision.
     PlanPaused {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The stuck sub-task.
         index: u32,
         /// What to decide.
@@ -106,7 +106,7 @@ pub enum RunEvent {
     /// budget. The run pauses with the reason; nothing was sent.
     BudgetExceeded {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The sub-task refused.
         index: u32,
         /// Its cost.
@@ -123,7 +123,7 @@ pub enum RunEvent {
     /// such a decision raises a cost.
     CostRaised {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The sub-task.
         index: u32,
         /// The executor whose price it now costs.
@@ -138,19 +138,19 @@ pub enum RunEvent {
     /// A recovery decision let the run go on.
     PlanResumed {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
     },
     /// The run closes: in-flight work settles, nothing new starts.
     PlanCancelling {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// Why.
         reason: CloseReason,
     },
     /// Every sub-task was paid.
     PlanCompleted {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// How many sub-tasks.
         subtasks: usize,
         /// What the executors were paid (equals `paid`; a string of base
@@ -166,7 +166,7 @@ pub enum RunEvent {
     /// everything it depends on was skipped.
     SubtaskSkipped {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The sub-task.
         index: u32,
         /// Why, in words.
@@ -178,7 +178,7 @@ pub enum RunEvent {
     /// The run reached a checkpoint and waits for an approver.
     CheckpointReached {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The checkpoint.
         name: String,
         /// The sub-tasks it follows.
@@ -194,7 +194,7 @@ pub enum RunEvent {
     /// A checkpoint was passed.
     CheckpointApproved {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The checkpoint.
         name: String,
         /// An approver, or the checkpoint's timeout policy.
@@ -203,7 +203,7 @@ pub enum RunEvent {
     /// A checkpoint stopped the run.
     CheckpointRejected {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The checkpoint.
         name: String,
         /// An approver, or the checkpoint's timeout policy.
@@ -216,14 +216,14 @@ pub enum RunEvent {
     /// timeout runs from now.
     CheckpointEscalated {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The checkpoint.
         name: String,
     },
     /// The runner recovered a sub-task on its own, by the plan's policy.
     RecoveryApplied {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The sub-task.
         index: u32,
         /// The policy step applied (`retry(2)`, `reassign`).
@@ -241,7 +241,7 @@ pub enum RunEvent {
     /// reorganisation seen.
     SubtaskReorged {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The sub-task.
         index: u32,
         /// Its attempt.
@@ -261,11 +261,11 @@ pub enum RunEvent {
     /// its output is its last leaves' output.
     NestedCompleted {
         /// The root plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The nested step's path (`1`, `2.1`).
         path: String,
         /// The nested plan's own id.
-        nested_plan_id: B256,
+        nested_plan_id: PlanId,
         /// Its leaves.
         subtasks: usize,
         /// What its executors were paid.
@@ -276,14 +276,14 @@ pub enum RunEvent {
     /// The run ended without completing.
     PlanFailed {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// Why.
         reason: CloseReason,
     },
     /// The run's driver failed or panicked and was started again.
     DriverRestarted {
         /// The plan.
-        plan_id: B256,
+        plan_id: PlanId,
         /// The error or panic message.
         error: String,
         /// Restarts so far in this process.

@@ -44,6 +44,18 @@ impl From<alloy::primitives::B256> for RunId {
     }
 }
 
+impl From<crate::plan::PlanId> for RunId {
+    fn from(plan: crate::plan::PlanId) -> Self {
+        Self(plan.to_string())
+    }
+}
+
+impl From<&crate::plan::PlanId> for RunId {
+    fn from(plan: &crate::plan::PlanId) -> Self {
+        Self(plan.to_string())
+    }
+}
+
 impl From<&str> for RunId {
     fn from(id: &str) -> Self {
         Self(id.to_owned())

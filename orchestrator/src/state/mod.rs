@@ -617,7 +617,7 @@ mod tests {
 
     #[test]
     fn events_keep_their_wire_shape() {
-        let plan_id = B256::repeat_byte(1);
+        let plan_id = crate::plan::PlanId::from(B256::repeat_byte(1));
         let ev = RunEvent::DecisionApplied {
             plan_id,
             index: Some(2),
