@@ -221,8 +221,7 @@ impl Worker {
             path: None,
             groups: Vec::new(),
         };
-        let spec_uri =
-            self.sources.encode(&child_envelope).map_err(RuntimeError::Blob)?;
+        let spec_uri = self.sources.encode(&child_envelope).map_err(RuntimeError::Blob)?;
         let params = CreateParams {
             r#ref: reference,
             planId: rec.plan_id,
