@@ -67,6 +67,18 @@ impl Drop for Stack {
     }
 }
 
+/// A fresh directory for the `label` stack, and the orchestrator's run
+/// store in it.
+async fn run_store(label: &str) -> Result<(PathBuf, Store), Error> {
+    let dir =
+        std::env::temp_dir().join(format!("tessera-bench-plan-{label}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
+    let db = format!("sqlite://{}", dir.join("runs.db").display());
+    let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+    Ok((dir, store))
+}
+
 impl Stack {
     /// A fresh chain with the contracts and the demo agents registered.
     pub(super) async fn chain(
@@ -99,12 +111,7 @@ impl Stack {
                 spawn_worker(&workers, &actors, &deployment, agent, Arc::clone(&blobs)).await?,
             );
         }
-        let dir =
-            std::env::temp_dir().join(format!("tessera-bench-plan-{label}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
-        let db = format!("sqlite://{}", dir.join("runs.db").display());
-        let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+        let (dir, store) = run_store(label).await?;
         let (orch, heads) = start_orchestrator(
             &Endpoints { http: orch_rpc.url(), ws },
             &actors,
@@ -150,12 +157,7 @@ impl Stack {
             let (http, actors, deployment) = (worker_rpc.url(), &actors, &deployment);
             tasks.push(spawn_polling_worker(&http, poll, actors, deployment, agent, blobs).await?);
         }
-        let dir =
-            std::env::temp_dir().join(format!("tessera-bench-plan-hosted-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
-        let db = format!("sqlite://{}", dir.join("runs.db").display());
-        let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+        let (dir, store) = run_store("hosted").await?;
         let config = RunnerConfig { poll_interval: poll, ..RunnerConfig::default() };
         let (orch, heads) =
             start_polling_orchestrator(&orch_rpc.url(), &actors, &deployment, store, blobs, config)
