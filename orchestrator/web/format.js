@@ -342,6 +342,7 @@ export function eventNote(ev, plan) {
     }
     case 'checkpoint_escalated': return `${ev.name} escalated: waiting for a person`;
     case 'subtask_declined': return declineNote(ev);
+    case 'result_unreadable': return `result unreadable: ${ev.reason ?? 'unknown'}; under auto review it is disputed, never paid`;
     case 'subtask_skipped':
       return `skipped: ${ev.reason ?? 'by the plan'}${ev.condition && !String(ev.reason ?? '').includes(ev.condition) ? ` (condition ${ev.condition})` : ''}`;
     case 'recovery_applied':

@@ -18,6 +18,7 @@ export const EVENT_KINDS = [
   'subtask_completed',
   'review_required',
   'output_flagged',
+  'result_unreadable',
   'subtask_paid',
   'subtask_disputed',
   'dispute_opened',

@@ -50,6 +50,12 @@ pub(crate) struct ServeArgs {
     /// reorganisation took out.
     #[arg(long, env = "TESSERA_CONFIRMATIONS", default_value_t = 0)]
     confirmations: u64,
+    /// Chain seconds a delivered result may stay out of reach (its location
+    /// hint and the gateways failing or silent) before the run treats it as
+    /// unreadable: disputed under auto review, shown as such under manual
+    /// review. At most half the task's review window is used.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    result_wait_secs: u64,
     /// ERC-8004 feedback the sponsor gives its executors once their tasks
     /// settle, backed by the settlement (docs/reputation.md): per-task,
     /// per-plan (one per executor when a run is over) or off. Nothing is
@@ -165,6 +171,7 @@ pub(crate) async fn serve(
         max_plan_spend,
         max_nesting_depth: usize::from(args.max_nesting_depth),
         confirmations: args.confirmations,
+        result_wait: Duration::from_secs(args.result_wait_secs),
         feedback: args.feedback,
         poll_interval: Duration::from_millis(args.poll_ms),
         // Confirmation tokens survive restarts: keyed by the service's own secret.

@@ -43,6 +43,12 @@ pub struct RunnerConfig {
     /// [`crate::feedback`]): off unless asked (`tessera serve` asks for
     /// one per task).
     pub feedback: crate::feedback::FeedbackMode,
+    /// How long a delivered result may stay out of reach (its sources
+    /// failing or silent), in chain seconds from its delivery, before the
+    /// run treats it as unreadable: disputed under auto review, shown as
+    /// such under manual review (see [`crate::runner::reach`]). Never more
+    /// than half the task's review window, so a dispute still fits in it.
+    pub result_wait: Duration,
     /// Called with the run id at the start of every step: tests inject
     /// faults (a panic) through it.
     #[cfg(feature = "test-utils")]
@@ -60,6 +66,10 @@ impl std::fmt::Debug for FaultHook {
         f.write_str("FaultHook")
     }
 }
+
+/// How long a delivered result may stay out of reach by default: 30 s of
+/// chain time.
+pub const DEFAULT_RESULT_WAIT: Duration = Duration::from_secs(30);
 
 /// Default per-plan spend cap: 50 USDC.
 pub const DEFAULT_MAX_PLAN_SPEND: Usdc = Usdc::from_whole(50);
@@ -82,6 +92,7 @@ impl Default for RunnerConfig {
             max_step_failures: 5,
             confirmations: 0,
             feedback: crate::feedback::FeedbackMode::Off,
+            result_wait: DEFAULT_RESULT_WAIT,
             #[cfg(feature = "test-utils")]
             fault: None,
         }
@@ -89,6 +100,13 @@ impl Default for RunnerConfig {
 }
 
 impl RunnerConfig {
+    /// The chain seconds a result delivered on a task with review window
+    /// `review_window` (seconds) may stay out of reach: the configured
+    /// wait, at most half the window.
+    pub fn result_wait_for(&self, review_window: u64) -> u64 {
+        self.result_wait.as_secs().min(review_window / 2)
+    }
+
     /// Runs the fault hook, when tests set one.
     pub(crate) fn inject_fault(&self, _run: &str) {
         #[cfg(feature = "test-utils")]

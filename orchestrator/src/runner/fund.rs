@@ -126,7 +126,7 @@ impl Orchestrator {
                 .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
             let id = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
             let found = self.chain.task(id).await?;
-            self.sync_record(plan, &mut row, found).await?;
+            self.sync_record(plan, &mut row, found, now).await?;
             rows.insert(index, row);
         }
         Ok(())

@@ -47,6 +47,7 @@ mod fund;
 mod gates;
 mod lane;
 pub mod money;
+pub mod reach;
 mod recover;
 mod refused;
 mod resolve;
@@ -66,7 +67,7 @@ pub use config::{DEFAULT_MAX_PLAN_SPEND, RunnerConfig};
 use ctx::RunCtx;
 pub use error::RunError;
 pub use sync::readable;
-use tessera_bindings::envelope::{BlobSources, BlobStore};
+use tessera_bindings::envelope::{BlobSources, BlobStore, FetchLimits};
 use tokio::sync::{broadcast, watch};
 pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 
@@ -77,6 +78,20 @@ use crate::{
     store::{EventRow, Store},
 };
 
+/// How far a look goes for a document an executor or the arbiter wrote
+/// that it reads on its own path (a decline's reason, a ruling's
+/// rationale): one request, a few seconds.
+pub const QUICK: FetchLimits = FetchLimits {
+    max_bytes: tessera_bindings::envelope::HARD_MAX_BYTES,
+    timeout: std::time::Duration::from_secs(2),
+    connect_timeout: std::time::Duration::from_secs(1),
+    redirects: 3,
+    attempts: 1,
+    backoff: std::time::Duration::from_millis(100),
+    max_retry_after: std::time::Duration::from_secs(1),
+    source_budget: std::time::Duration::from_secs(2),
+};
+
 /// The orchestrator: the store, the chain, and one supervised driver task
 /// per live run.
 pub struct Orchestrator {
@@ -85,6 +100,13 @@ pub struct Orchestrator {
     /// Where envelopes and results are kept (the local store), read from
     /// (URI hints, gateways) and published with a hint.
     sources: BlobSources,
+    /// The local store alone: what a look reads results from.
+    local: BlobSources,
+    /// The sources within [`QUICK`]: decline reasons and rationales, read
+    /// once on a look's path.
+    quick: BlobSources,
+    /// Delivered results fetched off the looks' path.
+    reach: reach::Reach,
     config: RunnerConfig,
     events: broadcast::Sender<EventRow>,
     head: watch::Sender<u64>,
@@ -125,9 +147,14 @@ impl Orchestrator {
         config: RunnerConfig,
     ) -> Arc<Self> {
         chain.set_confirmations(config.confirmations);
+        let local = sources.clone().follow_hints(false).with_gateways(Vec::new());
+        let quick = sources.clone().with_limits(QUICK);
         Arc::new(Self {
             store,
             chain,
+            local,
+            quick,
+            reach: reach::Reach::default(),
             sources,
             config,
             events: broadcast::channel(1024).0,

@@ -203,6 +203,9 @@ pub struct Snapshot<'a> {
     pub results: &'a HashMap<u32, Value>,
     /// Sub-tasks held back by a checkpoint not yet passed (see [`held`]).
     pub held: &'a BTreeSet<u32>,
+    /// Delivered sub-tasks whose result cannot be read, and why (see
+    /// [`super::reach`]): under auto review they are disputed, never paid.
+    pub unreadable: &'a BTreeMap<u32, super::reach::Unreadable>,
 }
 
 impl Snapshot<'_> {
@@ -349,8 +352,16 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
             }
             Phase::Chain(Status::Completed) => {
                 let rec = s.on_chain(index)?;
-                if s.plan.review_of(index) == ReviewMode::Auto {
-                    actions.push(Action::Send { index, call: Call::Approve });
+                let auto = s.plan.review_of(index) == ReviewMode::Auto;
+                if let Some(why) = s.unreadable.get(&index).filter(|_| auto) {
+                    let reason = format!("the delivered result cannot be read: {why}");
+                    actions.push(Action::Send { index, call: Call::Dispute(reason) });
+                } else if auto {
+                    // Paid only once read: a result still out of reach
+                    // waits (within the runner's result wait).
+                    if row.output.is_some() {
+                        actions.push(Action::Send { index, call: Call::Approve });
+                    }
                 } else if s.now > rec.updated_at + rec.review_window {
                     actions.push(Action::Send { index, call: Call::Release });
                 }

@@ -44,7 +44,7 @@ fn rows(phases: &[Phase]) -> BTreeMap<u32, Progress> {
             if p.status().is_some() {
                 row.task_id = Some(format!("{}", 100 + i));
             }
-            if p.is_paid() {
+            if p.is_paid() || *p == Phase::Chain(Status::Completed) {
                 row.output = Some(format!("output {i}"));
             }
             (i as u32, row)
@@ -79,6 +79,7 @@ fn step_at(state: RunState, plan: &Plan, phases: &[Phase], now: u64) -> Vec<Acti
         now,
         results: &HashMap::new(),
         held: &BTreeSet::new(),
+        unreadable: &BTreeMap::new(),
     })
     .unwrap()
 }
@@ -177,6 +178,7 @@ fn a_missing_row_or_record_is_an_error_not_a_panic() {
         now: 1,
         results: &HashMap::new(),
         held: &BTreeSet::new(),
+        unreadable: &BTreeMap::new(),
     };
     assert!(matches!(steps(&s), Err(RunError::Inconsistent { index: 0, .. })));
     rows.remove(&1);
@@ -189,6 +191,7 @@ fn a_missing_row_or_record_is_an_error_not_a_panic() {
         now: 1,
         results: &HashMap::new(),
         held: &BTreeSet::new(),
+        unreadable: &BTreeMap::new(),
     };
     assert!(matches!(steps(&s), Err(RunError::Inconsistent { index: 1, .. })));
 }
@@ -210,6 +213,7 @@ fn resolve_at(phase: Phase, d: &Pending) -> Resolution {
             now: 700,
             results: &HashMap::new(),
             held: &BTreeSet::new(),
+            unreadable: &BTreeMap::new(),
         },
         d,
     )
@@ -273,6 +277,7 @@ fn a_paused_runs_sub_task_not_created_is_queued_again_for_the_executor_decided()
             now: 700,
             results: &results,
             held: &held,
+            unreadable: &BTreeMap::new(),
         };
         resolve(&s, d).unwrap()
     };
@@ -323,6 +328,7 @@ fn runs_end_on_stored_progress() {
 fn under_auto_review_dependants_go_out_beside_their_upstreams_approval() {
     let deps: &[&[u32]] = &[&[], &[0], &[0]];
     let mut delivered = rows(&[c(Status::Completed), W, W]);
+    delivered.get_mut(&0).unwrap().output = None;
     let chain = chain_of(&delivered);
     let at = |plan: &Plan, rows: &BTreeMap<u32, Progress>| {
         steps(&Snapshot {
@@ -333,12 +339,13 @@ fn under_auto_review_dependants_go_out_beside_their_upstreams_approval() {
             now: 600,
             results: &HashMap::new(),
             held: &BTreeSet::new(),
+            unreadable: &BTreeMap::new(),
         })
         .unwrap()
     };
     let auto = plan(ReviewMode::Auto, deps);
-    // Until the result is read, only the approval goes out.
-    assert_eq!(at(&auto, &delivered), [Action::Send { index: 0, call: Call::Approve }]);
+    // Until the result is read, nothing goes out: it is paid once read.
+    assert_eq!(at(&auto, &delivered), []);
     delivered.get_mut(&0).unwrap().output = Some("output 0".into());
     let actions = at(&auto, &delivered);
     let [
@@ -362,7 +369,16 @@ fn snapshot_steps(
     results: &HashMap<u32, serde_json::Value>,
     held: &BTreeSet<u32>,
 ) -> Vec<Action> {
-    steps(&Snapshot { state: RunState::Running, plan, rows, chain, now: 600, results, held })
+    steps(&Snapshot {
+        state: RunState::Running,
+        plan,
+        rows,
+        chain,
+        now: 600,
+        results,
+        held,
+        unreadable: &BTreeMap::new(),
+    })
         .unwrap()
 }
 
@@ -562,7 +578,16 @@ fn a_sub_task_its_executor_declined_is_recovered_by_its_on_decline_policy_at_onc
     // Chain time 501: the deadline (1_000) is far off; nothing waits for it.
     let s = |state, rows: &BTreeMap<u32, Progress>, chain: &HashMap<u32, OnChain>| {
         let (results, held) = (HashMap::new(), BTreeSet::new());
-        steps(&Snapshot { state, plan: &p, rows, chain, now: 501, results: &results, held: &held })
+        steps(&Snapshot {
+            state,
+            plan: &p,
+            rows,
+            chain,
+            now: 501,
+            results: &results,
+            held: &held,
+            unreadable: &BTreeMap::new(),
+        })
             .unwrap()
     };
     let recover = |index, policy| Action::Recover {
@@ -669,4 +694,41 @@ fn upfront_dependants_of_an_upstream_that_will_not_deliver_are_cancelled_then_wa
     // The upstream's retry goes out with the dependants waiting again.
     let actions = step_at(RunState::Running, &p, &[W, W, W], 600);
     assert_eq!(actions.len(), 3, "{actions:?}");
+}
+
+#[test]
+fn an_unreadable_result_is_disputed_under_auto_review_and_never_paid() {
+    use super::super::reach::Unreadable;
+    let deps: &[&[u32]] = &[&[], &[0]];
+    let mut delivered = rows(&[c(Status::Completed), W]);
+    delivered.get_mut(&0).unwrap().output = None;
+    let chain = chain_of(&delivered);
+    let at = |plan: &Plan, unreadable: &BTreeMap<u32, Unreadable>| {
+        steps(&Snapshot {
+            state: RunState::Running,
+            plan,
+            rows: &delivered,
+            chain: &chain,
+            now: 600,
+            results: &HashMap::new(),
+            held: &BTreeSet::new(),
+            unreadable,
+        })
+        .unwrap()
+    };
+    let gone = BTreeMap::from([(0, Unreadable::OutOfReach)]);
+    let auto = plan(ReviewMode::Auto, deps);
+    let actions = at(&auto, &gone);
+    let [Action::Send { index: 0, call: Call::Dispute(reason) }] = actions.as_slice() else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(
+        reason,
+        "the delivered result cannot be read: out of reach (its sources did not answer in time)"
+    );
+    // Pending within the wait: neither paid nor disputed, nothing funded on it.
+    assert_eq!(at(&auto, &BTreeMap::new()), []);
+    // Under manual review the person decides: released only after a silent window.
+    let manual = plan(ReviewMode::Manual, deps);
+    assert_eq!(at(&manual, &gone), [Action::Send { index: 0, call: Call::Release }]);
 }

@@ -4,13 +4,13 @@
 
 use alloy::rpc::types::Log;
 use serde_json::{Value, json};
-use tessera_bindings::{
-    envelope::FetchError,
-    task::{Status, TaskRecord},
-};
+use tessera_bindings::task::{Status, TaskRecord};
 use tessera_injection as injection;
 
-use super::{Chain, Orchestrator, RunError};
+use super::{
+    Chain, Orchestrator, RunError,
+    reach::{Read, Unreadable},
+};
 use crate::{
     events::{self, fields, subtask_fields},
     plan::{Plan, ReviewMode},
@@ -30,6 +30,7 @@ impl Orchestrator {
         &self,
         plan: &Plan,
         row: &mut Progress,
+        now: u64,
     ) -> Result<Option<TaskRecord>, RunError> {
         let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
         if row.phase.is_settled()
@@ -52,7 +53,7 @@ impl Orchestrator {
             }
             return Ok(None);
         }
-        let rec = self.sync_record(plan, row, found).await?;
+        let rec = self.sync_record(plan, row, found, now).await?;
         if reorgs > 0 && went_back(was, row.phase) {
             self.reorged(plan, row, id, was, &format!("reorged:{id}:{reorgs}"), None).await?;
         }
@@ -109,13 +110,14 @@ impl Orchestrator {
         self.emit(plan, dedup, &event).await
     }
 
-    /// Records `found` (a task and its logs) for `row`: its events, its
-    /// phase, executor and result.
+    /// Records `found` (a task and its logs) for `row` at chain time `now`:
+    /// its events, its phase, executor and result.
     pub(super) async fn sync_record(
         &self,
         plan: &Plan,
         row: &mut Progress,
         found: Option<(TaskRecord, Vec<Log>)>,
+        now: u64,
     ) -> Result<Option<TaskRecord>, RunError> {
         let Some((rec, logs)) = found else { return Ok(None) };
         let run_id = plan.id.to_string();
@@ -149,7 +151,7 @@ impl Orchestrator {
             // only logged (the ruling stands whatever its text).
             if let Some(uri) = ev.body["rationale_uri"].as_str()
                 && !self.store.has_event(&run_id, &ev.dedup).await?
-                && let Err(e) = self.sources.ensure(uri).await
+                && let Err(e) = self.quick.ensure(uri).await
             {
                 tracing::warn!(index = row.idx, %uri, error = %e, "a ruling's rationale is out of reach");
             }
@@ -177,23 +179,89 @@ impl Orchestrator {
         row.task_id = Some(task_id);
         row.executor = rec.task.executor;
         if row.result_uri != rec.result_uri {
-            if let Some(uri) = rec.result_uri.as_deref() {
-                self.flag_output(plan, row, uri).await?;
-            }
             row.result_uri.clone_from(&rec.result_uri);
             changed = true;
         }
-        // A delivered result is handed on as soon as it is there: under auto
-        // review dependants are created beside the approval.
+        // A delivered result is handed on as soon as it is read: under auto
+        // review dependants are created beside the approval. It is read off
+        // this look's path ([`super::reach`]): one not there yet leaves the
+        // output empty, and the look goes on.
         let delivered = phase == Phase::Chain(Status::Completed) && rec.result_uri.is_some();
-        if (phase.is_paid() || delivered) && row.output.is_none() {
-            row.output = Some(self.output_of(rec.result_uri.as_deref()).await?);
+        if (phase.is_paid() || delivered)
+            && row.output.is_none()
+            && let Some(output) = self.output_of(plan, row, &rec, now).await?
+        {
+            row.output = Some(output);
             changed = true;
         }
         if changed {
             self.store.put_subtask(&run_id, &row.to_row()).await?;
         }
         Ok(Some(rec))
+    }
+
+    /// The text `row`'s delivered result hands to dependants, once it is
+    /// read (see [`readable`]; flagged when it carries text aimed at a later
+    /// agent or the judge); `None` while it is pending. A paid result that
+    /// cannot be read hands on a marker naming why; a delivered one in
+    /// review stays `None`, for the look to treat as unreadable (see
+    /// [`Self::unreadable`]).
+    async fn output_of(
+        &self,
+        plan: &Plan,
+        row: &Progress,
+        rec: &TaskRecord,
+        now: u64,
+    ) -> Result<Option<String>, RunError> {
+        let Some(uri) = rec.result_uri.as_deref() else { return Ok(Some(String::new())) };
+        let why = match self.reach.read(&self.local, &self.sources, uri, rec.task.executor).await {
+            Read::Ready(bytes) => {
+                self.flag_output(plan, row, uri, &bytes).await?;
+                return Ok(Some(match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(v) => readable(&v),
+                    Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+                }));
+            }
+            Read::Gone(why) => why,
+            Read::Pending { last } => {
+                let waited = self.config.result_wait_for(u64::from(rec.task.reviewWindow));
+                if rec.status().is_terminal() && now > rec.task.updatedAt.to::<u64>() + waited {
+                    last.unwrap_or(Unreadable::OutOfReach)
+                } else {
+                    return Ok(None);
+                }
+            }
+        };
+        if !rec.status().is_terminal() {
+            return Ok(None);
+        }
+        tracing::warn!(index = row.idx, %uri, %why, "unreadable result");
+        Ok(Some(format!("[unreadable result: {why}]")))
+    }
+
+    /// Why the result `row` delivered cannot be read, once that is known:
+    /// no source has it, what they answer is refused, or it stayed out of
+    /// reach past the runner's wait (chain seconds from its delivery, see
+    /// [`super::RunnerConfig::result_wait`]). `None` while it is read, or
+    /// still pending within the wait.
+    pub(super) async fn unreadable(
+        &self,
+        row: &Progress,
+        rec: &TaskRecord,
+        now: u64,
+    ) -> Option<Unreadable> {
+        let uri = rec.result_uri.as_deref()?;
+        if row.output.is_some() || row.phase != Phase::Chain(Status::Completed) {
+            return None;
+        }
+        match self.reach.read(&self.local, &self.sources, uri, rec.task.executor).await {
+            Read::Ready(_) => None,
+            Read::Gone(why) => Some(why),
+            Read::Pending { last } => {
+                let waited = self.config.result_wait_for(u64::from(rec.task.reviewWindow));
+                (now > rec.task.updatedAt.to::<u64>() + waited).then(|| last.unwrap_or(Unreadable::OutOfReach))
+            }
+        }
     }
 
     /// Stores a chain-derived event of `kind` with `body` for the run of
@@ -211,16 +279,19 @@ impl Orchestrator {
         }
     }
 
-    /// Emits `output_flagged` when the result at `uri` carries text aimed at
-    /// a later agent or the judge (the shared detector over every string of
-    /// it). Read once, when the result first appears; the flag informs and
-    /// does not stop the plan. An unreadable result is left to [`Self::output_of`].
-    async fn flag_output(&self, plan: &Plan, row: &Progress, uri: &str) -> Result<(), RunError> {
-        let Ok(bytes) = self.fetch(uri).await? else {
-            return Ok(());
-        };
-        let result = serde_json::from_slice::<Value>(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    /// Emits `output_flagged` when the result at `uri` (its `bytes`) carries
+    /// text aimed at a later agent or the judge (the shared detector over
+    /// every string of it). Read once, when the result is first read; the
+    /// flag informs and does not stop the plan.
+    async fn flag_output(
+        &self,
+        plan: &Plan,
+        row: &Progress,
+        uri: &str,
+        bytes: &[u8],
+    ) -> Result<(), RunError> {
+        let result = serde_json::from_slice::<Value>(bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()));
         let Some(flag) = events::output_flag(row.idx, &injection::scan_json(&result)) else {
             return Ok(());
         };
@@ -234,11 +305,13 @@ impl Orchestrator {
 
     /// The reason behind a decline's `uri`, bounded (see
     /// [`events::decline_reason`]).
-    /// A reason out of reach (for now or for good) is shown as unreadable:
-    /// the executor's gateway never holds up the recovery.
+    /// A reason out of reach (for now or for good) is shown as unreadable,
+    /// with the category of why: the executor's source is asked once,
+    /// within seconds ([`super::QUICK`]), and never holds up the recovery.
     async fn decline_reason(&self, uri: &str) -> Result<String, RunError> {
         let max = events::DECLINE_REASON_DOC_BYTES;
-        let doc = self.sources.fetch(uri).await.map_err(|e| e.to_string()).and_then(|bytes| {
+        let fetched = self.quick.fetch(uri).await;
+        let doc = fetched.map_err(|e| Unreadable::of(&e).to_string()).and_then(|bytes| {
             if bytes.len() > max {
                 Err(format!("the reason is {} bytes, over the limit of {max}", bytes.len()))
             } else {
@@ -250,42 +323,16 @@ impl Orchestrator {
 
     /// A delivered result as the JSON document a condition reads (a result
     /// that is not JSON is its text as a string; an unreadable one `null`).
-    pub(super) async fn result_doc(&self, uri: &str) -> Result<Value, RunError> {
-        Ok(match self.fetch(uri).await? {
+    /// Read from the local store only: a condition is read once the result
+    /// was handed on, which kept it there.
+    pub(super) async fn result_doc(&self, uri: &str) -> Value {
+        match self.local.fetch(uri).await {
             Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
             Err(e) => {
                 tracing::warn!(%uri, error = %e, "unreadable result");
                 Value::Null
             }
-        })
-    }
-
-    /// The text a delivered result hands to dependants (see [`readable`]); a
-    /// marker when it cannot be read.
-    async fn output_of(&self, uri: Option<&str>) -> Result<String, RunError> {
-        let Some(uri) = uri else { return Ok(String::new()) };
-        Ok(match self.fetch(uri).await? {
-            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) => readable(&v),
-                Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
-            },
-            Err(e) => {
-                tracing::warn!(%uri, error = %e, "unreadable result");
-                format!("[unreadable result: {e}]")
-            }
-        })
-    }
-
-    /// The blob behind `uri`, from the local store or fetched from its hint
-    /// and the gateways (and kept). A source failing for now is
-    /// [`RunError::BlobUnavailable`]: the look fails and the next one reads
-    /// it again, rather than handing on a marker; a blob nowhere to be found
-    /// or refused is the inner error.
-    async fn fetch(&self, uri: &str) -> Result<Result<Vec<u8>, FetchError>, RunError> {
-        match self.sources.fetch(uri).await {
-            Err(e) if e.is_transient() => Err(RunError::BlobUnavailable(Box::new(e))),
-            other => Ok(other),
         }
     }
 }

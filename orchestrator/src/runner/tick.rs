@@ -11,10 +11,12 @@ use tessera_bindings::task::{Status, TaskRecord};
 use super::{
     Chain, Orchestrator, RunCtx, RunError,
     error::revert_text,
+    reach::Unreadable,
     recover::Recover,
     step::{self, Action, Call, Ending, OnChain, Resolution, Snapshot},
 };
 use crate::{
+    events,
     plan::Plan,
     state::{
         CloseReason, DecisionKind, Gate, Outcome, PauseReason, Pending, Phase, Progress, Reason,
@@ -46,7 +48,7 @@ impl Orchestrator {
             let row = rows
                 .get_mut(&index)
                 .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-            if let Some(rec) = self.sync(&plan, row).await? {
+            if let Some(rec) = self.sync(&plan, row, head.timestamp).await? {
                 records.insert(index, rec);
             }
         }
@@ -102,6 +104,7 @@ impl Orchestrator {
         let plan = ctx.plan();
         let chain = self.on_chain(&records).await?;
         let results = self.condition_inputs(&plan, &rows).await?;
+        let unreadable = self.unreadable_results(&plan, &rows, &records, now).await?;
         let held = step::held(&plan, &gates);
         let snapshot = Snapshot {
             state: ctx.state(),
@@ -111,6 +114,7 @@ impl Orchestrator {
             now,
             results: &results,
             held: &held,
+            unreadable: &unreadable,
         };
         // Approvals and creations due now go out together, each kind in one
         // call, so a wave of sub-tasks (and, with auto review, the next
@@ -309,7 +313,7 @@ impl Orchestrator {
         let chain: HashMap<u32, OnChain> =
             records.iter().map(|(i, rec)| (*i, OnChain::of(rec))).collect();
         let state = ctx.state();
-        let (results, held) = (HashMap::new(), BTreeSet::new());
+        let (results, held, unreadable) = (HashMap::new(), BTreeSet::new(), BTreeMap::new());
         let snapshot = Snapshot {
             state,
             plan: &plan,
@@ -318,6 +322,7 @@ impl Orchestrator {
             now,
             results: &results,
             held: &held,
+            unreadable: &unreadable,
         };
         match step::resolve(&snapshot, decision)? {
             Resolution::Close => {
@@ -388,6 +393,37 @@ impl Orchestrator {
         Ok(out)
     }
 
+    /// The delivered results that cannot be read (see [`super::reach`]),
+    /// each told once with a `result_unreadable` event.
+    async fn unreadable_results(
+        &self,
+        plan: &Plan,
+        rows: &BTreeMap<u32, Progress>,
+        records: &HashMap<u32, TaskRecord>,
+        now: u64,
+    ) -> Result<BTreeMap<u32, Unreadable>, RunError> {
+        let mut out = BTreeMap::new();
+        for (index, rec) in records {
+            let Some(row) = rows.get(index) else { continue };
+            let Some(why) = self.unreadable(row, rec, now).await else { continue };
+            let task_id = rec.id.to_string();
+            tracing::warn!(index, task = %task_id, %why, "a delivered result cannot be read");
+            let mut body = events::subtask_fields(plan.id, *index, row.attempt, &task_id);
+            events::merge(
+                &mut body,
+                serde_json::json!({
+                    "result_uri": rec.result_uri,
+                    "executor": rec.task.executor,
+                    "reason": why.as_str(),
+                }),
+            );
+            let event = RunEvent::ResultUnreadable(events::fields(body));
+            self.emit(plan, &format!("unreadable:{task_id}"), &event).await?;
+            out.insert(*index, why);
+        }
+        Ok(out)
+    }
+
     /// The result documents the conditions of waiting sub-tasks read, for
     /// those whose dependencies are done (paid, or delivered under auto
     /// review).
@@ -413,7 +449,7 @@ impl Orchestrator {
             let Some(uri) = rows.get(&index).and_then(|r| r.result_uri.as_deref()) else {
                 continue;
             };
-            docs.insert(index, self.result_doc(uri).await?);
+            docs.insert(index, self.result_doc(uri).await);
         }
         Ok(docs)
     }

@@ -49,6 +49,10 @@ pub enum RunEvent {
     ReviewRequired(Fields),
     /// A delivered result carries text aimed at a later agent or the judge.
     OutputFlagged(Fields),
+    /// A delivered result cannot be read (no source has it, what they
+    /// answer is refused, or it stayed out of reach past the runner's
+    /// wait): `reason` says which, in a category.
+    ResultUnreadable(Fields),
     /// Paid in whole or in part.
     SubtaskPaid(Fields),
     /// The client disputed.
@@ -335,6 +339,8 @@ words!(
         ReviewRequired => "review_required",
         /// See [`RunEvent::OutputFlagged`].
         OutputFlagged => "output_flagged",
+        /// See [`RunEvent::ResultUnreadable`].
+        ResultUnreadable => "result_unreadable",
         /// See [`RunEvent::SubtaskPaid`].
         SubtaskPaid => "subtask_paid",
         /// See [`RunEvent::SubtaskDisputed`].
@@ -442,6 +448,7 @@ impl RunEvent {
             Self::SubtaskCompleted(_) => K::SubtaskCompleted,
             Self::ReviewRequired(_) => K::ReviewRequired,
             Self::OutputFlagged(_) => K::OutputFlagged,
+            Self::ResultUnreadable(_) => K::ResultUnreadable,
             Self::SubtaskPaid(_) => K::SubtaskPaid,
             Self::SubtaskDisputed(_) => K::SubtaskDisputed,
             Self::DisputeOpened(_) => K::DisputeOpened,
