@@ -15,6 +15,7 @@ mod erc8004;
 mod feedback;
 mod frontrun;
 mod hosted;
+mod hostile;
 mod indexer;
 mod injection;
 mod lifecycle;

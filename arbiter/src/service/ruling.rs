@@ -62,9 +62,12 @@ impl Arbiter {
         let decision = match self.store.decision(&task, level).await? {
             Some(d) => d,
             None => {
+                // Evidence out of reach is waited for only so long: past
+                // that the case is judged on what could be read.
+                let waited_out = now > rec.task.updatedAt.to::<u64>() + evidence_wait(&rec.task);
                 let evidence = match level {
-                    Level::Dispute => self.dispute_evidence(&rec, reason_uri).await?,
-                    Level::Appeal => self.appeal_evidence(&rec).await?,
+                    Level::Dispute => self.dispute_evidence(&rec, reason_uri, waited_out).await?,
+                    Level::Appeal => self.appeal_evidence(&rec, waited_out).await?,
                 };
                 self.decide_once(&task, level, &evidence).await?
             }
@@ -97,6 +100,7 @@ impl Arbiter {
         &self,
         rec: &TaskRecord,
         reason_uri: &str,
+        waited_out: bool,
     ) -> Result<Evidence, ArbiterError> {
         let reason_uri = if reason_uri.is_empty() {
             self.reason_uri(rec.id).await?
@@ -104,14 +108,18 @@ impl Arbiter {
             reason_uri.to_owned()
         };
         let result_uri = rec.result_uri.as_deref().unwrap_or_default();
-        self.prefetch(&[&rec.spec_uri, result_uri, &reason_uri]).await?;
+        self.prefetch(&[&rec.spec_uri, result_uri, &reason_uri], waited_out).await?;
         Ok(evidence::gather(rec, &reason_uri, self.sources.local().as_ref()))
     }
 
     /// The evidence of an appealed task: the dispute's, the ruling appealed
     /// (the share the task keeps, the rationale its `DisputeRuled` names) and
     /// the appeal (appellant and reason, from `RulingAppealed`).
-    async fn appeal_evidence(&self, rec: &TaskRecord) -> Result<Evidence, ArbiterError> {
+    async fn appeal_evidence(
+        &self,
+        rec: &TaskRecord,
+        waited_out: bool,
+    ) -> Result<Evidence, ArbiterError> {
         let filter = Filter::new().address(self.deployment.task_escrow).event_signature(vec![
             TaskEscrow::TaskDisputed::SIGNATURE_HASH,
             TaskEscrow::DisputeRuled::SIGNATURE_HASH,
@@ -137,32 +145,47 @@ impl Arbiter {
             ruling_share_bps: rec.task.executorShareBps,
             ruling_rationale_uri: &rationale_uri,
         };
-        self.prefetch(&[
-            &rec.spec_uri,
-            rec.result_uri.as_deref().unwrap_or_default(),
-            &reason_uri,
-            &appeal_uri,
-            &rationale_uri,
-        ])
+        self.prefetch(
+            &[
+                &rec.spec_uri,
+                rec.result_uri.as_deref().unwrap_or_default(),
+                &reason_uri,
+                &appeal_uri,
+                &rationale_uri,
+            ],
+            waited_out,
+        )
         .await?;
         Ok(evidence::gather_appeal(rec, &reason_uri, &filed, self.sources.local().as_ref()))
     }
 
     /// Makes the evidence behind `uris` local (fetched from their hints and
-    /// the gateways): a source failing for now is
-    /// [`ArbiterError::BlobUnavailable`]; a blob nowhere to be found or
-    /// refused is left for [`evidence::gather`] to report as a problem.
-    async fn prefetch(&self, uris: &[&str]) -> Result<(), ArbiterError> {
+    /// the gateways, all at once): a source failing for now is
+    /// [`ArbiterError::BlobUnavailable`] until the case `waited_out` (see
+    /// [`evidence_wait`]); a blob nowhere to be found or refused, or one
+    /// still out of reach after the wait, is left for [`evidence::gather`]
+    /// to report as a problem.
+    async fn prefetch(&self, uris: &[&str], waited_out: bool) -> Result<(), ArbiterError> {
+        let mut fetches = tokio::task::JoinSet::new();
         for uri in uris.iter().filter(|u| !u.is_empty()) {
-            match self.sources.ensure(uri).await {
+            let (sources, uri) = (self.sources.clone(), (*uri).to_owned());
+            fetches.spawn(async move {
+                let got = sources.ensure(&uri).await;
+                (uri, got)
+            });
+        }
+        let mut unavailable = None;
+        while let Some(joined) = fetches.join_next().await {
+            let Ok((uri, got)) = joined else { continue };
+            match got {
                 Ok(()) => {}
-                Err(e) if e.is_transient() => {
-                    return Err(ArbiterError::BlobUnavailable(Box::new(e)));
+                Err(e) if e.is_transient() && !waited_out => {
+                    unavailable.get_or_insert(e);
                 }
                 Err(e) => tracing::warn!(%uri, error = %e, "evidence unreadable"),
             }
         }
-        Ok(())
+        unavailable.map_or(Ok(()), |e| Err(ArbiterError::BlobUnavailable(Box::new(e))))
     }
 
     /// The judge's verdict on `evidence`, published and recorded once at
@@ -220,6 +243,18 @@ fn case_status(level: Level) -> Status {
         Level::Appeal => Status::Appealed,
     }
 }
+
+/// The most a case waits for evidence out of reach, in chain seconds from
+/// the dispute (or appeal): [`EVIDENCE_WAIT`], at most a quarter of the
+/// window the ruling must fit in. A party whose evidence stays out of reach
+/// past it is judged without it.
+pub(super) fn evidence_wait(task: &Task) -> u64 {
+    let window = window_end(task).map_or(0, |end| end.saturating_sub(task.updatedAt.to::<u64>()));
+    EVIDENCE_WAIT.min(window / 4)
+}
+
+/// The longest wait for evidence out of reach: two minutes of chain time.
+pub(super) const EVIDENCE_WAIT: u64 = 120;
 
 /// When the window of `task`'s current status ends, in chain seconds: the
 /// dispute window of a disputed task (the arbiter's time to rule), the

@@ -121,7 +121,13 @@ impl Reach {
     /// local store has them (or the URI is inline), else pending (a
     /// background fetch is started when none runs and the bounds allow),
     /// or gone for good.
-    pub async fn read(&self, local: &BlobSources, remote: &BlobSources, uri: &str, executor: Address) -> Read {
+    pub async fn read(
+        &self,
+        local: &BlobSources,
+        remote: &BlobSources,
+        uri: &str,
+        executor: Address,
+    ) -> Read {
         match local.fetch(uri).await {
             Ok(bytes) => {
                 self.lock().remove(uri);
@@ -168,8 +174,11 @@ impl Reach {
                 }
                 Err(e) => {
                     tracing::warn!(%uri, error = %e, "a delivered result could not be fetched");
-                    let state =
-                        State::Failed { transient: e.is_transient(), why: Unreadable::of(&e), at: Instant::now() };
+                    let state = State::Failed {
+                        transient: e.is_transient(),
+                        why: Unreadable::of(&e),
+                        at: Instant::now(),
+                    };
                     if let Some(slot) = slots.get_mut(&uri) {
                         slot.state = state;
                     }

@@ -379,7 +379,7 @@ fn snapshot_steps(
         held,
         unreadable: &BTreeMap::new(),
     })
-        .unwrap()
+    .unwrap()
 }
 
 #[test]
@@ -588,7 +588,7 @@ fn a_sub_task_its_executor_declined_is_recovered_by_its_on_decline_policy_at_onc
             held: &held,
             unreadable: &BTreeMap::new(),
         })
-            .unwrap()
+        .unwrap()
     };
     let recover = |index, policy| Action::Recover {
         index,

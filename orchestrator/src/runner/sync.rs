@@ -259,7 +259,8 @@ impl Orchestrator {
             Read::Gone(why) => Some(why),
             Read::Pending { last } => {
                 let waited = self.config.result_wait_for(u64::from(rec.task.reviewWindow));
-                (now > rec.task.updatedAt.to::<u64>() + waited).then(|| last.unwrap_or(Unreadable::OutOfReach))
+                (now > rec.task.updatedAt.to::<u64>() + waited)
+                    .then(|| last.unwrap_or(Unreadable::OutOfReach))
             }
         }
     }
