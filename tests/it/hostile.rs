@@ -203,3 +203,36 @@ async fn a_tarpit_result_does_not_slow_an_honest_sub_task_of_the_same_run() {
     let (_, view) = stack.get(&format!("/api/runs/{id}")).await;
     assert_eq!(view["subtasks"][0]["phase"], "completed", "still unread, not paid: {view:#}");
 }
+
+/// In a pipeline funded up front, a dependant waiting on a result nobody
+/// can read is cancelled and refunded once the result is known unreadable:
+/// never left to expire against its executor's record.
+#[tokio::test]
+async fn an_upfront_dependant_of_an_unreadable_result_is_cancelled_not_left_to_expire() {
+    let stack = Stack::start_custom(RunnerConfig::default(), None, &[1]).await;
+    let a1: Address = stack.env.actors.agent(1);
+    let mut body = plan(
+        "dead-hint-upfront",
+        "auto",
+        json!([
+            hostile_step(&stack),
+            {"index": 1, "capability": "summarize", "spec": "Summarize the entities", "executor": a1,
+             "cost": 400_000, "deadline_offset_secs": 3600, "depends_on": [0]},
+        ]),
+    );
+    body["funding"] = json!("upfront");
+    let id = stack.run_plan(&body).await;
+    stack.wait_phase(&id, 1, "created", 30).await;
+    deliver(&stack, &id, 0, &dead_hint("upfront")).await;
+    stack.wait_phase(&id, 0, "completed", 30).await;
+    stack.advance(31).await;
+    stack.wait_phase(&id, 0, "disputed", 20).await;
+    let url = format!("{}/api/runs/{id}/events", stack.api);
+    let events = tessera_e2e::read_sse_until(&stack.http, &url, "subtask_cancelled").await;
+    let cancelled = events.iter().find(|e| e["kind"] == "subtask_cancelled").unwrap();
+    assert_eq!(cancelled["index"], 1, "{cancelled}");
+    assert!(
+        !events.iter().any(|e| e["kind"] == "subtask_expired"),
+        "nothing left to expire: {events:#?}"
+    );
+}

@@ -218,9 +218,11 @@ impl Snapshot<'_> {
     }
 
     /// Whether every upstream of `task` may still deliver, or has.
+    /// A delivered result that cannot be read stands for nothing: a
+    /// dependant cannot work on it.
     fn upstream_stands(&self, task: &crate::plan::SubTask) -> Result<bool, RunError> {
         for dep in &task.depends_on {
-            if !upstream_live(self.row(*dep)?.phase) {
+            if !upstream_live(self.row(*dep)?.phase) || self.unreadable.contains_key(dep) {
                 return Ok(false);
             }
         }

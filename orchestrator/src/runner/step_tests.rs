@@ -732,3 +732,29 @@ fn an_unreadable_result_is_disputed_under_auto_review_and_never_paid() {
     let manual = plan(ReviewMode::Manual, deps);
     assert_eq!(at(&manual, &gone), [Action::Send { index: 0, call: Call::Release }]);
 }
+
+#[test]
+fn an_upfront_dependant_of_an_unreadable_result_is_cancelled_even_under_manual_review() {
+    use super::super::reach::Unreadable;
+    let p =
+        Plan { funding: crate::plan::Funding::Upfront, ..plan(ReviewMode::Manual, &[&[], &[0]]) };
+    let mut r = rows(&[c(Status::Completed), c(Status::Created)]);
+    r.get_mut(&0).unwrap().output = None;
+    let chain = chain_of(&r);
+    let at = |unreadable: &BTreeMap<u32, Unreadable>| {
+        steps(&Snapshot {
+            state: RunState::Running,
+            plan: &p,
+            rows: &r,
+            chain: &chain,
+            now: 510,
+            results: &HashMap::new(),
+            held: &BTreeSet::new(),
+            unreadable,
+        })
+        .unwrap()
+    };
+    assert_eq!(at(&BTreeMap::new()), [], "a result still pending stands");
+    let gone = BTreeMap::from([(0, Unreadable::NotFound)]);
+    assert_eq!(at(&gone), [Action::Send { index: 1, call: Call::Cancel }]);
+}
