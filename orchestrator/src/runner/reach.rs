@@ -231,3 +231,77 @@ impl Reach {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tessera_bindings::envelope::{BlobHash, BlobStore, MemoryBlobStore};
+
+    use super::*;
+
+    /// A server that accepts and never answers.
+    async fn tarpit() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        format!("http://{addr}/blobs")
+    }
+
+    fn sources() -> (BlobSources, BlobSources, Arc<MemoryBlobStore>) {
+        let store = Arc::new(MemoryBlobStore::new());
+        let remote = BlobSources::new(store.clone());
+        let local = remote.clone().follow_hints(false);
+        (local, remote, store)
+    }
+
+    #[tokio::test]
+    async fn one_executors_silent_hints_take_at_most_its_share_of_fetches() {
+        let (local, remote, _) = sources();
+        let hint = tarpit().await;
+        let reach = Reach::default();
+        let (hostile, honest) = (Address::repeat_byte(1), Address::repeat_byte(2));
+        let uri = |i: u32| format!("sha256:{}?src={hint}", BlobHash::of(&i.to_be_bytes()));
+        for i in 0..5 {
+            let read = reach.read(&local, &remote, &uri(i), hostile).await;
+            assert!(matches!(read, Read::Pending { last: None }), "{read:?}");
+        }
+        assert_eq!(reach.running(), PER_EXECUTOR, "the rest wait for a later look");
+        // Another executor's result is fetched at once.
+        let read = reach.read(&local, &remote, &uri(99), honest).await;
+        assert!(matches!(read, Read::Pending { .. }), "{read:?}");
+        assert_eq!(reach.running(), PER_EXECUTOR + 1);
+    }
+
+    #[tokio::test]
+    async fn a_local_result_is_ready_and_a_missing_one_is_gone_for_good() {
+        let (local, remote, store) = sources();
+        let reach = Reach::default();
+        let exec = Address::repeat_byte(3);
+        let hash = store.put(br#"{"text":"kept"}"#).unwrap();
+        let read = reach.read(&local, &remote, &format!("sha256:{hash}"), exec).await;
+        assert!(matches!(read, Read::Ready(ref b) if b == br#"{"text":"kept"}"#), "{read:?}");
+        // No hint, no gateway: nowhere to look, and looking again will not help.
+        let missing = format!("sha256:{}", BlobHash::of(b"nobody has it"));
+        assert!(matches!(reach.read(&local, &remote, &missing, exec).await, Read::Pending { .. }));
+        let mut waited = 0;
+        let gone = loop {
+            match reach.read(&local, &remote, &missing, exec).await {
+                Read::Gone(why) => break why,
+                _ if waited < 100 => waited += 1,
+                other => panic!("never gone: {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(gone, Unreadable::NotFound);
+        assert_eq!(reach.running(), 0);
+        // A malformed URI is refused at once.
+        assert!(matches!(
+            reach.read(&local, &remote, "sha256:zz", exec).await,
+            Read::Gone(Unreadable::Refused)
+        ));
+    }
+}

@@ -173,6 +173,7 @@ impl Orchestrator {
                 self.store.set_spend(id, &settled).await?;
                 self.move_run(&ctx, &RunState::LIVE, RunState::Completed, None).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
+                self.reach.forget(stored.iter().filter_map(|r| r.result_uri.as_deref()));
                 let event = RunEvent::PlanCompleted {
                     plan_id: plan.id,
                     subtasks: stored.len(),
@@ -191,6 +192,7 @@ impl Orchestrator {
                 let why = Reason::Close(reason.clone());
                 self.move_run(&ctx, &[RunState::Cancelling], state, Some(&why)).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
+                self.reach.forget(stored.iter().filter_map(|r| r.result_uri.as_deref()));
                 let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
                 self.emit_once(&plan, &event).await?;
                 Ok(true)
