@@ -114,7 +114,12 @@ pub async fn run(d: &mut Driver<'_>, actors: &Actors) -> Result<Option<Erc8004Ga
     d.record("setAgentURI", &r);
 
     let deadline = U256::from(d.now().await? + 120);
-    let sig = sign_wallet_proof(agent, chain, identity_at, agent_id, me, deadline)
+    let nonce = identity
+        .walletNonce(me)
+        .call()
+        .await
+        .map_err(crate::contract_err("reading the wallet nonce"))?;
+    let sig = sign_wallet_proof(agent, chain, identity_at, agent_id, me, nonce, deadline)
         .map_err(|e| Error::Key(format!("signing the wallet proof: {e}")))?;
     let r = confirm(
         identity.setAgentWallet(agent_id, me, deadline, sig).from(me).send().await,

@@ -45,6 +45,7 @@ sol! {
         uint256 agentId;
         address newWallet;
         address owner;
+        uint256 nonce;
         uint256 deadline;
     }
 }
@@ -200,15 +201,18 @@ impl RegistrationFile {
 }
 
 /// The EIP-712 hash `new_wallet` signs to be made `agent_id`'s wallet by
-/// `owner` in the identity registry `identity` on `chain_id`, valid until
-/// `deadline` (unix seconds). The registry's `agentWalletDigest` answers
-/// the same.
+/// `owner` in the identity registry `identity` on `chain_id`, with the
+/// wallet's `nonce` (the registry's `walletNonce(new_wallet)`, used up when
+/// the proof lands, so a proof cannot be sent twice), valid until `deadline`
+/// (unix seconds). The registry's `agentWalletDigest` answers the same for
+/// the wallet's current nonce.
 pub fn wallet_proof_hash(
     chain_id: u64,
     identity: Address,
     agent_id: U256,
     new_wallet: Address,
     owner: Address,
+    nonce: U256,
     deadline: U256,
 ) -> B256 {
     let domain = eip712_domain! {
@@ -217,22 +221,24 @@ pub fn wallet_proof_hash(
         chain_id: chain_id,
         verifying_contract: identity,
     };
-    AgentWalletSet { agentId: agent_id, newWallet: new_wallet, owner, deadline }
+    AgentWalletSet { agentId: agent_id, newWallet: new_wallet, owner, nonce, deadline }
         .eip712_signing_hash(&domain)
 }
 
 /// `wallet`'s 65-byte signature (`r ‖ s ‖ v`, v 27 or 28) of the proof that
 /// it is `agent_id`'s wallet ([`wallet_proof_hash`], the wallet being the
-/// signer's address).
+/// signer's address), for the wallet's `nonce`.
 pub fn sign_wallet_proof(
     wallet: &PrivateKeySigner,
     chain_id: u64,
     identity: Address,
     agent_id: U256,
     owner: Address,
+    nonce: U256,
     deadline: U256,
 ) -> Result<Bytes, alloy::signers::Error> {
-    let hash = wallet_proof_hash(chain_id, identity, agent_id, wallet.address(), owner, deadline);
+    let hash =
+        wallet_proof_hash(chain_id, identity, agent_id, wallet.address(), owner, nonce, deadline);
     let sig = wallet.sign_hash_sync(&hash)?;
     Ok(Bytes::from(sig.as_bytes().to_vec()))
 }
@@ -305,11 +311,12 @@ mod tests {
         let wallet = PrivateKeySigner::random();
         let identity = Address::repeat_byte(9);
         let (id, owner, deadline) = (U256::from(3), Address::repeat_byte(1), U256::from(1_000));
-        let sig = sign_wallet_proof(&wallet, 31337, identity, id, owner, deadline).unwrap();
+        let nonce = U256::from(4);
+        let sig = sign_wallet_proof(&wallet, 31337, identity, id, owner, nonce, deadline).unwrap();
         assert_eq!(sig.len(), 65);
         assert!(sig[64] == 27 || sig[64] == 28, "v is 27 or 28");
         let parsed = alloy::primitives::Signature::try_from(sig.as_ref()).unwrap();
-        let hash = wallet_proof_hash(31337, identity, id, wallet.address(), owner, deadline);
+        let hash = wallet_proof_hash(31337, identity, id, wallet.address(), owner, nonce, deadline);
         assert_eq!(parsed.recover_address_from_prehash(&hash).unwrap(), wallet.address());
         let other = wallet_proof_hash(
             31337,
@@ -317,8 +324,19 @@ mod tests {
             id + U256::from(1),
             wallet.address(),
             owner,
+            nonce,
             deadline,
         );
         assert_ne!(hash, other, "the agent id is signed");
+        let next = wallet_proof_hash(
+            31337,
+            identity,
+            id,
+            wallet.address(),
+            owner,
+            nonce + U256::from(1),
+            deadline,
+        );
+        assert_ne!(hash, next, "the nonce is signed");
     }
 }

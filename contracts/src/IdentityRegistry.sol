@@ -19,8 +19,9 @@ contract IdentityRegistry is ERC721URIStorage, EIP712, IIdentityRegistry {
     uint256 public constant override MAX_DEADLINE_DELAY = 5 minutes;
 
     /// @dev The EIP-712 struct the new wallet signs.
-    bytes32 private constant AGENT_WALLET_SET_TYPEHASH =
-        keccak256("AgentWalletSet(uint256 agentId,address newWallet,address owner,uint256 deadline)");
+    bytes32 private constant AGENT_WALLET_SET_TYPEHASH = keccak256(
+        "AgentWalletSet(uint256 agentId,address newWallet,address owner,uint256 nonce,uint256 deadline)"
+    );
     /// @dev The reserved metadata key.
     string private constant AGENT_WALLET_KEY = "agentWallet";
     bytes32 private constant AGENT_WALLET_KEY_HASH = keccak256(bytes(AGENT_WALLET_KEY));
@@ -28,6 +29,8 @@ contract IdentityRegistry is ERC721URIStorage, EIP712, IIdentityRegistry {
     uint256 private _lastId;
     mapping(uint256 agentId => address wallet) private _wallets;
     mapping(uint256 agentId => mapping(string key => bytes value)) private _metadata;
+    /// @dev Per wallet, how many of its proofs were used: the nonce its next proof signs.
+    mapping(address wallet => uint256 nonce) private _walletNonces;
 
     constructor() ERC721("ERC-8004 Agent Identity", "AGENT") EIP712("ERC8004IdentityRegistry", "1") {}
 
@@ -87,7 +90,9 @@ contract IdentityRegistry is ERC721URIStorage, EIP712, IIdentityRegistry {
         if (deadline > block.timestamp + MAX_DEADLINE_DELAY) {
             revert IdentityRegistryDeadlineTooFar(deadline, block.timestamp + MAX_DEADLINE_DELAY);
         }
-        bytes32 digest = _walletDigest(agentId, newWallet, owner, deadline);
+        // The proof signs the wallet's current nonce and uses it up: it cannot be sent twice.
+        uint256 nonce = _walletNonces[newWallet]++;
+        bytes32 digest = _walletDigest(agentId, newWallet, owner, nonce, deadline);
         if (!SignatureChecker.isValidSignatureNow(newWallet, digest, signature)) {
             revert IdentityRegistryInvalidWalletSignature(newWallet);
         }
@@ -135,7 +140,12 @@ contract IdentityRegistry is ERC721URIStorage, EIP712, IIdentityRegistry {
         override
         returns (bytes32)
     {
-        return _walletDigest(agentId, newWallet, owner, deadline);
+        return _walletDigest(agentId, newWallet, owner, _walletNonces[newWallet], deadline);
+    }
+
+    /// @inheritdoc IIdentityRegistry
+    function walletNonce(address wallet) external view override returns (uint256) {
+        return _walletNonces[wallet];
     }
 
     /// @inheritdoc IIdentityRegistry
@@ -178,13 +188,13 @@ contract IdentityRegistry is ERC721URIStorage, EIP712, IIdentityRegistry {
         return wallet == address(0) ? bytes("") : abi.encodePacked(wallet);
     }
 
-    function _walletDigest(uint256 agentId, address newWallet, address owner, uint256 deadline)
+    function _walletDigest(uint256 agentId, address newWallet, address owner, uint256 nonce, uint256 deadline)
         private
         view
         returns (bytes32)
     {
         return _hashTypedDataV4(
-            keccak256(abi.encode(AGENT_WALLET_SET_TYPEHASH, agentId, newWallet, owner, deadline))
+            keccak256(abi.encode(AGENT_WALLET_SET_TYPEHASH, agentId, newWallet, owner, nonce, deadline))
         );
     }
 

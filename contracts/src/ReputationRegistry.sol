@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
-import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
-
 import {IIdentityRegistry} from "./interfaces/IIdentityRegistry.sol";
 import {IReputationRegistry} from "./interfaces/IReputationRegistry.sol";
 
@@ -137,7 +135,14 @@ contract ReputationRegistry is IReputationRegistry {
             if (perDecimals[d] > perDecimals[summaryValueDecimals]) summaryValueDecimals = d;
         }
         int256 average = sumWad / int256(uint256(count));
-        summaryValue = SafeCast.toInt128(average / int256(10 ** (MAX_DECIMALS - summaryValueDecimals)));
+        int256 value = average / int256(10 ** (MAX_DECIMALS - summaryValueDecimals));
+        // Entries at fewer decimals can make the average too large for the common
+        // decimals: give it at fewer. At zero it fits, as every entry is within
+        // MAX_ABS_VALUE at its own decimals, so the loop ends by then.
+        while (value > MAX_ABS_VALUE || value < -MAX_ABS_VALUE) {
+            value = average / int256(10 ** (MAX_DECIMALS - --summaryValueDecimals));
+        }
+        summaryValue = int128(value);
     }
 
     /// @inheritdoc IReputationRegistry

@@ -425,12 +425,11 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     {
         Task memory t = _load(taskId, task);
         if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
-        if (t.status == Status.Accepted) {
-            // An accepted task can be given back only while it can still be done.
-            if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
-        } else if (t.status != Status.Created) {
+        if (t.status != Status.Created && t.status != Status.Accepted) {
             revert TaskEscrowInvalidStatus(taskId, t.status);
         }
+        // A task is given back only while it can still be done; past the deadline it expires.
+        if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
         _settle(taskId, t, 0, Settlement.Declined, _DECLINED_BY_EXECUTOR, reasonURI);
     }
 

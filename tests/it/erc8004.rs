@@ -122,11 +122,14 @@ async fn worker_registers_its_identity_proves_its_wallet_and_links_it() {
         ("agentWallet", me.as_slice())
     );
 
-    // The proof's hash is the contract's.
+    // The proof's hash is the contract's, for the wallet's current nonce,
+    // which the proof just used up.
     let deadline = U256::from(2_000_000_000u64);
+    let nonce = identity.walletNonce(me).call().await.unwrap();
+    assert_eq!(nonce, U256::from(1), "the proof used the first nonce");
     assert_eq!(
         identity.agentWalletDigest(agent_id, me, me, deadline).call().await.unwrap(),
-        wallet_proof_hash(31337, identity_at, agent_id, me, me, deadline)
+        wallet_proof_hash(31337, identity_at, agent_id, me, me, nonce, deadline)
     );
 
     // Left and registered again: the link is gone, the identity is found by

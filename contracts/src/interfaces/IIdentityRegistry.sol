@@ -120,8 +120,11 @@ interface IIdentityRegistry {
     /// {MAX_DEADLINE_DELAY} ahead, or if the signature is neither the wallet's ECDSA
     /// signature nor accepted by its ERC-1271 `isValidSignature`. The signed
     /// EIP-712 struct is `AgentWalletSet(uint256 agentId,address newWallet,address
-    /// owner,uint256 deadline)` under the domain `ERC8004IdentityRegistry`, version
-    /// `1`. Emits {MetadataSet} for `agentWallet`.
+    /// owner,uint256 nonce,uint256 deadline)` under the domain
+    /// `ERC8004IdentityRegistry`, version `1`, where `nonce` is the wallet's
+    /// {walletNonce}; a proof that lands uses its nonce up, so it cannot be sent
+    /// again (after an unset, a transfer there and back, or for another agent).
+    /// Emits {MetadataSet} for `agentWallet`.
     /// @param agentId The agent.
     /// @param newWallet The wallet.
     /// @param deadline Last timestamp the proof is good for.
@@ -157,7 +160,8 @@ interface IIdentityRegistry {
     /// for the token.
     function isAuthorizedOrOwner(address spender, uint256 agentId) external view returns (bool);
 
-    /// @notice The EIP-712 digest the new wallet signs for {setAgentWallet}.
+    /// @notice The EIP-712 digest the new wallet signs for {setAgentWallet}, with
+    /// the wallet's current {walletNonce}.
     /// @dev Lets an ERC-1271 wallet (or a test) compute what it approves.
     /// @param agentId The agent.
     /// @param newWallet The wallet.
@@ -168,6 +172,13 @@ interface IIdentityRegistry {
         external
         view
         returns (bytes32);
+
+    /// @notice The nonce `wallet`'s next wallet proof signs.
+    /// @dev Starts at zero and grows by one with every {setAgentWallet} call that
+    /// names the wallet and lands.
+    /// @param wallet The wallet.
+    /// @return The nonce.
+    function walletNonce(address wallet) external view returns (uint256);
 
     /// @notice Longest a wallet proof may be valid for, from the block it lands in.
     /// @dev Bounds the window in which a proof can be replayed.

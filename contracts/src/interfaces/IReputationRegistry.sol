@@ -155,8 +155,12 @@ interface IReputationRegistry {
     /// optionally filtered by tags.
     /// @dev Reverts with {ReputationRegistryClientsRequired} if `clientAddresses` is
     /// empty. Values are averaged at 18 decimals, then given at the decimals most
-    /// entries use (the fewest decimals on a tie), truncated toward zero. Loops over
-    /// every entry of every client given: keep the list short.
+    /// entries use (the fewest decimals on a tie), truncated toward zero; if the
+    /// average exceeds {MAX_ABS_VALUE} at those decimals (entries at fewer decimals
+    /// can make it), at the most decimals below them where it does not. Never
+    /// reverts on the values (each within {MAX_ABS_VALUE}, the average is too at
+    /// zero decimals). Loops over every entry of every client given: keep the list
+    /// short.
     /// @param agentId The agent.
     /// @param clientAddresses The clients to count; non-empty.
     /// @param tag1 Only entries with this first tag; empty for any.

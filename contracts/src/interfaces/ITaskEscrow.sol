@@ -170,7 +170,7 @@ interface ITaskEscrow {
 
     /// @notice The executor declined the task; {TaskSettled} (Declined, Declined)
     /// follows in the same call and refunds the funder in full.
-    /// @dev Emitted by {declineTask} from Created, or from Accepted up to the deadline.
+    /// @dev Emitted by {declineTask} from Created or Accepted, up to the deadline.
     /// @param taskId The task.
     /// @param executor The executor, who called.
     /// @param reasonURI Why the executor declines; only emitted, never stored.
@@ -523,10 +523,10 @@ interface ITaskEscrow {
 
     /// @notice The executor declines a task it has not delivered; the funder is
     /// refunded the whole amount at once.
-    /// @dev Reverts unless the caller is the executor and the task is Created, or
+    /// @dev Reverts unless the caller is the executor and the task is Created or
     /// Accepted with its deadline not passed ({TaskEscrowTooLate} after it: then
-    /// {refundExpired} is the way). Emits {TaskDeclined} then {TaskSettled}
-    /// (Declined, Declined).
+    /// {refundExpired} is the way, and the task ends Expired, not Declined). Emits
+    /// {TaskDeclined} then {TaskSettled} (Declined, Declined).
     /// @param taskId The task.
     /// @param task Its current state.
     /// @param reasonURI Why the executor declines; only emitted.

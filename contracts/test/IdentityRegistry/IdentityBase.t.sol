@@ -15,8 +15,9 @@ abstract contract IdentityBase is Base {
     string internal constant AGENT_URI_2 = "https://agent.example/registration.json";
     string internal constant WALLET_KEY = "agentWallet";
 
-    bytes32 internal constant WALLET_TYPEHASH =
-        keccak256("AgentWalletSet(uint256 agentId,address newWallet,address owner,uint256 deadline)");
+    bytes32 internal constant WALLET_TYPEHASH = keccak256(
+        "AgentWalletSet(uint256 agentId,address newWallet,address owner,uint256 nonce,uint256 deadline)"
+    );
 
     /// @dev The agent's owner, with a key, and a wallet it proves, with a key.
     address internal agentOwner;
@@ -43,12 +44,23 @@ abstract contract IdentityBase is Base {
     }
 
     /// @dev The EIP-712 digest of the wallet proof, built from the spec's domain
-    /// and struct.
+    /// and struct, for the wallet's current nonce.
     function _walletDigest(uint256 agentId, address newWallet, address owner_, uint256 deadline)
         internal
         view
         returns (bytes32)
     {
+        return _walletDigest(agentId, newWallet, owner_, identity.walletNonce(newWallet), deadline);
+    }
+
+    /// @dev The EIP-712 digest of the wallet proof for `nonce`.
+    function _walletDigest(
+        uint256 agentId,
+        address newWallet,
+        address owner_,
+        uint256 nonce,
+        uint256 deadline
+    ) internal view returns (bytes32) {
         bytes32 domain = keccak256(
             abi.encode(
                 keccak256(
@@ -60,7 +72,8 @@ abstract contract IdentityBase is Base {
                 address(identity)
             )
         );
-        bytes32 structHash = keccak256(abi.encode(WALLET_TYPEHASH, agentId, newWallet, owner_, deadline));
+        bytes32 structHash =
+            keccak256(abi.encode(WALLET_TYPEHASH, agentId, newWallet, owner_, nonce, deadline));
         return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
     }
 

@@ -283,7 +283,8 @@ contract Escrow_Invariant_Test is Base {
         if (from == ITaskEscrow.Status.Created) {
             return to == ITaskEscrow.Status.Accepted || to == ITaskEscrow.Status.Completed // deliver
                 || to == ITaskEscrow.Status.Cancelled || to == ITaskEscrow.Status.Expired
-                || to == ITaskEscrow.Status.Declined || to == ITaskEscrow.Status.Created; // reassign
+                || to == ITaskEscrow.Status.Declined // before its deadline
+                || to == ITaskEscrow.Status.Created; // reassign
         }
         if (from == ITaskEscrow.Status.Accepted) {
             return to == ITaskEscrow.Status.Completed || to == ITaskEscrow.Status.Expired

@@ -178,7 +178,8 @@ impl Worker {
     }
 
     /// Proves the worker's address as `agent_id`'s wallet: signs the EIP-712
-    /// proof (valid [`PROOF_VALIDITY_SECS`] from the head's time) and sends it.
+    /// proof for the wallet's current nonce (valid [`PROOF_VALIDITY_SECS`]
+    /// from the head's time) and sends it.
     async fn prove_wallet(
         &self,
         identity: &IdentityInstance<'_>,
@@ -187,10 +188,11 @@ impl Worker {
     ) -> Result<(), RuntimeError> {
         let now = self.chain_time().await?;
         let deadline = U256::from(now + PROOF_VALIDITY_SECS);
+        let nonce = identity.walletNonce(self.me).call().await.map_err(map_call)?;
         let chain = self.deployment.chain_id;
-        let sig =
-            sign_wallet_proof(wallet, chain, *identity.address(), agent_id, self.me, deadline)
-                .map_err(RuntimeError::WalletProof)?;
+        let at = *identity.address();
+        let sig = sign_wallet_proof(wallet, chain, at, agent_id, self.me, nonce, deadline)
+            .map_err(RuntimeError::WalletProof)?;
         send(identity.setAgentWallet(agent_id, self.me, deadline, sig).from(self.me).send().await)
             .await?;
         tracing::info!(agent = %self.me, %agent_id, "agent wallet proven");

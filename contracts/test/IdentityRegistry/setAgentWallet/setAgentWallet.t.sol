@@ -29,9 +29,10 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
 
     function test_RevertWhen_AgentUnknown() public {
         // it should revert with ERC721NonexistentToken
+        bytes memory sig = _proof();
         _expectNonexistent(5);
         vm.prank(agentOwner);
-        identity.setAgentWallet(5, wallet, deadline, _proof());
+        identity.setAgentWallet(5, wallet, deadline, sig);
     }
 
     function test_RevertWhen_CallerNotAuthorized() public {
@@ -103,6 +104,76 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
         identity.setAgentWallet(agentId, address(smart), deadline, sig);
     }
 
+    /// @dev A proof that landed once is spent: the owner (or an operator) cannot
+    /// send it again within its deadline to bring the wallet back after an unset,
+    /// after the agent went away and came back, or onto another of its agents.
+    function test_RevertWhen_ProofReplayed() public {
+        // it should revert with IdentityRegistryInvalidWalletSignature
+        bytes memory sig = _proof();
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        // Unset, then the same proof again.
+        vm.startPrank(agentOwner);
+        identity.unsetAgentWallet(agentId);
+        _expectInvalid(wallet);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        // Transferred away and back (which clears the wallet), then the same proof.
+        identity.transferFrom(agentOwner, stranger, agentId);
+        vm.stopPrank();
+        vm.prank(stranger);
+        identity.transferFrom(stranger, agentOwner, agentId);
+        vm.prank(agentOwner);
+        _expectInvalid(wallet);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        assertEq(identity.getAgentWallet(agentId), address(0), "still cleared");
+        // A proof for a second agent, spent on it, is refused on it after an unset.
+        uint256 other = _mintAgent(agentOwner);
+        bytes memory forOther = _walletProof(walletKey, other, wallet, agentOwner, deadline);
+        vm.startPrank(agentOwner);
+        identity.setAgentWallet(other, wallet, deadline, forOther);
+        identity.unsetAgentWallet(other);
+        _expectInvalid(wallet);
+        identity.setAgentWallet(other, wallet, deadline, forOther);
+        vm.stopPrank();
+        // A fresh proof, for the next nonce, is taken.
+        sig = _proof();
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        assertEq(identity.getAgentWallet(agentId), wallet, "a fresh proof lands");
+        assertEq(identity.walletNonce(wallet), 3, "three proofs landed");
+    }
+
+    /// @dev A proof for a nonce already used, or one not reached yet, is not the wallet's proof now.
+    function test_RevertWhen_ProofForAnotherNonce() public {
+        // it should revert with IdentityRegistryInvalidWalletSignature
+        bytes memory ahead = _sign(walletKey, _walletDigest(agentId, wallet, agentOwner, 1, deadline));
+        _expectInvalid(wallet);
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, ahead);
+        _setWallet(agentId);
+        bytes memory behind = _sign(walletKey, _walletDigest(agentId, wallet, agentOwner, 0, deadline));
+        vm.prank(agentOwner);
+        identity.unsetAgentWallet(agentId);
+        _expectInvalid(wallet);
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, behind);
+        // The one signed ahead now fits.
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, ahead);
+        assertEq(identity.getAgentWallet(agentId), wallet, "the nonce-1 proof lands second");
+    }
+
+    function test_setAgentWallet_UsesUpTheNonce() public {
+        // it should use up the wallet's nonce, and no other wallet's
+        assertEq(identity.walletNonce(wallet), 0, "fresh");
+        bytes memory sig = _proof();
+        vm.prank(agentOwner);
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        assertEq(identity.walletNonce(wallet), 1, "used up");
+        assertEq(identity.walletNonce(agentOwner), 0, "the owner's untouched");
+        assertEq(identity.walletNonce(operator), 0, "another wallet's untouched");
+    }
+
     function test_setAgentWallet_ECDSA() public {
         // it should make it the agent wallet
         // it should answer it under the agentWallet metadata key
@@ -139,26 +210,13 @@ contract SetAgentWallet_Unit_Test is IdentityBase {
     function test_setAgentWallet_DeadlineBounds() public {
         // it should accept a deadline of now and of now plus MAX_DEADLINE_DELAY
         uint256 latest = block.timestamp + identity.MAX_DEADLINE_DELAY();
+        bytes memory sig = _walletProof(walletKey, agentId, wallet, agentOwner, latest);
         vm.prank(agentOwner);
-        identity.setAgentWallet(
-            agentId, wallet, latest, _walletProof(walletKey, agentId, wallet, agentOwner, latest)
-        );
+        identity.setAgentWallet(agentId, wallet, latest, sig);
         uint256 now_ = block.timestamp;
+        sig = _walletProof(uint256(keccak256("operator")), agentId, operator, agentOwner, now_);
         vm.prank(agentOwner);
-        identity.setAgentWallet(
-            agentId,
-            operator,
-            now_,
-            _walletProof(uint256(keccak256("operator")), agentId, operator, agentOwner, now_)
-        );
+        identity.setAgentWallet(agentId, operator, now_, sig);
         assertEq(identity.getAgentWallet(agentId), operator, "second wallet");
-    }
-
-    function test_agentWalletDigest_MatchesTheSpec() public view {
-        assertEq(
-            identity.agentWalletDigest(agentId, wallet, agentOwner, deadline),
-            _walletDigest(agentId, wallet, agentOwner, deadline),
-            "digest"
-        );
     }
 }

@@ -30,6 +30,32 @@ contract Views_Identity_Unit_Test is IdentityBase {
         assertEq(identity.getAgentWallet(agentId), wallet, "the proven wallet");
     }
 
+    function test_walletNonce() public {
+        // it should start at zero and count the wallet's proofs that landed, not the refused ones
+        assertEq(identity.walletNonce(wallet), 0, "zero");
+        uint256 deadline = block.timestamp + 60;
+        bytes memory sig = _walletProof(walletKey, agentId, wallet, agentOwner, deadline);
+        vm.prank(stranger);
+        vm.expectRevert();
+        identity.setAgentWallet(agentId, wallet, deadline, sig);
+        assertEq(identity.walletNonce(wallet), 0, "a refused proof uses nothing");
+        _setWallet(agentId);
+        assertEq(identity.walletNonce(wallet), 1, "one landed");
+        _setWallet(agentId);
+        assertEq(identity.walletNonce(wallet), 2, "two landed");
+    }
+
+    function test_agentWalletDigest() public {
+        // it should be the spec's digest for the wallet's current nonce
+        uint256 deadline = block.timestamp + 60;
+        bytes32 first = identity.agentWalletDigest(agentId, wallet, agentOwner, deadline);
+        assertEq(first, _walletDigest(agentId, wallet, agentOwner, 0, deadline), "nonce 0");
+        _setWallet(agentId);
+        bytes32 second = identity.agentWalletDigest(agentId, wallet, agentOwner, deadline);
+        assertEq(second, _walletDigest(agentId, wallet, agentOwner, 1, deadline), "nonce 1");
+        assertTrue(first != second, "a new digest once the nonce is used");
+    }
+
     function test_isAuthorizedOrOwner() public {
         // it should be true for the owner, an operator and the approved address only
         assertTrue(identity.isAuthorizedOrOwner(agentOwner, agentId), "owner");

@@ -56,6 +56,46 @@ contract Reputation_Fuzz_Test is ReputationBase {
         assertEq(nRevoked, N - count, "revoked entries");
     }
 
+    /// @dev Any values within range at any mix of decimals: the summary never
+    /// reverts, stays within MAX_ABS_VALUE, and is the model's average at the
+    /// model's decimals (the most common, fewest on a tie, lowered until it fits).
+    function testFuzz_getSummary_MixedDecimalsNeverRevert(
+        int128[N] memory values,
+        uint8[N] memory decimals,
+        uint256 extremes
+    ) public {
+        int256 max = reputation.MAX_ABS_VALUE();
+        int256 sumWad;
+        uint64[19] memory per;
+        for (uint256 i; i < N; ++i) {
+            uint8 d = uint8(bound(decimals[i], 0, 18));
+            // Often the range's very ends, where the overflow was.
+            int256 v = extremes & (1 << i) != 0
+                ? (values[i] < 0 ? -max : max)
+                : int256(bound(uint256(int256(values[i]) + max), 0, uint256(2 * max))) - max;
+            _give(_clientOf(i), int128(v), d, "", "");
+            sumWad += v * int256(10 ** (18 - d));
+            ++per[d];
+        }
+        uint8 want;
+        for (uint8 d = 1; d <= 18; ++d) {
+            if (per[d] > per[want]) want = d;
+        }
+        int256 average = sumWad / int256(N);
+        int256 expected = average / int256(10 ** (18 - want));
+        while (expected > max || expected < -max) {
+            --want;
+            expected = average / int256(10 ** (18 - want));
+        }
+        address[] memory all = new address[](3);
+        (all[0], all[1], all[2]) = (client, client2, stranger);
+        (uint64 c, int128 value, uint8 d_) = reputation.getSummary(agentId, all, "", "");
+        assertEq(c, N, "count");
+        assertEq(d_, want, "decimals");
+        assertEq(value, expected, "average");
+        assertTrue(value <= max && value >= -max, "within range");
+    }
+
     function testFuzz_giveFeedback_IndexesCountPerClient(uint8 n, address who) public {
         vm.assume(who != agentOwner && who != address(0));
         n = uint8(bound(n, 1, 20));

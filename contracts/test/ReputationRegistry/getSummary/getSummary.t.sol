@@ -91,4 +91,28 @@ contract GetSummary_Unit_Test is ReputationBase {
         l = new address[](3);
         (l[0], l[1], l[2]) = (client, client2, stranger);
     }
+
+    /// @dev One large whole value among tiny 18-decimal ones: at 18 decimals the
+    /// average would not fit an int128 (this reverted with SafeCast's overflow).
+    function test_getSummary_MixedDecimalsFit() public {
+        // it should give it at the most decimals below them where it fits, never reverting
+        int128 max = reputation.MAX_ABS_VALUE();
+        _give(client, max, 0, "", "");
+        _give(client2, 1, 18, "", "");
+        _give(stranger, 1, 18, "", "");
+        (uint64 count, int128 value, uint8 decimals) = reputation.getSummary(agentId, _clientsOf3(), "", "");
+        assertEq(count, 3, "count");
+        assertEq(decimals, 0, "at 1 decimal it would be 3.3e38: too large");
+        assertEq(value, 33_333_333_333_333_333_333_333_333_333_333_333_333, "(1e38 + 2e-18) / 3, truncated");
+
+        // Smaller, it stops as soon as it fits: 1e37 / 3 = 3.3e36 fits at 1 decimal.
+        _give(client, -max + 1e37, 0, "", "");
+        (count, value, decimals) = reputation.getSummary(agentId, _clientsOf3(), "", "");
+        assertEq(count, 4, "count");
+        assertEq(decimals, 0, "a tie of two and two: the fewest decimals");
+        _give(client2, 1, 18, "", "");
+        (count, value, decimals) = reputation.getSummary(agentId, _clientsOf3(), "", "");
+        assertEq(decimals, 1, "1e37 / 5 = 2e36 fits at 1 decimal, not at 2");
+        assertEq(value, 2e37, "2e36 at 1 decimal");
+    }
 }

@@ -130,11 +130,25 @@ contract DeclineTaskTest is EscrowBase {
         _decline(id, t, executor);
     }
 
-    /// @dev Nothing was promised on a Created task: its executor may say no even past the deadline.
-    function test_declineTask_createdPastDeadline() public {
+    /// @dev Past its deadline a Created task has expired: a decline would turn the
+    /// executor's Expired mark into a Declined one, so only the expiry refund is left.
+    function test_RevertWhen_CreatedAndDeadlinePassed() public {
+        // it should revert with TaskEscrowTooLate(deadline)
+        (uint256 id, ITaskEscrow.Task memory t) = _create();
+        vm.warp(uint256(t.deadline) + 1);
+        vm.prank(executor);
+        _expectRevertTooLate(t.deadline);
+        escrow.declineTask(id, t, DECLINE_REASON);
+        _assertStored(id, t);
+        escrow.refundExpired(id, t);
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Expired, 0));
+    }
+
+    /// @dev Up to and including the deadline, a Created task can still be given back.
+    function test_declineTask_createdAtDeadline() public {
         // it should set the status to Declined, updatedAt to now and executorShareBps to 0
         (uint256 id, ITaskEscrow.Task memory t) = _create();
-        vm.warp(uint256(t.deadline) + 1 days);
+        vm.warp(t.deadline);
         _decline(id, t, executor);
     }
 
@@ -197,8 +211,8 @@ contract DeclineTaskTest is EscrowBase {
         escrow.refundExpired(id, declined);
     }
 
-    /// @dev Any amount, any reason, any time: a Created task is always refunded in
-    /// full; an Accepted one up to and including its deadline, refused after it.
+    /// @dev Any amount, any reason, any time: a Created or Accepted task is refunded
+    /// in full up to and including its deadline, and refused after it.
     function testFuzz_declineTask(
         uint128 amount,
         uint40 lifetime,
@@ -220,7 +234,7 @@ contract DeclineTaskTest is EscrowBase {
         if (accepted) t = _accept(id, t);
         vm.warp(block.timestamp + elapsed);
 
-        if (accepted && block.timestamp > t.deadline) {
+        if (block.timestamp > t.deadline) {
             vm.prank(executor);
             _expectRevertTooLate(t.deadline);
             escrow.declineTask(id, t, reason);

@@ -127,7 +127,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
 
     function _canDecline(ITaskEscrow.Task memory t) internal view returns (bool) {
         return
-            t.status == ITaskEscrow.Status.Created || (t.status == ITaskEscrow.Status.Accepted && _before(t));
+            (t.status == ITaskEscrow.Status.Created || t.status == ITaskEscrow.Status.Accepted) && _before(t);
     }
 
     function _isCreated(ITaskEscrow.Task memory t) internal pure returns (bool) {
@@ -440,7 +440,10 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
             address caller;
             bytes memory data;
             if (s == ITaskEscrow.Status.Created) {
-                (caller, data) = (t.executor, abi.encodeCall(ITaskEscrow.acceptTask, (id, t)));
+                data = alternative
+                    ? abi.encodeCall(ITaskEscrow.declineTask, (id, t, "late"))
+                    : abi.encodeCall(ITaskEscrow.acceptTask, (id, t));
+                caller = t.executor;
             } else if (s == ITaskEscrow.Status.Accepted) {
                 data = alternative
                     ? abi.encodeCall(ITaskEscrow.declineTask, (id, t, "late"))
