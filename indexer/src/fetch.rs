@@ -137,9 +137,9 @@ struct Shared {
     queue: Mutex<Queue>,
     cfg: SpecQueueConfig,
     /// The sources as given.
-    given: BlobSources,
+    given_sources: BlobSources,
     /// The sources over the envelope gate: what fetches use.
-    sources: BlobSources,
+    gated: BlobSources,
     /// A job was queued or a fetch ended: the dispatcher looks again.
     work: Notify,
     /// A spec arrived: a pass is due.
@@ -182,8 +182,8 @@ impl SpecQueue {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue::default()),
                 cfg,
-                given: sources.clone(),
-                sources: sources.with_local(gate),
+                given_sources: sources.clone(),
+                gated: sources.with_local(gate),
                 work: Notify::new(),
                 arrived: Notify::new(),
                 changed: Notify::new(),
@@ -229,7 +229,7 @@ impl SpecQueue {
 
     /// The sources fetched from, as given to [`SpecQueue::new`].
     pub fn sources(&self) -> &BlobSources {
-        &self.shared.given
+        &self.shared.given_sources
     }
 
     /// Jobs waiting and fetches running.
@@ -285,7 +285,7 @@ async fn dispatch(shared: Arc<Shared>) {
 
 /// One fetch: the spec made local if it is an envelope.
 async fn fetch(shared: Arc<Shared>, job: Job) {
-    let outcome = match shared.sources.ensure(&job.uri).await {
+    let outcome = match shared.gated.ensure(&job.uri).await {
         Ok(()) => "fetched",
         Err(e) if e.to_string().contains(NOT_AN_ENVELOPE) => {
             tracing::warn!(task = %job.task, uri = %job.uri, "spec is not an envelope; not kept");
@@ -339,7 +339,11 @@ mod tests {
     use super::*;
 
     fn job(task: u64, funder: u8) -> Job {
-        Job { task: U256::from(task), uri: format!("sha256:{task}"), funder: Address::repeat_byte(funder) }
+        Job {
+            task: U256::from(task),
+            uri: format!("sha256:{task}"),
+            funder: Address::repeat_byte(funder),
+        }
     }
 
     fn push(q: &mut Queue, j: Job) {
@@ -353,7 +357,12 @@ mod tests {
 
     #[test]
     fn one_funder_holds_at_most_its_share_of_the_slots() {
-        let cfg = SpecQueueConfig { capacity: 100, per_funder: 100, concurrency: 4, per_funder_concurrency: 2 };
+        let cfg = SpecQueueConfig {
+            capacity: 100,
+            per_funder: 100,
+            concurrency: 4,
+            per_funder_concurrency: 2,
+        };
         let mut q = Queue::default();
         // A hostile funder queues ten tarpits before an honest funder's one.
         for t in 0..10 {
@@ -388,7 +397,12 @@ mod tests {
         // Hints are not followed and there are no gateways: nothing is
         // fetched, so what waits is what the bounds let in. Concurrency 1,
         // and the first job takes it at once or waits.
-        let cfg = SpecQueueConfig { capacity: 3, per_funder: 2, concurrency: 1, per_funder_concurrency: 1 };
+        let cfg = SpecQueueConfig {
+            capacity: 3,
+            per_funder: 2,
+            concurrency: 1,
+            per_funder_concurrency: 1,
+        };
         let q = SpecQueue::new(BlobSources::new(local).follow_hints(false), cfg);
         // The dispatcher is not started by hand: jobs are checked on offer.
         let (a, b, c) = (Address::repeat_byte(1), Address::repeat_byte(2), Address::repeat_byte(3));

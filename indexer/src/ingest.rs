@@ -157,7 +157,9 @@ impl Indexer {
             provider,
             deployment,
             store,
-            specs: blobs.clone().map(|b| SpecQueue::new(BlobSources::new(b), SpecQueueConfig::default())),
+            specs: blobs
+                .clone()
+                .map(|b| SpecQueue::new(BlobSources::new(b), SpecQueueConfig::default())),
             blobs,
             cfg,
             updates: broadcast::channel(1024).0,
@@ -179,10 +181,10 @@ impl Indexer {
     #[must_use]
     pub fn with_spec_queue(mut self, cfg: SpecQueueConfig) -> Self {
         if let Some(blobs) = &self.blobs {
-            let sources = self.specs.take().map_or_else(
-                || BlobSources::new(Arc::clone(blobs)),
-                |q| q.sources().clone(),
-            );
+            let sources = self
+                .specs
+                .take()
+                .map_or_else(|| BlobSources::new(Arc::clone(blobs)), |q| q.sources().clone());
             self.specs = Some(SpecQueue::new(sources, cfg));
         }
         self

@@ -382,7 +382,10 @@ async fn a_tarpit_spec_does_not_hold_up_the_index() {
     };
     assert_eq!(task(honest.id).await.status, "Paid");
     let head = env.provider.get_block_number().await.unwrap();
-    assert_eq!(*indexer.progress().borrow(), tessera_indexer::ingest::Progress { head, indexed: head });
+    assert_eq!(
+        *indexer.progress().borrow(),
+        tessera_indexer::ingest::Progress { head, indexed: head }
+    );
     assert!(task(trapped.id).await.envelope_error.is_some(), "its spec is out of reach for now");
     // The honest remote spec arrives while the tarpit's fetch still runs.
     let arrived = tokio::time::timeout(Duration::from_secs(8), async {

@@ -196,9 +196,13 @@ impl IndexStore {
     ) -> Result<Vec<(String, String)>, DbError> {
         let ids: BTreeSet<Vec<u8>> = tasks.iter().map(|t| super::codecs::id_bytes(*t)).collect();
         let mut tx = self.pool.begin().await?;
-        let written =
-            rebuild_tasks(&mut tx, self.backend, &ids, blobs.as_deref().map(|b| b as &dyn BlobStore))
-                .await?;
+        let written = rebuild_tasks(
+            &mut tx,
+            self.backend,
+            &ids,
+            blobs.as_deref().map(|b| b as &dyn BlobStore),
+        )
+        .await?;
         tx.commit().await?;
         self.flag_cycles(&written).await?;
         Ok(written)
