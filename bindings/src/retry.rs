@@ -412,7 +412,10 @@ where
         return None;
     }
     let result = serde_json::value::to_raw_value(&hash).ok()?;
-    Some(ResponsePacket::Single(Response { id: id.clone(), payload: ResponsePayload::Success(result) }))
+    Some(ResponsePacket::Single(Response {
+        id: id.clone(),
+        payload: ResponsePayload::Success(result),
+    }))
 }
 
 #[cfg(test)]

@@ -361,7 +361,8 @@ async fn a_send_whose_answer_a_gateway_lost_goes_out_once() {
     let sponsor = env.actors.sponsor.clone();
     let from = sponsor.address();
     let p = connect(s.url.clone(), EthereumWallet::new(sponsor));
-    let heads = Heads::connect(Some(&env.chain.ws_endpoint()), std::time::Duration::from_secs(1)).await;
+    let heads =
+        Heads::connect(Some(&env.chain.ws_endpoint()), std::time::Duration::from_secs(1)).await;
     let watch = heads.watch().expect("subscribed");
     let sender = Sender::new(p.clone());
     let token = MockUSDC::new(env.deployment.token, p.clone());
