@@ -15,7 +15,10 @@
 //!   `Retry-After`;
 //! - a seeded fraction of requests answered HTTP 503, the same requests
 //!   for the same seed;
-//! - batches up to a size, each element handled as a request of its own.
+//! - batches up to a size, each element handled as a request of its own;
+//! - an answer lost on the way back: a call of a chosen method forwarded
+//!   to the chain, then answered HTTP 502 as a gateway whose upstream
+//!   connection broke would ([`Limits::lose_answers`]).
 //!
 //! [`StandIn::counts`] tells what it did, for tests and benches to check.
 //! The end-to-end suite (`tests/it/provider.rs`, `tests/it/hosted.rs`)
@@ -62,6 +65,10 @@ pub struct Limits {
     pub seed: u64,
     /// Most elements in one batch.
     pub max_batch: usize,
+    /// Calls of this method forwarded to the chain, then answered HTTP 502
+    /// (the chain took them; the client is not told): the method and the
+    /// numbers of its calls so answered (1 for the first call received).
+    pub lose_answers: Option<(String, Vec<u64>)>,
 }
 
 impl Default for Limits {
@@ -77,6 +84,7 @@ impl Default for Limits {
             fail_rate: 0.0,
             seed: 0,
             max_batch: 1_000,
+            lose_answers: None,
         }
     }
 }
@@ -98,6 +106,7 @@ impl Limits {
             fail_rate: 0.01,
             seed,
             max_batch: 100,
+            lose_answers: None,
         }
     }
 
@@ -132,6 +141,8 @@ pub struct Counts {
     pub logs_results_refused: u64,
     /// Batches refused for their size.
     pub batches_refused: u64,
+    /// Calls forwarded whose answer was replaced by HTTP 502.
+    pub answers_lost: u64,
     /// Calls received per method (whatever became of them).
     pub per_method: BTreeMap<String, u64>,
 }
@@ -241,7 +252,14 @@ async fn handle(
                 futures_util::future::join_all(calls.into_iter().map(|c| inner.call(c))).await;
             Json(Value::Array(answers)).into_response()
         }
-        call => Json(inner.call(call).await).into_response(),
+        call => {
+            let method = call.get("method").and_then(Value::as_str).map(str::to_owned);
+            let answer = inner.call(call).await;
+            if method.is_some_and(|m| inner.loses_answer(&m)) {
+                return (StatusCode::BAD_GATEWAY, "upstream connection reset").into_response();
+            }
+            Json(answer).into_response()
+        }
     }
 }
 
@@ -271,6 +289,22 @@ impl Inner {
         } else {
             Some(Duration::from_secs_f64((n - *tokens) / rate))
         }
+    }
+
+    /// Whether the answer to this single call of `method`, forwarded, is
+    /// lost ([`Limits::lose_answers`]).
+    fn loses_answer(&self, method: &str) -> bool {
+        let Some((lost, numbers)) = &self.limits.lose_answers else { return false };
+        if lost != method {
+            return false;
+        }
+        let mut counts = self.counts.lock().expect("counts");
+        let number = counts.per_method.get(method).copied().unwrap_or(0);
+        if !numbers.contains(&number) {
+            return false;
+        }
+        counts.answers_lost += 1;
+        true
     }
 
     /// Whether this request is one of the seeded failures (splitmix64).

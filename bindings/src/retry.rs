@@ -15,10 +15,17 @@
 //! Every other answer is final: a revert or any other JSON-RPC error is the
 //! node's answer, not a fault of the way to it.
 //!
-//! `eth_sendRawTransaction` is retried only when the transaction surely did
-//! not arrive: an HTTP error status (the provider refused the call before
-//! forwarding it) or a connection never made. After a timeout it may have
-//! been accepted, so the transport does not guess: the failure goes back to
+//! `eth_sendRawTransaction` is retried after an HTTP error status or a
+//! connection never made, and never blindly: a proxy may have forwarded the
+//! transaction before answering 502. Before each resend the node is asked
+//! for the transaction by its hash (`eth_getTransactionByHash`, the hash of
+//! the signed bytes); if it has it, the send is answered with that hash,
+//! as the node would have, and nothing goes out again. A resend the node
+//! refuses as a transaction it already has ("already known", "nonce too
+//! low" and the like) is checked the same way. The signed bytes are the
+//! same on every attempt, so no second, different transaction is ever
+//! signed for one send here. After a timeout the transaction may have been
+//! accepted, so the transport does not guess: the failure goes back to
 //! the [`crate::sender::Sender`]'s caller as before.
 //!
 //! Attempts are bounded ([`RetryPolicy::max_retries`]) and so is the time
@@ -33,7 +40,8 @@ use std::{
 };
 
 use alloy::{
-    rpc::json_rpc::{RequestPacket, ResponsePacket},
+    primitives::{B256, keccak256},
+    rpc::json_rpc::{Id, Request, RequestPacket, Response, ResponsePacket, ResponsePayload},
     transports::{RpcError, TransportError, TransportErrorKind, TransportFut},
 };
 
@@ -319,8 +327,17 @@ where
             let methods: Vec<_> = req.requests().iter().map(|r| r.method_clone()).collect();
             let start = std::time::Instant::now();
             let mut retry = 0;
+            // A single send's transaction hash: what a resend checks first.
+            let sent = raw_send(&req);
             loop {
                 let outcome = service.call(req.clone()).await;
+                if retry > 0
+                    && let Some((id, hash)) = &sent
+                    && refused_as_known(&outcome)
+                    && let Some(answer) = known(&mut service, id, *hash).await
+                {
+                    return Ok(answer);
+                }
                 let Verdict::Retry { reason, hint } = RetryPolicy::verdict(&methods, &outcome)
                 else {
                     return outcome;
@@ -343,9 +360,62 @@ where
                 );
                 tokio::time::sleep(delay).await;
                 std::future::poll_fn(|cx| service.poll_ready(cx)).await?;
+                if let Some((id, hash)) = &sent
+                    && let Some(answer) = known(&mut service, id, *hash).await
+                {
+                    tracing::info!(%hash, "a send whose answer was lost reached the node; not sent again");
+                    return Ok(answer);
+                }
             }
         })
     }
+}
+
+/// The request id and transaction hash of a single `eth_sendRawTransaction`.
+fn raw_send(req: &RequestPacket) -> Option<(Id, B256)> {
+    let RequestPacket::Single(r) = req else { return None };
+    if r.method() != SEND_RAW {
+        return None;
+    }
+    let [raw]: [String; 1] = serde_json::from_str(r.params()?.get()).ok()?;
+    let bytes = alloy::hex::decode(raw).ok()?;
+    Some((r.id().clone(), keccak256(bytes)))
+}
+
+/// Whether a send's answer is the node refusing a transaction it may
+/// already have (in its pool, or mined: its nonce is then used).
+fn refused_as_known(outcome: &Result<ResponsePacket, TransportError>) -> bool {
+    let Ok(packet) = outcome else { return false };
+    let Some(e) = packet.as_error() else { return false };
+    let m = e.message.to_lowercase();
+    ["already known", "known transaction", "already imported", "nonce too low", "already exists"]
+        .iter()
+        .any(|k| m.contains(k))
+}
+
+/// When the node has transaction `hash`: the answer a send of it gets
+/// (`id`, the hash). `None` when it does not, or the question failed (the
+/// send is then retried as before).
+async fn known<S>(service: &mut S, id: &Id, hash: B256) -> Option<ResponsePacket>
+where
+    S: tower::Service<RequestPacket, Response = ResponsePacket, Error = TransportError>,
+{
+    let ask = Request::new("eth_getTransactionByHash", id.clone(), [hash]).serialize().ok()?;
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.ok()?;
+    let answer = service.call(RequestPacket::Single(ask)).await.ok()?;
+    let found = match answer.single_payload()? {
+        ResponsePayload::Success(raw) => raw.get() != "null",
+        ResponsePayload::Failure(_) => false,
+    };
+    std::future::poll_fn(|cx| service.poll_ready(cx)).await.ok()?;
+    if !found {
+        return None;
+    }
+    let result = serde_json::value::to_raw_value(&hash).ok()?;
+    Some(ResponsePacket::Single(Response {
+        id: id.clone(),
+        payload: ResponsePayload::Success(result),
+    }))
 }
 
 #[cfg(test)]

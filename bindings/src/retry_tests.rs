@@ -262,3 +262,20 @@ async fn transient_failures_are_told_from_answers_through_their_wrappers() {
     );
     assert!(!is_transient(&ClientError::Call(no_code)));
 }
+
+#[test]
+fn a_send_is_known_by_the_hash_of_its_signed_bytes() {
+    let raw = alloy::hex::encode_prefixed([0x02u8, 0xf8, 0x01, 0x02]);
+    let req = Request::new(SEND_RAW, Id::Number(9), [raw]).serialize().unwrap();
+    let (id, hash) = raw_send(&RequestPacket::Single(req)).expect("a send");
+    assert_eq!(id, Id::Number(9));
+    assert_eq!(hash, keccak256([0x02u8, 0xf8, 0x01, 0x02]));
+    let other = Request::new("eth_call", Id::Number(1), ()).serialize().unwrap();
+    assert!(raw_send(&RequestPacket::Single(other)).is_none());
+    // A resend refused as a transaction the node has is checked by hash;
+    // a revert or a rate limit is not such a refusal.
+    assert!(refused_as_known(&rpc_error(-32000, "nonce too low")));
+    assert!(refused_as_known(&rpc_error(-32000, "already known")));
+    assert!(!refused_as_known(&rpc_error(3, "execution reverted")));
+    assert!(!refused_as_known(&http(502, None)));
+}

@@ -5,10 +5,13 @@
 //! the fork point is found among the remembered hashes and everything from
 //! it on is rolled back, journalled and ingested again.
 //!
-//! A content-addressed envelope written on another machine is fetched (from
-//! its URI's hint and the configured gateways, see [`BlobSources`]) into the
-//! local store before its task is folded; one out of reach is noted on the
-//! task and read again whenever the task's events are folded again.
+//! Ingest never waits on a blob. A task is folded from what the local store
+//! has; a content-addressed spec it lacks is offered to the spec queue
+//! ([`crate::fetch`]), which fetches it in the background (from its URI's
+//! hint and the configured gateways, see [`BlobSources`]), keeps it only if
+//! it is an envelope, and reports the task: the next pass folds it again,
+//! so the spec shows then. Until then the task notes its spec as out of
+//! reach.
 
 use std::{sync::Arc, time::Duration};
 use tessera_bindings::logs::{LogRange, is_range_error};
@@ -19,18 +22,20 @@ use alloy::{
     providers::{DynProvider, Provider},
     rpc::types::Filter,
 };
-use futures_util::StreamExt as _;
 use serde::Serialize;
 use tessera_bindings::{
     TaskEscrow::TaskEscrowEvents,
     deployment::Deployment,
-    envelope::{BlobRef, BlobSources, BlobStore},
+    envelope::{BlobError, BlobRef, BlobSources, BlobStore},
     heads::Follow,
     task::decode_log,
 };
 use tokio::sync::{broadcast, watch};
 
-use crate::store::{Batch, IndexStore, Reorg};
+use crate::{
+    fetch::{SpecQueue, SpecQueueConfig},
+    store::{Batch, IndexStore, Reorg},
+};
 
 /// Times a range is read again when its last block's bloom names one of
 /// our contracts but the log query returned nothing from that block.
@@ -39,9 +44,6 @@ const MAX_BLOOM_REREADS: u32 = 5;
 /// Blocks before a range's last whose blooms are checked against the logs
 /// served for them (only those the logs left out: a header each).
 const TAIL_BLOOM_BLOCKS: u64 = 7;
-
-/// Envelopes fetched at once before a batch is folded.
-const PREFETCH_CONCURRENCY: usize = 8;
 
 /// How the indexer reads the chain.
 #[derive(Debug, Clone)]
@@ -117,8 +119,8 @@ pub struct Indexer {
     deployment: Deployment,
     store: IndexStore,
     blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
-    /// Where envelopes not in `blobs` are fetched from.
-    sources: Option<BlobSources>,
+    /// Where specs not in `blobs` are fetched from, off the ingest path.
+    specs: Option<SpecQueue>,
     cfg: IndexerConfig,
     range: u64,
     /// The most blocks the provider accepts in one read, as learnt from
@@ -155,7 +157,9 @@ impl Indexer {
             provider,
             deployment,
             store,
-            sources: blobs.clone().map(BlobSources::new),
+            specs: blobs
+                .clone()
+                .map(|b| SpecQueue::new(BlobSources::new(b), SpecQueueConfig::default())),
             blobs,
             cfg,
             updates: broadcast::channel(1024).0,
@@ -168,8 +172,54 @@ impl Indexer {
     #[must_use]
     pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
         self.blobs = Some(Arc::clone(sources.local()));
-        self.sources = Some(sources);
+        self.specs = Some(SpecQueue::new(sources, SpecQueueConfig::default()));
         self
+    }
+
+    /// Other bounds for the spec queue than [`SpecQueueConfig::default`]
+    /// (after [`Indexer::with_blob_sources`], which sets the sources).
+    #[must_use]
+    pub fn with_spec_queue(mut self, cfg: SpecQueueConfig) -> Self {
+        if let Some(blobs) = &self.blobs {
+            let sources = self
+                .specs
+                .take()
+                .map_or_else(|| BlobSources::new(Arc::clone(blobs)), |q| q.sources().clone());
+            self.specs = Some(SpecQueue::new(sources, cfg));
+        }
+        self
+    }
+
+    /// The spec queue, when envelopes are read at all.
+    pub fn spec_queue(&self) -> Option<&SpecQueue> {
+        self.specs.as_ref()
+    }
+
+    /// Waits until the spec queue has nothing waiting or running, then
+    /// folds again the tasks whose spec arrived (a one-shot index, or a
+    /// test, that wants every reachable spec in).
+    pub async fn settle_specs(&mut self) -> Result<(), IngestError> {
+        if let Some(q) = &self.specs {
+            q.idle().await;
+        }
+        self.refold_arrived().await
+    }
+
+    /// Folds again the tasks whose spec arrived since the last pass, and
+    /// tells subscribers.
+    async fn refold_arrived(&mut self) -> Result<(), IngestError> {
+        let Some(q) = &self.specs else { return Ok(()) };
+        let arrived = q.take_arrived();
+        if arrived.is_empty() {
+            return Ok(());
+        }
+        let tasks = self.store.refold(&arrived, self.blobs.clone()).await?;
+        tracing::debug!(tasks = tasks.len(), "tasks folded again with their arrived spec");
+        if !tasks.is_empty() {
+            let block = self.progress.borrow().indexed;
+            let _ = self.updates.send(Update { block, tasks, reorg: None });
+        }
+        Ok(())
     }
 
     /// The local blob store, if envelopes are read at all.
@@ -213,6 +263,7 @@ impl Indexer {
         let head = self.provider.get_block_number().await?;
         self.observe_head(head);
         self.roll_back_reorg(head).await?;
+        self.refold_arrived().await?;
         let mut from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
         let mut stored = 0;
         let mut unfolded = 0usize;
@@ -252,7 +303,7 @@ impl Indexer {
                 from = self.store.cursor().await?.unwrap_or(self.deployment.deploy_block);
                 continue;
             }
-            self.prefetch(&batch.logs).await;
+            self.offer_specs(&batch.logs);
             let read_ms = started.elapsed().as_millis();
             self.limit.succeeded();
             self.range =
@@ -291,26 +342,21 @@ impl Indexer {
         Ok(stored)
     }
 
-    /// Fetches the content-addressed envelopes the batch's creations name
-    /// into the local store, a few at a time; what cannot be fetched is
-    /// logged (the fold notes it on the task).
-    async fn prefetch(&self, logs: &[alloy::rpc::types::Log]) {
-        let Some(sources) = &self.sources else { return };
-        let uris: Vec<String> = logs
-            .iter()
-            .filter_map(|l| match decode_log(l) {
-                Some(TaskEscrowEvents::TaskCreated(c)) => Some(c.specURI),
-                _ => None,
-            })
-            .filter(|uri| matches!(BlobRef::of_uri(uri), Ok(Some(_))))
-            .collect();
-        futures_util::stream::iter(uris)
-            .for_each_concurrent(PREFETCH_CONCURRENCY, |uri| async move {
-                if let Err(e) = sources.ensure(&uri).await {
-                    tracing::warn!(%uri, error = %e, "envelope out of reach");
-                }
-            })
-            .await;
+    /// Offers the content-addressed specs the batch's creations name, and
+    /// the local store lacks, to the spec queue: nothing here waits on a
+    /// blob.
+    fn offer_specs(&self, logs: &[alloy::rpc::types::Log]) {
+        let (Some(queue), Some(local)) = (&self.specs, &self.blobs) else { return };
+        for log in logs {
+            let Some(TaskEscrowEvents::TaskCreated(c)) = decode_log(log) else { continue };
+            let Ok(Some(blob)) = BlobRef::of_uri(&c.specURI) else { continue };
+            // A header's worth of I/O at most: the store is asked whether
+            // it has the blob, and the blob is not read past one byte.
+            if matches!(local.get(&blob.hash, 0), Ok(Some(_)) | Err(BlobError::TooLarge { .. })) {
+                continue;
+            }
+            queue.offer(c.taskId, &c.specURI, c.task.funder);
+        }
     }
 
     /// Folds the tasks the stored events touched, then reports the block
@@ -513,6 +559,17 @@ impl Indexer {
     ) {
         tokio::pin!(shutdown);
         let mut follow = Follow::connect(ws_url, poll, "indexing pass").await;
-        while follow.next(self.sync_once().await, shutdown.as_mut()).await {}
+        // A spec that arrives makes a pass due, so its task shows it soon.
+        let specs = self.specs.clone();
+        let arrival = || {
+            let specs = specs.clone();
+            async move {
+                match specs {
+                    Some(q) => q.arrival().await,
+                    None => std::future::pending().await,
+                }
+            }
+        };
+        while follow.next_or(self.sync_once().await, shutdown.as_mut(), arrival()).await {}
     }
 }

@@ -6,6 +6,8 @@
 //! and depends on no other service.
 //!
 //! - [`ingest`]: adaptive backfill, live following, reorg detection.
+//! - [`fetch`]: specs fetched off the ingest path, through a bounded,
+//!   funder-fair queue that keeps only envelopes.
 //! - [`store`]: writes (events and cursor in one transaction), derivation
 //!   (tasks, transitions, agents), reorg rollback, queries answering typed
 //!   rows, and the codecs between values and columns.
@@ -17,6 +19,7 @@
 
 pub mod api;
 pub mod derive;
+pub mod fetch;
 pub mod ingest;
 pub mod metrics;
 pub mod render;

@@ -12,6 +12,12 @@ pub const INDEXER_INDEXED: &str = "tessera_indexer_indexed_block";
 pub const INDEXER_LAG: &str = "tessera_indexer_head_lag_blocks";
 /// Escrow and registry events stored by the indexer.
 pub const INDEXER_EVENTS: &str = "tessera_indexer_events_total";
+/// Specs the indexer's fetch queue handled, by outcome.
+pub const INDEXER_SPEC_FETCHES: &str = "tessera_indexer_spec_fetches_total";
+/// Specs waiting in the indexer's fetch queue.
+pub const INDEXER_SPEC_QUEUE: &str = "tessera_indexer_spec_queue";
+/// Spec fetches the indexer is running.
+pub const INDEXER_SPEC_IN_FLIGHT: &str = "tessera_indexer_spec_fetches_in_flight";
 
 /// The indexer's metrics.
 pub const METRICS: &[Metric] = &[
@@ -43,6 +49,27 @@ pub const METRICS: &[Metric] = &[
         help: "Escrow and registry events the indexer stored.",
         buckets: &[],
     },
+    Metric {
+        name: INDEXER_SPEC_FETCHES,
+        kind: Kind::Counter,
+        labels: &["outcome"],
+        help: "Task specs the indexer's fetch queue handled, off the ingest path: outcome=fetched (kept: an envelope), refused (bytes that are no envelope, or do not hash right), failed (out of reach within the fetch bounds) or dropped (the queue, or the funder's share of it, was full).",
+        buckets: &[],
+    },
+    Metric {
+        name: INDEXER_SPEC_QUEUE,
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Task specs waiting in the indexer's fetch queue.",
+        buckets: &[],
+    },
+    Metric {
+        name: INDEXER_SPEC_IN_FLIGHT,
+        kind: Kind::Gauge,
+        labels: &[],
+        help: "Task spec fetches the indexer is running.",
+        buckets: &[],
+    },
 ];
 
 /// Sets the indexer's head, indexed block and lag.
@@ -62,6 +89,17 @@ pub fn events_indexed(n: u64) {
     metrics::counter!(INDEXER_EVENTS).increment(n);
 }
 
+/// Counts a spec fetch of the queue by `outcome`.
+pub fn spec_fetch(outcome: &'static str) {
+    metrics::counter!(INDEXER_SPEC_FETCHES, "outcome" => outcome).increment(1);
+}
+
+/// Sets the fetch queue's waiting and running counts.
+pub fn spec_queue(waiting: usize, in_flight: usize) {
+    metrics::gauge!(INDEXER_SPEC_QUEUE).set(waiting as f64);
+    metrics::gauge!(INDEXER_SPEC_IN_FLIGHT).set(in_flight as f64);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,12 +109,17 @@ mod tests {
         let text = tessera_http::ops::render_with(&[METRICS], || {
             indexer_progress(120, 100);
             events_indexed(5);
+            spec_fetch("dropped");
+            spec_queue(3, 2);
         });
         for line in [
             "tessera_indexer_head_block 120",
             "tessera_indexer_indexed_block 100",
             "tessera_indexer_head_lag_blocks 20",
             "tessera_indexer_events_total 5",
+            "tessera_indexer_spec_fetches_total{outcome=\"dropped\"} 1",
+            "tessera_indexer_spec_queue 3",
+            "tessera_indexer_spec_fetches_in_flight 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
         }

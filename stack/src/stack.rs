@@ -229,6 +229,8 @@ pub async fn indexed_tree(
         Indexer::new(provider, deployment.clone(), store, None, IndexerConfig::default())
             .with_blob_sources(sources);
     indexer.sync_once().await.map_err(|e| index_err(&e))?;
+    // Specs are fetched off the ingest path: a one-shot tree waits for them.
+    indexer.settle_specs().await.map_err(|e| index_err(&e))?;
     let tree = indexer.store().plan_tree(&plan.to_string()).await.map_err(|e| index_err(&e))?;
     let mut body = serde_json::to_value(&tree).map_err(|e| index_err(&e))?;
     body["block"] = indexer.provider().get_block_number().await?.into();

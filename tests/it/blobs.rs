@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
+use alloy::{network::EthereumWallet, providers::Provider as _, signers::local::PrivateKeySigner};
 use axum::{Router, extract::Path, http::StatusCode, response::IntoResponse, routing::get};
 use serde_json::{Value, json};
 use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
@@ -286,7 +286,7 @@ async fn a_plan_settles_with_every_party_in_its_own_home() {
 }
 
 #[tokio::test]
-async fn the_indexer_fetches_a_remote_envelope_before_folding_its_task() {
+async fn the_indexer_fetches_a_remote_envelope_and_folds_its_task_again() {
     use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
     let env = TestEnv::start(DeployConfig::default()).await;
     let (sponsor, index_home) = (Home::open().await, Home::open().await);
@@ -308,8 +308,129 @@ async fn the_indexer_fetches_a_remote_envelope_before_folding_its_task() {
         IndexerConfig::default(),
     );
     indexer.sync_once().await.unwrap();
+    // The spec is fetched off the ingest path; once it is in, the task is
+    // folded again with it.
+    indexer.settle_specs().await.unwrap();
     let row = indexer.store().task(&task.id.to_string()).await.unwrap().unwrap().task;
     assert_eq!(row.envelope_error, None);
     assert_eq!(row.spec.as_deref(), Some("Summarize the article"));
     assert!(index_home.has(&spec_uri), "kept, so the indexer can serve it on");
+}
+
+/// A server that accepts connections and never answers (a tarpit).
+async fn tarpit() -> BlobUrl {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = BlobUrl::parse(&format!("http://{}/blobs", listener.local_addr().unwrap())).unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            held.push(conn);
+        }
+    });
+    url
+}
+
+/// A spec URI naming `bytes` by hash, hinted at `home`.
+fn hinted(bytes: &[u8], home: &BlobUrl) -> String {
+    format!("sha256:{}?src={home}", tessera_bindings::envelope::BlobHash::of(bytes))
+}
+
+/// A tarpit hint on one task's spec delays neither the ingest of the other
+/// tasks' events nor another spec's fetch: a pass ends while the tarpit's
+/// fetch still runs, an honest task shows settled, and an honest remote
+/// spec arrives meanwhile.
+#[tokio::test]
+async fn a_tarpit_spec_does_not_hold_up_the_index() {
+    use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let (sponsor, index_home) = (Home::open().await, Home::open().await);
+    let trap = tarpit().await;
+    let mut d = env.driver();
+    d.scenario("tarpit beside honest tasks");
+    let executor = env.actors.agent(1);
+    let trapped = Envelope::new(Parent::Task("1".into()), "never served").to_json().unwrap();
+    let params = d.params(executor, 400_000, hinted(&trapped, &trap)).await.unwrap();
+    let trapped = d.create_with_permit(params).await.unwrap();
+    let params = d.params(executor, 400_000, tessera_anvil::lifecycle::spec_of_len(80)).await;
+    let mut honest = d.create_with_permit(params.unwrap()).await.unwrap();
+    d.deliver_at_once(&mut honest, "data:text/plain,done").await.unwrap();
+    d.approve_many(std::slice::from_mut(&mut honest)).await.unwrap();
+    let mut envelope = Envelope::new(Parent::Task("1".into()), "Summarize the article");
+    envelope.source = Some(long_article());
+    let remote = sponsor.sources(Vec::new()).encode(&envelope).unwrap();
+    let params = d.params(executor, 400_000, remote.clone()).await.unwrap();
+    let fetched = d.create_with_permit(params).await.unwrap();
+
+    let store = IndexStore::connect("sqlite::memory:").await.unwrap();
+    let mut indexer = Indexer::new(
+        env.provider.clone(),
+        env.deployment.clone(),
+        store,
+        Some(index_home.store.clone()),
+        IndexerConfig::default(),
+    );
+    // The tarpit holds a fetch for its whole budget (15 s by default); a
+    // pass that waited on it would take that long.
+    tokio::time::timeout(Duration::from_secs(8), indexer.sync_once())
+        .await
+        .expect("a pass does not wait on a spec")
+        .unwrap();
+    let index = indexer.store().clone();
+    let task = |id: alloy::primitives::U256| {
+        let store = index.clone();
+        async move { store.task(&id.to_string()).await.unwrap().unwrap().task }
+    };
+    assert_eq!(task(honest.id).await.status, "Paid");
+    let head = env.provider.get_block_number().await.unwrap();
+    assert_eq!(
+        *indexer.progress().borrow(),
+        tessera_indexer::ingest::Progress { head, indexed: head }
+    );
+    assert!(task(trapped.id).await.envelope_error.is_some(), "its spec is out of reach for now");
+    // The honest remote spec arrives while the tarpit's fetch still runs.
+    let arrived = tokio::time::timeout(Duration::from_secs(8), async {
+        loop {
+            indexer.sync_once().await.unwrap();
+            if task(fetched.id).await.spec.is_some() {
+                break;
+            }
+            indexer.spec_queue().unwrap().arrival().await;
+        }
+    })
+    .await;
+    assert!(arrived.is_ok(), "the honest spec arrives beside the tarpit");
+    assert_eq!(task(fetched.id).await.envelope_error, None);
+    assert_eq!(indexer.spec_queue().unwrap().pending().1, 1, "the tarpit's fetch still runs");
+}
+
+/// Bytes behind a hint that hash right but are no envelope are refused, not
+/// kept (the indexer serves its store on), and the task says its spec is
+/// unreadable.
+#[tokio::test]
+async fn the_indexer_keeps_only_envelopes() {
+    use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let (sponsor, index_home) = (Home::open().await, Home::open().await);
+    let junk = b"{\"anything\": \"that hashes right\"}".to_vec();
+    sponsor.store.put(&junk).unwrap();
+    let uri = hinted(&junk, &sponsor.url);
+    let mut d = env.driver();
+    d.scenario("junk spec");
+    let params = d.params(env.actors.agent(1), 400_000, uri.clone()).await.unwrap();
+    let task = d.create_with_permit(params).await.unwrap();
+    let store = IndexStore::connect("sqlite::memory:").await.unwrap();
+    let mut indexer = Indexer::new(
+        env.provider.clone(),
+        env.deployment.clone(),
+        store,
+        Some(index_home.store.clone()),
+        IndexerConfig::default(),
+    );
+    indexer.sync_once().await.unwrap();
+    indexer.settle_specs().await.unwrap();
+    assert!(sponsor.hits.load(Ordering::SeqCst) >= 1, "the hint was asked");
+    assert!(!index_home.has(&uri), "no blob but an envelope is kept");
+    let row = indexer.store().task(&task.id.to_string()).await.unwrap().unwrap().task;
+    assert_eq!(row.spec, None);
+    assert!(row.envelope_error.is_some());
 }

@@ -173,3 +173,67 @@ async fn per_plan_feedback_sums_up_each_executors_tasks_once_the_run_is_over() {
     assert_eq!(proof.plan.as_deref(), Some(run.as_str()));
     assert_eq!(proof.tasks.len(), 1);
 }
+
+/// An agent cannot shed the feedback a sponsor gave it: neither a stranger's
+/// junk (feedback of its own and responses, past the newest-200 window)
+/// nor a fresh identity linked over the old one hides it.
+#[tokio::test]
+async fn matched_feedback_survives_junk_and_a_fresh_identity() {
+    let config = RunnerConfig { feedback: FeedbackMode::PerTask, ..RunnerConfig::default() };
+    let stack = Stack::start_with(config, None).await;
+    let env = &stack.env;
+    let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
+    link_identity(env, translator).await;
+    let old_id = link_identity(env, summarizer).await;
+    let run = stack.run_plan(&two_steps("feedback kept", translator, summarizer)).await;
+    stack.wait_state(&run, "completed", 60).await;
+    given(&stack, &run, 2).await;
+    let matched = |store: tessera_indexer::IndexStore| async move {
+        let fb = store.agent(&summarizer.to_string()).await.unwrap().unwrap().feedback;
+        (fb.matched, fb.average)
+    };
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
+    assert_eq!(matched(store).await, (1, Some(100.0)));
+
+    // A stranger answers the sponsor's feedback 120 times and gives 120
+    // feedbacks of its own: 240 events newer than the matched one.
+    let stranger = env.actors.client.address();
+    let sponsor = env.actors.sponsor.address();
+    let reputation =
+        ReputationRegistry::new(env.deployment.reputation_registry.unwrap(), &env.provider);
+    for i in 0..120u64 {
+        let response = reputation.appendResponse(
+            old_id,
+            sponsor,
+            1,
+            format!("data:,junk {i}"),
+            alloy::primitives::B256::ZERO,
+        );
+        let r = response.from(stranger).send().await.unwrap().get_receipt().await.unwrap();
+        assert!(r.status());
+        let junk = reputation.giveFeedback(
+            old_id,
+            -100,
+            0,
+            "tessera".into(),
+            String::new(),
+            String::new(),
+            format!("data:,junk {i}"),
+            alloy::primitives::B256::ZERO,
+        );
+        let r = junk.from(stranger).send().await.unwrap().get_receipt().await.unwrap();
+        assert!(r.status());
+    }
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
+    assert_eq!(matched(store).await, (1, Some(100.0)), "junk does not push it out");
+
+    // The summarizer links a fresh identity: the old one's feedback stays.
+    let fresh = link_identity(env, summarizer).await;
+    assert_ne!(fresh, old_id);
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
+    let view = store.agent(&summarizer.to_string()).await.unwrap().unwrap();
+    assert_eq!(view.identity.as_ref().map(|i| i.agent_id.clone()), Some(fresh.to_string()));
+    let fb = &view.feedback;
+    assert_eq!((fb.matched, fb.average), (1, Some(100.0)), "read across identities");
+    assert!(fb.latest.iter().any(|f| f.matched && f.agent_id == old_id.to_string()));
+}

@@ -344,3 +344,45 @@ async fn a_task_is_read_from_its_creation_not_from_the_deployment() {
     assert!(err.to_string().contains("no TaskCreated"), "{err}");
     assert!(s.counts().per_method["eth_getLogs"] - before <= 6);
 }
+
+/// A gateway forwards a send and loses its answer (HTTP 502): the retry
+/// finds the transaction on the node by its hash and answers with it; no
+/// copy and no second transaction goes out, even with the nonce counted
+/// (heads live), where a refused resend used to make the sender sign the
+/// call again at the node's next nonce.
+#[tokio::test]
+async fn a_send_whose_answer_a_gateway_lost_goes_out_once() {
+    use alloy::{network::EthereumWallet, primitives::U256, providers::Provider as _};
+    use tessera_bindings::{MockUSDC, client::connect, heads::Heads, sender::Sender};
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let send = "eth_sendRawTransaction".to_owned();
+    let limits = Limits { lose_answers: Some((send.clone(), vec![2])), ..Limits::default() };
+    let s = StandIn::start(env.chain.endpoint_url().as_str(), limits).await;
+    let sponsor = env.actors.sponsor.clone();
+    let from = sponsor.address();
+    let p = connect(s.url.clone(), EthereumWallet::new(sponsor));
+    let heads =
+        Heads::connect(Some(&env.chain.ws_endpoint()), std::time::Duration::from_secs(1)).await;
+    let watch = heads.watch().expect("subscribed");
+    let sender = Sender::new(p.clone());
+    let token = MockUSDC::new(env.deployment.token, p.clone());
+    let spender = env.actors.agent(0);
+    let before = env.provider.get_transaction_count(from).await.unwrap();
+    // The first send counts the nonce; the second one's answer is lost.
+    for amount in [5u64, 7] {
+        let pending = sender
+            .send(token.approve(spender, U256::from(amount)), from, Some(&watch))
+            .await
+            .expect("sent");
+        sender.mined(pending, heads.watch()).await.expect("mined");
+    }
+    assert_eq!(s.counts().answers_lost, 1);
+    assert_eq!(
+        env.provider.get_transaction_count(from).await.unwrap() - before,
+        2,
+        "two sends, two transactions"
+    );
+    assert_eq!(s.counts().per_method[&send], 2, "the lost one was not sent again");
+    let allowance = token.allowance(from, spender).call().await.unwrap();
+    assert_eq!(allowance, U256::from(7));
+}

@@ -275,6 +275,14 @@ impl BlobSources {
         self
     }
 
+    /// The same sources over another local store (`local`): read first,
+    /// and where fetched blobs are kept. Gateways, hints and limits stay.
+    #[must_use]
+    pub fn with_local(mut self, local: Arc<dyn BlobStore + Send + Sync>) -> Self {
+        self.local = local;
+        self
+    }
+
     /// The local store: read first, and where fetched blobs are kept.
     pub fn local(&self) -> &Arc<dyn BlobStore + Send + Sync> {
         &self.local

@@ -201,6 +201,18 @@ pub(super) fn classify(log: &Log) -> (&'static str, &'static str, Option<U256>, 
     ("unknown", "Unknown", None, None)
 }
 
+/// The giver of a feedback or of its revocation (the `clientAddress` of
+/// `NewFeedback` and `FeedbackRevoked`), as 20 bytes; `None` for any other
+/// log.
+pub(super) fn feedback_giver(log: &Log) -> Option<Vec<u8>> {
+    use tessera_bindings::ReputationRegistry::ReputationRegistryEvents as R;
+    match R::decode_log(&log.inner).ok()?.data {
+        R::NewFeedback(e) => Some(e.clientAddress.to_vec()),
+        R::FeedbackRevoked(e) => Some(e.clientAddress.to_vec()),
+        R::ResponseAppended(_) => None,
+    }
+}
+
 /// A log's content as stored in `raw`: the address (20 bytes), the number
 /// of topics (1 byte), the topics (32 bytes each), the data. Its position
 /// (block, index, block and transaction hash) has its own columns.

@@ -185,6 +185,29 @@ impl IndexStore {
         Ok(Derived { through: to, tasks })
     }
 
+    /// Folds `tasks` again from their stored events (a spec that arrived
+    /// after their fold is read now) and writes their rows; returns the
+    /// tasks written, with their plan. A task not stored (rolled back, or
+    /// never indexed) gets no row.
+    pub async fn refold(
+        &self,
+        tasks: &[alloy::primitives::U256],
+        blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
+    ) -> Result<Vec<(String, String)>, DbError> {
+        let ids: BTreeSet<Vec<u8>> = tasks.iter().map(|t| super::codecs::id_bytes(*t)).collect();
+        let mut tx = self.pool.begin().await?;
+        let written = rebuild_tasks(
+            &mut tx,
+            self.backend,
+            &ids,
+            blobs.as_deref().map(|b| b as &dyn BlobStore),
+        )
+        .await?;
+        tx.commit().await?;
+        self.flag_cycles(&written).await?;
+        Ok(written)
+    }
+
     /// Flags every task on a parent cycle that one of `touched` lies on.
     /// Parents are caller-chosen and a task id is known before its creation,
     /// so a task can name itself, or two tasks each other, as parent; such a

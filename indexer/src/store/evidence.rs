@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use alloy::primitives::U256;
 use sqlx::Row;
 use tessera_db::DbError;
 pub use tessera_records::evidence::{
@@ -83,10 +84,13 @@ impl IndexStore {
     /// `agent`'s record weighed for `sponsor` (see the module docs), with
     /// the matched feedback on it taken into account ([`with_feedback`]).
     pub async fn evidence(&self, agent: &str, sponsor: Option<&str>) -> Result<Evidence, DbError> {
-        let feedback = match self.identity(agent).await? {
-            Some(id) => self.feedback(agent, id.agent_id.parse().unwrap_or_default()).await?,
-            None => Vec::new(),
-        };
+        let ids: Vec<U256> = self
+            .identities(agent)
+            .await?
+            .iter()
+            .filter_map(|i| i.agent_id.parse().ok())
+            .collect();
+        let feedback = self.feedback(agent, &ids).await?;
         self.evidence_with(agent, sponsor, &feedback).await
     }
 

@@ -1,7 +1,14 @@
 //! ERC-8004 identities and feedback, read from the stored events: the
-//! agent id an agent linked in the registry (`IdentityLinked`), and the
-//! reputation registry's feedback on that id, each matched against the
-//! escrow's settlements (see [`tessera_bindings::feedback`]). Only matched
+//! agent ids an agent linked in the registry (`IdentityLinked`, every one
+//! it ever linked: linking a fresh identity does not shed the feedback
+//! given to the old one), and the reputation registry's feedback on those
+//! ids, each matched against the escrow's settlements (see
+//! [`tessera_bindings::feedback`]). Anyone may give feedback on anyone and
+//! respond to it, so feedback is read in two windows: the feedback of the
+//! funders of the agent's tasks (the only feedback that can match), the
+//! newest [`PER_GIVER`] of each giver, and the newest [`MAX_FEEDBACK`] of
+//! anyone's; responses are not read. Junk from strangers then fills only
+//! the second window, never pushing matched feedback out. Only matched
 //! feedback counts: its hash is its proof's, its giver funded every task the
 //! proof names, each task settled as the proof says, in the transaction it
 //! names, with this agent as executor, and its value has the settlements'
@@ -10,7 +17,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use alloy::{primitives::U256, sol_types::SolEventInterface};
+use alloy::{
+    primitives::{Address, U256},
+    sol_types::SolEventInterface,
+};
 use serde::Serialize;
 use sqlx::Row;
 use tessera_bindings::{
@@ -25,8 +35,17 @@ use super::{
     codecs::{bytes_hex, id_bytes, stored_content},
 };
 
-/// Feedback events read per agent, the newest first.
+/// Feedback events read per agent from anyone, the newest first.
 pub const MAX_FEEDBACK: i64 = 200;
+/// Feedback events read per funder of the agent's tasks, the newest first.
+pub const PER_GIVER: i64 = 50;
+/// Funders of an agent's tasks whose feedback is read (the newest first).
+pub const MAX_GIVERS: i64 = 1_000;
+/// Identities of an agent read (the newest links first).
+pub const MAX_IDENTITIES: i64 = 64;
+
+/// The columns a feedback read selects.
+const FEEDBACK_COLUMNS: &str = "block, log_index, tx_hash, raw";
 /// Feedback entries an agent view lists.
 pub const LISTED_FEEDBACK: usize = 20;
 
@@ -54,6 +73,9 @@ pub struct IdentityView {
 /// One feedback on an agent, with whether it matches a settlement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FeedbackView {
+    /// The identity it was given to (decimal agent id): any the agent
+    /// ever linked.
+    pub agent_id: String,
     /// Who gave it.
     pub client: String,
     /// Its index among that giver's feedback on the agent.
@@ -96,7 +118,8 @@ pub struct FeedbackSummary {
     pub matched: u64,
     /// The mean value of the matched, when any.
     pub average: Option<f64>,
-    /// The newest [`LISTED_FEEDBACK`], newest first.
+    /// [`LISTED_FEEDBACK`] of it: the matched first, then the rest, each
+    /// newest first.
     pub latest: Vec<FeedbackView>,
 }
 
@@ -135,27 +158,111 @@ impl IndexStore {
         }))
     }
 
-    /// The feedback on `agent` (linked as `agent_id`), each matched
-    /// against the settlements, newest first (at most [`MAX_FEEDBACK`]).
+    /// Every ERC-8004 identity `agent` linked, the newest link first, each
+    /// once (at most [`MAX_IDENTITIES`]).
+    pub async fn identities(&self, agent: &str) -> Result<Vec<IdentityView>, DbError> {
+        let rows = sqlx::query(&format!(
+            "SELECT block, log_index, tx_hash, raw FROM ix_events WHERE agent = $1 AND kind = 'IdentityLinked' \
+             ORDER BY block DESC, log_index DESC LIMIT {}",
+            MAX_IDENTITIES * 4
+        ))
+        .bind(agent)
+        .fetch_all(&self.api)
+        .await?;
+        let mut out: Vec<IdentityView> = Vec::new();
+        for row in &rows {
+            let log = stored_content(row)?;
+            let Ok(AgentRegistryEvents::IdentityLinked(e)) =
+                AgentRegistryEvents::decode_log(&log.inner).map(|d| d.data)
+            else {
+                continue;
+            };
+            let agent_id = e.agentId.to_string();
+            if out.iter().any(|i| i.agent_id == agent_id) {
+                continue;
+            }
+            out.push(IdentityView { agent_id, linked_block: row.try_get("block")?, tx: tx_of(row)? });
+            if out.len() as i64 >= MAX_IDENTITIES {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The feedback on `agent` (linked as each of `agent_ids`), each
+    /// matched against the settlements, newest first: the newest
+    /// [`PER_GIVER`] of each funder of its tasks, and the newest
+    /// [`MAX_FEEDBACK`] of anyone's (see the module docs).
     pub async fn feedback(
         &self,
         agent: &str,
-        agent_id: U256,
+        agent_ids: &[U256],
     ) -> Result<Vec<FeedbackView>, DbError> {
-        let rows = sqlx::query(&format!(
-            "SELECT block, log_index, tx_hash, raw FROM ix_events WHERE agent = $1 \
+        if agent_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let subjects: Vec<String> = agent_ids.iter().map(|id| feedback_subject(*id)).collect();
+        let marks = |from: usize, n: usize| {
+            (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+        };
+        let in_subjects = marks(1, subjects.len());
+        let anyone = format!(
+            "SELECT {FEEDBACK_COLUMNS} FROM ix_events WHERE agent IN ({in_subjects}) \
+             AND kind IN ('NewFeedback', 'FeedbackRevoked') \
              ORDER BY block DESC, log_index DESC LIMIT {MAX_FEEDBACK}"
+        );
+        let mut query = sqlx::query(&anyone);
+        for s in &subjects {
+            query = query.bind(s.as_str());
+        }
+        let mut rows = query.fetch_all(&self.api).await?;
+        // The funders of the agent's tasks, as the giver column has them.
+        let funders: Vec<Vec<u8>> = sqlx::query(&format!(
+            "SELECT funder, MAX(created_block) AS last FROM ix_tasks WHERE executor = $1 \
+             GROUP BY funder ORDER BY last DESC LIMIT {MAX_GIVERS}"
         ))
-        .bind(feedback_subject(agent_id))
+        .bind(agent)
         .fetch_all(&self.api)
-        .await?;
-        let mut revoked: BTreeSet<(String, u64)> = BTreeSet::new();
+        .await?
+        .iter()
+        .filter_map(|r| r.try_get::<String, _>("funder").ok()?.parse::<Address>().ok())
+        .map(|a| a.to_vec())
+        .collect();
+        for chunk in funders.chunks(super::INSERT_CHUNK) {
+            let sql = format!(
+                "SELECT {FEEDBACK_COLUMNS} FROM (SELECT {FEEDBACK_COLUMNS}, ROW_NUMBER() OVER \
+                 (PARTITION BY giver ORDER BY block DESC, log_index DESC) AS n FROM ix_events \
+                 WHERE agent IN ({in_subjects}) AND giver IN ({})) w WHERE n <= {PER_GIVER}",
+                marks(subjects.len() + 1, chunk.len())
+            );
+            let mut query = sqlx::query(&sql);
+            for s in &subjects {
+                query = query.bind(s.as_str());
+            }
+            for g in chunk {
+                query = query.bind(g.clone());
+            }
+            rows.extend(query.fetch_all(&self.api).await?);
+        }
+        // Both windows, each event once, the newest first.
+        let mut keyed = Vec::with_capacity(rows.len());
+        for row in rows {
+            keyed.push(((row.try_get::<i64, _>("block")?, row.try_get::<i64, _>("log_index")?), row));
+        }
+        keyed.sort_by(|a, b| b.0.cmp(&a.0));
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        let rows: Vec<sqlx::any::AnyRow> = keyed.into_iter().map(|(_, r)| r).collect();
+        let mut revoked: BTreeSet<(U256, String, u64)> = BTreeSet::new();
         let mut given = Vec::new();
         for row in &rows {
             let log = stored_content(row)?;
             match ReputationRegistryEvents::decode_log(&log.inner).map(|d| d.data) {
                 Ok(ReputationRegistryEvents::FeedbackRevoked(e)) => {
-                    revoked.insert((e.clientAddress.to_string().to_lowercase(), e.feedbackIndex));
+                    revoked.insert((
+                        e.agentId,
+                        e.clientAddress.to_string().to_lowercase(),
+                        e.feedbackIndex,
+                    ));
                 }
                 Ok(ReputationRegistryEvents::NewFeedback(e)) => {
                     given.push((row.try_get::<i64, _>("block")?, tx_of(row)?, e));
@@ -183,7 +290,8 @@ impl IndexStore {
                 why = Some("the same giver gave this proof before".to_owned());
             }
             out.push(FeedbackView {
-                revoked: revoked.contains(&(client.to_lowercase(), e.feedbackIndex)),
+                revoked: revoked.contains(&(e.agentId, client.to_lowercase(), e.feedbackIndex)),
+                agent_id: e.agentId.to_string(),
                 client,
                 index: e.feedbackIndex,
                 value: e.value.to_string(),
@@ -290,18 +398,19 @@ impl IndexStore {
         Ok(out)
     }
 
-    /// `agent`'s feedback in brief: every feedback on its linked identity,
-    /// the matched ones counted.
+    /// `agent`'s feedback in brief: the feedback on every identity it ever
+    /// linked, the matched ones counted; the identity is the newest link.
     /// Also every feedback read, for [`IndexStore::evidence_with`].
     pub async fn feedback_summary(
         &self,
         agent: &str,
     ) -> Result<(Option<IdentityView>, FeedbackSummary, Vec<FeedbackView>), DbError> {
-        let Some(identity) = self.identity(agent).await? else {
+        let identities = self.identities(agent).await?;
+        let Some(identity) = identities.first().cloned() else {
             return Ok((None, FeedbackSummary::default(), Vec::new()));
         };
-        let id: U256 = identity.agent_id.parse().unwrap_or_default();
-        let all = self.feedback(agent, id).await?;
+        let ids: Vec<U256> = identities.iter().filter_map(|i| i.agent_id.parse().ok()).collect();
+        let all = self.feedback(agent, &ids).await?;
         let counted: Vec<f64> = all
             .iter()
             .filter(|f| f.matched && !f.revoked)
@@ -315,7 +424,14 @@ impl IndexStore {
             matched: counted.len() as u64,
             average: (!counted.is_empty())
                 .then(|| counted.iter().sum::<f64>() / counted.len() as f64),
-            latest: all.iter().take(LISTED_FEEDBACK).cloned().collect(),
+            // Matched feedback first, so junk cannot push it off the page.
+            latest: all
+                .iter()
+                .filter(|f| f.matched)
+                .chain(all.iter().filter(|f| !f.matched))
+                .take(LISTED_FEEDBACK)
+                .cloned()
+                .collect(),
         };
         Ok((Some(identity), summary, all))
     }

@@ -25,6 +25,8 @@ pub(super) struct EventRow {
     kind: &'static str,
     task_id: Option<Vec<u8>>,
     agent: Option<String>,
+    /// A feedback's giver (its `clientAddress`), as 20 bytes.
+    giver: Option<Vec<u8>>,
     raw: Vec<u8>,
 }
 
@@ -42,6 +44,7 @@ impl EventRow {
             kind,
             task_id: task.map(id_bytes),
             agent,
+            giver: super::codecs::feedback_giver(log),
             raw: encode_raw(log),
         }
     }
@@ -59,6 +62,7 @@ static EVENT_COLUMNS: Columns<EventRow> = Columns {
         ("kind", |e| Ok(Param::Text(e.kind.to_owned()))),
         ("task_id", |e| Ok(Param::OptBytes(e.task_id.clone()))),
         ("agent", |e| Ok(Param::OptText(e.agent.clone()))),
+        ("giver", |e| Ok(Param::OptBytes(e.giver.clone()))),
         ("raw", |e| Ok(Param::Bytes(e.raw.clone()))),
     ],
 };
