@@ -149,13 +149,14 @@ impl Indexer {
         blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
         cfg: IndexerConfig,
     ) -> Self {
+        let chain_id = deployment.chain_id;
         Self {
             range: cfg.initial_range.max(1),
             limit: LogRange::new(cfg.max_range, 1, cfg.max_range),
             provider,
             deployment,
             store,
-            sources: blobs.clone().map(BlobSources::new),
+            sources: blobs.clone().map(|b| BlobSources::new(b).on_chain(chain_id)),
             blobs,
             cfg,
             updates: broadcast::channel(1024).0,
@@ -168,7 +169,7 @@ impl Indexer {
     #[must_use]
     pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
         self.blobs = Some(Arc::clone(sources.local()));
-        self.sources = Some(sources);
+        self.sources = Some(sources.on_chain(self.deployment.chain_id));
         self
     }
 

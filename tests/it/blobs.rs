@@ -83,6 +83,7 @@ impl Home {
     /// Reads through hints and `gateways`, publishes with this home's URL.
     fn sources(&self, gateways: Vec<BlobUrl>) -> BlobSources {
         BlobSources::new(self.store.clone())
+            .on_chain(tessera_bindings::envelope::LOCAL_CHAIN_ID)
             .with_gateways(gateways)
             .with_public_url(Some(self.url.clone()))
     }

@@ -125,6 +125,7 @@ impl Orchestrator {
         config: RunnerConfig,
     ) -> Arc<Self> {
         chain.set_confirmations(config.confirmations);
+        let sources = sources.on_chain(chain.deployment().chain_id);
         Arc::new(Self {
             store,
             chain,

@@ -132,6 +132,7 @@ impl Worker {
         deployment: Deployment,
         blobs: Arc<dyn BlobStore + Send + Sync>,
     ) -> Self {
+        let chain_id = deployment.chain_id;
         Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             scan: LogScan::new(deployment.deploy_block),
@@ -140,7 +141,9 @@ impl Worker {
             me,
             card,
             deployment,
-            sources: BlobSources::new(blobs),
+            // On a local chain hints may name loopback and private
+            // addresses; elsewhere they reach public ones only.
+            sources: BlobSources::new(blobs).on_chain(chain_id),
             delivered: BTreeMap::new(),
             delegations: BTreeMap::new(),
             unadopted: Vec::new(),
@@ -165,9 +168,11 @@ impl Worker {
 
     /// Reads and keeps blobs through `sources` (its local store replaces
     /// the one given to [`Worker::new`]): gateways, whether hints are
-    /// followed, the public URL results are published with.
+    /// followed (and may reach private addresses: yes on a local chain
+    /// unless `sources` said otherwise), the public URL results are
+    /// published with.
     pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
-        self.sources = sources;
+        self.sources = sources.on_chain(self.deployment.chain_id);
         self
     }
 
