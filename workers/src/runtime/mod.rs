@@ -45,6 +45,7 @@ use tessera_bindings::{
 mod decline;
 pub mod delegation;
 mod error;
+pub mod fetching;
 mod fresh;
 mod handled;
 pub mod identity;
@@ -108,6 +109,8 @@ pub struct Worker {
     /// Tasks whose creation this pass took from a fresh log batch: not
     /// delivered unless a delivery log says so.
     born: BTreeSet<U256>,
+    /// Tasks waiting for a blob fetched off the pass.
+    fetches: fetching::Fetches,
 }
 
 impl std::fmt::Debug for Worker {
@@ -156,6 +159,7 @@ impl Worker {
             awaiting: BTreeMap::new(),
             deliveries: BTreeMap::new(),
             born: BTreeSet::new(),
+            fetches: fetching::Fetches::default(),
         }
     }
 
@@ -220,12 +224,20 @@ impl Worker {
             self.head = follow.head();
             let pass =
                 self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
-            // A pass is due on each head and on each log pushed.
+            // A pass is due on each head, on each log pushed and when a
+            // blob fetched off the pass arrives.
             let feed = self.feed.as_ref();
+            let fetched = std::sync::Arc::clone(&self.fetches.wake);
             let pushed = async {
-                match feed {
-                    Some(f) => f.logs.arrived().await,
-                    None => std::future::pending().await,
+                let arrived = async {
+                    match feed {
+                        Some(f) => f.logs.arrived().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = arrived => {}
+                    () = fetched.notified() => {}
                 }
             };
             if !follow.next_or(pass, shutdown.as_mut(), pushed).await {
