@@ -176,17 +176,21 @@ async fn a_spec_hint_redirecting_to_loopback_is_declined_with_a_category_only_re
     assert_eq!(rec.status(), Status::Declined);
 }
 
-/// A loopback server that accepts connections and never answers.
-async fn tarpit() -> String {
+/// A loopback server that accepts connections and never answers: its
+/// base URL and the connections it accepted.
+async fn tarpit() -> (String, Arc<Mutex<usize>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/blobs", listener.local_addr().unwrap());
+    let accepted = Arc::new(Mutex::new(0));
+    let count = Arc::clone(&accepted);
     tokio::spawn(async move {
         let mut held = Vec::new();
         while let Ok((socket, _)) = listener.accept().await {
+            *count.lock().unwrap() += 1;
             held.push(socket);
         }
     });
-    base
+    (base, accepted)
 }
 
 /// How long the worker takes to deliver `id`, from now.
@@ -234,7 +238,7 @@ async fn a_funders_tarpit_hints_do_not_delay_another_funders_task() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let honest_store = Arc::new(MemoryBlobStore::new());
     let honest = serve_blobs(Arc::clone(&honest_store), Arc::new(Mutex::new(0))).await;
-    let trap = tarpit().await;
+    let (trap, trapped) = tarpit().await;
 
     let mut w = worker(&env);
     w.ensure_registered().await.unwrap();
@@ -265,17 +269,9 @@ async fn a_funders_tarpit_hints_do_not_delay_another_funders_task() {
         let params = trapper.params(me, 300_000, spec).await.unwrap();
         traps.push(trapper.create_with_permit(params).await.unwrap().id);
     }
+    // Picked up: the worker is asking the tarpit.
     let started = Instant::now();
-    loop {
-        let fetching = seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|h| matches!(h, Handled::Fetching { task } if traps.contains(task)))
-            .count();
-        if fetching == traps.len() {
-            break;
-        }
+    while *trapped.lock().unwrap() == 0 {
         assert!(started.elapsed() < Duration::from_secs(60), "tarpit tasks not picked up");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -217,7 +217,8 @@ impl Fetches {
                 }
                 Err(e) if e.is_transient() => {
                     job.failures += 1;
-                    let pause = BACKOFF.saturating_mul(1 << job.failures.min(8)).min(MAX_BACKOFF);
+                    let pause =
+                        BACKOFF.saturating_mul(1 << (job.failures - 1).min(8)).min(MAX_BACKOFF);
                     tracing::info!(task = %id, failures = job.failures, "a blob the task needs is out of reach for now; trying again later");
                     job.retry_at = Some(Instant::now() + pause);
                     job.last = Some(e);
