@@ -250,6 +250,7 @@ impl Arbiter {
             }
         }
         let next_block = store.cursor(level).await?.unwrap_or(deployment.deploy_block);
+        let chain_id = deployment.chain_id;
         Ok(Self {
             provider,
             me,
@@ -258,7 +259,7 @@ impl Arbiter {
             escrow,
             store,
             judge,
-            sources: BlobSources::new(blobs),
+            sources: BlobSources::new(blobs).on_chain(chain_id),
             scan: LogScan::new(next_block),
             watch: BTreeSet::new(),
             deferred: Vec::new(),
@@ -271,7 +272,7 @@ impl Arbiter {
     /// as the hint.
     #[must_use]
     pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
-        self.sources = sources;
+        self.sources = sources.on_chain(self.deployment.chain_id);
         self
     }
 

@@ -151,15 +151,16 @@ impl Indexer {
         blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
         cfg: IndexerConfig,
     ) -> Self {
+        let chain_id = deployment.chain_id;
         Self {
             range: cfg.initial_range.max(1),
             limit: LogRange::new(cfg.max_range, 1, cfg.max_range),
             provider,
             deployment,
             store,
-            specs: blobs
-                .clone()
-                .map(|b| SpecQueue::new(BlobSources::new(b), SpecQueueConfig::default())),
+            specs: blobs.clone().map(|b| {
+                SpecQueue::new(BlobSources::new(b).on_chain(chain_id), SpecQueueConfig::default())
+            }),
             blobs,
             cfg,
             updates: broadcast::channel(1024).0,
@@ -172,6 +173,7 @@ impl Indexer {
     #[must_use]
     pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
         self.blobs = Some(Arc::clone(sources.local()));
+        let sources = sources.on_chain(self.deployment.chain_id);
         self.specs = Some(SpecQueue::new(sources, SpecQueueConfig::default()));
         self
     }
@@ -181,10 +183,10 @@ impl Indexer {
     #[must_use]
     pub fn with_spec_queue(mut self, cfg: SpecQueueConfig) -> Self {
         if let Some(blobs) = &self.blobs {
-            let sources = self
-                .specs
-                .take()
-                .map_or_else(|| BlobSources::new(Arc::clone(blobs)), |q| q.sources().clone());
+            let sources = self.specs.take().map_or_else(
+                || BlobSources::new(Arc::clone(blobs)).on_chain(self.deployment.chain_id),
+                |q| q.sources().clone(),
+            );
             self.specs = Some(SpecQueue::new(sources, cfg));
         }
         self

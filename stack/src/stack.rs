@@ -59,7 +59,10 @@ impl Home {
                 tracing::warn!(error = %e, "a home's blob gateway stopped");
             }
         });
-        let sources = BlobSources::new(store).with_public_url(Some(url.clone()));
+        // A home lives beside a local chain: hints on loopback are its own.
+        let sources = BlobSources::new(store)
+            .on_chain(tessera_bindings::envelope::LOCAL_CHAIN_ID)
+            .with_public_url(Some(url.clone()));
         Ok(Self { dir, sources, url, server })
     }
 

@@ -83,6 +83,7 @@ impl Home {
     /// Reads through hints and `gateways`, publishes with this home's URL.
     fn sources(&self, gateways: Vec<BlobUrl>) -> BlobSources {
         BlobSources::new(self.store.clone())
+            .on_chain(tessera_bindings::envelope::LOCAL_CHAIN_ID)
             .with_gateways(gateways)
             .with_public_url(Some(self.url.clone()))
     }
@@ -127,9 +128,19 @@ async fn a_worker_reads_a_remote_envelope_waits_out_an_outage_and_serves_its_res
     params.capability = tessera_bindings::capability::encode("translate").unwrap();
     let task = d.create_with_permit(params).await.unwrap();
 
-    // The sponsor's server is down: retried, then left for the next pass,
-    // not declined.
+    // The sponsor's server is down: fetched off the pass, retried, then
+    // tried again later, not declined.
     sponsor.down.store(true, Ordering::SeqCst);
+    let handled = worker.poll_once().await.unwrap();
+    assert!(
+        matches!(handled.as_slice(), [Handled::Fetching { task: t }] if *t == task.id),
+        "nothing declined while the envelope is out of reach: {handled:?}"
+    );
+    let waited = std::time::Instant::now();
+    while sponsor.hits.load(Ordering::SeqCst) < 3 {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(30), "three attempts");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let handled = worker.poll_once().await.unwrap();
     assert!(handled.is_empty(), "nothing declined while the envelope is out of reach: {handled:?}");
     assert_eq!(sponsor.hits.load(Ordering::SeqCst), 3, "three attempts");
@@ -137,7 +148,14 @@ async fn a_worker_reads_a_remote_envelope_waits_out_an_outage_and_serves_its_res
     assert_eq!(rec.status(), Status::Created);
 
     sponsor.down.store(false, Ordering::SeqCst);
-    let handled = worker.poll_once().await.unwrap();
+    let handled = loop {
+        let handled = worker.poll_once().await.unwrap();
+        if !handled.is_empty() {
+            break handled;
+        }
+        assert!(waited.elapsed() < std::time::Duration::from_secs(60), "never fetched again");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     let [Handled::Delivered { task: id, result_uri }] = handled.as_slice() else {
         panic!("{handled:?}")
     };

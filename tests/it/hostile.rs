@@ -159,7 +159,7 @@ async fn an_unreadable_result_under_auto_review_is_disputed_not_paid() {
         .find(|e| e["kind"] == "result_unreadable")
         .unwrap_or_else(|| panic!("no result_unreadable event: {events:#?}"));
     let reason = unreadable["reason"].as_str().unwrap();
-    assert_eq!(reason, "out of reach (its sources did not answer in time)");
+    assert_eq!(reason, "unavailable");
     let opened = events.iter().find(|e| e["kind"] == "subtask_disputed").expect("disputed");
     assert_eq!(opened["index"], 0);
 }

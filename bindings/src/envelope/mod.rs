@@ -26,25 +26,29 @@
 //!
 //! The module is split by job: [`model`] (the envelope and its parent),
 //! [`codec`] (URIs to and from envelopes, size limits), [`hint`] (the
-//! location hint and base URLs), [`blob`] (content-addressed storage) and
-//! [`sources`] (fetching blobs over HTTP).
+//! location hint and base URLs), [`blob`] (content-addressed storage),
+//! [`sources`] (fetching blobs over HTTP), [`fetch`] (its bounds and
+//! failures) and [`guard`] (the addresses a hint may lead to).
 
 mod blob;
 mod codec;
+mod fetch;
+pub mod guard;
 mod hint;
 mod model;
 mod sources;
 
 pub use blob::{BlobError, BlobHash, BlobStore, FsBlobStore, MemoryBlobStore};
 pub use codec::{DEFAULT_INLINE_LIMIT, EnvelopeCodec, HARD_MAX_BYTES, percent_data_uri, uri_hash};
+pub use fetch::{FetchCategory, FetchError, FetchLimits};
+pub use guard::{AddressRefused, LOCAL_CHAIN_ID, is_local_chain};
 pub use hint::{BlobRef, BlobUrl, HintError, MAX_HINT_BYTES};
 pub use model::{
     Envelope, Input, MAX_GROUP_LABEL_BYTES, MAX_PATH_BYTES, MAX_PATH_SEGMENTS, Parent, Upstream,
     path_segments, readable,
 };
 pub use sources::{
-    BLOB_FETCH_BUCKETS, BLOB_FETCH_SECONDS, BLOB_FETCHES, BlobSources, FetchError, FetchLimits,
-    METRICS as BLOB_METRICS,
+    BLOB_FETCH_BUCKETS, BLOB_FETCH_SECONDS, BLOB_FETCHES, BlobSources, METRICS as BLOB_METRICS,
 };
 
 /// Why an envelope could not be encoded or decoded.

@@ -14,6 +14,13 @@
 //! source. A failure says whether trying again later may help
 //! ([`FetchError`]).
 //!
+//! A hint is a stranger's: unless private hints are allowed (on a local
+//! chain, [`BlobSources::on_chain`], or by the operator,
+//! [`BlobSources::allow_private_hints`]), the hint and every redirect from
+//! it may reach public addresses only ([`super::guard`]); a hint that
+//! leads elsewhere is a [`FetchError::RefusedAddress`]. The operator's own
+//! gateways are trusted as they are.
+//!
 //! Fetches are counted through the `metrics` facade:
 //! `tessera_blob_fetches_total{source, outcome}` (`source` = `local`,
 //! `hint` or `gateway`; `outcome` = `hit`, `not_found`, `error` or
@@ -31,7 +38,8 @@ use tessera_metrics::{Kind, Metric};
 
 use super::{
     BlobError, BlobHash, BlobRef, BlobStore, BlobUrl, Envelope, EnvelopeCodec, EnvelopeError,
-    HARD_MAX_BYTES,
+    FetchError, FetchLimits, HARD_MAX_BYTES,
+    guard::{self, Trusted},
 };
 
 /// Blob fetches, by source and outcome.
@@ -49,7 +57,7 @@ pub const METRICS: &[Metric] = &[
         name: BLOB_FETCHES,
         kind: Kind::Counter,
         labels: &["source", "outcome"],
-        help: "Content-addressed blobs looked for, one per source consulted: source=local (this party's store), hint (the URI's ?src= location) or gateway (a configured --blob-gateway); outcome=hit, not_found, error (transient after retries, or a redirect loop or other 4xx) or refused (bytes that do not hash right, or over the size limit).",
+        help: "Content-addressed blobs looked for, one per source consulted: source=local (this party's store), hint (the URI's ?src= location) or gateway (a configured --blob-gateway); outcome=hit, not_found, error (transient after retries, or a redirect loop or other 4xx), refused (bytes that do not hash right, or over the size limit) or blocked (a hint, or a redirect from it, to a loopback, private, link-local or metadata address).",
         buckets: &[],
     },
     Metric {
@@ -60,88 +68,6 @@ pub const METRICS: &[Metric] = &[
         buckets: BLOB_FETCH_BUCKETS,
     },
 ];
-
-/// How far a reader goes for one blob.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FetchLimits {
-    /// The largest body accepted, in bytes.
-    pub max_bytes: usize,
-    /// The most one request may take, body included.
-    pub timeout: Duration,
-    /// The most connecting may take.
-    pub connect_timeout: Duration,
-    /// Redirects followed per request.
-    pub redirects: usize,
-    /// Requests per source (the first and its retries).
-    pub attempts: u32,
-    /// The wait before the first retry; doubled for each next one.
-    pub backoff: Duration,
-    /// The longest `Retry-After` honoured (a longer one waits this long).
-    pub max_retry_after: Duration,
-    /// The most time spent on one source, retries and waits included.
-    pub source_budget: Duration,
-}
-
-impl Default for FetchLimits {
-    fn default() -> Self {
-        Self {
-            max_bytes: HARD_MAX_BYTES,
-            timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(3),
-            redirects: 3,
-            attempts: 3,
-            backoff: Duration::from_millis(250),
-            max_retry_after: Duration::from_secs(2),
-            source_budget: Duration::from_secs(15),
-        }
-    }
-}
-
-/// Why a blob could not be read, and whether trying later may help.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    /// Every source answered that it does not have the blob (or was not
-    /// reachable for good: a redirect loop, a 4xx). Trying later is unlikely
-    /// to help.
-    #[error("no source has blob sha256:{hash} ({tried})")]
-    NotFound {
-        /// The blob.
-        hash: BlobHash,
-        /// What each source answered.
-        tried: String,
-    },
-    /// A source failed in a way that may pass (a 5xx or 429 after retries,
-    /// a timeout, a refused connection, the local store's disk): try later.
-    #[error("blob sha256:{hash} is unavailable for now ({tried})")]
-    Unavailable {
-        /// The blob.
-        hash: BlobHash,
-        /// What each source answered.
-        tried: String,
-    },
-    /// The URI is malformed, or the only answers were bytes that do not
-    /// hash to it, are too large, or are not what was asked for (an
-    /// envelope that is not one).
-    #[error("refused {at}: {reason}")]
-    Refused {
-        /// Where: `the URI`, a source's URL, `the local store`.
-        at: String,
-        /// Why.
-        #[source]
-        reason: EnvelopeError,
-    },
-}
-
-impl FetchError {
-    /// Whether trying again later may help ([`FetchError::Unavailable`]).
-    pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unavailable { .. })
-    }
-
-    fn refused(at: impl Into<String>, reason: EnvelopeError) -> Self {
-        Self::Refused { at: at.into(), reason }
-    }
-}
 
 /// Where blobs are read from (the local store, URI hints, gateways) and
 /// how this party publishes its own (its public base URL); see the module
@@ -154,7 +80,18 @@ pub struct BlobSources {
     public: Option<BlobUrl>,
     limits: FetchLimits,
     codec: EnvelopeCodec,
+    /// Asks the gateways (and hints, where private ones are allowed).
     client: reqwest::Client,
+    /// Asks hints where private ones are refused: public addresses only,
+    /// redirects included.
+    guarded: reqwest::Client,
+    /// The operator's word on private hints, if given.
+    private_hints: Option<bool>,
+    /// Whether the chain read is a local one (private hints allowed unless
+    /// the operator said otherwise).
+    local_chain: bool,
+    /// Hosts the operator trusts in hints, private or not.
+    trusted: Trusted,
 }
 
 impl std::fmt::Debug for BlobSources {
@@ -162,6 +99,8 @@ impl std::fmt::Debug for BlobSources {
         f.debug_struct("BlobSources")
             .field("gateways", &self.gateways)
             .field("follow_hints", &self.follow_hints)
+            .field("private_hints", &self.allows_private_hints())
+            .field("trusted", &self.trusted)
             .field("public", &self.public)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
@@ -199,6 +138,8 @@ enum Answer {
     Transient(String),
     /// It answered bytes that are refused.
     Refused(EnvelopeError),
+    /// It (or a redirect from it) is an address this reader does not reach.
+    Blocked(guard::AddressRefused),
 }
 
 impl Answer {
@@ -208,6 +149,7 @@ impl Answer {
             Self::Missing { absent: true, .. } => "not_found",
             Self::Missing { .. } | Self::Transient(_) => "error",
             Self::Refused(_) => "refused",
+            Self::Blocked(_) => "blocked",
         }
     }
 }
@@ -218,6 +160,7 @@ enum Attempt {
     Missing { why: String, absent: bool },
     TooLarge(u64),
     Retry { why: String, after: Option<Duration> },
+    Blocked(guard::AddressRefused),
 }
 
 impl From<Arc<dyn BlobStore + Send + Sync>> for BlobSources {
@@ -232,15 +175,53 @@ impl BlobSources {
     /// without a hint; [`FetchLimits::default`].
     pub fn new(local: Arc<dyn BlobStore + Send + Sync>) -> Self {
         let limits = FetchLimits::default();
+        let trusted = Trusted::default();
         Self {
             client: client(&limits),
+            guarded: guarded_client(&limits, &trusted),
             local,
             gateways: Vec::new(),
             follow_hints: true,
             public: None,
             codec: EnvelopeCodec::default(),
             limits,
+            private_hints: None,
+            local_chain: false,
+            trusted,
         }
+    }
+
+    /// Whether hints (and their redirects) may lead to loopback, private,
+    /// link-local and metadata addresses: the operator's explicit word,
+    /// which [`Self::on_chain`] does not override. Refused by default.
+    #[must_use]
+    pub fn allow_private_hints(mut self, allow: bool) -> Self {
+        self.private_hints = Some(allow);
+        self
+    }
+
+    /// Reads for the chain `chain_id`: on a local one
+    /// ([`guard::is_local_chain`]) private hints are allowed, unless
+    /// [`Self::allow_private_hints`] said otherwise.
+    #[must_use]
+    pub fn on_chain(mut self, chain_id: u64) -> Self {
+        self.local_chain = guard::is_local_chain(chain_id);
+        self
+    }
+
+    /// Hosts trusted in hints whatever their address (`host` or
+    /// `host:port`): the operator's partners on a private network.
+    #[must_use]
+    pub fn trust_hint_hosts(mut self, hosts: Vec<String>) -> Self {
+        self.trusted = Trusted::new(hosts);
+        self.guarded = guarded_client(&self.limits, &self.trusted);
+        self
+    }
+
+    /// Whether hints may lead to private addresses (see
+    /// [`Self::allow_private_hints`], [`Self::on_chain`]).
+    pub fn allows_private_hints(&self) -> bool {
+        self.private_hints.unwrap_or(self.local_chain)
     }
 
     /// Asks `gateways`, in order, after the local store and the hint.
@@ -270,6 +251,7 @@ impl BlobSources {
     #[must_use]
     pub fn with_limits(mut self, limits: FetchLimits) -> Self {
         self.client = client(&limits);
+        self.guarded = guarded_client(&limits, &self.trusted);
         self.codec.max_bytes = limits.max_bytes.min(HARD_MAX_BYTES);
         self.limits = limits;
         self
@@ -355,6 +337,7 @@ impl BlobSources {
         let mut tried = Vec::new();
         let mut transient = false;
         let mut refused: Option<FetchError> = None;
+        let mut blocked = false;
         match self.local_get(hash).await {
             Ok(Some(bytes)) => {
                 count(Source::Local, "hit");
@@ -384,7 +367,9 @@ impl BlobSources {
         if self.follow_hints
             && let Some(hint) = &blob.hint
         {
-            remotes.push((Source::Hint, hint));
+            // A hint naming one of the gateways is that gateway: trusted.
+            let source = if self.gateways.contains(hint) { Source::Gateway } else { Source::Hint };
+            remotes.push((source, hint));
         }
         for gateway in &self.gateways {
             if !remotes.iter().any(|(_, url)| *url == gateway) {
@@ -394,7 +379,8 @@ impl BlobSources {
         for (source, base) in remotes {
             let url = base.blob(&hash);
             let started = Instant::now();
-            let answer = self.remote_get(&url, hash).await;
+            let guarded = source == Source::Hint && !self.allows_private_hints();
+            let answer = self.remote_get(&url, hash, guarded).await;
             metrics::histogram!(BLOB_FETCH_SECONDS, "source" => source.label())
                 .record(started.elapsed().as_secs_f64());
             count(source, answer.outcome());
@@ -413,6 +399,11 @@ impl BlobSources {
                     tried.push(format!("{url}: refused"));
                     refused.get_or_insert(FetchError::refused(url, reason));
                 }
+                Answer::Blocked(refusal) => {
+                    tracing::warn!(%hash, host = %refusal.host, "blob hint leads to a refused address");
+                    blocked = true;
+                    tried.push(format!("{url}: {refusal}"));
+                }
             }
         }
         let tried = tried.join("; ");
@@ -420,6 +411,8 @@ impl BlobSources {
             Err(FetchError::Unavailable { hash, tried })
         } else if let Some(refused) = refused {
             Err(refused)
+        } else if blocked {
+            Err(FetchError::RefusedAddress { hash, tried })
         } else {
             Err(FetchError::NotFound { hash, tried })
         }
@@ -454,14 +447,23 @@ impl BlobSources {
     }
 
     /// One source, with its retries, within its time budget.
-    async fn remote_get(&self, url: &str, hash: BlobHash) -> Answer {
+    /// A `guarded` source is a stranger's hint: public addresses only.
+    async fn remote_get(&self, url: &str, hash: BlobHash, guarded: bool) -> Answer {
         let limits = &self.limits;
+        if guarded {
+            let checked =
+                reqwest::Url::parse(url).map_err(|_| guard::AddressRefused { host: String::new() });
+            if let Err(refusal) = checked.and_then(|u| guard::check_url(&u, &self.trusted)) {
+                return Answer::Blocked(refusal);
+            }
+        }
+        let client = if guarded { &self.guarded } else { &self.client };
         let started = Instant::now();
         let mut wait = limits.backoff;
         for attempt in 1..=limits.attempts.max(1) {
             let left = limits.source_budget.saturating_sub(started.elapsed());
             let timeout = limits.timeout.min(left);
-            match self.get_once(url, timeout).await {
+            match self.get_once(client, url, timeout).await {
                 Attempt::Body(bytes) => {
                     let actual = BlobHash::of(&bytes);
                     return if actual == hash {
@@ -471,6 +473,7 @@ impl BlobSources {
                     };
                 }
                 Attempt::Missing { why, absent } => return Answer::Missing { why, absent },
+                Attempt::Blocked(refusal) => return Answer::Blocked(refusal),
                 Attempt::TooLarge(len) => {
                     let len = usize::try_from(len).unwrap_or(usize::MAX);
                     return Answer::Refused(EnvelopeError::TooLarge { len, max: limits.max_bytes });
@@ -491,10 +494,11 @@ impl BlobSources {
     }
 
     /// One request: the body, up to the size cap, or what went wrong.
-    async fn get_once(&self, url: &str, timeout: Duration) -> Attempt {
+    async fn get_once(&self, client: &reqwest::Client, url: &str, timeout: Duration) -> Attempt {
         let max = self.limits.max_bytes;
-        let resp = match self.client.get(url).timeout(timeout).send().await {
+        let resp = match client.get(url).timeout(timeout).send().await {
             Ok(resp) => resp,
+            Err(e) if let Some(refusal) = guard::refusal(&e) => return Attempt::Blocked(refusal),
             Err(e) if e.is_redirect() => {
                 return Attempt::Missing { why: "too many redirects".into(), absent: false };
             }
@@ -548,6 +552,21 @@ fn client(limits: &FetchLimits) -> reqwest::Client {
         .user_agent(concat!("tessera-blobs/", env!("CARGO_PKG_VERSION")))
         .build()
         .expect("an HTTP client with timeouts and a redirect policy builds")
+}
+
+/// The client for strangers' hints: only public addresses are resolved
+/// to, every redirect checked, no proxy (a proxy would reach what the
+/// resolver refuses).
+fn guarded_client(limits: &FetchLimits, trusted: &Trusted) -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(limits.connect_timeout)
+        .timeout(limits.timeout)
+        .redirect(guard::redirect_policy(limits.redirects, trusted.clone()))
+        .dns_resolver(guard::resolver(trusted.clone()))
+        .no_proxy()
+        .user_agent(concat!("tessera-blobs/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("an HTTP client with timeouts, a resolver and a redirect policy builds")
 }
 
 fn count(source: Source, outcome: &'static str) {

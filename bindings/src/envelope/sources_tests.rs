@@ -1,7 +1,12 @@
 //! [`BlobSources`] against a real HTTP server on loopback, one route per
 //! behaviour: `/good`, `/flaky` (503 twice), `/limited` (429 with
 //! `Retry-After` once), `/tampered`, `/big` (with or without a
-//! `Content-Length`), `/loop` (redirects to itself), `/gone` (404).
+//! `Content-Length`), `/loop` (redirects to itself), `/gone` (404), `/redirect` (302
+//! to the base set in `redirect_to`).
+//!
+//! The server is on loopback: the readers here allow private hints
+//! ([`BlobSources::allow_private_hints`]), but those that test the guard,
+//! which trust the fixture's own `host:port` and nothing else on loopback.
 
 use std::{
     collections::HashMap,
@@ -32,6 +37,8 @@ struct Server {
     hits: Mutex<HashMap<String, usize>>,
     /// Bytes `/big` produced.
     produced: Arc<AtomicUsize>,
+    /// Where `/redirect/<hex>` sends: `<base>/<hex>`.
+    redirect_to: Mutex<String>,
 }
 
 impl Server {
@@ -86,6 +93,10 @@ async fn serve(
             }
             resp
         }
+        ("redirect", _) => {
+            let to = format!("{}/{hex}", s.redirect_to.lock().unwrap());
+            (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+        }
         ("loop", _) => {
             (StatusCode::FOUND, [(header::LOCATION, format!("/loop/{hex}"))]).into_response()
         }
@@ -115,6 +126,10 @@ impl Fixture {
         hash
     }
 
+    fn port(&self) -> u16 {
+        self.base.rsplit_once(':').unwrap().1.parse().unwrap()
+    }
+
     fn url(&self, kind: &str) -> BlobUrl {
         BlobUrl::parse(&format!("{}/{kind}", self.base)).unwrap()
     }
@@ -130,7 +145,7 @@ fn fast() -> FetchLimits {
 
 fn reader() -> (Arc<MemoryBlobStore>, BlobSources) {
     let local = Arc::new(MemoryBlobStore::new());
-    let sources = BlobSources::new(local.clone()).with_limits(fast());
+    let sources = BlobSources::new(local.clone()).with_limits(fast()).allow_private_hints(true);
     (local, sources)
 }
 
@@ -346,7 +361,7 @@ async fn a_damaged_local_copy_is_fetched_again_and_repaired() {
     let local = Arc::new(crate::envelope::FsBlobStore::new(dir.path()));
     local.put(&json).unwrap();
     std::fs::write(local.path_of(&hash), b"damaged").unwrap();
-    let sources = BlobSources::new(local.clone()).with_limits(fast());
+    let sources = BlobSources::new(local.clone()).with_limits(fast()).allow_private_hints(true);
     assert_eq!(sources.fetch(&f.uri(hash, "good")).await.unwrap(), json);
     assert_eq!(std::fs::read(local.path_of(&hash)).unwrap(), json, "repaired");
     assert_eq!(f.server.hits("good"), 1);
@@ -371,4 +386,94 @@ fn writers_publish_with_their_hint() {
     assert_eq!(sources.encode(&env).unwrap(), uri);
     let plain = BlobSources::new(local);
     assert_eq!(plain.publish(&json).unwrap(), format!("sha256:{hash}"));
+}
+
+/// A reader as a stranger's hint finds it by default: private hints
+/// refused, nothing trusted.
+fn guarded() -> (Arc<MemoryBlobStore>, BlobSources) {
+    let local = Arc::new(MemoryBlobStore::new());
+    (local.clone(), BlobSources::new(local).with_limits(fast()))
+}
+
+#[tokio::test]
+async fn a_hint_at_a_private_address_is_refused_by_default_and_never_asked() {
+    let f = Fixture::start().await;
+    let json = big_json();
+    let hash = f.offer(&json);
+    let (local, sources) = guarded();
+    assert!(!sources.allows_private_hints());
+    let err = sources.fetch(&f.uri(hash, "good")).await.unwrap_err();
+    assert!(matches!(&err, FetchError::RefusedAddress { hash: h, .. } if *h == hash), "{err}");
+    assert!(!err.is_transient(), "waiting does not make a hint public");
+    assert_eq!(err.category(), crate::envelope::FetchCategory::RefusedAddress);
+    assert_eq!(f.server.hits("good"), 0, "no request made");
+    assert_eq!(local.get(&hash, HARD_MAX_BYTES).unwrap(), None);
+    // `localhost` and other spellings of loopback, and the metadata names.
+    for hint in [
+        format!("http://localhost:{}/good", f.port()),
+        format!("http://127.1:{}/good", f.port()),
+        format!("http://[::ffff:127.0.0.1]:{}/good", f.port()),
+        "http://169.254.169.254/latest".to_owned(),
+        "http://metadata.google.internal/v1".to_owned(),
+    ] {
+        let uri = BlobRef { hash, hint: Some(BlobUrl::parse(&hint).unwrap()) }.to_string();
+        let err = sources.fetch(&uri).await.unwrap_err();
+        assert!(matches!(err, FetchError::RefusedAddress { .. }), "{hint}: {err}");
+    }
+    assert_eq!(f.server.hits("good"), 0);
+    // A gateway the operator configured is trusted as it is.
+    let sources = sources.with_gateways(vec![f.url("good")]);
+    assert_eq!(sources.fetch(&f.uri(hash, "good")).await.unwrap(), json);
+    assert_eq!(f.server.hits("good"), 1, "asked once, as the gateway");
+}
+
+#[tokio::test]
+async fn a_redirect_to_a_private_address_is_refused() {
+    // The hint's host is one the operator trusts; what it redirects to is
+    // another loopback server (the "internal service"), which answers.
+    let hint = Fixture::start().await;
+    let internal = Fixture::start().await;
+    let json = big_json();
+    let hash = internal.offer(&json);
+    *hint.server.redirect_to.lock().unwrap() = format!("{}/good", internal.base);
+    let (_, sources) = guarded();
+    let sources = sources.trust_hint_hosts(vec![format!("127.0.0.1:{}", hint.port())]);
+    let err = sources.fetch(&hint.uri(hash, "redirect")).await.unwrap_err();
+    assert!(
+        matches!(&err, FetchError::RefusedAddress { tried, .. } if tried.contains("refused address")),
+        "{err}"
+    );
+    assert_eq!(hint.server.hits("redirect"), 1, "not retried");
+    assert_eq!(internal.server.hits("good"), 0, "the internal server is never asked");
+    // By name too: `localhost` on the same port is not the trusted host.
+    *hint.server.redirect_to.lock().unwrap() = format!("http://localhost:{}/good", internal.port());
+    let err = sources.fetch(&hint.uri(hash, "redirect")).await.unwrap_err();
+    assert!(matches!(err, FetchError::RefusedAddress { .. }), "{err}");
+    assert_eq!(internal.server.hits("good"), 0);
+
+    // Allowed (a local chain, or the operator's flag): followed.
+    let allowed = sources.clone().on_chain(crate::envelope::LOCAL_CHAIN_ID);
+    assert!(allowed.allows_private_hints());
+    *hint.server.redirect_to.lock().unwrap() = format!("{}/good", internal.base);
+    assert_eq!(allowed.fetch(&hint.uri(hash, "redirect")).await.unwrap(), json);
+    assert_eq!(internal.server.hits("good"), 1);
+    // The operator's word beats the chain's.
+    let (_, forced) = guarded();
+    let forced = forced.allow_private_hints(false).on_chain(crate::envelope::LOCAL_CHAIN_ID);
+    assert!(!forced.allows_private_hints());
+    let (_, flagged) = guarded();
+    assert!(flagged.allow_private_hints(true).on_chain(1).allows_private_hints());
+}
+
+#[tokio::test]
+async fn a_name_resolving_to_loopback_is_refused_by_the_resolver() {
+    // Past the URL check (called directly): the resolver itself refuses,
+    // and the refusal is recognised through the client's error.
+    let f = Fixture::start().await;
+    let hash = f.offer(&big_json());
+    let (_, sources) = guarded();
+    let url = format!("http://localhost:{}/good/{hash}", f.port());
+    let got = sources.get_once(&sources.guarded, &url, Duration::from_secs(5)).await;
+    assert!(matches!(got, Attempt::Blocked(r) if r.host == "localhost"));
+    assert_eq!(f.server.hits("good"), 0);
 }

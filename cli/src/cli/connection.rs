@@ -39,6 +39,17 @@ pub(crate) struct Connection {
     /// Never follow the ?src= location hint of a blob URI: read only the local store and the gateways.
     #[arg(long)]
     pub(crate) ignore_blob_hints: bool,
+    /// Let ?src= location hints, and redirects from them, reach loopback, private, link-local and metadata addresses (refused by default, except on a local chain, id 31337). A hint is written by a stranger: this lets strangers make this service ask its own network.
+    #[arg(long, env = "TESSERA_ALLOW_PRIVATE_HINTS")]
+    pub(crate) allow_private_hints: bool,
+    /// A host (or host:port) trusted in location hints whatever its address, such as a partner's blob server on a private network (repeatable; the env variable takes them comma-separated).
+    #[arg(
+        long = "trust-hint-host",
+        value_name = "HOST",
+        env = "TESSERA_TRUST_HINT_HOSTS",
+        value_delimiter = ','
+    )]
+    pub(crate) trust_hint_hosts: Vec<String>,
 }
 
 /// What an HTTP API keeps, whatever its clients do.
@@ -114,12 +125,20 @@ impl Connection {
     }
 
     /// The local blob store under `--blobs`, read first, then URI hints
-    /// (unless `--ignore-blob-hints`) and the gateways.
+    /// (unless `--ignore-blob-hints`; to public addresses only unless
+    /// `--allow-private-hints` or the deployment's chain is a local one)
+    /// and the gateways.
     pub(crate) fn blob_sources(&self) -> tessera_bindings::envelope::BlobSources {
         let local = std::sync::Arc::new(tessera_bindings::envelope::FsBlobStore::new(&self.blobs));
-        tessera_bindings::envelope::BlobSources::new(local)
+        let sources = tessera_bindings::envelope::BlobSources::new(local)
             .with_gateways(self.blob_gateways.clone())
             .follow_hints(!self.ignore_blob_hints)
+            .trust_hint_hosts(self.trust_hint_hosts.clone());
+        let sources = match self.deployment() {
+            Ok(d) => sources.on_chain(d.chain_id),
+            Err(_) => sources,
+        };
+        if self.allow_private_hints { sources.allow_private_hints(true) } else { sources }
     }
 
     /// The websocket endpoint: given, or the RPC URL's ws:// twin.

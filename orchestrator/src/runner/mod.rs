@@ -147,6 +147,7 @@ impl Orchestrator {
         config: RunnerConfig,
     ) -> Arc<Self> {
         chain.set_confirmations(config.confirmations);
+        let sources = sources.on_chain(chain.deployment().chain_id);
         let local = sources.clone().follow_hints(false).with_gateways(Vec::new());
         let quick = sources.clone().with_limits(QUICK);
         Arc::new(Self {

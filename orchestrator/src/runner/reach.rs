@@ -41,45 +41,9 @@ pub const RETRY_AFTER: Duration = Duration::from_secs(5);
 /// Results remembered at most.
 pub const SLOTS: usize = 4096;
 
-/// Why a result cannot be read, in a few words that name no address,
-/// status or hash of the executor's source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unreadable {
-    /// No source has it.
-    NotFound,
-    /// A source answered bytes that are refused (wrong hash, too large,
-    /// a malformed URI).
-    Refused,
-    /// Its sources did not answer in time (still failing when the wait
-    /// ran out).
-    OutOfReach,
-}
-
-impl Unreadable {
-    /// The category as shown in events and dispute reasons.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotFound => "not found at any source",
-            Self::Refused => "refused (malformed, too large or not matching its hash)",
-            Self::OutOfReach => "out of reach (its sources did not answer in time)",
-        }
-    }
-
-    /// The category of a fetch failure.
-    pub fn of(e: &FetchError) -> Self {
-        match e {
-            FetchError::NotFound { .. } => Self::NotFound,
-            FetchError::Refused { .. } => Self::Refused,
-            FetchError::Unavailable { .. } => Self::OutOfReach,
-        }
-    }
-}
-
-impl std::fmt::Display for Unreadable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Why a result cannot be read: the category of its fetch failure, in a
+/// few words that name no address, status or hash of the executor's source.
+pub use tessera_bindings::envelope::FetchCategory as Unreadable;
 
 /// What a look knows of a result.
 #[derive(Debug)]
@@ -134,7 +98,7 @@ impl Reach {
                 return Read::Ready(bytes);
             }
             // A malformed URI or a local copy over the size limit.
-            Err(e @ FetchError::Refused { .. }) => return Read::Gone(Unreadable::of(&e)),
+            Err(e @ FetchError::Refused { .. }) => return Read::Gone(e.category()),
             // Not local (or the local store failing for now): see below.
             Err(_) => {}
         }
@@ -176,7 +140,7 @@ impl Reach {
                     tracing::warn!(%uri, error = %e, "a delivered result could not be fetched");
                     let state = State::Failed {
                         transient: e.is_transient(),
-                        why: Unreadable::of(&e),
+                        why: e.category(),
                         at: Instant::now(),
                     };
                     if let Some(slot) = slots.get_mut(&uri) {
@@ -301,7 +265,7 @@ mod tests {
         // A malformed URI is refused at once.
         assert!(matches!(
             reach.read(&local, &remote, "sha256:zz", exec).await,
-            Read::Gone(Unreadable::Refused)
+            Read::Gone(Unreadable::Malformed)
         ));
     }
 }

@@ -716,16 +716,13 @@ fn an_unreadable_result_is_disputed_under_auto_review_and_never_paid() {
         })
         .unwrap()
     };
-    let gone = BTreeMap::from([(0, Unreadable::OutOfReach)]);
+    let gone = BTreeMap::from([(0, Unreadable::Unavailable)]);
     let auto = plan(ReviewMode::Auto, deps);
     let actions = at(&auto, &gone);
     let [Action::Send { index: 0, call: Call::Dispute(reason) }] = actions.as_slice() else {
         panic!("{actions:?}")
     };
-    assert_eq!(
-        reason,
-        "the delivered result cannot be read: out of reach (its sources did not answer in time)"
-    );
+    assert_eq!(reason, "the delivered result cannot be read: unavailable");
     // Pending within the wait: neither paid nor disputed, nothing funded on it.
     assert_eq!(at(&auto, &BTreeMap::new()), []);
     // Under manual review the person decides: released only after a silent window.

@@ -226,7 +226,7 @@ impl Orchestrator {
             Read::Pending { last } => {
                 let waited = self.config.result_wait_for(u64::from(rec.task.reviewWindow));
                 if rec.status().is_terminal() && now > rec.task.updatedAt.to::<u64>() + waited {
-                    last.unwrap_or(Unreadable::OutOfReach)
+                    last.unwrap_or(Unreadable::Unavailable)
                 } else {
                     return Ok(None);
                 }
@@ -260,7 +260,7 @@ impl Orchestrator {
             Read::Pending { last } => {
                 let waited = self.config.result_wait_for(u64::from(rec.task.reviewWindow));
                 (now > rec.task.updatedAt.to::<u64>() + waited)
-                    .then(|| last.unwrap_or(Unreadable::OutOfReach))
+                    .then(|| last.unwrap_or(Unreadable::Unavailable))
             }
         }
     }
@@ -312,7 +312,7 @@ impl Orchestrator {
     async fn decline_reason(&self, uri: &str) -> Result<String, RunError> {
         let max = events::DECLINE_REASON_DOC_BYTES;
         let fetched = self.quick.fetch(uri).await;
-        let doc = fetched.map_err(|e| Unreadable::of(&e).to_string()).and_then(|bytes| {
+        let doc = fetched.map_err(|e| e.category().to_string()).and_then(|bytes| {
             if bytes.len() > max {
                 Err(format!("the reason is {} bytes, over the limit of {max}", bytes.len()))
             } else {

@@ -487,10 +487,9 @@ impl Worker {
         let delivered = match self.fetch_result(uri).await? {
             Ok(json) => json,
             Err(e) => {
-                return Ok(Err(format!(
-                    "the delegated {} result is unreadable: {e}",
-                    d.capability
-                )));
+                // A category only: nothing of what answered is published.
+                let what = format!("the delegated {} result", d.capability);
+                return Ok(Err(super::fetching::unreadable(&what, &e)));
             }
         };
         Ok(check_result(&d.capability, &d.spec, &delivered).map_err(|e| e.to_string()))
@@ -511,7 +510,7 @@ impl Worker {
         let delivered = match self.fetch_result(uri).await? {
             Ok(json) => json,
             Err(e) => {
-                let reason = format!("the delegated result is unreadable: {e}");
+                let reason = super::fetching::unreadable("the delegated result", &e);
                 return self.give_up(own, reason).await;
             }
         };

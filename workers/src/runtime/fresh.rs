@@ -18,8 +18,9 @@ impl Worker {
         let mut declines: Vec<(U256, String, String, Pending)> = Vec::new();
         for rec in created {
             let id = rec.id;
-            // Seen again while its delegated part is out: followed already.
-            if self.delegations.contains_key(&id) {
+            // Seen again while its delegated part is out, or its blob is
+            // fetched: followed already.
+            if self.delegations.contains_key(&id) || self.fetches.has(id) {
                 continue;
             }
             let done = match self.prepare(rec).await {
@@ -38,6 +39,7 @@ impl Worker {
                     Err(e) => Err(e),
                 },
                 Ok(Work::Wait { rec, upstream }) => Ok(Some(self.wait_for(*rec, upstream))),
+                Ok(Work::Fetch { rec, uri, what }) => Ok(Some(self.fetch_later(*rec, uri, what))),
                 Ok(Work::Delegate { rec, envelope, part, limit }) => {
                     self.delegate(*rec, *envelope, part, limit).await.map(Some)
                 }

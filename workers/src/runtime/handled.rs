@@ -45,6 +45,12 @@ pub enum Handled {
         /// The upstream tasks not delivered yet.
         upstream: Vec<U256>,
     },
+    /// Its envelope or an upstream's result is being fetched off the pass
+    /// (see [`super::fetching`]); nothing sent: worked on once it is here.
+    Fetching {
+        /// The task.
+        task: U256,
+    },
     /// Claimed payment after the review window.
     Released {
         /// The task.

@@ -45,6 +45,7 @@ use tessera_bindings::{
 mod decline;
 pub mod delegation;
 mod error;
+pub mod fetching;
 mod fresh;
 mod handled;
 pub mod identity;
@@ -108,6 +109,8 @@ pub struct Worker {
     /// Tasks whose creation this pass took from a fresh log batch: not
     /// delivered unless a delivery log says so.
     born: BTreeSet<U256>,
+    /// Tasks waiting for a blob fetched off the pass.
+    fetches: fetching::Fetches,
 }
 
 impl std::fmt::Debug for Worker {
@@ -132,6 +135,7 @@ impl Worker {
         deployment: Deployment,
         blobs: Arc<dyn BlobStore + Send + Sync>,
     ) -> Self {
+        let chain_id = deployment.chain_id;
         Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             scan: LogScan::new(deployment.deploy_block),
@@ -140,7 +144,9 @@ impl Worker {
             me,
             card,
             deployment,
-            sources: BlobSources::new(blobs),
+            // On a local chain hints may name loopback and private
+            // addresses; elsewhere they reach public ones only.
+            sources: BlobSources::new(blobs).on_chain(chain_id),
             delivered: BTreeMap::new(),
             delegations: BTreeMap::new(),
             unadopted: Vec::new(),
@@ -153,6 +159,7 @@ impl Worker {
             awaiting: BTreeMap::new(),
             deliveries: BTreeMap::new(),
             born: BTreeSet::new(),
+            fetches: fetching::Fetches::default(),
         }
     }
 
@@ -165,9 +172,11 @@ impl Worker {
 
     /// Reads and keeps blobs through `sources` (its local store replaces
     /// the one given to [`Worker::new`]): gateways, whether hints are
-    /// followed, the public URL results are published with.
+    /// followed (and may reach private addresses: yes on a local chain
+    /// unless `sources` said otherwise), the public URL results are
+    /// published with.
     pub fn with_blob_sources(mut self, sources: BlobSources) -> Self {
-        self.sources = sources;
+        self.sources = sources.on_chain(self.deployment.chain_id);
         self
     }
 
@@ -215,12 +224,20 @@ impl Worker {
             self.head = follow.head();
             let pass =
                 self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
-            // A pass is due on each head and on each log pushed.
+            // A pass is due on each head, on each log pushed and when a
+            // blob fetched off the pass arrives.
             let feed = self.feed.as_ref();
+            let fetched = std::sync::Arc::clone(&self.fetches.wake);
             let pushed = async {
-                match feed {
-                    Some(f) => f.logs.arrived().await,
-                    None => std::future::pending().await,
+                let arrived = async {
+                    match feed {
+                        Some(f) => f.logs.arrived().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = arrived => {}
+                    () = fetched.notified() => {}
                 }
             };
             if !follow.next_or(pass, shutdown.as_mut(), pushed).await {

@@ -18,7 +18,7 @@ use tessera_bindings::{
     task::{Status, TaskRecord, decode_log},
 };
 
-use super::{Handled, RuntimeError, Worker, delegation::ChildLog};
+use super::{Handled, RuntimeError, Worker, delegation::ChildLog, fetching::Outcome};
 
 /// A log subscription and the blocks it serves.
 pub(super) struct Feed {
@@ -208,7 +208,7 @@ impl Worker {
             // waited for.
             handled.extend(self.work_fresh(created).await);
             for id in ids {
-                if self.delegations.contains_key(&id) {
+                if self.delegations.contains_key(&id) || self.fetches.has(id) {
                     continue;
                 }
                 let rec = match self.escrow.fetch(id, self.deployment.deploy_block).await {
@@ -235,6 +235,7 @@ impl Worker {
                 }
             }
         }
+        handled.extend(self.fetched().await);
         let (followed, settled) = self.advance_delegations().await?;
         handled.extend(followed);
         if settled {
@@ -243,6 +244,35 @@ impl Worker {
         }
         handled.extend(self.release_due().await?);
         Ok(handled)
+    }
+
+    /// Starts the fetches the bounds allow, waits briefly for those just
+    /// started, then works on the tasks whose blob arrived and declines
+    /// those whose blob cannot be read (see [`super::fetching`]).
+    async fn fetched(&mut self) -> Vec<Handled> {
+        let started = self.fetches.launch(&self.sources);
+        self.fetches.grace(started).await;
+        let now = match self.head {
+            Some(h) => Some(h.timestamp),
+            None => self.chain_time().await.ok(),
+        };
+        let mut handled = Vec::new();
+        for outcome in self.fetches.collect(now) {
+            let (id, done) = match outcome {
+                Outcome::Ready(rec) => (rec.id, self.work(*rec).await),
+                Outcome::Unreadable(rec, reason) => (rec.id, self.decline(*rec, reason).await),
+            };
+            match done {
+                Ok(done) => handled.push(done),
+                Err(e) => {
+                    tracing::warn!(task = %id, error = %e, "working on the task failed; will retry");
+                    self.retry.insert(id);
+                }
+            }
+        }
+        // Fetches freed by those that ended start now, not next pass.
+        self.fetches.launch(&self.sources);
+        handled
     }
 
     /// Claims payment of delivered tasks whose review window has passed.

@@ -52,6 +52,13 @@ pub(super) enum Resolved {
     /// An upstream's delivery cannot be read here (not found, tampered
     /// with): declined on chain.
     Unreadable(String),
+    /// An upstream's delivery is not here: fetched off the pass first.
+    Fetch {
+        /// Its URI.
+        uri: String,
+        /// What it is, for a reason.
+        what: String,
+    },
 }
 
 impl Worker {
@@ -93,16 +100,18 @@ impl Worker {
             };
             // The URI is the escrow's (its log, or checked against the
             // task's stored hash); a content-addressed blob is checked
-            // against its hash as it is fetched.
+            // against its hash as it is fetched, off the pass.
+            let what = format!("upstream task {task}'s result");
+            if !super::fetching::is_local(&self.sources, &uri) {
+                return Ok(Resolved::Fetch { uri, what });
+            }
             let bytes = match self.sources.fetch(&uri).await {
                 Ok(bytes) => bytes,
                 Err(e) if e.is_transient() => {
                     return Err(RuntimeError::BlobUnavailable(Box::new(e)));
                 }
                 Err(e) => {
-                    return Ok(Resolved::Unreadable(format!(
-                        "upstream task {task}'s result is unreadable: {e}"
-                    )));
+                    return Ok(Resolved::Unreadable(super::fetching::unreadable(&what, &e)));
                 }
             };
             input.output = match serde_json::from_slice(&bytes) {
@@ -137,6 +146,7 @@ impl Worker {
     /// those waiting on it (it may have settled without a delivery).
     pub(super) fn note_settled(&mut self, id: U256) {
         self.awaiting.remove(&id);
+        self.fetches.forget(id);
         self.deliveries.remove(&id);
         self.born.remove(&id);
         self.wake_awaiting(id);

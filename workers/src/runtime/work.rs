@@ -10,7 +10,7 @@ use tessera_bindings::{
     task::{Status, TaskRecord},
 };
 
-use super::{Handled, RuntimeError, Worker, decline, upstream};
+use super::{Handled, RuntimeError, Worker, decline, fetching, upstream};
 use crate::{
     TaskInput,
     offline::{Composite, composite},
@@ -43,6 +43,13 @@ pub(super) enum Work {
         rec: Box<TaskRecord>,
         upstream: Vec<U256>,
     },
+    /// A blob it needs is not here: fetched off the pass, nothing sent
+    /// (see [`fetching`]).
+    Fetch {
+        rec: Box<TaskRecord>,
+        uri: String,
+        what: String,
+    },
 }
 
 impl Worker {
@@ -57,6 +64,7 @@ impl Worker {
                 self.delegate(*rec, *envelope, part, limit).await
             }
             Work::Wait { rec, upstream } => Ok(self.wait_for(*rec, upstream)),
+            Work::Fetch { rec, uri, what } => Ok(self.fetch_later(*rec, uri, what)),
             Work::Deliver { rec, result_uri } => {
                 let mut rec = *rec;
                 let id = rec.id;
@@ -83,13 +91,20 @@ impl Worker {
             tracing::warn!(task = %id, %reason, "cannot be done; declining");
             Ok(Work::Decline { rec: Box::new(rec), reason })
         };
-        // Fetched from wherever it is (its hint, the gateways) first; a
-        // source failing for now is no reason to decline: tried next pass.
+        // Fetched from wherever it is (its hint, the gateways) off the
+        // pass first (see [`fetching`]): a stranger's hint never holds up
+        // the other tasks.
+        if !fetching::is_local(&self.sources, &rec.spec_uri) {
+            let uri = rec.spec_uri.clone();
+            return Ok(Work::Fetch { rec: Box::new(rec), uri, what: "envelope".into() });
+        }
         let envelope = match self.sources.decode(&rec.spec_uri).await {
             Ok(e) => e,
+            // The local store's disk: tried next pass.
             Err(e) if e.is_transient() => return Err(RuntimeError::BlobUnavailable(Box::new(e))),
-            // Not found, tampered with or malformed: never readable here.
-            Err(e) => return decline(rec, format!("unreadable envelope: {e}")),
+            // Malformed, tampered with: never readable here. The reason
+            // names the category only.
+            Err(e) => return decline(rec, fetching::unreadable("envelope", &e)),
         };
         let offer = match &envelope.capability {
             Some(name) => self.card.capability(name),
@@ -136,6 +151,9 @@ impl Worker {
                 return Ok(Work::Leave(decline::leave(id, reason)));
             }
             upstream::Resolved::Unreadable(reason) => return decline(rec, reason),
+            upstream::Resolved::Fetch { uri, what } => {
+                return Ok(Work::Fetch { rec: Box::new(rec), uri, what });
+            }
         };
         // Part of the work is another agent's when the card delegates it.
         if let Some(part) = composite(&offer.name)
@@ -169,6 +187,17 @@ impl Worker {
         let result_uri = self.store_result(&output)?;
         tracing::info!(task = %id, capability = %offer.name, "work done");
         Ok(Work::Deliver { rec: Box::new(rec), result_uri })
+    }
+
+    /// Hands `rec` to the fetches off the pass until the blob at `uri` is
+    /// here; looked at again next pass when too many tasks wait already.
+    pub(super) fn fetch_later(&mut self, rec: TaskRecord, uri: String, what: String) -> Handled {
+        let task = rec.id;
+        if !self.fetches.want(rec, uri, what) {
+            tracing::warn!(%task, "too many tasks wait for blobs; looking again next pass");
+            self.retry.insert(task);
+        }
+        Handled::Fetching { task }
     }
 
     /// Publishes a result, content-addressed ones with this worker's hint.
