@@ -116,7 +116,7 @@ async fn demo_runs_a_lifecycle_and_stops_its_chain() {
     let declined = lines.iter().position(|l| l.contains("#1 subtask_declined")).expect("declined");
     assert!(
         lines[declined + 1].contains("declined on chain by")
-            && lines[declined + 1].contains("unreadable envelope"),
+            && lines[declined + 1].contains("envelope unreadable"),
         "{t}"
     );
     assert!(

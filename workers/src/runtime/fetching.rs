@@ -95,11 +95,14 @@ pub(super) enum Outcome {
     Unreadable(Box<TaskRecord>, String),
 }
 
+/// Fetches that ended, by task, not collected yet.
+type Finished = Arc<Mutex<Vec<(U256, Result<(), FetchError>)>>>;
+
 /// The tasks waiting for a blob, and their fetches.
 #[derive(Debug, Default)]
 pub(super) struct Fetches {
     jobs: BTreeMap<U256, Job>,
-    done: Arc<Mutex<Vec<(U256, Result<(), FetchError>)>>>,
+    done: Finished,
     /// Woken when a fetch ends.
     pub(super) wake: Arc<Notify>,
 }

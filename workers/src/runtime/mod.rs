@@ -3,7 +3,7 @@
 //! capability on the envelope and delivers the result (`deliver`: accept and
 //! complete in one call), and later claims
 //! payment of delivered work the client left unreviewed past its window. A
-//! task it cannot do (unreadable envelope, a capability not offered, a
+//! task it cannot do (an unreadable envelope, a capability not offered, a
 //! price not met, a failed run) is declined on chain with its reason
 //! (`decline`): the funder is refunded at once.
 //!

@@ -29,6 +29,9 @@ use tessera_bindings::{
 
 use super::{Handled, RuntimeError, Worker};
 
+/// Upstream deliveries kept in memory at most (see [`Worker::note_delivery`]).
+pub(super) const MAX_DELIVERIES: usize = 1024;
+
 /// A task waiting for its upstream deliveries.
 #[derive(Debug)]
 pub(super) struct Awaiting {
@@ -135,10 +138,19 @@ impl Worker {
     }
 
     /// A `TaskCompleted` log: task `id` delivered `uri`.
+    /// Kept only while a waiting task names it, and at most
+    /// [`MAX_DELIVERIES`] (the oldest task ids go first): any other is read
+    /// from the chain when a task asks for it.
     pub(super) fn note_delivery(&mut self, id: U256, uri: String) {
         self.born.remove(&id);
+        if !self.awaiting.values().any(|w| w.upstream.contains(&id)) {
+            return;
+        }
         self.wake_awaiting(id);
         self.deliveries.insert(id, uri);
+        while self.deliveries.len() > MAX_DELIVERIES {
+            self.deliveries.pop_first();
+        }
     }
 
     /// A `TaskSettled` or `TaskReassigned` log of task `id`: no longer
