@@ -49,6 +49,27 @@ use crate::{
 /// delegated child task delivers: the child is due this long before.
 pub const DELEGATION_MARGIN_SECS: u64 = 120;
 
+/// The longest a child task may run, seconds: a day, whatever the own
+/// task's deadline. With the child's review window (at most
+/// [`MAX_CHILD_REVIEW_SECS`]) and the escrow's dispute window, it bounds how
+/// long a child's price counts against the card's cap, so a client and a
+/// child in league cannot pin the cap for the year a deadline may run.
+pub const MAX_CHILD_SECS: u64 = 24 * 60 * 60;
+
+/// The longest review window a child task gets, seconds: an hour (the
+/// worker reviews a delivery at once; the window only matters while it is
+/// down).
+pub const MAX_CHILD_REVIEW_SECS: u32 = 60 * 60;
+
+/// The deadline and review window of the child of a task due at
+/// `own_deadline` with review window `own_review`, funded at chain time
+/// `now`; `None` when too close to the deadline to delegate.
+pub fn child_terms(own_deadline: u64, own_review: u32, now: u64) -> Option<(u64, u32)> {
+    let deadline =
+        own_deadline.saturating_sub(DELEGATION_MARGIN_SECS).min(now.saturating_add(MAX_CHILD_SECS));
+    (deadline > now + 60).then_some((deadline, own_review.min(MAX_CHILD_REVIEW_SECS)))
+}
+
 /// A task waiting on the child task this worker created for part of it.
 #[derive(Debug, Clone)]
 pub(super) struct Delegation {
@@ -172,10 +193,10 @@ impl Worker {
         };
         let now = self.chain_time().await?;
         let own_deadline = rec.task.deadline.to::<u64>();
-        let deadline = own_deadline.saturating_sub(DELEGATION_MARGIN_SECS);
-        if deadline <= now + 60 {
+        let Some((deadline, review_window)) = child_terms(own_deadline, rec.task.reviewWindow, now)
+        else {
             return self.decline(rec, "too close to its deadline to delegate".into()).await;
-        }
+        };
         let (outstanding, cap) =
             (self.delegated_outstanding(), self.card.delegated_outstanding_cap());
         if outstanding.saturating_add(price) > cap {
@@ -231,7 +252,7 @@ impl Worker {
             executor,
             amount: price,
             deadline: U40::from(deadline),
-            reviewWindow: rec.task.reviewWindow,
+            reviewWindow: review_window,
             specURI: spec_uri,
         };
         match self.escrow.create(self.me, params).await {
@@ -570,3 +591,7 @@ impl Worker {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "delegation_tests.rs"]
+mod tests;
