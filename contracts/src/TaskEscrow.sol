@@ -425,9 +425,8 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     {
         Task memory t = _load(taskId, task);
         if (msg.sender != t.executor) revert TaskEscrowUnauthorized(msg.sender);
-        if (t.status != Status.Created && t.status != Status.Accepted) {
-            revert TaskEscrowInvalidStatus(taskId, t.status);
-        }
+        // Created or Accepted only (a stored task is never None).
+        if (t.status > Status.Accepted) revert TaskEscrowInvalidStatus(taskId, t.status);
         // A task is given back only while it can still be done; past the deadline it expires.
         if (block.timestamp > t.deadline) revert TaskEscrowTooLate(t.deadline);
         _settle(taskId, t, 0, Settlement.Declined, _DECLINED_BY_EXECUTOR, reasonURI);

@@ -12,9 +12,10 @@ use tessera_bindings::{
     TaskEscrow::{self, TaskEscrowEvents},
     capability,
     envelope::{BlobStore, EnvelopeCodec, MemoryBlobStore},
-    task::{TaskRecord, decode_log},
+    task::{Status, TaskRecord, decode_log},
     usdc::Usdc,
 };
+use tessera_records::decline_is_late;
 
 /// A task row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,6 +85,11 @@ pub struct TaskRow {
     pub decline_reason: Option<String>,
     /// Why the decline's reason URI could not be read, when it could not.
     pub decline_error: Option<String>,
+    /// The executor declined late: past the deadline, or after accepting,
+    /// past [`tessera_records::DECLINE_GRACE_BPS`] of the time from its
+    /// acceptance to the deadline ([`decline_is_late`]). The record counts
+    /// the task as expired, not declined.
+    pub late_decline: bool,
 }
 
 /// Characters of a decline's reason a row keeps at most; the URI keeps all.
@@ -195,6 +201,7 @@ impl TaskFold {
             decline_reason_uri: None,
             decline_reason: None,
             decline_error: None,
+            late_decline: false,
         };
         let transition = TransitionRow {
             block,
@@ -227,6 +234,11 @@ impl TaskFold {
         let kind = escrow_kind(ev);
         let from = self.rec.status();
         let executor = self.rec.task.executor;
+        // Before the event: an Accepted task's `updatedAt` is its acceptance
+        // (by the current executor, also after a reassignment).
+        let accepted_at =
+            (self.rec.status() == Status::Accepted).then(|| self.rec.task.updatedAt.to::<u64>());
+        let deadline = self.rec.task.deadline.to::<u64>();
         let row = &mut self.row;
         match self.rec.apply(ev) {
             Ok(()) => {
@@ -247,6 +259,7 @@ impl TaskFold {
                         row.decline_reason_uri = Some(e.reasonURI.clone());
                         row.decline_reason = reason;
                         row.decline_error = error;
+                        row.late_decline = decline_is_late(accepted_at, deadline, e.at.to::<u64>());
                     }
                     TaskEscrowEvents::TaskSettled(e) => {
                         row.settled_at = Some(e.at.to::<u64>());

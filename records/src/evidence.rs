@@ -25,8 +25,9 @@
 //!   than what strangers report.
 //!
 //! Only settled tasks that speak for or against the agent count: paid or
-//! split (completed), refunded after a dispute or expired (failed).
-//! Cancels and declines say nothing about the work.
+//! split (completed), refunded after a dispute, expired, or declined late
+//! ([`crate::decline_is_late`]) (failed). Cancels and declines in time say
+//! nothing about the work.
 //!
 //! The weighing is pure: the indexer reads each funder's [`FunderRecord`]
 //! from its store and weighs them here.
@@ -48,7 +49,8 @@ pub struct FunderRecord {
     pub funder: String,
     /// Its tasks the agent completed (paid, or split after a dispute).
     pub completed: i64,
-    /// Its tasks the agent failed (refunded after a dispute, or expired).
+    /// Its tasks the agent failed (refunded after a dispute, expired, or
+    /// declined late).
     pub failed: i64,
     /// Of those, settled below [`EVIDENCE_FLOOR_UNITS`].
     pub below_floor: i64,

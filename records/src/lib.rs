@@ -28,6 +28,30 @@ pub const PRIOR_FAILURES: u64 = 1;
 pub const TARGET_SECS: u64 = 300;
 /// The lowest the latency factor goes (an agent infinitely slow).
 pub const LATENCY_FLOOR: f64 = 0.8;
+/// Share of the time from acceptance to the deadline, in basis points,
+/// within which an executor may give an accepted task back and have it
+/// count as a decline (nothing against it). Past it (the last 20%), the
+/// client could neither cancel nor reassign the task all that while, and
+/// little time is left to find another executor: the decline weighs as an
+/// expiry (see [`decline_is_late`]).
+pub const DECLINE_GRACE_BPS: u64 = 8_000;
+
+/// Whether a decline made at `declined_at` (chain time) weighs in the
+/// executor's record as an expiry rather than a decline: made past the
+/// task's `deadline` (the escrow refuses it now; an older escrow took it
+/// for a task nobody accepted), or made after acceptance at `accepted_at`
+/// later than [`DECLINE_GRACE_BPS`] of the time from acceptance to the
+/// deadline. A task nobody accepted (`accepted_at` `None`) may be declined
+/// up to its deadline: its client could cancel or reassign it all along.
+pub fn decline_is_late(accepted_at: Option<u64>, deadline: u64, declined_at: u64) -> bool {
+    if declined_at > deadline {
+        return true;
+    }
+    let Some(accepted) = accepted_at else { return false };
+    let span = u128::from(deadline.saturating_sub(accepted));
+    let grace = span * u128::from(DECLINE_GRACE_BPS) / 10_000;
+    u128::from(declined_at) > u128::from(accepted) + grace
+}
 
 /// What an agent's settled tasks show.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -36,7 +60,8 @@ pub struct AgentRecord {
     pub completed: u64,
     /// Refunded in full after a dispute: a dispute it lost.
     pub refunded: u64,
-    /// Not accepted, or not delivered, before the deadline.
+    /// Not accepted, or not delivered, before the deadline; or declined
+    /// late ([`decline_is_late`]).
     pub expired: u64,
     /// Median seconds from acceptance to delivery, when any was delivered.
     pub median_completion_secs: Option<u64>,
@@ -118,5 +143,31 @@ impl AgentRecords for HashMap<Address, AgentRecord> {
     fn record(&self, agent: Address, _sponsor: Address) -> RecordFuture<'_> {
         let record = self.get(&agent).copied().unwrap_or_default();
         Box::pin(async move { Ok(record) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decline_is_late_past_the_grace_share_or_the_deadline() {
+        // Accepted at 1000, deadline 2000: the grace runs to 1800.
+        let late = |at| decline_is_late(Some(1_000), 2_000, at);
+        assert!(!late(1_000), "at once");
+        assert!(!late(1_799));
+        assert!(!late(1_800), "the grace's last second");
+        assert!(late(1_801), "past the grace share");
+        assert!(late(2_000), "at the deadline");
+        assert!(late(2_001), "past the deadline");
+        // Nobody accepted it: any time up to the deadline is in time.
+        assert!(!decline_is_late(None, 2_000, 1_999));
+        assert!(!decline_is_late(None, 2_000, 2_000));
+        assert!(decline_is_late(None, 2_000, 2_001), "an expiry turned into a decline");
+        // A deadline at acceptance leaves no grace; no overflow at the ends.
+        assert!(!decline_is_late(Some(5), 5, 5));
+        assert!(decline_is_late(Some(5), 5, 6));
+        assert!(!decline_is_late(Some(0), u64::MAX, u64::MAX / 10 * 8));
+        assert!(decline_is_late(Some(0), u64::MAX, u64::MAX - 1));
     }
 }

@@ -12,12 +12,13 @@ use std::{
 
 use alloy::{network::EthereumWallet, primitives::U256};
 use serde_json::{Value, json};
+use tessera_anvil::deploy::DeployConfig;
 use tessera_bindings::{
-    client::{EscrowClient, connect},
+    client::{ClientError, EscrowClient, connect},
     envelope::FsBlobStore,
     task::Status,
 };
-use tessera_e2e::{NARROW_CARD, Stack};
+use tessera_e2e::{NARROW_CARD, Stack, TASK_AMOUNT, TestEnv};
 use tessera_orchestrator::{
     plan::Plan,
     runner::{Chain, RunnerConfig},
@@ -145,4 +146,53 @@ async fn a_sub_task_declined_on_chain_is_reassigned_at_once_and_the_plan_settles
     assert!(events.iter().all(|e| e["kind"] != "plan_paused"), "no person was needed");
     assert_eq!(view["declines"].as_array().map(Vec::len), Some(1), "{view:#}");
     assert_eq!(view["declines"][0]["reason"], reason);
+}
+
+/// Declining costs nothing only in time. An executor that accepts a task
+/// (so its client can neither cancel nor reassign it), holds it past 80% of
+/// the time to its deadline and then declines weighs in its record as if
+/// the task had expired; one that declines at once does not. Past the
+/// deadline the escrow refuses to decline a task nobody accepted, so its
+/// expiry cannot be turned into a decline.
+#[tokio::test]
+async fn a_late_decline_weighs_as_an_expiry_and_none_comes_past_the_deadline() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let agent = env.actors.agent(0);
+    let anyone = env.actors.sponsor.address();
+    let mut d = env.driver();
+    d.scenario("late declines");
+    let mut recs = Vec::new();
+    for _ in 0..3 {
+        // Due in a day.
+        let params = d.params(agent, TASK_AMOUNT, "data:,x".into()).await.unwrap();
+        recs.push(d.create_with_permit(params).await.unwrap());
+    }
+    // In time: accepted and given back at once.
+    d.escrow.accept(agent, &mut recs[0]).await.unwrap();
+    d.escrow.decline(agent, &mut recs[0], "").await.unwrap();
+    // Late: accepted, held 21 of its 24 hours, then given back.
+    d.escrow.accept(agent, &mut recs[1]).await.unwrap();
+    d.advance(21 * 3600).await.unwrap();
+    d.escrow.decline(agent, &mut recs[1], "").await.unwrap();
+    // Never accepted, past its deadline: the decline is refused, it expires.
+    d.advance(4 * 3600).await.unwrap();
+    let err = d.escrow.decline(agent, &mut recs[2], "").await.unwrap_err();
+    assert!(matches!(err, ClientError::Revert(_)), "{err}");
+    d.escrow.refund_expired(anyone, &mut recs[2]).await.unwrap();
+    assert_eq!(recs[2].status(), Status::Expired);
+
+    let (store, _dir) = tessera_e2e::synced_index(&env).await;
+    let late: Vec<bool> = {
+        let mut late = Vec::new();
+        for rec in &recs {
+            late.push(store.task(&rec.id.to_string()).await.unwrap().unwrap().task.late_decline);
+        }
+        late
+    };
+    assert_eq!(late, [false, true, false]);
+    let stats = store.agent(&agent.to_string()).await.unwrap().unwrap().stats;
+    assert_eq!((stats.declined, stats.expired), (1, 2), "the late decline counts as expired");
+    let record = tessera_indexer::store::records::record_of(&stats);
+    assert_eq!((record.completed, record.expired), (0, 2));
+    assert!(stats.evidence.failed > 0.0, "{:?}", stats.evidence);
 }

@@ -62,6 +62,7 @@ pub(super) static TASK_COLUMNS: Columns<TaskEntry> = Columns {
         ("decline_reason_uri", |(f, _)| Ok(Param::OptText(f.row().decline_reason_uri.clone()))),
         ("decline_reason", |(f, _)| Ok(Param::OptText(f.row().decline_reason.clone()))),
         ("decline_error", |(f, _)| Ok(Param::OptText(f.row().decline_error.clone()))),
+        ("late_decline", |(f, _)| Ok(Param::Int(i64::from(f.row().late_decline)))),
         ("history", |(_, t)| Ok(Param::Text(history_column(t)))),
     ],
 };

@@ -22,14 +22,25 @@ pub const MAX_FUNDERS: i64 = 1_000;
 /// Agents an agent's own funding is checked against, at most.
 const MAX_PAID: i64 = 10_000;
 
+/// The SQL condition on `ix_tasks` of a task its executor completed.
+const DONE: &str = "status IN ('Paid', 'Split')";
+/// The SQL condition of a task that expired on its executor: expired, or
+/// declined late ([`tessera_records::decline_is_late`]).
+pub(super) const EXPIRED: &str =
+    "(status = 'Expired' OR (status = 'Declined' AND late_decline = 1))";
+/// The SQL condition of a task its executor failed: a dispute lost, or
+/// [`EXPIRED`].
+const FAILED: &str =
+    "(status IN ('Refunded', 'Expired') OR (status = 'Declined' AND late_decline = 1))";
+
 impl IndexStore {
     /// What each funder's settled tasks with `agent` show, the heaviest
     /// first (at most [`MAX_FUNDERS`]), each marked when `agent` itself
     /// funded a task the funder executed.
     pub async fn funders(&self, agent: &str) -> Result<Vec<FunderRecord>, DbError> {
-        let units = |statuses: &str| {
+        let units = |cond: &str| {
             format!(
-                "CAST(COALESCE(SUM(CASE WHEN status IN ({statuses}) \
+                "CAST(COALESCE(SUM(CASE WHEN {cond} \
                    AND amount_units >= {EVIDENCE_FLOOR_UNITS} THEN \
                    (CASE WHEN amount_units > {EVIDENCE_CAP_UNITS} THEN {EVIDENCE_CAP_UNITS} \
                    ELSE amount_units END) ELSE 0 END), 0) AS BIGINT)"
@@ -38,18 +49,16 @@ impl IndexStore {
         let count = |cond: &str| {
             format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)")
         };
-        const DONE: &str = "'Paid', 'Split'";
-        const FAILED: &str = "'Refunded', 'Expired'";
         // Ordered outside the grouping: PostgreSQL orders by an output
         // column's name only when it stands alone.
         let sql = format!(
             "SELECT * FROM (SELECT funder, {} AS completed, {} AS failed, {} AS below_floor, \
                {} AS completed_units, {} AS failed_units \
-             FROM ix_tasks WHERE executor = $1 AND status IN ({DONE}, {FAILED}) \
+             FROM ix_tasks WHERE executor = $1 AND ({DONE} OR {FAILED}) \
              GROUP BY funder) per_funder \
              ORDER BY completed_units + failed_units DESC, funder LIMIT {MAX_FUNDERS}",
-            count(&format!("status IN ({DONE})")),
-            count(&format!("status IN ({FAILED})")),
+            count(DONE),
+            count(FAILED),
             count(&format!("amount_units < {EVIDENCE_FLOOR_UNITS}")),
             units(DONE),
             units(FAILED),
@@ -57,7 +66,7 @@ impl IndexStore {
         let rows = sqlx::query(&sql).bind(agent).fetch_all(&self.api).await?;
         let paid: BTreeSet<String> = sqlx::query(&format!(
             "SELECT DISTINCT executor FROM ix_tasks WHERE funder = $1 \
-             AND status IN ({DONE}) LIMIT {MAX_PAID}"
+             AND {DONE} LIMIT {MAX_PAID}"
         ))
         .bind(agent)
         .fetch_all(&self.api)

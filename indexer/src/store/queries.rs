@@ -11,7 +11,7 @@ use super::{
     IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskFilter,
     codecs::{amount_from_column, bytes_hex, history_entries, id_bytes},
     derivation::TASK_COLUMNS,
-    evidence::EVIDENCE_FLOOR_UNITS,
+    evidence::{EVIDENCE_FLOOR_UNITS, EXPIRED},
     rows::{AgentStats, AgentView, TaskDetail, TaskTransaction, TaskView, task_from_row},
 };
 use tessera_bindings::card::AgentCard;
@@ -140,8 +140,8 @@ impl IndexStore {
             count("status IN ('Paid', 'Split')"),
             count("disputed = 1"),
             count("status = 'Refunded'"),
-            count("status = 'Expired'"),
-            count("status = 'Declined'"),
+            count(EXPIRED),
+            count("status = 'Declined' AND late_decline = 0"),
             count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled', 'Declined')"),
         ))
         .bind(&address)

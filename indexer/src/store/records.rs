@@ -23,9 +23,12 @@ impl AgentRecords for IndexStore {
 /// The record the indexer's statistics give: completed (paid or split),
 /// disputes lost (refunded) and expired tasks, the median delivery time,
 /// and the same tasks weighed with no sponsor's own history.
-/// Declines are not counted, as cancels are not: an executor that says no
-/// at once costs the sponsor a block, not a deadline, and should not be
-/// taught to let a task expire instead.
+/// Declines in time are not counted, as cancels are not: an executor that
+/// says no at once costs the sponsor a block, not a deadline, and should
+/// not be taught to let a task expire instead. A late decline (past the
+/// deadline, or after acceptance past the grace share of the time to it:
+/// [`tessera_records::decline_is_late`]) held the task as an expiry would
+/// have, and is counted among the expired.
 pub fn record_of(stats: &AgentStats) -> AgentRecord {
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     AgentRecord {

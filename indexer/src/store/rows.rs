@@ -58,6 +58,7 @@ pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
         decline_reason_uri: r.try_get("decline_reason_uri")?,
         decline_reason: r.try_get("decline_reason")?,
         decline_error: r.try_get("decline_error")?,
+        late_decline: r.try_get::<i64, _>("late_decline")? == 1,
     })
 }
 
@@ -181,9 +182,11 @@ pub struct AgentStats {
     pub disputed: i64,
     /// Refunded in full after a dispute (a dispute the agent lost).
     pub refunded: i64,
-    /// Expired: not accepted, or not delivered, before the deadline.
+    /// Expired: not accepted, or not delivered, before the deadline; or
+    /// declined late ([`tessera_records::decline_is_late`]).
     pub expired: i64,
-    /// Declined by the agent before it delivered.
+    /// Declined by the agent before it delivered, in time (a late decline
+    /// counts as expired).
     pub declined: i64,
     /// Everything it was paid.
     pub earnings: Usdc,

@@ -574,3 +574,127 @@ async fn a_declined_task_keeps_its_reason_on_postgresql() {
     assert_eq!(store.backend(), tessera_db::Backend::Postgres);
     a_declined_task_keeps_its_reason(store).await;
 }
+
+/// Four tasks of one executor (1 USDC each, deadline 10,000, created and,
+/// for two, accepted at 1,000), declined at the given times: in time after
+/// acceptance (2,000), late after acceptance (9,000: past 80% of the time
+/// to the deadline), in time with nobody's acceptance (9,500), and past the
+/// deadline (10,500, as an escrow before the contract refused it took it).
+fn late_decline_logs(executor: Address) -> Vec<Log> {
+    use alloy::{
+        primitives::{aliases::U40, keccak256},
+        sol_types::SolEvent,
+    };
+    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+    let at = |data: alloy::primitives::LogData, block: u64, index: u64| Log {
+        inner: alloy::primitives::Log { address: Address::repeat_byte(1), data },
+        block_number: Some(block),
+        log_index: Some(index),
+        ..Log::default()
+    };
+    let mut logs = Vec::new();
+    for (i, (accepted, declined)) in
+        [(true, 2_000u64), (true, 9_000), (false, 9_500), (false, 10_500)].into_iter().enumerate()
+    {
+        let id = U256::from(30 + i);
+        let created = E::TaskCreated {
+            taskId: id,
+            planId: keccak256("late"),
+            parentId: U256::ZERO,
+            r#ref: keccak256([i as u8]),
+            capability: tessera_bindings::capability::encode("translate").unwrap(),
+            task: Task {
+                funder: Address::repeat_byte(2),
+                client: Address::repeat_byte(2),
+                executor,
+                amount: 1_000_000,
+                deadline: U40::from(10_000),
+                updatedAt: U40::from(1_000),
+                reviewWindow: 600,
+                disputeWindow: 600,
+                appealWindow: 0,
+                appealRulingWindow: 600,
+                executorShareBps: 0,
+                status: 1,
+                specHash: keccak256("data:,x"),
+                resultHash: B256::ZERO,
+            },
+            specURI: "data:,x".into(),
+        };
+        let block = 1 + 2 * i as u64;
+        logs.push(at(created.encode_log_data(), block, 0));
+        if accepted {
+            let ev = E::TaskAccepted { taskId: id, executor, at: U40::from(1_000) };
+            logs.push(at(ev.encode_log_data(), block, 1));
+        }
+        let at_ = U40::from(declined);
+        let ev = E::TaskDeclined { taskId: id, executor, reasonURI: String::new(), at: at_ };
+        logs.push(at(ev.encode_log_data(), block + 1, 0));
+        let settled = E::TaskSettled {
+            taskId: id,
+            status: 12,
+            settlement: 8,
+            executorAmount: 0,
+            funderAmount: 1_000_000,
+            at: at_,
+        };
+        logs.push(at(settled.encode_log_data(), block + 1, 1));
+    }
+    let registered = tessera_bindings::AgentRegistry::AgentRegistered {
+        agent: executor,
+        metadataURI: String::new(),
+    };
+    logs.push(at(registered.encode_log_data(), 1, 5));
+    logs
+}
+
+/// A late decline is marked on its task and weighs in the executor's
+/// record as an expiry (failed, with its units); a decline in time weighs
+/// nothing, as before.
+async fn late_declines_weigh_as_expiries(store: IndexStore) {
+    let executor = Address::repeat_byte(3);
+    let logs = late_decline_logs(executor);
+    store.apply(&Batch { from: 1, to: 8, logs, ..Batch::default() }).await.unwrap();
+    store.derive(None, 10).await.unwrap();
+    let mut late = Vec::new();
+    for id in 30..34 {
+        let task = store.task(&id.to_string()).await.unwrap().unwrap().task;
+        assert_eq!(task.status, "Declined");
+        late.push(task.late_decline);
+    }
+    assert_eq!(late, [false, true, false, true]);
+    let funders = store.funders(&executor.to_string()).await.unwrap();
+    let [row] = funders.as_slice() else { panic!("one funder: {funders:?}") };
+    assert_eq!((row.completed, row.failed), (0, 2), "the two late declines failed");
+    assert_eq!(row.failed_units, 2_000_000);
+    let view = store.agent(&executor.to_string()).await.unwrap().expect("registered");
+    assert_eq!((view.stats.expired, view.stats.declined), (2, 2), "late ones as expired");
+    let record = super::records::record_of(&view.stats);
+    assert_eq!((record.expired, record.settled()), (2, 2));
+    let evidence = store.evidence(&executor.to_string(), None).await.unwrap();
+    assert!(evidence.failed > 0.0 && evidence.completed == 0.0, "{evidence:?}");
+    let filter = TaskFilter { status: Some("Declined".into()), ..TaskFilter::default() };
+    let (page, _) = store.tasks(&filter).await.unwrap();
+    let json = serde_json::to_value(&page[1]).unwrap();
+    assert_eq!(
+        (json["task_id"].as_str(), json["late_decline"].as_bool()),
+        (Some("31"), Some(true))
+    );
+}
+
+#[tokio::test]
+async fn late_declines_weigh_as_expiries_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    late_declines_weigh_as_expiries(IndexStore::connect(&url).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn late_declines_weigh_as_expiries_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_late_declines").await
+    else {
+        return;
+    };
+    let store = IndexStore::connect(&url).await.unwrap();
+    late_declines_weigh_as_expiries(store).await;
+}

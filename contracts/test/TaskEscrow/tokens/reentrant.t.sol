@@ -268,7 +268,10 @@ contract ReentrantTokenTest is EscrowBase {
             (id, t) = _create();
             call = abi.encodeCall(ITaskEscrow.cancelTask, (id, t));
         } else {
-            (id, t) = _create(); // Created: declinable whatever the clock says
+            // Created, with a deadline past any review window this test waits out.
+            ITaskEscrow.CreateParams memory p = _params(_nextRef());
+            p.deadline = uint40(block.timestamp + HORIZON);
+            (id, t) = _create(p);
             caller = executor;
             call = abi.encodeCall(ITaskEscrow.declineTask, (id, t, "data:,no"));
         }
