@@ -237,3 +237,37 @@ async fn matched_feedback_survives_junk_and_a_fresh_identity() {
     assert_eq!((fb.matched, fb.average), (1, Some(100.0)), "read across identities");
     assert!(fb.latest.iter().any(|f| f.matched && f.agent_id == old_id.to_string()));
 }
+
+/// The summarizer's owner approves the sponsor as an operator of its
+/// identity, so the registry refuses the sponsor's feedback on it as
+/// self-feedback: the ledger records an approval game (not a plain
+/// refusal), and the summarizer's record counts it as a task failed.
+#[tokio::test]
+async fn an_approval_game_is_recorded_and_weighs_against_the_agent() {
+    use tessera_orchestrator::plan::Selection;
+    let stack = Stack::start().await;
+    let env = &stack.env;
+    let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
+    link_identity(env, translator).await;
+    link_identity(env, summarizer).await;
+    let identity =
+        IdentityRegistry::new(env.deployment.identity_registry.unwrap(), &env.provider);
+    let sponsor = env.actors.sponsor.address();
+    let approve = identity.setApprovalForAll(sponsor, true).from(summarizer);
+    assert!(approve.send().await.unwrap().get_receipt().await.unwrap().status());
+    let reliability = || async {
+        let ranked = stack.orch.ranking("summarize", Selection::Reliable).await.unwrap();
+        ranked.iter().find(|r| r.agent == summarizer).expect("ranked").reliability
+    };
+    let before = reliability().await;
+
+    let run = stack.run_plan(&two_steps("approval game", translator, summarizer)).await;
+    stack.wait_state(&run, "completed", 60).await;
+    let out = stack.orch.give_feedback(FeedbackMode::PerTask).await.unwrap();
+    assert_eq!((out.given, out.skipped), (1, 1), "{out:?}");
+    let rows = stack.orch.store().feedback_of(&run).await.unwrap();
+    let gamed: Vec<_> = rows.iter().filter(|r| r.3 == "approval-game").collect();
+    assert_eq!(gamed.len(), 1, "{rows:?}");
+    assert!(gamed[0].1.eq_ignore_ascii_case(&summarizer.to_string()), "{rows:?}");
+    assert!(reliability().await < before, "the game counts against the summarizer");
+}
