@@ -232,7 +232,10 @@ impl Orchestrator {
             // counted against the agent when it is next chosen.
             Err(e)
                 if e.revert().is_some_and(is_self_feedback)
-                    && !self.chain().controls_identity(agent_id, self.chain().sponsor()).await? =>
+                    && !self
+                        .chain()
+                        .controls_identity(agent_id, self.chain().sponsor())
+                        .await? =>
             {
                 let note = format!(
                     "approval game: the registry refused the sponsor's feedback as self-feedback, \
@@ -262,7 +265,9 @@ impl Orchestrator {
 
 /// Whether `revert` is the reputation registry refusing self-feedback.
 fn is_self_feedback(revert: &tessera_bindings::revert::ContractRevert) -> bool {
-    use tessera_bindings::{ReputationRegistry::ReputationRegistryErrors as R, revert::ContractRevert};
+    use tessera_bindings::{
+        ReputationRegistry::ReputationRegistryErrors as R, revert::ContractRevert,
+    };
     matches!(revert, ContractRevert::Reputation(R::ReputationRegistrySelfFeedback(_)))
 }
 

@@ -250,8 +250,7 @@ async fn an_approval_game_is_recorded_and_weighs_against_the_agent() {
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
     link_identity(env, translator).await;
     link_identity(env, summarizer).await;
-    let identity =
-        IdentityRegistry::new(env.deployment.identity_registry.unwrap(), &env.provider);
+    let identity = IdentityRegistry::new(env.deployment.identity_registry.unwrap(), &env.provider);
     let sponsor = env.actors.sponsor.address();
     let approve = identity.setApprovalForAll(sponsor, true).from(summarizer);
     assert!(approve.send().await.unwrap().get_receipt().await.unwrap().status());

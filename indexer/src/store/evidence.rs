@@ -84,12 +84,8 @@ impl IndexStore {
     /// `agent`'s record weighed for `sponsor` (see the module docs), with
     /// the matched feedback on it taken into account ([`with_feedback`]).
     pub async fn evidence(&self, agent: &str, sponsor: Option<&str>) -> Result<Evidence, DbError> {
-        let ids: Vec<U256> = self
-            .identities(agent)
-            .await?
-            .iter()
-            .filter_map(|i| i.agent_id.parse().ok())
-            .collect();
+        let ids: Vec<U256> =
+            self.identities(agent).await?.iter().filter_map(|i| i.agent_id.parse().ok()).collect();
         let feedback = self.feedback(agent, &ids).await?;
         self.evidence_with(agent, sponsor, &feedback).await
     }
@@ -167,6 +163,7 @@ mod tests {
         let proof = Proof::new(1, alloy::primitives::Address::ZERO, None, vec![task("1")]);
         let (uri, hash) = proof.encode();
         let view = |client: &str, value: &str, matched: bool| FeedbackView {
+            agent_id: "1".into(),
             client: client.into(),
             index: 1,
             value: value.into(),

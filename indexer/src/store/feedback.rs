@@ -181,7 +181,11 @@ impl IndexStore {
             if out.iter().any(|i| i.agent_id == agent_id) {
                 continue;
             }
-            out.push(IdentityView { agent_id, linked_block: row.try_get("block")?, tx: tx_of(row)? });
+            out.push(IdentityView {
+                agent_id,
+                linked_block: row.try_get("block")?,
+                tx: tx_of(row)?,
+            });
             if out.len() as i64 >= MAX_IDENTITIES {
                 break;
             }
@@ -247,9 +251,12 @@ impl IndexStore {
         // Both windows, each event once, the newest first.
         let mut keyed = Vec::with_capacity(rows.len());
         for row in rows {
-            keyed.push(((row.try_get::<i64, _>("block")?, row.try_get::<i64, _>("log_index")?), row));
+            keyed.push((
+                (row.try_get::<i64, _>("block")?, row.try_get::<i64, _>("log_index")?),
+                row,
+            ));
         }
-        keyed.sort_by(|a, b| b.0.cmp(&a.0));
+        keyed.sort_by_key(|k| std::cmp::Reverse(k.0));
         keyed.dedup_by(|a, b| a.0 == b.0);
         let rows: Vec<sqlx::any::AnyRow> = keyed.into_iter().map(|(_, r)| r).collect();
         let mut revoked: BTreeSet<(U256, String, u64)> = BTreeSet::new();
