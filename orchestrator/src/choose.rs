@@ -96,6 +96,21 @@ impl Orchestrator {
                 }
             }
         }
+        // A refusal of this sponsor's feedback by an approval game (see
+        // `crate::feedback`) weighs as a task failed: whatever the
+        // feedback would have said, the agent chose to shed it.
+        for offer in &mut candidates {
+            match self.store().approval_games(&offer.agent.to_string()).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    offer.record.refunded = offer.record.refunded.saturating_add(n);
+                    offer.record.weight.failed += n as f64;
+                }
+                Err(error) => {
+                    tracing::warn!(agent = %offer.agent, %error, "feedback ledger unreadable");
+                }
+            }
+        }
         Ok(candidates)
     }
 

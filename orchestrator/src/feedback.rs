@@ -168,6 +168,14 @@ impl Orchestrator {
         let tasks: Vec<(Address, SettledTask)> =
             settled.iter().filter_map(|s| settled_task(&s.body)).collect();
         let Some(executor) = tasks.first().map(|(e, _)| *e) else { return Ok(()) };
+        // The settlements it speaks of must be as deep as the runner's
+        // confirmations, so a reorganisation cannot leave it describing a
+        // settlement that was replaced; not yet: next pass.
+        let txs: Vec<B256> = tasks.iter().map(|(_, t)| t.tx).collect();
+        if !self.chain().deep(&txs, self.config().confirmations).await? {
+            tracing::debug!(run = %subject.run_id, subject = %subject.key, "settlement not deep enough for feedback yet");
+            return Ok(());
+        }
         let deployment = self.chain().deployment();
         let proof = Proof::new(
             deployment.chain_id,
@@ -218,6 +226,27 @@ impl Orchestrator {
             Ok(receipt) => receipt,
             // The registry refused it (its owner is the sponsor, say): said
             // once in the ledger, so it never holds up the feedback after it.
+            // Refused as self-feedback though the sponsor neither owns the
+            // identity nor is its wallet: the owner approved the sponsor as
+            // an operator to shed its feedback. Recorded as such, and
+            // counted against the agent when it is next chosen.
+            Err(e)
+                if e.revert().is_some_and(is_self_feedback)
+                    && !self
+                        .chain()
+                        .controls_identity(agent_id, self.chain().sponsor())
+                        .await? =>
+            {
+                let note = format!(
+                    "approval game: the registry refused the sponsor's feedback as self-feedback, \
+                     yet the sponsor neither owns ERC-8004 identity {agent_id} nor is its wallet \
+                     (its owner approved the sponsor as an operator); counted against {executor}"
+                );
+                tracing::warn!(run = %run_id, subject = %subject.key, %executor, %agent_id, "feedback refused by an approval game");
+                self.store().feedback_gamed(subject.key, &note).await?;
+                out.skipped += 1;
+                return Ok(());
+            }
             Err(e) if e.revert().is_some() || matches!(e, ClientError::Reverted(_)) => {
                 let note = e.to_string();
                 tracing::warn!(run = %run_id, subject = %subject.key, %executor, error = %note, "feedback refused by the registry");
@@ -232,6 +261,14 @@ impl Orchestrator {
         out.given += 1;
         Ok(())
     }
+}
+
+/// Whether `revert` is the reputation registry refusing self-feedback.
+fn is_self_feedback(revert: &tessera_bindings::revert::ContractRevert) -> bool {
+    use tessera_bindings::{
+        ReputationRegistry::ReputationRegistryErrors as R, revert::ContractRevert,
+    };
+    matches!(revert, ContractRevert::Reputation(R::ReputationRegistrySelfFeedback(_)))
 }
 
 /// Runs [`Orchestrator::give_feedback`] every `every` until `stop`; a

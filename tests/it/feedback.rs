@@ -237,3 +237,79 @@ async fn matched_feedback_survives_junk_and_a_fresh_identity() {
     assert_eq!((fb.matched, fb.average), (1, Some(100.0)), "read across identities");
     assert!(fb.latest.iter().any(|f| f.matched && f.agent_id == old_id.to_string()));
 }
+
+/// The summarizer's owner approves the sponsor as an operator of its
+/// identity, so the registry refuses the sponsor's feedback on it as
+/// self-feedback: the ledger records an approval game (not a plain
+/// refusal), and the summarizer's record counts it as a task failed.
+#[tokio::test]
+async fn an_approval_game_is_recorded_and_weighs_against_the_agent() {
+    use tessera_orchestrator::plan::Selection;
+    let stack = Stack::start().await;
+    let env = &stack.env;
+    let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
+    link_identity(env, translator).await;
+    link_identity(env, summarizer).await;
+    let identity = IdentityRegistry::new(env.deployment.identity_registry.unwrap(), &env.provider);
+    let sponsor = env.actors.sponsor.address();
+    let approve = identity.setApprovalForAll(sponsor, true).from(summarizer);
+    assert!(approve.send().await.unwrap().get_receipt().await.unwrap().status());
+    let reliability = || async {
+        let ranked = stack.orch.ranking("summarize", Selection::Reliable).await.unwrap();
+        ranked.iter().find(|r| r.agent == summarizer).expect("ranked").reliability
+    };
+    let before = reliability().await;
+
+    let run = stack.run_plan(&two_steps("approval game", translator, summarizer)).await;
+    stack.wait_state(&run, "completed", 60).await;
+    let out = stack.orch.give_feedback(FeedbackMode::PerTask).await.unwrap();
+    assert_eq!((out.given, out.skipped), (1, 1), "{out:?}");
+    let rows = stack.orch.store().feedback_of(&run).await.unwrap();
+    let gamed: Vec<_> = rows.iter().filter(|r| r.3 == "approval-game").collect();
+    assert_eq!(gamed.len(), 1, "{rows:?}");
+    assert!(gamed[0].1.eq_ignore_ascii_case(&summarizer.to_string()), "{rows:?}");
+    assert!(reliability().await < before, "the game counts against the summarizer");
+}
+
+/// With confirmations asked, per-task feedback waits until the settlement
+/// it names is that deep: a pass that runs as soon as the task settles
+/// gives nothing yet, and each feedback goes out in a block at least
+/// `confirmations` past its settlement's.
+#[tokio::test]
+async fn per_task_feedback_waits_for_the_settlements_confirmations() {
+    use alloy::{consensus::Transaction as _, providers::Provider as _, sol_types::SolCall as _};
+    const CONFIRMATIONS: u64 = 3;
+    let config = RunnerConfig { confirmations: CONFIRMATIONS, ..RunnerConfig::default() };
+    let stack = std::sync::Arc::new(Stack::start_on_timed_blocks_with(config, 1).await);
+    let env = &stack.env;
+    let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
+    link_identity(env, translator).await;
+    link_identity(env, summarizer).await;
+    let run = stack.run_plan(&two_steps("feedback deep", translator, summarizer)).await;
+    // Passes as often as can be, from before anything settles.
+    let passes = {
+        let stack = std::sync::Arc::clone(&stack);
+        tokio::spawn(async move {
+            loop {
+                let _ = stack.orch.give_feedback(FeedbackMode::PerTask).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    stack.wait_state(&run, "completed", 120).await;
+    let rows = given(&stack, &run, 2).await;
+    passes.abort();
+    for row in rows.iter().filter(|r| r.3 == "given") {
+        let tx = row.4.as_ref().unwrap().parse().unwrap();
+        let sent = env.provider.get_transaction_by_hash(tx).await.unwrap().unwrap();
+        let call = ReputationRegistry::giveFeedbackCall::abi_decode(sent.input()).unwrap();
+        let proof = Proof::decode(&call.feedbackURI, call.feedbackHash).unwrap();
+        let given_in = sent.block_number.unwrap();
+        let settled = env.provider.get_transaction_receipt(proof.tasks[0].tx).await.unwrap();
+        let settled_in = settled.unwrap().block_number.unwrap();
+        assert!(
+            given_in >= settled_in + CONFIRMATIONS,
+            "feedback in block {given_in} on a settlement of block {settled_in}"
+        );
+    }
+}

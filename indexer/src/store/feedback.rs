@@ -256,7 +256,7 @@ impl IndexStore {
                 row,
             ));
         }
-        keyed.sort_by(|a, b| b.0.cmp(&a.0));
+        keyed.sort_by_key(|k| std::cmp::Reverse(k.0));
         keyed.dedup_by(|a, b| a.0 == b.0);
         let rows: Vec<sqlx::any::AnyRow> = keyed.into_iter().map(|(_, r)| r).collect();
         let mut revoked: BTreeSet<(U256, String, u64)> = BTreeSet::new();

@@ -250,6 +250,40 @@ impl Chain {
         Ok(linked.linked.then_some(linked.agentId))
     }
 
+    /// Whether `who` owns ERC-8004 identity `agent_id` or is its wallet:
+    /// the registry's self-feedback refusal is then the rule, not a game.
+    pub(crate) async fn controls_identity(
+        &self,
+        agent_id: U256,
+        who: Address,
+    ) -> Result<bool, ClientError> {
+        let Some(registry) = self.deployment.identity_registry else { return Ok(false) };
+        let identity = tessera_bindings::IdentityRegistry::new(registry, &self.provider);
+        let owner = identity.ownerOf(agent_id).call().await.map_err(map_call)?;
+        let wallet = identity.getAgentWallet(agent_id).call().await.map_err(map_call)?;
+        Ok(owner == who || wallet == who)
+    }
+
+    /// Whether every transaction of `txs` is mined with `confirmations`
+    /// blocks on top of it (always, for 0); one not found (not mined yet,
+    /// or reorganised away) is not.
+    pub(crate) async fn deep(&self, txs: &[B256], confirmations: u64) -> Result<bool, ClientError> {
+        if confirmations == 0 {
+            return Ok(true);
+        }
+        let head = self.provider.get_block_number().await?;
+        for tx in txs {
+            let Some(receipt) = self.provider.get_transaction_receipt(*tx).await? else {
+                return Ok(false);
+            };
+            match receipt.block_number {
+                Some(block) if block + confirmations <= head => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
     /// Confirms transactions by the heads announced on `heads` from now on.
     pub(crate) fn follow(&self, heads: Option<HeadWatch>) {
         // Only the first follower counts; one runner follows one stream.

@@ -157,6 +157,36 @@ impl Store {
         Ok(())
     }
 
+    /// Records `subject` as refused by an approval game: the registry
+    /// refused the sponsor's feedback as self-feedback though the sponsor
+    /// neither owns the agent's identity nor is its wallet (its owner made
+    /// the sponsor an operator). Counted against the agent
+    /// ([`Store::approval_games`]).
+    pub async fn feedback_gamed(&self, subject: &str, note: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE feedback SET state = 'approval-game', note = $2, updated_at = $3 WHERE subject = $1",
+        )
+        .bind(subject)
+        .bind(note)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// How many of this sponsor's feedbacks `executor` (as stored: its
+    /// checksummed address) refused by an approval game.
+    pub async fn approval_games(&self, executor: &str) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query(
+            "SELECT COUNT(*) AS n FROM feedback WHERE executor = $1 AND state = 'approval-game'",
+        )
+        .bind(executor)
+        .fetch_one(&self.pool)
+        .await?
+        .try_get("n")?;
+        Ok(u64::try_from(n).unwrap_or_default())
+    }
+
     /// The feedback rows of `run_id`: `(subject, executor, value, state, tx hash)`.
     pub async fn feedback_of(
         &self,
