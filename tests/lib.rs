@@ -643,3 +643,22 @@ capabilities:
     price: 500000
 instructions: Summarize.
 ";
+
+/// A loopback server that accepts every connection and never answers (a
+/// tarpit), as a blob base URL, with the count of connections it took.
+pub async fn tarpit() -> (tessera_bindings::envelope::BlobUrl, Arc<std::sync::atomic::AtomicUsize>)
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a tarpit");
+    let base = format!("http://{}/blobs", listener.local_addr().expect("its address"));
+    let url = tessera_bindings::envelope::BlobUrl::parse(&base).expect("a blob base URL");
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    (url, accepted)
+}

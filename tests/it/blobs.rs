@@ -335,19 +335,6 @@ async fn the_indexer_fetches_a_remote_envelope_and_folds_its_task_again() {
     assert!(index_home.has(&spec_uri), "kept, so the indexer can serve it on");
 }
 
-/// A server that accepts connections and never answers (a tarpit).
-async fn tarpit() -> BlobUrl {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = BlobUrl::parse(&format!("http://{}/blobs", listener.local_addr().unwrap())).unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((conn, _)) = listener.accept().await {
-            held.push(conn);
-        }
-    });
-    url
-}
-
 /// A spec URI naming `bytes` by hash, hinted at `home`.
 fn hinted(bytes: &[u8], home: &BlobUrl) -> String {
     format!("sha256:{}?src={home}", tessera_bindings::envelope::BlobHash::of(bytes))
@@ -362,7 +349,7 @@ async fn a_tarpit_spec_does_not_hold_up_the_index() {
     use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
     let env = TestEnv::start(DeployConfig::default()).await;
     let (sponsor, index_home) = (Home::open().await, Home::open().await);
-    let trap = tarpit().await;
+    let (trap, _) = tessera_e2e::tarpit().await;
     let mut d = env.driver();
     d.scenario("tarpit beside honest tasks");
     let executor = env.actors.agent(1);

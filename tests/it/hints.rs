@@ -176,23 +176,6 @@ async fn a_spec_hint_redirecting_to_loopback_is_declined_with_a_category_only_re
     assert_eq!(rec.status(), Status::Declined);
 }
 
-/// A loopback server that accepts connections and never answers: its
-/// base URL and the connections it accepted.
-async fn tarpit() -> (String, Arc<Mutex<usize>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/blobs", listener.local_addr().unwrap());
-    let accepted = Arc::new(Mutex::new(0));
-    let count = Arc::clone(&accepted);
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            *count.lock().unwrap() += 1;
-            held.push(socket);
-        }
-    });
-    (base, accepted)
-}
-
 /// How long the worker takes to deliver `id`, from now.
 async fn delivered_in(seen: &Mutex<Vec<Handled>>, id: U256) -> Duration {
     let started = Instant::now();
@@ -238,7 +221,7 @@ async fn a_funders_tarpit_hints_do_not_delay_another_funders_task() {
     let env = TestEnv::start(DeployConfig::default()).await;
     let honest_store = Arc::new(MemoryBlobStore::new());
     let honest = serve_blobs(Arc::clone(&honest_store), Arc::new(Mutex::new(0))).await;
-    let (trap, trapped) = tarpit().await;
+    let (trap, trapped) = tessera_e2e::tarpit().await;
 
     let mut w = worker(&env);
     w.ensure_registered().await.unwrap();
@@ -265,13 +248,13 @@ async fn a_funders_tarpit_hints_do_not_delay_another_funders_task() {
     trapper.scenario("tarpit funder");
     let mut traps = Vec::new();
     for n in 0..4 {
-        let spec = hinted(big_spec(&MemoryBlobStore::new(), 100 + n), &trap);
+        let spec = hinted(big_spec(&MemoryBlobStore::new(), 100 + n), trap.as_str());
         let params = trapper.params(me, 300_000, spec).await.unwrap();
         traps.push(trapper.create_with_permit(params).await.unwrap().id);
     }
     // Picked up: the worker is asking the tarpit.
     let started = Instant::now();
-    while *trapped.lock().unwrap() == 0 {
+    while trapped.load(std::sync::atomic::Ordering::SeqCst) == 0 {
         assert!(started.elapsed() < Duration::from_secs(60), "tarpit tasks not picked up");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -23,19 +23,6 @@ fn dead_hint(label: &str) -> String {
     format!("sha256:{}?src=http://127.0.0.1:9/blobs", BlobHash::of(label.as_bytes()))
 }
 
-/// A server that accepts every connection and never answers: a tarpit.
-async fn tarpit() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
-    format!("http://{addr}/blobs")
-}
-
 /// A plan of a hostile step 0 (agent 4, no worker: the test delivers in its
 /// name) and honest steps after it.
 fn plan(label: &str, review: &str, steps: Value) -> Value {
@@ -191,7 +178,8 @@ async fn a_tarpit_result_does_not_slow_an_honest_sub_task_of_the_same_run() {
     // Beside a tarpit.
     let id = stack.run_plan(&plan("tarpit-beside", "auto", steps(&stack, 1))).await;
     stack.wait_phase(&id, 1, "created", 30).await;
-    let uri = format!("sha256:{}?src={}", BlobHash::of(b"tarpit"), tarpit().await);
+    let (trap, _) = tessera_e2e::tarpit().await;
+    let uri = format!("sha256:{}?src={trap}", BlobHash::of(b"tarpit"));
     deliver(&stack, &id, 0, &uri).await;
     let started = tokio::time::Instant::now();
     stack.add_worker(1).await;
