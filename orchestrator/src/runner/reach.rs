@@ -217,7 +217,8 @@ mod tests {
 
     fn sources() -> (BlobSources, BlobSources, Arc<MemoryBlobStore>) {
         let store = Arc::new(MemoryBlobStore::new());
-        let remote = BlobSources::new(store.clone());
+        // The test's servers are on loopback: hints there are allowed.
+        let remote = BlobSources::new(store.clone()).allow_private_hints(true);
         let local = remote.clone().follow_hints(false);
         (local, remote, store)
     }
