@@ -155,3 +155,28 @@ impl fmt::Display for FetchCategory {
         f.write_str(self.as_str())
     }
 }
+
+/// `Retry-After` in seconds (an HTTP date is not honoured: the backoff
+/// applies).
+pub(super) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let secs: u64 =
+        headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+/// A transport failure in a few words (its causes chained).
+pub(super) fn transport(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        "could not connect".into()
+    } else {
+        let mut msg = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            msg = format!("{msg}: {s}");
+            source = s.source();
+        }
+        msg
+    }
+}

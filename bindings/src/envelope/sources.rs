@@ -33,12 +33,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use reqwest::{StatusCode, header};
+use reqwest::StatusCode;
 use tessera_metrics::{Kind, Metric};
 
 use super::{
     BlobError, BlobHash, BlobRef, BlobStore, BlobUrl, Envelope, EnvelopeCodec, EnvelopeError,
     FetchError, FetchLimits, HARD_MAX_BYTES,
+    fetch::{retry_after, transport},
     guard::{self, Trusted},
 };
 
@@ -571,29 +572,6 @@ fn guarded_client(limits: &FetchLimits, trusted: &Trusted) -> reqwest::Client {
 
 fn count(source: Source, outcome: &'static str) {
     metrics::counter!(BLOB_FETCHES, "source" => source.label(), "outcome" => outcome).increment(1);
-}
-
-/// `Retry-After` in seconds (an HTTP date is not honoured: the backoff
-/// applies).
-fn retry_after(headers: &header::HeaderMap) -> Option<Duration> {
-    let secs: u64 = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
-    Some(Duration::from_secs(secs))
-}
-
-fn transport(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        "timed out".into()
-    } else if e.is_connect() {
-        "could not connect".into()
-    } else {
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            msg = format!("{msg}: {s}");
-            source = s.source();
-        }
-        msg
-    }
 }
 
 fn blocking_failed(e: &tokio::task::JoinError) -> EnvelopeError {
