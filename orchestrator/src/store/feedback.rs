@@ -146,15 +146,7 @@ impl Store {
 
     /// Closes `subject` as refused by the registry, with why.
     pub async fn feedback_refused(&self, subject: &str, note: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE feedback SET state = 'refused', note = $2, updated_at = $3 WHERE subject = $1",
-        )
-        .bind(subject)
-        .bind(note)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        self.close_feedback(subject, "refused", note).await
     }
 
     /// Records `subject` as refused by an approval game: the registry
@@ -163,10 +155,21 @@ impl Store {
     /// the sponsor an operator). Counted against the agent
     /// ([`Store::approval_games`]).
     pub async fn feedback_gamed(&self, subject: &str, note: &str) -> Result<(), StoreError> {
+        self.close_feedback(subject, "approval-game", note).await
+    }
+
+    /// Closes `subject` in `state` (a refusal), with `note` saying why.
+    async fn close_feedback(
+        &self,
+        subject: &str,
+        state: &str,
+        note: &str,
+    ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE feedback SET state = 'approval-game', note = $2, updated_at = $3 WHERE subject = $1",
+            "UPDATE feedback SET state = $2, note = $3, updated_at = $4 WHERE subject = $1",
         )
         .bind(subject)
+        .bind(state)
         .bind(note)
         .bind(now_ms())
         .execute(&self.pool)
