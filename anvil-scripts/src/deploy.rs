@@ -98,16 +98,14 @@ impl DemoAgent {
             capabilities: self
                 .offers
                 .iter()
-                .map(|&(name, price)| CapabilityOffer {
-                    name: name.to_owned(),
-                    price: Price::from_base_units(price),
-                })
+                .map(|&(name, price)| CapabilityOffer::new(name, Price::from_base_units(price)))
                 .collect(),
             model: OFFLINE_MODEL.to_owned(),
             instructions: "Work offline with the built-in algorithms.".to_owned(),
             publish_instructions: false,
             delegates: Vec::new(),
             max_delegated_outstanding: None,
+            handler: None,
         }
     }
 

@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
 use crate::{
     capability,
+    describe::{Describe, DescribeError, ResultSchema},
     envelope::{EnvelopeCodec, EnvelopeError, percent_data_uri},
     usdc::{Usdc, UsdcError},
 };
@@ -28,6 +29,9 @@ pub const MAX_CARD_BYTES: usize = 64 * 1024;
 
 /// The `model` value that selects the built-in deterministic runner.
 pub const OFFLINE_MODEL: &str = "offline";
+
+/// The `model` a published card shows when a `handler` does the work.
+pub const HANDLER_MODEL: &str = "handler";
 
 /// Why an agent card was refused. Every message names the offending field.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +92,24 @@ pub enum CardError {
         index: usize,
         /// The capability name.
         name: String,
+    },
+    /// A capability's descriptor breaks a bound ([`crate::describe`]).
+    #[error("field {source}")]
+    InvalidDescriptor {
+        /// Position in the list.
+        index: usize,
+        /// What is wrong.
+        #[source]
+        source: DescribeError,
+    },
+    /// More capabilities than [`MAX_CAPABILITIES`].
+    #[error("field `capabilities`: a card offers at most {MAX_CAPABILITIES} capabilities")]
+    TooManyCapabilities,
+    /// The `handler` is malformed, or named beside a model.
+    #[error("field `handler`: {reason}")]
+    InvalidHandler {
+        /// What is wrong.
+        reason: String,
     },
     /// A delegated capability's name breaks the one rule, repeats, or the
     /// list is longer than [`MAX_DELEGATES`].
@@ -244,6 +266,125 @@ pub struct CapabilityOffer {
     pub name: String,
     /// Price per task (see [`Price`] for the accepted notations).
     pub price: Price,
+    /// One line: what it does ([`crate::describe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// What a task's spec should say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// What inputs it works on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+    /// The JSON Schema of its result (the bounded subset of
+    /// [`crate::describe::ResultSchema`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResultSchema>,
+    /// A few ways a brief might ask for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phrasings: Vec<String>,
+}
+
+impl CapabilityOffer {
+    /// An offer of `name` at `price`, described by nothing.
+    pub fn new(name: impl Into<String>, price: Price) -> Self {
+        Self {
+            name: name.into(),
+            price,
+            description: None,
+            spec: None,
+            inputs: None,
+            result: None,
+            phrasings: Vec::new(),
+        }
+    }
+
+    /// What the offer says of its capability, as written in the card.
+    pub fn described(&self) -> Describe {
+        Describe {
+            description: self.description.clone(),
+            spec: self.spec.clone(),
+            inputs: self.inputs.clone(),
+            result: self.result.clone(),
+            phrasings: self.phrasings.clone(),
+        }
+    }
+
+    /// The descriptor that holds for this capability: a built-in
+    /// capability's own ([`crate::describe::builtin`]), whatever the card
+    /// says; otherwise the card's.
+    pub fn descriptor(&self) -> Describe {
+        crate::describe::builtin(&self.name).unwrap_or_else(|| self.described())
+    }
+}
+
+/// Most capabilities one card offers.
+pub const MAX_CAPABILITIES: usize = 32;
+
+/// Longest handler timeout a card may ask for, seconds.
+pub const MAX_HANDLER_TIMEOUT_SECS: u64 = 3600;
+/// Handler timeout when the card names none, seconds (the task's deadline
+/// may cut it shorter).
+pub const DEFAULT_HANDLER_TIMEOUT_SECS: u64 = 120;
+/// Most arguments in a `command` handler.
+pub const MAX_COMMAND_ARGS: usize = 32;
+
+/// The operator's own code that does a worker's work, instead of a model:
+/// the worker posts each task to it (`http`) or runs it with the task on
+/// stdin (`command`) and takes back a result, a decline or a request to
+/// hire sub-agents (the wire format is `docs/handler.schema.json`). It
+/// stays on the operator's machine: [`AgentCard::published`] leaves it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Handler {
+    /// `POST` each task to this `http://` or `https://` URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<String>,
+    /// Run this program (and arguments), one process per task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// The longest one call may take, seconds (default
+    /// [`DEFAULT_HANDLER_TIMEOUT_SECS`]); never past the task's deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+impl Handler {
+    fn validate(&self) -> Result<(), CardError> {
+        let bad = |reason: String| Err(CardError::InvalidHandler { reason });
+        match (&self.http, &self.command) {
+            (Some(_), Some(_)) | (None, None) => {
+                return bad("name exactly one of `http` and `command`".into());
+            }
+            (Some(url), None) => {
+                let lower = url.to_ascii_lowercase();
+                if !(lower.starts_with("http://") || lower.starts_with("https://"))
+                    || url.len() <= "http://".len()
+                    || url.chars().any(char::is_whitespace)
+                {
+                    return bad(format!("`http` {url:?} is not an http:// or https:// URL"));
+                }
+            }
+            (None, Some(cmd)) => {
+                if cmd.is_empty() || cmd[0].trim().is_empty() {
+                    return bad("`command` names the program to run first".into());
+                }
+                if cmd.len() > MAX_COMMAND_ARGS {
+                    return bad(format!("`command` has at most {MAX_COMMAND_ARGS} arguments"));
+                }
+            }
+        }
+        if let Some(t) = self.timeout_secs
+            && (t == 0 || t > MAX_HANDLER_TIMEOUT_SECS)
+        {
+            return bad(format!("`timeout_secs` must be 1-{MAX_HANDLER_TIMEOUT_SECS}"));
+        }
+        Ok(())
+    }
+
+    /// The longest one call may take.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_secs.unwrap_or(DEFAULT_HANDLER_TIMEOUT_SECS))
+    }
 }
 
 /// An agent card. [`AgentCard::validate`] checks every rule; the readers
@@ -262,6 +403,8 @@ pub struct AgentCard {
     pub capabilities: Vec<CapabilityOffer>,
     /// Model backing the agent: [`OFFLINE_MODEL`] for the built-in
     /// deterministic runner, or a provider model name such as `gpt-4o-mini`.
+    /// Empty (or [`HANDLER_MODEL`]) when a `handler` does the work.
+    #[serde(default)]
     pub model: String,
     /// Standing instructions (system prompt) for the agent. Kept off chain:
     /// the published card ([`AgentCard::published`]) leaves them out unless
@@ -285,12 +428,21 @@ pub struct AgentCard {
     /// ([`AgentCard::delegated_outstanding_cap`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_delegated_outstanding: Option<Price>,
+    /// The operator's own code doing the work instead of a model (never
+    /// published: see [`Handler`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<Handler>,
 }
 
 impl AgentCard {
     /// Whether this card runs on the built-in offline runner.
     pub fn is_offline(&self) -> bool {
-        self.model == OFFLINE_MODEL
+        self.model == OFFLINE_MODEL && self.handler.is_none()
+    }
+
+    /// Whether the operator's own code does the work.
+    pub fn uses_handler(&self) -> bool {
+        self.handler.is_some()
     }
 
     /// The offer for capability `name`, if the card lists it.
@@ -320,10 +472,26 @@ impl AgentCard {
     /// Checks every rule a card as written must satisfy (its `instructions`
     /// included); the first violation is returned.
     pub fn validate(&self) -> Result<(), CardError> {
-        if self.instructions.trim().is_empty() {
-            return Err(CardError::EmptyField { field: "instructions" });
+        match &self.handler {
+            Some(handler) => {
+                handler.validate()?;
+                if !self.model.is_empty() && self.model != HANDLER_MODEL {
+                    return Err(CardError::InvalidHandler {
+                        reason: format!(
+                            "a card names a model or a handler, not both (model {:?})",
+                            self.model
+                        ),
+                    });
+                }
+                self.published().validate_published()
+            }
+            None => {
+                if self.instructions.trim().is_empty() {
+                    return Err(CardError::EmptyField { field: "instructions" });
+                }
+                self.validate_published()
+            }
         }
-        self.validate_published()
     }
 
     /// Checks the rules of a published card: those of [`Self::validate`]
@@ -339,6 +507,9 @@ impl AgentCard {
         if self.capabilities.is_empty() {
             return Err(CardError::NoCapabilities);
         }
+        if self.capabilities.len() > MAX_CAPABILITIES {
+            return Err(CardError::TooManyCapabilities);
+        }
         let mut seen = HashSet::new();
         for (index, offer) in self.capabilities.iter().enumerate() {
             let name = &offer.name;
@@ -351,6 +522,10 @@ impl AgentCard {
             if offer.price.base_units() == 0 {
                 return Err(CardError::ZeroPrice { index, name: name.clone() });
             }
+            offer
+                .described()
+                .check(&format!("capabilities[{index}]"))
+                .map_err(|source| CardError::InvalidDescriptor { index, source })?;
         }
         let mut delegated = HashSet::new();
         for (index, d) in self.delegates.iter().enumerate() {
@@ -395,6 +570,9 @@ impl AgentCard {
         let mut card = self.clone();
         if !card.publish_instructions {
             card.instructions.clear();
+        }
+        if card.handler.take().is_some() {
+            card.model = HANDLER_MODEL.to_owned();
         }
         card
     }
@@ -496,26 +674,97 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_handler_card_needs_no_model_and_never_publishes_its_handler() {
+        let mut c = card();
+        c.model = String::new();
+        c.instructions.clear();
+        c.handler = Some(Handler {
+            http: Some("http://127.0.0.1:8700/task".into()),
+            command: None,
+            timeout_secs: Some(5),
+        });
+        c.validate().unwrap();
+        let uri = c.to_uri();
+        assert!(!uri.contains("8700"), "the handler stays with the operator");
+        let back = AgentCard::from_uri(&uri).unwrap();
+        assert_eq!((back.model.as_str(), back.handler.is_none()), (HANDLER_MODEL, true));
+        for (handler, needle) in [
+            (Handler { http: None, command: None, timeout_secs: None }, "exactly one"),
+            (
+                Handler { http: Some("ftp://x".into()), command: None, timeout_secs: None },
+                "not an http",
+            ),
+            (Handler { http: None, command: Some(vec![]), timeout_secs: None }, "program"),
+            (
+                Handler { http: None, command: Some(vec!["node".into()]), timeout_secs: Some(0) },
+                "timeout_secs",
+            ),
+        ] {
+            c.handler = Some(handler);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.starts_with("field `handler`") && e.contains(needle), "{e}");
+        }
+        c.handler =
+            Some(Handler { http: None, command: Some(vec!["node".into()]), timeout_secs: None });
+        c.model = "gpt-4o-mini".into();
+        assert!(c.validate().unwrap_err().to_string().contains("not both"));
+    }
+
+    #[test]
+    fn descriptors_travel_with_the_card_and_are_bounded() {
+        let mut c = card();
+        c.capabilities[0].name = "haiku-write".into();
+        c.capabilities[0].description = Some("Writes a haiku.".into());
+        c.capabilities[0].phrasings = vec!["write a haiku about autumn".into()];
+        c.capabilities[0].result = Some(
+            crate::describe::ResultSchema::from_json(&json!({
+                "type": "object",
+                "properties": {"haiku": {"type": "string"}},
+                "required": ["haiku"]
+            }))
+            .unwrap(),
+        );
+        let back = AgentCard::from_uri(&c.to_uri()).unwrap();
+        assert_eq!(back.capabilities[0], c.capabilities[0]);
+        assert_eq!(
+            back.capabilities[0].descriptor().description.as_deref(),
+            Some("Writes a haiku.")
+        );
+        // A built-in's descriptor is its own, whatever the card says.
+        c.capabilities[1].description = Some("Anything at all.".into());
+        assert_ne!(c.capabilities[1].descriptor().description.as_deref(), Some("Anything at all."));
+        c.capabilities[0].phrasings = vec!["p".into(); 7];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("capabilities[0].phrasings"), "{e}");
+        // A hostile schema in a published card is refused when read back.
+        c.capabilities[0].phrasings.clear();
+        let uri = c.to_uri();
+        let hostile = uri.replace("%22type%22%3A%22string%22", "%22type%22%3A%22blob%22");
+        assert_ne!(hostile, uri);
+        let e = AgentCard::from_uri(&hostile).unwrap_err().to_string();
+        assert!(e.contains("\"blob\" is not one of"), "{e}");
+        c.capabilities = (0..33)
+            .map(|i| CapabilityOffer::new(format!("cap-{i}"), Price::from_base_units(1)))
+            .collect();
+        assert!(c.validate().unwrap_err().to_string().contains("at most 32"));
+    }
+
     fn card() -> AgentCard {
         AgentCard {
             id: "summarizer-1".into(),
             description: "Résumés — 要約, 50% faster".into(),
             role: Role::Executor,
             capabilities: vec![
-                CapabilityOffer {
-                    name: "summarize".into(),
-                    price: Price::from_base_units(250_000),
-                },
-                CapabilityOffer {
-                    name: "extract-entities".into(),
-                    price: Price::from_base_units(100_000),
-                },
+                CapabilityOffer::new("summarize", Price::from_base_units(250_000)),
+                CapabilityOffer::new("extract-entities", Price::from_base_units(100_000)),
             ],
             model: OFFLINE_MODEL.into(),
             instructions: "Summarize the material.".into(),
             publish_instructions: false,
             delegates: Vec::new(),
             max_delegated_outstanding: None,
+            handler: None,
         }
     }
 

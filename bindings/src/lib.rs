@@ -39,8 +39,10 @@
 
 pub mod capability;
 pub mod card;
+pub mod catalogue;
 pub mod client;
 pub mod deployment;
+pub mod describe;
 pub mod envelope;
 pub mod erc8004;
 pub mod feed;

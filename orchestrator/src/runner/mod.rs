@@ -67,7 +67,10 @@ pub use config::{DEFAULT_MAX_PLAN_SPEND, RunnerConfig};
 use ctx::RunCtx;
 pub use error::RunError;
 pub use sync::readable;
-use tessera_bindings::envelope::{BlobSources, BlobStore, FetchLimits};
+use tessera_bindings::{
+    catalogue::{Catalogue, CatalogueError, CatalogueSource},
+    envelope::{BlobSources, BlobStore, FetchLimits},
+};
 use tokio::sync::{broadcast, watch};
 pub use views::{ConfirmationTerms, NestedState, NestedView, RunView};
 
@@ -113,6 +116,9 @@ pub struct Orchestrator {
     drivers: driver::Supervisor,
     /// Where agents' records come from when executors are chosen.
     records: std::sync::RwLock<Option<Arc<dyn AgentRecords>>>,
+    /// Where the live capability catalogue comes from when briefs are
+    /// planned.
+    catalogue: std::sync::RwLock<Option<Arc<dyn CatalogueSource>>>,
     /// In replica mode, the sponsor lane and whether its lease is held.
     lane: std::sync::OnceLock<Arc<crate::replica::Lane>>,
     /// Bumped when live subscribers should read the store again.
@@ -162,6 +168,7 @@ impl Orchestrator {
             head: watch::channel(0).0,
             drivers: driver::Supervisor::default(),
             records: std::sync::RwLock::new(None),
+            catalogue: std::sync::RwLock::new(None),
             lane: std::sync::OnceLock::new(),
             resync: watch::channel(0).0,
         })
@@ -173,6 +180,26 @@ impl Orchestrator {
     pub fn with_records(&self, records: Arc<dyn AgentRecords>) -> &Self {
         *self.records.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(records);
         self
+    }
+
+    /// Plans briefs from the capabilities `source` lists (an indexer's
+    /// store): without one, only the built-in capabilities are known.
+    pub fn with_catalogue(&self, source: Arc<dyn CatalogueSource>) -> &Self {
+        *self.catalogue.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(source);
+        self
+    }
+
+    /// The live capability catalogue: the source's, or the built-in
+    /// capabilities alone when there is none. A source that cannot be read
+    /// is an error (a plan made from a partial catalogue would silently
+    /// leave capabilities out).
+    pub async fn catalogue(&self) -> Result<Catalogue, CatalogueError> {
+        let source =
+            self.catalogue.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        match source {
+            Some(s) => s.catalogue().await,
+            None => Ok(Catalogue::builtins()),
+        }
     }
 
     /// The source of agents' records, if any.
