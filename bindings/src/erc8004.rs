@@ -17,7 +17,10 @@ use alloy::{
 use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use serde::{Deserialize, Serialize};
 
-use crate::envelope::{EnvelopeCodec, EnvelopeError};
+use crate::{
+    card::{CapabilityOffer, MAX_CAPABILITIES},
+    envelope::{EnvelopeCodec, EnvelopeError},
+};
 
 /// The `type` every registration file carries.
 pub const REGISTRATION_TYPE: &str = "https://eips.ethereum.org/EIPS/eip-8004#registration-v1";
@@ -132,6 +135,10 @@ pub struct RegistrationFile {
     /// The trust models it supports.
     #[serde(default)]
     pub supported_trust: Vec<String>,
+    /// What it offers (a Tessera extension): each capability with its price
+    /// and descriptor, as its card publishes them ([`crate::describe`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<CapabilityOffer>,
 }
 
 fn yes() -> bool {
@@ -147,6 +154,9 @@ pub enum RegistrationError {
     /// The JSON is not a registration file.
     #[error("registration file: {0}")]
     Json(#[from] serde_json::Error),
+    /// Its capabilities break a bound of the card model.
+    #[error("registration file {0}")]
+    Capabilities(String),
     /// The `type` is not [`REGISTRATION_TYPE`].
     #[error("registration file type {0:?} is not {REGISTRATION_TYPE}")]
     Type(String),
@@ -166,6 +176,7 @@ impl RegistrationFile {
             active: true,
             registrations: Vec::new(),
             supported_trust: Vec::new(),
+            capabilities: Vec::new(),
         }
     }
 
@@ -186,6 +197,20 @@ impl RegistrationFile {
         let file: Self = serde_json::from_slice(&codec.fetch_inline(uri)?)?;
         if file.kind != REGISTRATION_TYPE {
             return Err(RegistrationError::Type(file.kind));
+        }
+        if file.capabilities.len() > MAX_CAPABILITIES {
+            return Err(RegistrationError::Capabilities(format!(
+                "at most {MAX_CAPABILITIES} capabilities, not {}",
+                file.capabilities.len()
+            )));
+        }
+        for (i, offer) in file.capabilities.iter().enumerate() {
+            crate::capability::check(&offer.name)
+                .map_err(|e| RegistrationError::Capabilities(format!("capabilities[{i}]: {e}")))?;
+            offer
+                .described()
+                .check(&format!("capabilities[{i}]"))
+                .map_err(|e| RegistrationError::Capabilities(e.to_string()))?;
         }
         Ok(file)
     }
@@ -260,6 +285,19 @@ mod tests {
         });
         file.supported_trust.push(TRUST_REPUTATION.into());
         file
+    }
+
+    #[test]
+    fn registration_file_carries_described_capabilities_bounded() {
+        let mut file = sample();
+        let mut offer = CapabilityOffer::new("haiku-write", crate::card::Price::from_base_units(9));
+        offer.description = Some("Writes a haiku.".into());
+        file.capabilities = vec![offer];
+        let back = RegistrationFile::from_uri(&file.to_data_uri()).unwrap();
+        assert_eq!(back.capabilities, file.capabilities);
+        file.capabilities[0].description = Some("x".repeat(500));
+        let e = RegistrationFile::from_uri(&file.to_data_uri()).unwrap_err().to_string();
+        assert!(e.contains("capabilities[0].description"), "{e}");
     }
 
     #[test]

@@ -129,6 +129,8 @@ impl Worker {
             });
         }
         file.supported_trust.push(TRUST_REPUTATION.into());
+        // What it offers, described as its card publishes it.
+        file.capabilities = card.capabilities.clone();
         let id = u64::try_from(agent_id).map_err(|_| RuntimeError::AgentIdRange(agent_id))?;
         file.registrations
             .push(RegistrationRef { agent_id: id, agent_registry: (chain, identity_registry) });
