@@ -8,7 +8,7 @@
 //! one line, with control and bidirectional-override characters removed.
 
 use serde_json::Value;
-use tessera_bindings::{catalogue::Catalogue, usdc::Usdc};
+use tessera_bindings::{catalogue::Catalogue, describe::ResultSchema, usdc::Usdc};
 use tessera_orchestrator::select;
 
 use super::table;
@@ -37,7 +37,7 @@ pub(crate) fn render(catalogue: &Catalogue, body: &Value) -> String {
             .filter_map(|o| o.record.as_ref())
             .max_by(|a, b| a.reliability.total_cmp(&b.reliability));
         let fields = match &e.describe.result {
-            Some(schema) => schema.root.properties.keys().cloned().collect::<Vec<_>>().join(", "),
+            Some(schema) => fields(schema),
             None => "(no schema)".to_owned(),
         };
         rows.push(vec![
@@ -60,11 +60,20 @@ pub(crate) fn render(catalogue: &Catalogue, body: &Value) -> String {
             .to_owned(),
         _ => format!(
             "{} capabilities, {offered} offered by active agents; BEST RELIABILITY is the best \
-             offerer's weighed record (completed/settled); a condition may read the RESULT FIELDS\n",
+             offerer's weighed record (completed/settled); a condition may read the RESULT FIELDS \
+             (those always present first; --json shows each capability's whole schema)\n",
             catalogue.entries.len()
         ),
     });
     out
+}
+
+/// The top-level fields of `schema`: those always present first, as
+/// listed, then the others by name.
+fn fields(schema: &ResultSchema) -> String {
+    let root = &schema.root;
+    let others = root.properties.keys().filter(|k| !root.required.contains(k));
+    root.required.iter().chain(others).cloned().collect::<Vec<_>>().join(", ")
 }
 
 /// Base units as `0.05`.
@@ -99,7 +108,7 @@ mod tests {
              "describe": {"description": "Writes a haiku\u{202e} about\nany \u{1b}[31mtheme, in three lines, five-seven-five syllables.",
                           "result": {"type": "object", "properties": {
                               "lines": {"type": "array", "items": {"type": "string"}},
-                              "title": {"type": "string"}}}},
+                              "title": {"type": "string"}}, "required": ["title"]}},
              "offerers": [
                 {"agent": "0x00000000000000000000000000000000000000b1", "price": "50000",
                  "record": {"settled": 0, "completed": 0, "reliability": 0.6667}},
@@ -121,7 +130,7 @@ mod tests {
             "{out}"
         );
         let haiku = lines[1];
-        for part in ["haiku-write", " no ", " 2 ", "0.05", "78% (5/6)", "lines, title"] {
+        for part in ["haiku-write", " no ", " 2 ", "0.05", "78% (5/6)", "title, lines"] {
             assert!(haiku.contains(part), "{part:?} in {haiku}");
         }
         // Hostile text: one line, no escape or override characters, cut.
