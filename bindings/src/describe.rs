@@ -600,6 +600,8 @@ pub fn builtin(name: &str) -> Option<Describe> {
                     "type": "object",
                     "properties": {
                         "capability": {"type": "string", "enum": ["summarize"]},
+                        "engine": {"type": "string", "description": "llm from the LLM runner"},
+                        "model": {"type": "string", "description": "the model, from the LLM runner"},
                         "bullets": {"type": "array", "items": {"type": "string"}, "description": "the summary's sentences"},
                         "text": {"type": "string", "description": "the bullets as one text"},
                         "selected": {"type": "array", "items": {"type": "integer"}},
@@ -618,13 +620,16 @@ pub fn builtin(name: &str) -> Option<Describe> {
                     "type": "object",
                     "properties": {
                         "capability": {"type": "string", "enum": ["translate"]},
-                        "engine": {"type": "string"},
+                        "engine": {"type": "string", "description": "offline-glossary or llm"},
+                        "model": {"type": "string", "description": "the model, from the LLM runner"},
                         "source_language": {"type": "string"},
                         "target_language": {"type": "string"},
                         "text": {"type": "string", "description": "the translation"},
                         "word_count": {"type": "integer"},
                         "translated_count": {"type": "integer"},
-                        "unknown_words": {"type": "array", "items": {"type": "string"}}
+                        "unknown_words": {"type": "array", "items": {"type": "string"}},
+                        "coverage": {"type": "number", "description": "share of words translated (offline)"},
+                        "withheld_sentences": {"type": "integer"}
                     },
                     "required": ["text", "target_language"]
                 }),
@@ -638,6 +643,9 @@ pub fn builtin(name: &str) -> Option<Describe> {
                     "type": "object",
                     "properties": {
                         "capability": {"type": "string", "enum": ["sentiment-classify"]},
+                        "engine": {"type": "string", "description": "llm from the LLM runner"},
+                        "model": {"type": "string", "description": "the model, from the LLM runner"},
+                        "text": {"type": "string", "description": "why, in one sentence (LLM runner)"},
                         "label": {"type": "string", "enum": ["positive", "negative", "neutral", "mixed"]},
                         "score": {"type": "number", "description": "from -1 (negative) to 1 (positive)"},
                         "terms": {"type": "array", "items": {"type": "object", "properties": {
@@ -657,6 +665,9 @@ pub fn builtin(name: &str) -> Option<Describe> {
                     "type": "object",
                     "properties": {
                         "capability": {"type": "string", "enum": ["extract-entities"]},
+                        "engine": {"type": "string", "description": "llm from the LLM runner"},
+                        "model": {"type": "string", "description": "the model, from the LLM runner"},
+                        "text": {"type": "string", "description": "the entities as a short list (LLM runner)"},
                         "names": {"type": "array", "items": {"type": "string"}},
                         "emails": {"type": "array", "items": {"type": "string"}},
                         "urls": {"type": "array", "items": {"type": "string"}},
@@ -664,7 +675,8 @@ pub fn builtin(name: &str) -> Option<Describe> {
                         "eth_addresses": {"type": "array", "items": {"type": "string"}},
                         "dates": {"type": "array", "items": {"type": "object", "properties": {
                             "text": {"type": "string"}, "iso": {"type": "string"}
-                        }}}
+                        }}},
+                        "withheld_sentences": {"type": "integer"}
                     },
                     "required": ["names"]
                 }),
@@ -678,10 +690,19 @@ pub fn builtin(name: &str) -> Option<Describe> {
                     "type": "object",
                     "properties": {
                         "capability": {"type": "string", "enum": ["brief"]},
+                        "engine": {"type": "string", "description": "llm from the LLM runner"},
+                        "model": {"type": "string", "description": "the model, from the LLM runner"},
                         "translation": {"type": "string"},
                         "summary": {"type": "object", "properties": {
                             "bullets": {"type": "array", "items": {"type": "string"}},
-                            "text": {"type": "string"}
+                            "text": {"type": "string"},
+                            "selected": {"type": "array", "items": {"type": "integer"}},
+                            "sentence_count": {"type": "integer"},
+                            "withheld_sentences": {"type": "integer"}
+                        }},
+                        "delegated": {"type": "object", "description": "the sub-task it hired, if any", "properties": {
+                            "capability": {"type": "string"}, "task": {"type": "string"},
+                            "executor": {"type": "string"}, "paid": {"type": "string"}
                         }}
                     },
                     "required": ["translation", "summary"]
@@ -744,7 +765,7 @@ mod tests {
         match s.lookup(&[Step::Name("summary"), Step::Name("texts")]) {
             Lookup::Missing { at, why } => {
                 assert_eq!(at, ".summary.texts");
-                assert!(why.contains("bullets, text"), "{why}");
+                assert!(why.contains("bullets, selected, sentence_count, text"), "{why}");
             }
             other => panic!("{other:?}"),
         }

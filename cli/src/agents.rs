@@ -1,8 +1,8 @@
 //! `tessera agents`: the registry's agents as the indexer sees them (status,
 //! offers, record weighed by the money behind it, ERC-8004 identity and
-//! settlement-backed feedback), one agent in full, and how a policy ranks
-//! the agents offering a capability, with the reasons, from the
-//! orchestrator's API.
+//! settlement-backed feedback), one agent in full, how a policy ranks the
+//! agents offering a capability, with the reasons, and the capability
+//! catalogue ([`capabilities`]), from the orchestrator's API.
 //!
 //! Reading only: nothing here needs a token or a key. The identity and
 //! feedback fields are shown when the indexer serves them and left out
@@ -17,7 +17,9 @@ use tessera_orchestrator::select::{self, AgentRecord, Evidence, PRIOR_FAILURES, 
 
 use crate::{client::ApiError, orchestrate::ApiArgs};
 
-/// `tessera agents [show <address> | rank <capability>]`.
+mod capabilities;
+
+/// `tessera agents [show <address> | rank <capability> | capabilities]`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct AgentsArgs {
@@ -77,6 +79,24 @@ enum AgentsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The capability catalogue plans are made from: each capability,
+    /// whether it is built in, how many active agents offer it, the
+    /// cheapest price, the best offerer's reliability, what it does and
+    /// the fields of its result (what a plan's condition may read). From
+    /// the orchestrator, whose embedded index reads it from the registry;
+    /// an orchestrator run with --no-index knows the built-in capabilities
+    /// only.
+    Capabilities {
+        #[command(flatten)]
+        api: ApiArgs,
+        /// Read a standalone indexer's catalogue instead of the
+        /// orchestrator's (`tessera indexer run`, e.g. http://127.0.0.1:8090).
+        #[arg(long = "indexer-url", value_name = "URL")]
+        indexer: Option<String>,
+        /// Print the raw catalogue (the API's JSON) instead.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_address(s: &str) -> Result<Address, String> {
@@ -117,6 +137,19 @@ pub(crate) async fn run(args: AgentsArgs) -> Result<()> {
                 let known = get_json(&base, "/api/agents", "indexer").await.unwrap_or(Value::Null);
                 let names = known["agents"].as_array().map_or(&[][..], Vec::as_slice);
                 print!("{}", ranking(&body, names));
+            }
+        }
+        Some(AgentsCommand::Capabilities { api, indexer, json }) => {
+            let (base, service) = match &indexer {
+                Some(url) => (url.as_str(), "indexer"),
+                None => (api.api.as_str(), "orchestrator"),
+            };
+            let body = get_json(base, "/api/capabilities", service).await?;
+            let catalogue = capabilities::read(&body, service)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&body)?);
+            } else {
+                print!("{}", capabilities::render(&catalogue, &body));
             }
         }
     }

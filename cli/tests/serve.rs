@@ -249,6 +249,7 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.matches(" paid ").count(), 2, "{shown}");
     agents_from_the_cli(&api, env.actors.agent(2)).await;
+    capabilities_from_the_cli(&api).await;
     for w in workers {
         w.abort();
     }
@@ -297,6 +298,40 @@ async fn agents_from_the_cli(api: &str, translator: alloy::primitives::Address) 
     let body: Value = serde_json::from_str(&json.stdout).expect("the API's JSON");
     assert_eq!(body["policy"], "balanced");
     assert_eq!(body["agents"].as_array().map(Vec::len), Some(2), "{body}");
+}
+
+/// `tessera agents capabilities` once the translator's paid task is
+/// indexed: the catalogue from the embedded index, each built-in capability
+/// with its offerers, cheapest price, best record and result fields; the
+/// same from the indexer directly, and as the raw JSON.
+async fn capabilities_from_the_cli(api: &str) {
+    let ran = support::cli(api, None, words("agents capabilities"), None).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let out = &ran.stdout;
+    let row = |name: &str| {
+        let found = out.lines().find(|l| l.starts_with(&format!("{name} ")));
+        words(found.unwrap_or_else(|| panic!("{name} in:\n{out}")))
+    };
+    let summarize = row("summarize");
+    assert_eq!(summarize[..5], ["summarize", "yes", "2", "0.40", "71%"], "{out}");
+    assert!(out.contains(" bullets, text, "), "result fields, the required first, in:\n{out}");
+    let translate = row("translate");
+    assert_eq!(translate[..6], ["translate", "yes", "1", "0.80", "74%", "(1/1)"], "{out}");
+    assert_eq!(row("brief")[..5], ["brief", "yes", "0", "-", "-"], "{out}");
+    assert!(out.contains("5 capabilities, 4 offered by active agents"), "{out}");
+    let index = format!("{api}/index");
+    let direct =
+        support::cli(api, None, ["agents", "capabilities", "--indexer-url", &index], None).await;
+    assert_eq!(direct.stdout, ran.stdout, "the orchestrator answers the index's catalogue");
+    let json = support::cli(api, None, words("agents capabilities --json"), None).await;
+    let body: Value = serde_json::from_str(&json.stdout).expect("the API's JSON");
+    assert_eq!(body["source"], "index");
+    let entries = body["entries"].as_array().unwrap();
+    let names: Vec<&str> = entries.iter().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        ["brief", "extract-entities", "sentiment-classify", "summarize", "translate"]
+    );
 }
 
 /// Every decision of a live run from the command line: the run listed by
@@ -650,14 +685,18 @@ async fn runs_exit_codes_without_an_orchestrator() {
         format!("runs checkpoint {run} legal reject --reason late"),
         "runs list --json".to_owned(),
         "agents rank translate".to_owned(),
+        "agents capabilities".to_owned(),
     ] {
         let ran = support::cli(&api, Some(TEST_TOKEN), words(&args), None).await;
         assert_eq!(ran.code, Some(5), "{args}: {ran:?}");
         assert!(ran.stderr.contains(&format!("the orchestrator at {api} is unreachable")));
     }
-    let ran = support::cli(&api, None, ["agents", "--indexer-url", &api], None).await;
-    assert_eq!(ran.code, Some(5), "{ran:?}");
-    assert!(ran.stderr.contains(&format!("the indexer at {api} is unreachable")), "{ran:?}");
+    for args in [vec!["agents"], vec!["agents", "capabilities"]] {
+        let ran =
+            support::cli(&api, None, [args, vec!["--indexer-url", &api]].concat(), None).await;
+        assert_eq!(ran.code, Some(5), "{ran:?}");
+        assert!(ran.stderr.contains(&format!("the indexer at {api} is unreachable")), "{ran:?}");
+    }
     for args in [
         format!("runs decide review {run} 0 approve"),
         format!("runs review {run} 0 maybe"),

@@ -1,8 +1,8 @@
 //! The indexer's read-only HTTP API (axum): tasks with filters and cursor
 //! pagination, one task with its history, a plan's lineage tree, agents with
-//! their stats, disputes, the reorg journal, status, an SSE stream scoped to
-//! a plan, and the OpenAPI document. Every answer says which block it
-//! reflects. Every rejection, the extractors' and routing's included, is
+//! their stats, the capability catalogue, disputes, the reorg journal,
+//! status, an SSE stream scoped to a plan, and the OpenAPI document. Every
+//! answer says which block it reflects. Every rejection, the extractors' and routing's included, is
 //! JSON `{"error": …}` (through `tessera_http`); a parameter the document
 //! constrains is checked as documented, so the server is never looser than
 //! its contract.
@@ -37,6 +37,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/plans/{id}/events"),
     ("get", "/api/agents"),
     ("get", "/api/agents/{address}"),
+    ("get", "/api/capabilities"),
     ("get", "/api/disputes"),
     ("get", "/api/reorgs"),
     ("get", "/api/openapi.json"),
@@ -70,6 +71,7 @@ pub fn router(
         .route("/api/plans/{id}/events", get(plan_events))
         .route("/api/agents", get(agents))
         .route("/api/agents/{address}", get(agent))
+        .route("/api/capabilities", get(capabilities))
         .route("/api/disputes", get(disputes))
         .route("/api/reorgs", get(reorgs))
         .route("/api/openapi.json", get(openapi))
@@ -289,6 +291,13 @@ async fn agent(
     Ok(Json(json!({ "block": block(&s), "agent": a })))
 }
 
+/// The live capability catalogue: `{"block", "entries"}` (see
+/// [`crate::store::catalogue`]).
+async fn capabilities(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let catalogue = s.store.catalogue().await?;
+    Ok(Json(json!({ "block": block(&s), "entries": catalogue.entries })))
+}
+
 async fn disputes(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({ "block": block(&s), "disputes": s.store.disputes().await? })))
 }
@@ -379,6 +388,18 @@ mod tests {
             assert_eq!(ct.unwrap(), "application/json", "{method} {uri}");
         }
         (status, allow, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+
+    #[tokio::test]
+    async fn the_catalogue_answers_with_its_block() {
+        let (status, _, body) = call("/api/capabilities", "GET").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["block"], 0);
+        let names: Vec<&str> =
+            body["entries"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+        assert_eq!(names.len(), tessera_bindings::describe::BUILTIN.len(), "{body}");
+        assert!(names.contains(&"sentiment-classify"), "{body}");
+        assert_eq!(body["entries"][0]["offered_by"], 0);
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
 //! The orchestrator's HTTP API (axum): plans, runs, decisions, the SSE event
-//! stream with replay, blobs, and the OpenAPI document.
+//! stream with replay, blobs, agents' ranking, the capability catalogue,
+//! and the OpenAPI document.
 //!
 //! Every state-changing endpoint needs `Authorization: Bearer <token>`;
 //! request bodies are capped; errors are JSON `{"error": …}` with a 4xx
@@ -63,6 +64,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/runs/{id}/appeal"),
     ("post", "/api/runs/{id}/checkpoints/{name}"),
     ("get", "/api/agents/ranking"),
+    ("get", "/api/capabilities"),
 ];
 
 #[derive(Clone)]
@@ -105,6 +107,7 @@ pub fn router(
         .route("/api/runs/{id}/events", get(run_events))
         .route("/api/blobs/{hash}", get(blob))
         .route("/api/agents/ranking", get(ranking))
+        .route("/api/capabilities", get(capabilities))
         .merge(guarded)
         .merge(crate::web::router())
         // JSON 404 and 405; after every route, so the 405 covers them all.
@@ -121,6 +124,10 @@ pub struct ApiError(StatusCode, String);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        // As documented: a 503 says when to try again.
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            return limits::unavailable(self.1);
+        }
         tessera_http::ApiError::new(self.0, self.1).into_response()
     }
 }
@@ -564,6 +571,15 @@ async fn ranking(
     let policy = q.policy.unwrap_or_default();
     let agents = s.orch.ranking(&q.capability, policy).await?;
     Ok(Json(json!({ "capability": q.capability, "policy": policy, "agents": agents })))
+}
+
+/// `GET /api/capabilities`: the capability catalogue plans are made from,
+/// and where it comes from (the embedded index, or the built-in
+/// capabilities alone without one).
+async fn capabilities(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    let catalogue = s.orch.catalogue().await.map_err(RunError::from)?;
+    let source = if s.orch.reads_catalogue() { "index" } else { "built-in" };
+    Ok(Json(json!({ "source": source, "entries": catalogue.entries })))
 }
 
 /// `GET /api/blobs/{hash}`: the shared blob handler over the run store's

@@ -245,6 +245,16 @@ impl Condition {
         out
     }
 
+    /// Every field path the condition reads, in the order written: the
+    /// sub-task and the steps into its result document (empty for the
+    /// whole document, as `out[0]` or `len(out[0])` read it). What a plan
+    /// checks against the result schemas the capabilities publish.
+    pub fn paths(&self) -> Vec<(u32, &[Field])> {
+        let mut out = Vec::new();
+        collect_paths(&self.expr, &mut out);
+        out
+    }
+
     /// Evaluates over the result documents of the sub-tasks it reads
     /// (missing ones are `null`).
     pub fn eval(&self, outputs: &HashMap<u32, Value>) -> bool {
@@ -262,6 +272,33 @@ fn collect_refs(e: &Expr, out: &mut Vec<u32>) {
             collect_refs(b, out);
         }
     }
+}
+
+fn collect_paths<'e>(e: &'e Expr, out: &mut Vec<(u32, &'e [Field])>) {
+    match e {
+        Expr::Lit(_) => {}
+        Expr::Ref { index, path } => out.push((*index, path)),
+        Expr::Len(a) | Expr::Not(a) => collect_paths(a, out),
+        Expr::And(a, b) | Expr::Or(a, b) | Expr::Cmp(_, a, b) => {
+            collect_paths(a, out);
+            collect_paths(b, out);
+        }
+    }
+}
+
+/// A field path as a condition writes it after `out[n]`: `.entities[0].name`.
+pub fn path_text(path: &[Field]) -> String {
+    let mut out = String::new();
+    for f in path {
+        match f {
+            Field::Name(n) => {
+                out.push('.');
+                out.push_str(n);
+            }
+            Field::Item(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
 }
 
 fn truthy(v: &Value) -> bool {
@@ -641,6 +678,21 @@ mod tests {
         let c = Condition::parse("out[2].a == 1 or out[0].b and out[2].c").unwrap();
         assert_eq!(c.references(), [0, 2]);
         assert_eq!(c.to_string(), "out[2].a == 1 or out[0].b and out[2].c");
+    }
+
+    #[test]
+    fn paths_are_listed_as_written_with_the_whole_output_empty() {
+        let c = Condition::parse(
+            r#"out[1].entities[0].name == "Ana" or len(out[0]) > 2 and not out[0].label.x"#,
+        )
+        .unwrap();
+        let paths: Vec<(u32, String)> =
+            c.paths().into_iter().map(|(i, p)| (i, path_text(p))).collect();
+        assert_eq!(
+            paths,
+            [(1, ".entities[0].name".to_owned()), (0, String::new()), (0, ".label.x".to_owned())]
+        );
+        assert!(Condition::parse("true and 1 < 2").unwrap().paths().is_empty());
     }
 
     #[test]

@@ -1,11 +1,12 @@
 // Registry agents from the embedded indexer: names from their cards (read by
 // the indexer's one card decoder), offers, the record weighed by the money
 // behind it (what selection reads), ERC-8004 identity and the feedback the
-// indexer matched to settlements; and the orchestrator's ranking of those
-// offering a capability. The pure parts are tested in agents.test.mjs.
+// indexer matched to settlements; the orchestrator's ranking of those
+// offering a capability; and the capability catalogue plans are made from.
+// The pure parts are tested in agents.test.mjs.
 
 import { short, usdc } from './format.js';
-import { index } from './api.js';
+import { api, index } from './api.js';
 
 let agentsCache = null;
 
@@ -115,4 +116,62 @@ export const rankingPath = (capability, policy) =>
 export function nameOf(address, list) {
   const a = list.find((x) => x.agent.toLowerCase() === String(address).toLowerCase());
   return a ? a.name : short(address);
+}
+
+// ------------------------------------------------------------- catalogue --
+
+/// The orchestrator's capability catalogue: `{source, entries}`.
+export const catalogue = () => api('GET', '/api/capabilities');
+
+/// The fields of a result schema as `path: type` lines, nested ones dotted
+/// (`summary.bullets[]: string`), those always present marked; at most
+/// `max` (a schema holds at most 40).
+export function resultFields(schema, max = 40) {
+  const out = [];
+  const walk = (node, prefix, depth) => {
+    if (!node || typeof node !== 'object' || depth > 4) return;
+    const required = Array.isArray(node.required) ? node.required : [];
+    for (const [name, field] of Object.entries(node.properties ?? {})) {
+      if (out.length >= max) return;
+      const path = prefix ? `${prefix}.${name}` : name;
+      const type = typeof field?.type === 'string' ? field.type : '?';
+      const item = type === 'array' && typeof field.items?.type === 'string' ? field.items.type : null;
+      out.push({ path: item ? `${path}[]` : path, type: item ?? type, required: required.includes(name) });
+      if (type === 'object') walk(field, path, depth + 1);
+      if (item === 'object') walk(field.items, `${path}[]`, depth + 1);
+    }
+  };
+  walk(schema, '', 1);
+  return out;
+}
+
+/// `lines[]: string` with ` (always)` for a field always present.
+export const fieldText = (f) => `${f.path}: ${f.type}${f.required ? ' (always)' : ''}`;
+
+/// The cheapest listed price of an entry, in base units as a string; null
+/// when nobody offers it.
+export function cheapestPrice(entry) {
+  let best = null;
+  for (const o of entry?.offerers ?? []) {
+    if (!/^[0-9]+$/.test(String(o.price))) continue;
+    if (best === null || BigInt(o.price) < BigInt(best)) best = String(o.price);
+  }
+  return best;
+}
+
+/// An offerer's record as the catalogue lists it: `83% reliable · 5/6
+/// settled`, or `no record` when the index has none.
+export function offererRecord(o) {
+  const r = o?.record;
+  if (!r || typeof r.reliability !== 'number') return 'no record';
+  const settled = r.settled ? `${r.completed}/${r.settled} settled` : 'no settled tasks';
+  return `${Math.round(r.reliability * 100)}% reliable · ${settled}`;
+}
+
+/// What an entry says of where it comes from and who offers it.
+export function offeredText(entry) {
+  const n = Number(entry?.offered_by) || 0;
+  if (!n) return 'offered by nobody active';
+  const listed = entry.offerers?.length ?? 0;
+  return `offered by ${n} active agent${n === 1 ? '' : 's'}${listed < n ? ` (the ${listed} cheapest listed)` : ''}`;
 }

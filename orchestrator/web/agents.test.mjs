@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   weighedReliability, reliability, recordText, weighedText, identityText, feedbackSummary, feedbackValue,
-  proofHref, capabilities, rankingPath,
+  proofHref, capabilities, rankingPath, resultFields, fieldText, cheapestPrice, offererRecord, offeredText,
 } from './agents.js';
 
 const agent = (evidence, extra = {}) => ({
@@ -75,4 +75,39 @@ test('the picker offers what active agents offer, and asks the ranking for it', 
   assert.deepEqual(capabilities(list), ['summarize', 'translate']);
   assert.equal(rankingPath('translate', 'reliable'), '/api/agents/ranking?capability=translate&policy=reliable');
   assert.equal(rankingPath('a b', 'balanced'), '/api/agents/ranking?capability=a%20b&policy=balanced');
+});
+
+test('the catalogue reads result fields, the cheapest offer and each offerer\'s record', () => {
+  const schema = {
+    type: 'object',
+    required: ['translation'],
+    properties: {
+      translation: { type: 'string' },
+      summary: { type: 'object', properties: { bullets: { type: 'array', items: { type: 'string' } } } },
+      dates: { type: 'array', items: { type: 'object', properties: { iso: { type: 'string' } } } },
+    },
+  };
+  assert.deepEqual(resultFields(schema).map(fieldText), [
+    'translation: string (always)', 'summary: object', 'summary.bullets[]: string', 'dates[]: object', 'dates[].iso: string',
+  ]);
+  assert.deepEqual(resultFields(undefined), []);
+  assert.equal(resultFields(schema, 2).length, 2, 'bounded');
+  // A hostile schema: wrong types read as `?`, nothing thrown.
+  assert.deepEqual(resultFields({ properties: { x: { type: { evil: 1 } }, y: null } }).map(fieldText), ['x: ?', 'y: ?']);
+  const entry = {
+    offered_by: 3,
+    offerers: [
+      { agent: '0xa', price: '150000', record: { settled: 6, completed: 5, reliability: 0.7778 } },
+      { agent: '0xb', price: '90000', record: { settled: 0, completed: 0, reliability: 2 / 3 } },
+      { agent: '0xc', price: 'lots' },
+    ],
+  };
+  assert.equal(cheapestPrice(entry), '90000');
+  assert.equal(cheapestPrice({ offerers: [] }), null);
+  assert.equal(offererRecord(entry.offerers[0]), '78% reliable · 5/6 settled');
+  assert.equal(offererRecord(entry.offerers[1]), '67% reliable · no settled tasks');
+  assert.equal(offererRecord(entry.offerers[2]), 'no record');
+  assert.equal(offeredText(entry), 'offered by 3 active agents');
+  assert.equal(offeredText({ offered_by: 40, offerers: new Array(32).fill({}) }), 'offered by 40 active agents (the 32 cheapest listed)');
+  assert.equal(offeredText({ offered_by: 0, offerers: [] }), 'offered by nobody active');
 });

@@ -6,7 +6,7 @@ import { h } from './dom.js';
 import { api, index, runUrl } from './api.js';
 import {
   agents, reliability, recordText, weighedText, identityText, feedbackSummary, feedbackValue, proofHref,
-  capabilities, rankingPath, nameOf,
+  capabilities, rankingPath, nameOf, catalogue, resultFields, fieldText, cheapestPrice, offererRecord, offeredText,
 } from './agents.js';
 
 export async function historyPage(main) {
@@ -79,6 +79,7 @@ export async function agentsPage(main) {
   const list = await agents(true);
   if (!list.length) {
     section.append(h('p', { class: 'muted' }, 'No agents indexed (is the orchestrator running with its indexer?).'));
+    main.append(await cataloguePanel(list));
     return;
   }
   const cols = ['Agent', 'Status', 'Offers (USDC)', 'Record', 'Reliability', 'Weighed (funders)', 'ERC-8004', 'Feedback', 'Earnings (USDC)', 'Median accept / complete'];
@@ -97,6 +98,57 @@ export async function agentsPage(main) {
       h('td', { class: 'num' }, usdc(a.stats.earnings)),
       h('td', {}, `${a.stats.median_accept_secs ?? '—'} s / ${a.stats.median_completion_secs ?? '—'} s`)))))));
   section.append(rankingPicker(list));
+  main.append(await cataloguePanel(list));
+}
+
+/// The capability catalogue plans are made from: each capability, what it
+/// says of itself (description, phrasings, the fields of its result a
+/// condition may read) and who offers it at what price with what record.
+/// Everything here comes from cards anyone can publish: it is only ever
+/// text nodes.
+async function cataloguePanel(list) {
+  const panel = h('section', { class: 'card catalogue', 'aria-labelledby': 'catalogue-title' }, h('h2', { id: 'catalogue-title' }, 'Capabilities'));
+  let body;
+  try {
+    body = await catalogue();
+  } catch (e) {
+    panel.append(h('p', { role: 'alert' }, e.message));
+    return panel;
+  }
+  panel.append(h('p', { class: 'muted' }, body.source === 'built-in'
+    ? 'The built-in capabilities only: this orchestrator runs without an index, so it knows no registered capability.'
+    : 'Every capability active agents offer on chain, described by their cards (a built-in capability by Tessera), with its offerers cheapest first. A plan\'s condition may read the result fields listed.'));
+  const entries = Array.isArray(body.entries) ? body.entries : [];
+  const cols = ['Capability', 'What it does', 'Result fields', 'Offered by (USDC · record)'];
+  panel.append(h('div', { class: 'table-wrap' }, h('table', { class: 'capabilities' },
+    h('caption', {}, 'The capability catalogue: descriptors from the cards, prices from the registry, records weighed by the money behind them'),
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, entries.map((e) => catalogueRow(e, list))))));
+  return panel;
+}
+
+function catalogueRow(e, list) {
+  const d = e.describe ?? {};
+  const fields = resultFields(d.result);
+  const cheapest = cheapestPrice(e);
+  return h('tr', { dataset: { capability: String(e.name) } },
+    h('td', {}, h('strong', {}, String(e.name)), e.builtin ? h('div', { class: 'muted' }, 'built in') : null),
+    h('td', {},
+      h('div', { class: 'description' }, d.description ?? '—'),
+      (d.phrasings ?? []).length
+        ? h('ul', { class: 'phrasings', 'aria-label': 'phrasings' }, d.phrasings.map((p) => h('li', {}, `“${p}”`)))
+        : null),
+    h('td', {}, fields.length
+      ? h('ul', { class: 'fields' }, fields.map((f) => h('li', {}, h('code', {}, fieldText(f)))))
+      : h('span', { class: 'muted' }, 'no result schema published')),
+    h('td', { class: 'offerers' },
+      h('div', {}, offeredText(e), cheapest === null ? '' : ` · from ${usdc(cheapest)}`),
+      (e.offerers ?? []).length
+        ? h('ul', {}, e.offerers.map((o) => h('li', { dataset: { agent: String(o.agent) } },
+          h('strong', {}, typeof o.card === 'string' && o.card ? o.card : nameOf(String(o.agent), list)),
+          ` · ${usdc(o.price)} · ${offererRecord(o)}`,
+          o.describe ? h('span', { class: 'muted' }, ' · describes it its own way') : null)))
+        : null));
 }
 
 /// The feedback summary, and the latest entries each with its proof: the

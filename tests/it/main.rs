@@ -7,6 +7,7 @@ mod blobs;
 mod ceremony;
 mod chain_time;
 mod classify;
+mod conditions;
 mod decline;
 mod delegation;
 mod demo;

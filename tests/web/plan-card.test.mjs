@@ -383,6 +383,16 @@ test('history shows lineage trees from the indexer, and agents their prices and 
   assert.equal(await page.locator('ol.ranking li').count(), offering.length);
   assert.equal(offering.length, 2);
   assert.match(await page.locator('ol.ranking li .reason').nth(1).textContent(), /^(less reliable|as reliable, dearer|tie, the higher address)/);
+  // The capability catalogue: a capability with what it does, the fields
+  // its result publishes, and its offerers with their prices and records.
+  const capability = page.locator('table.capabilities tbody tr[data-capability="summarize"]');
+  await capability.waitFor();
+  assert.match(await capability.locator('.description').textContent(), /^Extractive summary of a text/);
+  assert.match(await capability.locator('.fields').textContent(), /bullets\[\]: string \(always\)/);
+  assert.match(await capability.locator('td.offerers > div').textContent(), /^offered by 2 active agents · from 0\.400000$/);
+  assert.equal(await capability.locator('td.offerers li').count(), 2);
+  assert.match(await capability.locator('td.offerers li').first().textContent(), /^summarizer-b · 0\.400000 · \d+% reliable · /);
+  assert.ok(await page.locator('table.capabilities tbody tr[data-capability="brief"]').count(), 'built-ins nobody offers are listed');
   await shot('agents.png');
 });
 

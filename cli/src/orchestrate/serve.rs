@@ -67,7 +67,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "TESSERA_INDEX_DATABASE_URL", default_value = "sqlite://.tessera/index.db")]
     index_database_url: String,
     /// Run without the embedded indexer (the UI then shows no history,
-    /// agents or reliability).
+    /// agents or reliability, and the capability catalogue is the built-in
+    /// capabilities alone: briefs are planned from those, and a condition
+    /// may read fields of their results only).
     #[arg(long)]
     no_index: bool,
     /// Run as one of several replicas on a PostgreSQL run store: the
@@ -214,8 +216,10 @@ pub(crate) async fn serve(
         None => Service::start(config).await?,
     };
     if let Some(ix) = &indexer {
-        // Executors are chosen on the records the embedded indexer keeps.
+        // Executors are chosen on the records the embedded indexer keeps,
+        // and plans made from (and checked against) its catalogue.
         service.orchestrator().with_records(Arc::new(ix.store().clone()));
+        service.orchestrator().with_catalogue(Arc::new(ix.store().clone()));
     }
     println!(
         "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",

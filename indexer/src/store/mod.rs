@@ -15,9 +15,12 @@
 //!   records ([`tessera_records::AgentRecords`]).
 //! - [`feedback`]: ERC-8004 identities and feedback, each matched against
 //!   the escrow's settlements.
+//! - [`catalogue`]: the live capability catalogue (the store as the
+//!   orchestrator's [`tessera_bindings::catalogue::CatalogueSource`]).
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
+pub mod catalogue;
 mod codecs;
 mod derivation;
 pub mod evidence;
@@ -161,6 +164,8 @@ pub struct IndexStore {
     /// ingestion (the writer's pool on SQLite in memory).
     api: AnyPool,
     backend: Backend,
+    /// Parsed cards and the last catalogue built (see [`catalogue`]).
+    catalogue: std::sync::Arc<tokio::sync::Mutex<catalogue::CatalogueCache>>,
 }
 
 impl IndexStore {
@@ -172,7 +177,7 @@ impl IndexStore {
         let shared_reader = reader.is_none() && backend == Backend::Sqlite;
         let reader = reader.unwrap_or_else(|| pool.clone());
         let api = open_api_pool(url).await?.unwrap_or_else(|| pool.clone());
-        Ok(Self { pool, reader, shared_reader, api, backend })
+        Ok(Self { pool, reader, shared_reader, api, backend, catalogue: Default::default() })
     }
 
     /// Which database this is.

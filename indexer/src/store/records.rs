@@ -1,11 +1,39 @@
 //! The index as a source of agents' records for the orchestrator's
 //! choice ([`AgentRecords`]): each agent's statistics as an
-//! [`AgentRecord`], weighed for the sponsor choosing.
+//! [`AgentRecord`], weighed for the sponsor choosing; and the same record
+//! weighed for no one, as the capability catalogue lists an offerer's
+//! ([`IndexStore::offerer_record`]).
 
 use alloy::primitives::Address;
+use tessera_bindings::catalogue::OffererRecord;
+use tessera_db::DbError;
 use tessera_records::{AgentRecord, AgentRecords, RecordFuture};
 
 use super::{AgentStats, IndexStore};
+
+impl IndexStore {
+    /// `agent`'s record as the catalogue lists it: its settled and
+    /// completed tasks, and the reliability the executor choice scores,
+    /// weighed for no sponsor in particular. `None` for an agent the index
+    /// does not know.
+    pub async fn offerer_record(&self, agent: &str) -> Result<Option<OffererRecord>, DbError> {
+        Ok(self.agent(agent).await?.map(|view| offerer_record_of(&record_of(&view.stats))))
+    }
+}
+
+/// What the catalogue shows of `record`.
+pub fn offerer_record_of(record: &AgentRecord) -> OffererRecord {
+    OffererRecord {
+        settled: record.settled(),
+        completed: record.completed,
+        reliability: record.reliability(),
+    }
+}
+
+/// The record of an agent no task was ever settled with: the prior alone.
+pub(super) fn empty_record() -> OffererRecord {
+    offerer_record_of(&AgentRecord::default())
+}
 
 impl AgentRecords for IndexStore {
     fn record(&self, agent: Address, sponsor: Address) -> RecordFuture<'_> {

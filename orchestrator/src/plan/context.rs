@@ -1,10 +1,11 @@
 //! The outside facts a plan is checked against: known capabilities,
-//! executors' registration and prices.
+//! executors' registration and prices, and the result schemas the
+//! capabilities publish (the catalogue).
 
 use std::collections::{HashMap, HashSet};
 
 use alloy::primitives::Address;
-use tessera_bindings::usdc::Usdc;
+use tessera_bindings::{catalogue::Catalogue, describe::ResultSchema, usdc::Usdc};
 
 /// What executors look like to the plan validator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +16,29 @@ pub enum ExecutorStatus {
     Paused,
     /// Not in the registry.
     Unknown,
+}
+
+/// What a context knows of the result a sub-task will deliver: what the
+/// fields its conditions read are checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultShape<'a> {
+    /// The context holds no catalogue: fields are not checked.
+    Unchecked,
+    /// The schema that holds for the sub-task's result.
+    Schema {
+        /// The schema.
+        schema: &'a ResultSchema,
+        /// Its executor publishes this one, unlike the capability's.
+        executors_own: bool,
+    },
+    /// The capability (or the executor's own offer of it) publishes no
+    /// result schema.
+    Unpublished {
+        /// It is the executor's own offer that publishes none.
+        executors_own: bool,
+    },
+    /// The capability is not in the catalogue.
+    NotListed,
 }
 
 /// The outside facts a plan is checked against; the chain-backed
@@ -29,6 +53,12 @@ pub trait PlanContext {
     fn executor_price(&self, _executor: Address, _capability: &str) -> Option<Option<Usdc>> {
         None
     }
+    /// The shape of the result `capability` delivers when `executor` (or,
+    /// without one, any offerer) runs it; [`ResultShape::Unchecked`] when
+    /// the context knows no catalogue.
+    fn result_shape(&self, _capability: &str, _executor: Option<Address>) -> ResultShape<'_> {
+        ResultShape::Unchecked
+    }
 }
 
 /// A [`PlanContext`] held in memory, for tests and the offline planner.
@@ -37,6 +67,7 @@ pub struct InMemoryContext {
     capabilities: HashSet<String>,
     executors: HashMap<Address, ExecutorStatus>,
     prices: Option<HashMap<(Address, String), Usdc>>,
+    catalogue: Option<Catalogue>,
 }
 
 impl InMemoryContext {
@@ -68,6 +99,15 @@ impl InMemoryContext {
     }
 }
 
+impl InMemoryContext {
+    /// Checks the fields conditions read against `catalogue`'s result
+    /// schemas (see [`PlanContext::result_shape`]).
+    pub fn with_catalogue(mut self, catalogue: Catalogue) -> Self {
+        self.catalogue = Some(catalogue);
+        self
+    }
+}
+
 impl PlanContext for InMemoryContext {
     fn is_known_capability(&self, capability: &str) -> bool {
         self.capabilities.contains(capability)
@@ -80,5 +120,18 @@ impl PlanContext for InMemoryContext {
     fn executor_price(&self, executor: Address, capability: &str) -> Option<Option<Usdc>> {
         let prices = self.prices.as_ref()?;
         Some(prices.get(&(executor, capability.to_owned())).copied())
+    }
+
+    fn result_shape(&self, capability: &str, executor: Option<Address>) -> ResultShape<'_> {
+        let Some(catalogue) = &self.catalogue else { return ResultShape::Unchecked };
+        let Some(entry) = catalogue.get(capability) else { return ResultShape::NotListed };
+        let executor = executor.map(|a| a.to_string());
+        let executors_own = executor.as_deref().is_some_and(|a| {
+            entry.offerers.iter().any(|o| o.agent.eq_ignore_ascii_case(a) && o.describe.is_some())
+        });
+        match entry.schema_for(executor.as_deref()) {
+            Some(schema) => ResultShape::Schema { schema, executors_own },
+            None => ResultShape::Unpublished { executors_own },
+        }
     }
 }

@@ -192,6 +192,20 @@ pub enum PlanError {
         /// The sub-task read.
         read: u32,
     },
+    /// A condition reads a field the result of the step it reads does not
+    /// publish (see [`super::Plan::validate`]).
+    #[error("step {step}: condition `{condition}` reads {field}, {problem}")]
+    ConditionField {
+        /// The step whose condition it is (its path).
+        step: String,
+        /// The condition, as the plan card shows it (cut to 120 characters).
+        condition: String,
+        /// The field read, `out[0].sentiment`.
+        field: String,
+        /// Why it cannot be read: the schema lacks it (with the fields the
+        /// schema has), or no schema is published.
+        problem: String,
+    },
     /// An edit would renumber a sub-task a condition reads.
     #[error(
         "sub-task {0}'s condition reads sub-tasks this edit would renumber; edit the plan file \

@@ -12,8 +12,9 @@
 //! ([`Plan::reorder`], [`Plan::drop_subtask`]) re-index to keep it so.
 //!
 //! The module is split by job: this file holds the model, [`error`] the
-//! refusals, [`context`] the outside facts, `validate` the checks, `graph`
-//! the dependency order and `edit` the re-indexing edits.
+//! refusals, [`context`] the outside facts, `validate` the checks, `reads`
+//! the fields conditions read against the published result schemas,
+//! `graph` the dependency order and `edit` the re-indexing edits.
 
 mod context;
 mod edit;
@@ -23,6 +24,7 @@ mod funding;
 mod graph;
 mod id;
 mod nest;
+mod reads;
 mod strategy;
 mod validate;
 
@@ -33,7 +35,7 @@ use crate::condition::When;
 pub use tessera_bindings::usdc::Usdc;
 
 pub use self::{
-    context::{ExecutorStatus, InMemoryContext, PlanContext},
+    context::{ExecutorStatus, InMemoryContext, PlanContext, ResultShape},
     error::PlanError,
     funding::Funding,
     id::PlanId,

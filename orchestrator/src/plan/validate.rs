@@ -105,7 +105,8 @@ impl Plan {
     }
 
     /// Full validation: [`Plan::validate_shape`], then capabilities and
-    /// executors against `ctx`, then the budget.
+    /// executors against `ctx`, the fields conditions read against the
+    /// result schemas `ctx` knows, then the budget.
     pub fn validate(&self, ctx: &impl PlanContext) -> Result<(), PlanError> {
         self.validate_with(ctx, true)
     }
@@ -169,6 +170,7 @@ impl Plan {
                 Some(Some(_)) => {}
             }
         }
+        self.validate_condition_fields(ctx)?;
         self.validate_group_budgets()?;
         let total = self.total_cost()?;
         if total > self.budget {

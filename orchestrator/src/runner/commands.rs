@@ -9,7 +9,7 @@ use tessera_bindings::{task::Status, usdc::Usdc};
 
 use super::{Orchestrator, RunError, RunView};
 use crate::{
-    plan::{Plan, PlanError, ReviewMode},
+    plan::{InMemoryContext, Plan, PlanError, ReviewMode},
     state::{DecisionKind, Phase, Progress, RunEvent, RunId, RunState, Stakes},
     store::now_ms,
 };
@@ -153,7 +153,7 @@ impl Orchestrator {
             }
             .into());
         }
-        plan.validate_draft(&self.chain.context(&plan).await?)?;
+        plan.validate_draft(&self.plan_context(&plan).await?)?;
         self.check_spend_cap(&plan)?;
         let id = RunId::from(plan.id);
         let json = plan_json(&plan)?;
@@ -174,6 +174,19 @@ impl Orchestrator {
         let event = RunEvent::PlanProposed { plan_id: plan.id, stakes };
         self.emit_run(&id, event.kind().as_str(), &event).await?;
         self.view(&id).await
+    }
+
+    /// What a proposed or edited plan is checked against: the registry's
+    /// facts and, when a condition reads a field of a result, the
+    /// capability catalogue whose result schemas say which fields there
+    /// are (see [`crate::plan`]'s `reads`). Approval and a change of
+    /// executor check the registry only: the fields were checked here.
+    async fn plan_context(&self, plan: &Plan) -> Result<InMemoryContext, RunError> {
+        let ctx = self.chain.context(plan).await?;
+        if !plan.reads_fields() {
+            return Ok(ctx);
+        }
+        Ok(ctx.with_catalogue(self.catalogue().await?))
     }
 
     /// Checks what the user typed against a high-stakes plan's terms and
@@ -241,7 +254,7 @@ impl Orchestrator {
                 Plan { review: *review, ..plan.clone() }
             }
         };
-        edited.validate_draft(&self.chain.context(&edited).await?)?;
+        edited.validate_draft(&self.plan_context(&edited).await?)?;
         self.check_spend_cap(&edited)?;
         if !self.store.update_plan(id, &plan_json(&edited)?, RunState::Proposed).await? {
             return Err(RunError::changed(id, "an edit"));

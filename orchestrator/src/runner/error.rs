@@ -138,6 +138,10 @@ pub enum RunError {
     /// A high-stakes approval without a matching confirmation.
     #[error("{0}")]
     Confirmation(String),
+    /// The capability catalogue a plan's conditions are checked against
+    /// could not be read (the index's store failed).
+    #[error(transparent)]
+    Catalogue(#[from] tessera_bindings::catalogue::CatalogueError),
     /// This replica no longer holds its sponsor lane's lease (see
     /// [`crate::replica`]): nothing is sent for the lane's runs.
     #[error("this replica does not hold the lease of lane {0}: nothing sent")]
@@ -197,15 +201,22 @@ impl RunError {
             | Self::Envelope { .. }
             | Self::Reason(_)
             | Self::SpentOverflow
+            | Self::Catalogue(_)
             | Self::LeaseLost(_) => false,
         }
     }
 
     /// Whether the operation failed for now and may succeed when tried
     /// again (this replica lost its lane, a wave was abandoned, a result is
-    /// out of reach).
+    /// out of reach, the catalogue could not be read).
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, Self::LeaseLost(_) | Self::WaveAbandoned | Self::BlobUnavailable(_))
+        matches!(
+            self,
+            Self::LeaseLost(_)
+                | Self::WaveAbandoned
+                | Self::BlobUnavailable(_)
+                | Self::Catalogue(_)
+        )
     }
 
     /// The contract's decoded refusal, when the chain refused.

@@ -202,6 +202,13 @@ impl Orchestrator {
         }
     }
 
+    /// Whether a catalogue source was handed in
+    /// ([`Orchestrator::with_catalogue`]); without one the catalogue is the
+    /// built-in capabilities.
+    pub fn reads_catalogue(&self) -> bool {
+        self.catalogue.read().unwrap_or_else(std::sync::PoisonError::into_inner).is_some()
+    }
+
     /// The source of agents' records, if any.
     pub fn records(&self) -> Option<Arc<dyn AgentRecords>> {
         self.records.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
