@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use tessera_bindings::catalogue::Catalogue;
+
 use crate::{
     classify::{Axis, Classification, DEFAULT_THRESHOLD, Engine, Signal, SignalKind},
     heuristic,
@@ -59,11 +61,25 @@ impl Classifier {
         self.llm.is_some()
     }
 
-    /// One pass over `brief` (and the optional material in `payload`).
+    /// One pass over `brief` (and the optional material in `payload`),
+    /// planning from the built-in capabilities only (see
+    /// [`Self::classify_with`]).
     pub async fn classify(
         &self,
         brief: &str,
         payload: Option<&str>,
+    ) -> Result<Classification, ClassifyError> {
+        self.classify_with(brief, payload, &Catalogue::builtins()).await
+    }
+
+    /// One pass over `brief` (and the optional material in `payload`),
+    /// planning from `catalogue`: the model is offered its capabilities and
+    /// the offline planner (or the degraded path) matches against them.
+    pub async fn classify_with(
+        &self,
+        brief: &str,
+        payload: Option<&str>,
+        catalogue: &Catalogue,
     ) -> Result<Classification, ClassifyError> {
         let brief = brief.trim();
         if brief.is_empty() {
@@ -79,11 +95,11 @@ impl Classifier {
         let mut result = match &self.llm {
             None => {
                 tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt = 0, outcome = "skipped: no API key");
-                let c = offline::plan(brief);
+                let c = offline::plan_with(brief, catalogue);
                 tracing::info!(target: "tessera::classify", event = "raw", pass, source = "offline", raw = %serde_json::to_string(&c).unwrap_or_default());
                 c
             }
-            Some(llm) => self.ask(llm, pass, brief, payload).await,
+            Some(llm) => self.ask(llm, pass, brief, payload, catalogue).await,
         };
 
         let cues = heuristic::scan(brief);
@@ -111,10 +127,11 @@ impl Classifier {
         pass: u64,
         brief: &str,
         payload: Option<&str>,
+        catalogue: &Catalogue,
     ) -> Classification {
         let mut failures = Vec::new();
         for attempt in 1..=2 {
-            match llm.attempt(brief, payload).await {
+            match llm.attempt_with(brief, payload, catalogue).await {
                 Ok(answer) => {
                     tracing::info!(target: "tessera::classify", event = "llm_attempt", pass, attempt, outcome = "ok", stripped = answer.stripped);
                     tracing::info!(target: "tessera::classify", event = "raw", pass, source = "llm", raw = %answer.raw);
@@ -132,7 +149,7 @@ impl Classifier {
             }
         }
         // Two failures, or one for good: the offline plan, trusted by nobody.
-        let mut degraded = offline::plan(brief);
+        let mut degraded = offline::plan_with(brief, catalogue);
         degraded.engine = Engine::Degraded;
         degraded.decomposability = Axis { confidence: 0.0, ..degraded.decomposability };
         degraded.stakes = Axis { confidence: 0.0, ..degraded.stakes };
@@ -161,5 +178,32 @@ mod tests {
         let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
         assert_eq!(caps, ["summarize"]);
         assert_eq!(c.plan[0].spec, "Summarize this article");
+        assert_eq!(c.plan[0].chosen_by, ["Summarize"]);
+    }
+
+    #[tokio::test]
+    async fn the_offline_plan_comes_from_the_catalogue() {
+        let mut catalogue = Catalogue::builtins();
+        catalogue.entries.push(tessera_bindings::catalogue::Entry {
+            name: "haiku-write".into(),
+            builtin: false,
+            describe: tessera_bindings::describe::Describe {
+                description: Some("Writes a haiku on a theme.".into()),
+                ..Default::default()
+            },
+            offerers: Vec::new(),
+            offered_by: 2,
+        });
+        let brief = "Write a haiku about autumn leaves, then translate it to French";
+        let c = Classifier::offline().classify_with(brief, None, &catalogue).await.unwrap();
+        let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+        assert_eq!(caps, ["haiku-write", "translate"]);
+        assert_eq!(c.plan[1].depends_on, [0]);
+        assert_eq!(c.plan[0].chosen_by, ["Write", "haiku"]);
+        assert_eq!(c.quadrant(), crate::Quadrant::CompositeLow);
+        // Without the catalogue the haiku is nobody's: one step.
+        let c = Classifier::offline().classify(brief, None).await.unwrap();
+        let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+        assert_eq!(caps, ["translate"]);
     }
 }

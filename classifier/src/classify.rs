@@ -88,6 +88,10 @@ pub struct ProposedSubTask {
     /// Its step path (`1.0`) when the plan nests goals; see [`ProposedGroup`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The brief's own words, as written, that chose the capability (at
+    /// most [`crate::catalogue_match::MAX_CHOSEN_BY`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chosen_by: Vec<String>,
 }
 
 /// A goal of several steps, proposed as a nested plan: the steps whose
@@ -266,6 +270,7 @@ mod tests {
             deadline_offset_secs: 60,
             depends_on: vec![],
             path: None,
+            chosen_by: vec![],
         }
     }
 

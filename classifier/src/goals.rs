@@ -80,17 +80,17 @@ fn numbered(brief: &str) -> Option<(Vec<String>, Option<String>)> {
 }
 
 /// Plans `brief` as goals, each through `plan_one` (the offline rules on
-/// the goal's own text); `None` unless every goal names work and at least
-/// one is several steps.
-pub fn plan(brief: &str, plan_one: impl Fn(&Reading) -> Vec<ProposedSubTask>) -> Option<Goals> {
+/// the goal's own text; `None` when the goal names no work); `None` unless
+/// every goal names work and at least one is several steps.
+pub fn plan(
+    brief: &str,
+    plan_one: impl Fn(&Reading) -> Option<Vec<ProposedSubTask>>,
+) -> Option<Goals> {
     let (goals, material) = numbered(brief)?;
     let mut planned = Vec::with_capacity(goals.len());
     for goal in &goals {
         let reading = Reading::of(goal);
-        if reading.steps.is_empty() {
-            return None;
-        }
-        let steps = plan_one(&reading);
+        let steps = plan_one(&reading)?;
         if steps.is_empty() {
             return None;
         }
@@ -176,8 +176,9 @@ mod tests {
 
 The harbour authority opened a new ferry line on Friday.";
 
-    fn offline(r: &Reading) -> Vec<ProposedSubTask> {
-        crate::offline::plan_reading(r).plan
+    fn offline(r: &Reading) -> Option<Vec<ProposedSubTask>> {
+        crate::offline::plan_reading(r, &crate::catalogue_match::Matcher::builtins())
+            .map(|c| c.plan)
     }
 
     #[test]

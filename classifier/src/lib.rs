@@ -5,8 +5,12 @@
 //! - [`classifier`]: one pass — model or offline planner, cross-check,
 //!   caution rules — with its trace events.
 //! - [`llm`]: the model path (the forced `classify_brief` call through
-//!   `tessera_llm::ForcedTool`, schema validation, address stripping).
+//!   `tessera_llm::ForcedTool`, schema validation, address stripping), given
+//!   the catalogue as a bounded [`menu`].
 //! - [`offline`]: the deterministic planner used without a key.
+//! - [`catalogue_match`]: a brief's steps matched against the capability
+//!   catalogue, bounded against stuffed cards; [`steps`] applies it to a
+//!   reading.
 //! - [`reading`]: how the rules read a brief — instruction apart from
 //!   material, steps by their verbs.
 //! - [`normalize`]: look-alike letters folded to the Latin they imitate.
@@ -22,15 +26,18 @@
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
+pub mod catalogue_match;
 pub mod classifier;
 pub mod classify;
 pub mod corpus;
 pub mod goals;
 pub mod heuristic;
 pub mod llm;
+pub mod menu;
 pub mod normalize;
 pub mod offline;
 pub mod reading;
+pub mod steps;
 pub mod strip;
 
 pub use classifier::{Classifier, ClassifyError};

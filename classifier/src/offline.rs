@@ -25,7 +25,17 @@
 //!    agents for work and never sends funds to an arbitrary address.
 //! 6. **Nothing recognized.** No capability matched (a brief in another
 //!    language, a request the registry has no capability for): no sub-tasks
-//!    and a plain "pick a capability by hand", never a guessed plan.
+//!    and a plain "pick a capability by hand" naming some of the catalogue's
+//!    capabilities, never a guessed plan.
+//!
+//! A step is the rules' own capability or, when the catalogue says so, one
+//! somebody offers: every segment of the instruction is matched against the
+//! catalogue's names, descriptions and phrasings (see
+//! [`crate::catalogue_match`]), so a capability no rule knows is planned
+//! when a brief asks for it ("Write a haiku about autumn leaves, then
+//! translate it to French" → `haiku-write`, then `translate`), and each
+//! sub-task keeps the brief's words that chose it (`chosen_by`). Without a
+//! catalogue ([`plan`]) only the built-in capabilities are matched.
 //!
 //! The shape follows the plan: a plan with 0 or 1 sub-task is atomic, one
 //! with 2 or more is composite. Stakes are high whenever the heuristic's
@@ -35,13 +45,17 @@
 //! the plan and said so. The result then goes through the same cross-check
 //! and caution rules as a model's answer.
 
+use tessera_bindings::catalogue::Catalogue;
+
 use crate::{
+    catalogue_match::Matcher,
     classify::{
         Axis, Classification, Decomposability, Engine, ProposedSubTask, Signal, SignalKind, Stakes,
     },
     heuristic::{self, Cues},
     llm::MAX_SPEC_BYTES,
     reading::Reading,
+    steps::{self, PlannedStep},
 };
 
 pub use crate::reading::MAX_FAN_OUT;
@@ -50,9 +64,11 @@ pub use crate::reading::MAX_FAN_OUT;
 pub const DEFAULT_DEADLINE_SECS: u64 = 3600;
 /// Research briefs with no number get this many candidates.
 pub const DEFAULT_RESEARCH_WIDTH: u32 = 3;
-/// The capabilities the rules can plan, for the "pick one" answer.
+/// The capabilities the rules can plan on their own.
 pub const KNOWN_CAPABILITIES: &[&str] =
     &["translate", "summarize", "sentiment-classify", "extract-entities"];
+/// Most capability names the "pick one by hand" answer lists.
+pub const MAX_PICK_NAMES: usize = 12;
 
 /// The part of a brief that is instruction rather than material (see
 /// [`crate::reading`]).
@@ -91,7 +107,13 @@ fn with_material(instruction: String, r: &Reading) -> String {
     }
 }
 
-fn subtask(index: u32, capability: &str, spec: String, depends_on: Vec<u32>) -> ProposedSubTask {
+fn subtask(
+    index: u32,
+    capability: &str,
+    spec: String,
+    depends_on: Vec<u32>,
+    chosen_by: &[String],
+) -> ProposedSubTask {
     ProposedSubTask {
         index,
         capability: capability.to_owned(),
@@ -100,22 +122,34 @@ fn subtask(index: u32, capability: &str, spec: String, depends_on: Vec<u32>) -> 
         deadline_offset_secs: DEFAULT_DEADLINE_SECS,
         depends_on,
         path: None,
+        chosen_by: chosen_by.to_vec(),
     }
 }
 
-/// The offline rules on a brief already read (no signals added).
-pub(crate) fn plan_reading(r: &Reading) -> Classification {
-    propose(r, &heuristic::cues(r))
+/// The offline rules on a brief already read (no signals added); `None`
+/// when it names no work (no step, research or otherwise).
+pub(crate) fn plan_reading(r: &Reading, m: &Matcher) -> Option<Classification> {
+    let steps = steps::resolve(r, m);
+    (!steps.is_empty()).then(|| propose(r, &heuristic::cues(r), &steps, m))
 }
 
-/// Classifies `brief` and proposes a plan by the rules above.
+/// Classifies `brief` and proposes a plan by the rules above, matching only
+/// the built-in capabilities (see [`plan_with`]).
+pub fn plan(brief: &str) -> Classification {
+    plan_with(brief, &Catalogue::builtins())
+}
+
+/// Classifies `brief` and proposes a plan by the rules above, its steps
+/// matched against `catalogue` as well as the rules' own verbs.
 ///
 /// The payload (material sent beside the brief) is not an argument: the
 /// rules read only the brief, so nothing in the payload can steer the plan.
-pub fn plan(brief: &str) -> Classification {
+pub fn plan_with(brief: &str, catalogue: &Catalogue) -> Classification {
+    let m = Matcher::new(catalogue);
     let r = Reading::of(brief);
     let cues = heuristic::cues(&r);
-    let mut c = propose(&r, &cues);
+    let steps = steps::resolve(&r, &m);
+    let mut c = propose(&r, &cues, &steps, &m);
     let mut head: Vec<Signal> = cues.composite.iter().chain(&cues.stakes).cloned().collect();
     if !r.folded.is_empty() {
         let words: Vec<String> =
@@ -134,7 +168,7 @@ pub fn plan(brief: &str) -> Classification {
     c
 }
 
-fn propose(r: &Reading, cues: &Cues) -> Classification {
+fn propose(r: &Reading, cues: &Cues, steps: &[PlannedStep], m: &Matcher) -> Classification {
     let stakes = if cues.high_stakes {
         Axis { value: Stakes::High, confidence: 0.9 }
     } else if cues.stakes.is_empty() {
@@ -156,7 +190,7 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
         }
     };
     // 0. Numbered goals, some of several steps: nested plans.
-    if let Some(g) = crate::goals::plan(&r.text, |goal| plan_reading(goal).plan) {
+    if let Some(g) = crate::goals::plan(&r.text, |goal| plan_reading(goal, m).map(|c| c.plan)) {
         let mut c = result(0.8, g.plan, "goals", g.reasoning);
         c.groups = g.groups;
         return c;
@@ -171,9 +205,10 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
         .count();
 
     // 1. Research / top-N.
-    if r.research {
+    if steps::research(r, steps) {
         let n = r.top_n.as_ref().map_or(DEFAULT_RESEARCH_WIDTH, |(_, n)| *n).min(MAX_FAN_OUT);
         let topic = with_material(instruction, r);
+        let by = steps::research_words(r);
         let mut plan: Vec<ProposedSubTask> = (0..n)
             .map(|k| {
                 subtask(
@@ -181,6 +216,7 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
                     "summarize",
                     format!("Research candidate {} of {n} for: {topic}", k + 1),
                     vec![],
+                    &by,
                 )
             })
             .collect();
@@ -189,6 +225,7 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
             "summarize",
             format!("Combine the {n} findings into a ranked shortlist for: {topic}"),
             (0..n).collect(),
+            &by,
         ));
         return result(
             0.75,
@@ -201,9 +238,8 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
     }
 
     // 2. A chain.
-    if r.steps.len() >= 2 {
-        let plan: Vec<ProposedSubTask> = r
-            .steps
+    if steps.len() >= 2 {
+        let plan: Vec<ProposedSubTask> = steps
             .iter()
             .enumerate()
             .map(|(i, step)| {
@@ -215,10 +251,10 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
                 };
                 let spec = if i == 0 { with_material(spec, r) } else { spec };
                 let deps = if i == 0 { vec![] } else { vec![i as u32 - 1] };
-                subtask(i as u32, step.capability, spec, deps)
+                subtask(i as u32, &step.capability, spec, deps, &step.chosen_by)
             })
             .collect();
-        let steps: Vec<&str> = r.steps.iter().map(|s| s.capability).collect();
+        let steps: Vec<&str> = steps.iter().map(|s| s.capability.as_str()).collect();
         let mut c = result(
             0.85,
             plan,
@@ -233,8 +269,9 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
         return c;
     }
 
-    if let Some(step) = r.steps.first() {
-        let cap = step.capability;
+    if let Some(step) = steps.first() {
+        let cap = step.capability.as_str();
+        let by = &step.chosen_by;
         // 3. A fan-out over items.
         if let Some((n, items)) = r.fan_out() {
             let plan = (0..n)
@@ -243,7 +280,7 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
                         Some(item) => format!("{instruction} — item {} of {n}: {item}", k + 1),
                         None => with_material(format!("{instruction} — item {} of {n}", k + 1), r),
                     };
-                    subtask(k, cap, spec, vec![])
+                    subtask(k, cap, spec, vec![], by)
                 })
                 .collect();
             let mut c = result(
@@ -261,7 +298,7 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
             if money_steps > 0 { sentence_case(&r.text[step.at.clone()]) } else { instruction };
         let mut c = result(
             0.85,
-            vec![subtask(0, cap, with_material(spec, r), vec![])],
+            vec![subtask(0, cap, with_material(spec, r), vec![], by)],
             "single",
             format!("One `{cap}` task."),
         );
@@ -293,14 +330,13 @@ fn propose(r: &Reading, cues: &Cues) -> Classification {
     } else {
         "No capability matched (the brief looks written in a language the offline rules do not read)"
     };
+    let (names, more) = m.names(MAX_PICK_NAMES);
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
     let mut c = result(
         0.3,
         Vec::new(),
         "unrecognized",
-        format!(
-            "{why}: pick one by hand ({}) or rephrase the brief.",
-            KNOWN_CAPABILITIES.join(", ")
-        ),
+        format!("{why}: pick one by hand ({}{more}) or rephrase the brief.", names.join(", ")),
     );
     c.signals.push(Signal::new(
         SignalKind::Guard,
@@ -491,5 +527,110 @@ mod tests {
         let c = plan(brief);
         assert_eq!(c.plan.len(), 1, "{:?}", c.plan);
         assert_eq!(c.plan[0].capability, "summarize");
+    }
+
+    fn offered(
+        name: &str,
+        description: &str,
+        phrasings: &[&str],
+    ) -> tessera_bindings::catalogue::Entry {
+        tessera_bindings::catalogue::Entry {
+            name: name.into(),
+            builtin: false,
+            describe: tessera_bindings::describe::Describe {
+                description: Some(description.into()),
+                phrasings: phrasings.iter().map(|p| (*p).to_owned()).collect(),
+                ..Default::default()
+            },
+            offerers: Vec::new(),
+            offered_by: 1,
+        }
+    }
+
+    fn with(entries: Vec<tessera_bindings::catalogue::Entry>) -> Catalogue {
+        let mut c = Catalogue::builtins();
+        c.entries.extend(entries);
+        c
+    }
+
+    #[test]
+    fn a_capability_no_rule_knows_is_planned_from_the_catalogue() {
+        let cat = with(vec![
+            offered("haiku-write", "Writes a haiku on a theme.", &["write a haiku about the sea"]),
+            offered("proofread", "Fixes spelling and grammar.", &["check the grammar"]),
+        ]);
+        let c = plan_with("Write a haiku about autumn leaves, then translate it to French", &cat);
+        let shape: Vec<(&str, &[u32], Vec<&str>)> = c
+            .plan
+            .iter()
+            .map(|s| {
+                (
+                    s.capability.as_str(),
+                    s.depends_on.as_slice(),
+                    s.chosen_by.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("haiku-write", &[][..], vec!["Write", "haiku"]),
+                ("translate", &[0][..], vec!["translate"]),
+            ]
+        );
+        assert_eq!(c.plan[0].spec, "Write a haiku about autumn leaves");
+        assert!(c.reasoning.contains("haiku-write → translate"), "{}", c.reasoning);
+        // After "and", with a pronoun: its own step.
+        let c = plan_with("Summarize the memo and proofread it", &cat);
+        let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+        assert_eq!(caps, ["summarize", "proofread"]);
+        // A fan-out over items, and a phrasing in full.
+        let c = plan_with("Check the grammar of these 4 letters", &cat);
+        assert_eq!(c.plan.len(), 4);
+        assert!(c.plan.iter().all(|s| s.capability == "proofread"));
+        assert_eq!(c.plan[0].chosen_by, ["Check", "grammar"]);
+        // Numbered goals.
+        let c = plan_with(
+            "1. Write a haiku about the sea, then translate it to German.\n2. Summarize the memo.",
+            &cat,
+        );
+        let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+        assert_eq!(caps, ["haiku-write", "translate", "summarize"]);
+        assert_eq!(c.groups.len(), 1);
+    }
+
+    #[test]
+    fn the_rules_say_which_words_chose_each_capability() {
+        let by = |brief: &str| -> Vec<Vec<String>> {
+            plan(brief).plan.into_iter().map(|s| s.chosen_by).collect()
+        };
+        assert_eq!(
+            by("Give me the top 5 takeaways from the board minutes"),
+            [["Give", "takeaways"]]
+        );
+        assert_eq!(by("What is the sentiment of this review?"), [["sentiment"]]);
+        assert_eq!(
+            by("Translate the memo to Spanish, then summarize it"),
+            [["Translate"], ["summarize"]]
+        );
+        let research = by("Research the top 5 open-source vector databases");
+        assert_eq!(research.len(), 6);
+        assert!(research.iter().all(|w| w == &["Research", "top", "5"]), "{research:?}");
+    }
+
+    #[test]
+    fn a_manual_pick_names_the_catalogue_bounded() {
+        let many: Vec<_> =
+            (0..20).map(|i| offered(&format!("cap-{i:02}"), "Does a thing.", &[])).collect();
+        let c = plan_with("Make it better", &with(many));
+        assert!(c.needs_manual_pick());
+        assert!(
+            c.reasoning.contains(
+                "pick one by hand (extract-entities, sentiment-classify, summarize, translate, \
+                 brief, cap-00, cap-01, cap-02, cap-03, cap-04, cap-05, cap-06 and 13 more)"
+            ),
+            "{}",
+            c.reasoning
+        );
     }
 }

@@ -72,3 +72,62 @@ async fn empty_and_oversized_briefs_are_refused() {
         Err(tessera_classifier::ClassifyError::TooLong(_))
     ));
 }
+
+/// Cards stuffed with the words briefs use and with the built-ins' own
+/// requests as phrasings.
+fn stuffed_catalogue() -> tessera_bindings::catalogue::Catalogue {
+    use tessera_bindings::{catalogue::Entry, describe::Describe};
+    let description = "summarize translate report article text email memo review document \
+        classify sentiment tone extract entities companies list plan research top best write";
+    let phrasings = [
+        "summarize the report",
+        "translate this text to french",
+        "classify the sentiment of the review",
+        "extract the entities from the contract",
+        "summarize this article in three bullets",
+        "list the companies mentioned in the filing",
+    ];
+    let mut c = tessera_bindings::catalogue::Catalogue::builtins();
+    for name in ["best-agent", "quarterly-report", "text-tools", "report-helper", "memo-email"] {
+        c.entries.push(Entry {
+            name: name.into(),
+            builtin: false,
+            describe: Describe {
+                description: Some(description.into()),
+                phrasings: phrasings.iter().map(|p| (*p).to_owned()).collect(),
+                ..Describe::default()
+            },
+            offerers: Vec::new(),
+            offered_by: 3,
+        });
+    }
+    c
+}
+
+/// Every corpus brief keeps the built-in steps the rules plan for it. A
+/// step the rules leave out may go to a card whose name asks for it (a
+/// clause "email it to the team" to `memo-email`): nobody else claims it.
+#[tokio::test]
+async fn stuffed_cards_take_no_corpus_brief_from_the_rules() {
+    let classifier = Classifier::offline();
+    let catalogue = stuffed_catalogue();
+    let mut taken = Vec::new();
+    let mut added = Vec::new();
+    for case in CASES {
+        let c = classifier.classify_with(case.brief, case.payload, &catalogue).await.unwrap();
+        let all: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+        let caps: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|c| tessera_bindings::describe::BUILTIN.contains(c))
+            .collect();
+        if caps.len() < all.len() {
+            added.push(case.brief);
+        }
+        if caps != case.capabilities {
+            taken.push(format!("{:?}: {caps:?}, want {:?}", case.brief, case.capabilities));
+        }
+    }
+    assert!(taken.is_empty(), "{} briefs taken:\n{}", taken.len(), taken.join("\n"));
+    assert_eq!(added, ["Translate the memo, then email it to the whole team"]);
+}

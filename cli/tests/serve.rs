@@ -875,7 +875,14 @@ async fn plan_brief_cli_classifies_and_takes_the_quadrant_path() {
     .await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    for needle in ["composite_low", "signal lexical", "sequence", "plan_completed"] {
+    for needle in [
+        "composite_low",
+        "signal lexical",
+        "sequence",
+        "chosen by: \"Translate\"",
+        "chosen by: \"summarize\"",
+        "plan_completed",
+    ] {
         assert!(stdout.contains(needle), "{needle} in:\n{stdout}");
     }
 

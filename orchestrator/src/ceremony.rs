@@ -17,6 +17,16 @@
 //!   needs a confirmation token bound to the plan's exact amounts and
 //!   recipients (see [`Orchestrator::confirm`]);
 //! - a raw transfer to an address: refused with the explanation, no run.
+//!
+//! The brief is planned from the live capability catalogue
+//! ([`Orchestrator::catalogue`]): a capability somebody offers can be
+//! planned when the brief asks for it, and each sub-task keeps the brief's
+//! words that chose it (`chosen_by`, on the plan card). When the catalogue
+//! cannot be read the brief is still planned, from the built-in
+//! capabilities only, and the classification says so with a
+//! `catalogue_unavailable` guard signal: a plan a person reviews is better
+//! than no answer, and the signal tells them why a capability they expected
+//! is missing.
 
 use std::{
     collections::HashMap,
@@ -28,8 +38,11 @@ use std::{
 
 use alloy::primitives::keccak256;
 use serde::{Deserialize, Serialize};
-use tessera_bindings::usdc::Usdc;
-use tessera_classifier::{Ceremony, Classification, Classifier, Quadrant, Stakes};
+use tessera_bindings::{catalogue::Catalogue, usdc::Usdc};
+use tessera_classifier::{
+    Ceremony, Classification, Classifier, Quadrant, Stakes,
+    classify::{Signal, SignalKind},
+};
 
 use crate::{
     plan::{Choice, Group, Plan, PlanError, ReviewMode, Selection, StepPath, SubTask},
@@ -67,7 +80,21 @@ impl Orchestrator {
         payload: Option<&str>,
         policy: Selection,
     ) -> Result<BriefOutcome, RunError> {
-        let classification = classifier.classify(brief, payload).await?;
+        let (catalogue, unavailable) = match self.catalogue().await {
+            Ok(c) => (c, None),
+            Err(e) => {
+                tracing::warn!(error = %e, "planning a brief from the built-in capabilities only");
+                (Catalogue::builtins(), Some(e.to_string()))
+            }
+        };
+        let mut classification = classifier.classify_with(brief, payload, &catalogue).await?;
+        if let Some(why) = unavailable {
+            classification.signals.push(Signal::new(
+                SignalKind::Guard,
+                "catalogue_unavailable",
+                format!("{why}; planned from the built-in capabilities only"),
+            ));
+        }
         let quadrant = classification.quadrant();
         let ceremony = quadrant.ceremony();
         let outcome = |run, unassigned, refusal| BriefOutcome {
@@ -151,6 +178,7 @@ impl Orchestrator {
                     } else {
                         p.path.as_deref().map(str::parse).transpose()?
                     },
+                    chosen_by: p.chosen_by.clone(),
                     ..Default::default()
                 })
             })

@@ -316,6 +316,18 @@ export function choiceText(c, name = short) {
   return text;
 }
 
+/// The brief's words that chose sub-task `t`'s capability, as the plan
+/// card shows them: `chosen by “Write”, “haiku”` (at most eight words,
+/// each cut to 24 characters); empty when the plan records none.
+export function chosenByText(t) {
+  const words = Array.isArray(t?.chosen_by) ? t.chosen_by : [];
+  const shown = words.slice(0, 8).map((w) => {
+    const s = String(w).replace(/\s+/g, ' ').trim();
+    return `“${s.length > 24 ? `${s.slice(0, 24)}…` : s}”`;
+  });
+  return shown.length ? `chosen by ${shown.join(', ')}` : '';
+}
+
 /// A decline read in words: `declined by <executor>: <reason>`, the
 /// executor named by `name` (an address cut short by default), the reason
 /// on one line; a decline without one says so.

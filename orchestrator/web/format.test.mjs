@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
   nestedHeaders, checkpointsOf, gateStateText, timeoutText, conditionNote, recoverySummary, choiceFor,
-  choiceText, eventNote, stepName, afterText, declineNote, EVENT_KINDS,
+  choiceText, eventNote, stepName, afterText, declineNote, chosenByText, EVENT_KINDS,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -296,3 +296,14 @@ test('a nested plan names its steps by path, as its author numbered them', () =>
   assert.match(recoverySummary(nestedPlan), /; 2: not delivered → reassign$/);
 });
 
+
+test('the words of the brief that chose a capability read as a short quoted list', () => {
+  assert.equal(chosenByText({ chosen_by: ['Write', 'haiku'] }), 'chosen by “Write”, “haiku”');
+  assert.equal(chosenByText({ chosen_by: [] }), '');
+  assert.equal(chosenByText({}), '');
+  assert.equal(chosenByText(null), '');
+  const many = chosenByText({ chosen_by: Array.from({ length: 12 }, (_, i) => `w${i}`) });
+  assert.equal(many.split(', ').length, 8, 'at most eight words');
+  assert.equal(chosenByText({ chosen_by: ['x'.repeat(30), 'two\nlines'] }),
+    `chosen by “${'x'.repeat(24)}…”, “two lines”`);
+});

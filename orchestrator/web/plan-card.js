@@ -1,11 +1,13 @@
-// The plan card of a proposed run: DAG, sub-task table with edits (and
-// why each executor was chosen), the plan's strategy (checkpoints,
+// The plan card of a proposed run: DAG, sub-task table with edits (the
+// brief's words that chose each capability, and why each executor was
+// chosen), the plan's strategy (checkpoints,
 // conditions, recovery), totals, the high-stakes confirmation, approve and
 // cancel.
 
 import { drawDag } from './dag.js';
 import {
   usdc, short, duration, nestedHeaders, checkpointsOf, conditionNote, recoverySummary, choiceFor, choiceText, stepName,
+  chosenByText,
 } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, runUrl } from './api.js';
@@ -75,6 +77,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
     return [...opened, h('tr', { dataset: { index: t.index } },
       h('td', {}, nested ? `#${t.index} · ${t.path}` : `#${t.index}`),
       h('td', {}, h('strong', {}, t.capability), h('div', { class: 'muted spec' }, t.spec),
+        chosenByText(t) ? h('div', { class: 'muted chosen-by' }, chosenByText(t)) : null,
         conditionNote(t, view.conditions) ? h('div', { class: 'cond' }, h('span', { class: 'badge' }, 'if'), ` ${conditionNote(t, view.conditions)}`) : null),
       h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null,
         choiceFor(plan, t) ? h('div', { class: 'muted choice' }, choiceText(choiceFor(plan, t), (a) => nameOf(a, list))) : null),

@@ -267,3 +267,88 @@ async fn a_brief_of_numbered_goals_is_proposed_as_a_nested_plan() {
     let view = stack.wait_state(&id, "completed", 60).await;
     assert_eq!(view["nested"][0]["state"], "completed", "{view}");
 }
+
+/// A catalogue that cannot be read.
+struct Unreadable;
+
+impl tessera_bindings::catalogue::CatalogueSource for Unreadable {
+    fn catalogue(&self) -> tessera_bindings::catalogue::CatalogueFuture<'_> {
+        Box::pin(async {
+            Err(tessera_bindings::catalogue::CatalogueError("the index is down".into()))
+        })
+    }
+}
+
+/// A brief asking for a capability no rule knows is planned from the
+/// catalogue, the agent offering it chosen from the registry, and the plan
+/// says which words of the brief chose each capability. An unreadable
+/// catalogue leaves the built-ins, and the classification says so.
+#[tokio::test]
+async fn a_brief_is_planned_from_the_catalogue() {
+    use tessera_bindings::{
+        catalogue::{Catalogue, Entry},
+        describe::Describe,
+    };
+    let stack = Stack::start().await;
+    let poet = stack.env.actors.agent(3);
+    let word = tessera_bindings::capability::encode("haiku-write").unwrap();
+    let registry = tessera_bindings::AgentRegistry::new(
+        stack.env.deployment.agent_registry,
+        &stack.env.provider,
+    );
+    let receipt = registry
+        .addCapability(word, 300_000)
+        .from(poet)
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    assert!(receipt.status());
+    let mut catalogue = Catalogue::builtins();
+    catalogue.entries.push(Entry {
+        name: "haiku-write".into(),
+        builtin: false,
+        describe: Describe {
+            description: Some("Writes a haiku on a theme.".into()),
+            ..Describe::default()
+        },
+        offerers: Vec::new(),
+        offered_by: 1,
+    });
+    stack.orch.with_catalogue(std::sync::Arc::new(catalogue));
+    let brief = "Write a haiku about autumn leaves, then translate it to French";
+    let (status, out) = classify(&stack, brief).await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["ceremony"], "plan_card");
+    let subtasks = &out["run"]["plan"]["subtasks"];
+    assert_eq!(subtasks[0]["capability"], "haiku-write");
+    assert_eq!(subtasks[0]["chosen_by"], json!(["Write", "haiku"]));
+    assert_eq!(subtasks[0]["executor"].as_str().unwrap().parse::<Address>().unwrap(), poet);
+    assert_eq!(subtasks[0]["cost"], 300_000);
+    assert_eq!(subtasks[1]["capability"], "translate");
+    assert_eq!(subtasks[1]["chosen_by"], json!(["translate"]));
+    assert_eq!(subtasks[1]["depends_on"], json!([0]));
+    assert_eq!(out["classification"]["plan"][0]["chosen_by"], json!(["Write", "haiku"]));
+    // The stored plan keeps the words.
+    let id = out["run"]["id"].as_str().unwrap();
+    let (status, run) = stack.get(&format!("/api/runs/{id}")).await;
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["plan"]["subtasks"][0]["chosen_by"], json!(["Write", "haiku"]));
+
+    stack.orch.with_catalogue(std::sync::Arc::new(Unreadable));
+    let (status, out) = classify(&stack, brief).await;
+    assert_eq!(status, 201, "{out}");
+    let subtasks = out["run"]["plan"]["subtasks"].as_array().unwrap();
+    assert_eq!(subtasks.len(), 1);
+    assert_eq!(subtasks[0]["capability"], "translate");
+    let signal = out["classification"]["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "catalogue_unavailable")
+        .cloned()
+        .unwrap_or_default();
+    assert!(signal["detail"].as_str().unwrap_or_default().contains("the index is down"), "{out}");
+}

@@ -1,10 +1,15 @@
 //! The classifier's model path against a local OpenAI-compatible server:
-//! valid tool calls, malformed JSON, 500s, 429s and 401s, timeouts, and
-//! addresses hidden in every field of the answer.
+//! valid tool calls, malformed JSON, 500s, 429s and 401s, timeouts,
+//! addresses hidden in every field of the answer, and the catalogue the
+//! model is offered and held to.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tessera_bindings::{
+    catalogue::{Catalogue, Entry},
+    describe::Describe,
+};
 use tessera_classifier::{
     Classifier, Quadrant,
     classify::Engine,
@@ -196,4 +201,93 @@ async fn a_rate_limit_is_retried_and_a_refused_key_is_not() {
     assert_eq!(mock.requests().len(), 1, "the same key is not tried again");
     let failed = c.signals.iter().find(|s| s.name == "llm_failed").unwrap();
     assert!(failed.detail.contains("401"), "{}", failed.detail);
+}
+
+const HAIKU: &str = "Write a haiku about autumn leaves, then translate it to French";
+
+/// The built-ins and `haiku-write`, offered by two agents.
+fn haiku_catalogue() -> Catalogue {
+    let mut c = Catalogue::builtins();
+    c.entries.push(Entry {
+        name: "haiku-write".into(),
+        builtin: false,
+        describe: Describe {
+            description: Some("Writes a haiku (5-7-5) on a theme.".into()),
+            phrasings: vec!["write a haiku about the sea".into()],
+            ..Describe::default()
+        },
+        offerers: Vec::new(),
+        offered_by: 2,
+    });
+    c
+}
+
+fn haiku_answer(first: &str) -> Value {
+    json!({
+        "decomposability": "composite",
+        "decomposability_confidence": 0.9,
+        "stakes": "low",
+        "stakes_confidence": 0.9,
+        "reasoning": "A haiku, then its translation.",
+        "subtasks": [
+            {"capability": first, "spec": "Write a haiku about autumn leaves",
+             "chosen_by": ["Write", "haiku", "sonnet"]},
+            {"capability": "translate", "spec": "Translate the haiku to French", "depends_on": [0]}
+        ]
+    })
+}
+
+#[tokio::test]
+async fn the_model_is_offered_the_catalogue_and_may_name_a_capability_from_it() {
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Arguments(haiku_answer("haiku-write"))]);
+    let c = classifier(&mock).classify_with(HAIKU, None, &haiku_catalogue()).await.unwrap();
+    assert_eq!(c.engine, Engine::Llm);
+    let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+    assert_eq!(caps, ["haiku-write", "translate"]);
+    // The model's words the brief has are kept; "sonnet" is not in it. The
+    // second step named none: the matcher's words.
+    assert_eq!(c.plan[0].chosen_by, ["Write", "haiku"]);
+    assert_eq!(c.plan[1].chosen_by, ["translate"]);
+
+    let request = &mock.requests()[0];
+    let offered = &request["tools"][0]["function"]["parameters"]["properties"]["subtasks"]["items"]
+        ["properties"]["capability"]["enum"];
+    let offered: Vec<&str> = offered.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(&offered[..2], ["haiku-write", "translate"], "the most relevant first");
+    assert_eq!(offered.len(), 6);
+    let user = request["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("<capabilities>\nhaiku-write: Writes a haiku (5-7-5) on a theme."),
+        "{user}"
+    );
+    assert!(!request["messages"][0]["content"].as_str().unwrap().contains("sentiment-classify"));
+}
+
+#[tokio::test]
+async fn a_capability_outside_the_catalogue_is_refused() {
+    let mock = MockOpenAi::start().await;
+    mock.script([
+        Reply::Arguments(haiku_answer("limerick-write")),
+        Reply::Arguments(haiku_answer("limerick-write")),
+    ]);
+    let c = classifier(&mock).classify_with(HAIKU, None, &haiku_catalogue()).await.unwrap();
+    assert_eq!(c.engine, Engine::Degraded);
+    assert_eq!(mock.requests().len(), 2, "refused like any invalid answer, and asked again");
+    let failed = c.signals.iter().find(|s| s.name == "llm_failed").unwrap();
+    assert!(
+        failed.detail.contains("\"limerick-write\" is not among the 6 capabilities offered"),
+        "{}",
+        failed.detail
+    );
+    // The degraded plan is the offline planner's, from the same catalogue.
+    let caps: Vec<&str> = c.plan.iter().map(|s| s.capability.as_str()).collect();
+    assert_eq!(caps, ["haiku-write", "translate"]);
+
+    // Without haiku-write in the catalogue the model may not name it either.
+    let mock = MockOpenAi::start().await;
+    mock.script([Reply::Arguments(haiku_answer("haiku-write"))]);
+    let llm = LlmClassifier::new(LlmSettings::new(&mock.base_url, "classifier-test", "test-key"));
+    let err = llm.attempt(HAIKU, None).await.expect_err("not a built-in");
+    assert!(err.to_string().contains("\"haiku-write\" is not among"), "{err}");
 }

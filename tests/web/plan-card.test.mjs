@@ -191,6 +191,8 @@ test('a composite plan is classified, shown as a card, approved and settled node
   assert.equal(await page.locator('.plan-card .dag .edge').count(), 1, 'translate → summarize edge');
   const caps = await page.$$eval('.plan-card .dag .node .n-title', (ts) => ts.map((t) => t.textContent));
   assert.deepEqual(caps, ['#0 translate', '#1 summarize']);
+  const chosen = await page.$$eval('.plan-card .subtasks .chosen-by', (ts) => ts.map((t) => t.textContent));
+  assert.deepEqual(chosen, ['chosen by “Translate”', 'chosen by “summarize”'], 'the words that chose each capability');
   assert.equal(await page.locator('#total-cost').textContent(), '1.200000 USDC');
   assert.doesNotMatch(await page.locator('main').innerText(), /\b(null|undefined|NaN)\b/);
   await shot('plan-card.png');

@@ -47,6 +47,7 @@ use crate::{
     normalize::{self, FoldedWord},
 };
 
+pub(crate) use self::words::{DETERMINERS, FILLERS};
 use self::{material::*, words::*};
 pub use self::{
     material::{list_item, tokens},
@@ -76,6 +77,20 @@ pub struct Step {
     pub strong: bool,
     /// Several capabilities came out of the same segment.
     pub shared: bool,
+    /// The words that asked for it (byte ranges in [`Reading::text`]): the
+    /// verb, a general verb and its noun, or the nouns.
+    pub by: Vec<Range<usize>>,
+}
+
+/// A capability a segment asks for, and the words that asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    /// The capability.
+    pub capability: &'static str,
+    /// Named by a verb or an outright noun (not only hinted at).
+    pub strong: bool,
+    /// The words that asked for it (byte ranges in [`Reading::text`]).
+    pub by: Vec<Range<usize>>,
 }
 
 /// A piece of a clause: from a verb the rules know to just before the next.
@@ -85,8 +100,9 @@ pub struct Segment {
     pub at: Range<usize>,
     /// The first word that is not a filler, lowercased.
     pub lead: Option<String>,
-    /// Capabilities it asks for, with whether each is strong.
-    pub capabilities: Vec<(&'static str, bool)>,
+    /// Capabilities it asks for, each with whether it is strong and the
+    /// words that asked.
+    pub capabilities: Vec<Asked>,
     /// It asks to move money ("pay the designer", "send the funds to Bob").
     pub moves_money: bool,
     /// It names an amount.
@@ -223,7 +239,8 @@ impl Reading {
             .then(|| ((items.len() as u32).min(MAX_FAN_OUT), items))
     }
 
-    fn tokens_in(&self, at: &Range<usize>) -> &[Token] {
+    /// The instruction's words within `at` (a byte range in [`Self::text`]).
+    pub fn tokens_in(&self, at: &Range<usize>) -> &[Token] {
         let from = self.tokens.partition_point(|t| t.at.start < at.start);
         let to = self.tokens.partition_point(|t| t.at.start < at.end);
         &self.tokens[from..to]
@@ -303,8 +320,14 @@ impl Reading {
         }
         for seg in &self.segments {
             let shared = seg.capabilities.len() > 1;
-            for (capability, strong) in &seg.capabilities {
-                self.steps.push(Step { capability, at: seg.at.clone(), strong: *strong, shared });
+            for a in &seg.capabilities {
+                self.steps.push(Step {
+                    capability: a.capability,
+                    at: seg.at.clone(),
+                    strong: a.strong,
+                    shared,
+                    by: a.by.clone(),
+                });
             }
         }
     }
@@ -338,28 +361,36 @@ impl Reading {
                 || (TRANSFER_VERBS.contains(&w)
                     && (money_noun || amount || !addresses(text).is_empty()))
         });
-        let mut verbs: Vec<(&'static str, bool)> = Vec::new();
+        let mut verbs: Vec<Asked> = Vec::new();
         for i in 0..toks.len() {
             // "Give Bob 10 USDC for the summary" asks for no summary.
             if moves_money && GENERAL_VERBS.contains(&toks[i].word.as_str()) {
                 continue;
             }
-            let cap = verb_capability(toks, i);
-            if let Some(cap) = cap
-                && !verbs.iter().any(|(c, _)| *c == cap)
+            if let Some((cap, noun)) = verb_choice(toks, i)
+                && !verbs.iter().any(|a| a.capability == cap)
             {
-                verbs.push((cap, true));
+                let mut by = vec![toks[i].at.clone()];
+                by.extend(noun.map(|n| toks[n].at.clone()));
+                verbs.push(Asked { capability: cap, strong: true, by });
             }
         }
         let capabilities = if verbs.is_empty() && nouns && !moves_money {
-            let mut nouns: Vec<(&'static str, bool)> = Vec::new();
+            let mut nouns: Vec<Asked> = Vec::new();
             for t in toks {
                 if let Some((_, cap, strong)) =
                     CAPABILITY_NOUNS.iter().find(|(w, _, _)| *w == t.word)
                 {
-                    match nouns.iter_mut().find(|(c, _)| c == cap) {
-                        Some(n) => n.1 |= strong,
-                        None => nouns.push((cap, *strong)),
+                    match nouns.iter_mut().find(|a| a.capability == *cap) {
+                        Some(n) => {
+                            n.strong |= strong;
+                            n.by.push(t.at.clone());
+                        }
+                        None => nouns.push(Asked {
+                            capability: cap,
+                            strong: *strong,
+                            by: vec![t.at.clone()],
+                        }),
                     }
                 }
             }
@@ -420,13 +451,22 @@ impl Reading {
 /// The capability token `i` asks for as a verb: a capability verb, or a
 /// general verb with a capability noun among the next six words.
 fn verb_capability(toks: &[Token], i: usize) -> Option<&'static str> {
+    verb_choice(toks, i).map(|(cap, _)| cap)
+}
+
+/// [`verb_capability`], with the index of the noun that named the
+/// capability after a general verb.
+fn verb_choice(toks: &[Token], i: usize) -> Option<(&'static str, Option<usize>)> {
     let w = toks[i].word.as_str();
     if let Some((_, cap)) = CAPABILITY_VERBS.iter().find(|(v, _)| *v == w) {
-        return Some(cap);
+        return Some((cap, None));
     }
     if GENERAL_VERBS.contains(&w) {
-        return toks[i + 1..].iter().take(6).find_map(|t| {
-            CAPABILITY_NOUNS.iter().find(|(n, _, _)| *n == t.word).map(|(_, cap, _)| *cap)
+        return toks[i + 1..].iter().enumerate().take(6).find_map(|(k, t)| {
+            CAPABILITY_NOUNS
+                .iter()
+                .find(|(n, _, _)| *n == t.word)
+                .map(|(_, cap, _)| (*cap, Some(i + 1 + k)))
         });
     }
     None

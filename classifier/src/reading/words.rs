@@ -166,7 +166,7 @@ pub const MONEY_NOUNS: &[&str] = &[
 
 /// Words skipped when looking for the verb that leads a segment ("please",
 /// "could you", "I'd like you to", "go ahead and").
-pub(super) const FILLERS: &[&str] = &[
+pub(crate) const FILLERS: &[&str] = &[
     "please",
     "pls",
     "plz",
@@ -256,7 +256,7 @@ pub const ITEM_NOUNS: &[&str] = &[
 ];
 
 /// Words that open a noun phrase: after one, the word before reads as a verb.
-pub(super) const DETERMINERS: &[&str] = &[
+pub(crate) const DETERMINERS: &[&str] = &[
     "the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that", "these",
     "those", "all", "every", "each", "it", "them", "him", "me", "us", "some", "any",
 ];

@@ -94,6 +94,10 @@ pub(crate) fn card(view: &RunView) -> String {
             if deps.is_empty() { "-".to_owned() } else { deps.join(", ") }
         ));
         out.push_str(&format!("       {pad}{}\n", truncate(&t.spec, 90)));
+        // The brief's words that chose the capability, when a brief was planned.
+        if !t.chosen_by.is_empty() {
+            out.push_str(&format!("       {pad}{}\n", chosen_by_line(&t.chosen_by)));
+        }
         // Why the orchestrator chose this executor, while it still is the one.
         let chosen =
             plan.choices.iter().find(|c| c.index == t.index && Some(c.executor) == t.executor);
@@ -191,6 +195,14 @@ fn recovery_line(r: &RecoveryOverride) -> Option<String> {
     })
     .collect();
     (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+/// `chosen by: "Write", "haiku"`: the brief's words that chose a
+/// sub-task's capability, quoted as written (escaped, at most 24
+/// characters each).
+fn chosen_by_line(words: &[String]) -> String {
+    let quoted: Vec<String> = words.iter().map(|w| format!("{:?}", truncate(w, 24))).collect();
+    format!("chosen by: {}", quoted.join(", "))
 }
 
 /// `chosen: 0x14dC…9955 — balanced: 91% reliable (…), 0.42 USDC (…);
@@ -510,6 +522,23 @@ mod tests {
         assert_eq!(
             choice_line(&serde_json::from_value(alone).unwrap()),
             "chosen: 0x14dc…9955 — cheapest: 0.35 USDC, the only eligible offer"
+        );
+    }
+
+    #[test]
+    fn the_card_says_which_words_of_the_brief_chose_each_capability() {
+        let text = card(&view(json!({"id": "0x1", "plan": {"subtasks": [
+            {"index": 0, "capability": "haiku-write", "spec": "Write a haiku about autumn",
+             "chosen_by": ["Write", "haiku"], "depends_on": []},
+            {"index": 1, "capability": "translate", "spec": "Translate it to French",
+             "depends_on": [0]}]}})));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[4], "       chosen by: \"Write\", \"haiku\"", "{text}");
+        assert!(lines[6].contains("Translate it to French"), "{text}");
+        assert_eq!(lines.iter().filter(|l| l.contains("chosen by")).count(), 1, "{text}");
+        assert_eq!(
+            chosen_by_line(&["a\"b".into(), "x".repeat(30)]),
+            format!("chosen by: \"a\\\"b\", \"{}…\"", "x".repeat(24))
         );
     }
 

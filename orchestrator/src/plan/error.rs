@@ -72,6 +72,15 @@ pub enum PlanError {
         /// The limit.
         max: usize,
     },
+    /// The words that chose a sub-task's capability are not a short list
+    /// of short words.
+    #[error("sub-task {index}: chosen_by {problem}")]
+    InvalidChosenBy {
+        /// The sub-task.
+        index: u32,
+        /// What is wrong.
+        problem: String,
+    },
     /// The deadline offset is outside the accepted window.
     #[error("sub-task {index}: deadline offset of {secs} s is outside {min} s ..= {max} s")]
     DeadlineOutOfRange {

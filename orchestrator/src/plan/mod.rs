@@ -56,6 +56,10 @@ pub const MAX_SPEC_BYTES: usize = 16 * 1024;
 pub const MIN_DEADLINE_SECS: u64 = 60;
 /// Longest deadline offset a sub-task may ask for (30 days).
 pub const MAX_DEADLINE_SECS: u64 = 30 * 24 * 60 * 60;
+/// Most words a sub-task's `chosen_by` lists.
+pub const MAX_CHOSEN_BY: usize = 8;
+/// Longest word of a sub-task's `chosen_by`, in characters.
+pub const MAX_CHOSEN_BY_CHARS: usize = 64;
 
 /// Whether completed sub-tasks are paid at once or wait for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -112,6 +116,10 @@ pub struct SubTask {
     /// This sub-task's recovery, over the plan's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<RecoveryOverride>,
+    /// The brief's own words that chose the capability, when a brief was
+    /// planned (at most [`MAX_CHOSEN_BY`]); shown on the plan card.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chosen_by: Vec<String>,
 }
 
 /// Serde for [`SubTask::approved`]: an optional JSON integer of base units.
@@ -394,9 +402,13 @@ mod tests {
 
     #[test]
     fn json_round_trip_and_version_gate() {
-        let plan = diamond();
+        let mut plan = diamond();
+        plan.subtasks[1].chosen_by = vec!["Write".into(), "haiku".into()];
         let json = serde_json::to_string(&plan).unwrap();
         assert_eq!(Plan::from_json(&json).unwrap(), plan);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["subtasks"][1]["chosen_by"], serde_json::json!(["Write", "haiku"]));
+        assert!(value["subtasks"][0].get("chosen_by").is_none(), "left out when empty");
 
         let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
         value["version"] = 2.into();
@@ -541,6 +553,21 @@ mod tests {
         ));
         big.spec.pop();
         plan(vec![big]).validate_shape().unwrap();
+
+        let mut chosen = task(0, &[]);
+        chosen.chosen_by = vec!["word".into(); MAX_CHOSEN_BY];
+        plan(vec![chosen.clone()]).validate_shape().unwrap();
+        for bad in [
+            vec!["word".to_owned(); MAX_CHOSEN_BY + 1],
+            vec![" ".to_owned()],
+            vec!["x".repeat(MAX_CHOSEN_BY_CHARS + 1)],
+            vec!["two\nlines".to_owned()],
+        ] {
+            chosen.chosen_by = bad;
+            let err = plan(vec![chosen.clone()]).validate_shape().unwrap_err();
+            assert!(matches!(err, PlanError::InvalidChosenBy { index: 0, .. }), "{err}");
+            assert!(err.to_string().starts_with("sub-task 0: chosen_by "), "{err}");
+        }
 
         for (secs, ok) in
             [(59, false), (60, true), (MAX_DEADLINE_SECS, true), (MAX_DEADLINE_SECS + 1, false)]

@@ -4,9 +4,9 @@
 use tessera_bindings::{capability, usdc::Usdc};
 
 use super::{
-    ExecutorStatus, MAX_CHECKPOINTS, MAX_DEADLINE_SECS, MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES,
-    MAX_SPEC_BYTES, MAX_SUBTASKS, MIN_DEADLINE_SECS, MIN_REVIEW_WINDOW_SECS, Plan, PlanContext,
-    PlanError, check_version,
+    ExecutorStatus, MAX_CHECKPOINTS, MAX_CHOSEN_BY, MAX_CHOSEN_BY_CHARS, MAX_DEADLINE_SECS,
+    MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES, MAX_SPEC_BYTES, MAX_SUBTASKS, MIN_DEADLINE_SECS,
+    MIN_REVIEW_WINDOW_SECS, Plan, PlanContext, PlanError, check_version,
 };
 
 impl Plan {
@@ -44,6 +44,7 @@ impl Plan {
                     max: MAX_SPEC_BYTES,
                 });
             }
+            check_chosen_by(task.index, &task.chosen_by)?;
             if let Some(when) = &task.when {
                 let condition = when
                     .condition()
@@ -187,4 +188,23 @@ impl Plan {
     pub fn total_cost(&self) -> Result<Usdc, PlanError> {
         Usdc::sum(self.subtasks.iter().map(|task| task.cost)).ok_or(PlanError::CostOverflow)
     }
+}
+
+/// At most [`MAX_CHOSEN_BY`] words of 1 to [`MAX_CHOSEN_BY_CHARS`]
+/// characters, none with a control character.
+fn check_chosen_by(index: u32, words: &[String]) -> Result<(), PlanError> {
+    let bad = |problem: String| Err(PlanError::InvalidChosenBy { index, problem });
+    if words.len() > MAX_CHOSEN_BY {
+        return bad(format!("lists {} words, more than {MAX_CHOSEN_BY}", words.len()));
+    }
+    for w in words {
+        let chars = w.chars().count();
+        if w.trim().is_empty() || chars > MAX_CHOSEN_BY_CHARS || w.chars().any(char::is_control) {
+            return bad(format!(
+                "word {:?} must be 1 to {MAX_CHOSEN_BY_CHARS} characters with no control characters",
+                w.chars().take(MAX_CHOSEN_BY_CHARS).collect::<String>()
+            ));
+        }
+    }
+    Ok(())
 }
