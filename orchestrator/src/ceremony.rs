@@ -10,7 +10,9 @@
 //! policy in its `selection`. Then:
 //!
 //! - atomic / low stakes: proposed and approved at once; the answer shows
-//!   what ran;
+//!   what ran — unless a step's capability is one only a registered card
+//!   describes (not a built-in): then its plan card waits for approval, so a
+//!   card never takes a brief unseen;
 //! - composite / low stakes: proposed; the plan card waits for approve, edit
 //!   or cancel;
 //! - high stakes (either shape): proposed with manual review, and approval
@@ -96,7 +98,28 @@ impl Orchestrator {
             ));
         }
         let quadrant = classification.quadrant();
-        let ceremony = quadrant.ceremony();
+        let mut ceremony = quadrant.ceremony();
+        // A capability only a registered card describes never runs unseen:
+        // its plan card (which words chose it, who is paid) waits for the
+        // sponsor, however small the brief.
+        let registered: Vec<&str> = classification
+            .plan
+            .iter()
+            .map(|p| p.capability.as_str())
+            .filter(|c| !tessera_bindings::describe::BUILTIN.contains(c))
+            .collect();
+        if ceremony == Ceremony::Direct && !registered.is_empty() {
+            ceremony = Ceremony::PlanCard;
+            classification.signals.push(Signal::new(
+                SignalKind::Guard,
+                "registered_capability",
+                format!(
+                    "{} is described by a registered card, not by Tessera: the plan card waits \
+                     for approval",
+                    registered.join(", ")
+                ),
+            ));
+        }
         let outcome = |run, unassigned, refusal| BriefOutcome {
             classification: classification.clone(),
             quadrant,

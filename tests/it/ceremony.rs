@@ -337,6 +337,16 @@ async fn a_brief_is_planned_from_the_catalogue() {
     assert_eq!(status, 200, "{run}");
     assert_eq!(run["plan"]["subtasks"][0]["chosen_by"], json!(["Write", "haiku"]));
 
+    // One step of a registered capability, atomic and low-stakes: its plan
+    // card still waits for the sponsor.
+    let (status, out) = classify(&stack, "Write a haiku about autumn leaves").await;
+    assert_eq!(status, 201, "{out}");
+    assert_eq!(out["quadrant"], "atomic_low", "{out}");
+    assert_eq!(out["ceremony"], "plan_card", "{out}");
+    assert_eq!(out["run"]["state"], "proposed", "{out}");
+    let signals = out["classification"]["signals"].to_string();
+    assert!(signals.contains("registered_capability"), "{out}");
+
     stack.orch.with_catalogue(std::sync::Arc::new(Unreadable));
     let (status, out) = classify(&stack, brief).await;
     assert_eq!(status, 201, "{out}");
