@@ -77,13 +77,13 @@ pub struct MissingKey {
 }
 
 impl LlmConfig {
-    /// What a worker running `card` calls: nothing for an `offline` card,
-    /// `found` (the configuration from the environment, [`Self::from_env`])
-    /// for one that names a model, or [`MissingKey`] when it names a model
-    /// and nothing was found.
+    /// What a worker running `card` calls: nothing for an `offline` card
+    /// or one whose `handler` does the work, `found` (the configuration
+    /// from the environment, [`Self::from_env`]) for one that names a
+    /// model, or [`MissingKey`] when it names a model and nothing was found.
     pub fn for_card(card: &AgentCard, found: Option<Self>) -> Result<Option<Self>, MissingKey> {
         match found {
-            _ if card.is_offline() => Ok(None),
+            _ if card.is_offline() || card.uses_handler() => Ok(None),
             Some(config) => Ok(Some(config)),
             None => Err(MissingKey { model: card.model.clone() }),
         }
