@@ -140,7 +140,7 @@ impl Worker {
         for (rec, capability, verdict) in self.calls.collect() {
             let id: U256 = rec.id;
             let done = match self.judged(rec, &capability, verdict) {
-                Ok(work) => self.execute(work).await,
+                Ok(work) => Box::pin(self.execute(work)).await,
                 Err(e) => Err(e),
             };
             match done {

@@ -172,14 +172,14 @@ impl Worker {
             self.delegations.remove(&own);
             return settled;
         }
+        // Out of the followed before the brain is asked again: an answer
+        // hiring more follows its new children under the same task.
+        self.delegations.remove(&own);
         match self.finish(&d).await {
-            Ok(done) => {
-                self.delegations.remove(&own);
-                handled.extend(done);
-            }
+            Ok(done) => handled.extend(done),
             Err(e) => {
                 tracing::warn!(task = %own, error = %e, "finishing with the hired parts failed; will retry");
-                self.delegations.insert(own, d);
+                self.delegations.entry(own).or_insert(d);
             }
         }
         settled
@@ -398,7 +398,9 @@ impl Worker {
                 entry.push(h);
             }
         }
-        self.work(rec).await
+        // Boxed: the work (a hire among it) nests in the following of
+        // children, and would make every pass's future as large.
+        Box::pin(self.work(rec)).await
     }
 }
 

@@ -38,7 +38,7 @@
 //!   reference derives from the own task and its capability, and its
 //!   creation log (client and funder this worker, parent the own task) is
 //!   found again by a restarted worker reading the escrow's logs, which
-//!   follows, pays or disputes it ([`super::children`]); the brain, asked
+//!   follows, pays or disputes it (`runtime::children`); the brain, asked
 //!   again, hires the same children, which are followed, not funded twice.
 
 use alloy::{

@@ -42,9 +42,7 @@ impl Worker {
                 },
                 Ok(Work::Wait { rec, upstream }) => Ok(vec![self.wait_for(*rec, upstream)]),
                 Ok(Work::Fetch { rec, uri, what }) => Ok(vec![self.fetch_later(*rec, uri, what)]),
-                Ok(Work::Hire { rec, hires }) => {
-                    self.delegate(*rec, hires).await.map(|done| done.into_iter().collect())
-                }
+                Ok(Work::Hire { rec, hires }) => self.delegate(*rec, hires).await,
                 Ok(Work::Ask { rec, request, end }) => {
                     Ok(vec![self.ask_later(*rec, *request, end)])
                 }

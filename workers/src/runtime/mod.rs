@@ -255,8 +255,11 @@ impl Worker {
         }
         loop {
             self.head = follow.head();
-            let pass =
-                self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
+            // Boxed: a pass's future (tasks worked, children followed,
+            // brains asked) is large; the loop's stays small.
+            let pass = Box::pin(self.poll_once())
+                .await
+                .map(|handled| handled.iter().for_each(&mut on_handled));
             // A pass is due on each head, on each log pushed, when a blob
             // fetched off the pass arrives and when a handler answers.
             let feed = self.feed.as_ref();
