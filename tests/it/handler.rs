@@ -58,6 +58,22 @@ async fn handler(calls: Calls) -> String {
                 if spec.contains("refuse") {
                     return Json(json!({"decline": {"reason": "I only write about autumn"}}));
                 }
+                if spec.contains("with its mood") {
+                    let Some(hired) = req["hired"].as_array() else {
+                        return Json(json!({"hire": [
+                            {"capability": "translate", "spec": "Translate to French: the leaves fall"},
+                            {"capability": "sentiment-classify", "spec": "Classify: the leaves fall, a great and lovely sight"}
+                        ]}));
+                    };
+                    let by = |c: &str| hired.iter().find(|h| h["capability"] == c).cloned();
+                    let (Some(french), Some(mood)) = (by("translate"), by("sentiment-classify"))
+                    else {
+                        return Json(json!({"decline": {"reason": "a hired part is missing"}}));
+                    };
+                    return Json(json!({"result": {
+                        "haiku": format!("{} / {}", french["result"]["text"].as_str().unwrap_or_default(), mood["result"]["label"].as_str().unwrap_or_default()),
+                    }}));
+                }
                 if spec.contains("in French") {
                     let Some(hired) = req["hired"].as_array() else {
                         return Json(json!({"hire": [{
@@ -260,6 +276,11 @@ async fn a_handler_that_times_out_answers_off_schema_or_declines_is_declined_on_
     );
 }
 
+/// The demo agent `id`.
+fn demo(id: &str) -> &'static tessera_anvil::deploy::DemoAgent {
+    tessera_anvil::deploy::DEMO_AGENTS.iter().find(|a| a.id == id).unwrap()
+}
+
 /// The demo translator: the cheapest `translate` (0.8 USDC).
 fn demo_translator() -> &'static tessera_anvil::deploy::DemoAgent {
     tessera_anvil::deploy::DEMO_AGENTS.iter().find(|a| a.id == "translator").unwrap()
@@ -326,4 +347,57 @@ async fn a_handler_that_hires_gets_the_childs_result_and_both_are_paid() {
     let d = s.env.driver();
     d.escrow.approve(s.env.actors.client.address(), &mut own).await.unwrap();
     assert_eq!(me0 - s.env.balance(me).await, U256::from(500_000), "0.8 paid out, 0.3 earned");
+}
+
+/// One answer hires two agents at once: both children are funded in the
+/// same pass, each paid once it delivers, and the handler is asked again
+/// with both results only when both are in.
+#[tokio::test]
+async fn a_handler_may_hire_several_agents_at_once() {
+    let delegates = "delegates:\n  - capability: translate\n    max_price: 1000000\n  \
+                     - capability: sentiment-classify\n    max_price: 500000\n";
+    let mut s = Scene::start(delegates).await;
+    let me = s.worker.address();
+    let usdc = MockUSDC::new(s.env.deployment.token, &s.env.provider);
+    mined(usdc.mint(me, U256::from(5_000_000u64)).from(s.env.actors.deployer.address())).await;
+    let mut hands = Vec::new();
+    for id in ["translator", "sentiment"] {
+        let shared: tessera_stack::Blobs = s.blobs.clone();
+        let endpoints = s.env.chain.endpoints();
+        let spawned = tessera_stack::spawn_worker(
+            &endpoints,
+            &s.env.actors,
+            &s.env.deployment,
+            demo(id),
+            shared,
+        );
+        hands.push(spawned.await.unwrap());
+    }
+    let me0 = s.env.balance(me).await;
+
+    let rec = s.task("Write a haiku in French with its mood").await;
+    let handled = s.until(|h| matches!(h, Handled::Delivered { .. })).await;
+    let children: Vec<U256> = handled
+        .iter()
+        .filter_map(|h| match h {
+            Handled::Delegated { task, child, .. } if *task == rec.id => Some(*child),
+            _ => None,
+        })
+        .collect();
+    let expected =
+        [child_of(me, rec.id, "translate").0, child_of(me, rec.id, "sentiment-classify").0];
+    assert_eq!(children, expected, "both funded, in the order hired: {handled:?}");
+    for child in expected {
+        assert_eq!(s.fetch(child).await.status(), Status::Paid);
+    }
+    let calls = s.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2, "asked again once, with both results: {calls:?}");
+    let hired = calls[1]["hired"].as_array().unwrap();
+    assert_eq!(hired.len(), 2);
+    assert_eq!(hired[1]["result"]["label"], "positive");
+    let own = s.fetch(rec.id).await;
+    assert_eq!(own.status(), Status::Completed);
+    let result = read_result(own.result_uri.as_deref().unwrap(), s.blobs.as_ref()).unwrap();
+    assert!(result["haiku"].as_str().unwrap().ends_with(" / positive"), "{result}");
+    assert_eq!(me0 - s.env.balance(me).await, U256::from(800_000 + 200_000), "each paid once");
 }
