@@ -17,6 +17,33 @@
 //!   Summarize the material in the number of bullets the spec asks for.
 //! ```
 //!
+//! A card may name a `handler` instead of a model: the operator's own code
+//! does the work (any capability, described in the card so plans and
+//! buyers know its result's shape), and needs no model nor instructions:
+//!
+//! ```yaml
+//! id: haiku-1
+//! description: Haiku on any subject, written by the operator's own service.
+//! role: executor
+//! capabilities:
+//!   - name: haiku-write
+//!     price: "0.25"
+//!     description: A haiku on the subject the spec names.
+//!     result:
+//!       type: object
+//!       properties:
+//!         haiku: {type: string}
+//!       required: [haiku]
+//! handler:
+//!   http: http://127.0.0.1:8088/task   # or: command: [python3, agent.py]
+//!   timeout_secs: 30                   # default 120, never past the deadline
+//! ```
+//!
+//! The handler stays on the operator's machine (the published card says
+//! `model: handler`); the wire format it speaks is [`crate::brain::wire`]
+//! (`docs/handler.schema.json`). A `command`'s relative paths are resolved
+//! against the card file's directory, where it runs.
+//!
 //! The model, prices, validation and the registry URI encoding are
 //! [`tessera_bindings::card`]'s; this module reads YAML and adds what only a
 //! worker knows: `model: offline` runs only the capabilities the offline
@@ -232,8 +259,9 @@ instructions: Summarize the material.
     fn refuses_unknown_and_missing_fields() {
         let e = err(&format!("{VALID}temperature: 0.2\n"));
         assert!(e.contains("unknown field `temperature`"), "{e}");
+        // A card without a handler names its model.
         let e = err(&with("model: offline\n", ""));
-        assert!(e.contains("missing field `model`"), "{e}");
+        assert_eq!(e, "field `model` must not be empty");
         let e = err(&with("    price: 100000", "    price: 100000\n    currency: usdc"));
         assert!(e.contains("unknown field `currency`"), "{e}");
     }
@@ -295,6 +323,47 @@ instructions: Summarize the material.
         // Any capability is fine for a hosted model.
         let card = AgentCard::from_yaml(&yaml.replace("model: offline", "model: gpt-4o-mini"));
         assert_eq!(card.unwrap().capabilities[1].name, "write-poetry");
+    }
+
+    #[test]
+    fn a_handler_card_needs_no_model_nor_instructions_and_offers_anything() {
+        let yaml = "
+id: haiku-1
+description: Haiku by the operator's service.
+role: executor
+capabilities:
+  - name: haiku-write
+    price: \"0.25\"
+    result:
+      type: object
+      properties:
+        haiku: {type: string}
+      required: [haiku]
+handler:
+  http: http://127.0.0.1:8088/task?key=s3cret
+  timeout_secs: 30
+";
+        let card = AgentCard::from_yaml(yaml).unwrap();
+        assert!(card.uses_handler() && !card.is_offline());
+        assert_eq!(card.handler.as_ref().unwrap().timeout(), std::time::Duration::from_secs(30));
+        let schema = card.capability("haiku-write").unwrap().descriptor().result.unwrap();
+        assert!(schema.check(&serde_json::json!({"haiku": "x"})).is_ok());
+        // Published without the handler (nor its URL), as a handler's card.
+        let published = AgentCard::from_data_uri(&card.to_data_uri()).unwrap();
+        assert_eq!((published.model.as_str(), published.handler.is_none()), ("handler", true));
+        assert!(!card.to_data_uri().contains("s3cret"));
+        let e = err(&yaml.replace("  timeout_secs: 30\n", "  command: [python3, agent.py]\n"));
+        assert!(e.contains("field `handler`: name exactly one of `http` and `command`"), "{e}");
+        let e = err(&format!("{yaml}model: gpt-test\n"));
+        assert!(e.contains("a card names a model or a handler, not both"), "{e}");
+        // The same capabilities on the offline runner are refused.
+        let e = err(&yaml.replace(
+            "handler:\n  http: http://127.0.0.1:8088/task?key=s3cret\n  timeout_secs: 30\n",
+            "model: offline\ninstructions: i\n",
+        ));
+        assert!(e.contains("\"haiku-write\" is not implemented by the offline runner"), "{e}");
+        // It needs no LLM key.
+        assert!(crate::llm::LlmConfig::for_card(&card, None).unwrap().is_none());
     }
 
     #[test]

@@ -13,12 +13,16 @@
 //! - [`llm`]: the LLM path (async-openai, function calling, arguments
 //!   validated against the fields each capability promises) for a card
 //!   that names a model; such a card needs a key ([`llm::MissingKey`]).
+//! - [`brain`]: the one seam every brain goes through — the offline
+//!   runner, the LLM runner, or the operator's own code behind a card's
+//!   `handler` (HTTP or a command) — and its wire format, checked.
 //! - [`runtime`]: the worker loop on chain — registration from the card
 //!   (dropped capabilities withdrawn, instructions kept off chain), task
 //!   discovery, run → deliver (accept and complete in one call), and claiming unreviewed payments.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
+pub mod brain;
 pub mod card;
 pub mod llm;
 pub mod offline;

@@ -25,6 +25,7 @@ use async_openai::{
     types::chat::{CreateChatCompletionRequest, CreateChatCompletionResponse},
 };
 use serde_json::{Value, json};
+use tessera_bindings::describe::{self, ResultSchema};
 use tessera_injection::{self as injection, quote_json};
 use tessera_llm::{Endpoint, ForcedTool};
 
@@ -77,13 +78,13 @@ pub struct MissingKey {
 }
 
 impl LlmConfig {
-    /// What a worker running `card` calls: nothing for an `offline` card,
-    /// `found` (the configuration from the environment, [`Self::from_env`])
-    /// for one that names a model, or [`MissingKey`] when it names a model
-    /// and nothing was found.
+    /// What a worker running `card` calls: nothing for an `offline` card
+    /// or one whose `handler` does the work, `found` (the configuration
+    /// from the environment, [`Self::from_env`]) for one that names a
+    /// model, or [`MissingKey`] when it names a model and nothing was found.
     pub fn for_card(card: &AgentCard, found: Option<Self>) -> Result<Option<Self>, MissingKey> {
         match found {
-            _ if card.is_offline() => Ok(None),
+            _ if card.is_offline() || card.uses_handler() => Ok(None),
             Some(config) => Ok(Some(config)),
             None => Err(MissingKey { model: card.model.clone() }),
         }
@@ -112,9 +113,10 @@ impl LlmRunner {
         input: &TaskInput<'_>,
     ) -> Result<Value, LlmError> {
         let request = request(card, capability, input);
+        let schema = card_schema(card, capability);
         let mut last = None;
         for attempt in 1..=2 {
-            match self.attempt(&request, capability).await {
+            match self.attempt(&request, capability, schema.as_ref()).await {
                 Ok(mut fields) => {
                     fields.insert("capability".into(), capability.into());
                     fields.insert("engine".into(), "llm".into());
@@ -138,9 +140,14 @@ impl LlmRunner {
         &self,
         request: &CreateChatCompletionRequest,
         capability: &str,
+        schema: Option<&ResultSchema>,
     ) -> Result<serde_json::Map<String, Value>, LlmError> {
-        let args = tool(capability).call(&self.client, request.clone(), self.timeout).await?;
-        validate(&args, capability)
+        let tool = tool_for(capability, schema);
+        let args = tool.call(&self.client, request.clone(), self.timeout).await?;
+        match schema {
+            Some(schema) => validate_schema(args, schema),
+            None => validate(&args, capability),
+        }
     }
 }
 
@@ -181,7 +188,46 @@ pub fn request(
         .collect();
     let data = json!({ "spec": input.spec, "source": input.source, "inputs": inputs });
     let user = format!("<task-data>\n{}\n</task-data>", quote_json(&data));
-    tool(capability).request(&card.model, &system, &user)
+    tool_for(capability, card_schema(card, capability).as_ref()).request(
+        &card.model,
+        &system,
+        &user,
+    )
+}
+
+/// The result schema `card` publishes for `capability` when it is not a
+/// built-in one (whose fields [`fields`] fixes): the tool's arguments are
+/// then that schema's object.
+fn card_schema(card: &AgentCard, capability: &str) -> Option<ResultSchema> {
+    if describe::builtin(capability).is_some() {
+        return None;
+    }
+    card.capability(capability).and_then(|offer| offer.result.clone())
+}
+
+/// The forced tool for `capability`: [`tool`], or an object of `schema`'s
+/// fields for a capability the card describes itself.
+fn tool_for(capability: &str, schema: Option<&ResultSchema>) -> ForcedTool {
+    match schema {
+        Some(schema) => ForcedTool::new(
+            TOOL,
+            format!("Deliver the result of `{capability}`."),
+            schema.to_json(),
+        ),
+        None => tool(capability),
+    }
+}
+
+/// Checks arguments against a card's own result schema.
+fn validate_schema(
+    args: Value,
+    schema: &ResultSchema,
+) -> Result<serde_json::Map<String, Value>, LlmError> {
+    schema.check(&args).map_err(|e| LlmError::Malformed(e.to_string()))?;
+    match args {
+        Value::Object(map) => Ok(map),
+        _ => Err(LlmError::Malformed("arguments are not an object".into())),
+    }
 }
 
 /// The forced tool for `capability`: `deliver_result`, whose arguments are
@@ -296,6 +342,25 @@ mod tests {
         assert!(parse(&response(r#"{"text":"- A.","bullets":["A."]}"#), "summarize").is_ok());
         let e = parse(&response(r#"{"text":"a summary"}"#), "summarize").unwrap_err();
         assert!(e.to_string().contains("`bullets` is missing"), "{e}");
+    }
+
+    #[test]
+    fn a_capability_the_card_describes_is_asked_for_its_own_fields() {
+        let card = AgentCard::from_yaml(
+            "id: llm-2\ndescription: d\nrole: executor\nmodel: gpt-test\ncapabilities:\n  - name: haiku-write\n    price: 1\n    result:\n      type: object\n      properties:\n        haiku: {type: string}\n        lines: {type: integer}\n      required: [haiku]\ninstructions: Write haiku.\n",
+        )
+        .unwrap();
+        let req =
+            serde_json::to_value(request(&card, "haiku-write", &TaskInput::new("autumn"))).unwrap();
+        let params = &req["tools"][0]["function"]["parameters"];
+        assert_eq!(params["required"], json!(["haiku"]));
+        assert_eq!(params["properties"]["lines"]["type"], "integer");
+        let schema = card_schema(&card, "haiku-write").unwrap();
+        assert!(validate_schema(json!({"haiku": "old pond"}), &schema).is_ok());
+        let e = validate_schema(json!({"lines": 3}), &schema).unwrap_err().to_string();
+        assert!(e.contains(".haiku: is required and missing"), "{e}");
+        // A built-in capability keeps its fixed fields, whatever a card says.
+        assert!(card_schema(&card, "summarize").is_none());
     }
 
     #[test]

@@ -11,7 +11,9 @@ use super::Connection;
 /// environment variable TESSERA_WORKER_KEY only: never the command line, never logs.
 #[derive(Debug, Args)]
 pub(super) struct WorkerArgs {
-    /// The agent card (YAML: id, description, role, capabilities with prices, model, instructions).
+    /// The agent card (YAML: id, description, role, capabilities with prices, and a model with
+    /// instructions or a handler: `handler: {http: <url>}` or `handler: {command: [...]}`, whose
+    /// relative paths are resolved against the card's directory, where it runs).
     #[arg(long)]
     card: PathBuf,
     #[command(flatten)]
@@ -67,16 +69,14 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     );
     let sources = sources.with_public_url(public);
     let worker_provider = provider.clone();
+    // The card's handler (its command run beside the card), the LLM, or
+    // the built-in offline runner: logged without a key or a URL's query.
+    let brain = tessera_workers::brain::for_card(&card, args.card.parent(), llm.as_ref());
+    println!("the work is done by {}", brain.describe());
     let mut worker =
         Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
-            .with_blob_sources(sources);
-    match llm {
-        Some(llm) => {
-            println!("capabilities run through the LLM at {}", llm.endpoint.base_url);
-            worker = worker.with_llm(&llm);
-        }
-        None => println!("the card's model is `offline`: built-in algorithms, no LLM calls"),
-    }
+            .with_blob_sources(sources)
+            .with_brain(brain);
     // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
     args.conn.check_chain(&worker_provider, &deployment).await?;
     let what = format!("registering {me} at {}", args.conn.rpc_url());

@@ -6,8 +6,9 @@
 //! its payment, and disputes a result that fails, with the reason.
 
 use serde_json::Value;
+use tessera_bindings::describe::ResultSchema;
 
-use super::Language;
+use super::{Language, OFFLINE_CAPABILITIES};
 use crate::llm::{MAX_TEXT_BYTES, SENTIMENT_LABELS};
 
 /// Why a delivered result is not a result of the capability bought.
@@ -18,6 +19,33 @@ pub struct MalformedResult {
     pub capability: String,
     /// What is wrong with the result.
     pub reason: String,
+}
+
+/// Checks `result` (the JSON a task delivered for `capability`, asked for
+/// with `spec`) against the capability's published result `schema` (when
+/// it has one: declared fields of their types, required ones present), and
+/// a built-in capability's result against what its runners deliver
+/// ([`check_result`]); any other capability's result need only be a JSON
+/// object.
+pub fn check_delivered(
+    capability: &str,
+    spec: &str,
+    schema: Option<&ResultSchema>,
+    result: &Value,
+) -> Result<(), MalformedResult> {
+    let bad = |reason: String| Err(MalformedResult { capability: capability.to_owned(), reason });
+    if !result.is_object() {
+        return bad("it is not a JSON object".into());
+    }
+    if let Some(schema) = schema
+        && let Err(e) = schema.check(result)
+    {
+        return bad(e.to_string());
+    }
+    if OFFLINE_CAPABILITIES.contains(&capability) {
+        return check_result(capability, spec, result);
+    }
+    Ok(())
 }
 
 /// Checks `result` (the JSON a task delivered) against `capability`, asked
@@ -94,6 +122,41 @@ mod tests {
         let llm =
             json!({"capability": "translate", "engine": "llm", "model": "m", "text": "Le chat."});
         assert_eq!(check_result("translate", "To French", &llm), Ok(()));
+    }
+
+    #[test]
+    fn delivered_results_pass_the_published_schema_first() {
+        let input = TaskInput::new("Translate to French").with_source("The cat is black.");
+        let good = run("translate", &input).unwrap().to_json();
+        let schema = tessera_bindings::describe::builtin("translate").unwrap().result;
+        assert_eq!(check_delivered("translate", input.spec, schema.as_ref(), &good), Ok(()));
+        let mut untold = good.clone();
+        untold.as_object_mut().unwrap().remove("target_language");
+        let e = check_delivered("translate", input.spec, schema.as_ref(), &untold).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the translate result is malformed: the result field .target_language: is required \
+             and missing"
+        );
+        let mut spanish = good;
+        spanish["target_language"] = "es".into();
+        let e = check_delivered("translate", input.spec, schema.as_ref(), &spanish).unwrap_err();
+        assert!(e.reason.contains("the spec asks for \"fr\""), "{e}");
+
+        let haiku = ResultSchema::from_json(&json!({
+            "type": "object",
+            "properties": {"haiku": {"type": "string"}, "lines": {"type": "integer"}},
+            "required": ["haiku"]
+        }))
+        .unwrap();
+        let ok = json!({"haiku": "old pond / a frog leaps in / water's sound", "mood": "calm"});
+        assert_eq!(check_delivered("haiku-write", "", Some(&haiku), &ok), Ok(()));
+        let e = check_delivered("haiku-write", "", Some(&haiku), &json!({"lines": 3})).unwrap_err();
+        assert!(e.reason.contains(".haiku: is required and missing"), "{e}");
+        let e = check_delivered("haiku-write", "", Some(&haiku), &json!({"haiku": 7})).unwrap_err();
+        assert!(e.reason.contains("should be a string"), "{e}");
+        assert!(check_delivered("haiku-write", "", None, &json!([1])).is_err());
+        assert_eq!(check_delivered("haiku-write", "", None, &json!({"any": 1})), Ok(()));
     }
 
     #[test]

@@ -50,7 +50,7 @@ use serde::Serialize;
 use tessera_injection::{self as injection, Finding, Screened};
 
 pub use brief::{Brief, Composite, DelegatedWork, brief, brief_of, composite};
-pub use check::{MalformedResult, check_result};
+pub use check::{MalformedResult, check_delivered, check_result};
 pub use entities::{DateEntity, Entities, extract_entities};
 pub use sentiment::{Sentiment, SentimentLabel, SentimentTerm, classify_sentiment};
 pub use summarize::{DEFAULT_SENTENCES, Summary, summarize};

@@ -18,36 +18,39 @@ impl Worker {
         let mut declines: Vec<(U256, String, String, Pending)> = Vec::new();
         for rec in created {
             let id = rec.id;
-            // Seen again while its delegated part is out, or its blob is
-            // fetched: followed already.
-            if self.delegations.contains_key(&id) || self.fetches.has(id) {
+            // Seen again while its delegated parts are out, its blob is
+            // fetched or its handler asked: followed already.
+            if self.delegations.contains_key(&id) || self.fetches.has(id) || self.calls.has(id) {
                 continue;
             }
             let done = match self.prepare(rec).await {
-                Ok(Work::Leave(done)) => Ok(Some(done)),
+                Ok(Work::Leave(done)) => Ok(vec![done]),
                 Ok(Work::Decline { rec, reason }) => match self.ready(*rec, reason).await {
-                    Ok(decline::Ready::Left(done)) => Ok(Some(done)),
+                    Ok(decline::Ready::Left(done)) => Ok(vec![done]),
                     Ok(decline::Ready::Send { rec, reason, reason_uri }) => {
                         match self.escrow.send_decline(self.me, &rec, &reason_uri).await {
                             Ok(pending) => {
                                 declines.push((id, reason, reason_uri, pending));
-                                Ok(None)
+                                Ok(Vec::new())
                             }
-                            Err(e) => decline::sent(id, reason, reason_uri, Err(e)).map(Some),
+                            Err(e) => {
+                                decline::sent(id, reason, reason_uri, Err(e)).map(|d| vec![d])
+                            }
                         }
                     }
                     Err(e) => Err(e),
                 },
-                Ok(Work::Wait { rec, upstream }) => Ok(Some(self.wait_for(*rec, upstream))),
-                Ok(Work::Fetch { rec, uri, what }) => Ok(Some(self.fetch_later(*rec, uri, what))),
-                Ok(Work::Delegate { rec, envelope, part, limit }) => {
-                    self.delegate(*rec, *envelope, part, limit).await.map(Some)
+                Ok(Work::Wait { rec, upstream }) => Ok(vec![self.wait_for(*rec, upstream)]),
+                Ok(Work::Fetch { rec, uri, what }) => Ok(vec![self.fetch_later(*rec, uri, what)]),
+                Ok(Work::Hire { rec, hires }) => self.delegate(*rec, hires).await,
+                Ok(Work::Ask { rec, request, end }) => {
+                    Ok(vec![self.ask_later(*rec, *request, end)])
                 }
                 Ok(Work::Deliver { rec, result_uri }) => {
                     match self.escrow.send_delivery(self.me, &rec, &result_uri).await {
                         Ok(pending) => {
                             deliveries.push((*rec, result_uri, pending));
-                            Ok(None)
+                            Ok(Vec::new())
                         }
                         Err(e) => Err(e.into()),
                     }
@@ -67,7 +70,7 @@ impl Worker {
             let done = folded.map(|()| {
                 tracing::info!(task = %id, "delivered");
                 self.delivered.insert(id, rec);
-                Some(Handled::Delivered { task: id, result_uri })
+                vec![Handled::Delivered { task: id, result_uri }]
             });
             self.record(id, done, &mut handled);
         }
@@ -75,7 +78,7 @@ impl Worker {
             // A mined revert may be a record gone stale meanwhile: read
             // whole next pass.
             let result = self.escrow.mined(pending).await.map(drop);
-            let done = decline::sent(id, reason, reason_uri, result).map(Some);
+            let done = decline::sent(id, reason, reason_uri, result).map(|d| vec![d]);
             self.record(id, done, &mut handled);
         }
         handled
@@ -86,7 +89,7 @@ impl Worker {
     fn record(
         &mut self,
         id: U256,
-        done: Result<Option<Handled>, RuntimeError>,
+        done: Result<Vec<Handled>, RuntimeError>,
         handled: &mut Vec<Handled>,
     ) {
         match done {

@@ -51,6 +51,13 @@ pub enum Handled {
         /// The task.
         task: U256,
     },
+    /// Its brain (a handler) is asked off the pass (see
+    /// [`super::calls`]); nothing sent: delivered, declined or its children
+    /// hired once the answer is in.
+    Asking {
+        /// The task.
+        task: U256,
+    },
     /// Claimed payment after the review window.
     Released {
         /// The task.

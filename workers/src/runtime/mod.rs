@@ -17,10 +17,13 @@
 //! and checked against the stored hash before anything is sent, so a
 //! restarted worker simply resumes from the chain's truth.
 //!
-//! A card that delegates part of a capability has the worker fund a child
-//! task for it from its own wallet ([`delegation`]'s rules: accept before
-//! funding, pay only for a parent that stands and a result that is what was
-//! bought, a cap on what is out, children followed from the chain's logs).
+//! Every task goes through the card's brain ([`crate::brain`]): the
+//! built-in runners answer on the pass, a handler off it ([`calls`]), so a
+//! slow one never holds up the other tasks. A brain that answers `hire`
+//! has the worker fund child tasks from its own wallet ([`delegation`]'s
+//! rules: accept before funding, pay only for a parent that stands and a
+//! result that is what was bought, a cap on what is out, children followed
+//! from the chain's logs), and is asked again with their results.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -42,6 +45,9 @@ use tessera_bindings::{
     task::TaskRecord,
 };
 
+mod ask;
+pub mod calls;
+mod children;
 mod decline;
 pub mod delegation;
 mod error;
@@ -62,7 +68,10 @@ pub use handled::{Handled, Registration};
 use pass::Feed;
 use work::Work;
 
-use crate::AgentCard;
+use crate::{
+    AgentCard,
+    brain::{self, Brain, Hired},
+};
 
 /// One worker: an agent account, its card and its view of the chain.
 pub struct Worker {
@@ -80,9 +89,12 @@ pub struct Worker {
     /// The escrow's logs pushed over a websocket, while that lives.
     feed: Option<Feed>,
     delivered: BTreeMap<U256, TaskRecord>,
-    /// Own tasks waiting on the child task created for part of them, and
+    /// Own tasks waiting on the child tasks created for parts of them, and
     /// the children found in the escrow's logs (a restarted worker's).
     delegations: BTreeMap<U256, Delegation>,
+    /// Own tasks whose children are all paid, with their results: what
+    /// their brain is asked again with, until delivered or declined.
+    hired: BTreeMap<U256, Vec<Hired>>,
     /// Child task creations read from the logs, not followed yet (reading
     /// them failed; tried again next pass).
     unadopted: Vec<ChildLog>,
@@ -100,7 +112,8 @@ pub struct Worker {
     /// The newest block the subscription announced, while it is live: no
     /// need to ask the node for the head or its time.
     head: Option<tessera_bindings::heads::Head>,
-    llm: Option<crate::llm::LlmRunner>,
+    /// What does the work: the card's handler, the LLM or the offline runner.
+    brain: Arc<dyn Brain>,
     /// Own tasks waiting for the upstream deliveries their envelope names.
     awaiting: BTreeMap<U256, upstream::Awaiting>,
     /// Deliveries seen in the escrow's logs (task, result URI) of tasks
@@ -111,6 +124,8 @@ pub struct Worker {
     born: BTreeSet<U256>,
     /// Tasks waiting for a blob fetched off the pass.
     fetches: fetching::Fetches,
+    /// Tasks waiting for their brain's answer, asked off the pass.
+    calls: calls::Calls,
 }
 
 impl std::fmt::Debug for Worker {
@@ -118,6 +133,7 @@ impl std::fmt::Debug for Worker {
         f.debug_struct("Worker")
             .field("address", &self.me)
             .field("card", &self.card.id)
+            .field("brain", &self.brain.describe())
             .field("next_block", &self.scan.next_block())
             .field("delivered", &self.delivered.len())
             .finish_non_exhaustive()
@@ -136,6 +152,7 @@ impl Worker {
         blobs: Arc<dyn BlobStore + Send + Sync>,
     ) -> Self {
         let chain_id = deployment.chain_id;
+        let brain = brain::for_card(&card, None, None);
         Self {
             escrow: EscrowClient::new(provider.clone(), deployment.task_escrow),
             scan: LogScan::new(deployment.deploy_block),
@@ -149,25 +166,40 @@ impl Worker {
             sources: BlobSources::new(blobs).on_chain(chain_id),
             delivered: BTreeMap::new(),
             delegations: BTreeMap::new(),
+            hired: BTreeMap::new(),
             unadopted: Vec::new(),
             deferred: BTreeSet::new(),
             caught_up: false,
             allowance_set: false,
             retry: BTreeSet::new(),
             head: None,
-            llm: None,
+            brain,
             awaiting: BTreeMap::new(),
             deliveries: BTreeMap::new(),
             born: BTreeSet::new(),
             fetches: fetching::Fetches::default(),
+            calls: calls::Calls::default(),
         }
     }
 
-    /// Runs capabilities through the LLM at `config` (unless the card's model
-    /// is `offline`, which always runs the built-in algorithms).
+    /// Runs capabilities through the LLM at `config` (unless the card's
+    /// model is `offline`, which always runs the built-in algorithms, or
+    /// it names a handler, which does the work).
     pub fn with_llm(mut self, config: &crate::llm::LlmConfig) -> Self {
-        self.llm = Some(crate::llm::LlmRunner::new(config));
+        self.brain = brain::for_card(&self.card, None, Some(config));
         self
+    }
+
+    /// Does the work with `brain` ([`brain::for_card`] builds the card's,
+    /// a `command` resolved against the card file's directory).
+    pub fn with_brain(mut self, brain: Arc<dyn Brain>) -> Self {
+        self.brain = brain;
+        self
+    }
+
+    /// What does the work.
+    pub fn brain(&self) -> &dyn Brain {
+        self.brain.as_ref()
     }
 
     /// Reads and keeps blobs through `sources` (its local store replaces
@@ -211,6 +243,7 @@ impl Worker {
         shutdown: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(shutdown);
+        tracing::info!(card = %self.card.id, brain = %self.brain.describe(), "working with");
         // Without a websocket, heads polled every `poll` still pace the
         // receipts its transactions wait for (one look a head).
         let mut follow = Follow::connect_or_poll(ws_url, poll, "scan", self.provider.clone()).await;
@@ -222,12 +255,16 @@ impl Worker {
         }
         loop {
             self.head = follow.head();
-            let pass =
-                self.poll_once().await.map(|handled| handled.iter().for_each(&mut on_handled));
-            // A pass is due on each head, on each log pushed and when a
-            // blob fetched off the pass arrives.
+            // Boxed: a pass's future (tasks worked, children followed,
+            // brains asked) is large; the loop's stays small.
+            let pass = Box::pin(self.poll_once())
+                .await
+                .map(|handled| handled.iter().for_each(&mut on_handled));
+            // A pass is due on each head, on each log pushed, when a blob
+            // fetched off the pass arrives and when a handler answers.
             let feed = self.feed.as_ref();
             let fetched = std::sync::Arc::clone(&self.fetches.wake);
+            let answered = std::sync::Arc::clone(&self.calls.wake);
             let pushed = async {
                 let arrived = async {
                     match feed {
@@ -238,6 +275,7 @@ impl Worker {
                 tokio::select! {
                     () = arrived => {}
                     () = fetched.notified() => {}
+                    () = answered.notified() => {}
                 }
             };
             if !follow.next_or(pass, shutdown.as_mut(), pushed).await {

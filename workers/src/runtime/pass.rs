@@ -208,7 +208,8 @@ impl Worker {
             // waited for.
             handled.extend(self.work_fresh(created).await);
             for id in ids {
-                if self.delegations.contains_key(&id) || self.fetches.has(id) {
+                if self.delegations.contains_key(&id) || self.fetches.has(id) || self.calls.has(id)
+                {
                     continue;
                 }
                 let rec = match self.escrow.fetch(id, self.deployment.deploy_block).await {
@@ -226,7 +227,7 @@ impl Worker {
                     // One failure (a decline or a delivery not sent) must
                     // not hold up the others: tried again next pass.
                     match self.work(rec).await {
-                        Ok(done) => handled.push(done),
+                        Ok(done) => handled.extend(done),
                         Err(e) => {
                             tracing::warn!(task = %id, error = %e, "working on the task failed; will retry");
                             self.retry.insert(id);
@@ -236,6 +237,7 @@ impl Worker {
             }
         }
         handled.extend(self.fetched().await);
+        handled.extend(self.answered().await);
         let (followed, settled) = self.advance_delegations().await?;
         handled.extend(followed);
         if settled {
@@ -260,10 +262,12 @@ impl Worker {
         for outcome in self.fetches.collect(now) {
             let (id, done) = match outcome {
                 Outcome::Ready(rec) => (rec.id, self.work(*rec).await),
-                Outcome::Unreadable(rec, reason) => (rec.id, self.decline(*rec, reason).await),
+                Outcome::Unreadable(rec, reason) => {
+                    (rec.id, self.decline(*rec, reason).await.map(|d| vec![d]))
+                }
             };
             match done {
-                Ok(done) => handled.push(done),
+                Ok(done) => handled.extend(done),
                 Err(e) => {
                     tracing::warn!(task = %id, error = %e, "working on the task failed; will retry");
                     self.retry.insert(id);

@@ -159,6 +159,8 @@ impl Worker {
     pub(super) fn note_settled(&mut self, id: U256) {
         self.awaiting.remove(&id);
         self.fetches.forget(id);
+        self.calls.forget(id);
+        self.hired.remove(&id);
         self.deliveries.remove(&id);
         self.born.remove(&id);
         self.wake_awaiting(id);

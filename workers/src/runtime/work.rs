@@ -1,24 +1,21 @@
 //! One task assigned to the worker, looked at: its envelope read, the
-//! offer and price checked, its capability run (or part of it handed to
-//! another agent), then delivered, declined on chain, waited on or left
-//! alone.
+//! offer and price checked, its brain asked (inline, or off the pass: see
+//! [`super::calls`]), then delivered, declined on chain, its children
+//! hired, waited on or left alone.
 
 use alloy::primitives::U256;
 use tessera_bindings::{
     capability,
-    envelope::{Envelope, EnvelopeError, FetchError},
+    envelope::{EnvelopeError, FetchError},
     task::{Status, TaskRecord},
 };
+use tokio::time::Instant;
 
 use super::{Handled, RuntimeError, Worker, decline, fetching, upstream};
-use crate::{
-    TaskInput,
-    offline::{Composite, composite},
-    run,
-};
+use crate::brain::{self, HandlerRequest, Hire};
 
 /// A task looked at: left alone, to decline on chain, its result ready to
-/// deliver, or a part of it to hand to another agent first.
+/// deliver, children to hire first, or its brain to ask off the pass.
 pub(super) enum Work {
     /// Left alone, off chain (see [`Handled::Declined`]).
     Leave(Handled),
@@ -31,11 +28,10 @@ pub(super) enum Work {
         rec: Box<TaskRecord>,
         result_uri: String,
     },
-    Delegate {
+    /// Its brain asked for child tasks (see [`super::delegation`]).
+    Hire {
         rec: Box<TaskRecord>,
-        envelope: Box<Envelope>,
-        part: Composite,
-        limit: u128,
+        hires: Vec<Hire>,
     },
     /// Its named inputs' upstream tasks have not delivered: kept, nothing
     /// sent (see [`upstream`]).
@@ -50,21 +46,37 @@ pub(super) enum Work {
         uri: String,
         what: String,
     },
+    /// Its brain is asked off the pass, before `end` (see [`super::calls`]).
+    Ask {
+        rec: Box<TaskRecord>,
+        request: Box<HandlerRequest>,
+        end: Instant,
+    },
 }
 
 impl Worker {
-    /// Run, then deliver (accept and complete in one call), or complete a
-    /// task accepted before a restart — or decline it, on chain when it
-    /// cannot be done.
-    pub(super) async fn work(&mut self, rec: TaskRecord) -> Result<Handled, RuntimeError> {
-        match self.prepare(rec).await? {
-            Work::Leave(done) => Ok(done),
-            Work::Decline { rec, reason } => self.decline(*rec, reason).await,
-            Work::Delegate { rec, envelope, part, limit } => {
-                self.delegate(*rec, *envelope, part, limit).await
+    /// Asks its brain, then delivers (accept and complete in one call), or
+    /// completes a task accepted before a restart — or declines it, on
+    /// chain when it cannot be done, hires its children, or waits.
+    pub(super) async fn work(&mut self, rec: TaskRecord) -> Result<Vec<Handled>, RuntimeError> {
+        let work = self.prepare(rec).await?;
+        self.execute(work).await
+    }
+
+    /// Does what `work` says.
+    pub(super) async fn execute(&mut self, work: Work) -> Result<Vec<Handled>, RuntimeError> {
+        match work {
+            Work::Leave(done) => Ok(vec![done]),
+            Work::Decline { rec, reason } => {
+                let id = rec.id;
+                let done = self.decline(*rec, reason).await?;
+                self.hired.remove(&id);
+                Ok(vec![done])
             }
-            Work::Wait { rec, upstream } => Ok(self.wait_for(*rec, upstream)),
-            Work::Fetch { rec, uri, what } => Ok(self.fetch_later(*rec, uri, what)),
+            Work::Hire { rec, hires } => self.delegate(*rec, hires).await,
+            Work::Wait { rec, upstream } => Ok(vec![self.wait_for(*rec, upstream)]),
+            Work::Fetch { rec, uri, what } => Ok(vec![self.fetch_later(*rec, uri, what)]),
+            Work::Ask { rec, request, end } => Ok(vec![self.ask_later(*rec, *request, end)]),
             Work::Deliver { rec, result_uri } => {
                 let mut rec = *rec;
                 let id = rec.id;
@@ -74,16 +86,29 @@ impl Worker {
                 } else {
                     self.escrow.complete(self.me, &mut rec, &result_uri).await?;
                 }
-                tracing::info!(task = %id, "delivered");
+                match self.hired.remove(&id) {
+                    Some(hired) => {
+                        let paid: u128 =
+                            hired.iter().filter_map(|h| h.paid.parse::<u128>().ok()).sum();
+                        tracing::info!(
+                            task = %id,
+                            earned = rec.task.amount,
+                            paid,
+                            children = hired.len(),
+                            "delivered with hired parts"
+                        );
+                    }
+                    None => tracing::info!(task = %id, "delivered"),
+                }
                 self.delivered.insert(id, rec);
-                Ok(Handled::Delivered { task: id, result_uri })
+                Ok(vec![Handled::Delivered { task: id, result_uri }])
             }
         }
     }
 
-    /// Runs the task's capability; or says why it cannot be done (to
-    /// decline on chain), or why it is left alone. An error is transient
-    /// (the node, a store): the task is looked at again next pass.
+    /// Looks at the task and asks its brain; or says why it cannot be done
+    /// (to decline on chain), or why it is left alone. An error is
+    /// transient (the node, a store): the task is looked at again next pass.
     pub(super) async fn prepare(&self, rec: TaskRecord) -> Result<Work, RuntimeError> {
         let id = rec.id;
         // Cannot be done: declined on chain (see [`Worker::decline`]).
@@ -155,38 +180,21 @@ impl Worker {
                 return Ok(Work::Fetch { rec: Box::new(rec), uri, what });
             }
         };
-        // Part of the work is another agent's when the card delegates it.
-        if let Some(part) = composite(&offer.name)
-            && let Some(delegate) = self.card.delegate(part.delegable)
-        {
-            let limit = delegate.max_price.base_units();
-            return Ok(Work::Delegate {
-                rec: Box::new(rec),
-                envelope: Box::new(envelope),
-                part,
-                limit,
-            });
+        let request = self.request(&rec, &envelope, &offer, now);
+        // The built-in runners answer at once, here; a handler is asked
+        // off the pass.
+        if self.brain.inline() {
+            let verdict = brain::think(self.brain.as_ref(), &request).await;
+            return self.judged(rec, &request.task.capability, verdict);
         }
-        let inputs: Vec<String> = envelope.inputs.iter().map(|i| i.output.clone()).collect();
-        let input =
-            TaskInput { spec: &envelope.spec, source: envelope.source.as_deref(), inputs: &inputs };
-        // Run before accepting: material the capability cannot work on is
-        // declined on chain, its funder refunded at once.
-        let output = match &self.llm {
-            Some(llm) if !self.card.is_offline() => {
-                match llm.run(&self.card, &offer.name, &input).await {
-                    Ok(json) => json,
-                    Err(e) => return decline(rec, format!("LLM: {e}")),
-                }
-            }
-            _ => match run(&offer.name, &input) {
-                Ok(o) => o.to_json(),
-                Err(e) => return decline(rec, e.to_string()),
-            },
-        };
-        let result_uri = self.store_result(&output)?;
-        tracing::info!(task = %id, capability = %offer.name, "work done");
-        Ok(Work::Deliver { rec: Box::new(rec), result_uri })
+        let left = rec.task.deadline.to::<u64>().saturating_sub(now);
+        let usable = left.saturating_sub(super::calls::HANDLER_MARGIN_SECS);
+        if usable == 0 {
+            let reason = format!("too close to its deadline to ask the handler ({left} s left)");
+            return decline(rec, reason);
+        }
+        let end = Instant::now() + std::time::Duration::from_secs(usable);
+        Ok(Work::Ask { rec: Box::new(rec), request: Box::new(request), end })
     }
 
     /// Hands `rec` to the fetches off the pass until the blob at `uri` is
