@@ -197,6 +197,22 @@ pub fn is_capability_name(name: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_example_agents_cards_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/agents");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let card = entry.unwrap().path().join("card.yaml");
+            let card = AgentCard::load(&card).unwrap_or_else(|e| panic!("{}: {e}", card.display()));
+            assert!(card.uses_handler(), "{}", card.id);
+            for offer in &card.capabilities {
+                assert!(offer.result.is_some() && offer.description.is_some(), "{}", offer.name);
+            }
+            loaded += 1;
+        }
+        assert!(loaded >= 2, "the Python and Node examples");
+    }
+
     const VALID: &str = r#"
 id: summarizer-1
 description: Extractive summaries.

@@ -33,9 +33,12 @@ impl Hosts {
     /// allows it, else one loopback for all (see [`Hosts::isolated`]).
     pub(crate) fn new(parties: &[&str]) -> Self {
         assert!(parties.len() < 200, "at most 199 parties");
+        // Several tests of one binary each build their own hosts.
+        static BUILT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
         let pid = std::process::id();
-        let tag = format!("ts{}", pid % 100_000);
-        let net = [10, 200 + (pid % 50) as u8, ((pid / 50) % 250) as u8];
+        let tag = format!("ts{}{n}", pid % 100_000);
+        let net = [10, 200 + (pid % 50) as u8, ((pid / 50 + n * 25) % 250) as u8];
         let mut hosts = Self {
             tag,
             net,
