@@ -15,16 +15,14 @@
 //! it started itself, never for older ones; the worker's loop wakes when
 //! a call ends.
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use alloy::primitives::U256;
 use tessera_bindings::task::TaskRecord;
-use tokio::{sync::Notify, task::AbortHandle, time::Instant};
+use tokio::{task::AbortHandle, time::Instant};
 
+pub use super::inbox::GRACE;
+use super::inbox::Inbox;
 use crate::brain::{self, Brain, HandlerRequest, Verdict};
 
 /// Calls in flight at once, per worker.
@@ -34,8 +32,6 @@ pub const MAX_JOBS: usize = 1024;
 /// Seconds before a task's deadline kept for publishing what the handler
 /// answered (or declining): its calls end this long before.
 pub const HANDLER_MARGIN_SECS: u64 = 30;
-/// The longest a pass waits for the calls it started.
-pub const GRACE: Duration = Duration::from_millis(500);
 
 /// One task waiting for its brain's answer.
 #[derive(Debug)]
@@ -47,16 +43,12 @@ struct Job {
     running: Option<AbortHandle>,
 }
 
-/// Calls that ended, by task, not collected yet.
-type Finished = Arc<Mutex<Vec<(U256, Verdict)>>>;
-
 /// The tasks waiting for their brain, and its calls.
 #[derive(Debug, Default)]
 pub(super) struct Calls {
     jobs: BTreeMap<U256, Job>,
-    done: Finished,
-    /// Woken when a call ends.
-    pub(super) wake: Arc<Notify>,
+    /// Where the calls' answers land.
+    pub(super) done: Inbox<Verdict>,
 }
 
 impl Calls {
@@ -100,26 +92,24 @@ impl Calls {
             if job.running.is_some() {
                 continue;
             }
-            let (done, wake, id) = (Arc::clone(&self.done), Arc::clone(&self.wake), *id);
+            let id = *id;
             let left = job.end.saturating_duration_since(now);
             let mut request = job.request.clone();
             let asked = Duration::from_millis(request.limits.timeout_ms);
             request.limits.timeout_ms = u64::try_from(asked.min(left).as_millis()).unwrap_or(0);
             let brain = Arc::clone(brain);
-            let handle = tokio::spawn(async move {
-                let verdict = if request.limits.timeout_ms == 0 {
+            let handle = self.done.spawn(id, async move {
+                if request.limits.timeout_ms == 0 {
                     Verdict::Decline(format!(
                         "{} not asked: too close to the task's deadline",
                         brain.label()
                     ))
                 } else {
                     brain::think(brain.as_ref(), &request).await
-                };
-                done.lock().unwrap_or_else(PoisonError::into_inner).push((id, verdict));
-                wake.notify_one();
+                }
             });
             tracing::debug!(task = %id, timeout_ms = job.request.limits.timeout_ms, "asking the handler");
-            job.running = Some(handle.abort_handle());
+            job.running = Some(handle);
             in_flight += 1;
             started += 1;
         }
@@ -129,25 +119,14 @@ impl Calls {
     /// Waits up to [`GRACE`] for calls to end, when `started` were
     /// started this pass (older ones are never waited for).
     pub(super) async fn grace(&self, started: usize) {
-        if started == 0 {
-            return;
-        }
-        let until = Instant::now() + GRACE;
-        loop {
-            let finished = self.done.lock().unwrap_or_else(PoisonError::into_inner).len();
-            if finished >= started || Instant::now() >= until {
-                return;
-            }
-            let _ = tokio::time::timeout_at(until, self.wake.notified()).await;
-        }
+        self.done.grace(started).await;
     }
 
     /// The tasks whose answer is in, with the capability asked and what to
     /// do with each.
     pub(super) fn collect(&mut self) -> Vec<(TaskRecord, String, Verdict)> {
-        let finished =
-            std::mem::take(&mut *self.done.lock().unwrap_or_else(PoisonError::into_inner));
-        finished
+        self.done
+            .take()
             .into_iter()
             .filter_map(|(id, verdict)| {
                 self.jobs.remove(&id).map(|job| (job.rec, job.request.task.capability, verdict))

@@ -21,18 +21,17 @@
 //! The published reason names a category only ([`unreadable`]): never
 //! the URL, status, length or hash of what answered.
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::BTreeMap, time::Duration};
 
 use alloy::primitives::{Address, U256};
 use tessera_bindings::{
     envelope::{BlobRef, BlobSources, FetchCategory, FetchError, HARD_MAX_BYTES},
     task::TaskRecord,
 };
-use tokio::{sync::Notify, task::AbortHandle, time::Instant};
+use tokio::{task::AbortHandle, time::Instant};
+
+pub use super::inbox::GRACE;
+use super::inbox::Inbox;
 
 /// Fetches in flight per funder.
 pub const PER_FUNDER: usize = 2;
@@ -42,8 +41,6 @@ pub const IN_FLIGHT: usize = 32;
 pub const MAX_JOBS: usize = 4096;
 /// The share of a task's time, in percent, its blobs are waited for.
 pub const WAIT_SHARE_PCT: u64 = 50;
-/// The longest a pass waits for the fetches it started.
-pub const GRACE: Duration = Duration::from_millis(500);
 /// The first wait before a fetch that failed for now is tried again;
 /// doubled each time, up to [`MAX_BACKOFF`].
 const BACKOFF: Duration = Duration::from_secs(2);
@@ -95,16 +92,12 @@ pub(super) enum Outcome {
     Unreadable(Box<TaskRecord>, String),
 }
 
-/// Fetches that ended, by task, not collected yet.
-type Finished = Arc<Mutex<Vec<(U256, Result<(), FetchError>)>>>;
-
 /// The tasks waiting for a blob, and their fetches.
 #[derive(Debug, Default)]
 pub(super) struct Fetches {
     jobs: BTreeMap<U256, Job>,
-    done: Finished,
-    /// Woken when a fetch ends.
-    pub(super) wake: Arc<Notify>,
+    /// Where the fetches' outcomes land.
+    pub(super) done: Inbox<Result<(), FetchError>>,
 }
 
 impl Fetches {
@@ -171,14 +164,8 @@ impl Fetches {
                 continue;
             }
             let (sources, uri, id) = (sources.clone(), job.uri.clone(), *id);
-            let (done, wake) = (Arc::clone(&self.done), Arc::clone(&self.wake));
             tracing::debug!(task = %id, %funder, "fetching a blob the task needs");
-            let handle = tokio::spawn(async move {
-                let got = sources.ensure(&uri).await;
-                done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((id, got));
-                wake.notify_one();
-            });
-            job.running = Some(handle.abort_handle());
+            job.running = Some(self.done.spawn(id, async move { sources.ensure(&uri).await }));
             *busy += 1;
             in_flight += 1;
             started += 1;
@@ -189,26 +176,13 @@ impl Fetches {
     /// Waits up to [`GRACE`] for fetches to end, when `started` were
     /// started this pass (older ones are never waited for).
     pub(super) async fn grace(&self, started: usize) {
-        if started == 0 {
-            return;
-        }
-        let until = Instant::now() + GRACE;
-        loop {
-            let finished =
-                self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len();
-            if finished >= started || Instant::now() >= until {
-                return;
-            }
-            let _ = tokio::time::timeout_at(until, self.wake.notified()).await;
-        }
+        self.done.grace(started).await;
     }
 
     /// The tasks whose wait ended: fetched, failed for good, or past their
     /// share of time at chain time `now` (when known).
     pub(super) fn collect(&mut self, now: Option<u64>) -> Vec<Outcome> {
-        let finished = std::mem::take(
-            &mut *self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let finished = self.done.take();
         let mut out = Vec::new();
         for (id, got) in finished {
             let Some(job) = self.jobs.get_mut(&id) else { continue };

@@ -55,6 +55,7 @@ pub mod fetching;
 mod fresh;
 mod handled;
 pub mod identity;
+mod inbox;
 mod pass;
 mod register;
 mod upstream;
@@ -263,8 +264,8 @@ impl Worker {
             // A pass is due on each head, on each log pushed, when a blob
             // fetched off the pass arrives and when a handler answers.
             let feed = self.feed.as_ref();
-            let fetched = std::sync::Arc::clone(&self.fetches.wake);
-            let answered = std::sync::Arc::clone(&self.calls.wake);
+            let fetched = self.fetches.done.waker();
+            let answered = self.calls.done.waker();
             let pushed = async {
                 let arrived = async {
                     match feed {
