@@ -47,6 +47,7 @@ pub mod envelope;
 pub mod erc8004;
 pub mod feed;
 pub mod feedback;
+pub mod grant;
 pub mod heads;
 pub mod logs;
 pub mod offers;

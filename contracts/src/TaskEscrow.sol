@@ -7,6 +7,8 @@ import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/ReentrancyGuardTransient.sol";
 
 import {IAgentRegistry} from "./interfaces/IAgentRegistry.sol";
@@ -20,7 +22,10 @@ import {ITaskEscrow} from "./interfaces/ITaskEscrow.sol";
 /// reference can never be reused and a settled task can never be paid again.
 /// The task id is `uint256(keccak256(abi.encode(funder, ref)))`: the existence
 /// check of the id is the idempotency check of the reference, at no extra slot.
-contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTransient {
+/// A sponsor's grant takes one slot, `_grants[digest]`: what it funded so far in
+/// the low 128 bits, its revocation in the top bit. A slot at zero is a grant never
+/// used, whose signature is checked on its first use.
+contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTransient, EIP712 {
     using SafeERC20 for IERC20;
 
     /// @notice Basis points in a whole.
@@ -49,6 +54,14 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     uint32 public override appealRulingWindow;
 
     mapping(uint256 taskId => bytes32 stateHash) private _taskHashes;
+    mapping(bytes32 digest => uint256 spentAndRevoked) private _grants;
+
+    /// @notice The EIP-712 type a sponsor signs.
+    bytes32 public constant GRANT_TYPEHASH = keccak256(
+        "Grant(address sponsor,bytes32 planId,address operator,uint128 budget,uint40 validUntil,uint256 nonce)"
+    );
+    /// @dev The top bit of a grant's slot: revoked.
+    uint256 private constant _REVOKED = 1 << 255;
 
     /// @param token_ The settlement token (6-decimal USDC on live chains).
     /// @param registry_ The agent registry every executor must offer its capability in.
@@ -67,7 +80,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         uint32 disputeWindow_,
         uint32 appealWindow_,
         uint32 appealRulingWindow_
-    ) Ownable(owner_) {
+    ) Ownable(owner_) EIP712("Tessera TaskEscrow", "1") {
         if (
             token_ == address(0) || registry_ == address(0) || arbiter_ == address(0)
                 || appealArbiter_ == address(0)
@@ -95,7 +108,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         whenNotPaused
         returns (uint256 taskId)
     {
-        taskId = _create(p, _NOT_IN_BATCH);
+        taskId = _create(p, _NOT_IN_BATCH, msg.sender);
         _pull(p.amount);
     }
 
@@ -108,7 +121,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         bytes32 s
     ) external override nonReentrant whenNotPaused returns (uint256 taskId) {
         _permit(p.amount, permitDeadline, v, r, s);
-        taskId = _create(p, _NOT_IN_BATCH);
+        taskId = _create(p, _NOT_IN_BATCH, msg.sender);
         _pull(p.amount);
     }
 
@@ -162,7 +175,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         }
         taskIds = new uint256[](ps.length);
         for (uint256 i; i < ps.length; ++i) {
-            taskIds[i] = _create(ps[i], i);
+            taskIds[i] = _create(ps[i], i, msg.sender);
             total += ps[i].amount;
         }
     }
@@ -171,26 +184,30 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     /// {TaskEscrowDuplicateReference} rather than a batch index.
     uint256 private constant _NOT_IN_BATCH = type(uint256).max;
 
-    function _create(CreateParams calldata p, uint256 index) private returns (uint256 taskId) {
+    /// @dev Creates one task funded by `funder` (the caller, or a grant's sponsor);
+    /// the caller moves the money afterwards.
+    function _create(CreateParams calldata p, uint256 index, address funder) private returns (uint256 taskId) {
         // Checks
         if (p.amount == 0) revert TaskEscrowZeroAmount();
         if (p.client == address(0) || p.executor == address(0)) revert TaskEscrowZeroAddress();
-        if (p.executor == p.client || p.executor == msg.sender) revert TaskEscrowSelfDealing(p.executor);
+        if (p.executor == p.client || p.executor == msg.sender || p.executor == funder) {
+            revert TaskEscrowSelfDealing(p.executor);
+        }
         _checkDeadline(p.deadline);
         if (p.reviewWindow < MIN_WINDOW || p.reviewWindow > MAX_WINDOW) {
             revert TaskEscrowInvalidWindow(p.reviewWindow);
         }
         _checkOffer(p.executor, p.capability, p.amount);
 
-        taskId = uint256(keccak256(abi.encode(msg.sender, p.ref)));
+        taskId = uint256(keccak256(abi.encode(funder, p.ref)));
         if (_taskHashes[taskId] != 0) {
-            if (index == _NOT_IN_BATCH) revert TaskEscrowDuplicateReference(msg.sender, p.ref);
+            if (index == _NOT_IN_BATCH) revert TaskEscrowDuplicateReference(funder, p.ref);
             revert TaskEscrowBatchDuplicate(index, p.ref);
         }
 
         // Effects
         Task memory t = Task({
-            funder: msg.sender,
+            funder: funder,
             client: p.client,
             executor: p.executor,
             amount: p.amount,
@@ -211,8 +228,17 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
 
     /// @dev Interactions: pulls `amount` from the caller and insists the exact amount arrived.
     function _pull(uint256 amount) private {
+        _pullFrom(msg.sender, amount);
+    }
+
+    /// @dev Pulls `amount` from `from`: the caller, or a grant's sponsor whose
+    /// signature was checked.
+    function _pullFrom(address from, uint256 amount) private {
         uint256 balanceBefore = _token.balanceOf(address(this));
-        _token.safeTransferFrom(msg.sender, address(this), amount);
+        // `from` is the caller, or the sponsor of a grant whose signature, operator,
+        // plan and budget were checked by {createWithGrants}.
+        // slither-disable-next-line arbitrary-send-erc20
+        _token.safeTransferFrom(from, address(this), amount);
         uint256 received = _token.balanceOf(address(this)) - balanceBefore;
         if (received != amount) revert TaskEscrowTransferMismatch(amount, received);
     }
@@ -225,6 +251,81 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         if (!active || price == 0 || price > amount) {
             revert TaskEscrowExecutorNotOffering(executor, capability, amount);
         }
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                GRANTS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc ITaskEscrow
+    function createWithGrants(GrantedBatch[] calldata batches)
+        external
+        override
+        nonReentrant
+        whenNotPaused
+        returns (uint256[] memory taskIds)
+    {
+        uint256 n;
+        for (uint256 b; b < batches.length; ++b) {
+            uint256 len = batches[b].params.length;
+            if (len == 0) revert TaskEscrowBatchSize(0);
+            n += len;
+        }
+        if (n == 0 || n > MAX_BATCH) revert TaskEscrowBatchSize(n);
+        taskIds = new uint256[](n);
+        uint256 k;
+        for (uint256 b; b < batches.length; ++b) {
+            k = _createGranted(batches[b], taskIds, k);
+        }
+    }
+
+    /// @dev One batch of {createWithGrants}: its tasks from position `k` of
+    /// `taskIds` on; returns the position after them.
+    function _createGranted(GrantedBatch calldata gb, uint256[] memory taskIds, uint256 k)
+        private
+        returns (uint256)
+    {
+        Grant calldata g = gb.grant;
+        // Checks
+        if (msg.sender != g.operator) revert TaskEscrowGrantOperator(msg.sender);
+        // slither-disable-next-line timestamp
+        if (block.timestamp > g.validUntil) revert TaskEscrowGrantExpired(g.validUntil);
+        bytes32 digest = _grantDigest(g);
+        uint256 state = _grants[digest];
+        if (state & _REVOKED != 0) revert TaskEscrowGrantRevoked(digest);
+        if (state == 0 && !SignatureChecker.isValidSignatureNow(g.sponsor, digest, gb.signature)) {
+            revert TaskEscrowGrantSignature(digest);
+        }
+        uint256 total;
+        for (uint256 i; i < gb.params.length; ++i) {
+            CreateParams calldata p = gb.params[i];
+            if (p.planId != g.planId) revert TaskEscrowGrantPlan(k, p.planId);
+            taskIds[k] = _create(p, k, g.sponsor);
+            total += p.amount;
+            ++k;
+        }
+        uint256 spent = state + total;
+        if (spent > g.budget) revert TaskEscrowGrantBudget(digest, g.budget, spent);
+        // Effects
+        _grants[digest] = spent;
+        emit GrantSpent(digest, g.sponsor, g.planId, uint128(spent));
+        // Interactions
+        _pullFrom(g.sponsor, total);
+        return k;
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function revokeGrant(Grant calldata grant) external override {
+        if (msg.sender != grant.sponsor) revert TaskEscrowGrantNotSponsor(msg.sender);
+        bytes32 digest = _grantDigest(grant);
+        uint256 state = _grants[digest];
+        if (state & _REVOKED != 0) revert TaskEscrowGrantRevoked(digest);
+        _grants[digest] = state | _REVOKED;
+        emit GrantRevoked(digest, grant.sponsor, grant.planId);
+    }
+
+    function _grantDigest(Grant calldata g) private view returns (bytes32) {
+        return _hashTypedDataV4(keccak256(abi.encode(GRANT_TYPEHASH, g)));
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -539,6 +640,17 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     /// @inheritdoc ITaskEscrow
     function hashTask(Task calldata task) external pure override returns (bytes32) {
         return keccak256(abi.encode(task));
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function grantDigest(Grant calldata grant) external view override returns (bytes32) {
+        return _grantDigest(grant);
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function grantState(bytes32 digest) external view override returns (uint128 spent, bool revoked) {
+        uint256 state = _grants[digest];
+        return (uint128(state), state & _REVOKED != 0);
     }
 
     /// @inheritdoc ITaskEscrow

@@ -81,6 +81,27 @@ interface ITaskEscrow {
         string specURI; // the spec envelope; only its hash is stored
     }
 
+    /// @notice A sponsor's signed budget for one plan: the named operator may
+    /// create that plan's tasks with the sponsor as funder, up to `budget` in all,
+    /// until `validUntil`, unless the sponsor revokes it first. Signed as EIP-712
+    /// typed data over this contract's domain (name "Tessera TaskEscrow", version
+    /// "1", this chain, this contract), by an EOA (ECDSA) or a contract (ERC-1271).
+    struct Grant {
+        address sponsor; // funds the tasks; gets every refund
+        bytes32 planId; // every task created under the grant carries this plan id
+        address operator; // the one caller that may spend the grant
+        uint128 budget; // the most the grant may ever fund, in token units
+        uint40 validUntil; // last second the grant may fund a task
+        uint256 nonce; // tells apart grants that are otherwise the same
+    }
+
+    /// @notice Tasks to create under one grant, with the sponsor's signature of it.
+    struct GrantedBatch {
+        Grant grant;
+        bytes signature; // 65-byte ECDSA (r, s, v), or whatever the sponsor's ERC-1271 contract accepts
+        CreateParams[] params;
+    }
+
     /*//////////////////////////////////////////////////////////////
                                 EVENTS
     //////////////////////////////////////////////////////////////*/
@@ -242,6 +263,19 @@ interface ITaskEscrow {
     /// @param appealRulingWindow Seconds the appeal arbiter has to rule on an appeal.
     event WindowsUpdated(uint32 disputeWindow, uint32 appealWindow, uint32 appealRulingWindow);
 
+    /// @notice Tasks were created under a grant.
+    /// @param digest The grant's EIP-712 digest ({grantDigest}).
+    /// @param sponsor The grant's sponsor, the tasks' funder.
+    /// @param planId The grant's plan.
+    /// @param spent What the grant has funded in all, this creation included.
+    event GrantSpent(bytes32 indexed digest, address indexed sponsor, bytes32 indexed planId, uint128 spent);
+
+    /// @notice A sponsor revoked a grant; it funds nothing more.
+    /// @param digest The grant's EIP-712 digest.
+    /// @param sponsor The grant's sponsor.
+    /// @param planId The grant's plan.
+    event GrantRevoked(bytes32 indexed digest, address indexed sponsor, bytes32 indexed planId);
+
     /*//////////////////////////////////////////////////////////////
                                 ERRORS
     //////////////////////////////////////////////////////////////*/
@@ -330,6 +364,37 @@ interface ITaskEscrow {
     /// @param ref The reference it reuses (earlier in the batch or in an earlier call).
     error TaskEscrowBatchDuplicate(uint256 index, bytes32 ref);
 
+    /// @notice The caller is not the grant's operator.
+    /// @param caller The caller.
+    error TaskEscrowGrantOperator(address caller);
+
+    /// @notice The grant's signature is not the sponsor's.
+    /// @param digest The grant's EIP-712 digest.
+    error TaskEscrowGrantSignature(bytes32 digest);
+
+    /// @notice The grant is past its `validUntil`.
+    /// @param validUntil Its last valid second.
+    error TaskEscrowGrantExpired(uint40 validUntil);
+
+    /// @notice The sponsor revoked the grant.
+    /// @param digest The grant's EIP-712 digest.
+    error TaskEscrowGrantRevoked(bytes32 digest);
+
+    /// @notice A task of a granted batch belongs to another plan than the grant's.
+    /// @param index The position of the task in the batch.
+    /// @param planId The task's plan.
+    error TaskEscrowGrantPlan(uint256 index, bytes32 planId);
+
+    /// @notice The creation would take the grant past its budget.
+    /// @param digest The grant's EIP-712 digest.
+    /// @param budget Its budget.
+    /// @param wouldSpend What it would have funded in all.
+    error TaskEscrowGrantBudget(bytes32 digest, uint128 budget, uint256 wouldSpend);
+
+    /// @notice Only a grant's sponsor may revoke it.
+    /// @param caller The caller.
+    error TaskEscrowGrantNotSponsor(address caller);
+
     /*//////////////////////////////////////////////////////////////
                             CREATION
     //////////////////////////////////////////////////////////////*/
@@ -388,6 +453,30 @@ interface ITaskEscrow {
         bytes32 r,
         bytes32 s
     ) external returns (uint256[] memory taskIds);
+
+    /// @notice Creates tasks under sponsors' signed grants, each batch funded by its
+    /// grant's sponsor from the sponsor's token allowance to this contract.
+    /// @dev For each batch: reverts while paused; unless the caller is the grant's
+    /// operator ({TaskEscrowGrantOperator}); after `validUntil`
+    /// ({TaskEscrowGrantExpired}); once revoked ({TaskEscrowGrantRevoked}); if the
+    /// signature is not the sponsor's over {grantDigest} ({TaskEscrowGrantSignature};
+    /// checked on a grant's first use, ECDSA or ERC-1271); if a task names another
+    /// plan ({TaskEscrowGrantPlan}); if the grant would fund more than its budget in
+    /// all ({TaskEscrowGrantBudget}); if the executor is the caller, the client or the
+    /// sponsor ({TaskEscrowSelfDealing}); and for every check of {createTasks}.
+    /// Emits {TaskCreated} per task, then {GrantSpent} per batch.
+    /// @param batches The grants, their signatures and their tasks (at most
+    /// {MAX_BATCH} tasks in all).
+    /// @return taskIds `taskIdFor(grant.sponsor, ref)` of every task, in order.
+    function createWithGrants(GrantedBatch[] calldata batches) external returns (uint256[] memory taskIds);
+
+    /// @notice Revokes a grant: it funds no task from now on. Tasks it already funded
+    /// are unaffected, and their refunds still go to the sponsor.
+    /// @dev Reverts unless the caller is the grant's sponsor
+    /// ({TaskEscrowGrantNotSponsor}) or if it is already revoked
+    /// ({TaskEscrowGrantRevoked}). Works on a grant never used. Emits {GrantRevoked}.
+    /// @param grant The grant to revoke.
+    function revokeGrant(Grant calldata grant) external;
 
     /*//////////////////////////////////////////////////////////////
                             LIFECYCLE
@@ -671,4 +760,15 @@ interface ITaskEscrow {
     /// @param ref The funder's reference.
     /// @return `uint256(keccak256(abi.encode(funder, ref)))`.
     function taskIdFor(address funder, bytes32 ref) external pure returns (uint256);
+
+    /// @notice The EIP-712 digest a sponsor signs for `grant` on this chain and contract.
+    /// @param grant The grant.
+    /// @return The digest.
+    function grantDigest(Grant calldata grant) external view returns (bytes32);
+
+    /// @notice What a grant has funded so far and whether it is revoked.
+    /// @param digest The grant's EIP-712 digest.
+    /// @return spent The sum of the amounts it funded.
+    /// @return revoked Whether its sponsor revoked it.
+    function grantState(bytes32 digest) external view returns (uint128 spent, bool revoked);
 }
