@@ -178,7 +178,8 @@ mod dec {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(|_| D::Error::custom(format!("{s:?} is not a decimal amount in base units")))
+        s.parse()
+            .map_err(|_| D::Error::custom(format!("{s:?} is not a decimal amount in base units")))
     }
 }
 
@@ -226,7 +227,10 @@ mod tests {
         // same signature recovers to someone else.
         assert!(matches!(recover(1, escrow, &signed), Err(GrantError::WrongSigner { .. })));
         let other_escrow = address!("0x00000000000000000000000000000000000000e6");
-        assert!(matches!(recover(31337, other_escrow, &signed), Err(GrantError::WrongSigner { .. })));
+        assert!(matches!(
+            recover(31337, other_escrow, &signed),
+            Err(GrantError::WrongSigner { .. })
+        ));
         let mut more = signed.clone();
         more.terms.budget += 1;
         assert!(matches!(recover(31337, escrow, &more), Err(GrantError::WrongSigner { .. })));

@@ -31,12 +31,14 @@ mod events;
 mod feedback;
 mod health;
 mod leases;
+mod owners;
 mod runs;
 mod subtasks;
 
 pub use decisions::{DecisionOutcome, DecisionRecord};
 pub use feedback::{FEEDBACK_PAGE, FeedbackClaim, Settled};
 pub use leases::{Claim, EVENTS_CHANNEL, LeaseRow, WAKE_CHANNEL, parse_event_payload};
+pub use owners::GrantRow;
 pub use runs::{MAX_RUN_LIST, RunSummary};
 
 /// The migrations, embedded at build time.
