@@ -145,7 +145,7 @@ async fn feedback_given_after_settlement_is_matched_to_its_settlement_by_the_ind
     let forged =
         fb.latest.iter().find(|f| f.client.eq_ignore_ascii_case(&stranger.to_string())).unwrap();
     assert!(!forged.matched);
-    assert!(forged.why.as_deref().unwrap_or_default().contains("not the giver"), "{forged:?}");
+    assert!(forged.why.as_deref().unwrap_or_default().contains("neither the giver"), "{forged:?}");
 }
 
 #[tokio::test]

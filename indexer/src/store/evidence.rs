@@ -119,7 +119,10 @@ impl IndexStore {
 /// settlement-backed feedback moves the record, not only the chooser's.
 pub fn with_feedback(rows: &mut [FunderRecord], feedback: &[FeedbackView]) {
     for f in feedback.iter().filter(|f| f.matched && !f.revoked) {
-        let Some(row) = rows.iter_mut().find(|r| r.funder.eq_ignore_ascii_case(&f.client)) else {
+        // The record of the tasks' funder: the giver itself, or the sponsor
+        // whose tasks the giver (its operator, their client) approved.
+        let whose = f.funder.as_deref().unwrap_or(&f.client);
+        let Some(row) = rows.iter_mut().find(|r| r.funder.eq_ignore_ascii_case(whose)) else {
             continue;
         };
         let (Ok(value), Ok(hash)) = (f.value.parse::<f64>(), f.hash.parse()) else { continue };
@@ -188,6 +191,7 @@ mod tests {
             matched,
             why: None,
             revoked: false,
+            funder: None,
         };
         let base = || vec![row("0xA", 2, 2 * USDC, false)];
         // Satisfied at 60: 0.4 of the 0.5 USDC task moves to failed.
@@ -200,5 +204,11 @@ mod tests {
             with_feedback(&mut rows, &[f]);
             assert_eq!(rows, base());
         }
+        // An operator's feedback on tasks a sponsor's grant funded moves
+        // the sponsor's record: the giver is the tasks' client.
+        let operator = FeedbackView { funder: Some("0xa".into()), ..view("0xc", "60", true) };
+        let mut rows = base();
+        with_feedback(&mut rows, &[operator]);
+        assert_eq!((rows[0].completed_units, rows[0].failed_units), (2 * USDC - 200_000, 200_000));
     }
 }

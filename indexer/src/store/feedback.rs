@@ -5,12 +5,14 @@
 //! ids, each matched against the escrow's settlements (see
 //! [`tessera_bindings::feedback`]). Anyone may give feedback on anyone and
 //! respond to it, so feedback is read in two windows: the feedback of the
-//! funders of the agent's tasks (the only feedback that can match), the
+//! funders and clients of the agent's tasks (the only feedback that can
+//! match: a sponsor funding through a grant pays, its operator approves as
+//! the client and gives the feedback), the
 //! newest [`PER_GIVER`] of each giver, and the newest [`MAX_FEEDBACK`] of
 //! anyone's; responses are not read. Junk from strangers then fills only
 //! the second window, never pushing matched feedback out. Only matched
-//! feedback counts: its hash is its proof's, its giver funded every task the
-//! proof names, each task settled as the proof says, in the transaction it
+//! feedback counts: its hash is its proof's, its giver funded or was the
+//! client of every task the proof names, each task settled as the proof says, in the transaction it
 //! names, with this agent as executor, and its value has the settlements'
 //! sign (not negative for a paid task, not positive for a refunded or
 //! expired one).
@@ -107,6 +109,11 @@ pub struct FeedbackView {
     pub why: Option<String>,
     /// Its giver revoked it.
     pub revoked: bool,
+    /// The funder of every task it speaks of, when it matched: the giver
+    /// itself, or the sponsor whose grant funded the tasks its giver (the
+    /// operator, their client) approved. Whose record it moves.
+    #[serde(skip)]
+    pub funder: Option<String>,
 }
 
 /// An agent's feedback in brief.
@@ -127,6 +134,7 @@ pub struct FeedbackSummary {
 #[derive(Debug, Clone)]
 struct TaskFacts {
     funder: String,
+    client: String,
     executor: String,
     status: String,
     executor_paid: i64,
@@ -220,18 +228,27 @@ impl IndexStore {
             query = query.bind(s.as_str());
         }
         let mut rows = query.fetch_all(&self.api).await?;
-        // The funders of the agent's tasks, as the giver column has them.
-        let funders: Vec<Vec<u8>> = sqlx::query(&format!(
-            "SELECT funder, MAX(created_block) AS last FROM ix_tasks WHERE executor = $1 \
-             GROUP BY funder ORDER BY last DESC LIMIT {MAX_GIVERS}"
-        ))
-        .bind(agent)
-        .fetch_all(&self.api)
-        .await?
-        .iter()
-        .filter_map(|r| r.try_get::<String, _>("funder").ok()?.parse::<Address>().ok())
-        .map(|a| a.to_vec())
-        .collect();
+        // The funders and clients of the agent's tasks (the newest
+        // [`MAX_GIVERS`] of each), as the giver column has them.
+        let mut funders: Vec<Vec<u8>> = Vec::new();
+        for party in ["funder", "client"] {
+            let rows = sqlx::query(&format!(
+                "SELECT {party} AS giver, MAX(created_block) AS last FROM ix_tasks \
+                 WHERE executor = $1 GROUP BY {party} ORDER BY last DESC LIMIT {MAX_GIVERS}"
+            ))
+            .bind(agent)
+            .fetch_all(&self.api)
+            .await?;
+            for r in rows {
+                let Some(a) = r.try_get::<String, _>("giver").ok().and_then(|g| g.parse::<Address>().ok())
+                else {
+                    continue;
+                };
+                if !funders.contains(&a.to_vec()) {
+                    funders.push(a.to_vec());
+                }
+            }
+        }
         for chunk in funders.chunks(super::INSERT_CHUNK) {
             let sql = format!(
                 "SELECT {FEEDBACK_COLUMNS} FROM (SELECT {FEEDBACK_COLUMNS}, ROW_NUMBER() OVER \
@@ -289,9 +306,9 @@ impl IndexStore {
                 .as_ref()
                 .map(|p| p.tasks.iter().map(|t| t.task_id.clone()).collect())
                 .unwrap_or_default();
-            let mut why = match &proof {
+            let (mut why, funder) = match &proof {
                 Ok(p) => self.check(agent, &client, e.value, p).await?,
-                Err(err) => Some(err.to_string()),
+                Err(err) => (Some(err.to_string()), None),
             };
             if why.is_none() && !seen.insert((client.to_lowercase(), hash.clone())) {
                 why = Some("the same giver gave this proof before".to_owned());
@@ -312,6 +329,7 @@ impl IndexStore {
                 tx,
                 block,
                 matched: why.is_none(),
+                funder: if why.is_none() { funder } else { None },
                 why,
             });
         }
@@ -320,52 +338,61 @@ impl IndexStore {
     }
 
     /// Why `proof`, given by `client` with `value` on `agent`, does not
-    /// match the settlements; `None` when it does.
+    /// match the settlements (`None` when it does), and the one funder of
+    /// the tasks it names.
     async fn check(
         &self,
         agent: &str,
         client: &str,
         value: i128,
         proof: &Proof,
-    ) -> Result<Option<String>, DbError> {
+    ) -> Result<(Option<String>, Option<String>), DbError> {
+        let why = |w: String| Ok((Some(w), None));
         let facts = self.task_facts(proof.tasks.iter().map(|t| t.task_id.as_str())).await?;
         let (mut good, mut bad) = (false, false);
+        let mut funder: Option<&str> = None;
         for t in &proof.tasks {
             let Some(f) = facts.get(&t.task_id) else {
-                return Ok(Some(format!("task {} is not indexed", t.task_id)));
+                return why(format!("task {} is not indexed", t.task_id));
             };
             if !f.executor.eq_ignore_ascii_case(agent) {
-                return Ok(Some(format!("task {} was executed by {}", t.task_id, f.executor)));
+                return why(format!("task {} was executed by {}", t.task_id, f.executor));
             }
-            if !f.funder.eq_ignore_ascii_case(client) {
-                return Ok(Some(format!(
-                    "task {} was funded by {}, not the giver",
-                    t.task_id, f.funder
-                )));
+            if !f.funder.eq_ignore_ascii_case(client) && !f.client.eq_ignore_ascii_case(client) {
+                return why(format!(
+                    "task {} was funded by {} for client {}, neither the giver",
+                    t.task_id, f.funder, f.client
+                ));
             }
             if f.status != t.status {
-                return Ok(Some(format!("task {} is {}, not {}", t.task_id, f.status, t.status)));
+                return why(format!("task {} is {}, not {}", t.task_id, f.status, t.status));
             }
             if f.executor_paid.to_string() != t.executor_amount
                 || (f.amount - f.executor_paid).to_string() != t.funder_amount
             {
-                return Ok(Some(format!("task {} settled other amounts", t.task_id)));
+                return why(format!("task {} settled other amounts", t.task_id));
             }
             if f.settled_tx.as_deref().map(str::to_lowercase)
                 != Some(t.tx.to_string().to_lowercase())
             {
-                return Ok(Some(format!("task {} did not settle in {}", t.task_id, t.tx)));
+                return why(format!("task {} did not settle in {}", t.task_id, t.tx));
+            }
+            match funder {
+                Some(one) if !one.eq_ignore_ascii_case(&f.funder) => {
+                    return why("its tasks were funded by several funders".to_owned());
+                }
+                _ => funder = Some(&f.funder),
             }
             match task_value(&t.status, 0, 0) {
                 Some(v) if v < 0 => bad = true,
                 Some(_) => good = true,
-                None => return Ok(Some(format!("task {} says nothing of the work", t.task_id))),
+                None => return why(format!("task {} says nothing of the work", t.task_id)),
             }
         }
         if (good && !bad && value < 0) || (bad && !good && value > 0) {
-            return Ok(Some(format!("the value {value} contradicts the settlements")));
+            return why(format!("the value {value} contradicts the settlements"));
         }
-        Ok(None)
+        Ok((None, funder.map(str::to_owned)))
     }
 
     /// What the index has of `ids`.
@@ -377,7 +404,8 @@ impl IndexStore {
         for id in ids {
             let Ok(parsed) = id.parse::<U256>() else { continue };
             let row = sqlx::query(
-                "SELECT funder, executor, status, executor_paid, amount_units FROM ix_tasks WHERE task_id = $1",
+                "SELECT funder, client, executor, status, executor_paid, amount_units FROM ix_tasks \
+                 WHERE task_id = $1",
             )
             .bind(id)
             .fetch_optional(&self.api)
@@ -394,6 +422,7 @@ impl IndexStore {
                 id.to_owned(),
                 TaskFacts {
                     funder: row.try_get("funder")?,
+                    client: row.try_get("client")?,
                     executor: row.try_get("executor")?,
                     status: row.try_get("status")?,
                     executor_paid: row.try_get("executor_paid")?,

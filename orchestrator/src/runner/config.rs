@@ -41,7 +41,7 @@ pub struct RunnerConfig {
     pub confirmations: u64,
     /// Settlement-backed ERC-8004 feedback for the sponsor (see
     /// [`crate::feedback`]): off unless asked (`tessera serve` asks for
-    /// one per task).
+    /// one per executor and run).
     pub feedback: crate::feedback::FeedbackMode,
     /// How long a delivered result may stay out of reach (its sources
     /// failing or silent), in chain seconds from its delivery, before the
