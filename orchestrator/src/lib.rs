@@ -28,6 +28,7 @@
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod api;
+pub mod auth;
 pub mod ceremony;
 pub mod choose;
 pub mod condition;
