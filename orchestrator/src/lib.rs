@@ -34,6 +34,7 @@ pub mod choose;
 pub mod condition;
 pub mod events;
 pub mod feedback;
+pub mod grants;
 pub mod ops;
 pub mod plan;
 pub mod replica;
