@@ -421,12 +421,8 @@ async fn list_runs(
         Caller::Sponsor(a, _) => Some(crate::grants::owner_key(*a)),
         Caller::Admin => None,
     };
-    let runs = s
-        .orch
-        .store()
-        .run_list_of(owner.as_deref(), state, limit)
-        .await
-        .map_err(RunError::from)?;
+    let runs =
+        s.orch.store().run_list_of(owner.as_deref(), state, limit).await.map_err(RunError::from)?;
     Ok(Json(json!({ "runs": runs })))
 }
 
@@ -490,7 +486,10 @@ async fn approve(
     let sponsor = match (&caller, owner) {
         (Caller::Sponsor(a, _), _) => *a,
         (Caller::Admin, Some(o)) => o.parse().map_err(|_| {
-            ApiError(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the orchestrator log".into())
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error; see the orchestrator log".into(),
+            )
         })?,
         (Caller::Admin, None) => grant.terms.sponsor,
     };
@@ -557,12 +556,17 @@ async fn grant_request(
         Caller::Sponsor(a, _) => *a,
         Caller::Admin => match s.orch.store().owner(&id).await.map_err(RunError::from)? {
             Some(o) => o.parse().map_err(|_| {
-                ApiError(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the orchestrator log".into())
+                ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error; see the orchestrator log".into(),
+                )
             })?,
             None => {
                 return Err(ApiError(
                     StatusCode::UNPROCESSABLE_ENTITY,
-                    format!("run {id} has no sponsor yet: its sponsor signs in and asks for the grant"),
+                    format!(
+                        "run {id} has no sponsor yet: its sponsor signs in and asks for the grant"
+                    ),
                 ));
             }
         },
@@ -693,7 +697,8 @@ async fn confirm(
     Path(id): Path<String>,
     Body(body): Body<ConfirmBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let token = s.orch.confirm(&owned(&s, &caller, &id).await?, &body.amount, &body.recipients).await?;
+    let token =
+        s.orch.confirm(&owned(&s, &caller, &id).await?, &body.amount, &body.recipients).await?;
     Ok(Json(json!({ "confirmation_token": token })))
 }
 

@@ -46,6 +46,10 @@ pub struct GrantRequest {
     pub needed: String,
     /// The EIP-2612 permit to sign as well, when the allowance is short.
     pub permit: Option<PermitRequest>,
+    /// The grant the run was approved with, once it was (then `terms`
+    /// are its terms, and nothing is left to sign): what the sponsor
+    /// revokes on chain (`revokeGrant`).
+    pub granted: Option<SignedGrant>,
 }
 
 /// A permit the sponsor is asked to sign with the grant.
@@ -114,11 +118,35 @@ impl Orchestrator {
     /// total cost, to this orchestrator's operator, valid for 7 days of
     /// chain time, with a fresh nonce; and a permit to sign as well when
     /// the sponsor's allowance to the escrow is short of the cost.
-    pub async fn grant_request(&self, id: &str, sponsor: Address) -> Result<GrantRequest, RunError> {
-        let plan = self.proposed(id, "a grant request").await?;
-        let total = plan.total_cost()?;
+    pub async fn grant_request(
+        &self,
+        id: &str,
+        sponsor: Address,
+    ) -> Result<GrantRequest, RunError> {
         let chain = self.chain();
         let deployment = chain.deployment();
+        let approved = match self.store().grant(id).await? {
+            Some(row) => {
+                let row = self.store().run(id).await?.map(|r| r.state).zip(Some(row));
+                row.filter(|(state, _)| state != RunState::Proposed.as_str())
+            }
+            None => None,
+        };
+        if let Some((_, row)) = approved {
+            let granted: SignedGrant = serde_json::from_str(&row.grant_json)
+                .map_err(|e| RunError::Invalid(format!("the stored grant does not read: {e}")))?;
+            let terms = granted.terms.clone();
+            return Ok(GrantRequest {
+                typed_data: grant::typed_data(deployment.chain_id, deployment.task_escrow, &terms),
+                needed: terms.budget.to_string(),
+                allowance: String::new(),
+                terms,
+                permit: None,
+                granted: Some(granted),
+            });
+        }
+        let plan = self.proposed(id, "a grant request").await?;
+        let total = plan.total_cost()?;
         let now = self.chain_now().await?;
         let terms = GrantTerms {
             sponsor,
@@ -165,6 +193,7 @@ impl Orchestrator {
             allowance: allowance.to_string(),
             needed: needed.to_string(),
             permit,
+            granted: None,
         })
     }
 
@@ -251,8 +280,9 @@ impl Orchestrator {
                 )));
             }
             Some(p) => {
-                let value = U256::from_str_radix(&p.value, 10)
-                    .map_err(|_| refused(format!("the permit's value {:?} is not a number", p.value)))?;
+                let value = U256::from_str_radix(&p.value, 10).map_err(|_| {
+                    refused(format!("the permit's value {:?} is not a number", p.value))
+                })?;
                 if value < needed {
                     return Err(refused(format!(
                         "the permit allows {value}, below the plan's cost {needed}"

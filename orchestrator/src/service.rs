@@ -142,8 +142,7 @@ impl Service {
         let heads = tokio::spawn(Arc::clone(&orch).follow_heads(config.ws_url));
         let addr = config.listener.local_addr()?;
         let gate = config.gate;
-        let mut app =
-            api::router(Arc::clone(&orch), access, config.classifier, gate.clone());
+        let mut app = api::router(Arc::clone(&orch), access, config.classifier, gate.clone());
         for (path, router) in config.nested {
             app = app.nest(&path, router);
         }

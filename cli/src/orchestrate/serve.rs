@@ -130,7 +130,9 @@ fn mode() -> Result<Mode> {
         (true, true) => bail!(
             "set either {OPERATOR_KEY_VAR} (operator mode: sponsors sign in and sign grants) or {SPONSOR_KEY_VAR} (single-key mode), not both"
         ),
-        (true, false) => Ok(Mode::Operator(parse(OPERATOR_KEY_VAR, "the operator's private key (hex)")?)),
+        (true, false) => {
+            Ok(Mode::Operator(parse(OPERATOR_KEY_VAR, "the operator's private key (hex)")?))
+        }
         (false, _) => Ok(Mode::SingleKey(parse(
             SPONSOR_KEY_VAR,
             "the sponsor's private key (hex), or set TESSERA_OPERATOR_KEY for operator mode",

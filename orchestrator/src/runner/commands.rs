@@ -302,7 +302,9 @@ impl Orchestrator {
         let grant = match self.store.grant(id).await? {
             Some(row) => Some(
                 serde_json::from_str::<tessera_bindings::grant::SignedGrant>(&row.grant_json)
-                    .map_err(|e| RunError::Invalid(format!("the stored grant does not read: {e}")))?,
+                    .map_err(|e| {
+                        RunError::Invalid(format!("the stored grant does not read: {e}"))
+                    })?,
             ),
             None => None,
         };
