@@ -309,6 +309,7 @@ impl Stack {
             ws_url,
             listener,
             token: TEST_TOKEN.into(),
+            operator: None,
             classifier: tessera_classifier::Classifier::offline(),
             gate: tessera_http::limits::StreamGate::new(&Default::default()),
             nested: Vec::new(),

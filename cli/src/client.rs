@@ -120,11 +120,14 @@ pub(crate) fn exit_code(error: &eyre::Report) -> u8 {
     error.chain().find_map(|e| e.downcast_ref::<ApiError>()).map_or(1, ApiError::exit_code)
 }
 
-/// The orchestrator's API, with the token from TESSERA_API_TOKEN when set.
+/// The orchestrator's API, with the token from TESSERA_API_TOKEN when set,
+/// or a sponsor's session (see [`Client::connect`]).
 pub(crate) struct Client {
     pub(crate) base: String,
     token: Option<String>,
     pub(crate) http: reqwest::Client,
+    /// Signed in as this sponsor on an operator-mode server.
+    pub(crate) sponsor: Option<(alloy::signers::local::PrivateKeySigner, crate::sponsor::Server)>,
 }
 
 impl Client {
@@ -133,6 +136,32 @@ impl Client {
             base: args.api.trim_end_matches('/').to_owned(),
             token: std::env::var("TESSERA_API_TOKEN").ok(),
             http: reqwest::Client::new(),
+            sponsor: None,
+        }
+    }
+
+    /// [`Client::new`], signed in with the sponsor's key (TESSERA_SPONSOR_KEY
+    /// or `--keystore`) when the server runs in operator mode; the key
+    /// stays here, only signatures are sent.
+    pub(crate) async fn connect(args: &ApiArgs) -> eyre::Result<Self> {
+        let mut client = Self::new(args);
+        let Some(signer) = crate::sponsor::key(args.keystore.as_ref())? else {
+            return Ok(client);
+        };
+        let server = crate::sponsor::server(&client).await?;
+        if server.operator.is_some() {
+            client.token = Some(crate::sponsor::sign_in(&client, &signer, server.chain_id).await?);
+            client.sponsor = Some((signer, server));
+        }
+        Ok(client)
+    }
+
+    /// A GET of `path` with the client's token (for streams).
+    pub(crate) fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.get(format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
         }
     }
 

@@ -172,7 +172,7 @@ fn deployer_key(cmd: &DeployCmd) -> Result<Option<PrivateKeySigner>> {
 
 /// The keystore password: the first line of --password-file, else the
 /// environment.
-fn keystore_password(file: Option<&PathBuf>) -> Result<String> {
+pub(crate) fn keystore_password(file: Option<&PathBuf>) -> Result<String> {
     match file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -186,7 +186,7 @@ fn keystore_password(file: Option<&PathBuf>) -> Result<String> {
 }
 
 /// One line saying why a keystore did not open, without its contents.
-fn keystore_error(
+pub(crate) fn keystore_error(
     path: &std::path::Path,
     err: &alloy::signers::local::LocalSignerError,
 ) -> eyre::Report {

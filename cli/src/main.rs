@@ -12,6 +12,7 @@ mod local;
 mod orchestrate;
 mod runs;
 mod serving;
+mod sponsor;
 mod starting;
 
 use std::process::ExitCode;

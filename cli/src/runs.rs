@@ -323,7 +323,7 @@ struct RunList {
 /// `--json`, else one line.
 pub(crate) async fn decide(cmd: DecideCommand) -> Result<()> {
     let (run, decision, reply) = cmd.parts();
-    let client = Client::new(&reply.api);
+    let client = Client::connect(&reply.api).await?;
     let answer = decision.send(&client, &run).await?;
     if reply.json {
         println!("{}", serde_json::to_string_pretty(&answer)?);
@@ -355,7 +355,7 @@ fn reply_line(run: &str, decision: &Decision, reply: &DecisionReply) -> String {
 /// Lists at most `limit` runs, newest first, optionally only those in
 /// `state`: a table, or the API's JSON with `json`.
 pub(crate) async fn list(api: &ApiArgs, state: Option<&str>, limit: u32, json: bool) -> Result<()> {
-    let client = Client::new(api);
+    let client = Client::connect(api).await?;
     let path = match state {
         Some(s) => format!("/api/runs?state={s}&limit={limit}"),
         None => format!("/api/runs?limit={limit}"),

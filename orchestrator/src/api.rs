@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, Bytes};
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{DefaultBodyLimit, Request, State},
     http::{HeaderMap, StatusCode, header},
     middleware::{self, Next},
@@ -28,14 +28,16 @@ use tessera_http::{
     limits::{self, StreamGate},
 };
 
+use tessera_bindings::{grant::SignedGrant, usdc::Usdc};
 use tessera_classifier::Classifier;
 
 use crate::{
     events::is_final,
+    grants::PermitGiven,
     plan::{Plan, Selection},
     runner::{Decision, Edit, Orchestrator, RunError},
     state::RunState,
-    store::{EventRow, MAX_RUN_LIST, StoreError},
+    store::{EventRow, GrantRow, MAX_RUN_LIST, StoreError},
 };
 
 /// Largest request body accepted (a plan with its source material).
@@ -65,30 +67,105 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/runs/{id}/checkpoints/{name}"),
     ("get", "/api/agents/ranking"),
     ("get", "/api/capabilities"),
+    ("get", "/api/auth/nonce"),
+    ("post", "/api/auth/login"),
+    ("post", "/api/auth/logout"),
+    ("get", "/api/runs/{id}/grant"),
 ];
+
+/// Who may do what: one token (single-key mode), or sponsors signed in
+/// with Ethereum beside an optional admin token (operator mode).
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Single-key mode, as before: serve's key is the one sponsor; the
+    /// token guards state changes; reads are open.
+    SingleKey {
+        /// The bearer token.
+        token: String,
+    },
+    /// Operator mode: many sponsors, each signed in (EIP-4361).
+    Operator(OperatorAccess),
+}
+
+/// Operator mode's settings.
+#[derive(Debug, Clone)]
+pub struct OperatorAccess {
+    /// The operator's own admin token (sees and decides every run).
+    pub admin_token: Option<String>,
+    /// The authority (`host[:port]`) sign-in messages must name; the
+    /// request's Host header when none.
+    pub public_origin: Option<String>,
+    /// Most a sponsor may approve in grant budgets over a rolling 24 hours.
+    pub max_sponsor_spend: Usdc,
+}
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Caller {
+    /// The token holder: every run.
+    Admin,
+    /// A signed-in sponsor: its own runs, and its session's token hash.
+    Sponsor(Address, String),
+}
 
 #[derive(Clone)]
 struct AppState {
     orch: Arc<Orchestrator>,
-    token: Arc<str>,
+    access: Arc<Access>,
     classifier: Arc<Classifier>,
     gate: StreamGate,
+    /// Held from the per-sponsor cap check to the approval's record.
+    approving: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// The API router over `orch`, guarding state changes with `token`,
-/// classifying briefs with `classifier`, and keeping the limits of `gate`
-/// (a time limit on every request, a cap on open event streams).
+impl AppState {
+    fn operator(&self) -> Option<&OperatorAccess> {
+        match &*self.access {
+            Access::Operator(o) => Some(o),
+            Access::SingleKey { .. } => None,
+        }
+    }
+
+    fn admin_token(&self) -> Option<&str> {
+        match &*self.access {
+            Access::SingleKey { token } => Some(token),
+            Access::Operator(o) => o.admin_token.as_deref(),
+        }
+    }
+}
+
+/// Unix seconds now (wall clock: sign-in and sessions).
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}
+
+/// The API router over `orch`, guarding it as `access` says, classifying
+/// briefs with `classifier`, and keeping the limits of `gate` (a time limit
+/// on every request, a cap on open event streams).
 pub fn router(
     orch: Arc<Orchestrator>,
-    token: &str,
+    access: Access,
     classifier: Classifier,
     gate: StreamGate,
 ) -> Router {
     let timeout = gate.limits().request_timeout;
-    let state = AppState { orch, token: token.into(), classifier: Arc::new(classifier), gate };
+    let state = AppState {
+        orch,
+        access: Arc::new(access),
+        classifier: Arc::new(classifier),
+        gate,
+        approving: Arc::default(),
+    };
     let guarded = Router::new()
         .route("/api/plans", post(create_plan))
         .route("/api/classify", post(classify))
+        .route("/api/runs", get(list_runs))
+        .route("/api/runs/{id}", get(show_run))
+        .route("/api/runs/{id}/events", get(run_events))
+        .route("/api/runs/{id}/grant", get(grant_request))
         .route("/api/runs/{id}/confirm", post(confirm))
         .route("/api/runs/{id}/appeal", post(appeal))
         .route("/api/runs/{id}/approve", post(approve))
@@ -98,16 +175,16 @@ pub fn router(
         .route("/api/runs/{id}/subtasks/{index}/review", post(review))
         .route("/api/runs/{id}/subtasks/{index}/retry", post(retry))
         .route("/api/runs/{id}/subtasks/{index}/executor", post(change_executor))
-        .route_layer(middleware::from_fn_with_state(state.clone(), require_token));
+        .route("/api/auth/logout", post(logout))
+        .route_layer(middleware::from_fn_with_state(state.clone(), identify));
     Router::new()
         .route("/api/health", get(health))
         .route("/api/openapi.json", get(openapi))
-        .route("/api/runs", get(list_runs))
-        .route("/api/runs/{id}", get(show_run))
-        .route("/api/runs/{id}/events", get(run_events))
         .route("/api/blobs/{hash}", get(blob))
         .route("/api/agents/ranking", get(ranking))
         .route("/api/capabilities", get(capabilities))
+        .route("/api/auth/nonce", get(login_nonce))
+        .route("/api/auth/login", post(login))
         .merge(guarded)
         .merge(crate::web::router())
         // JSON 404 and 405; after every route, so the 405 covers them all.
@@ -173,27 +250,88 @@ fn bad_request(msg: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, msg.into())
 }
 
-async fn require_token(
+/// Tells the caller: the token holder ([`Caller::Admin`]) or a signed-in
+/// sponsor. In single-key mode reads stay open, as they were.
+async fn identify(
     State(state): State<AppState>,
     headers: HeaderMap,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Response {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(t) if constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(req).await,
-        Some(_) => {
-            ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into()).into_response()
+    let admin = state.admin_token();
+    let caller = match (given, state.operator()) {
+        (Some(t), _) if admin.is_some_and(|a| constant_time_eq(t.as_bytes(), a.as_bytes())) => {
+            Ok(Caller::Admin)
         }
-        None => ApiError(
+        (Some(t), Some(_)) => {
+            let hash = crate::auth::token_hash(t);
+            match state.orch.store().session(&hash, now_secs()).await {
+                Ok(Some(address)) => match address.parse::<Address>() {
+                    Ok(a) => Ok(Caller::Sponsor(a, hash)),
+                    Err(_) => Err(ApiError(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the orchestrator log".into())),
+                },
+                Ok(None) => Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid or expired session: sign in again (GET /api/auth/nonce, POST /api/auth/login)".into(),
+                )),
+                Err(e) => Err(ApiError::from(RunError::from(e))),
+            }
+        }
+        // Single-key mode: reads are open, as they always were.
+        (_, None) if req.method() == axum::http::Method::GET => Ok(Caller::Admin),
+        (Some(_), None) => Err(ApiError(StatusCode::UNAUTHORIZED, "invalid bearer token".into())),
+        (None, Some(_)) => Err(ApiError(
+            StatusCode::UNAUTHORIZED,
+            "missing bearer token: sign in with Ethereum (GET /api/auth/nonce, POST /api/auth/login) and send Authorization: Bearer <session token>".into(),
+        )),
+        (None, None) => Err(ApiError(
             StatusCode::UNAUTHORIZED,
             "missing bearer token: send Authorization: Bearer <token>".into(),
-        )
-        .into_response(),
+        )),
+    };
+    match caller {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(e) => e.into_response(),
     }
+}
+
+/// Run `raw`'s canonical id, when `caller` may see it: the admin every
+/// run, a sponsor only its own (another's answers 404, as a missing one).
+async fn owned(s: &AppState, caller: &Caller, raw: &str) -> Result<String, ApiError> {
+    let id = run_id(raw)?;
+    if let Caller::Sponsor(address, _) = caller {
+        let owner = s.orch.store().owner(&id).await.map_err(RunError::from)?;
+        if owner.as_deref() != Some(crate::grants::owner_key(*address).as_str()) {
+            return Err(RunError::NotFound(id).into());
+        }
+    }
+    Ok(id)
+}
+
+/// Records who owns a run just proposed: the signed-in sponsor, or in
+/// single-key mode serve's own key.
+async fn record_owner(s: &AppState, caller: &Caller, id: &str) -> Result<(), ApiError> {
+    let owner = match (caller, s.operator()) {
+        (Caller::Sponsor(a, _), _) => Some(*a),
+        (Caller::Admin, None) => Some(s.orch.chain().sponsor()),
+        // The operator's own proposals belong to whoever grants them.
+        (Caller::Admin, Some(_)) => None,
+    };
+    if let Some(owner) = owner {
+        s.orch
+            .store()
+            .set_owner(id, &crate::grants::owner_key(owner))
+            .await
+            .map_err(RunError::from)?;
+    }
+    Ok(())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -218,6 +356,8 @@ async fn health(State(s): State<AppState>) -> Json<serde_json::Value> {
         "chain_id": chain.deployment().chain_id,
         "escrow": chain.deployment().task_escrow,
         "sponsor": chain.sponsor(),
+        "mode": if s.operator().is_some() { "operator" } else { "single-key" },
+        "operator": s.operator().map(|_| chain.sponsor()),
         "open_streams": s.gate.open(),
         "run_drivers": s.orch.drivers().driving(),
         "lane": s.orch.lane().map(|l| json!({
@@ -233,6 +373,7 @@ async fn openapi() -> impl IntoResponse {
 
 async fn create_plan(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     JsonBytes(body): JsonBytes,
 ) -> Result<impl IntoResponse, ApiError> {
     // `1288.0` is an integer too (JSON Schema's reading, which the document uses).
@@ -242,6 +383,7 @@ async fn create_plan(
     let plan =
         Plan::from_json_nested(text, s.orch.config().max_nesting_depth).map_err(RunError::from)?;
     let view = s.orch.propose(plan).await?;
+    record_owner(&s, &caller, &view.run.id).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -256,6 +398,7 @@ struct ListQuery {
 /// those in `state` when given.
 async fn list_runs(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Query(q): Query<ListQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
     let state = q
@@ -274,15 +417,21 @@ async fn list_runs(
             format!("limit runs from 1 to {MAX_RUN_LIST}"),
         ));
     }
-    let runs = s.orch.store().run_list(state, limit).await.map_err(RunError::from)?;
+    let owner = match &caller {
+        Caller::Sponsor(a, _) => Some(crate::grants::owner_key(*a)),
+        Caller::Admin => None,
+    };
+    let runs =
+        s.orch.store().run_list_of(owner.as_deref(), state, limit).await.map_err(RunError::from)?;
     Ok(Json(json!({ "runs": runs })))
 }
 
 async fn show_run(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(s.orch.view(&run_id(&id)?).await?))
+    Ok(Json(s.orch.view(&owned(&s, &caller, &id).await?).await?))
 }
 
 #[derive(Deserialize, Default)]
@@ -290,10 +439,17 @@ async fn show_run(
 struct ApproveBody {
     #[serde(default)]
     confirmation_token: Option<String>,
+    /// Operator mode: the sponsor's signed grant for the plan.
+    #[serde(default)]
+    grant: Option<SignedGrant>,
+    /// Operator mode: an EIP-2612 permit, when the allowance is short.
+    #[serde(default)]
+    permit: Option<PermitGiven>,
 }
 
 async fn approve(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     JsonBytes(body): JsonBytes,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -305,7 +461,201 @@ async fn approve(
             .map_err(|e| ApiError(e.status(), e.message().into()))?
             .unwrap_or_default()
     };
-    Ok(Json(s.orch.approve(&run_id(&id)?, body.confirmation_token.as_deref()).await?))
+    let id = owned(&s, &caller, &id).await?;
+    let Some(operator) = s.operator() else {
+        if body.grant.is_some() || body.permit.is_some() {
+            return Err(ApiError(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "this orchestrator runs in single-key mode: its own key funds plans; send no grant"
+                    .into(),
+            ));
+        }
+        return Ok(Json(s.orch.approve(&id, body.confirmation_token.as_deref()).await?));
+    };
+    let Some(grant) = body.grant else {
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "approving a plan here needs its sponsor's signed grant: GET /api/runs/{id}/grant, sign its typed_data (and the permit's, when asked), then send {{\"grant\": {{\"terms\": …, \"signature\": \"0x…\"}}}}"
+            ),
+        ));
+    };
+    // The sponsor is the one signed in; for the admin, the run's owner (or,
+    // for the operator's own proposal, whoever granted it).
+    let owner = s.orch.store().owner(&id).await.map_err(RunError::from)?;
+    let sponsor = match (&caller, owner) {
+        (Caller::Sponsor(a, _), _) => *a,
+        (Caller::Admin, Some(o)) => o.parse().map_err(|_| {
+            ApiError(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal error; see the orchestrator log".into(),
+            )
+        })?,
+        (Caller::Admin, None) => grant.terms.sponsor,
+    };
+    let checked = s.orch.check_grant(&id, sponsor, grant, body.permit).await?;
+    let key = crate::grants::owner_key(sponsor);
+    let budget = checked.grant.terms.budget;
+    let _approving = s.approving.lock().await;
+    let now = now_secs();
+    let spent = s
+        .orch
+        .store()
+        .sponsor_spend_since(&key, now.saturating_sub(24 * 3600))
+        .await
+        .map_err(RunError::from)?;
+    let cap = operator.max_sponsor_spend.base_units();
+    if spent.saturating_add(budget) > cap {
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "sponsor {sponsor} approved {spent} in the last 24 h; {budget} more would pass the per-sponsor cap of {cap} (USDC base units)"
+            ),
+        ));
+    }
+    let row = GrantRow {
+        grant_json: serde_json::to_string(&checked.grant).map_err(RunError::PlanEncoding)?,
+        permit_json: checked
+            .permit
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(RunError::PlanEncoding)?,
+    };
+    let store = s.orch.store();
+    store.set_owner(&id, &key).await.map_err(RunError::from)?;
+    store.set_grant(&id, &row).await.map_err(RunError::from)?;
+    store.put_sponsor_approval(&id, &key, budget, now).await.map_err(RunError::from)?;
+    match s.orch.approve(&id, body.confirmation_token.as_deref()).await {
+        Ok(view) => Ok(Json(view)),
+        Err(e) => {
+            // Not approved: it counts for nothing against the cap.
+            if let Err(e) = store.drop_sponsor_approval(&id).await {
+                tracing::warn!(error = %e, run = %id, "forgetting a failed approval");
+            }
+            Err(e.into())
+        }
+    }
+}
+
+/// `GET /api/runs/{id}/grant`: what the sponsor signs to approve the plan.
+async fn grant_request(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let id = owned(&s, &caller, &id).await?;
+    if s.operator().is_none() {
+        return Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "this orchestrator runs in single-key mode: its own key funds plans; no grant is asked"
+                .into(),
+        ));
+    }
+    let sponsor = match &caller {
+        Caller::Sponsor(a, _) => *a,
+        Caller::Admin => match s.orch.store().owner(&id).await.map_err(RunError::from)? {
+            Some(o) => o.parse().map_err(|_| {
+                ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal error; see the orchestrator log".into(),
+                )
+            })?,
+            None => {
+                return Err(ApiError(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!(
+                        "run {id} has no sponsor yet: its sponsor signs in and asks for the grant"
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(Json(s.orch.grant_request(&id, sponsor).await?))
+}
+
+/// `GET /api/auth/nonce`: a single-use sign-in nonce, for 5 minutes.
+async fn login_nonce(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    single_key_refusal(&s)?;
+    let nonce = crate::auth::new_nonce();
+    let now = now_secs();
+    let expires_at = now + crate::auth::NONCE_TTL_SECS;
+    s.orch.store().put_login_nonce(&nonce, expires_at, now).await.map_err(RunError::from)?;
+    Ok(Json(json!({ "nonce": nonce, "expires_at": expires_at })))
+}
+
+fn single_key_refusal(s: &AppState) -> Result<&OperatorAccess, ApiError> {
+    s.operator().ok_or_else(|| {
+        ApiError(
+            StatusCode::NOT_FOUND,
+            "this orchestrator runs in single-key mode: there is no sign-in; send its TESSERA_API_TOKEN".into(),
+        )
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginBody {
+    message: String,
+    signature: Bytes,
+}
+
+/// `POST /api/auth/login`: an EIP-4361 message and its signature for a
+/// session token.
+async fn login(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    Body(body): Body<LoginBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    let operator = single_key_refusal(&s)?;
+    let refused = |e: crate::auth::AuthError| {
+        if e.is_request() {
+            ApiError(StatusCode::UNAUTHORIZED, format!("sign-in refused: {e}"))
+        } else {
+            ApiError(StatusCode::SERVICE_UNAVAILABLE, format!("sign-in failed: {e}"))
+        }
+    };
+    let message = crate::auth::SiweMessage::parse(&body.message)
+        .map_err(|e| ApiError(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()))?;
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let domain = operator.public_origin.as_deref().unwrap_or(host);
+    let now = now_secs();
+    let chain_id = s.orch.chain().deployment().chain_id;
+    let expires_at = message.check(domain, chain_id, now).map_err(refused)?;
+    crate::auth::verify_signature(
+        s.orch.chain().provider(),
+        &body.message,
+        message.address,
+        &body.signature,
+    )
+    .await
+    .map_err(refused)?;
+    if !s.orch.store().take_login_nonce(&message.nonce, now).await.map_err(RunError::from)? {
+        return Err(refused(crate::auth::AuthError::Nonce));
+    }
+    let (token, hash) = crate::auth::new_token();
+    let address = crate::grants::owner_key(message.address);
+    s.orch.store().put_session(&hash, &address, expires_at, now).await.map_err(RunError::from)?;
+    tracing::info!(sponsor = %address, "sponsor signed in");
+    Ok(Json(json!({ "token": token, "address": message.address, "expires_at": expires_at })))
+}
+
+/// `POST /api/auth/logout`: ends the caller's session.
+async fn logout(
+    State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    single_key_refusal(&s)?;
+    match caller {
+        Caller::Sponsor(_, hash) => {
+            s.orch.store().end_session(&hash).await.map_err(RunError::from)?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        Caller::Admin => Err(ApiError(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the admin token has no session to end".into(),
+        )),
+    }
 }
 
 #[derive(Deserialize)]
@@ -321,11 +671,15 @@ struct ClassifyBody {
 
 async fn classify(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<ClassifyBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     let policy = body.policy.unwrap_or_default();
     let outcome =
         s.orch.classify_brief(&s.classifier, &body.brief, body.payload.as_deref(), policy).await?;
+    if let Some(run) = &outcome.run {
+        record_owner(&s, &caller, &run.run.id).await?;
+    }
     let status = if outcome.run.is_some() { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(outcome)))
 }
@@ -339,26 +693,30 @@ struct ConfirmBody {
 
 async fn confirm(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Body(body): Body<ConfirmBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let token = s.orch.confirm(&run_id(&id)?, &body.amount, &body.recipients).await?;
+    let token =
+        s.orch.confirm(&owned(&s, &caller, &id).await?, &body.amount, &body.recipients).await?;
     Ok(Json(json!({ "confirmation_token": token })))
 }
 
 async fn edit(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Body(edit): Body<Edit>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(s.orch.edit(&run_id(&id)?, edit).await?))
+    Ok(Json(s.orch.edit(&owned(&s, &caller, &id).await?, edit).await?))
 }
 
 async fn cancel(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(s.orch.cancel(&run_id(&id)?).await?))
+    Ok(Json(s.orch.cancel(&owned(&s, &caller, &id).await?).await?))
 }
 
 #[derive(Deserialize)]
@@ -370,6 +728,7 @@ enum ReviewBody {
 
 async fn review(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, index)): Path<(String, u32)>,
     Body(body): Body<ReviewBody>,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -377,14 +736,15 @@ async fn review(
         ReviewBody::Approve => Decision::Approve(index),
         ReviewBody::Dispute { reason } => Decision::Dispute(index, reason),
     };
-    queue(&s, &id, decision).await
+    queue(&s, &caller, &id, decision).await
 }
 
 async fn retry(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, index)): Path<(String, u32)>,
 ) -> Result<impl IntoResponse, ApiError> {
-    queue(&s, &id, Decision::Retry(index)).await
+    queue(&s, &caller, &id, Decision::Retry(index)).await
 }
 
 /// An executor named, or a policy that chooses one; with the new cost
@@ -402,13 +762,14 @@ struct ExecutorBody {
 
 async fn change_executor(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, index)): Path<(String, u32)>,
     Body(body): Body<ExecutorBody>,
 ) -> Result<Response, ApiError> {
     let typed = body.amount.as_deref();
     match (body.executor, body.policy) {
         (Some(executor), None) => {
-            let id = run_id(&id)?;
+            let id = owned(&s, &caller, &id).await?;
             let decision = Decision::ChangeExecutor(index, executor);
             let seq = s.orch.decide_typed(&id, decision, typed).await?;
             let body = json!({ "run": id, "decision": seq, "status": "queued" });
@@ -417,7 +778,7 @@ async fn change_executor(
         (None, Some(policy)) => {
             // The policy picks among the others; the choice is queued like
             // a named executor, and answered with its reasons.
-            let id = run_id(&id)?;
+            let id = owned(&s, &caller, &id).await?;
             let choice = s.orch.choose_other(&id, index, policy).await?;
             let decision = Decision::ChangeExecutor(index, choice.executor);
             let seq = s.orch.decide_typed(&id, decision, typed).await?;
@@ -449,6 +810,7 @@ enum CheckpointVerdict {
 
 async fn checkpoint(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, name)): Path<(String, String)>,
     Body(body): Body<CheckpointBody>,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -457,7 +819,7 @@ async fn checkpoint(
         approve: matches!(body.decision, CheckpointVerdict::Approve),
         reason: body.reason.filter(|r| !r.trim().is_empty()),
     };
-    queue(&s, &id, decision).await
+    queue(&s, &caller, &id, decision).await
 }
 
 #[derive(Deserialize)]
@@ -469,14 +831,20 @@ struct AppealBody {
 
 async fn appeal(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Body(body): Body<AppealBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    queue(&s, &id, Decision::Appeal(body.index, body.reason)).await
+    queue(&s, &caller, &id, Decision::Appeal(body.index, body.reason)).await
 }
 
-async fn queue(s: &AppState, id: &str, decision: Decision) -> Result<Response, ApiError> {
-    let id = run_id(id)?;
+async fn queue(
+    s: &AppState,
+    caller: &Caller,
+    id: &str,
+    decision: Decision,
+) -> Result<Response, ApiError> {
+    let id = owned(s, caller, id).await?;
     let seq = s.orch.decide(&id, decision).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "run": id, "decision": seq, "status": "queued" })))
         .into_response())
@@ -489,11 +857,12 @@ struct EventsQuery {
 
 async fn run_events(
     State(s): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Query(q): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let id = run_id(&id)?;
+    let id = owned(&s, &caller, &id).await?;
     s.orch.view(&id).await?;
     let last_event_id = headers
         .get("last-event-id")

@@ -158,7 +158,8 @@ impl Orchestrator {
         };
         let json = serde_json::to_value(&classification).expect("classifications serialize");
         let mut view = self.propose_with(plan, high, Some(&json)).await?;
-        if ceremony == Ceremony::Direct && unassigned.is_empty() {
+        // Under operator mode a run waits for its sponsor's grant.
+        if ceremony == Ceremony::Direct && unassigned.is_empty() && !self.config().grants_required {
             view = self.approve(&view.run.id, None).await?;
         }
         Ok(outcome(Some(view), unassigned, None))

@@ -28,11 +28,13 @@
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod api;
+pub mod auth;
 pub mod ceremony;
 pub mod choose;
 pub mod condition;
 pub mod events;
 pub mod feedback;
+pub mod grants;
 pub mod ops;
 pub mod plan;
 pub mod replica;

@@ -40,8 +40,12 @@ pub struct ServiceConfig {
     pub ws_url: Option<String>,
     /// Where the API listens (bound by the caller, e.g. at port 0).
     pub listener: tokio::net::TcpListener,
-    /// Bearer token of the state-changing endpoints.
+    /// Bearer token of the state-changing endpoints (in operator mode, the
+    /// operator's admin token; empty: none).
     pub token: String,
+    /// Operator mode: sponsors sign in and fund each plan with a grant;
+    /// `None`: single-key mode (the chain's key is the one sponsor).
+    pub operator: Option<api::OperatorAccess>,
     /// Brief classifier.
     pub classifier: Classifier,
     /// Request time limit and open-stream cap.
@@ -116,9 +120,18 @@ impl Service {
         lane: Option<Arc<Lane>>,
     ) -> Result<Self, ServiceError> {
         let sources = config.blob_sources.unwrap_or_else(|| BlobSources::new(config.blobs));
-        let feedback_mode = config.runner.feedback;
-        let feedback_every = config.runner.idle_tick;
-        let orch = Orchestrator::with_sources(config.store, config.chain, sources, config.runner);
+        let access = match config.operator {
+            Some(mut operator) => {
+                operator.admin_token = (!config.token.is_empty()).then_some(config.token);
+                api::Access::Operator(operator)
+            }
+            None => api::Access::SingleKey { token: config.token },
+        };
+        let mut runner = config.runner;
+        runner.grants_required |= matches!(access, api::Access::Operator(_));
+        let feedback_mode = runner.feedback;
+        let feedback_every = runner.idle_tick;
+        let orch = Orchestrator::with_sources(config.store, config.chain, sources, runner);
         let (resumed, replica) = match lane {
             None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),
             Some(lane) => {
@@ -129,8 +142,7 @@ impl Service {
         let heads = tokio::spawn(Arc::clone(&orch).follow_heads(config.ws_url));
         let addr = config.listener.local_addr()?;
         let gate = config.gate;
-        let mut app =
-            api::router(Arc::clone(&orch), &config.token, config.classifier, gate.clone());
+        let mut app = api::router(Arc::clone(&orch), access, config.classifier, gate.clone());
         for (path, router) in config.nested {
             app = app.nest(&path, router);
         }

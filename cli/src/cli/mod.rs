@@ -159,6 +159,21 @@ enum RunsCommand {
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
+    /// Operator mode: revoke, on chain, the grant that funds one of your
+    /// runs (`revokeGrant` from the sponsor's own key, TESSERA_SPONSOR_KEY
+    /// or --keystore): the operator can create no more of its tasks; what
+    /// is already escrowed settles or is refunded to you.
+    #[command(after_help = crate::client::EXIT_CODES)]
+    RevokeGrant {
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
+        id: String,
+        /// JSON-RPC endpoint the revocation is sent through.
+        #[arg(long, env = "TESSERA_RPC_URL")]
+        rpc_url: String,
+        #[command(flatten)]
+        api: crate::orchestrate::ApiArgs,
+    },
     #[command(flatten)]
     Decide(crate::runs::DecideCommand),
 }
@@ -201,6 +216,15 @@ impl Cli {
             }
             Command::Runs(RunsCommand::List { state, limit, json, api }) => {
                 crate::runs::list(&api, state.as_deref(), limit, json).await?;
+            }
+            Command::Runs(RunsCommand::RevokeGrant { id, rpc_url, api }) => {
+                let client = crate::client::Client::connect(&api).await?;
+                let Some((signer, _)) = client.sponsor.clone() else {
+                    eyre::bail!(
+                        "revoking a grant needs the sponsor's key (TESSERA_SPONSOR_KEY or --keystore) and an operator-mode orchestrator"
+                    );
+                };
+                crate::sponsor::revoke(&client, signer, &rpc_url, &id).await?;
             }
             Command::Runs(RunsCommand::Decide(cmd)) => {
                 crate::runs::decide(cmd).await?;

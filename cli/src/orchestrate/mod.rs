@@ -44,6 +44,12 @@ pub(crate) struct ApiArgs {
         default_value = "http://127.0.0.1:8080"
     )]
     pub(crate) api: String,
+    /// Operator mode: the sponsor's encrypted JSON keystore (password from
+    /// TESSERA_KEYSTORE_PASSWORD), instead of TESSERA_SPONSOR_KEY. With
+    /// either, the command signs in with Ethereum and signs each plan's
+    /// grant here; the key never leaves this machine.
+    #[arg(long, value_name = "PATH", env = "TESSERA_KEYSTORE")]
+    pub(crate) keystore: Option<PathBuf>,
 }
 
 /// `tessera plan "<brief>"` or `tessera plan --file plan.json`.
@@ -97,7 +103,7 @@ impl PlanArgs {
 /// `tessera plan`: classify a brief (or read a plan), show the card, take
 /// the path its quadrant calls for, run with live progress.
 pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
-    let client = Client::new(&args.api);
+    let client = Client::connect(&args.api).await?;
     let view = if let Some(file) = &args.file {
         let text = std::fs::read_to_string(file)
             .wrap_err_with(|| format!("reading {}", file.display()))?;
@@ -233,6 +239,16 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
             .wrap_err("confirmation refused")?;
         body = json!({"confirmation_token": token["confirmation_token"]});
     }
+    if let Some((signer, server)) = &client.sponsor {
+        // Operator mode: the plan is funded by a grant signed here.
+        let cost = view.plan.total_cost().ok().map(|c| c.base_units());
+        let grant = crate::sponsor::grant_body(client, signer, server, &id, cost).await?;
+        let mut with = if body.is_null() { json!({}) } else { body };
+        for (k, v) in grant.as_object().into_iter().flatten() {
+            with[k] = v.clone();
+        }
+        body = with;
+    }
     let body = (!body.is_null()).then_some(body);
     client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), body.as_ref()).await?;
     follow(client, &id, &view, args.interactive()).await
@@ -286,7 +302,7 @@ async fn follow(client: &Client, id: &str, view: &RunView, mut interactive: bool
         bar.enable_steady_tick(Duration::from_millis(120));
         rows.insert(u64::from(t.index), bar);
     }
-    let resp = client.http.get(format!("{}/api/runs/{id}/events", client.base)).send().await;
+    let resp = client.get(&format!("/api/runs/{id}/events")).send().await;
     let resp = resp.map_err(|e| crate::client::ApiError::unreachable(&client.base, &e))?;
     let mut stream = resp.bytes_stream();
     let mut buf = String::new();
@@ -394,7 +410,7 @@ async fn ask_and_decide(
 
 /// `tessera runs show <id>`.
 pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
-    let client = Client::new(api);
+    let client = Client::connect(api).await?;
     let view: RunView =
         client.call_as(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
     print!("{}", card(&view));

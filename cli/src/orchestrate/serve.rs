@@ -14,8 +14,19 @@ use tessera_orchestrator::{
     store::{Store, lock_sqlite},
 };
 
-/// Where the orchestrator service runs. The sponsor's key comes from
-/// TESSERA_SPONSOR_KEY and the API token from TESSERA_API_TOKEN (environment only).
+/// Where the orchestrator service runs, in one of two modes (keys from the
+/// environment only, never logged):
+///
+/// - operator mode, TESSERA_OPERATOR_KEY: the key pays gas and is the
+///   tasks' client, and holds no sponsor's money. Sponsors sign in with
+///   Ethereum (EIP-4361), each sees and decides only its own runs, and
+///   funds each plan with a grant it signs (its key never reaches this
+///   server). TESSERA_API_TOKEN, when set, is the operator's admin token
+///   (sees and decides every run).
+/// - single-key mode, TESSERA_SPONSOR_KEY: that key is the one sponsor; it
+///   funds every plan; TESSERA_API_TOKEN guards the state changes.
+///
+/// Setting both keys is an error.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// Address to listen on.
@@ -87,8 +98,62 @@ pub(crate) struct ServeArgs {
     /// standby tries to claim it); below --lease-ttl-ms.
     #[arg(long, default_value_t = 1_000, requires = "replica")]
     lease_heartbeat_ms: u64,
+    /// Operator mode: the most one sponsor may approve in grant budgets
+    /// over a rolling 24 hours, in whole USDC (decimals allowed), besides
+    /// --max-plan-spend per plan.
+    #[arg(long, value_name = "USDC", default_value = "500")]
+    max_sponsor_spend: String,
+    /// Operator mode: the origin sponsors reach this server at
+    /// (https://tessera.example.org), whose host sign-in messages must name
+    /// as their domain; by default the request's Host header.
+    #[arg(long, value_name = "URL")]
+    public_origin: Option<String>,
     #[command(flatten)]
     limits: crate::cli::Limits,
+}
+
+/// Which key serve holds.
+enum Mode {
+    /// TESSERA_OPERATOR_KEY.
+    Operator(PrivateKeySigner),
+    /// TESSERA_SPONSOR_KEY.
+    SingleKey(PrivateKeySigner),
+}
+
+/// The key and the mode it means, from the environment.
+fn mode() -> Result<Mode> {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let parse = |name: &str, what: &str| -> Result<PrivateKeySigner> {
+        env_secret(name, what)?.parse().map_err(|_| eyre!("{name} is not a hex private key"))
+    };
+    match (set(OPERATOR_KEY_VAR), set(SPONSOR_KEY_VAR)) {
+        (true, true) => bail!(
+            "set either {OPERATOR_KEY_VAR} (operator mode: sponsors sign in and sign grants) or {SPONSOR_KEY_VAR} (single-key mode), not both"
+        ),
+        (true, false) => {
+            Ok(Mode::Operator(parse(OPERATOR_KEY_VAR, "the operator's private key (hex)")?))
+        }
+        (false, _) => Ok(Mode::SingleKey(parse(
+            SPONSOR_KEY_VAR,
+            "the sponsor's private key (hex), or set TESSERA_OPERATOR_KEY for operator mode",
+        )?)),
+    }
+}
+
+const OPERATOR_KEY_VAR: &str = "TESSERA_OPERATOR_KEY";
+const SPONSOR_KEY_VAR: &str = "TESSERA_SPONSOR_KEY";
+
+/// The authority (`host[:port]`) of `--public-origin`.
+fn origin_authority(origin: &str) -> Result<String> {
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))
+        .ok_or_else(|| eyre!("--public-origin {origin:?} is not an http(s) URL"))?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() || authority.contains(char::is_whitespace) {
+        bail!("--public-origin {origin:?} names no host");
+    }
+    Ok(authority.to_owned())
 }
 
 impl ServeArgs {
@@ -123,10 +188,33 @@ pub(crate) async fn serve(
     args: ServeArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let key = env_secret("TESSERA_SPONSOR_KEY", "the sponsor's private key (hex)")?;
-    let token = env_secret("TESSERA_API_TOKEN", "the bearer token clients must send")?;
-    let signer: PrivateKeySigner =
-        key.parse().map_err(|_| eyre!("TESSERA_SPONSOR_KEY is not a hex private key"))?;
+    let mode = mode()?;
+    let (signer, operator) = match mode {
+        Mode::Operator(signer) => {
+            let max = Usdc::parse(&args.max_sponsor_spend)
+                .wrap_err_with(|| format!("--max-sponsor-spend {:?}", args.max_sponsor_spend))?;
+            let public_origin = args.public_origin.as_deref().map(origin_authority).transpose()?;
+            let access = tessera_orchestrator::api::OperatorAccess {
+                admin_token: None,
+                public_origin,
+                max_sponsor_spend: max,
+            };
+            (signer, Some(access))
+        }
+        Mode::SingleKey(signer) => (signer, None),
+    };
+    let token = match operator {
+        // The operator's admin token is optional.
+        Some(_) => std::env::var("TESSERA_API_TOKEN").unwrap_or_default().trim().to_owned(),
+        None => env_secret("TESSERA_API_TOKEN", "the bearer token clients must send")?,
+    };
+    // Confirmation tokens survive restarts: keyed by the service's own secret.
+    let confirm_secret = match operator {
+        Some(_) => alloy::primitives::keccak256(
+            [b"tessera-confirm:".as_slice(), signer.to_bytes().as_slice()].concat(),
+        ),
+        None => alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
+    };
     let deployment = args.conn.deployment()?;
     let replica = args.replica()?;
     // One process per SQLite file, for as long as this one runs.
@@ -176,8 +264,8 @@ pub(crate) async fn serve(
         result_wait: Duration::from_secs(args.result_wait_secs),
         feedback: args.feedback,
         poll_interval: Duration::from_millis(args.poll_ms),
-        // Confirmation tokens survive restarts: keyed by the service's own secret.
-        confirm_secret: alloy::primitives::keccak256(format!("tessera-confirm:{token}")),
+        confirm_secret,
+        grants_required: operator.is_some(),
         ..RunnerConfig::default()
     };
     let classifier = tessera_classifier::Classifier::from_env();
@@ -206,7 +294,8 @@ pub(crate) async fn serve(
         runner,
         ws_url: ws.clone(),
         listener,
-        token,
+        token: token.clone(),
+        operator: operator.clone(),
         classifier,
         gate,
         nested,
@@ -222,11 +311,20 @@ pub(crate) async fn serve(
         service.orchestrator().with_catalogue(Arc::new(ix.store().clone()));
     }
     println!(
-        "orchestrator on http://{} (sponsor {}, {} run(s) resumed). Ctrl-C to stop.",
+        "orchestrator on http://{} ({} {}, {} run(s) resumed). Ctrl-C to stop.",
         service.addr(),
+        if operator.is_some() { "operator" } else { "sponsor" },
         service.orchestrator().chain().sponsor(),
         service.resumed()
     );
+    if let Some(op) = &operator {
+        println!(
+            "operator mode: sponsors sign in with Ethereum (domain {}) and fund each plan with a signed grant; at most {} USDC per sponsor a day{}",
+            op.public_origin.as_deref().unwrap_or("the request's Host"),
+            op.max_sponsor_spend,
+            if token.is_empty() { "" } else { "; TESSERA_API_TOKEN is the admin token" }
+        );
+    }
     if let Some(replica) = service.replica() {
         let lane = replica.lane();
         println!(
@@ -247,8 +345,13 @@ pub(crate) async fn serve(
         }
     );
     println!(
-        "web UI on http://{}/ (state changes ask for the TESSERA_API_TOKEN value once){}",
+        "web UI on http://{}/ ({}){}",
         service.addr(),
+        if operator.is_some() {
+            "sponsors sign in with their wallet"
+        } else {
+            "state changes ask for the TESSERA_API_TOKEN value once"
+        },
         if indexer.is_some() { "; index API under /index/api" } else { "" }
     );
     match indexer.as_mut() {
@@ -280,6 +383,14 @@ pub(crate) fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn public_origins_name_their_authority() {
+        assert_eq!(origin_authority("https://t.example.org/app").unwrap(), "t.example.org");
+        assert_eq!(origin_authority("http://127.0.0.1:8080").unwrap(), "127.0.0.1:8080");
+        assert!(origin_authority("t.example.org").is_err());
+        assert!(origin_authority("https://").is_err());
+    }
 
     #[test]
     fn database_passwords_are_redacted() {

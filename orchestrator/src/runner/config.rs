@@ -49,6 +49,10 @@ pub struct RunnerConfig {
     /// such under manual review (see [`crate::runner::reach`]). Never more
     /// than half the task's review window, so a dispute still fits in it.
     pub result_wait: Duration,
+    /// Operator mode: a plan is approved only with its sponsor's grant
+    /// (stored with the run first, see [`crate::grants`]), and no brief
+    /// runs at once without one.
+    pub grants_required: bool,
     /// Called with the run id at the start of every step: tests inject
     /// faults (a panic) through it.
     #[cfg(feature = "test-utils")]
@@ -93,6 +97,7 @@ impl Default for RunnerConfig {
             confirmations: 0,
             feedback: crate::feedback::FeedbackMode::Off,
             result_wait: DEFAULT_RESULT_WAIT,
+            grants_required: false,
             #[cfg(feature = "test-utils")]
             fault: None,
         }

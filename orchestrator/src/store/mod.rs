@@ -33,6 +33,7 @@ mod health;
 mod leases;
 mod owners;
 mod runs;
+pub mod sessions;
 mod subtasks;
 
 pub use decisions::{DecisionOutcome, DecisionRecord};

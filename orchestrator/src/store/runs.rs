@@ -122,26 +122,41 @@ impl Store {
         state: Option<RunState>,
         limit: u32,
     ) -> Result<Vec<RunSummary>, StoreError> {
+        self.run_list_of(None, state, limit).await
+    }
+
+    /// [`Store::run_list`], only the runs `owner` (lowercase 0x address)
+    /// owns when given.
+    pub async fn run_list_of(
+        &self,
+        owner: Option<&str>,
+        state: Option<RunState>,
+        limit: u32,
+    ) -> Result<Vec<RunSummary>, StoreError> {
         let limit = i64::from(limit.clamp(1, MAX_RUN_LIST));
-        let columns =
-            "SELECT id, state, pause_reason, close_reason, created_at, updated_at FROM runs";
-        let rows = match state {
-            Some(s) => {
-                sqlx::query(&format!(
-                    "{columns} WHERE state = $1 ORDER BY created_at DESC, id LIMIT $2"
-                ))
-                .bind(s.as_str())
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?
-            }
-            None => {
-                sqlx::query(&format!("{columns} ORDER BY created_at DESC, id LIMIT $1"))
-                    .bind(limit)
-                    .fetch_all(&self.pool)
-                    .await?
-            }
+        let mut sql =
+            "SELECT id, state, pause_reason, close_reason, created_at, updated_at FROM runs WHERE 1 = 1"
+                .to_owned();
+        let mut n = 0;
+        let mut param = || {
+            n += 1;
+            format!("${n}")
         };
+        if owner.is_some() {
+            sql.push_str(&format!(" AND owner = {}", param()));
+        }
+        if state.is_some() {
+            sql.push_str(&format!(" AND state = {}", param()));
+        }
+        sql.push_str(&format!(" ORDER BY created_at DESC, id LIMIT {}", param()));
+        let mut query = sqlx::query(&sql);
+        if let Some(owner) = owner {
+            query = query.bind(owner);
+        }
+        if let Some(s) = state {
+            query = query.bind(s.as_str());
+        }
+        let rows = query.bind(limit).fetch_all(&self.pool).await?;
         rows.iter()
             .map(|r| {
                 Ok(RunSummary {

@@ -44,6 +44,8 @@ both_backends!(
     decisions_keep_their_outcome,
     subtask_rows_upsert,
     runs_belong_to_a_sponsor_lane,
+    sign_in_nonces_sessions_and_sponsor_spend,
+    run_lists_per_owner,
 );
 
 async fn decisions_keep_their_outcome(store: Store) {
@@ -416,4 +418,63 @@ async fn reasons_split_from_old_rows_on_postgresql() {
         return;
     };
     reasons_split_from_old_rows(&url).await;
+}
+
+async fn sign_in_nonces_sessions_and_sponsor_spend(store: Store) {
+    let now = 1_800_000_000;
+    store.put_login_nonce("nonceA1234", now + 300, now).await.unwrap();
+    store.put_login_nonce("nonceOld123", now + 10, now).await.unwrap();
+    assert!(!store.take_login_nonce("neverIssued", now).await.unwrap(), "not issued");
+    assert!(store.take_login_nonce("nonceA1234", now + 1).await.unwrap());
+    assert!(!store.take_login_nonce("nonceA1234", now + 2).await.unwrap(), "used once");
+    assert!(!store.take_login_nonce("nonceOld123", now + 10).await.unwrap(), "expired");
+
+    store.put_session("0xhash1", "0xaa", now + 3600, now).await.unwrap();
+    assert_eq!(store.session("0xhash1", now).await.unwrap().as_deref(), Some("0xaa"));
+    assert_eq!(store.session("0xhash2", now).await.unwrap(), None);
+    assert_eq!(store.session("0xhash1", now + 3600).await.unwrap(), None, "expired");
+    store.put_session("0xhash3", "0xbb", now + 3600, now).await.unwrap();
+    store.end_session("0xhash3").await.unwrap();
+    assert_eq!(store.session("0xhash3", now).await.unwrap(), None, "logged out");
+    // Expired nonces and sessions are swept when a nonce is handed out.
+    store.put_login_nonce("nonceB1234", now + 4000, now + 3700).await.unwrap();
+    assert_eq!(store.session("0xhash1", 0).await.unwrap(), None, "swept");
+
+    store.put_sponsor_approval("0x01", "0xaa", 5_000_000, now).await.unwrap();
+    store.put_sponsor_approval("0x02", "0xaa", 7_000_000, now + 10).await.unwrap();
+    store.put_sponsor_approval("0x03", "0xbb", 1_000_000, now + 10).await.unwrap();
+    assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 12_000_000);
+    assert_eq!(store.sponsor_spend_since("0xaa", now).await.unwrap(), 7_000_000);
+    store.put_sponsor_approval("0x02", "0xaa", 2_000_000, now + 20).await.unwrap();
+    assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 7_000_000);
+    store.drop_sponsor_approval("0x01").await.unwrap();
+    assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 2_000_000);
+    assert_eq!(store.sponsor_spend_since("0xcc", 0).await.unwrap(), 0);
+}
+
+async fn run_lists_per_owner(store: Store) {
+    for (id, state) in
+        [("0x01", RunState::Running), ("0x02", RunState::Proposed), ("0x03", RunState::Running)]
+    {
+        store.insert_run(id, "{}", state).await.unwrap();
+    }
+    store.set_owner("0x01", "0xaa").await.unwrap();
+    store.set_owner("0x02", "0xaa").await.unwrap();
+    store.set_owner("0x03", "0xbb").await.unwrap();
+    let ids = |l: Vec<RunSummary>| {
+        let mut v: Vec<String> = l.into_iter().map(|r| r.id).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(store.run_list_of(Some("0xaa"), None, 10).await.unwrap()), ["0x01", "0x02"]);
+    assert_eq!(
+        ids(store.run_list_of(Some("0xaa"), Some(RunState::Running), 10).await.unwrap()),
+        ["0x01"]
+    );
+    assert_eq!(
+        ids(store.run_list_of(None, Some(RunState::Running), 10).await.unwrap()),
+        ["0x01", "0x03"]
+    );
+    assert_eq!(store.run_list_of(Some("0xaa"), None, 1).await.unwrap().len(), 1);
+    assert!(store.run_list_of(Some("0xcc"), None, 10).await.unwrap().is_empty());
 }
