@@ -148,7 +148,10 @@ impl Client {
         let Some(signer) = crate::sponsor::key(args.keystore.as_ref())? else {
             return Ok(client);
         };
-        let server = crate::sponsor::server(&client).await?;
+        let mut server = crate::sponsor::server(&client).await?;
+        if let Some(path) = &args.deployment {
+            server.trust(&tessera_bindings::deployment::Deployment::load(path)?)?;
+        }
         if server.operator.is_some() {
             client.token = Some(crate::sponsor::sign_in(&client, &signer, server.chain_id).await?);
             client.sponsor = Some((signer, server));

@@ -65,6 +65,27 @@ pub(crate) struct Server {
     pub(crate) chain_id: u64,
     /// Its escrow.
     pub(crate) escrow: Address,
+    /// The token a permit may be signed for, when the sponsor's own
+    /// deployment record says (`--deployment`); any otherwise.
+    pub(crate) token: Option<Address>,
+}
+
+impl Server {
+    /// Checks the server's word against the sponsor's own deployment record.
+    pub(crate) fn trust(&mut self, d: &tessera_bindings::deployment::Deployment) -> Result<()> {
+        if d.chain_id != self.chain_id || d.task_escrow != self.escrow {
+            bail!(
+                "the server names escrow {} on chain {}, but the deployment record has {} on chain {}: \
+                 nothing signed",
+                self.escrow,
+                self.chain_id,
+                d.task_escrow,
+                d.chain_id
+            );
+        }
+        self.token = Some(d.token);
+        Ok(())
+    }
 }
 
 /// What `/api/health` says of the server.
@@ -75,6 +96,7 @@ pub(crate) async fn server(client: &Client) -> Result<Server> {
         operator: (h["mode"] == "operator").then(|| addr(&h["operator"])).flatten(),
         chain_id: h["chain_id"].as_u64().ok_or_else(|| eyre!("/api/health names no chain id"))?,
         escrow: addr(&h["escrow"]).ok_or_else(|| eyre!("/api/health names no escrow"))?,
+        token: None,
     })
 }
 
@@ -189,6 +211,9 @@ pub(crate) async fn grant_body(
             .as_str()
             .and_then(|a| a.parse().ok())
             .ok_or_else(|| eyre!("the permit asked for names no spender"))?;
+        if server.token.is_some_and(|t| t != domain.token) {
+            bail!("the permit asked for is for token {}, not the deployment's", domain.token);
+        }
         if spender != server.escrow {
             bail!(
                 "the permit asked for is for spender {spender}, not the escrow {}",
@@ -246,4 +271,31 @@ pub(crate) async fn revoke(
     }
     println!("grant for plan {id} revoked in {}", receipt.transaction_hash);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_naming_another_escrow_or_chain_than_the_sponsors_record_is_not_trusted() {
+        let record: tessera_bindings::deployment::Deployment = serde_json::from_value(json!({
+            "chainId": 31337, "deployBlock": 1,
+            "taskEscrow": "0x00000000000000000000000000000000000000e5",
+            "agentRegistry": "0x00000000000000000000000000000000000000a6",
+            "token": "0x00000000000000000000000000000000000000c0",
+            "owner": "0x0000000000000000000000000000000000000001",
+            "arbiter": "0x0000000000000000000000000000000000000002",
+            "appealArbiter": "0x0000000000000000000000000000000000000003"
+        }))
+        .unwrap();
+        let server =
+            |chain_id, escrow: Address| Server { operator: None, chain_id, escrow, token: None };
+        let mut good = server(31337, record.task_escrow);
+        good.trust(&record).unwrap();
+        assert_eq!(good.token, Some(record.token), "permits only for the record's token");
+        let err = server(31337, Address::repeat_byte(9)).trust(&record).unwrap_err().to_string();
+        assert!(err.contains("nothing signed"), "{err}");
+        assert!(server(1, record.task_escrow).trust(&record).is_err(), "another chain");
+    }
 }

@@ -50,6 +50,12 @@ pub(crate) struct ApiArgs {
     /// grant here; the key never leaves this machine.
     #[arg(long, value_name = "PATH", env = "TESSERA_KEYSTORE")]
     pub(crate) keystore: Option<PathBuf>,
+    /// Operator mode: the deployment record this sponsor trusts. When
+    /// given, the server's chain id, escrow and token must be the record's
+    /// before anything is signed (a server naming another escrow could ask
+    /// for a permit to a contract of its own).
+    #[arg(long, value_name = "PATH", env = "TESSERA_DEPLOYMENT")]
+    pub(crate) deployment: Option<PathBuf>,
 }
 
 /// `tessera plan "<brief>"` or `tessera plan --file plan.json`.

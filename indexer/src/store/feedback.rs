@@ -240,7 +240,8 @@ impl IndexStore {
             .fetch_all(&self.api)
             .await?;
             for r in rows {
-                let Some(a) = r.try_get::<String, _>("giver").ok().and_then(|g| g.parse::<Address>().ok())
+                let Some(a) =
+                    r.try_get::<String, _>("giver").ok().and_then(|g| g.parse::<Address>().ok())
                 else {
                     continue;
                 };
