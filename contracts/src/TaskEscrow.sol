@@ -186,7 +186,10 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
 
     /// @dev Creates one task funded by `funder` (the caller, or a grant's sponsor);
     /// the caller moves the money afterwards.
-    function _create(CreateParams calldata p, uint256 index, address funder) private returns (uint256 taskId) {
+    function _create(CreateParams calldata p, uint256 index, address funder)
+        private
+        returns (uint256 taskId)
+    {
         // Checks
         if (p.amount == 0) revert TaskEscrowZeroAmount();
         if (p.client == address(0) || p.executor == address(0)) revert TaskEscrowZeroAddress();
