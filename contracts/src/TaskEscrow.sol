@@ -338,6 +338,8 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         view
         returns (bool)
     {
+        // The third value is the error's argument; `err` alone says whether it recovered.
+        // slither-disable-next-line unused-return
         (address recovered, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signature);
         if (err == ECDSA.RecoverError.NoError && recovered == sponsor) return true;
         return SignatureChecker.isValidERC1271SignatureNow(sponsor, digest, signature);
