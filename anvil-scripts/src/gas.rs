@@ -69,6 +69,8 @@ pub struct GasReport {
     /// An agent's ERC-8004 identity and one feedback, when the deployment
     /// has the registries.
     pub erc8004: Option<crate::gas_erc8004::Erc8004Gas>,
+    /// The grant path, all in, when the deployment has the registries.
+    pub grants: Option<crate::gas_grants::GrantGas>,
 }
 
 /// Runs every scenario on `deployment` (a fresh one: the first run is measured cold).
@@ -259,6 +261,10 @@ pub async fn run(
     d.record("declineTask", &r);
 
     let erc8004 = crate::gas_erc8004::run(&mut d, actors).await?;
+    let grants = match &erc8004 {
+        Some(e) => Some(crate::gas_grants::run(&mut d, actors, exec, e.agent_id).await?),
+        None => None,
+    };
 
     let create_gas = |scenario: &str| {
         d.steps
@@ -281,6 +287,7 @@ pub async fn run(
         batch_per_task,
         batch_deliver_per_task,
         erc8004,
+        grants,
         steps: d.steps,
         lifecycles,
         spec_uri_gas_per_byte,
@@ -367,6 +374,9 @@ impl GasReport {
                 e.per_plan_uri_len,
                 e.feedback_per_plan_5 / 5
             );
+        }
+        if let Some(g) = &self.grants {
+            out += &g.table();
         }
         out
     }

@@ -47,6 +47,9 @@ pub struct Erc8004Gas {
     pub feedback_per_plan_5: u64,
     /// Bytes of that proof's URI.
     pub per_plan_uri_len: usize,
+    /// The agent's ERC-8004 id (demo agent 0), for later feedback.
+    #[serde(skip)]
+    pub agent_id: U256,
 }
 
 /// The settlement proof of `n` paid tasks, as the orchestrator writes it.
@@ -64,6 +67,46 @@ fn proof(n: usize, d: &Driver<'_>, plan: bool) -> tessera_bindings::feedback::Pr
         .collect();
     let plan = plan.then(|| format!("{}", keccak256("plan")));
     Proof::new(d.deployment.chain_id, d.deployment.task_escrow, plan, tasks)
+}
+
+/// The orchestrator's settlement-backed feedback from `from` to `agent_id`
+/// on `n` settled tasks (`plan`: the per-plan summary), as it gives it; the
+/// receipt and the proof URI's length. The gas bench measures every
+/// feedback through here (this scenario's rows and the grant path's all-in
+/// rows).
+pub async fn settled_feedback(
+    d: &Driver<'_>,
+    from: alloy::primitives::Address,
+    agent_id: U256,
+    n: usize,
+    plan: bool,
+) -> Result<(alloy::rpc::types::TransactionReceipt, usize), Error> {
+    let reputation_at = d
+        .deployment
+        .reputation_registry
+        .ok_or_else(|| Error::Registry("the deployment has no reputation registry".into()))?;
+    let reputation = ReputationRegistry::new(reputation_at, &d.provider);
+    let (uri, hash) = proof(n, d, plan).encode();
+    let len = uri.len();
+    let r = confirm(
+        reputation
+            .giveFeedback(
+                agent_id,
+                100,
+                0,
+                tessera_bindings::feedback::TAG.into(),
+                "summarize".into(),
+                String::new(),
+                uri,
+                hash,
+            )
+            .from(from)
+            .send()
+            .await,
+        "giving settlement-backed feedback",
+    )
+    .await?;
+    Ok((r, len))
 }
 
 /// Runs the scenario as demo agent 0 (registered in the AgentRegistry) rated
@@ -158,26 +201,7 @@ pub async fn run(d: &mut Driver<'_>, actors: &Actors) -> Result<Option<Erc8004Ga
     for (n, plan, step) in
         [(1, false, "giveFeedback per task"), (5, true, "giveFeedback per plan (5)")]
     {
-        let (uri, hash) = proof(n, d, plan).encode();
-        let len = uri.len();
-        let r = confirm(
-            reputation
-                .giveFeedback(
-                    agent_id,
-                    100,
-                    0,
-                    tessera_bindings::feedback::TAG.into(),
-                    "summarize".into(),
-                    String::new(),
-                    uri,
-                    hash,
-                )
-                .from(actors.sponsor.address())
-                .send()
-                .await,
-            "giving settlement-backed feedback",
-        )
-        .await?;
+        let (r, len) = settled_feedback(d, actors.sponsor.address(), agent_id, n, plan).await?;
         d.record(step, &r);
         proof_gas.push((r.gas_used, len));
     }
@@ -199,5 +223,6 @@ pub async fn run(d: &mut Driver<'_>, actors: &Actors) -> Result<Option<Erc8004Ga
         per_task_uri_len: proof_gas[0].1,
         feedback_per_plan_5: proof_gas[1].0,
         per_plan_uri_len: proof_gas[1].1,
+        agent_id,
     }))
 }

@@ -28,6 +28,7 @@ pub mod chain;
 pub mod deploy;
 pub mod gas;
 pub mod gas_erc8004;
+pub mod gas_grants;
 pub mod lifecycle;
 pub mod standin;
 

@@ -9,8 +9,12 @@ use alloy::{
 };
 use serde::Serialize;
 use tessera_bindings::{
-    ITaskEscrow::CreateParams, MockUSDC, capability, client::EscrowClient, deployment::Deployment,
-    permit::TokenDomain, task::TaskRecord,
+    ITaskEscrow::{CreateParams, GrantedBatch},
+    MockUSDC, capability,
+    client::{ClientError, EscrowClient},
+    deployment::Deployment,
+    permit::TokenDomain,
+    task::{TaskRecord, all_created_in},
 };
 
 use crate::{Error, actors::Actors};
@@ -170,6 +174,25 @@ impl<'a> Driver<'a> {
             .create_many_with_permit(&self.actors.sponsor, &self.domain, params, deadline)
             .await?;
         self.record("createTasksWithPermit", &receipt);
+        Ok(recs)
+    }
+
+    /// `operator` creates the tasks of `batches` under their sponsors'
+    /// grants (`createWithGrants`), in one transaction; the records come back
+    /// in order, each funded by its grant's sponsor.
+    pub async fn create_with_grants(
+        &mut self,
+        operator: Address,
+        batches: Vec<GrantedBatch>,
+    ) -> Result<Vec<TaskRecord>, Error> {
+        let n: usize = batches.iter().map(|b| b.params.len()).sum();
+        let call = self.escrow.contract().createWithGrants(batches);
+        let receipt = self.escrow.transact(call, operator).await?;
+        self.record("createWithGrants", &receipt);
+        let recs = all_created_in(self.deployment.task_escrow, &receipt);
+        if recs.len() != n {
+            return Err(ClientError::NoTaskCreated(receipt.transaction_hash).into());
+        }
         Ok(recs)
     }
 

@@ -15,6 +15,7 @@ mod disputes;
 mod erc8004;
 mod feedback;
 mod frontrun;
+mod grants;
 mod handler;
 mod hints;
 mod hosted;

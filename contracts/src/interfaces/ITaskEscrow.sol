@@ -264,6 +264,8 @@ interface ITaskEscrow {
     event WindowsUpdated(uint32 disputeWindow, uint32 appealWindow, uint32 appealRulingWindow);
 
     /// @notice Tasks were created under a grant.
+    /// @dev Emitted once per batch of {createWithGrants}, after its {TaskCreated}
+    /// events; `spent` is the grant's running total, so the last one is its state.
     /// @param digest The grant's EIP-712 digest ({grantDigest}).
     /// @param sponsor The grant's sponsor, the tasks' funder.
     /// @param planId The grant's plan.
@@ -271,6 +273,7 @@ interface ITaskEscrow {
     event GrantSpent(bytes32 indexed digest, address indexed sponsor, bytes32 indexed planId, uint128 spent);
 
     /// @notice A sponsor revoked a grant; it funds nothing more.
+    /// @dev Tasks it funded before are unaffected.
     /// @param digest The grant's EIP-712 digest.
     /// @param sponsor The grant's sponsor.
     /// @param planId The grant's plan.
@@ -762,11 +765,16 @@ interface ITaskEscrow {
     function taskIdFor(address funder, bytes32 ref) external pure returns (uint256);
 
     /// @notice The EIP-712 digest a sponsor signs for `grant` on this chain and contract.
+    /// @dev Domain: name "Tessera TaskEscrow", version "1", this chain's id, this
+    /// contract (see `eip712Domain()`, ERC-5267); type {GRANT_TYPEHASH}. The key of
+    /// the grant's state ({grantState}).
     /// @param grant The grant.
     /// @return The digest.
     function grantDigest(Grant calldata grant) external view returns (bytes32);
 
     /// @notice What a grant has funded so far and whether it is revoked.
+    /// @dev Zero and false for a grant never used nor revoked: its signature is
+    /// checked on its first use.
     /// @param digest The grant's EIP-712 digest.
     /// @return spent The sum of the amounts it funded.
     /// @return revoked Whether its sponsor revoked it.

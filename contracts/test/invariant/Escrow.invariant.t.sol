@@ -4,8 +4,10 @@ pragma solidity ^0.8.28;
 import {ITaskEscrow} from "../../src/interfaces/ITaskEscrow.sol";
 import {Base} from "../Base.t.sol";
 import {EscrowCreateHandler} from "./handlers/EscrowCreateHandler.sol";
+import {EscrowGrantHandler} from "./handlers/EscrowGrantHandler.sol";
 import {EscrowLifecycleHandler} from "./handlers/EscrowLifecycleHandler.sol";
 import {EscrowStore} from "./stores/EscrowStore.sol";
+import {GrantStore} from "./stores/GrantStore.sol";
 
 /// @notice Invariants of TaskEscrow under random sequences of creations,
 /// lifecycle calls, rejected calls, owner actions and time jumps. See README.md.
@@ -16,6 +18,8 @@ contract Escrow_Invariant_Test is Base {
     EscrowStore internal store;
     EscrowCreateHandler internal createHandler;
     EscrowLifecycleHandler internal lifecycleHandler;
+    GrantStore internal grantStore;
+    EscrowGrantHandler internal grantHandler;
     uint256 internal initialSupply;
 
     function setUp() public override {
@@ -24,6 +28,8 @@ contract Escrow_Invariant_Test is Base {
         store.setTime(block.timestamp);
         createHandler = new EscrowCreateHandler(escrow, usdc, store, owner);
         lifecycleHandler = new EscrowLifecycleHandler(escrow, usdc, store, owner);
+        grantStore = new GrantStore();
+        grantHandler = new EscrowGrantHandler(escrow, usdc, store, grantStore, owner);
 
         address[] memory fs = createHandler.funders();
         for (uint256 i; i < fs.length; ++i) {
@@ -64,7 +70,11 @@ contract Escrow_Invariant_Test is Base {
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptOutOfWindow.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptForged.selector, 1);
         _target(address(lifecycleHandler), EscrowLifecycleHandler.attemptUnauthorized.selector, 1);
+        _target(address(grantHandler), EscrowGrantHandler.createWithGrant.selector, 3);
+        _target(address(grantHandler), EscrowGrantHandler.revoke.selector, 1);
+        _target(address(grantHandler), EscrowGrantHandler.attemptMisuse.selector, 1);
         _commitTargets(address(createHandler));
+        _commitTargets(address(grantHandler));
         _commitTargets(address(lifecycleHandler));
     }
 
@@ -236,6 +246,21 @@ contract Escrow_Invariant_Test is Base {
     function invariant_rejectedCallsRevertExactly() external view {
         if (store.wrongReverts() != 0) {
             fail(string.concat("unexpected revert data: ", _hex(store.lastWrongRevert())));
+        }
+    }
+
+    /// @dev 9a. The sum funded under a grant never exceeds its budget: for every
+    /// grant signed, what the escrow counts as spent is at most the budget and
+    /// equals the ghost sum of the amounts of the tasks it was seen to fund; its
+    /// revocation is the ghost's.
+    function invariant_grantsWithinBudget() external view {
+        uint256 n = grantStore.count();
+        for (uint256 i; i < n; ++i) {
+            GrantStore.Ghost memory x = grantStore.ghost(i);
+            (uint128 spent, bool revoked) = escrow.grantState(x.digest);
+            assertLe(spent, x.grant.budget, "spent <= budget");
+            assertEq(spent, x.funded, "spent == ghost sum of funded amounts");
+            assertEq(revoked, x.revoked, "revoked as the ghost");
         }
     }
 

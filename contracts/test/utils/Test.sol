@@ -160,6 +160,10 @@ abstract contract Test {
         if (a == b) revert(string.concat(message, ": both ", _u(a)));
     }
 
+    function assertNotEq(bytes32 a, bytes32 b, string memory message) internal pure {
+        if (a == b) fail(message);
+    }
+
     function assertLe(uint256 a, uint256 b, string memory message) internal pure {
         if (a > b) revert(string.concat(message, ": ", _u(a), " > ", _u(b)));
     }

@@ -18,6 +18,7 @@ interface Vm {
     function startPrank(address msgSender) external;
     function stopPrank() external;
     function warp(uint256 newTimestamp) external;
+    function chainId(uint256 newChainId) external;
     function deal(address account, uint256 newBalance) external;
     function assume(bool condition) external pure;
     function expectRevert() external;

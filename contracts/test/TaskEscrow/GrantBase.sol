@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ITaskEscrow} from "../../src/interfaces/ITaskEscrow.sol";
+import {EscrowBase} from "./EscrowBase.sol";
+
+/// @notice Helpers shared by the grant tests: a sponsor who only signs, an
+/// operator who spends its grants, the EIP-712 digest computed independently of
+/// the contract, and granted batches built from the fixture's params.
+abstract contract GrantBase is EscrowBase {
+    /// @dev What the test grants allow: three tasks of {AMOUNT}.
+    uint128 internal constant BUDGET = 3 * AMOUNT;
+    bytes32 internal constant OTHER_PLAN = keccak256("plan-2");
+
+    address internal sponsor;
+    uint256 internal sponsorKey;
+    address internal operator;
+
+    function setUp() public virtual override {
+        super.setUp();
+        (sponsor, sponsorKey) = makeKey("sponsor");
+        operator = makeAddr("operator");
+        _mint(sponsor, 1_000_000_000_000);
+        vm.prank(sponsor);
+        usdc.approve(address(escrow), type(uint256).max);
+    }
+
+    /// @dev A grant of {BUDGET} for {PLAN} to `operator`, valid for a week.
+    function _grant() internal view returns (ITaskEscrow.Grant memory) {
+        return _grantOf(sponsor);
+    }
+
+    function _grantOf(address who) internal view returns (ITaskEscrow.Grant memory) {
+        return ITaskEscrow.Grant({
+            sponsor: who,
+            planId: PLAN,
+            operator: operator,
+            budget: BUDGET,
+            validUntil: uint40(block.timestamp + 7 days),
+            nonce: 1
+        });
+    }
+
+    /// @dev The EIP-712 digest of `g` for `verifyingContract` on `chainId`,
+    /// computed from the spec rather than by the contract.
+    function _digestFor(ITaskEscrow.Grant memory g, uint256 chainId, address verifyingContract)
+        internal
+        pure
+        returns (bytes32)
+    {
+        bytes32 domain = keccak256(
+            abi.encode(
+                keccak256(
+                    "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+                ),
+                keccak256("Tessera TaskEscrow"),
+                keccak256("1"),
+                chainId,
+                verifyingContract
+            )
+        );
+        bytes32 structHash = keccak256(
+            abi.encode(
+                keccak256(
+                    "Grant(address sponsor,bytes32 planId,address operator,uint128 budget,uint40 validUntil,uint256 nonce)"
+                ),
+                g.sponsor,
+                g.planId,
+                g.operator,
+                g.budget,
+                g.validUntil,
+                g.nonce
+            )
+        );
+        return keccak256(abi.encodePacked("\x19\x01", domain, structHash));
+    }
+
+    function _digest(ITaskEscrow.Grant memory g) internal view returns (bytes32) {
+        return _digestFor(g, block.chainid, address(escrow));
+    }
+
+    function _signDigest(uint256 key, bytes32 digest) internal pure returns (bytes memory) {
+        (uint8 v, bytes32 r, bytes32 s) = vm.sign(key, digest);
+        return abi.encodePacked(r, s, v);
+    }
+
+    function _sign(ITaskEscrow.Grant memory g) internal view returns (bytes memory) {
+        return _signDigest(sponsorKey, _digest(g));
+    }
+
+    /// @dev Params of a task under a grant: the operator is its client.
+    function _grantParams() internal returns (ITaskEscrow.CreateParams memory p) {
+        p = _params(_nextRef());
+        p.client = operator;
+    }
+
+    function _grantParamsN(uint256 n) internal returns (ITaskEscrow.CreateParams[] memory ps) {
+        ps = new ITaskEscrow.CreateParams[](n);
+        for (uint256 i; i < n; ++i) {
+            ps[i] = _grantParams();
+        }
+    }
+
+    function _one(ITaskEscrow.Grant memory g, bytes memory sig, ITaskEscrow.CreateParams[] memory ps)
+        internal
+        pure
+        returns (ITaskEscrow.GrantedBatch[] memory bs)
+    {
+        bs = new ITaskEscrow.GrantedBatch[](1);
+        bs[0] = ITaskEscrow.GrantedBatch({grant: g, signature: sig, params: ps});
+    }
+
+    /// @dev The operator creates `ps` under `g` (signed by the sponsor's key);
+    /// checks every stored task and returns the ids and states.
+    function _createUnder(ITaskEscrow.Grant memory g, ITaskEscrow.CreateParams[] memory ps)
+        internal
+        returns (uint256[] memory ids, ITaskEscrow.Task[] memory ts)
+    {
+        ts = new ITaskEscrow.Task[](ps.length);
+        for (uint256 i; i < ps.length; ++i) {
+            ts[i] = _expectedCreated(ps[i], g.sponsor);
+        }
+        vm.prank(g.operator);
+        ids = escrow.createWithGrants(_one(g, _sign(g), ps));
+        for (uint256 i; i < ps.length; ++i) {
+            assertEq(ids[i], escrow.taskIdFor(g.sponsor, ps[i].ref), "id from (sponsor, ref)");
+            _assertStored(ids[i], ts[i]);
+        }
+    }
+
+    /// @dev One task under the default grant.
+    function _createGranted() internal returns (uint256 id, ITaskEscrow.Task memory t) {
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _createUnder(_grant(), _grantParamsN(1));
+        return (ids[0], ts[0]);
+    }
+
+    function _spent(ITaskEscrow.Grant memory g) internal view returns (uint128 spent) {
+        (spent,) = escrow.grantState(_digest(g));
+    }
+
+    function _revoked(ITaskEscrow.Grant memory g) internal view returns (bool revoked) {
+        (, revoked) = escrow.grantState(_digest(g));
+    }
+
+    function _expectGrantOperator(address caller) internal {
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantOperator.selector, caller));
+    }
+
+    function _expectGrantSignature(bytes32 digest) internal {
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantSignature.selector, digest));
+    }
+
+    function _expectGrantRevoked(bytes32 digest) internal {
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantRevoked.selector, digest));
+    }
+
+    function _expectGrantBudget(bytes32 digest, uint128 budget, uint256 wouldSpend) internal {
+        vm.expectRevert(
+            abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantBudget.selector, digest, budget, wouldSpend)
+        );
+    }
+}

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {IERC20Errors} from "@openzeppelin/contracts/interfaces/draft-IERC6093.sol";
+import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
+
+import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {MockERC1271Wallet} from "../../mocks/MockERC1271Wallet.sol";
+import {GrantBase} from "../GrantBase.sol";
+
+/// @notice Mirrors createWithGrants.tree. Each task passes the checks of
+/// createTasks (createTasks/createTasks.t.sol); here what a grant adds: who may
+/// spend it, until when, for which plan, up to what, signed by whom.
+contract CreateWithGrantsTest is GrantBase {
+    function test_RevertWhen_Paused() public {
+        // it should revert with EnforcedPause
+        _pause();
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(Pausable.EnforcedPause.selector));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_NoTaskOrAboveMax() public {
+        // it should revert with TaskEscrowBatchSize
+        ITaskEscrow.GrantedBatch[] memory none = new ITaskEscrow.GrantedBatch[](0);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, 0));
+        escrow.createWithGrants(none);
+
+        uint256 max = escrow.MAX_BATCH();
+        ITaskEscrow.Grant memory g = _grant();
+        g.budget = type(uint128).max;
+        ITaskEscrow.GrantedBatch[] memory bs = new ITaskEscrow.GrantedBatch[](2);
+        bs[0] = ITaskEscrow.GrantedBatch({grant: g, signature: _sign(g), params: _grantParamsN(max)});
+        bs[1] = ITaskEscrow.GrantedBatch({grant: g, signature: _sign(g), params: _grantParamsN(1)});
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, max + 1));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_OneBatchEmpty() public {
+        // it should revert with TaskEscrowBatchSize
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = new ITaskEscrow.GrantedBatch[](2);
+        bs[0] = ITaskEscrow.GrantedBatch({grant: g, signature: _sign(g), params: _grantParamsN(1)});
+        bs[1] = ITaskEscrow.GrantedBatch({grant: g, signature: _sign(g), params: _grantParamsN(0)});
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, 0));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_CallerNotOperator() public {
+        // it should revert with TaskEscrowGrantOperator
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        address[4] memory others = [sponsor, client, stranger, funder];
+        for (uint256 i; i < others.length; ++i) {
+            vm.prank(others[i]);
+            _expectGrantOperator(others[i]);
+            escrow.createWithGrants(bs);
+        }
+        // After a first use too: the signature is not checked again, the caller is.
+        vm.prank(operator);
+        escrow.createWithGrants(bs);
+        bs[0].params = _grantParamsN(1);
+        vm.prank(stranger);
+        _expectGrantOperator(stranger);
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_Expired() public {
+        // it should revert with TaskEscrowGrantExpired
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        vm.warp(uint256(g.validUntil) + 1);
+        bs[0].params[0].deadline = uint40(block.timestamp + 1 days);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantExpired.selector, g.validUntil));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_WhenExactlyValidUntil() public {
+        // it should create the tasks
+        ITaskEscrow.Grant memory g = _grant();
+        vm.warp(g.validUntil);
+        _createUnder(g, _grantParamsN(1));
+        assertEq(_spent(g), AMOUNT, "spent");
+    }
+
+    function test_RevertWhen_RevokedBeforeFirstUse() public {
+        // it should revert with TaskEscrowGrantRevoked
+        ITaskEscrow.Grant memory g = _grant();
+        vm.prank(sponsor);
+        escrow.revokeGrant(g);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantRevoked(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_RevokedAfterFirstUse() public {
+        // it should revert with TaskEscrowGrantRevoked, the tasks it funded unaffected
+        ITaskEscrow.Grant memory g = _grant();
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _createUnder(g, _grantParamsN(1));
+        vm.prank(sponsor);
+        escrow.revokeGrant(g);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantRevoked(_digest(g));
+        escrow.createWithGrants(bs);
+        // The task it funded still settles, to its executor.
+        ITaskEscrow.Task memory t = _deliver(ids[0], ts[0]);
+        uint256 before = usdc.balanceOf(executor);
+        vm.prank(operator);
+        escrow.approvePayment(ids[0], t);
+        assertEq(usdc.balanceOf(executor), before + AMOUNT, "paid after revocation");
+        assertEq(_spent(g), AMOUNT, "spent unchanged");
+    }
+
+    function test_RevertWhen_AnotherKeySigned() public {
+        // it should revert with TaskEscrowGrantSignature
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _signDigest(funderKey, _digest(g)), _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_SignedForAnotherChain() public {
+        // it should revert with TaskEscrowGrantSignature
+        ITaskEscrow.Grant memory g = _grant();
+        bytes memory sig = _signDigest(sponsorKey, _digestFor(g, block.chainid + 1, address(escrow)));
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_SignedForAnotherEscrow() public {
+        // it should revert with TaskEscrowGrantSignature
+        address other = address(_deployEscrow(address(usdc)));
+        ITaskEscrow.Grant memory g = _grant();
+        bytes memory sig = _signDigest(sponsorKey, _digestFor(g, block.chainid, other));
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_TermsDifferFromSigned() public {
+        // it should revert with TaskEscrowGrantSignature
+        ITaskEscrow.Grant memory g = _grant();
+        bytes memory sig = _sign(g);
+        g.budget = 10 * BUDGET;
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_SignatureMalformed() public {
+        // it should revert with TaskEscrowGrantSignature
+        ITaskEscrow.Grant memory g = _grant();
+        bytes memory good = _sign(g);
+        bytes[3] memory bad = [bytes(""), new bytes(65), abi.encodePacked(good, bytes1(0))];
+        for (uint256 i; i < bad.length; ++i) {
+            ITaskEscrow.GrantedBatch[] memory bs = _one(g, bad[i], _grantParamsN(1));
+            vm.prank(operator);
+            _expectGrantSignature(_digest(g));
+            escrow.createWithGrants(bs);
+        }
+    }
+
+    function test_WhenWalletAccepts() public {
+        // it should create the tasks funded by the wallet
+        MockERC1271Wallet wallet = new MockERC1271Wallet(sponsor);
+        _mint(address(wallet), 10 * AMOUNT);
+        vm.prank(address(wallet));
+        usdc.approve(address(escrow), type(uint256).max);
+        ITaskEscrow.Grant memory g = _grantOf(address(wallet));
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(2);
+        vm.prank(operator);
+        uint256[] memory ids = escrow.createWithGrants(_one(g, _sign(g), ps));
+        for (uint256 i; i < ids.length; ++i) {
+            assertEq(ids[i], escrow.taskIdFor(address(wallet), ps[i].ref), "id from (wallet, ref)");
+            _assertStored(ids[i], _expectedCreated(ps[i], address(wallet)));
+        }
+        assertEq(usdc.balanceOf(address(wallet)), 8 * AMOUNT, "the wallet paid");
+        assertEq(_spent(g), 2 * AMOUNT, "spent");
+    }
+
+    function test_RevertWhen_WalletRefuses() public {
+        // it should revert with TaskEscrowGrantSignature
+        MockERC1271Wallet wallet = new MockERC1271Wallet(client);
+        _mint(address(wallet), 10 * AMOUNT);
+        vm.prank(address(wallet));
+        usdc.approve(address(escrow), type(uint256).max);
+        ITaskEscrow.Grant memory g = _grantOf(address(wallet));
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_TaskOfAnotherPlan() public {
+        // it should revert with TaskEscrowGrantPlan
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(2);
+        ps[1].planId = OTHER_PLAN;
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantPlan.selector, 1, OTHER_PLAN));
+        escrow.createWithGrants(bs);
+        // A grant reused for another plan: all of its tasks name that plan.
+        ps = _grantParamsN(1);
+        ps[0].planId = OTHER_PLAN;
+        bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantPlan.selector, 0, OTHER_PLAN));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_ExecutorIsSponsorOperatorOrClient() public {
+        // it should revert with TaskEscrowSelfDealing
+        _registerExecutor(sponsor);
+        _registerExecutor(operator);
+        ITaskEscrow.Grant memory g = _grant();
+        address[2] memory selves = [sponsor, operator];
+        for (uint256 i; i < selves.length; ++i) {
+            ITaskEscrow.CreateParams[] memory ps = _grantParamsN(1);
+            ps[0].executor = selves[i];
+            ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+            vm.prank(operator);
+            vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowSelfDealing.selector, selves[i]));
+            escrow.createWithGrants(bs);
+        }
+        ITaskEscrow.CreateParams[] memory qs = _grantParamsN(1);
+        qs[0].client = executor;
+        ITaskEscrow.GrantedBatch[] memory cs = _one(g, _sign(g), qs);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowSelfDealing.selector, executor));
+        escrow.createWithGrants(cs);
+    }
+
+    function test_RevertWhen_OverBudgetInOneCall() public {
+        // it should revert with TaskEscrowGrantBudget, funding nothing
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(4);
+        uint256 before = usdc.balanceOf(sponsor);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        _expectGrantBudget(_digest(g), BUDGET, 4 * uint256(AMOUNT));
+        escrow.createWithGrants(bs);
+        assertEq(usdc.balanceOf(sponsor), before, "nothing funded");
+        assertEq(_spent(g), 0, "nothing spent");
+        assertEq(escrow.taskHash(escrow.taskIdFor(sponsor, ps[0].ref)), bytes32(0), "nothing created");
+    }
+
+    function test_RevertWhen_OverBudgetAcrossCalls() public {
+        // it should revert with TaskEscrowGrantBudget once the calls' sum passes the budget
+        ITaskEscrow.Grant memory g = _grant();
+        _createUnder(g, _grantParamsN(2));
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(1);
+        ps[0].amount = AMOUNT + 1;
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        _expectGrantBudget(_digest(g), BUDGET, 3 * uint256(AMOUNT) + 1);
+        escrow.createWithGrants(bs);
+        // Two batches of the same grant in one call count together.
+        ITaskEscrow.GrantedBatch[] memory two = new ITaskEscrow.GrantedBatch[](2);
+        two[0] = ITaskEscrow.GrantedBatch({grant: g, signature: "", params: _grantParamsN(1)});
+        two[1] = ITaskEscrow.GrantedBatch({grant: g, signature: "", params: _grantParamsN(1)});
+        vm.prank(operator);
+        _expectGrantBudget(_digest(g), BUDGET, 4 * uint256(AMOUNT));
+        escrow.createWithGrants(two);
+        assertEq(_spent(g), 2 * AMOUNT, "spent");
+    }
+
+    function test_RevertWhen_AllowanceShort() public {
+        // it should revert with ERC20InsufficientAllowance
+        vm.prank(sponsor);
+        usdc.approve(address(escrow), AMOUNT);
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(2));
+        vm.prank(operator);
+        vm.expectRevert(
+            abi.encodeWithSelector(
+                IERC20Errors.ERC20InsufficientAllowance.selector, address(escrow), AMOUNT, 2 * AMOUNT
+            )
+        );
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_TaskFailsACreateCheck() public {
+        // it should revert with TaskEscrowZeroAmount (or whichever error createTasks gives)
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(2);
+        ps[1].amount = 0;
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowZeroAmount.selector));
+        escrow.createWithGrants(bs);
+        ps = _grantParamsN(2);
+        ps[1].ref = ps[0].ref;
+        bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchDuplicate.selector, 1, ps[0].ref));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RefundOnCancel() public {
+        // it should refund the sponsor on cancelTask
+        (uint256 id, ITaskEscrow.Task memory t) = _createGranted();
+        uint256 before = usdc.balanceOf(sponsor);
+        vm.prank(operator);
+        escrow.cancelTask(id, t);
+        assertEq(usdc.balanceOf(sponsor), before + AMOUNT, "sponsor refunded");
+    }
+
+    function test_RefundOnExpiry() public {
+        // it should refund the sponsor on refundExpired
+        (uint256 id, ITaskEscrow.Task memory t) = _createGranted();
+        uint256 before = usdc.balanceOf(sponsor);
+        vm.warp(uint256(t.deadline) + 1);
+        vm.prank(stranger);
+        escrow.refundExpired(id, t);
+        assertEq(usdc.balanceOf(sponsor), before + AMOUNT, "sponsor refunded");
+    }
+
+    function test_RefundOnDecline() public {
+        // it should refund the sponsor on declineTask
+        (uint256 id, ITaskEscrow.Task memory t) = _createGranted();
+        uint256 before = usdc.balanceOf(sponsor);
+        vm.prank(executor);
+        escrow.declineTask(id, t, DECLINE_REASON);
+        assertEq(usdc.balanceOf(sponsor), before + AMOUNT, "sponsor refunded");
+    }
+
+    function test_RefundOnDisputeForClient() public {
+        // it should refund the sponsor on a dispute ruled for the client
+        _setWindows(DISPUTE_WINDOW, 0);
+        (uint256 id, ITaskEscrow.Task memory t) = _createGranted();
+        t = _deliver(id, t);
+        t = _dispute(id, t);
+        uint256 before = usdc.balanceOf(sponsor);
+        uint256 operatorBefore = usdc.balanceOf(operator);
+        vm.prank(arbiter);
+        escrow.resolveDispute(id, t, 0, "ipfs://rationale");
+        assertEq(usdc.balanceOf(sponsor), before + AMOUNT, "sponsor refunded");
+        assertEq(usdc.balanceOf(operator), operatorBefore, "nothing to the operator, the client");
+    }
+
+    function test_WhenEveryCheckPasses() public {
+        // it should store each task with the sponsor as funder, ids derived from (sponsor, ref)
+        // it should pull the sum from the sponsor, none from the operator
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(3);
+        ps[1].executor = executor2;
+        uint256 sponsorBefore = usdc.balanceOf(sponsor);
+        uint256 escrowBefore = usdc.balanceOf(address(escrow));
+        _createUnder(g, ps);
+        assertEq(usdc.balanceOf(sponsor), sponsorBefore - BUDGET, "sponsor paid the sum");
+        assertEq(usdc.balanceOf(operator), 0, "operator paid nothing");
+        assertEq(usdc.balanceOf(address(escrow)), escrowBefore + BUDGET, "escrow holds the sum");
+    }
+
+    function test_WhenEveryCheckPasses_Events() public {
+        // it should emit one {TaskCreated} per task, then {GrantSpent} with the grant's spent total
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(2);
+        for (uint256 i; i < ps.length; ++i) {
+            vm.expectEmit(address(escrow));
+            emit ITaskEscrow.TaskCreated(
+                escrow.taskIdFor(sponsor, ps[i].ref),
+                PLAN,
+                ps[i].parentId,
+                ps[i].ref,
+                CAPABILITY,
+                _expectedCreated(ps[i], sponsor),
+                ps[i].specURI
+            );
+        }
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.GrantSpent(_digest(g), sponsor, PLAN, 2 * AMOUNT);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        escrow.createWithGrants(bs);
+    }
+
+    function test_SignatureCheckedOnFirstUseOnly() public {
+        // it should check the signature on the grant's first use only
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+        _createUnder(g, _grantParamsN(1));
+        // The digest is proven now: the operator need not send the signature again.
+        bs = _one(g, "", _grantParamsN(1));
+        vm.prank(operator);
+        escrow.createWithGrants(bs);
+        assertEq(_spent(g), 2 * AMOUNT, "spent");
+    }
+
+    function test_SpendsAddUpToExactlyTheBudget() public {
+        // it should add up what several calls spend, up to exactly the budget
+        ITaskEscrow.Grant memory g = _grant();
+        for (uint256 i = 1; i <= 3; ++i) {
+            _createUnder(g, _grantParamsN(1));
+            assertEq(_spent(g), i * AMOUNT, "spent so far");
+        }
+        assertEq(_spent(g), BUDGET, "exactly the budget");
+        assertFalse(_revoked(g), "not revoked");
+    }
+
+    function test_SeveralGrantsInOneCall() public {
+        // it should take batches under several grants and sponsors in one call
+        MockERC1271Wallet wallet = new MockERC1271Wallet(sponsor);
+        _mint(address(wallet), BUDGET);
+        vm.prank(address(wallet));
+        usdc.approve(address(escrow), type(uint256).max);
+        ITaskEscrow.Grant memory a = _grant();
+        ITaskEscrow.Grant memory b = _grantOf(address(wallet));
+        b.planId = OTHER_PLAN;
+        ITaskEscrow.CreateParams[] memory pa = _grantParamsN(2);
+        ITaskEscrow.CreateParams[] memory pb = _grantParamsN(1);
+        pb[0].planId = OTHER_PLAN;
+        ITaskEscrow.GrantedBatch[] memory bs = new ITaskEscrow.GrantedBatch[](2);
+        bs[0] = ITaskEscrow.GrantedBatch({grant: a, signature: _sign(a), params: pa});
+        bs[1] = ITaskEscrow.GrantedBatch({grant: b, signature: _sign(b), params: pb});
+        vm.prank(operator);
+        uint256[] memory ids = escrow.createWithGrants(bs);
+        assertEq(ids.length, 3, "three tasks");
+        assertEq(ids[0], escrow.taskIdFor(sponsor, pa[0].ref), "first of a");
+        assertEq(ids[1], escrow.taskIdFor(sponsor, pa[1].ref), "second of a");
+        assertEq(ids[2], escrow.taskIdFor(address(wallet), pb[0].ref), "b's");
+        assertEq(_spent(a), 2 * AMOUNT, "a spent");
+        assertEq(_spent(b), AMOUNT, "b spent");
+        assertEq(usdc.balanceOf(address(wallet)), BUDGET - AMOUNT, "the wallet paid b");
+    }
+}

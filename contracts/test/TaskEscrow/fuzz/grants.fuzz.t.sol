@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.28;
+
+import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {GrantBase} from "../GrantBase.sol";
+
+/// @notice Fuzzed grants: any budget split into any amounts over several calls
+/// funds exactly the calls that fit, and a grant funds nothing after its
+/// validUntil, whatever the clock.
+contract GrantsFuzzTest is GrantBase {
+    /// @dev Up to six calls of one task each under one grant: a call succeeds
+    /// iff what was funded before plus its amount stays within the budget; the
+    /// grant's spent is the sum of the calls that succeeded, as is what the
+    /// sponsor paid.
+    function testFuzz_BudgetSplits(uint128 budget, uint128[6] memory amounts) public {
+        budget = uint128(bound(budget, 1, 1e11));
+        ITaskEscrow.Grant memory g = _grant();
+        g.budget = budget;
+        bytes memory sig = _sign(g);
+        uint256 funded;
+        uint256 sponsorBefore = usdc.balanceOf(sponsor);
+        for (uint256 i; i < amounts.length; ++i) {
+            // Half the time within what is left, else anywhere up to twice the budget.
+            uint256 left = budget - funded;
+            uint256 amount = i % 2 == 0 && left != 0
+                ? bound(amounts[i], 1, left)
+                : bound(amounts[i], 1, 2 * uint256(budget));
+            ITaskEscrow.CreateParams[] memory ps = _grantParamsN(1);
+            ps[0].amount = uint128(amount);
+            ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, ps);
+            vm.prank(operator);
+            if (funded + amount > budget) {
+                _expectGrantBudget(_digest(g), budget, funded + amount);
+                escrow.createWithGrants(bs);
+            } else {
+                escrow.createWithGrants(bs);
+                funded += amount;
+            }
+            assertEq(_spent(g), funded, "spent == sum of the calls that fit");
+        }
+        assertLe(_spent(g), budget, "spent <= budget");
+        assertEq(sponsorBefore - usdc.balanceOf(sponsor), funded, "the sponsor paid exactly what was funded");
+    }
+
+    /// @dev Several tasks in one call: all or nothing against the budget.
+    function testFuzz_BatchAgainstBudget(uint128 budget, uint128[4] memory amounts) public {
+        budget = uint128(bound(budget, 4, 1e11));
+        ITaskEscrow.Grant memory g = _grant();
+        g.budget = budget;
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(4);
+        uint256 sum;
+        for (uint256 i; i < 4; ++i) {
+            ps[i].amount = uint128(bound(amounts[i], 1, budget / 2));
+            sum += ps[i].amount;
+        }
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.prank(operator);
+        if (sum > budget) _expectGrantBudget(_digest(g), budget, sum);
+        escrow.createWithGrants(bs);
+        assertEq(_spent(g), sum > budget ? 0 : sum, "all or nothing");
+    }
+
+    /// @dev A grant funds a task at any time up to its validUntil, none after.
+    function testFuzz_ValidUntil(uint40 validFor, uint40 elapsed) public {
+        validFor = uint40(bound(validFor, 0, 400 days));
+        elapsed = uint40(bound(elapsed, 0, 800 days));
+        ITaskEscrow.Grant memory g = _grant();
+        g.validUntil = uint40(block.timestamp) + validFor;
+        bytes memory sig = _sign(g);
+        vm.warp(block.timestamp + elapsed);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
+        vm.prank(operator);
+        if (block.timestamp > g.validUntil) {
+            vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantExpired.selector, g.validUntil));
+            escrow.createWithGrants(bs);
+            assertEq(_spent(g), 0, "nothing funded after validUntil");
+        } else {
+            escrow.createWithGrants(bs);
+            assertEq(_spent(g), AMOUNT, "funded up to validUntil");
+        }
+    }
+}
