@@ -296,12 +296,7 @@ impl Orchestrator {
                 Some(_) => {}
             }
         }
-        // The sponsor whose lane runs it pays: in replica mode, maybe a
-        // replica with another key proposed it.
-        let payer = match self.store.run_sponsor(id).await? {
-            Some(lane) => lane.parse().unwrap_or(self.chain.sponsor()),
-            None => self.chain.sponsor(),
-        };
+        let payer = self.payer(id, plan.id).await?;
         let balance = self.chain.balance_of(payer).await?;
         let total = plan.total_cost()?;
         if balance < total.to_u256() {
