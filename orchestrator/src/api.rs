@@ -493,7 +493,7 @@ async fn approve(
         })?,
         (Caller::Admin, None) => grant.terms.sponsor,
     };
-    let checked = s.orch.check_grant(&id, sponsor, grant, body.permit).await?;
+    let checked = s.orch.check_signed_grant(&id, sponsor, grant, body.permit).await?;
     let key = crate::grants::owner_key(sponsor);
     let budget = checked.grant.terms.budget;
     let _approving = s.approving.lock().await;

@@ -201,7 +201,7 @@ impl Orchestrator {
     /// refused (a request error, 422) when the terms do not fit the plan,
     /// this operator or the signer, the grant is revoked, the signature is
     /// not the sponsor's, or the sponsor's balance or allowance is short.
-    pub async fn check_grant(
+    pub async fn check_signed_grant(
         &self,
         id: &str,
         sponsor: Address,

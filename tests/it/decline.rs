@@ -103,7 +103,12 @@ async fn a_sub_task_declined_on_chain_is_reassigned_at_once_and_the_plan_settles
     );
     let plan_id = Plan::id_from_label("declined");
     let escrow = EscrowClient::new(env.provider.clone(), env.deployment.task_escrow);
-    let task = |attempt| stack.orch.chain().task_id(Chain::reference(plan_id, 0, attempt));
+    let task = |attempt| {
+        stack
+            .orch
+            .chain()
+            .task_id(stack.orch.chain().sponsor(), Chain::reference(plan_id, 0, attempt))
+    };
     let first = escrow.fetch(task(0), env.deployment.deploy_block).await.unwrap();
     assert_eq!((first.status(), first.task.executor), (Status::Declined, a0));
     let second = escrow.fetch(task(1), env.deployment.deploy_block).await.unwrap();

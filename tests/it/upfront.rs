@@ -238,8 +238,12 @@ async fn an_upstream_declined_has_its_dependants_cancelled_refunded_and_funded_a
     // cancelled before anyone worked on them. Attempt 1: paid.
     let plan_id = Plan::id_from_label(label);
     let escrow = EscrowClient::new(stack.env.provider.clone(), stack.env.deployment.task_escrow);
-    let task =
-        |index, attempt| stack.orch.chain().task_id(Chain::reference(plan_id, index, attempt));
+    let task = |index, attempt| {
+        stack
+            .orch
+            .chain()
+            .task_id(stack.orch.chain().sponsor(), Chain::reference(plan_id, index, attempt))
+    };
     let status = |index, attempt| {
         let escrow = &escrow;
         let id = task(index, attempt);

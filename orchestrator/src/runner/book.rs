@@ -1,4 +1,4 @@
-//! The escrow's logs of the sponsor's tasks as the runner holds them (see
+//! The escrow's logs of our funders' tasks as the runner holds them (see
 //! [`super::Chain::read_to`]): what a read of a range of blocks returns is
 //! the chain's word on them, so a log reorganised out is dropped.
 
@@ -10,7 +10,9 @@ use alloy::{
 };
 use tessera_bindings::{TaskEscrow, logs::LogScan, task::decode_log};
 
-/// The escrow's logs of the sponsor's tasks, read once per block from a cursor.
+/// The escrow's logs of the tasks our funders fund (the key, and the
+/// sponsors of live runs funded by a grant), read once per block from a
+/// cursor. A stranger's tasks are never kept.
 ///
 /// A read of blocks `[from, to]` is the chain's word on them: a log held
 /// for a block of that range (read before, or taken from a receipt) that
@@ -26,7 +28,7 @@ pub(super) struct Book {
     pub(super) reading: bool,
     /// The newest head read so far (its block is read once more with the next).
     pub(super) read_head: u64,
-    /// The logs of each task the sponsor created, in chain order.
+    /// The logs of each task one of our funders funded, in chain order.
     pub(super) logs: std::collections::HashMap<U256, Vec<Log>>,
     /// Blocks read again behind the newest (see [`super::RunnerConfig::confirmations`]).
     pub(super) confirmations: u64,
@@ -56,15 +58,16 @@ impl Book {
         self.reading = true;
     }
 
-    /// Keeps `log` when it is about one of `sponsor`'s tasks: its creation
-    /// (funded by the sponsor) or anything after it. A held log at the same
-    /// place of another block (the block was replaced) is dropped for it.
-    pub(super) fn absorb(&mut self, sponsor: Address, log: &Log) {
+    /// Keeps `log` when it is about a task one of `funders` funds: its
+    /// creation (funded by one of them) or anything after it (the task is
+    /// known). A held log at the same place of another block (the block was
+    /// replaced) is dropped for it.
+    pub(super) fn absorb(&mut self, funders: &HashSet<Address>, log: &Log) {
         let Some(id) = log.topics().get(1).map(|t| U256::from_be_bytes(t.0)) else { return };
         if !self.logs.contains_key(&id) {
             match decode_log(log) {
                 Some(TaskEscrow::TaskEscrowEvents::TaskCreated(ev))
-                    if ev.task.funder == sponsor => {}
+                    if funders.contains(&ev.task.funder) => {}
                 _ => return,
             }
         }
@@ -146,6 +149,10 @@ mod tests {
 
     const SPONSOR: Address = Address::repeat_byte(0x5);
 
+    fn ours() -> HashSet<Address> {
+        HashSet::from([SPONSOR])
+    }
+
     /// `data` as the escrow's log at `block` (its hash told by `fork`),
     /// index `index`.
     fn log(data: LogData, block: u64, fork: u8, index: u64) -> Log {
@@ -192,8 +199,8 @@ mod tests {
     fn a_read_drops_the_held_logs_it_does_not_return_and_counts_the_reorganisation() {
         let mut book = Book::default();
         // Task 1 created at block 10 and settled at 12 (taken from receipts).
-        book.absorb(SPONSOR, &created(1, 10, 0xa));
-        book.absorb(SPONSOR, &settled(1, 12, 0xa));
+        book.absorb(&ours(), &created(1, 10, 0xa));
+        book.absorb(&ours(), &settled(1, 12, 0xa));
         assert_eq!(held(&book, 1), 2);
         // Blocks 10..=11 as the chain has them: the creation is there.
         assert!(!book.reconcile(10..=11, &[created(1, 10, 0xa)]));
@@ -203,25 +210,25 @@ mod tests {
         assert_eq!((held(&book, 1), book.settled_at(U256::from(1))), (1, None));
         assert_eq!(book.reorgs[&U256::from(1)], 1);
         // Settled again in block 13: a log read twice is kept once.
-        book.absorb(SPONSOR, &settled(1, 13, 0xb));
-        book.absorb(SPONSOR, &settled(1, 13, 0xb));
+        book.absorb(&ours(), &settled(1, 13, 0xb));
+        book.absorb(&ours(), &settled(1, 13, 0xb));
         assert_eq!((held(&book, 1), book.settled_at(U256::from(1))), (2, Some(13)));
     }
 
     #[test]
     fn a_task_whose_creation_went_is_forgotten_whole_and_may_be_created_again() {
         let mut book = Book::default();
-        book.absorb(SPONSOR, &created(2, 20, 0xa));
-        book.absorb(SPONSOR, &settled(2, 21, 0xa));
+        book.absorb(&ours(), &created(2, 20, 0xa));
+        book.absorb(&ours(), &settled(2, 21, 0xa));
         // Blocks 20..=21 replaced: neither log is on the chain.
         assert!(book.reconcile(20..=21, &[]));
         assert!(!book.logs.contains_key(&U256::from(2)));
         // Created again under the same reference, at the same place of the
         // new block 20: kept (another block's hash).
-        book.absorb(SPONSOR, &created(2, 20, 0xb));
+        book.absorb(&ours(), &created(2, 20, 0xb));
         assert_eq!(held(&book, 2), 1);
         // Only the blocks read are judged: block 22's logs stay.
-        book.absorb(SPONSOR, &settled(2, 22, 0xb));
+        book.absorb(&ours(), &settled(2, 22, 0xb));
         assert!(!book.reconcile(20..=21, &[created(2, 20, 0xb)]));
         assert_eq!(held(&book, 2), 2);
         assert_eq!(book.reorgs[&U256::from(2)], 1);
@@ -230,17 +237,17 @@ mod tests {
     #[test]
     fn a_log_at_the_place_of_a_replaced_block_replaces_the_old_one() {
         let mut book = Book::default();
-        book.absorb(SPONSOR, &created(3, 30, 0xa));
-        book.absorb(SPONSOR, &settled(3, 31, 0xa));
+        book.absorb(&ours(), &created(3, 30, 0xa));
+        book.absorb(&ours(), &settled(3, 31, 0xa));
         // Block 31 replaced by one with the settlement at the same index.
-        book.absorb(SPONSOR, &settled(3, 31, 0xb));
+        book.absorb(&ours(), &settled(3, 31, 0xb));
         assert_eq!(held(&book, 3), 2);
         assert_eq!(book.logs[&U256::from(3)][1].block_hash, settled(3, 31, 0xb).block_hash);
         assert_eq!(book.reorgs[&U256::from(3)], 1);
         // Another funder's task is not the sponsor's.
         let mut other = created(4, 30, 0xa);
         other.inner.data.topics_mut()[1] = B256::with_last_byte(4);
-        book.absorb(Address::repeat_byte(0x6), &other);
+        book.absorb(&HashSet::from([Address::repeat_byte(0x6)]), &other);
         assert!(!book.logs.contains_key(&U256::from(4)));
     }
 
@@ -248,7 +255,7 @@ mod tests {
     fn a_lower_head_rewinds_the_cursor_over_its_newest_blocks() {
         let mut book = Book { read_head: 100, confirmations: 2, ..Book::default() };
         book.set_cursor(97);
-        book.absorb(SPONSOR, &created(5, 99, 0xa));
+        book.absorb(&ours(), &created(5, 99, 0xa));
         book.rewind(98);
         // Blocks 96..=98 are read again; nothing is dropped before they are.
         assert_eq!((book.cursor(), book.read_head, held(&book, 5)), (Some(95), 98, 1));

@@ -29,13 +29,26 @@ use tokio::sync::Mutex;
 use super::{RunError, book::Book};
 use crate::plan::{ExecutorStatus, InMemoryContext, Plan, PlanId};
 
+mod grants;
 mod logs;
 mod send;
 
-/// The chain side of the orchestrator: the sponsor's account and contracts.
+pub use grants::{Funding, GrantPermit};
+
+/// The chain side of the orchestrator: the key's account and contracts.
+///
+/// The key is the sponsor in single-key mode (it funds every task and is
+/// its client), or an operator in operator mode (see [`Chain::operator`]):
+/// it pays gas and is every task's client, while a run funded by a
+/// sponsor's grant has that sponsor as its tasks' funder (see
+/// [`Chain::fund`]).
 pub struct Chain {
     provider: DynProvider,
     sponsor: Address,
+    /// The key is an operator: it funds nothing itself.
+    operator: bool,
+    /// The grants of the live runs funded by a sponsor's grant, by plan.
+    grants: std::sync::RwLock<std::collections::HashMap<PlanId, std::sync::Arc<Funding>>>,
     deployment: Deployment,
     escrow: EscrowClient,
     /// Held from the look for a wave's tasks to the send of their creation,
@@ -69,6 +82,8 @@ struct Reads {
     agents: std::collections::HashMap<Address, (ExecutorStatus, Vec<(String, Usdc)>)>,
     /// Token balances.
     balances: std::collections::HashMap<Address, U256>,
+    /// Token allowances to the escrow.
+    allowances: std::collections::HashMap<Address, U256>,
 }
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
@@ -79,6 +94,7 @@ impl std::fmt::Debug for Chain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Chain")
             .field("sponsor", &self.sponsor)
+            .field("operator", &self.operator)
             .field("escrow", &self.deployment.task_escrow)
             .finish_non_exhaustive()
     }
@@ -103,6 +119,31 @@ impl Chain {
         signer: PrivateKeySigner,
         deployment: Deployment,
     ) -> Result<Self, RunError> {
+        let chain = Self::connect(provider, signer, deployment, false).await?;
+        chain.ensure_allowance().await?;
+        Ok(chain)
+    }
+
+    /// The chain handle for an operator `signer` over `provider`, whose
+    /// wallet must hold the same key: it pays gas and is the client of
+    /// every task it creates, and funds none itself. A run is funded by its
+    /// sponsor's grant (see [`Chain::fund`]); a run without one is funded by
+    /// the key as in single-key mode, which then needs its own allowance
+    /// to the escrow ([`Chain::ensure_allowance`], not set here).
+    pub async fn operator(
+        provider: DynProvider,
+        signer: PrivateKeySigner,
+        deployment: Deployment,
+    ) -> Result<Self, RunError> {
+        Self::connect(provider, signer, deployment, true).await
+    }
+
+    async fn connect(
+        provider: DynProvider,
+        signer: PrivateKeySigner,
+        deployment: Deployment,
+        operator: bool,
+    ) -> Result<Self, RunError> {
         // Only development nodes answer; any other chain has block time.
         let automine =
             provider.raw_request::<_, bool>("anvil_getAutomine".into(), ()).await.unwrap_or(false);
@@ -116,6 +157,8 @@ impl Chain {
             escrow,
             sender: Sender::new(provider.clone()),
             sponsor: signer.address(),
+            operator,
+            grants: std::sync::RwLock::default(),
             provider,
             deployment,
             lane: Mutex::new(()),
@@ -124,13 +167,23 @@ impl Chain {
             book: Mutex::new(Book::default()),
             reads: std::sync::Mutex::default(),
         };
-        chain.ensure_allowance().await?;
         Ok(chain)
     }
 
-    /// The sponsor's address.
+    /// The key's address: the sponsor in single-key mode, the operator in
+    /// operator mode (the client of every task either way).
     pub fn sponsor(&self) -> Address {
         self.sponsor
+    }
+
+    /// The key's address (the same as [`Chain::sponsor`]).
+    pub fn address(&self) -> Address {
+        self.sponsor
+    }
+
+    /// Whether the key is an operator (see [`Chain::operator`]).
+    pub fn is_operator(&self) -> bool {
+        self.operator
     }
 
     /// The deployment.
@@ -148,9 +201,10 @@ impl Chain {
         keccak256((plan.into_inner(), index, attempt).abi_encode())
     }
 
-    /// The escrow task id the sponsor's reference maps to.
-    pub fn task_id(&self, reference: B256) -> U256 {
-        U256::from_be_bytes(keccak256((self.sponsor, reference).abi_encode()).0)
+    /// The escrow task id `funder`'s reference maps to (the funder of a
+    /// plan's tasks: [`Chain::funder_of`]).
+    pub fn task_id(&self, funder: Address, reference: B256) -> U256 {
+        U256::from_be_bytes(keccak256((funder, reference).abi_encode()).0)
     }
 
     /// The newest block: announced by the subscription the runner follows,

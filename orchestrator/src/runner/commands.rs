@@ -296,28 +296,14 @@ impl Orchestrator {
                 Some(_) => {}
             }
         }
-        // A grant's sponsor pays for a run it funds; else the sponsor whose
-        // lane runs it: in replica mode, maybe a replica with another key
-        // proposed it.
-        let grant = match self.store.grant(id).await? {
-            Some(row) => Some(
-                serde_json::from_str::<tessera_bindings::grant::SignedGrant>(&row.grant_json)
-                    .map_err(|e| {
-                        RunError::Invalid(format!("the stored grant does not read: {e}"))
-                    })?,
-            ),
-            None => None,
-        };
-        if self.config.grants_required && grant.is_none() {
+        // A run approved in operator mode is funded by its sponsor's grant
+        // (stored with it at approval); the grant's sponsor pays.
+        if self.config.grants_required && self.store.grant(id).await?.is_none() {
             return Err(RunError::Invalid(format!(
                 "plan {id} needs its sponsor's signed grant to be approved (GET /api/runs/{id}/grant, then approve with it)"
             )));
         }
-        let payer = match (&grant, self.store.run_sponsor(id).await?) {
-            (Some(g), _) => g.terms.sponsor,
-            (None, Some(lane)) => lane.parse().unwrap_or(self.chain.sponsor()),
-            (None, None) => self.chain.sponsor(),
-        };
+        let payer = self.payer(id, plan.id).await?;
         let balance = self.chain.balance_of(payer).await?;
         let total = plan.total_cost()?;
         if balance < total.to_u256() {

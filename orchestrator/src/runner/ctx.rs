@@ -84,6 +84,7 @@ impl Orchestrator {
     /// The context of run `id`: the run and its plan, read once.
     pub(super) async fn context(&self, id: &RunId) -> Result<RunCtx, RunError> {
         let (run, plan) = self.load(id).await?;
+        self.load_funding(id, plan.id).await?;
         Ok(RunCtx::new(run, plan))
     }
 

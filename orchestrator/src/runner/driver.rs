@@ -105,6 +105,10 @@ impl Orchestrator {
         // approved before approvals were recorded: from the deployment).
         let mut from: Option<u64> = None;
         for (id, _) in &live {
+            // A run funded by a grant: its sponsor's logs are kept from the first read.
+            let rid = RunId::from(id);
+            let (_, plan) = self.load(&rid).await?;
+            self.load_funding(&rid, plan.id).await?;
             let at = self.store.from_block(id).await?.unwrap_or_default();
             from = Some(from.map_or(at, |f| f.min(at)));
         }

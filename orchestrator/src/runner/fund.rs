@@ -66,7 +66,7 @@ impl Orchestrator {
                 let from = rows
                     .get(&input.from)
                     .ok_or(RunError::Inconsistent { index: input.from, what: "no progress row" })?;
-                let task = self.chain.task_id(Chain::reference(plan.id, from.idx, from.attempt));
+                let task = self.task_of(plan.id, from.idx, from.attempt);
                 input.task_id = Some(task.to_string());
             }
             let row = rows
@@ -104,11 +104,16 @@ impl Orchestrator {
                 Err(e) => return Err(e),
             }
         }
+        // A sponsor's grant funds them: what the chain will check first.
+        let grant = self.chain.funding(plan.id);
+        if let Some(funding) = &grant {
+            self.check_grant(ctx, rows, funding, &mut wave).await?;
+        }
         if recs.is_empty() && wave.is_empty() {
             return Ok(());
         }
         self.fence()?;
-        let part = Part { run: id.to_string(), approvals: recs, creations: wave };
+        let part = Part { run: id.to_string(), approvals: recs, creations: wave, grant };
         let outcome = self.chain.wave(part, &|| self.fence()).await;
         if let Err(e) = outcome.approved {
             refused(approvals, e)?;
@@ -124,7 +129,7 @@ impl Orchestrator {
                 .get(&index)
                 .cloned()
                 .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-            let id = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
+            let id = self.task_of(plan.id, index, row.attempt);
             let found = self.chain.task(id).await?;
             self.sync_record(plan, &mut row, found, now).await?;
             rows.insert(index, row);
@@ -152,7 +157,7 @@ impl Orchestrator {
             .get(&index)
             .cloned()
             .ok_or(RunError::Inconsistent { index, what: "no progress row" })?;
-        let task = self.chain.task_id(Chain::reference(plan.id, index, row.attempt));
+        let task = self.task_of(plan.id, index, row.attempt);
         if !self.chain.exists(task).await? {
             tracing::info!(index, "creation sent before and not mined yet; waiting");
             return Ok(());
@@ -202,7 +207,7 @@ impl Orchestrator {
     ) -> Result<(u32, U256, CreateParams), RunError> {
         let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
         let reference = Chain::reference(plan.id, row.idx, row.attempt);
-        let id = self.chain.task_id(reference);
+        let id = self.chain.task_id(self.chain.funder_of(plan.id), reference);
         let parent_id = inputs
             .first()
             .and_then(|i: &Input| i.task_id.as_deref())
@@ -258,7 +263,7 @@ impl Orchestrator {
         let mut total = Spend::default();
         for row in rows {
             for attempt in 0..=row.attempt {
-                let id = self.chain.task_id(Chain::reference(plan.id, row.idx, attempt));
+                let id = self.task_of(plan.id, row.idx, attempt);
                 let Some((rec, _)) = self.chain.task(id).await? else { continue };
                 total.committed = add(total.committed, Usdc::from_base_units(rec.task.amount))?;
                 if let Some(s) = self.chain.settlement(id).await? {

@@ -92,6 +92,8 @@ impl Orchestrator {
         if !RunState::words(&RunState::LIVE).contains(&run.state.as_str()) {
             return Ok(());
         }
+        let plan = crate::plan::Plan::from_json(&run.plan_json)?;
+        self.load_funding(id, plan.id).await?;
         let from = self.store.from_block(id).await?.unwrap_or_default();
         self.chain.read_from(from).await;
         tracing::info!(plan = %id, state = %run.state, "driving a run of this lane");

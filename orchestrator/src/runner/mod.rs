@@ -34,7 +34,10 @@
 //! - `refused`: a sub-task's creation the escrow refused, answered for it
 //!   alone;
 //! - `wave`: every run's approvals and creations due at a head sent
-//!   together.
+//!   together;
+//! - `granted`: runs funded by a sponsor's grant (operator mode): the
+//!   grant loaded with the run, what the chain will check before its
+//!   creations go out.
 
 mod book;
 pub mod chain;
@@ -45,6 +48,7 @@ pub mod driver;
 pub mod error;
 mod fund;
 mod gates;
+mod granted;
 mod lane;
 pub mod money;
 pub mod reach;
@@ -59,7 +63,7 @@ mod wave;
 
 use std::sync::Arc;
 
-pub use chain::Chain;
+pub use chain::{Chain, Funding, GrantPermit};
 pub use commands::{Decision, Edit};
 #[cfg(feature = "test-utils")]
 pub use config::FaultHook;

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use alloy::primitives::Address;
 
-use super::{Chain, Orchestrator, RunCtx, RunError, step::Failure};
+use super::{Orchestrator, RunCtx, RunError, step::Failure};
 use crate::{
     plan::{Choice, MAX_RETRIES, Plan, PlanError, Policy},
     state::{CloseReason, Phase, Progress, RecoveryStep, RunEvent},
@@ -161,7 +161,7 @@ impl Orchestrator {
             tried.push(e);
         }
         for a in 0..=row.attempt {
-            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, a));
+            let id = self.task_of(plan.id, row.idx, a);
             if let Some((rec, _)) = self.chain.task(id).await? {
                 tried.push(rec.task.executor);
             }

@@ -8,7 +8,7 @@ use tessera_bindings::task::{Status, TaskRecord};
 use tessera_injection as injection;
 
 use super::{
-    Chain, Orchestrator, RunError,
+    Orchestrator, RunError,
     reach::{Read, Unreadable},
 };
 use crate::{
@@ -32,7 +32,7 @@ impl Orchestrator {
         row: &mut Progress,
         now: u64,
     ) -> Result<Option<TaskRecord>, RunError> {
-        let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+        let id = self.task_of(plan.id, row.idx, row.attempt);
         if row.phase.is_settled()
             && row.task_id.is_some()
             && (row.phase == Phase::Skipped || self.chain.settled_deep(id).await)
@@ -69,7 +69,7 @@ impl Orchestrator {
         }
         let settled = |r: &&Progress| matches!(r.phase, Phase::Chain(s) if s.is_terminal());
         for row in rows.iter().filter(settled) {
-            let id = self.chain.task_id(Chain::reference(plan.id, row.idx, row.attempt));
+            let id = self.task_of(plan.id, row.idx, row.attempt);
             if !self.chain.settled_deep(id).await {
                 return false;
             }

@@ -9,7 +9,7 @@ use alloy::primitives::U256;
 use tessera_bindings::task::{Status, TaskRecord};
 
 use super::{
-    Chain, Orchestrator, RunCtx, RunError,
+    Orchestrator, RunCtx, RunError,
     error::revert_text,
     reach::Unreadable,
     recover::Recover,
@@ -173,6 +173,7 @@ impl Orchestrator {
                 self.store.set_spend(id, &settled).await?;
                 self.move_run(&ctx, &RunState::LIVE, RunState::Completed, None).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
+                self.chain.unfund(plan.id);
                 self.reach.forget(stored.iter().filter_map(|r| r.result_uri.as_deref()));
                 let event = RunEvent::PlanCompleted {
                     plan_id: plan.id,
@@ -192,6 +193,7 @@ impl Orchestrator {
                 let why = Reason::Close(reason.clone());
                 self.move_run(&ctx, &[RunState::Cancelling], state, Some(&why)).await?;
                 self.chain.forget(&self.task_ids(&plan, &stored)).await;
+                self.chain.unfund(plan.id);
                 self.reach.forget(stored.iter().filter_map(|r| r.result_uri.as_deref()));
                 let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
                 self.emit_once(&plan, &event).await?;
@@ -458,7 +460,7 @@ impl Orchestrator {
 
     /// Sends `call` on `rec`, publishing a dispute's or an appeal's reason
     /// first. A person's `decision` is seen through reorganisations (see
-    /// [`Chain::send_deep`]); a step's is answered by the next look at the
+    /// [`super::Chain::send_deep`]); a step's is answered by the next look at the
     /// chain. Returns how many times it was sent again.
     async fn transact(
         &self,
@@ -493,11 +495,7 @@ impl Orchestrator {
 
     /// The task ids of every attempt of every sub-task of `plan`.
     fn task_ids(&self, plan: &Plan, rows: &[Progress]) -> Vec<U256> {
-        rows.iter()
-            .flat_map(|r| {
-                (0..=r.attempt).map(|a| self.chain.task_id(Chain::reference(plan.id, r.idx, a)))
-            })
-            .collect()
+        rows.iter().flat_map(|r| (0..=r.attempt).map(|a| self.task_of(plan.id, r.idx, a))).collect()
     }
 
     /// Pauses a running run for a decision about sub-task `index`.

@@ -1,7 +1,9 @@
 //! One wave per head for every run: the approvals and creations the runs
 //! find due at a head go out together, a `approvePayments` and a
 //! `createTasks` call for all of them (in chunks of the escrow's
-//! `MAX_BATCH`, read from the contract), not a pair per run.
+//! `MAX_BATCH`, read from the contract), not a pair per run. The creations
+//! of runs funded by a sponsor's grant go out in one `createWithGrants` call
+//! instead (one `GrantedBatch` per run), the others' by `createTasks`.
 //!
 //! The first run to hand in its part of a wave leads it: it waits a short
 //! window for the other runs woken by the same head (an eighth of the
@@ -33,7 +35,11 @@ use tessera_bindings::{
 };
 use tokio::sync::oneshot;
 
-use super::{Chain, RunError, chain::Sent, driver::lock};
+use super::{
+    Chain, RunError,
+    chain::{Funding, Sent},
+    driver::lock,
+};
 
 /// The shortest wait for the other runs of a wave (a chain that mines every
 /// transaction at once).
@@ -54,6 +60,9 @@ pub(crate) struct Part {
     pub approvals: Vec<TaskRecord>,
     /// Tasks to create: the sub-task's index, the task id and parameters.
     pub creations: Vec<(u32, U256, CreateParams)>,
+    /// The sponsor's grant that funds the creations, when one does (they
+    /// go out by `createWithGrants`, else by `createTasks`).
+    pub grant: Option<Arc<Funding>>,
 }
 
 /// What came of one run's part.
@@ -145,11 +154,13 @@ struct Settled {
     result: Option<Result<(), Arc<ClientError>>>,
 }
 
-/// Approvals or creations.
+/// Approvals, creations funded by the key, or creations funded by
+/// sponsors' grants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Approve,
     Create,
+    Grant,
 }
 
 impl Kind {
@@ -157,7 +168,9 @@ impl Kind {
     fn size(self, part: &Part) -> usize {
         match self {
             Self::Approve => part.approvals.len(),
-            Self::Create => part.creations.len(),
+            Self::Create if part.grant.is_none() => part.creations.len(),
+            Self::Grant if part.grant.is_some() => part.creations.len(),
+            Self::Create | Self::Grant => 0,
         }
     }
 }
@@ -255,7 +268,7 @@ impl Chain {
             lookups.push(failed);
         }
         let mut batches = Vec::new();
-        for kind in [Kind::Approve, Kind::Create] {
+        for kind in [Kind::Approve, Kind::Create, Kind::Grant] {
             let sizes: Vec<usize> = parts.iter().map(|p| kind.size(p)).collect();
             for chunk in chunks(&sizes, self.max_batch) {
                 batches.extend(self.send_split(&parts, chunk, kind, fence).await);
@@ -388,11 +401,16 @@ impl Chain {
         mined: Arc<ClientError>,
     ) -> Arc<ClientError> {
         let Some((place, range)) = chunk.first() else { return mined };
-        if kind != Kind::Create {
-            return mined;
-        }
-        let Some(call) = parts[*place].creations.get(range.start) else { return mined };
-        match self.simulate_create(call.2.clone()).await {
+        let part = &parts[*place];
+        let Some(call) = part.creations.get(range.start) else { return mined };
+        let simulated = match (kind, &part.grant) {
+            (Kind::Create, _) => self.simulate_create(call.2.clone()).await,
+            (Kind::Grant, Some(grant)) => {
+                self.simulate_granted(grant.batch(vec![call.2.clone()])).await
+            }
+            _ => return mined,
+        };
+        match simulated {
             Err(e @ ClientError::Revert(_)) => {
                 tracing::info!(index = call.0, error = %e, "a creation reverted when mined");
                 Arc::new(e)
@@ -423,6 +441,18 @@ impl Chain {
                     .map(|c| c.2.clone())
                     .collect();
                 self.create_all(params).await.map(|s| s.0)
+            }
+            Kind::Grant => {
+                // One batch per run (its grant), its creations in order.
+                let batches = chunk
+                    .iter()
+                    .filter_map(|(place, range)| {
+                        let part = &parts[*place];
+                        let params = part.creations[range.clone()].iter().map(|c| c.2.clone());
+                        Some(part.grant.as_ref()?.batch(params.collect()))
+                    })
+                    .collect();
+                self.create_with_grants(batches).await.map(|s| s.0)
             }
         }
     }
@@ -647,6 +677,7 @@ mod tests {
             run: run.into(),
             approvals: Vec::new(),
             creations: indices.iter().map(|&i| (i, U256::from(i), Default::default())).collect(),
+            grant: None,
         };
         let parts = [part("x", &[0, 1]), part("y", &[5]), part("z", &[7, 8])];
         let refusal = ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowExecutorNotOffering(

@@ -47,6 +47,7 @@ impl Chain {
             return Ok(());
         }
         let mut reorganised = false;
+        let funders = self.funders();
         let filter = Filter::new().address(self.deployment.task_escrow);
         while let Some(Chunk { from, to, logs }) =
             book.scan.next(&self.provider, &filter, head).await?
@@ -58,7 +59,7 @@ impl Chain {
                 reorganised |= book.reconcile(from..=sure, &logs);
             }
             for log in logs {
-                book.absorb(self.sponsor, &log);
+                book.absorb(&funders, &log);
             }
         }
         // The newest blocks are read again next time.
@@ -80,10 +81,11 @@ impl Chain {
         let filter =
             Filter::new().address(self.deployment.task_escrow).topic1(B256::from(id.to_be_bytes()));
         let mut from = from.max(self.deployment.deploy_block);
+        let funders = self.funders();
         while from <= to {
             let chunk = book.scan.read(&self.provider, &filter, from, to).await?;
             for log in chunk.logs {
-                book.absorb(self.sponsor, &log);
+                book.absorb(&funders, &log);
             }
             from = chunk.to + 1;
         }
@@ -112,10 +114,11 @@ impl Chain {
     /// Keeps the logs of a mined transaction of the sponsor's, so what it
     /// did is known before the cursor reaches its block.
     pub(crate) async fn absorb(&self, receipt: &TransactionReceipt) {
+        let funders = self.funders();
         let mut book = self.book.lock().await;
         for log in receipt.inner.logs() {
             if log.address() == self.deployment.task_escrow {
-                book.absorb(self.sponsor, log);
+                book.absorb(&funders, log);
             }
         }
     }

@@ -60,7 +60,7 @@ impl Chain {
 
     /// Sends `call` from the sponsor without waiting for it to be mined (the
     /// sender counts the nonce, so sends of many runs go out back to back).
-    async fn dispatch<D: CallDecoder + Clone + Unpin>(
+    pub(super) async fn dispatch<D: CallDecoder + Clone + Unpin>(
         &self,
         call: CallBuilder<&DynProvider, D, Ethereum>,
     ) -> Result<Sent, ClientError> {
