@@ -255,5 +255,24 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     assert!(status < 300, "cancel: {status} {body}");
     wait_for(&stack, &run_c, 60, |v| v["state"] == "cancelled").await;
     assert_eq!(env.balance(a.address()).await, a0 - U256::from(1_200_000), "refunded to A");
+
+    // B's next plan costs 400_000 while B allows the escrow 200_000 more,
+    // with no permit: it pauses with the shortfall, nothing sent.
+    let plan_d = json!({
+        "version": 1, "id": Plan::id_from_label("operator: short"), "review": "auto",
+        "budget": 1_000_000u64, "source": NOTE, "review_window_secs": 600,
+        "subtasks": [{"index": 0, "capability": "summarize", "spec": "Summarize the note",
+                      "executor": summarizer, "cost": 400_000, "deadline_offset_secs": 3600}],
+    });
+    let (run_d, plan_id_d) = propose(&stack, &plan_d).await;
+    let grant_d = sign_grant(&stack, &b, plan_id_d, 400_000).await;
+    approve(&stack, &run_d, grant_d, None).await;
+    let view_d = stack.wait_state(&run_d, "paused", 60).await;
+    assert!(
+        view_d.to_string().contains("the sponsor's allowance to the escrow is short by 0.200000 USDC"),
+        "{view_d:#}"
+    );
+    assert_eq!(view_d["subtasks"][0]["phase"], "waiting");
+    assert_eq!(env.balance(b.address()).await, b0 - U256::from(400_000));
     assert_eq!(env.balance(operator).await, op0);
 }
