@@ -255,7 +255,8 @@ impl Stack {
         workers: &[usize],
         secs: u64,
     ) -> Self {
-        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None, false).await
+        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None, false)
+            .await
     }
 
     async fn start_full(
@@ -303,8 +304,7 @@ impl Stack {
             });
         }
         // Operator mode: the client's key, which funds nothing; else the sponsor's.
-        let signer =
-            if operator { env.actors.client.clone() } else { env.actors.sponsor.clone() };
+        let signer = if operator { env.actors.client.clone() } else { env.actors.sponsor.clone() };
         let provider = tessera_bindings::client::connect(
             http,
             alloy::network::EthereumWallet::new(signer.clone()),

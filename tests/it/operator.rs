@@ -145,16 +145,11 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     // and gas of its own.
     let a = env.actors.sponsor.clone();
     let b = PrivateKeySigner::random();
-    let b_chain = tessera_bindings::client::connect(
-        env.chain.endpoint_url(),
-        EthereumWallet::new(b.clone()),
-    );
+    let b_chain =
+        tessera_bindings::client::connect(env.chain.endpoint_url(), EthereumWallet::new(b.clone()));
     let _: Value = env
         .provider
-        .raw_request(
-            "anvil_setBalance".into(),
-            (b.address(), U256::from(10u128.pow(18))),
-        )
+        .raw_request("anvil_setBalance".into(), (b.address(), U256::from(10u128.pow(18))))
         .await
         .unwrap();
     let minted = token
@@ -167,8 +162,11 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
         .await
         .unwrap();
     assert!(minted.status());
-    let (a0, b0, op0) =
-        (env.balance(a.address()).await, env.balance(b.address()).await, env.balance(operator).await);
+    let (a0, b0, op0) = (
+        env.balance(a.address()).await,
+        env.balance(b.address()).await,
+        env.balance(operator).await,
+    );
     assert_eq!(token.allowance(a.address(), d.task_escrow).call().await.unwrap(), U256::ZERO);
 
     // A: translate (agent 2) then summarize (agent 1), reviewed
@@ -269,7 +267,9 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     approve(&stack, &run_d, grant_d, None).await;
     let view_d = stack.wait_state(&run_d, "paused", 60).await;
     assert!(
-        view_d.to_string().contains("the sponsor's allowance to the escrow is short by 0.200000 USDC"),
+        view_d
+            .to_string()
+            .contains("the sponsor's allowance to the escrow is short by 0.200000 USDC"),
         "{view_d:#}"
     );
     assert_eq!(view_d["subtasks"][0]["phase"], "waiting");

@@ -40,7 +40,8 @@ impl Orchestrator {
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let revert = error.revert();
         // Under a sponsor's grant, the grant's refusal said in words.
-        let granted = self.chain.funding(plan.id).and(revert).and_then(super::granted::grant_refusal);
+        let granted =
+            self.chain.funding(plan.id).and(revert).and_then(super::granted::grant_refusal);
         let text = revert.map_or_else(
             || format!("{error}, though it would go through now (moved before it and back)"),
             |r| granted.clone().unwrap_or_else(|| revert_text(r)),
