@@ -171,6 +171,15 @@ impl Stack {
 pub const TEST_TOKEN: &str = "test-token-0123456789";
 
 impl Stack {
+    /// Starts everything in operator mode: the orchestrator holds the
+    /// client's key as its operator key (it pays gas and is every task's
+    /// client, and funds nothing itself) and no sponsor's; runs are funded
+    /// by their sponsors' grants. Workers for the demo agents at `workers`.
+    pub async fn start_operator(config: RunnerConfig, workers: &[usize]) -> Self {
+        let deploy = DeployConfig::default();
+        Self::start_full(config, None, workers, deploy, None, None, true).await
+    }
+
     /// Starts everything with default settings and SQLite.
     pub async fn start() -> Self {
         Self::start_with(RunnerConfig::default(), None).await
@@ -199,7 +208,7 @@ impl Stack {
         workers: &[usize],
         deploy: DeployConfig,
     ) -> Self {
-        Self::start_full(config, db_url, workers, deploy, None, None).await
+        Self::start_full(config, db_url, workers, deploy, None, None, false).await
     }
 
     /// Everything with default settings, every service (orchestrator and
@@ -208,7 +217,7 @@ impl Stack {
     pub async fn start_through(limits: provider::Limits) -> Self {
         let all = [0, 1, 2, 3, 4];
         let (cfg, deploy) = (RunnerConfig::default(), DeployConfig::default());
-        Self::start_full(cfg, None, &all, deploy, None, Some(limits)).await
+        Self::start_full(cfg, None, &all, deploy, None, Some(limits), false).await
     }
 
     /// Everything on a chain that mines a block every `secs` seconds, the
@@ -218,7 +227,7 @@ impl Stack {
     pub async fn start_hosted(secs: u64, limits: provider::Limits, deploy: DeployConfig) -> Self {
         let all = [0, 1, 2, 3, 4];
         let cfg = RunnerConfig { poll_interval: hosted_poll(secs), ..RunnerConfig::default() };
-        Self::start_full(cfg, None, &all, deploy, Some(secs), Some(limits)).await
+        Self::start_full(cfg, None, &all, deploy, Some(secs), Some(limits), false).await
     }
 
     /// The stand-in's URL, for more services to reach the chain through it
@@ -246,7 +255,8 @@ impl Stack {
         workers: &[usize],
         secs: u64,
     ) -> Self {
-        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None).await
+        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None, false)
+            .await
     }
 
     async fn start_full(
@@ -256,6 +266,7 @@ impl Stack {
         deploy: DeployConfig,
         block_time: Option<u64>,
         through: Option<provider::Limits>,
+        operator: bool,
     ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -292,13 +303,17 @@ impl Stack {
                 None => spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await,
             });
         }
-        let signer = env.actors.sponsor.clone();
+        // Operator mode: the client's key, which funds nothing; else the sponsor's.
+        let signer = if operator { env.actors.client.clone() } else { env.actors.sponsor.clone() };
         let provider = tessera_bindings::client::connect(
             http,
             alloy::network::EthereumWallet::new(signer.clone()),
         );
-        let chain =
-            Chain::new(provider, signer, env.deployment.clone()).await.expect("sponsor chain");
+        let chain = if operator {
+            Chain::operator(provider, signer, env.deployment.clone()).await.expect("operator chain")
+        } else {
+            Chain::new(provider, signer, env.deployment.clone()).await.expect("sponsor chain")
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let service = Service::start(ServiceConfig {
             store,

@@ -25,6 +25,7 @@ mod injection;
 mod lifecycle;
 mod money;
 mod nested;
+mod operator;
 mod plans;
 mod provider;
 mod registry;

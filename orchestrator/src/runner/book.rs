@@ -252,6 +252,41 @@ mod tests {
     }
 
     #[test]
+    fn a_task_is_kept_when_one_of_our_funders_funds_it_or_it_is_known() {
+        let sponsor = Address::repeat_byte(0x7);
+        let stranger = Address::repeat_byte(0x8);
+        let funded_by = |id: u64, funder: Address| {
+            let mut log = created(id, 40, 0xa);
+            let task = Task { funder, ..Task::default() };
+            let ev = TaskEscrow::TaskCreated {
+                taskId: U256::from(id),
+                planId: B256::ZERO,
+                parentId: U256::ZERO,
+                r#ref: B256::ZERO,
+                capability: B256::ZERO,
+                task,
+                specURI: String::new(),
+            };
+            log.inner.data = ev.encode_log_data();
+            log
+        };
+        // The key and a live run's sponsor are ours; a stranger is not.
+        let funders = HashSet::from([SPONSOR, sponsor]);
+        let mut book = Book::default();
+        book.absorb(&funders, &funded_by(6, sponsor));
+        book.absorb(&funders, &funded_by(7, SPONSOR));
+        book.absorb(&funders, &funded_by(8, stranger));
+        assert_eq!((held(&book, 6), held(&book, 7), held(&book, 8)), (1, 1, 0));
+        // Once known, a task's later logs are kept even when its sponsor's
+        // run is over (the sponsor left the funders).
+        book.absorb(&ours(), &settled(6, 41, 0xa));
+        assert_eq!(held(&book, 6), 2);
+        // A stranger's settlement of a task we never kept is not kept.
+        book.absorb(&funders, &settled(8, 41, 0xa));
+        assert_eq!(held(&book, 8), 0);
+    }
+
+    #[test]
     fn a_lower_head_rewinds_the_cursor_over_its_newest_blocks() {
         let mut book = Book { read_head: 100, confirmations: 2, ..Book::default() };
         book.set_cursor(97);

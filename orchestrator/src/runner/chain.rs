@@ -33,7 +33,7 @@ mod grants;
 mod logs;
 mod send;
 
-pub use grants::{Funding, GrantPermit};
+pub use grants::{Funding, GrantPermit, PermitShape};
 
 /// The chain side of the orchestrator: the key's account and contracts.
 ///

@@ -11,6 +11,7 @@ use alloy::primitives::{Address, U256};
 use tessera_bindings::{
     ITaskEscrow::CreateParams,
     grant::{self, SignedGrant},
+    revert::ContractRevert,
     usdc::Usdc,
 };
 
@@ -23,6 +24,42 @@ use crate::{
     state::{Progress, RunId, RunState},
     store::GrantRow,
 };
+
+/// What a refusal of a creation under a grant says, in words, when it is
+/// about the grant (revoked, expired, its budget spent, its signature, its
+/// operator or plan) or the sponsor's balance or allowance.
+pub(super) fn grant_refusal(revert: &ContractRevert) -> Option<String> {
+    use tessera_bindings::{MockUSDC::MockUSDCErrors as T, TaskEscrow::TaskEscrowErrors as E};
+    let usdc = |units: u128| Usdc::from_base_units(units).with_unit().to_string();
+    Some(match revert {
+        ContractRevert::Escrow(E::TaskEscrowGrantRevoked(_)) => {
+            "the sponsor revoked the grant".into()
+        }
+        ContractRevert::Escrow(E::TaskEscrowGrantExpired(e)) => {
+            format!("the sponsor's grant expired at {} (unix time)", e.validUntil)
+        }
+        ContractRevert::Escrow(E::TaskEscrowGrantBudget(e)) => {
+            format!("the grant's budget of {} is spent", usdc(e.budget))
+        }
+        ContractRevert::Escrow(E::TaskEscrowGrantSignature(_)) => {
+            "the grant's signature is not the sponsor's".into()
+        }
+        ContractRevert::Escrow(E::TaskEscrowGrantOperator(_)) => {
+            "the grant names another operator".into()
+        }
+        ContractRevert::Escrow(E::TaskEscrowGrantPlan(_)) => "the grant is for another plan".into(),
+        ContractRevert::Token(T::ERC20InsufficientAllowance(e)) => format!(
+            "the sponsor's allowance to the escrow is short by {}",
+            usdc(u128::try_from(e.needed - e.allowance).unwrap_or(u128::MAX))
+        ),
+        ContractRevert::Token(T::ERC20InsufficientBalance(e)) => format!(
+            "the sponsor holds {} but the creation needs {}",
+            usdc(u128::try_from(e.balance).unwrap_or(u128::MAX)),
+            usdc(u128::try_from(e.needed).unwrap_or(u128::MAX))
+        ),
+        _ => return None,
+    })
+}
 
 /// A grant or permit that would not encode (it always does).
 fn encoding(e: serde_json::Error) -> RunError {

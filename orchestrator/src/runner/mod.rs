@@ -63,7 +63,7 @@ mod wave;
 
 use std::sync::Arc;
 
-pub use chain::{Chain, Funding, GrantPermit};
+pub use chain::{Chain, Funding, GrantPermit, PermitShape};
 pub use commands::{Decision, Edit};
 #[cfg(feature = "test-utils")]
 pub use config::FaultHook;

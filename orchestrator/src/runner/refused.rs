@@ -39,9 +39,12 @@ impl Orchestrator {
         let plan = ctx.plan();
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let revert = error.revert();
+        // Under a sponsor's grant, the grant's refusal said in words.
+        let granted =
+            self.chain.funding(plan.id).and(revert).and_then(super::granted::grant_refusal);
         let text = revert.map_or_else(
             || format!("{error}, though it would go through now (moved before it and back)"),
-            revert_text,
+            |r| granted.clone().unwrap_or_else(|| revert_text(r)),
         );
         tracing::warn!(
             plan = %plan.id,

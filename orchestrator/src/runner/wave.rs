@@ -31,7 +31,11 @@ use std::{ops::Range, sync::Arc, time::Duration};
 
 use alloy::primitives::U256;
 use tessera_bindings::{
-    ITaskEscrow::CreateParams, client::ClientError, heads::Head, sender::Pending, task::TaskRecord,
+    ITaskEscrow::{CreateParams, GrantedBatch},
+    client::ClientError,
+    heads::Head,
+    sender::Pending,
+    task::TaskRecord,
 };
 use tokio::sync::oneshot;
 
@@ -443,16 +447,7 @@ impl Chain {
                 self.create_all(params).await.map(|s| s.0)
             }
             Kind::Grant => {
-                // One batch per run (its grant), its creations in order.
-                let batches = chunk
-                    .iter()
-                    .filter_map(|(place, range)| {
-                        let part = &parts[*place];
-                        let params = part.creations[range.clone()].iter().map(|c| c.2.clone());
-                        Some(part.grant.as_ref()?.batch(params.collect()))
-                    })
-                    .collect();
-                self.create_with_grants(batches).await.map(|s| s.0)
+                self.create_with_grants(granted_batches(parts, chunk)).await.map(|s| s.0)
             }
         }
     }
@@ -533,6 +528,20 @@ fn answer(
         None => Ok(created),
     };
     outcome
+}
+
+/// The `createWithGrants` batches of `chunk`: one per run (its grant and
+/// signature), its creations of the chunk in order. A part without a grant
+/// has none (it goes out by `createTasks`).
+fn granted_batches(parts: &[Part], chunk: &[(usize, Range<usize>)]) -> Vec<GrantedBatch> {
+    chunk
+        .iter()
+        .filter_map(|(place, range)| {
+            let part = &parts[*place];
+            let params = part.creations[range.clone()].iter().map(|c| c.2.clone());
+            Some(part.grant.as_ref()?.batch(params.collect()))
+        })
+        .collect()
 }
 
 /// How many calls `chunk` carries.
@@ -720,6 +729,63 @@ mod tests {
             answer(&parts, 0, &down, &lost).created,
             Err(RunError::Create { index: 0, .. })
         ));
+    }
+
+    #[test]
+    fn granted_runs_go_out_apart_from_the_others_one_batch_per_grant() {
+        use alloy::primitives::{Address, B256, Bytes};
+        use tessera_bindings::grant::{GrantTerms, SignedGrant};
+        let funding = |sponsor: u8| {
+            let terms = GrantTerms {
+                sponsor: Address::repeat_byte(sponsor),
+                plan_id: B256::repeat_byte(sponsor),
+                operator: Address::repeat_byte(0xaa),
+                budget: 9,
+                valid_until: 1,
+                nonce: U256::from(sponsor),
+            };
+            let grant = SignedGrant { terms, signature: Bytes::from(vec![sponsor; 65]) };
+            Some(Arc::new(Funding::new(grant, None)))
+        };
+        let part = |indices: &[u32], grant| Part {
+            run: String::new(),
+            approvals: Vec::new(),
+            creations: indices
+                .iter()
+                .map(|&i| {
+                    let params = CreateParams { amount: i.into(), ..Default::default() };
+                    (i, U256::from(i), params)
+                })
+                .collect(),
+            grant,
+        };
+        // A run of the key's, two sponsors' runs, another of the key's.
+        let parts = [
+            part(&[0, 1], None),
+            part(&[2, 3, 4], funding(1)),
+            part(&[5], funding(2)),
+            part(&[6], None),
+        ];
+        let sizes = |kind: Kind| parts.iter().map(|p| kind.size(p)).collect::<Vec<_>>();
+        assert_eq!(sizes(Kind::Create), [2, 0, 0, 1]);
+        assert_eq!(sizes(Kind::Grant), [0, 3, 1, 0]);
+        // The granted creations share one call: a batch per run, in order.
+        let granted = chunks(&sizes(Kind::Grant), 64);
+        assert_eq!(granted, vec![vec![(1, 0..3), (2, 0..1)]]);
+        let batches = granted_batches(&parts, &granted[0]);
+        assert_eq!(batches.len(), 2);
+        assert_eq!(batches[0].grant.sponsor, Address::repeat_byte(1));
+        let amounts: Vec<u128> = batches[0].params.iter().map(|p| p.amount).collect();
+        assert_eq!(amounts, [2, 3, 4]);
+        assert_eq!(batches[1].grant.sponsor, Address::repeat_byte(2));
+        assert_eq!(batches[1].signature, Bytes::from(vec![2; 65]));
+        // Halved when the call would revert: each half still one batch per run.
+        let (left, right) = halves(&granted[0]);
+        assert_eq!(granted_batches(&parts, &left).len(), 1);
+        let right = granted_batches(&parts, &right);
+        assert_eq!(right.iter().map(|b| b.params.len()).collect::<Vec<_>>(), [1, 1]);
+        // The key's own runs' creations are never in a grant's batch.
+        assert!(granted_batches(&parts, &[(0, 0..2), (3, 0..1)]).is_empty());
     }
 
     #[test]
