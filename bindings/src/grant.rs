@@ -231,7 +231,7 @@ mod tests {
             recover(31337, other_escrow, &signed),
             Err(GrantError::WrongSigner { .. })
         ));
-        let mut more = signed.clone();
+        let mut more = signed;
         more.terms.budget += 1;
         assert!(matches!(recover(31337, escrow, &more), Err(GrantError::WrongSigner { .. })));
         let short = SignedGrant { terms: t, signature: Bytes::from(sig[..64].to_vec()) };
