@@ -547,7 +547,7 @@ async fn grant_request(
     let id = owned(&s, &caller, &id).await?;
     if s.operator().is_none() {
         return Err(ApiError(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            StatusCode::CONFLICT,
             "this orchestrator runs in single-key mode: its own key funds plans; no grant is asked"
                 .into(),
         ));
