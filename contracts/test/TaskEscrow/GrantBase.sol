@@ -150,6 +150,15 @@ abstract contract GrantBase is EscrowBase {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantSignature.selector, digest));
     }
 
+    /// @dev The operator's creation of one task under `g` with `sig` reverts
+    /// with TaskEscrowGrantSignature.
+    function _assertSignatureRefused(ITaskEscrow.Grant memory g, bytes memory sig) internal {
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantSignature(_digest(g));
+        escrow.createWithGrants(bs);
+    }
+
     function _expectGrantRevoked(bytes32 digest) internal {
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantRevoked.selector, digest));
     }

@@ -122,31 +122,20 @@ contract CreateWithGrantsTest is GrantBase {
     function test_RevertWhen_AnotherKeySigned() public {
         // it should revert with TaskEscrowGrantSignature
         ITaskEscrow.Grant memory g = _grant();
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _signDigest(funderKey, _digest(g)), _grantParamsN(1));
-        vm.prank(operator);
-        _expectGrantSignature(_digest(g));
-        escrow.createWithGrants(bs);
+        _assertSignatureRefused(g, _signDigest(funderKey, _digest(g)));
     }
 
     function test_RevertWhen_SignedForAnotherChain() public {
         // it should revert with TaskEscrowGrantSignature
         ITaskEscrow.Grant memory g = _grant();
-        bytes memory sig = _signDigest(sponsorKey, _digestFor(g, block.chainid + 1, address(escrow)));
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
-        vm.prank(operator);
-        _expectGrantSignature(_digest(g));
-        escrow.createWithGrants(bs);
+        _assertSignatureRefused(g, _signDigest(sponsorKey, _digestFor(g, block.chainid + 1, address(escrow))));
     }
 
     function test_RevertWhen_SignedForAnotherEscrow() public {
         // it should revert with TaskEscrowGrantSignature
         address other = address(_deployEscrow(address(usdc)));
         ITaskEscrow.Grant memory g = _grant();
-        bytes memory sig = _signDigest(sponsorKey, _digestFor(g, block.chainid, other));
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
-        vm.prank(operator);
-        _expectGrantSignature(_digest(g));
-        escrow.createWithGrants(bs);
+        _assertSignatureRefused(g, _signDigest(sponsorKey, _digestFor(g, block.chainid, other)));
     }
 
     function test_RevertWhen_TermsDifferFromSigned() public {
@@ -154,10 +143,7 @@ contract CreateWithGrantsTest is GrantBase {
         ITaskEscrow.Grant memory g = _grant();
         bytes memory sig = _sign(g);
         g.budget = 10 * BUDGET;
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, sig, _grantParamsN(1));
-        vm.prank(operator);
-        _expectGrantSignature(_digest(g));
-        escrow.createWithGrants(bs);
+        _assertSignatureRefused(g, sig);
     }
 
     function test_RevertWhen_SignatureMalformed() public {
@@ -166,10 +152,7 @@ contract CreateWithGrantsTest is GrantBase {
         bytes memory good = _sign(g);
         bytes[3] memory bad = [bytes(""), new bytes(65), abi.encodePacked(good, bytes1(0))];
         for (uint256 i; i < bad.length; ++i) {
-            ITaskEscrow.GrantedBatch[] memory bs = _one(g, bad[i], _grantParamsN(1));
-            vm.prank(operator);
-            _expectGrantSignature(_digest(g));
-            escrow.createWithGrants(bs);
+            _assertSignatureRefused(g, bad[i]);
         }
     }
 
@@ -198,10 +181,7 @@ contract CreateWithGrantsTest is GrantBase {
         vm.prank(address(wallet));
         usdc.approve(address(escrow), type(uint256).max);
         ITaskEscrow.Grant memory g = _grantOf(address(wallet));
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
-        vm.prank(operator);
-        _expectGrantSignature(_digest(g));
-        escrow.createWithGrants(bs);
+        _assertSignatureRefused(g, _sign(g));
     }
 
     function test_RevertWhen_TaskOfAnotherPlan() public {

@@ -140,27 +140,7 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         if (pulled != sum) {
             store.recordWrongRevert(abi.encode("batch pulled other than the sum", pulled, sum));
         }
-        for (uint256 i; i < n; ++i) {
-            ITaskEscrow.Task memory t = ITaskEscrow.Task({
-                funder: funder,
-                client: ps[i].client,
-                executor: ps[i].executor,
-                amount: ps[i].amount,
-                deadline: ps[i].deadline,
-                updatedAt: uint40(block.timestamp),
-                reviewWindow: ps[i].reviewWindow,
-                disputeWindow: escrow.disputeWindow(),
-                appealWindow: escrow.appealWindow(),
-                appealRulingWindow: escrow.appealRulingWindow(),
-                executorShareBps: 0,
-                status: ITaskEscrow.Status.Created,
-                specHash: keccak256(bytes(ps[i].specURI)),
-                resultHash: bytes32(0)
-            });
-            store.addTask(ids[i], ps[i].ref, t);
-            store.recordInflow(ids[i], ps[i].amount);
-            store.recordTransition(uint8(ITaskEscrow.Status.None), uint8(ITaskEscrow.Status.Created));
-        }
+        _recordCreated(funder, ps, ids);
     }
 
     /// @notice Re-creating with a (funder, ref) already used must always revert.
