@@ -53,12 +53,12 @@ pub struct GrantTerms {
     /// The one caller that may spend the grant.
     pub operator: Address,
     /// The most the grant may ever fund, in base units.
-    #[serde(with = "dec")]
+    #[serde(with = "crate::typed_data::dec_u128")]
     pub budget: u128,
     /// Last second (unix) the grant may fund a task.
     pub valid_until: u64,
     /// Tells apart grants that are otherwise the same.
-    #[serde(with = "dec_u256")]
+    #[serde(with = "crate::typed_data::dec_u256")]
     pub nonce: U256,
 }
 
@@ -134,68 +134,26 @@ pub fn is_ecdsa(signature: &[u8]) -> bool {
 /// The `eth_signTypedData_v4` payload for `terms` (numbers as decimal
 /// strings, as wallets take them).
 pub fn typed_data(chain_id: u64, escrow: Address, terms: &GrantTerms) -> Value {
-    json!({
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"},
-                {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"},
-                {"name": "verifyingContract", "type": "address"},
-            ],
-            "Grant": [
-                {"name": "sponsor", "type": "address"},
-                {"name": "planId", "type": "bytes32"},
-                {"name": "operator", "type": "address"},
-                {"name": "budget", "type": "uint128"},
-                {"name": "validUntil", "type": "uint40"},
-                {"name": "nonce", "type": "uint256"},
-            ],
-        },
-        "primaryType": "Grant",
-        "domain": {
-            "name": DOMAIN_NAME,
-            "version": DOMAIN_VERSION,
-            "chainId": chain_id,
-            "verifyingContract": escrow.to_checksum(None),
-        },
-        "message": {
+    crate::typed_data::payload(
+        &domain(chain_id, escrow),
+        "Grant",
+        &[
+            ("sponsor", "address"),
+            ("planId", "bytes32"),
+            ("operator", "address"),
+            ("budget", "uint128"),
+            ("validUntil", "uint40"),
+            ("nonce", "uint256"),
+        ],
+        json!({
             "sponsor": terms.sponsor.to_checksum(None),
             "planId": terms.plan_id.to_string(),
             "operator": terms.operator.to_checksum(None),
             "budget": terms.budget.to_string(),
             "validUntil": terms.valid_until.to_string(),
             "nonce": terms.nonce.to_string(),
-        },
-    })
-}
-
-mod dec {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub(super) fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&v.to_string())
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse()
-            .map_err(|_| D::Error::custom(format!("{s:?} is not a decimal amount in base units")))
-    }
-}
-
-mod dec_u256 {
-    use alloy::primitives::U256;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub(super) fn serialize<S: Serializer>(v: &U256, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&v.to_string())
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<U256, D::Error> {
-        let s = String::deserialize(d)?;
-        U256::from_str_radix(&s, 10)
-            .map_err(|_| D::Error::custom(format!("{s:?} is not a decimal nonce")))
-    }
+        }),
+    )
 }
 
 #[cfg(test)]

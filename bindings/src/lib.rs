@@ -58,6 +58,7 @@ pub mod rpc_metrics;
 pub mod sender;
 pub mod task;
 pub mod transport;
+pub mod typed_data;
 pub mod usdc;
 
 #[allow(missing_docs, unreachable_pub, clippy::too_many_arguments, missing_debug_implementations)]

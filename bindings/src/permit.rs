@@ -71,6 +71,29 @@ pub fn sign_permit(
     })
 }
 
+/// The `eth_signTypedData_v4` payload of `permit` in the token's `domain`
+/// (numbers as decimal strings, as wallets take them).
+pub fn typed_data(domain: &alloy::sol_types::Eip712Domain, permit: &Permit) -> serde_json::Value {
+    crate::typed_data::payload(
+        domain,
+        "Permit",
+        &[
+            ("owner", "address"),
+            ("spender", "address"),
+            ("value", "uint256"),
+            ("nonce", "uint256"),
+            ("deadline", "uint256"),
+        ],
+        serde_json::json!({
+            "owner": permit.owner.to_checksum(None),
+            "spender": permit.spender.to_checksum(None),
+            "value": permit.value.to_string(),
+            "nonce": permit.nonce.to_string(),
+            "deadline": permit.deadline.to_string(),
+        }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use alloy::{primitives::address, sol_types::SolStruct};

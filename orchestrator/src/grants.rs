@@ -13,7 +13,7 @@ use alloy::{
     sol_types::{SolStruct, eip712_domain},
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tessera_bindings::{
     MockUSDC, TaskEscrow,
     client::map_call,
@@ -168,7 +168,7 @@ impl Orchestrator {
             let nonce = token.nonces(sponsor).call().await.map_err(map_call)?;
             let domain = self.token_domain().await?;
             let deadline = terms.valid_until;
-            let typed_data = permit_typed_data(
+            let typed_data = tessera_bindings::permit::typed_data(
                 &domain,
                 &Permit {
                     owner: sponsor,
@@ -315,41 +315,6 @@ impl Orchestrator {
     async fn chain_now(&self) -> Result<u64, RunError> {
         Ok(self.chain().head().await?.timestamp)
     }
-}
-
-/// The `eth_signTypedData_v4` payload of an EIP-2612 permit.
-pub fn permit_typed_data(domain: &alloy::sol_types::Eip712Domain, p: &Permit) -> Value {
-    json!({
-        "types": {
-            "EIP712Domain": [
-                {"name": "name", "type": "string"},
-                {"name": "version", "type": "string"},
-                {"name": "chainId", "type": "uint256"},
-                {"name": "verifyingContract", "type": "address"},
-            ],
-            "Permit": [
-                {"name": "owner", "type": "address"},
-                {"name": "spender", "type": "address"},
-                {"name": "value", "type": "uint256"},
-                {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-            ],
-        },
-        "primaryType": "Permit",
-        "domain": {
-            "name": domain.name.as_deref().unwrap_or_default(),
-            "version": domain.version.as_deref().unwrap_or_default(),
-            "chainId": domain.chain_id.map(|c| c.saturating_to::<u64>()).unwrap_or_default(),
-            "verifyingContract": domain.verifying_contract.map(|a| a.to_checksum(None)),
-        },
-        "message": {
-            "owner": p.owner.to_checksum(None),
-            "spender": p.spender.to_checksum(None),
-            "value": p.value.to_string(),
-            "nonce": p.nonce.to_string(),
-            "deadline": p.deadline.to_string(),
-        },
-    })
 }
 
 /// A sponsor's address as the store keeps it (lowercase 0x).

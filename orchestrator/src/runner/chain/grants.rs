@@ -28,7 +28,7 @@ use crate::plan::PlanId;
 #[serde(deny_unknown_fields)]
 pub struct GrantPermit {
     /// The allowance the permit sets, in base units (decimal string).
-    #[serde(with = "dec_u256")]
+    #[serde(with = "tessera_bindings::typed_data::dec_u256")]
     pub value: U256,
     /// Last second (unix) the permit may be submitted.
     pub deadline: u64,
@@ -189,21 +189,6 @@ impl Chain {
     pub(crate) async fn simulate_granted(&self, batch: GrantedBatch) -> Result<(), ClientError> {
         let c = self.escrow.contract();
         c.createWithGrants(vec![batch]).from(self.sponsor).call().await.map(drop).map_err(map_call)
-    }
-}
-
-mod dec_u256 {
-    use alloy::primitives::U256;
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-
-    pub(super) fn serialize<S: Serializer>(v: &U256, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&v.to_string())
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<U256, D::Error> {
-        let s = String::deserialize(d)?;
-        U256::from_str_radix(&s, 10)
-            .map_err(|_| D::Error::custom(format!("{s:?} is not a decimal amount in base units")))
     }
 }
 
