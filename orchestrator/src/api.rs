@@ -114,8 +114,6 @@ struct AppState {
     access: Arc<Access>,
     classifier: Arc<Classifier>,
     gate: StreamGate,
-    /// Held from the per-sponsor cap check to the approval's record.
-    approving: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AppState {
@@ -152,13 +150,7 @@ pub fn router(
     gate: StreamGate,
 ) -> Router {
     let timeout = gate.limits().request_timeout;
-    let state = AppState {
-        orch,
-        access: Arc::new(access),
-        classifier: Arc::new(classifier),
-        gate,
-        approving: Arc::default(),
-    };
+    let state = AppState { orch, access: Arc::new(access), classifier: Arc::new(classifier), gate };
     let guarded = Router::new()
         .route("/api/plans", post(create_plan))
         .route("/api/classify", post(classify))
@@ -496,16 +488,15 @@ async fn approve(
     let checked = s.orch.check_signed_grant(&id, sponsor, grant, body.permit).await?;
     let key = crate::grants::owner_key(sponsor);
     let budget = checked.grant.terms.budget;
-    let _approving = s.approving.lock().await;
     let now = now_secs();
-    let spent = s
+    let cap = operator.max_sponsor_spend.base_units();
+    let refused = s
         .orch
         .store()
-        .sponsor_spend_since(&key, now.saturating_sub(24 * 3600))
+        .reserve_sponsor_spend(&id, &key, budget, now, now.saturating_sub(24 * 3600), cap)
         .await
         .map_err(RunError::from)?;
-    let cap = operator.max_sponsor_spend.base_units();
-    if spent.saturating_add(budget) > cap {
+    if let Some(spent) = refused {
         return Err(ApiError(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!(
@@ -525,7 +516,6 @@ async fn approve(
     let store = s.orch.store();
     store.set_owner(&id, &key).await.map_err(RunError::from)?;
     store.set_grant(&id, &row).await.map_err(RunError::from)?;
-    store.put_sponsor_approval(&id, &key, budget, now).await.map_err(RunError::from)?;
     match s.orch.approve(&id, body.confirmation_token.as_deref()).await {
         Ok(view) => Ok(Json(view)),
         Err(e) => {

@@ -86,18 +86,40 @@ impl Store {
     }
 
     /// Records that `sponsor` approved `budget` (base units) for run `id`
-    /// at `at` (unix seconds); a second approval of the run replaces it.
-    pub async fn put_sponsor_approval(
+    /// at `at` (unix seconds), unless what it approved after `since`,
+    /// with `budget` on top, would pass `cap`: then nothing is recorded and
+    /// the answer is `Some(approved)`, what it approved after `since`. A
+    /// second approval of the run replaces the first. The sum and the
+    /// insert are one transaction that no other reservation for the same
+    /// sponsor overlaps, on any replica sharing the store, so two
+    /// approvals at once cannot both pass the cap.
+    pub async fn reserve_sponsor_spend(
         &self,
         id: &str,
         sponsor: &str,
         budget: u128,
         at: u64,
-    ) -> Result<(), StoreError> {
+        since: u64,
+        cap: u128,
+    ) -> Result<Option<u128>, StoreError> {
+        let key = format!("sponsor-cap:{sponsor}");
+        let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, &key).await?;
         sqlx::query("DELETE FROM sponsor_approvals WHERE run_id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT budget FROM sponsor_approvals WHERE sponsor = $1 AND approved_at > $2",
+        )
+        .bind(sponsor)
+        .bind(to_i64(since))
+        .fetch_all(&mut *tx)
+        .await?;
+        let approved = sum_budgets(&rows)?;
+        if approved.saturating_add(budget) > cap {
+            tx.rollback().await?;
+            return Ok(Some(approved));
+        }
         sqlx::query(
             "INSERT INTO sponsor_approvals (run_id, sponsor, budget, approved_at) VALUES ($1, $2, $3, $4)",
         )
@@ -105,9 +127,10 @@ impl Store {
         .bind(sponsor)
         .bind(budget.to_string())
         .bind(to_i64(at))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(())
+        tx.commit().await?;
+        Ok(None)
     }
 
     /// Forgets run `id`'s approval record (its approval did not go through).
@@ -128,12 +151,17 @@ impl Store {
         .bind(to_i64(since))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().try_fold(0u128, |sum, (b,)| {
-            let b: u128 = b.parse().map_err(|_| StoreError::Corrupt {
-                table: "sponsor_approvals",
-                detail: format!("budget {b:?}"),
-            })?;
-            Ok(sum.saturating_add(b))
-        })
+        sum_budgets(&rows)
     }
+}
+
+/// The sum of the stored budgets (decimal strings), base units.
+fn sum_budgets(rows: &[(String,)]) -> Result<u128, StoreError> {
+    rows.iter().try_fold(0u128, |sum, (b,)| {
+        let b: u128 = b.parse().map_err(|_| StoreError::Corrupt {
+            table: "sponsor_approvals",
+            detail: format!("budget {b:?}"),
+        })?;
+        Ok(sum.saturating_add(b))
+    })
 }

@@ -45,6 +45,7 @@ both_backends!(
     subtask_rows_upsert,
     runs_belong_to_a_sponsor_lane,
     sign_in_nonces_sessions_and_sponsor_spend,
+    sponsor_cap_holds_under_concurrent_approvals,
     run_lists_per_owner,
 );
 
@@ -440,16 +441,54 @@ async fn sign_in_nonces_sessions_and_sponsor_spend(store: Store) {
     store.put_login_nonce("nonceB1234", now + 4000, now + 3700).await.unwrap();
     assert_eq!(store.session("0xhash1", 0).await.unwrap(), None, "swept");
 
-    store.put_sponsor_approval("0x01", "0xaa", 5_000_000, now).await.unwrap();
-    store.put_sponsor_approval("0x02", "0xaa", 7_000_000, now + 10).await.unwrap();
-    store.put_sponsor_approval("0x03", "0xbb", 1_000_000, now + 10).await.unwrap();
+    let cap = u128::MAX;
+    let reserve = |id: &'static str, who: &'static str, budget: u128, at: u64| {
+        let store = store.clone();
+        async move { store.reserve_sponsor_spend(id, who, budget, at, 0, cap).await.unwrap() }
+    };
+    assert_eq!(reserve("0x01", "0xaa", 5_000_000, now).await, None);
+    assert_eq!(reserve("0x02", "0xaa", 7_000_000, now + 10).await, None);
+    assert_eq!(reserve("0x03", "0xbb", 1_000_000, now + 10).await, None);
     assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 12_000_000);
     assert_eq!(store.sponsor_spend_since("0xaa", now).await.unwrap(), 7_000_000);
-    store.put_sponsor_approval("0x02", "0xaa", 2_000_000, now + 20).await.unwrap();
+    assert_eq!(reserve("0x02", "0xaa", 2_000_000, now + 20).await, None, "replaces");
     assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 7_000_000);
     store.drop_sponsor_approval("0x01").await.unwrap();
     assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 2_000_000);
     assert_eq!(store.sponsor_spend_since("0xcc", 0).await.unwrap(), 0);
+
+    // Over the cap: refused with what was approved in the window, nothing
+    // recorded; approvals before the window do not count.
+    let r = store.reserve_sponsor_spend("0x04", "0xaa", 9_000_000, now + 30, now, 10_000_000);
+    assert_eq!(r.await.unwrap(), Some(2_000_000));
+    assert_eq!(store.sponsor_spend_since("0xaa", now - 1).await.unwrap(), 2_000_000);
+    let r = store.reserve_sponsor_spend("0x04", "0xaa", 8_000_000, now + 30, now, 10_000_000);
+    assert_eq!(r.await.unwrap(), None, "exactly the cap");
+    let r = store.reserve_sponsor_spend("0x05", "0xaa", 1, now + 30, now + 25, 8_000_000);
+    assert_eq!(r.await.unwrap(), Some(8_000_000), "the window starts after 0x02");
+}
+
+/// Twenty approvals of one sponsor at once against a cap that takes seven:
+/// exactly seven are recorded, whichever they are.
+async fn sponsor_cap_holds_under_concurrent_approvals(store: Store) {
+    let now = 1_800_000_000;
+    let mut tasks = Vec::new();
+    for i in 0..20u32 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("0x{i:02x}");
+            store.reserve_sponsor_spend(&id, "0xdd", 3, now, 0, 21).await.unwrap()
+        }));
+    }
+    let mut recorded = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            None => recorded += 1,
+            Some(approved) => assert!(approved + 3 > 21, "refused under the cap: {approved}"),
+        }
+    }
+    assert_eq!(recorded, 7);
+    assert_eq!(store.sponsor_spend_since("0xdd", 0).await.unwrap(), 21);
 }
 
 async fn run_lists_per_owner(store: Store) {
