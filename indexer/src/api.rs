@@ -368,6 +368,26 @@ mod tests {
         assert_eq!(documented, routes);
     }
 
+    /// docs/indexer.md has a section per route, each with a curl example
+    /// of that route.
+    #[test]
+    fn the_docs_list_every_route_with_a_curl_example() {
+        let doc = include_str!("../../docs/indexer.md");
+        for (method, path) in ROUTES {
+            let heading = format!("### `{} {path}`", method.to_uppercase());
+            let Some(at) = doc.find(&heading) else {
+                panic!("docs/indexer.md has no section {heading}")
+            };
+            let section = &doc[at + heading.len()..];
+            let section = &section[..section.find("\n#").unwrap_or(section.len())];
+            let stem = path.split('{').next().unwrap_or(path);
+            assert!(
+                section.lines().any(|l| l.starts_with("curl ") && l.contains(stem)),
+                "the section {heading} has no curl example of {path}"
+            );
+        }
+    }
+
     /// The router over an empty in-memory index.
     async fn app() -> Router {
         let store = IndexStore::connect("sqlite::memory:").await.expect("in-memory index");
