@@ -87,6 +87,31 @@ async fn block(provider: &DynProvider) -> u64 {
 
 /// `tessera chain` on its own block time: blocks come every interval with
 /// nothing sent; without the flag none come until a transaction does.
+/// `tessera chain advance 1d` moves a local chain's clock a day on and
+/// mines a block, so a one-day window passes at once; a bad duration is
+/// refused by name.
+#[tokio::test]
+async fn chain_advance_moves_the_clock() {
+    let chain = LocalChain::start(&ChainOptions::default()).unwrap();
+    let provider = alloy::providers::ProviderBuilder::new().connect_http(chain.endpoint_url());
+    let before = provider.get_block_by_number(Default::default()).await.unwrap().unwrap();
+    let out = tessera()
+        .args(["chain", "advance", "1d", "--rpc-url", chain.endpoint_url().as_str()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let after = provider.get_block_by_number(Default::default()).await.unwrap().unwrap();
+    assert_eq!(after.header.number, before.header.number + 1, "one block mined");
+    assert!(after.header.timestamp >= before.header.timestamp + 86_400, "a day passed");
+    assert!(stdout.contains(&format!("block {}", after.header.number)), "{stdout}");
+    let out = tessera()
+        .args(["chain", "advance", "1w", "--rpc-url", chain.endpoint_url().as_str()])
+        .output()
+        .unwrap();
+    refused(&out, "not a unit");
+}
+
 #[tokio::test]
 async fn chain_mines_on_its_block_time_and_automines_without_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use eyre::{Context, Result};
 use tessera_anvil::{
     actors::Actors,
@@ -37,6 +37,79 @@ impl ChainArgs {
             state_file: self.state.clone(),
             anvil: self.anvil.clone(),
             ..ChainOptions::default()
+        }
+    }
+}
+
+/// What `tessera chain` does to a chain already running.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ChainAction {
+    /// Move a local chain's clock forward and mine a block, so review,
+    /// dispute and appeal windows and deadlines pass at once (anvil only:
+    /// `evm_increaseTime` + `evm_mine`).
+    ///
+    /// Example: `tessera chain advance 1d` ends a one-day appeal window.
+    Advance {
+        /// How far: seconds, or a number with s, m, h or d (90s, 30m, 2h, 1d).
+        #[arg(value_parser = parse_duration)]
+        by: u64,
+        /// The local chain's JSON-RPC endpoint.
+        #[arg(
+            long = "rpc-url",
+            value_name = "URL",
+            env = "TESSERA_RPC_URL",
+            default_value = super::connection::DEFAULT_RPC_URL
+        )]
+        rpc_url: alloy::transports::http::reqwest::Url,
+    },
+}
+
+/// Parses `90`, `90s`, `30m`, `2h` or `1d` into seconds.
+pub(crate) fn parse_duration(s: &str) -> std::result::Result<u64, String> {
+    let s = s.trim();
+    let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration: a whole number with s, m, h or d"))?;
+    let unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        other => return Err(format!("{other:?} is not a unit: s, m, h or d")),
+    };
+    n.checked_mul(unit).ok_or_else(|| format!("{s:?} is too long"))
+}
+
+/// Runs `action` against a chain already running.
+pub(super) async fn act(action: ChainAction) -> Result<()> {
+    match action {
+        ChainAction::Advance { by, rpc_url } => {
+            use alloy::providers::{Provider, ProviderBuilder};
+            let provider = ProviderBuilder::new().connect_http(rpc_url.clone());
+            provider
+                .raw_request::<_, serde_json::Value>("evm_increaseTime".into(), (by,))
+                .await
+                .wrap_err_with(|| {
+                    format!("moving the clock of {rpc_url} (only a local anvil chain can)")
+                })?;
+            provider
+                .raw_request::<_, serde_json::Value>("evm_mine".into(), ())
+                .await
+                .wrap_err_with(|| format!("mining a block on {rpc_url}"))?;
+            let head = provider
+                .get_block_by_number(alloy::eips::BlockNumberOrTag::Latest)
+                .await
+                .wrap_err("reading the new head")?
+                .ok_or_else(|| eyre::eyre!("{rpc_url} has no latest block"))?;
+            println!(
+                "advanced {by} s: block {} at {} (unix)",
+                head.header.number, head.header.timestamp
+            );
+            Ok(())
         }
     }
 }
@@ -128,4 +201,21 @@ pub(super) async fn run(
     drop(running);
     println!("anvil stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+
+    #[test]
+    fn durations_read_with_their_units() {
+        assert_eq!(parse_duration("90"), Ok(90));
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("30m"), Ok(1_800));
+        assert_eq!(parse_duration("2h"), Ok(7_200));
+        assert_eq!(parse_duration("1d"), Ok(86_400));
+        assert!(parse_duration("1w").unwrap_err().contains("not a unit"));
+        assert!(parse_duration("h").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("99999999999999999999d").is_err());
+    }
 }

@@ -76,7 +76,11 @@ enum Command {
     Demo(ChainArgs),
     /// Start a local chain with the contracts deployed and demo agents
     /// registered, write the deployment file, and keep running until Ctrl-C.
+    #[command(args_conflicts_with_subcommands = true)]
     Chain {
+        /// `advance`: move a running local chain's clock instead.
+        #[command(subcommand)]
+        action: Option<chain::ChainAction>,
         #[command(flatten)]
         chain: ChainArgs,
         /// Seconds between blocks, as on a real chain; without it every
@@ -200,7 +204,8 @@ impl Cli {
                     until_interrupted(Box::pin(tessera_stack::demo::run(&chain.options()))).await?;
                 print!("{}", outcome.transcript);
             }
-            Command::Chain { chain, block_time, deployment } => {
+            Command::Chain { action: Some(action), .. } => chain::act(action).await?,
+            Command::Chain { action: None, chain, block_time, deployment } => {
                 chain::run(&chain, block_time, &deployment).await?;
             }
             Command::Deploy(cmd) => crate::deploying::run(cmd).await?,
