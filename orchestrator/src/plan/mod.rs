@@ -19,6 +19,8 @@
 mod context;
 mod edit;
 mod error;
+#[cfg(test)]
+mod fields_doc;
 mod flatten;
 mod funding;
 mod graph;
