@@ -284,6 +284,17 @@ mod tests {
             assert_eq!(offers, agent.offers, "{file}: the deploy registers other prices");
             assert_eq!(card.published(), agent.card().published(), "{file}");
             assert_eq!(card.to_data_uri(), agent.card_uri(), "{file}: the metadata URI differs");
+            // The comment names the dev account whose key runs it: the
+            // agents' accounts follow the five role accounts.
+            let text = std::fs::read_to_string(&path).unwrap();
+            let comment: String = text
+                .lines()
+                .take_while(|l| l.starts_with('#'))
+                .map(|l| l.trim_start_matches('#').trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let named = format!("dev account {}'s key", 5 + agent.account);
+            assert!(comment.contains(&named), "{file}: its comment should name {named}: {comment}");
             seen.push(agent.id);
         }
         seen.sort_unstable();
