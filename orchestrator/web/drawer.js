@@ -2,7 +2,7 @@
 // and why, envelope, result, dispute, the decisions applied to it
 // (failures with their error and revert), and the decisions its phase allows.
 
-import { usdc, parseJson, readable, decisionOutcome, eventNote, declineNote, short, LIVE } from './format.js';
+import { usdc, parseJson, readable, decisionOutcome, rulingOf, eventNote, declineNote, short, LIVE } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
 import { api, resolveUri } from './api.js';
 import { nameOf, offersFor, offerLabel } from './agents.js';
@@ -115,7 +115,7 @@ export async function openSubtask(state, index, refresh, focus = true) {
       h('h3', {}, 'Declined'),
       h('ul', {}, declines.map((e) => h('li', { dataset: { attempt: String(e.attempt ?? '') } },
         declineNote(e, name),
-        Number.isInteger(e.attempt) && e.attempt !== attempt ? h('span', { class: 'muted' }, ` (try ${e.attempt + 1})`) : ''))))
+        Number.isInteger(e.attempt) && e.attempt !== attempt ? h('span', { class: 'muted' }, ` (attempt ${e.attempt})`) : ''))))
     : null;
 
   const envelopeBox = h('div', { class: 'envelope' }, h('p', { class: 'muted' }, 'loading…'));
@@ -142,7 +142,8 @@ export async function openSubtask(state, index, refresh, focus = true) {
       h('dt', {}, 'Phase'), h('dd', {}, h('span', { class: `badge phase-${phase}`, id: 'drawer-phase' }, phase)),
       h('dt', {}, 'Executor'), h('dd', {}, nameOf(r?.executor ?? t.executor, state.list), ' ', h('code', { class: 'wrap' }, r?.executor ?? t.executor ?? '—')),
       h('dt', {}, 'Cost'), h('dd', {}, `${usdc(t.cost)} USDC`),
-      h('dt', {}, 'Attempt'), h('dd', {}, String(attempt + 1)),
+      // Numbered from 0, as the CLI and the API number attempts.
+      h('dt', {}, 'Attempt'), h('dd', {}, String(attempt)),
       h('dt', {}, 'Task id'), h('dd', {}, r?.task_id ? h('code', { class: 'wrap' }, r.task_id) : '—'),
       h('dt', {}, 'Needs'), h('dd', {}, t.depends_on?.length ? t.depends_on.map((d) => `#${d}`).join(', ') : 'nothing')),
     h('h3', {}, 'Transactions'),
@@ -157,8 +158,8 @@ export async function openSubtask(state, index, refresh, focus = true) {
     declinedBox ?? '',
     h('h3', {}, 'Envelope'), envelopeBox,
     h('h3', {}, 'Result'), resultBox,
-    flagBox,
-    decisionsBox,
+    flagBox ?? '',
+    decisionsBox ?? '',
     disputeBox,
     actions, note, err);
   if (sameTask && !focus) {
@@ -207,8 +208,12 @@ export async function openSubtask(state, index, refresh, focus = true) {
     disputeBox.replaceChildren(h('h3', {}, 'Dispute'), verdict, rationale);
     if (ruled?.rationale_uri) {
       resolveUri(ruled.rationale_uri).then((text) => {
-        rationale.replaceChildren(h('details', {}, h('summary', {}, 'Council rationale'), h('pre', {}, readable(text))));
-      }).catch(() => {});
+        const { by, prose, flags } = rulingOf(text);
+        rationale.replaceChildren(
+          h('h4', {}, by ? `Rationale, by ${by}` : 'Rationale'),
+          h('p', { class: 'rationale-text' }, prose),
+          flags.length ? h('p', { class: 'muted' }, `Noted: ${flags.join(', ')}`) : '');
+      }).catch((e) => rationale.replaceChildren(h('p', { class: 'error' }, `rationale: ${e.message}`)));
     }
   }
 }

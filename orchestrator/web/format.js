@@ -52,6 +52,27 @@ export function readable(text) {
   return JSON.stringify(v, null, 2);
 }
 
+/// Who ruled and why, from a published verdict (`{verdict,
+/// executor_share_bps, rationale, judge, flags}`, the arbiter's document
+/// behind a ruling's rationale URI): `by` names the judge in words (the
+/// offline rubric, a council and its model, the fallback after a council
+/// failed, or the appeal arbiter), `prose` is the rationale as written.
+/// Text that is not such a document is shown as it is, by nobody named.
+export function rulingOf(text) {
+  const v = parseJson(text);
+  if (!v || typeof v !== 'object' || typeof v.rationale !== 'string') {
+    return { by: null, prose: readable(text), flags: [] };
+  }
+  const judge = String(v.judge ?? '');
+  let by;
+  if (judge === 'offline-rubric') by = 'the offline rubric';
+  else if (judge.startsWith('council:')) by = `a council (${judge.slice('council:'.length)})`;
+  else if (judge === 'fallback') by = 'the fallback rule, after the council failed';
+  else if (judge === '') by = null;
+  else by = judge.replace(/-/g, ' ');
+  return { by, prose: v.rationale, flags: Array.isArray(v.flags) ? v.flags.map(String) : [] };
+}
+
 // The run states and event kinds, generated from the Rust source.
 export { FINAL, LIVE, EVENT_KINDS } from './kinds.js';
 
@@ -358,8 +379,8 @@ export function eventNote(ev, plan) {
     case 'subtask_skipped':
       return `skipped: ${ev.reason ?? 'by the plan'}${ev.condition && !String(ev.reason ?? '').includes(ev.condition) ? ` (condition ${ev.condition})` : ''}`;
     case 'recovery_applied':
-      // Attempts count from 0, as the sub-task table's `try n` counts from 1.
-      return `${ev.policy}${Number.isInteger(ev.attempt) ? `, try ${ev.attempt + 1}` : ''}: ${ev.reason ?? ''}`.trimEnd();
+      // Attempts count from 0 everywhere: the CLI, the API and the page.
+      return `${ev.policy}${Number.isInteger(ev.attempt) ? `, attempt ${ev.attempt}` : ''}: ${ev.reason ?? ''}`.trimEnd();
     case 'subtask_reorged':
       return `reorganised out of the chain: was ${ev.was ?? '?'}, now ${ev.now ?? '?'}; sent again`;
     case 'cost_raised':

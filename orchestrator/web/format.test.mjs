@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
   nestedHeaders, checkpointsOf, gateStateText, timeoutText, conditionNote, recoverySummary, choiceFor,
-  choiceText, eventNote, stepName, afterText, declineNote, chosenByText, EVENT_KINDS,
+  choiceText, eventNote, stepName, afterText, declineNote, chosenByText, rulingOf, EVENT_KINDS,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -237,7 +237,7 @@ test('the new events read in the log: checkpoints, skipped steps, recovery', () 
     'skipped: everything it depends on was skipped');
   assert.equal(eventNote({ kind: 'subtask_skipped', index: 2, reason: 'false', condition: 'out[0].ok' }), 'skipped: false (condition out[0].ok)');
   assert.equal(eventNote({ kind: 'recovery_applied', index: 0, policy: 'retry(2)', attempt: 1, reason: 'sub-task 0 attempt 0: expired' }),
-    'retry(2), try 2: sub-task 0 attempt 0: expired');
+    'retry(2), attempt 1: sub-task 0 attempt 0: expired');
   assert.equal(eventNote({ kind: 'plan_paused', index: 0, reason: 'checkpoint tone-check: approve or reject' }),
     'checkpoint tone-check: approve or reject');
   assert.equal(eventNote({ kind: 'subtask_paid', index: 0 }), '');
@@ -306,4 +306,15 @@ test('the words of the brief that chose a capability read as a short quoted list
   assert.equal(many.split(', ').length, 8, 'at most eight words');
   assert.equal(chosenByText({ chosen_by: ['x'.repeat(30), 'two\nlines'] }),
     `chosen by “${'x'.repeat(24)}…”, “two lines”`);
+});
+
+test('a ruling reads as prose, labelled by who ruled', () => {
+  const doc = (judge, flags) => JSON.stringify({ verdict: 'split', executor_share_bps: 5000, rationale: 'Half the points are missing.', judge, flags });
+  assert.deepEqual(rulingOf(doc('offline-rubric')), { by: 'the offline rubric', prose: 'Half the points are missing.', flags: [] });
+  assert.equal(rulingOf(doc('council:gpt-4o-mini')).by, 'a council (gpt-4o-mini)');
+  assert.equal(rulingOf(doc('fallback', ['council_failed'])).by, 'the fallback rule, after the council failed');
+  assert.deepEqual(rulingOf(doc('fallback', ['council_failed'])).flags, ['council_failed']);
+  assert.equal(rulingOf(doc('appeal-arbiter')).by, 'appeal arbiter');
+  // Not a verdict document: shown as it is, by nobody named.
+  assert.deepEqual(rulingOf('plain words'), { by: null, prose: 'plain words', flags: [] });
 });

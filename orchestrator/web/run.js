@@ -75,7 +75,7 @@ export async function runPage(main, id) {
     graph.replaceChildren(drawDag(v.plan.subtasks, {
       label: (t) => {
         const r = rows.get(t.index);
-        return [v.plan.groups?.length ? `${t.path} ${t.capability}` : t.capability, nameOf(r?.executor ?? t.executor, state.list), `${usdc(t.cost)} USDC${r?.attempt ? ` · try ${r.attempt + 1}` : ''}`];
+        return [v.plan.groups?.length ? `${t.path} ${t.capability}` : t.capability, nameOf(r?.executor ?? t.executor, state.list), `${usdc(t.cost)} USDC${r?.attempt ? ` · attempt ${r.attempt}` : ''}`];
       },
       phase: (t) => rows.get(t.index)?.phase ?? 'waiting',
       onOpen: (t) => openSubtask(state, t.index, refresh),

@@ -31,6 +31,12 @@ const HEX_TX = /^0x[0-9a-f]{64}$/;
 let browser;
 let page;
 const problems = [];
+// Refusals a scenario provokes on purpose: `{status, path}`, each expected
+// once (see expectRefusal).
+const refusals = [];
+function expectRefusal(status, path) {
+  refusals.push({ status, path, seen: false });
+}
 const runs = {};
 
 before(async () => {
@@ -39,10 +45,20 @@ before(async () => {
   page = await context.newPage();
   page.setDefaultTimeout(30_000);
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  // Any console error fails the scenarios, a failed load (a 404) included,
+  // but for the refusals a scenario provokes on purpose (expectRefusal).
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) {
-      problems.push(`console: ${m.text()}`);
-    }
+    if (m.type() !== 'error') return;
+    const url = m.location()?.url ?? '';
+    const load = /^Failed to load resource: the server responded with a status of (\d{3})/.exec(m.text());
+    if (load && refusals.some((x) => x.status === Number(load[1]) && url.includes(x.path))) return;
+    problems.push(`console: ${m.text()} (${url || '?'})`);
+  });
+  page.on('response', (r) => {
+    if (r.status() < 400) return;
+    const x = refusals.find((x) => x.status === r.status() && r.url().includes(x.path) && !x.seen);
+    if (x) x.seen = true;
+    else problems.push(`HTTP ${r.status()} for ${r.request().method()} ${r.url()}`);
   });
   // The token travels in the fragment once and stays in this browser.
   await page.goto(`${BASE}/#token=${TOKEN}`);
@@ -294,7 +310,16 @@ test('a disputed result goes to the arbiter and its verdict appears', async () =
   await page.locator('#verdict', { hasText: 'Verdict:' }).waitFor({ timeout: 90_000 });
   const verdict = await page.locator('#verdict').textContent();
   assert.match(verdict, /^Verdict: (worker|client|split) — \d+\.\d\d% to the executor$/);
-  await page.locator('#drawer .rationale details').waitFor();
+  // The rationale as prose, labelled by who ruled (offline here: no LLM key).
+  await page.locator('#drawer .rationale .rationale-text').waitFor();
+  assert.equal(await page.locator('#drawer .rationale h4').textContent(), 'Rationale, by the offline rubric');
+  assert.ok((await page.locator('#drawer .rationale .rationale-text').textContent()).trim().length > 0, 'rationale text');
+  assert.doesNotMatch(await page.locator('#drawer .rationale').textContent(), /[{}]/, 'prose, not JSON');
+  // Attempts numbered as the CLI numbers them, and no stray `null` under the result.
+  const attemptShown = page.locator('#drawer dt', { hasText: /^Attempt$/ }).locator('xpath=following-sibling::dd[1]');
+  assert.equal(await attemptShown.textContent(), '0');
+  await page.locator('#drawer .result .result-text').waitFor();
+  assert.doesNotMatch(await page.locator('#drawer').innerText(), /\b(null|undefined|NaN)\b/);
   await shot('dispute-verdict.png');
   const events = await page.$$eval('.events li', (lis) => lis.map((li) => li.dataset.kind));
   for (const k of ['subtask_disputed', 'dispute_ruled', 'dispute_resolved']) assert.ok(events.includes(k), `${k} in ${events}`);
@@ -318,6 +343,8 @@ test('a high-stakes plan is refused without a typed confirmation', async () => {
   assert.equal(await page.locator('.plan-card').getAttribute('data-stakes'), 'high');
   assert.match(await page.locator('.classification .badge').first().textContent(), /high$/);
   await page.locator('fieldset.confirm').waitFor();
+  expectRefusal(403, `/api/runs/${id}/approve`);
+  expectRefusal(422, `/api/runs/${id}/confirm`);
   await page.getByRole('button', { name: 'Approve and fund' }).click();
   await page.locator('.plan-card > .error', { hasText: '403' }).waitFor();
   await shot('high-stakes-refused.png');
@@ -576,5 +603,6 @@ test('every control has a label, and the run view fits a narrow screen', async (
   assert.ok(overflow <= 1, `no horizontal scrolling at 390 px (overflow ${overflow}px)`);
   await shot('run-narrow.png');
   await page.setViewportSize({ width: 1280, height: 900 });
-  assert.deepEqual(problems, [], 'no script errors or policy violations');
+  assert.deepEqual(problems, [], 'no script errors, policy violations or unexpected failed loads');
+  assert.deepEqual(refusals.filter((x) => !x.seen), [], 'every provoked refusal happened');
 });
