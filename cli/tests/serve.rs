@@ -481,6 +481,7 @@ async fn retry_and_change_executor_from_the_cli_reroute_a_task_nobody_accepts() 
         // Enough for either summarizer: a task re-routed on chain keeps its amount.
         &[("summarize", a1, 500_000)],
     );
+    silent_executor_is_named_while_following(&api, a1, dir.path()).await;
     let id = propose_and_approve(&http, &api, &plan).await;
     support::wait_view(&http, &api, &id, "created", |v| v["subtasks"][0]["phase"] == "created")
         .await;
@@ -529,6 +530,60 @@ async fn retry_and_change_executor_from_the_cli_reroute_a_task_nobody_accepts() 
     for w in workers {
         w.abort();
     }
+}
+
+/// `tessera plan` on a plan whose executor never runs: each event is a line
+/// as it happens, with the time since it began following, and once the
+/// funded step has had no sign of its executor for `--silent-after` seconds
+/// a line names that executor. The plan is then cancelled.
+async fn silent_executor_is_named_while_following(
+    api: &str,
+    silent: alloy::primitives::Address,
+    dir: &std::path::Path,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let id = Plan::id_from_label("cli-silent");
+    let plan =
+        chain_plan(id, "The ferry runs twice a day in winter.", &[("summarize", silent, 500_000)]);
+    let file = dir.join("silent.json");
+    std::fs::write(&file, serde_json::to_string(&plan).unwrap()).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["plan", "--file", file.to_str().unwrap(), "--yes", "--silent-after", "2"])
+        .env("TESSERA_API_URL", api)
+        .env("TESSERA_API_TOKEN", TEST_TOKEN)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            seen.push(line.clone());
+            if line.contains("waits on its executor") {
+                return line;
+            }
+        }
+        String::new()
+    })
+    .await
+    .unwrap_or_default();
+    child.kill().await.unwrap();
+    let created = seen.iter().find(|l| l.contains("] #0 subtask_created (block "));
+    assert!(created.is_some_and(|l| l.starts_with('[')), "a live line per event: {seen:#?}");
+    assert!(
+        found.contains(&format!("#0 waits on its executor {silent}"))
+            && found.contains("no sign of it"),
+        "the silent executor named: {seen:#?}"
+    );
+    let resp = reqwest::Client::new()
+        .post(format!("{api}/api/runs/{id}/cancel"))
+        .bearer_auth(TEST_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.text().await.unwrap_or_default());
 }
 
 /// `tessera runs checkpoint` passes a run waiting at its checkpoint; the

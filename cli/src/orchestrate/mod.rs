@@ -6,7 +6,7 @@ use std::{
     collections::BTreeMap,
     io::{BufRead, Write},
     path::PathBuf,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use clap::Args;
@@ -93,6 +93,10 @@ pub(crate) struct PlanArgs {
     /// Only follow the run; decide with `tessera runs …`.
     #[arg(long, overrides_with = "interactive")]
     no_interactive: bool,
+    /// Say so when a funded step has had no sign of its executor
+    /// (acceptance, delivery, decline) for this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    silent_after: u64,
     #[command(flatten)]
     api: ApiArgs,
 }
@@ -157,7 +161,7 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
             println!("atomic, low stakes: executed directly");
             print!("{}", card(&view));
             let id = view.run.id.clone();
-            return follow(&client, &id, &view, args.interactive()).await;
+            return follow(&client, &id, &view, &args).await;
         }
         view
     };
@@ -257,7 +261,7 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
     }
     let body = (!body.is_null()).then_some(body);
     client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), body.as_ref()).await?;
-    follow(client, &id, &view, args.interactive()).await
+    follow(client, &id, &view, args).await
 }
 
 fn read_line() -> Result<String> {
@@ -292,10 +296,15 @@ fn parse_edit(line: &str) -> Result<Value> {
     })
 }
 
+/// How often `tessera plan` looks for steps whose executor is silent.
+const SILENCE_CHECK: Duration = Duration::from_secs(1);
+
 /// Shows live progress per sub-task from the SSE stream, then the settlement
 /// summary. With `interactive`, asks on standard input what to do when the
 /// run waits for a review or at a checkpoint, and queues the answer.
-async fn follow(client: &Client, id: &str, view: &RunView, mut interactive: bool) -> Result<()> {
+async fn follow(client: &Client, id: &str, view: &RunView, args: &PlanArgs) -> Result<()> {
+    let mut interactive = args.interactive();
+    let silent_after = Duration::from_secs(args.silent_after);
     let bars = MultiProgress::new();
     let style = ProgressStyle::with_template("{prefix:>4} {spinner} {wide_msg}")
         .unwrap_or_else(|_| ProgressStyle::default_spinner());
@@ -314,8 +323,46 @@ async fn follow(client: &Client, id: &str, view: &RunView, mut interactive: bool
     let mut buf = String::new();
     let mut txs: BTreeMap<u64, Vec<(String, String)>> = BTreeMap::new();
     let mut outcome = None;
-    'read: while let Some(chunk) = stream.next().await {
-        buf.push_str(&String::from_utf8_lossy(&chunk?));
+    // Every event is a line as it happens (above the bars on a terminal,
+    // alone when the bars are hidden); a step funded and not heard of
+    // since gets one line naming its silent executor.
+    let started = Instant::now();
+    let say = |line: String| -> Result<()> {
+        if bars.is_hidden() {
+            println!("{line}");
+        } else {
+            bars.println(line)?;
+        }
+        Ok(())
+    };
+    let executors: BTreeMap<u64, String> = view
+        .plan
+        .subtasks
+        .iter()
+        .map(|t| (u64::from(t.index), t.executor.map(|a| a.to_string()).unwrap_or_default()))
+        .collect();
+    // Steps funded and waiting on their executor: since when, and whether
+    // their silence was already told.
+    let mut waiting: BTreeMap<u64, (Instant, bool)> = BTreeMap::new();
+    let mut ticks = tokio::time::interval(SILENCE_CHECK);
+    'read: loop {
+        let chunk = tokio::select! {
+            chunk = stream.next() => match chunk {
+                Some(chunk) => chunk?,
+                None => break 'read,
+            },
+            _ = ticks.tick() => {
+                for (i, (since, told)) in &mut waiting {
+                    if !*told && since.elapsed() >= silent_after {
+                        *told = true;
+                        let executor = executors.get(i).map_or("?", String::as_str);
+                        say(render::silent_line(started.elapsed(), *i, executor, since.elapsed()))?;
+                    }
+                }
+                continue 'read;
+            }
+        };
+        buf.push_str(&String::from_utf8_lossy(&chunk));
         while let Some(end) = buf.find("\n\n") {
             let frame: String = buf.drain(..end + 2).collect();
             let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else { continue };
@@ -326,12 +373,22 @@ async fn follow(client: &Client, id: &str, view: &RunView, mut interactive: bool
             let kind = ev["kind"].as_str().unwrap_or_default();
             match &typed {
                 Some(d @ RunEvent::DecisionApplied { ok: false, .. }) => {
-                    bars.println(decision_event_line(d))?;
+                    say(decision_event_line(d))?;
                 }
                 Some(RunEvent::SubtaskDeclined(fields)) => {
-                    bars.println(decline_line(&Value::Object(fields.clone())))?;
+                    say(decline_line(&Value::Object(fields.clone())))?;
                 }
                 _ => {}
+            }
+            if let Some(line) = render::event_line(started.elapsed(), &ev) {
+                say(line)?;
+            }
+            if let Some(i) = ev["index"].as_u64() {
+                if kind == "subtask_created" {
+                    waiting.insert(i, (Instant::now(), false));
+                } else {
+                    waiting.remove(&i);
+                }
             }
             if let Some(i) = ev["index"].as_u64()
                 && let Some(bar) = rows.get(&i)

@@ -355,8 +355,60 @@ fn decision_text(seq: &str, kind: &str, index: Option<u64>, o: &Outcome<'_>) -> 
     format!("  decision{seq} {kind}{index}: {what}")
 }
 
+/// One line of `tessera plan`'s live progress: `elapsed` since it began
+/// following, the event's step, kind and block, and what it moved
+/// (an amount paid or refunded, a short transaction hash). `None` for an
+/// event of no step (the plan's own events print otherwise).
+pub(crate) fn event_line(elapsed: std::time::Duration, ev: &Value) -> Option<String> {
+    let index = ev["index"].as_u64()?;
+    let kind = ev["kind"].as_str().unwrap_or("event");
+    let mut line = format!("[{:>6.1}s] #{index} {kind}", elapsed.as_secs_f64());
+    if let Some(block) = ev["block"].as_u64() {
+        line.push_str(&format!(" (block {block})"));
+    }
+    if matches!(kind, "subtask_paid" | "subtask_refunded") {
+        line.push_str(&format!(": {}", usdc_of(&ev["executor_amount"])));
+    }
+    if let Some(tx) = ev["tx_hash"].as_str().filter(|t| t.len() > 12) {
+        line.push_str(&format!(" tx {}…", &tx[..10]));
+    }
+    Some(line)
+}
+
+/// The line `tessera plan` prints once when step `index` was funded
+/// `waited` ago and its executor has given no sign since (no acceptance,
+/// delivery or decline).
+pub(crate) fn silent_line(
+    elapsed: std::time::Duration,
+    index: u64,
+    executor: &str,
+    waited: std::time::Duration,
+) -> String {
+    format!(
+        "[{:>6.1}s] #{index} waits on its executor {executor}: no sign of it {} s after funding (is its worker running? the deadline refunds it)",
+        elapsed.as_secs_f64(),
+        waited.as_secs()
+    )
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn live_lines_name_the_step_the_event_and_the_time() {
+        let at = std::time::Duration::from_millis(12_345);
+        let ev = json!({"kind": "subtask_paid", "index": 1, "block": 42,
+            "executor_amount": "400000", "tx_hash": format!("0x{}", "ab".repeat(32))});
+        assert_eq!(
+            event_line(at, &ev).unwrap(),
+            "[  12.3s] #1 subtask_paid (block 42): 0.400000 USDC tx 0xabababab…"
+        );
+        let created = json!({"kind": "subtask_created", "index": 0, "block": 7});
+        assert_eq!(event_line(at, &created).unwrap(), "[  12.3s] #0 subtask_created (block 7)");
+        assert_eq!(event_line(at, &json!({"kind": "plan_completed"})), None);
+        let line = silent_line(at, 0, "0xabc", std::time::Duration::from_secs(30));
+        assert!(line.starts_with("[  12.3s] #0 waits on its executor 0xabc: no sign of it 30 s"));
+    }
     use serde_json::json;
 
     use super::{fixture::view, *};
