@@ -35,6 +35,10 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("drawer.js", include_str!("../web/drawer.js")),
     ("pages.js", include_str!("../web/pages.js")),
     ("dag.js", include_str!("../web/dag.js")),
+    ("siwe.js", include_str!("../web/siwe.js")),
+    ("wallet.js", include_str!("../web/wallet.js")),
+    ("sse.js", include_str!("../web/sse.js")),
+    ("sponsor.js", include_str!("../web/sponsor.js")),
 ];
 
 /// Same-origin only: no CDN, no inline script, no framing.
