@@ -80,7 +80,8 @@ export function grantSummary(req, { sponsor, operator, runId, cost }) {
   } : null;
   return {
     budget: usdc(t.budget),
-    operator: t.operator,
+    // As signed: the typed data spells it EIP-55.
+    operator: message.operator,
     validUntil: rfc3339(t.valid_until),
     plan: t.plan_id,
     permit,

@@ -16,7 +16,8 @@ const ESCROW = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
 const PLAN = `0x${'ab'.repeat(32)}`;
 
 function request({ permit = true, budget = '1200000' } = {}) {
-  const terms = { sponsor: SPONSOR, plan_id: PLAN, operator: OPERATOR, budget, valid_until: 1_772_323_200, nonce: '7' };
+  // The server's terms spell addresses in lower case, its typed data EIP-55.
+  const terms = { sponsor: SPONSOR.toLowerCase(), plan_id: PLAN, operator: OPERATOR.toLowerCase(), budget, valid_until: 1_772_323_200, nonce: '7' };
   return {
     terms,
     typed_data: {
