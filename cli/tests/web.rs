@@ -166,7 +166,11 @@ async fn a_sponsors_wallet_signs_in_and_funds_a_plan_in_headless_chromium() {
 
     // On chain: every task of the plan the page approved is the sponsor's,
     // funded under its grant; the operator holds no USDC and funded nothing.
-    let id: B256 = std::fs::read_to_string(&run_file).expect("the scenario names its run").trim().parse().unwrap();
+    let id: B256 = std::fs::read_to_string(&run_file)
+        .expect("the scenario names its run")
+        .trim()
+        .parse()
+        .unwrap();
     let filter = Filter::new()
         .address(env.deployment.task_escrow)
         .event_signature(TaskEscrow::TaskCreated::SIGNATURE_HASH)

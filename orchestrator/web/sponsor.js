@@ -120,7 +120,8 @@ async function signInWithWallet() {
   });
   const signature = await signText(provider(), connected.address, text);
   const out = await api('POST', '/api/auth/login', { message: text, signature });
-  setSession({ token: out.token, address: out.address, expires_at: out.expires_at });
+  // The address as the wallet spells it (what the message says).
+  setSession({ token: out.token, address: connected.address, expires_at: out.expires_at });
 }
 
 /// Operator mode's approval of run `id`: the grant the server asks for is
