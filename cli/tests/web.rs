@@ -90,8 +90,9 @@ async fn plan_card_in_headless_chromium() {
 /// EIP-1193 provider forwarding to anvil, which signs for its unlocked dev
 /// accounts) connects, signs in, plans from the brief form, reads the
 /// grant, refuses once, is stopped on the wrong chain, then signs the grant
-/// and the permit. The plan settles from the sponsor's USDC; a second
-/// wallet's session cannot see the run.
+/// and the permit. The plan settles from the sponsor's USDC, and the
+/// sponsor revokes the grant from the wallet; a second wallet's session
+/// cannot see the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sponsors_wallet_signs_in_and_funds_a_plan_in_headless_chromium() {
     let root = root();
@@ -187,6 +188,16 @@ async fn a_sponsors_wallet_signs_in_and_funds_a_plan_in_headless_chromium() {
     }
     assert_eq!(funded, 1_200_000, "the plan's cost, from the sponsor");
     assert_eq!(usdc.balanceOf(operator.address()).call().await.unwrap(), U256::ZERO);
+    // The page's Revoke sent the sponsor's own revokeGrant for this plan.
+    let revoked = Filter::new()
+        .address(env.deployment.task_escrow)
+        .event_signature(TaskEscrow::GrantRevoked::SIGNATURE_HASH)
+        .from_block(env.deployment.deploy_block)
+        .topic3(id);
+    let revoked = env.provider.get_logs(&revoked).await.unwrap();
+    assert_eq!(revoked.len(), 1, "one GrantRevoked for the plan");
+    let revoked = TaskEscrow::GrantRevoked::decode_log(&revoked[0].inner).unwrap();
+    assert_eq!(revoked.sponsor, sponsor.address());
     assert_eq!(
         usdc.balanceOf(sponsor.address()).call().await.unwrap(),
         U256::from(10_000_000u64 - 1_200_000),

@@ -157,6 +157,21 @@ mod tests {
         }
     }
 
+    /// The page revokes a grant with the escrow's own selector.
+    #[test]
+    fn the_pages_revoke_grant_selector_is_the_escrows() {
+        use alloy::sol_types::SolCall;
+        let wallet = SCRIPTS.iter().find(|(name, _)| *name == "wallet.js").map(|(_, js)| *js);
+        let wallet = wallet.expect("wallet.js is served");
+        let selector = wallet
+            .split("export const REVOKE_GRANT_SELECTOR = '")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .expect("wallet.js names the selector");
+        let want = tessera_bindings::TaskEscrow::revokeGrantCall::SELECTOR;
+        assert_eq!(selector, format!("0x{}", alloy::hex::encode(want)));
+    }
+
     /// Every kind the log formats (`case '…'` in `eventNote`) is a Rust
     /// event kind, so a renamed kind cannot leave a dead formatter behind.
     #[test]

@@ -10,6 +10,7 @@ import {
 import { $, h, act, banner, errorBox } from './dom.js';
 import { api, health, operatorMode, runUrl, session } from './api.js';
 import { openStream } from './sse.js';
+import { grantControl } from './sponsor.js';
 import { agents, nameOf } from './agents.js';
 import { onLeave } from './nav.js';
 import { classificationCard } from './brief.js';
@@ -37,8 +38,11 @@ export async function runPage(main, id) {
   const table = h('div', { class: 'table-wrap' });
   const log = h('ol', { class: 'events', 'aria-label': 'Run events', 'aria-live': 'polite' });
   const body = h('div', {});
+  // Operator mode: the sponsor's grant and its revocation, drawn once (a
+  // transaction's note survives the stream's redraws).
+  const grant = operatorMode() && session() && view.state !== 'proposed' ? grantControl(id) : '';
   main.append(h('section', { class: 'card run', 'aria-labelledby': 'run-title', dataset: { run: id } },
-    head, body, graph, checks, table,
+    head, body, graph, checks, table, grant,
     h('details', { class: 'log', open: true }, h('summary', {}, 'Events (live)'), log)));
 
   const render = () => {

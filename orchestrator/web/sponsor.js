@@ -8,7 +8,7 @@ import { api, health, session, setSession, clearSession, onSessionLost, runUrl }
 import { go, redraw } from './nav.js';
 import { signInMessage } from './siwe.js';
 import {
-  NO_WALLET, WalletError, connect, grantSummary, isRefusal, shortAddress, signGrant, signText, walletMessage,
+  NO_WALLET, WalletError, connect, grantSummary, isRefusal, revokeGrant, shortAddress, signGrant, signText, walletMessage,
 } from './wallet.js';
 
 /// The injected EIP-1193 provider, when the browser has one.
@@ -165,4 +165,36 @@ export async function reviewGrant(panel, view, confirmation) {
     h('div', { class: 'actions' }, sign, back),
     err));
   sign.focus();
+}
+
+/// Operator mode, a run past its proposal: the grant that funds it, and a
+/// button with which the sponsor revokes it on chain from the wallet
+/// (`revokeGrant`; steps already funded carry on, no new step is funded).
+export function grantControl(id) {
+  const box = h('section', { class: 'grant-control', 'aria-labelledby': 'grant-control-title' });
+  const s = session();
+  if (!s) return box;
+  const err = errorBox();
+  const note = h('p', { class: 'ok', id: 'revoke-note', 'aria-live': 'polite' });
+  const revoke = h('button', { type: 'button', class: 'danger', id: 'revoke-grant' }, 'Revoke grant');
+  revoke.addEventListener('click', () => act(err, revoke, async () => {
+    try {
+      const req = await api('GET', `/api/runs/${id}/grant`);
+      if (!req.granted) throw new Error('this run was not approved with a grant: nothing to revoke');
+      if (!provider()) throw new WalletError(NO_WALLET);
+      if (!connected) connected = await connect(provider());
+      if (connected.address.toLowerCase() !== s.address.toLowerCase()) {
+        throw new WalletError(`the wallet's account ${connected.address} is not the one signed in (${s.address})`);
+      }
+      const tx = await revokeGrant(provider(), s.address, health.escrow, health.chain_id, req.granted.terms);
+      note.textContent = `Revoke sent in transaction ${tx}: once mined, no further step of this plan is funded.`;
+      revoke.remove();
+    } catch (e) {
+      throw new Error(isRefusal(e) ? 'transaction refused in the wallet: the grant stays live' : words(e));
+    }
+  }));
+  box.append(h('h2', { id: 'grant-control-title' }, 'Your grant'),
+    h('p', { class: 'muted' }, 'Your signed grant funds this plan\'s steps from your USDC. Revoking it (a transaction from your wallet) stops any further funding; steps already funded carry on.'),
+    h('div', { class: 'actions' }, revoke), note, err);
+  return box;
 }

@@ -129,3 +129,39 @@ export async function signGrant(provider, address, req, confirmation) {
   if (confirmation) body.confirmation_token = confirmation;
   return body;
 }
+
+/// `TaskEscrow.revokeGrant((address,bytes32,address,uint128,uint40,uint256))`'s
+/// selector (the orchestrator's test checks it against the bindings).
+export const REVOKE_GRANT_SELECTOR = '0x07c6bccf';
+
+/// One ABI word: `value` (a bigint-able number or hex) as 64 hex digits.
+function word(value, what) {
+  const n = BigInt(value);
+  if (n < 0n || n >= 1n << 256n) throw new WalletError(`${what} does not fit a word`);
+  return n.toString(16).padStart(64, '0');
+}
+
+/// The calldata of `revokeGrant(grant)` for the grant's `terms` (as the
+/// server gives them: addresses and a plan id in hex, amounts as decimal
+/// strings). Every field is static, so the struct is six words in order.
+export function revokeGrantCalldata(t) {
+  const address = (a, what) => {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(a ?? '')) throw new WalletError(`the grant's ${what} is not an address`);
+    return word(a, what);
+  };
+  if (!/^0x[0-9a-fA-F]{64}$/.test(t?.plan_id ?? '')) throw new WalletError('the grant names no plan');
+  return REVOKE_GRANT_SELECTOR + [
+    address(t.sponsor, 'sponsor'), word(t.plan_id, 'plan'), address(t.operator, 'operator'),
+    word(t.budget, 'budget'), word(t.valid_until, 'valid-until'), word(t.nonce, 'nonce'),
+  ].join('');
+}
+
+/// The sponsor revokes the grant with `terms` at `escrow`, from its own
+/// wallet (`eth_sendTransaction`); the transaction's hash.
+export async function revokeGrant(provider, address, escrow, chainId, terms) {
+  const have = await walletChain(provider);
+  if (have !== chainNumber(chainId)) {
+    throw new WalletError(`wrong chain: your wallet is on chain ${have}, the grant is on chain ${chainNumber(chainId)}. Switch the wallet to chain ${chainNumber(chainId)}, then revoke again`);
+  }
+  return provider.request({ method: 'eth_sendTransaction', params: [{ from: address, to: escrow, data: revokeGrantCalldata(terms) }] });
+}

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   NO_WALLET, WalletError, chainNumber, checkChain, connect, grantSummary, isRefusal, shortAddress, signGrant, signText,
-  walletMessage,
+  walletMessage, revokeGrant, revokeGrantCalldata,
 } from './wallet.js';
 
 const SPONSOR = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
@@ -131,4 +131,28 @@ test('a refusal or a wrong chain stops before anything is signed or sent', async
   const elsewhere = fakeProvider({ eth_chainId: '0x1', eth_signTypedData_v4: '0xg' });
   await assert.rejects(signGrant(elsewhere, SPONSOR, request()), /wrong chain/);
   assert.ok(!elsewhere.calls.some((c) => c.method === 'eth_signTypedData_v4'), 'nothing signed on the wrong chain');
+});
+
+test('revokeGrant calldata is the ABI encoding of the grant (as cast calldata gives it)', () => {
+  const { terms } = request();
+  assert.equal(revokeGrantCalldata(terms), '0x07c6bccf'
+    + '00000000000000000000000070997970c51812dc3a010c7d01b50e0d17dc79c8'
+    + 'abababababababababababababababababababababababababababababababab'
+    + '0000000000000000000000003c44cdddb6a900fa2b585dd299e03d12fa4293bc'
+    + '0000000000000000000000000000000000000000000000000000000000124f80'
+    + '0000000000000000000000000000000000000000000000000000000069a38180'
+    + '0000000000000000000000000000000000000000000000000000000000000007');
+  assert.throws(() => revokeGrantCalldata({ ...terms, sponsor: '0x12' }), /sponsor is not an address/);
+  assert.throws(() => revokeGrantCalldata({ ...terms, plan_id: '0x12' }), /names no plan/);
+});
+
+test('revoking sends one transaction from the sponsor to the escrow, on the grant\'s chain only', async () => {
+  const { terms } = request();
+  const p = fakeProvider({ eth_chainId: '0x7a69', eth_sendTransaction: '0xtx' });
+  assert.equal(await revokeGrant(p, SPONSOR, ESCROW, 31337, terms), '0xtx');
+  const [tx] = p.calls.filter((c) => c.method === 'eth_sendTransaction');
+  assert.deepEqual(tx.params, [{ from: SPONSOR, to: ESCROW, data: revokeGrantCalldata(terms) }]);
+  const elsewhere = fakeProvider({ eth_chainId: '0x1', eth_sendTransaction: '0xtx' });
+  await assert.rejects(revokeGrant(elsewhere, SPONSOR, ESCROW, 31337, terms), /wrong chain/);
+  assert.equal(elsewhere.calls.filter((c) => c.method === 'eth_sendTransaction').length, 0);
 });

@@ -72,6 +72,11 @@ async function walletContext(address) {
           return { error: { code: 4100, message: `this wallet holds ${address}, not ${who}` } };
         }
         signed.push({ method, params });
+      } else if (method === 'eth_sendTransaction') {
+        if (String(params[0]?.from).toLowerCase() !== address.toLowerCase()) {
+          return { error: { code: 4100, message: `this wallet holds ${address}, not ${params[0]?.from}` } };
+        }
+        signed.push({ method, params });
       } else if (method !== 'eth_chainId') {
         return { error: { code: 4200, message: `${method} is not supported by this wallet` } };
       }
@@ -228,7 +233,7 @@ test('the sponsor plans from the brief, reads the grant before signing, and may 
   assert.equal(page.url(), `${BASE}/`, 'still on the card');
 });
 
-test('the sponsor signs the grant and the permit, and the plan settles from the sponsor\'s USDC', async () => {
+test('the sponsor signs the grant and the permit, the plan settles from the sponsor\'s USDC, and the sponsor revokes the grant', async () => {
   const { page, signed } = state.sponsor;
   assert.ok(state.id, 'needs the proposed plan');
   const before = await usdcOf(SPONSOR);
@@ -253,6 +258,17 @@ test('the sponsor signs the grant and the permit, and the plan settles from the 
   assert.equal(grant.granted.terms.sponsor.toLowerCase(), SPONSOR.toLowerCase(), 'the grant funding the run is the sponsor\'s');
   writeFileSync(RUN_FILE, state.id);
   await shot(page, 'wallet-settled.png');
+
+  // The sponsor revokes the grant from the wallet (cli/tests/web.rs finds
+  // the GrantRevoked event on chain).
+  await page.getByRole('button', { name: 'Revoke grant' }).click();
+  await page.locator('#revoke-note').filter({ hasText: /^Revoke sent in transaction 0x[0-9a-f]{64}:/ }).waitFor();
+  const [sent] = signed.filter((s) => s.method === 'eth_sendTransaction');
+  assert.equal(sent.params[0].from, SPONSOR);
+  assert.match(sent.params[0].data, /^0x07c6bccf[0-9a-f]{384}$/);
+  const hash = (await page.locator('#revoke-note').textContent()).match(/0x[0-9a-f]{64}/)[0];
+  const receipt = await rpc('eth_getTransactionReceipt', [hash]);
+  assert.equal(receipt.result?.status, '0x1', 'revokeGrant succeeded');
 });
 
 test('a second wallet\'s session cannot see the sponsor\'s run', async () => {
