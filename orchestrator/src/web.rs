@@ -35,6 +35,10 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("drawer.js", include_str!("../web/drawer.js")),
     ("pages.js", include_str!("../web/pages.js")),
     ("dag.js", include_str!("../web/dag.js")),
+    ("siwe.js", include_str!("../web/siwe.js")),
+    ("wallet.js", include_str!("../web/wallet.js")),
+    ("sse.js", include_str!("../web/sse.js")),
+    ("sponsor.js", include_str!("../web/sponsor.js")),
 ];
 
 /// Same-origin only: no CDN, no inline script, no framing.
@@ -151,6 +155,21 @@ mod tests {
                 have.unwrap_or("(not served)")
             );
         }
+    }
+
+    /// The page revokes a grant with the escrow's own selector.
+    #[test]
+    fn the_pages_revoke_grant_selector_is_the_escrows() {
+        use alloy::sol_types::SolCall;
+        let wallet = SCRIPTS.iter().find(|(name, _)| *name == "wallet.js").map(|(_, js)| *js);
+        let wallet = wallet.expect("wallet.js is served");
+        let selector = wallet
+            .split("export const REVOKE_GRANT_SELECTOR = '")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .expect("wallet.js names the selector");
+        let want = tessera_bindings::TaskEscrow::revokeGrantCall::SELECTOR;
+        assert_eq!(selector, format!("0x{}", alloy::hex::encode(want)));
     }
 
     /// Every kind the log formats (`case '…'` in `eventNote`) is a Rust

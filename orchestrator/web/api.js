@@ -1,11 +1,45 @@
-// The orchestrator's API (bearer token for state changes), the embedded
-// indexer's, the chain it settles on, and reading spec / result URIs.
+// The orchestrator's API (bearer token for state changes; in operator
+// mode a sponsor's session for every call), the embedded indexer's, the
+// chain it settles on, and reading spec / result URIs.
 
 import { short, decodeDataUri } from './format.js';
 import { $ } from './dom.js';
 
 export const TOKEN_KEY = 'tessera.api-token';
 export const token = () => localStorage.getItem(TOKEN_KEY) ?? '';
+
+/// Operator mode: the signed-in sponsor's session (`{ token, address,
+/// expires_at }`), kept in this tab's sessionStorage.
+export const SESSION_KEY = 'tessera.session';
+
+/// The session, when one is kept and not expired.
+export function session() {
+  try {
+    const s = JSON.parse(sessionStorage.getItem(SESSION_KEY) ?? 'null');
+    if (s?.token && Number(s.expires_at) * 1000 > Date.now()) return s;
+  } catch {
+    // Not JSON: no session.
+  }
+  return null;
+}
+
+export function setSession(s) {
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify(s));
+}
+
+export function clearSession() {
+  sessionStorage.removeItem(SESSION_KEY);
+}
+
+/// Whether this orchestrator serves many sponsors, each signed in with a wallet.
+export const operatorMode = () => health?.mode === 'operator';
+
+let sessionLost = () => {};
+
+/// What to do when the server refuses the session (expired or ended).
+export function onSessionLost(fn) {
+  sessionLost = fn;
+}
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -18,7 +52,10 @@ export class ApiError extends Error {
 /// the server's own message.
 export async function api(method, path, body) {
   const headers = { Accept: 'application/json' };
-  if (method !== 'GET') {
+  const sponsor = operatorMode() ? session() : null;
+  if (operatorMode()) {
+    if (sponsor) headers.Authorization = `Bearer ${sponsor.token}`;
+  } else if (method !== 'GET') {
     if (!token()) throw new ApiError(401, 'set the API token (top right) first: the value of TESSERA_API_TOKEN');
     headers.Authorization = `Bearer ${token()}`;
   }
@@ -27,6 +64,14 @@ export async function api(method, path, body) {
   const text = await resp.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+  if (resp.status === 401 && operatorMode()) {
+    if (sponsor) {
+      clearSession();
+      sessionLost();
+      throw new ApiError(401, '401: your session expired or ended: sign in again with your wallet (Sign in, top right)');
+    }
+    throw new ApiError(401, '401: sign in with your wallet to see and decide your plans (Connect wallet, then Sign in, top right)');
+  }
   if (!resp.ok) throw new ApiError(resp.status, `${resp.status}: ${json?.error ?? (text || resp.statusText)}`);
   return json;
 }
@@ -71,7 +116,9 @@ export let health = null;
 export async function loadHealth() {
   try {
     health = await api('GET', '/api/health');
-    $('#chain').textContent = `chain ${health.chain_id} · sponsor ${short(health.sponsor)}`;
+    $('#chain').textContent = health.mode === 'operator'
+      ? `chain ${health.chain_id} · operator ${short(health.operator)}`
+      : `chain ${health.chain_id} · sponsor ${short(health.sponsor)}`;
   } catch {
     $('#chain').textContent = 'orchestrator unreachable';
   }

@@ -3,12 +3,14 @@
 // the embedded indexer. Talks only to the orchestrator that serves it.
 //
 // Plain ES modules, no bundler: format.js (pure formatting), dom.js,
-// api.js, agents.js, nav.js, and one module per view — brief.js,
+// api.js, agents.js, nav.js, siwe.js and wallet.js (the sponsor's wallet,
+// pure), sse.js, sponsor.js (the wallet in the page), and one module per view — brief.js,
 // plan-card.js, run.js, drawer.js, pages.js (history, agents); dag.js draws
 // the graph. This file routes and starts.
 
 import { $, banner } from './dom.js';
-import { TOKEN_KEY, token, loadHealth } from './api.js';
+import { TOKEN_KEY, token, loadHealth, operatorMode } from './api.js';
+import { setupWallet } from './sponsor.js';
 import { go, leave, setRouter } from './nav.js';
 import { briefPage } from './brief.js';
 import { runPage } from './run.js';
@@ -64,4 +66,8 @@ function setupToken() {
 setupDrawer();
 setRouter(route);
 setupToken();
-loadHealth().then(route);
+loadHealth().then(() => {
+  // Operator mode: sponsors sign in with their wallets instead of a token.
+  if (operatorMode()) setupWallet();
+  return route();
+});

@@ -15,6 +15,11 @@ export function go(path) {
   router();
 }
 
+/// Draws the current path again (after signing in or out).
+export function redraw() {
+  router();
+}
+
 /// What to stop (a live event stream) when the current page is left.
 export function onLeave(fn) {
   leaving = fn;

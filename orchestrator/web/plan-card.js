@@ -10,7 +10,8 @@ import {
   chosenByText,
 } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
-import { api, runUrl } from './api.js';
+import { api, operatorMode, runUrl } from './api.js';
+import { reviewGrant } from './sponsor.js';
 import { agents, nameOf, offersFor, offerLabel } from './agents.js';
 import { go } from './nav.js';
 
@@ -113,7 +114,13 @@ export async function planCard(view, { unassigned = [] } = {}) {
 
   const approve = h('button', { type: 'button', class: 'primary', id: 'approve' }, 'Approve and fund');
   const cancel = h('button', { type: 'button', id: 'cancel' }, 'Cancel plan');
+  // Operator mode: the sponsor sees the grant, then signs it in the wallet.
+  const grantPanel = h('div', { class: 'grant-panel' });
   approve.addEventListener('click', () => act(err, approve, async () => {
+    if (operatorMode()) {
+      await reviewGrant(grantPanel, view, confirmation);
+      return;
+    }
     const body = confirmation ? { confirmation_token: confirmation } : undefined;
     const next = await api('POST', `/api/runs/${id}/approve`, body);
     go(runUrl(next.id));
@@ -140,6 +147,7 @@ export async function planCard(view, { unassigned = [] } = {}) {
     h('div', { class: 'review-toggle' }, review, h('label', { for: 'review-mode' }, high ? 'Review each result before paying (required for high stakes)' : 'Review each result before paying (otherwise results are paid on delivery)')),
     confirmBox,
     h('div', { class: 'actions' }, approve, cancel),
+    grantPanel,
     err,
   ].filter(Boolean));
   return card;

@@ -8,7 +8,9 @@ import {
   gateStateText, conditionNote, eventNote, stepName,
 } from './format.js';
 import { $, h, act, banner, errorBox } from './dom.js';
-import { api, health, runUrl } from './api.js';
+import { api, health, operatorMode, runUrl, session } from './api.js';
+import { openStream } from './sse.js';
+import { grantControl } from './sponsor.js';
 import { agents, nameOf } from './agents.js';
 import { onLeave } from './nav.js';
 import { classificationCard } from './brief.js';
@@ -25,7 +27,7 @@ export async function runPage(main, id) {
   try {
     view = await api('GET', `/api/runs/${id}`);
   } catch (e) {
-    main.append(h('section', { class: 'card' }, h('h1', {}, 'Run not found'), h('p', { role: 'alert' }, e.message)));
+    main.append(h('section', { class: 'card' }, h('h1', {}, e.status === 401 ? 'Sign in to see this run' : 'Run not found'), h('p', { role: 'alert' }, e.message)));
     return;
   }
   if (!wanted && health) history.replaceState({}, '', runUrl(id));
@@ -36,8 +38,11 @@ export async function runPage(main, id) {
   const table = h('div', { class: 'table-wrap' });
   const log = h('ol', { class: 'events', 'aria-label': 'Run events', 'aria-live': 'polite' });
   const body = h('div', {});
+  // Operator mode: the sponsor's grant and its revocation, drawn once (a
+  // transaction's note survives the stream's redraws).
+  const grant = operatorMode() && session() && view.state !== 'proposed' ? grantControl(id) : '';
   main.append(h('section', { class: 'card run', 'aria-labelledby': 'run-title', dataset: { run: id } },
-    head, body, graph, checks, table,
+    head, body, graph, checks, table, grant,
     h('details', { class: 'log', open: true }, h('summary', {}, 'Events (live)'), log)));
 
   const render = () => {
@@ -150,7 +155,13 @@ export async function runPage(main, id) {
   render();
   // Every event from the start: the drawer's transactions and verdicts are
   // rebuilt from them, so a reload restores the whole view.
-  const source = new EventSource(`/api/runs/${id}/events`);
+  // In operator mode the stream needs the sponsor's session, which an
+  // EventSource cannot send: it is read with fetch instead.
+  const source = operatorMode()
+    ? openStream(`/api/runs/${id}/events`, session()?.token ?? '', (msg) => onEvent(msg), {
+      onError: (status) => banner(`The run's event stream was refused (${status}): sign in again to follow it live.`),
+    })
+    : new EventSource(`/api/runs/${id}/events`);
   const onEvent = (msg) => {
     const ev = parseJson(msg.data) ?? {};
     ev.kind = ev.kind ?? msg.type;
@@ -167,8 +178,10 @@ export async function runPage(main, id) {
     if (FINAL.has(ev.kind)) source.close();
     refresh();
   };
-  for (const kind of EVENT_KINDS) source.addEventListener(kind, onEvent);
-  source.onmessage = onEvent;
+  if (source instanceof EventTarget) {
+    for (const kind of EVENT_KINDS) source.addEventListener(kind, onEvent);
+    source.onmessage = onEvent;
+  }
   onLeave(() => source.close());
 }
 
