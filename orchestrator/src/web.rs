@@ -36,6 +36,7 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("pages.js", include_str!("../web/pages.js")),
     ("dag.js", include_str!("../web/dag.js")),
     ("siwe.js", include_str!("../web/siwe.js")),
+    ("keccak.js", include_str!("../web/keccak.js")),
     ("wallet.js", include_str!("../web/wallet.js")),
     ("sse.js", include_str!("../web/sse.js")),
     ("sponsor.js", include_str!("../web/sponsor.js")),

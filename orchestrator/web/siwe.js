@@ -3,6 +3,8 @@
 // (orchestrator/src/auth.rs, the CLI's `sign_in_message`). Pure functions,
 // unit-tested in node (siwe.test.mjs).
 
+import { checksumAddress } from './keccak.js';
+
 /// How long a session the page asks for (the server allows up to 24 h).
 export const SESSION_SECS = 3600;
 
@@ -21,14 +23,16 @@ export function authority(origin) {
 
 /// The EIP-4361 text for `address` signing in at `origin` (the page's own
 /// origin) on `chainId` with the server's `nonce`, issued at `now` (unix
-/// seconds), expiring `ttl` seconds later.
+/// seconds), expiring `ttl` seconds later. The address is written in its
+/// EIP-55 checksummed form, as EIP-4361 asks, whatever case the wallet
+/// gave it in.
 export function signInMessage({ origin, address, chainId, nonce, now, ttl = SESSION_SECS }) {
   if (!/^0x[0-9a-fA-F]{40}$/.test(address ?? '')) throw new Error(`${address} is not an address`);
   if (!/^[A-Za-z0-9]{8,}$/.test(nonce ?? '')) throw new Error('the server gave no usable nonce');
   if (!Number.isSafeInteger(chainId) || chainId <= 0) throw new Error(`${chainId} is not a chain id`);
   return [
     `${authority(origin)} wants you to sign in with your Ethereum account:`,
-    address,
+    checksumAddress(address),
     '',
     STATEMENT,
     '',

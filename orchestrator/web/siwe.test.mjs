@@ -23,6 +23,11 @@ test('the sign-in message is EIP-4361 as the orchestrator parses it', () => {
   ].join('\n'));
   // No trailing newline: the server allows one, the CLI writes none.
   assert.ok(!text.endsWith('\n'));
+  // A wallet's lower-case address is written checksummed (EIP-55).
+  const lower = signInMessage({
+    origin: 'http://127.0.0.1:8080', address: ADDRESS.toLowerCase(), chainId: 31337, nonce: 'AbCdEfGh12345678XyZ09876', now: 1_772_323_200,
+  });
+  assert.equal(lower, text);
   const longer = signInMessage({ origin: 'https://tessera.example', address: ADDRESS, chainId: 1, nonce: 'abcdefgh', now: 0, ttl: 60 });
   assert.match(longer, /^tessera\.example wants you/);
   assert.match(longer, /\nExpiration Time: 1970-01-01T00:01:00Z$/);

@@ -7,6 +7,7 @@ import { $, h, act, banner, errorBox } from './dom.js';
 import { api, health, session, setSession, clearSession, onSessionLost, runUrl } from './api.js';
 import { go, redraw } from './nav.js';
 import { signInMessage } from './siwe.js';
+import { checksumAddress } from './keccak.js';
 import {
   NO_WALLET, WalletError, connect, grantSummary, isRefusal, revokeGrant, shortAddress, signGrant, signText, walletMessage,
 } from './wallet.js';
@@ -51,8 +52,10 @@ function drawWallet() {
   const note = h('span', { id: 'wallet-note', class: 'wallet-note', role: 'status', 'aria-live': 'polite' });
   const fail = (e) => { note.textContent = words(e); };
   const s = session();
+  // Shown checksummed (EIP-55), as the sign-in message writes it.
   const address = s?.address ?? connected?.address;
-  const who = address ? h('code', { id: 'wallet-address', title: address }, shortAddress(address)) : null;
+  const shown = address ? checksumAddress(address) : null;
+  const who = shown ? h('code', { id: 'wallet-address', title: shown }, shortAddress(shown)) : null;
   if (s) {
     const out = h('button', { type: 'button', id: 'sign-out' }, 'Sign out');
     out.addEventListener('click', async () => {

@@ -65,7 +65,8 @@ async function walletContext(address) {
   const signed = [];
   if (address) {
     await context.exposeFunction('__walletRpc', async (method, params) => {
-      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return { result: [address] };
+      // In lower case, as wallets often give it: the page writes it checksummed where EIP-4361 asks.
+      if (method === 'eth_requestAccounts' || method === 'eth_accounts') return { result: [address.toLowerCase()] };
       if (method === 'personal_sign' || method === 'eth_signTypedData_v4') {
         const who = method === 'personal_sign' ? params[1] : params[0];
         if (String(who).toLowerCase() !== address.toLowerCase()) {
@@ -264,7 +265,7 @@ test('the sponsor signs the grant and the permit, the plan settles from the spon
   await page.getByRole('button', { name: 'Revoke grant' }).click();
   await page.locator('#revoke-note').filter({ hasText: /^Revoke sent in transaction 0x[0-9a-f]{64}:/ }).waitFor();
   const [sent] = signed.filter((s) => s.method === 'eth_sendTransaction');
-  assert.equal(sent.params[0].from, SPONSOR);
+  assert.equal(sent.params[0].from.toLowerCase(), SPONSOR.toLowerCase(), 'sent from the sponsor');
   assert.match(sent.params[0].data, /^0x07c6bccf[0-9a-f]{384}$/);
   const hash = (await page.locator('#revoke-note').textContent()).match(/0x[0-9a-f]{64}/)[0];
   const receipt = await rpc('eth_getTransactionReceipt', [hash]);
