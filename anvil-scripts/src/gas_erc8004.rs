@@ -86,7 +86,12 @@ pub async fn settled_feedback(
         .reputation_registry
         .ok_or_else(|| Error::Registry("the deployment has no reputation registry".into()))?;
     let reputation = ReputationRegistry::new(reputation_at, &d.provider);
-    let (uri, hash) = proof(n, d, plan).encode();
+    // A plan's summary in the compact form, as the orchestrator gives it.
+    let p = proof(n, d, plan);
+    let (uri, hash) = match p.compact() {
+        Some(c) if plan => c.encode(),
+        _ => p.encode(),
+    };
     let len = uri.len();
     let r = confirm(
         reputation

@@ -8,22 +8,28 @@ import {IReputationRegistry} from "./interfaces/IReputationRegistry.sol";
 /// @notice See {IReputationRegistry}.
 ///
 /// @dev Entries live at `_feedback[agentId][client][index]`, index from 1 up to
-/// `_lastIndex[agentId][client]`. Responses are only counted: per entry in all and
-/// per responder, so {getResponseCount} needs no list of responders.
+/// `_lastIndex[agentId][client]` (non-zero once the client is known, so one slot
+/// keeps both). An entry is one slot: its tags are interned, each distinct tag
+/// string stored once under a small id (0 for the empty tag). Responses are only
+/// counted: per entry in all and per responder, so {getResponseCount} needs no
+/// list of responders.
 contract ReputationRegistry is IReputationRegistry {
     /// @inheritdoc IReputationRegistry
     int128 public constant override MAX_ABS_VALUE = 1e38;
 
     uint8 private constant MAX_DECIMALS = 18;
 
-    /// @dev value (128) | decimals (8) | revoked (8) share the first slot.
+    /// @dev value (128) | decimals (8) | revoked (8) | tag1 id (32) | tag2 id (32): one slot.
     struct Feedback {
         int128 value;
         uint8 valueDecimals;
         bool isRevoked;
-        string tag1;
-        string tag2;
+        uint32 tag1;
+        uint32 tag2;
     }
+
+    /// @dev The tag filter that no entry matches: a non-empty tag never interned.
+    uint256 private constant NO_MATCH = type(uint256).max;
 
     /// @dev What {readAllFeedback} returns, gathered in memory.
     struct Page {
@@ -49,6 +55,11 @@ contract ReputationRegistry is IReputationRegistry {
         uint256 agentId
             => mapping(address client => mapping(uint64 index => mapping(address responder => uint64)))
     ) private _responsesBy;
+    /// @dev Interned tags: id (from 1) by the tag's keccak256, and the tag by id.
+    mapping(bytes32 tagHash => uint32 id) private _tagIds;
+    mapping(uint32 id => string tag) private _tags;
+    /// @dev Tags interned so far (the last id given).
+    uint32 private _tagCount;
 
     /// @param identityRegistry The identity registry whose agents are rated; non-zero.
     constructor(address identityRegistry) {
@@ -152,8 +163,8 @@ contract ReputationRegistry is IReputationRegistry {
         override
         returns (int128 value, uint8 valueDecimals, string memory tag1, string memory tag2, bool isRevoked)
     {
-        Feedback storage f = _entry(agentId, clientAddress, feedbackIndex);
-        return (f.value, f.valueDecimals, f.tag1, f.tag2, f.isRevoked);
+        Feedback memory f = _entry(agentId, clientAddress, feedbackIndex);
+        return (f.value, f.valueDecimals, _tags[f.tag1], _tags[f.tag2], f.isRevoked);
     }
 
     /// @inheritdoc IReputationRegistry
@@ -180,7 +191,7 @@ contract ReputationRegistry is IReputationRegistry {
         )
     {
         address[] memory list = clientAddresses.length != 0 ? clientAddresses : _clients[agentId];
-        Page memory p = _page(agentId, list, _hashFilter(tag1), _hashFilter(tag2), includeRevoked);
+        Page memory p = _page(agentId, list, _tagFilter(tag1), _tagFilter(tag2), includeRevoked);
         return (p.clients, p.indexes, p.values, p.decimals, p.tag1s, p.tag2s, p.revoked);
     }
 
@@ -228,11 +239,25 @@ contract ReputationRegistry is IReputationRegistry {
         index = _lastIndex[agentId][msg.sender] + 1;
         if (index == 1) _clients[agentId].push(msg.sender);
         _lastIndex[agentId][msg.sender] = index;
-        Feedback storage f = _feedback[agentId][msg.sender][index];
-        f.value = value;
-        f.valueDecimals = valueDecimals;
-        if (bytes(tag1).length != 0) f.tag1 = tag1;
-        if (bytes(tag2).length != 0) f.tag2 = tag2;
+        _feedback[agentId][msg.sender][index] = Feedback({
+            value: value,
+            valueDecimals: valueDecimals,
+            isRevoked: false,
+            tag1: _intern(tag1),
+            tag2: _intern(tag2)
+        });
+    }
+
+    /// @dev The id of `tag`, interning it on first sight; 0 for the empty tag.
+    function _intern(string calldata tag) private returns (uint32 id) {
+        if (bytes(tag).length == 0) return 0;
+        bytes32 h = keccak256(bytes(tag));
+        id = _tagIds[h];
+        if (id == 0) {
+            id = ++_tagCount;
+            _tagIds[h] = id;
+            _tags[id] = tag;
+        }
     }
 
     /// @dev Sums one client's unrevoked entries matching the tag filters at 18
@@ -240,14 +265,14 @@ contract ReputationRegistry is IReputationRegistry {
     function _sumClient(
         uint256 agentId,
         address client,
-        bytes32 tag1Hash,
-        bytes32 tag2Hash,
+        uint256 tag1Filter,
+        uint256 tag2Filter,
         uint64[] memory perDecimals
     ) private view returns (int256 sumWad, uint64 count) {
         uint64 last = _lastIndex[agentId][client];
         for (uint64 j = 1; j <= last; ++j) {
-            Feedback storage f = _feedback[agentId][client][j];
-            if (f.isRevoked || !_matches(f, tag1Hash, tag2Hash)) continue;
+            Feedback memory f = _feedback[agentId][client][j];
+            if (f.isRevoked || !_matches(f, tag1Filter, tag2Filter)) continue;
             sumWad += int256(f.value) * int256(10 ** (MAX_DECIMALS - f.valueDecimals));
             perDecimals[f.valueDecimals] += 1;
             count += 1;
@@ -258,15 +283,17 @@ contract ReputationRegistry is IReputationRegistry {
     function _page(
         uint256 agentId,
         address[] memory list,
-        bytes32 tag1Hash,
-        bytes32 tag2Hash,
+        uint256 tag1Filter,
+        uint256 tag2Filter,
         bool includeRevoked
     ) private view returns (Page memory p) {
         uint256 total = 0;
         for (uint256 i; i < list.length; ++i) {
             uint64 last = _lastIndex[agentId][list[i]];
             for (uint64 j = 1; j <= last; ++j) {
-                if (_selected(_feedback[agentId][list[i]][j], tag1Hash, tag2Hash, includeRevoked)) ++total;
+                if (_selected(_feedback[agentId][list[i]][j], tag1Filter, tag2Filter, includeRevoked)) {
+                    ++total;
+                }
             }
         }
         p.clients = new address[](total);
@@ -280,14 +307,14 @@ contract ReputationRegistry is IReputationRegistry {
         for (uint256 i; i < list.length; ++i) {
             uint64 last = _lastIndex[agentId][list[i]];
             for (uint64 j = 1; j <= last; ++j) {
-                Feedback storage f = _feedback[agentId][list[i]][j];
-                if (!_selected(f, tag1Hash, tag2Hash, includeRevoked)) continue;
+                Feedback memory f = _feedback[agentId][list[i]][j];
+                if (!_selected(f, tag1Filter, tag2Filter, includeRevoked)) continue;
                 p.clients[n] = list[i];
                 p.indexes[n] = j;
                 p.values[n] = f.value;
                 p.decimals[n] = f.valueDecimals;
-                p.tag1s[n] = f.tag1;
-                p.tag2s[n] = f.tag2;
+                p.tag1s[n] = _tags[f.tag1];
+                p.tag2s[n] = _tags[f.tag2];
                 p.revoked[n] = f.isRevoked;
                 ++n;
             }
@@ -329,27 +356,29 @@ contract ReputationRegistry is IReputationRegistry {
         return _feedback[agentId][client][index];
     }
 
-    /// @dev The hash a tag filter compares with; zero for the empty filter (any tag).
-    function _filter(string calldata tag) private pure returns (bytes32) {
-        return bytes(tag).length == 0 ? bytes32(0) : keccak256(bytes(tag));
+    /// @dev The tag id a tag filter compares with: 0 for the empty filter (any
+    /// tag), {NO_MATCH} for a tag never given (no entry has it).
+    function _filter(string calldata tag) private view returns (uint256) {
+        return _tagFilter(tag);
     }
 
     /// @dev {_filter} for a memory string.
-    function _hashFilter(string memory tag) private pure returns (bytes32) {
-        return bytes(tag).length == 0 ? bytes32(0) : keccak256(bytes(tag));
+    function _tagFilter(string memory tag) private view returns (uint256) {
+        if (bytes(tag).length == 0) return 0;
+        uint32 id = _tagIds[keccak256(bytes(tag))];
+        return id == 0 ? NO_MATCH : id;
     }
 
-    function _matches(Feedback storage f, bytes32 tag1Hash, bytes32 tag2Hash) private view returns (bool) {
-        return (tag1Hash == bytes32(0) || keccak256(bytes(f.tag1)) == tag1Hash)
-            && (tag2Hash == bytes32(0) || keccak256(bytes(f.tag2)) == tag2Hash);
+    function _matches(Feedback memory f, uint256 tag1Filter, uint256 tag2Filter) private pure returns (bool) {
+        return (tag1Filter == 0 || f.tag1 == tag1Filter) && (tag2Filter == 0 || f.tag2 == tag2Filter);
     }
 
-    function _selected(Feedback storage f, bytes32 tag1Hash, bytes32 tag2Hash, bool includeRevoked)
+    function _selected(Feedback memory f, uint256 tag1Filter, uint256 tag2Filter, bool includeRevoked)
         private
-        view
+        pure
         returns (bool)
     {
-        return (includeRevoked || !f.isRevoked) && _matches(f, tag1Hash, tag2Hash);
+        return (includeRevoked || !f.isRevoked) && _matches(f, tag1Filter, tag2Filter);
     }
 
     function _clientResponses(uint256 agentId, address client, address[] calldata responders)

@@ -6,8 +6,10 @@
 //! task is worth the executor's share in percent.
 //!
 //! [`FeedbackMode::PerTask`] gives one feedback per settled task as it
-//! settles; [`FeedbackMode::PerPlan`] one per executor once its run is over,
-//! summing up that executor's tasks of the run; [`FeedbackMode::Off`] none.
+//! settles (the long proof, [`Proof`]); [`FeedbackMode::PerPlan`] one per
+//! executor once its run is over, summing up that executor's tasks of the
+//! run (the compact proof, [`tessera_bindings::feedback::CompactProof`]);
+//! [`FeedbackMode::Off`] none.
 //! An executor without a linked ERC-8004 identity gets none (the ledger
 //! says so). Each subject is claimed in the store before its transaction
 //! goes out ([`crate::store::Store::claim_feedback`]); a crash in between
@@ -184,7 +186,11 @@ impl Orchestrator {
             tasks.into_iter().map(|(_, t)| t).collect(),
         );
         let value = proof.value();
-        let (uri, hash) = proof.encode();
+        // A plan's summary names its tasks in the compact form (less
+        // calldata for the sponsor to pay); a task's feedback keeps the long
+        // form, which names the settling transaction.
+        let compact = subject.plan.and_then(|_| proof.compact());
+        let (uri, hash) = compact.map_or_else(|| proof.encode(), |c| c.encode());
         let executor_text = executor.to_string();
         let run_id = subject.run_id;
         let mut claim = FeedbackClaim {

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
 use serde_json::{Value, json};
-use tessera_bindings::{AgentRegistry, IdentityRegistry, ReputationRegistry, feedback::Proof};
+use tessera_bindings::{
+    AgentRegistry, IdentityRegistry, ReputationRegistry,
+    feedback::{CompactProof, Proof},
+};
 use tessera_e2e::{Stack, TestEnv};
 use tessera_orchestrator::{feedback::FeedbackMode, plan::Plan, runner::RunnerConfig};
 
@@ -169,9 +172,12 @@ async fn per_plan_feedback_sums_up_each_executors_tasks_once_the_run_is_over() {
     let (store, _dir) = tessera_e2e::synced_index(env).await;
     let fb = store.agent(&translator.to_string()).await.unwrap().unwrap().feedback;
     assert_eq!((fb.count, fb.matched), (1, 1), "{fb:?}");
-    let proof = Proof::decode(&fb.latest[0].uri, fb.latest[0].hash.parse().unwrap()).unwrap();
-    assert_eq!(proof.plan.as_deref(), Some(run.as_str()));
-    assert_eq!(proof.tasks.len(), 1);
+    // A plan's summary names its tasks in the compact form.
+    let proof =
+        CompactProof::decode(&fb.latest[0].uri, fb.latest[0].hash.parse().unwrap()).unwrap();
+    assert_eq!(proof.escrow, env.deployment.task_escrow);
+    assert_eq!(proof.task_ids.len(), 1);
+    assert_eq!(fb.latest[0].task_ids, vec![proof.task_ids[0].to_string()]);
 }
 
 /// An agent cannot shed the feedback a sponsor gave it: neither a stranger's

@@ -27,6 +27,8 @@ interface Vm {
     function expectEmit() external;
     function expectEmit(address emitter) external;
     function recordLogs() external;
+    function record() external;
+    function accesses(address target) external returns (bytes32[] memory reads, bytes32[] memory writes);
     function getRecordedLogs() external returns (Log[] memory logs);
     function lastCallGas() external view returns (Gas memory gas);
     function snapshotValue(string calldata name, uint256 value) external;

@@ -14,7 +14,6 @@ pub use tessera_records::evidence::{
 };
 
 use super::{IndexStore, feedback::FeedbackView};
-use tessera_bindings::feedback::Proof;
 
 /// Funders read per agent, the heaviest first; lighter ones beyond are not
 /// counted (a record is never heavier than its reads show).
@@ -125,11 +124,10 @@ pub fn with_feedback(rows: &mut [FunderRecord], feedback: &[FeedbackView]) {
         let Some(row) = rows.iter_mut().find(|r| r.funder.eq_ignore_ascii_case(whose)) else {
             continue;
         };
-        let (Ok(value), Ok(hash)) = (f.value.parse::<f64>(), f.hash.parse()) else { continue };
-        let Ok(proof) = Proof::decode(&f.uri, hash) else { continue };
+        let Ok(value) = f.value.parse::<f64>() else { continue };
         let scale = 10f64.powi(i32::from(f.value_decimals));
         let quality = (value / scale / 100.0).clamp(0.0, 1.0);
-        for t in proof.tasks.iter().filter(|t| t.status == "Paid" || t.status == "Split") {
+        for t in f.settled.iter().filter(|t| t.status == "Paid" || t.status == "Split") {
             let amount = t.executor_amount.parse::<i64>().unwrap_or(0)
                 + t.funder_amount.parse::<i64>().unwrap_or(0);
             if amount < EVIDENCE_FLOOR_UNITS {
@@ -172,7 +170,12 @@ mod tests {
             funder_amount: "0".into(),
             tx: alloy::primitives::B256::repeat_byte(1),
         };
-        let proof = Proof::new(1, alloy::primitives::Address::ZERO, None, vec![task("1")]);
+        let proof = tessera_bindings::feedback::Proof::new(
+            1,
+            alloy::primitives::Address::ZERO,
+            None,
+            vec![task("1")],
+        );
         let (uri, hash) = proof.encode();
         let view = |client: &str, value: &str, matched: bool| FeedbackView {
             agent_id: "1".into(),
@@ -192,6 +195,7 @@ mod tests {
             why: None,
             revoked: false,
             funder: None,
+            settled: vec![task("1")],
         };
         let base = || vec![row("0xA", 2, 2 * USDC, false)];
         // Satisfied at 60: 0.4 of the 0.5 USDC task moves to failed.

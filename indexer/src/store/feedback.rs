@@ -12,10 +12,12 @@
 //! anyone's; responses are not read. Junk from strangers then fills only
 //! the second window, never pushing matched feedback out. Only matched
 //! feedback counts: its hash is its proof's, its giver funded or was the
-//! client of every task the proof names, each task settled as the proof says, in the transaction it
-//! names, with this agent as executor, and its value has the settlements'
+//! client of every task the proof names, each task settled (as a long-form
+//! proof says, in the transaction it names; a compact proof names the tasks
+//! only), with this agent as executor, and its value has the settlements'
 //! sign (not negative for a paid task, not positive for a refunded or
-//! expired one).
+//! expired one). A matched feedback carries the one funder of its tasks and
+//! their settlements as the index has them, whichever form its proof took.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,7 +30,7 @@ use sqlx::Row;
 use tessera_bindings::{
     AgentRegistry::AgentRegistryEvents,
     ReputationRegistry::ReputationRegistryEvents,
-    feedback::{Proof, task_value},
+    feedback::{AnyProof, SettledTask, task_value},
 };
 use tessera_db::DbError;
 
@@ -114,6 +116,11 @@ pub struct FeedbackView {
     /// operator, their client) approved. Whose record it moves.
     #[serde(skip)]
     pub funder: Option<String>,
+    /// The settlements it speaks of, when it matched: as its proof names
+    /// them (the long form) or as the index has them (the compact form,
+    /// which names the tasks only).
+    #[serde(skip)]
+    pub settled: Vec<SettledTask>,
 }
 
 /// An agent's feedback in brief.
@@ -302,14 +309,14 @@ impl IndexStore {
         for (block, tx, e) in given.into_iter().rev() {
             let client = e.clientAddress.to_string();
             let hash = e.feedbackHash.to_string();
-            let proof = Proof::decode(&e.feedbackURI, e.feedbackHash);
-            let task_ids: Vec<String> = proof
-                .as_ref()
-                .map(|p| p.tasks.iter().map(|t| t.task_id.clone()).collect())
-                .unwrap_or_default();
-            let (mut why, funder) = match &proof {
-                Ok(p) => self.check(agent, &client, e.value, p).await?,
-                Err(err) => (Some(err.to_string()), None),
+            let proof = AnyProof::decode(&e.feedbackURI, e.feedbackHash);
+            let task_ids: Vec<String> = proof.as_ref().map(AnyProof::task_ids).unwrap_or_default();
+            let (mut why, funder, settled) = match &proof {
+                Ok(p) => match self.check(agent, &client, e.value, p).await? {
+                    Ok((funder, settled)) => (None, Some(funder), settled),
+                    Err(why) => (Some(why), None, Vec::new()),
+                },
+                Err(err) => (Some(err.to_string()), None, Vec::new()),
             };
             if why.is_none() && !seen.insert((client.to_lowercase(), hash.clone())) {
                 why = Some("the same giver gave this proof before".to_owned());
@@ -331,6 +338,7 @@ impl IndexStore {
                 block,
                 matched: why.is_none(),
                 funder: if why.is_none() { funder } else { None },
+                settled: if why.is_none() { settled } else { Vec::new() },
                 why,
             });
         }
@@ -338,62 +346,26 @@ impl IndexStore {
         Ok(out)
     }
 
-    /// Why `proof`, given by `client` with `value` on `agent`, does not
-    /// match the settlements (`None` when it does), and the one funder of
-    /// the tasks it names.
+    /// Whether `proof`, given by `client` with `value` on `agent`, matches
+    /// the settlements: the one funder of the tasks it names and the
+    /// settlements themselves when it does (each as the index has it), why
+    /// not when it does not. A long-form proof must also say of each task
+    /// what the index says (status, amounts, transaction); a compact one
+    /// names the tasks only.
     async fn check(
         &self,
         agent: &str,
         client: &str,
         value: i128,
-        proof: &Proof,
-    ) -> Result<(Option<String>, Option<String>), DbError> {
-        let why = |w: String| Ok((Some(w), None));
-        let facts = self.task_facts(proof.tasks.iter().map(|t| t.task_id.as_str())).await?;
-        let (mut good, mut bad) = (false, false);
-        let mut funder: Option<&str> = None;
-        for t in &proof.tasks {
-            let Some(f) = facts.get(&t.task_id) else {
-                return why(format!("task {} is not indexed", t.task_id));
-            };
-            if !f.executor.eq_ignore_ascii_case(agent) {
-                return why(format!("task {} was executed by {}", t.task_id, f.executor));
-            }
-            if !f.funder.eq_ignore_ascii_case(client) && !f.client.eq_ignore_ascii_case(client) {
-                return why(format!(
-                    "task {} was funded by {} for client {}, neither the giver",
-                    t.task_id, f.funder, f.client
-                ));
-            }
-            if f.status != t.status {
-                return why(format!("task {} is {}, not {}", t.task_id, f.status, t.status));
-            }
-            if f.executor_paid.to_string() != t.executor_amount
-                || (f.amount - f.executor_paid).to_string() != t.funder_amount
-            {
-                return why(format!("task {} settled other amounts", t.task_id));
-            }
-            if f.settled_tx.as_deref().map(str::to_lowercase)
-                != Some(t.tx.to_string().to_lowercase())
-            {
-                return why(format!("task {} did not settle in {}", t.task_id, t.tx));
-            }
-            match funder {
-                Some(one) if !one.eq_ignore_ascii_case(&f.funder) => {
-                    return why("its tasks were funded by several funders".to_owned());
-                }
-                _ => funder = Some(&f.funder),
-            }
-            match task_value(&t.status, 0, 0) {
-                Some(v) if v < 0 => bad = true,
-                Some(_) => good = true,
-                None => return why(format!("task {} says nothing of the work", t.task_id)),
-            }
-        }
-        if (good && !bad && value < 0) || (bad && !good && value > 0) {
-            return why(format!("the value {value} contradicts the settlements"));
-        }
-        Ok((None, funder.map(str::to_owned)))
+        proof: &AnyProof,
+    ) -> Result<Result<(String, Vec<SettledTask>), String>, DbError> {
+        let ids = proof.task_ids();
+        let facts = self.task_facts(ids.iter().map(String::as_str)).await?;
+        let claimed: Option<&[SettledTask]> = match proof {
+            AnyProof::Full(p) => Some(&p.tasks),
+            AnyProof::Compact(_) => None,
+        };
+        Ok(judge(agent, client, value, &ids, claimed, &facts))
     }
 
     /// What the index has of `ids`.
@@ -471,5 +443,180 @@ impl IndexStore {
                 .collect(),
         };
         Ok((Some(identity), summary, all))
+    }
+}
+
+/// [`IndexStore::check`] on what the index has of the tasks (`facts`):
+/// `ids` the tasks the proof names, `claimed` their settlements as a
+/// long-form proof states them.
+fn judge(
+    agent: &str,
+    client: &str,
+    value: i128,
+    ids: &[String],
+    claimed: Option<&[SettledTask]>,
+    facts: &BTreeMap<String, TaskFacts>,
+) -> Result<(String, Vec<SettledTask>), String> {
+    let (mut good, mut bad) = (false, false);
+    let mut funder: Option<&str> = None;
+    let mut settled = Vec::with_capacity(ids.len());
+    for (i, id) in ids.iter().enumerate() {
+        let Some(f) = facts.get(id) else {
+            return Err(format!("task {id} is not indexed"));
+        };
+        if !f.executor.eq_ignore_ascii_case(agent) {
+            return Err(format!("task {id} was executed by {}", f.executor));
+        }
+        if !f.funder.eq_ignore_ascii_case(client) && !f.client.eq_ignore_ascii_case(client) {
+            return Err(format!(
+                "task {id} was funded by {} for client {}, neither the giver",
+                f.funder, f.client
+            ));
+        }
+        let Some(tx) = f.settled_tx.as_deref().and_then(|t| t.parse().ok()) else {
+            return Err(format!("task {id} has not settled"));
+        };
+        let indexed = SettledTask {
+            task_id: id.clone(),
+            status: f.status.clone(),
+            executor_amount: f.executor_paid.to_string(),
+            funder_amount: (f.amount - f.executor_paid).to_string(),
+            tx,
+        };
+        if let Some(t) = claimed.and_then(|c| c.get(i)) {
+            if indexed.status != t.status {
+                return Err(format!("task {id} is {}, not {}", indexed.status, t.status));
+            }
+            if indexed.executor_amount != t.executor_amount
+                || indexed.funder_amount != t.funder_amount
+            {
+                return Err(format!("task {id} settled other amounts"));
+            }
+            if indexed.tx != t.tx {
+                return Err(format!("task {id} did not settle in {}", t.tx));
+            }
+        }
+        match funder {
+            Some(one) if !one.eq_ignore_ascii_case(&f.funder) => {
+                return Err("its tasks were funded by several funders".to_owned());
+            }
+            _ => funder = Some(&f.funder),
+        }
+        match task_value(&indexed.status, 0, 0) {
+            Some(v) if v < 0 => bad = true,
+            Some(_) => good = true,
+            None => return Err(format!("task {id} says nothing of the work")),
+        }
+        settled.push(indexed);
+    }
+    if (good && !bad && value < 0) || (bad && !good && value > 0) {
+        return Err(format!("the value {value} contradicts the settlements"));
+    }
+    let funder = funder.ok_or_else(|| "it names no task".to_owned())?;
+    Ok((funder.to_owned(), settled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloy::primitives::B256;
+    use tessera_bindings::feedback::Proof;
+
+    const AGENT: &str = "0x00000000000000000000000000000000000000aa";
+    const SPONSOR: &str = "0x00000000000000000000000000000000000000bb";
+    const OPERATOR: &str = "0x00000000000000000000000000000000000000cc";
+
+    fn facts(ids: &[(&str, &str, &str)]) -> BTreeMap<String, TaskFacts> {
+        ids.iter()
+            .map(|(id, funder, status)| {
+                let paid = if *status == "Paid" { 500_000 } else { 0 };
+                (
+                    (*id).to_owned(),
+                    TaskFacts {
+                        funder: (*funder).to_owned(),
+                        client: OPERATOR.to_owned(),
+                        executor: AGENT.to_owned(),
+                        status: (*status).to_owned(),
+                        executor_paid: paid,
+                        amount: 500_000,
+                        settled_tx: Some(B256::repeat_byte(id.len() as u8).to_string()),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_compact_proof_matches_on_what_the_index_has() {
+        let known = facts(&[("1", SPONSOR, "Paid"), ("22", SPONSOR, "Paid")]);
+        // The operator gives it, as the tasks' client: the sponsor's record moves.
+        let (funder, settled) =
+            judge(AGENT, OPERATOR, 100, &ids(&["1", "22"]), None, &known).unwrap();
+        assert_eq!(funder, SPONSOR);
+        assert_eq!(settled.len(), 2);
+        assert_eq!(settled[1].task_id, "22");
+        assert_eq!(settled[1].status, "Paid");
+        assert_eq!(settled[1].executor_amount, "500000");
+        assert_eq!(settled[1].funder_amount, "0");
+        assert_eq!(settled[1].tx, B256::repeat_byte(2));
+        // And the sponsor itself may.
+        assert!(judge(AGENT, SPONSOR, 100, &ids(&["1"]), None, &known).is_ok());
+    }
+
+    #[test]
+    fn a_compact_proof_is_refused_where_the_index_disagrees() {
+        let mut known = facts(&[
+            ("1", SPONSOR, "Paid"),
+            ("2", OPERATOR, "Paid"),
+            ("3", SPONSOR, "Refunded"),
+            ("4", SPONSOR, "Accepted"),
+        ]);
+        let why = |list: &[&str], giver: &str, value: i128, known: &BTreeMap<_, _>| {
+            judge(AGENT, giver, value, &ids(list), None, known).unwrap_err()
+        };
+        assert_eq!(why(&["9"], OPERATOR, 100, &known), "task 9 is not indexed");
+        assert_eq!(
+            why(&["1", "2"], OPERATOR, 100, &known),
+            "its tasks were funded by several funders"
+        );
+        assert!(why(&["1"], AGENT, 100, &known).contains("neither the giver"));
+        assert_eq!(why(&["3"], SPONSOR, 100, &known), "the value 100 contradicts the settlements");
+        assert_eq!(
+            why(&["1"], SPONSOR, -100, &known),
+            "the value -100 contradicts the settlements"
+        );
+        assert!(judge(AGENT, SPONSOR, 0, &ids(&["1", "3"]), None, &known).is_ok(), "mixed");
+        assert_eq!(why(&["4"], SPONSOR, 100, &known), "task 4 says nothing of the work");
+        known.get_mut("1").unwrap().settled_tx = None;
+        assert_eq!(why(&["1"], SPONSOR, 100, &known), "task 1 has not settled");
+        known.get_mut("2").unwrap().executor = SPONSOR.to_owned();
+        assert_eq!(why(&["2"], OPERATOR, 100, &known), format!("task 2 was executed by {SPONSOR}"));
+    }
+
+    #[test]
+    fn a_long_proof_must_also_state_each_settlement_as_indexed() {
+        let known = facts(&[("1", SPONSOR, "Paid")]);
+        let stated = SettledTask {
+            task_id: "1".into(),
+            status: "Paid".into(),
+            executor_amount: "500000".into(),
+            funder_amount: "0".into(),
+            tx: B256::repeat_byte(1),
+        };
+        let proof = Proof::new(1, Address::ZERO, None, vec![stated.clone()]);
+        let any = AnyProof::Full(proof);
+        assert_eq!(any.task_ids(), ids(&["1"]));
+        let check = |t: SettledTask| judge(AGENT, SPONSOR, 100, &ids(&["1"]), Some(&[t]), &known);
+        assert_eq!(check(stated.clone()).unwrap().1, vec![stated.clone()]);
+        let status = SettledTask { status: "Split".into(), ..stated.clone() };
+        assert_eq!(check(status).unwrap_err(), "task 1 is Paid, not Split");
+        let amounts = SettledTask { funder_amount: "1".into(), ..stated.clone() };
+        assert_eq!(check(amounts).unwrap_err(), "task 1 settled other amounts");
+        let tx = SettledTask { tx: B256::repeat_byte(7), ..stated };
+        assert!(check(tx).unwrap_err().starts_with("task 1 did not settle in"));
     }
 }

@@ -91,6 +91,37 @@ contract GiveFeedback_Unit_Test is ReputationBase {
         assertEq(clients[1], client2, "second client");
     }
 
+    function test_giveFeedback_NewTag() public {
+        // it should store the tag once and read it back
+        string memory long = "a tag longer than thirty-one bytes, stored in more than one slot";
+        _give(client, 1, 0, long, TAG);
+        _give(client2, 2, 0, TAG, long);
+        (,, string memory tag1, string memory tag2,) = reputation.readFeedback(agentId, client, 1);
+        assertEq(tag1, long, "long tag1");
+        assertEq(tag2, TAG, "tag2");
+        (,, tag1, tag2,) = reputation.readFeedback(agentId, client2, 1);
+        assertEq(tag1, TAG, "same tag, other position");
+        assertEq(tag2, long, "long tag2");
+        (uint64 count,,) = reputation.getSummary(agentId, _clients(client, client2), long, "");
+        assertEq(count, 1, "one entry has it as tag1");
+        (count,,) = reputation.getSummary(agentId, _clients(client, client2), "", long);
+        assertEq(count, 1, "one entry has it as tag2");
+    }
+
+    function test_giveFeedback_KnownClientAndTags() public {
+        // it should write two slots: the client's last index and the one-slot entry
+        _give(client, 1, 0, TAG, TAG_2);
+        vm.record();
+        _give(client, 2, 0, TAG, TAG_2);
+        (, bytes32[] memory writes) = vm.accesses(address(reputation));
+        assertEq(writes.length, 2, "two slots written");
+        assertTrue(writes[0] != writes[1], "distinct slots");
+        (int128 value,, string memory tag1, string memory tag2,) = reputation.readFeedback(agentId, client, 2);
+        assertEq(value, 2, "value");
+        assertEq(tag1, TAG, "tag1");
+        assertEq(tag2, TAG_2, "tag2");
+    }
+
     function test_giveFeedback_OptionalFieldsEmpty() public {
         // it should store the entry
         vm.prank(client);
