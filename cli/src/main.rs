@@ -14,6 +14,7 @@ mod runs;
 mod serving;
 mod sponsor;
 mod starting;
+mod work;
 
 use std::process::ExitCode;
 

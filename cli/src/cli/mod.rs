@@ -154,12 +154,33 @@ enum RunsCommand {
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
-    /// Show a run: its plan card and each sub-task's progress.
+    /// Show a run: its plan card, each sub-task's progress and output (cut
+    /// for a glance: `runs output` gives one whole), and each ruling with
+    /// who ruled and why.
     #[command(after_help = crate::client::EXIT_CODES)]
     Show {
         /// The run id (the plan id, 0x + 64 hex).
         #[arg(value_parser = crate::client::parse_plan_id)]
         id: String,
+        /// Print the run's view as JSON (each sub-task's output whole, and
+        /// `rulings`: index, kind, executor_share_bps, by, rationale).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: crate::orchestrate::ApiArgs,
+    },
+    /// Write one sub-task's output whole: what its executor delivered, as
+    /// the run hands it on.
+    #[command(after_help = crate::client::EXIT_CODES)]
+    Output {
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
+        id: String,
+        /// The sub-task's index in the plan.
+        index: u32,
+        /// Write it into this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
@@ -216,8 +237,11 @@ impl Cli {
             Command::Indexer(cmd) => crate::index::run(cmd, shutdown_signal()).await?,
             Command::Tasks(cmd) => crate::index::tree(cmd).await?,
             Command::Agents(args) => crate::agents::run(args).await?,
-            Command::Runs(RunsCommand::Show { id, api }) => {
-                crate::orchestrate::show(&api, &id).await?;
+            Command::Runs(RunsCommand::Show { id, json, api }) => {
+                crate::work::show(&api, &id, json).await?;
+            }
+            Command::Runs(RunsCommand::Output { id, index, output, api }) => {
+                crate::work::output(&api, &id, index, output.as_deref()).await?;
             }
             Command::Runs(RunsCommand::List { state, limit, json, api }) => {
                 crate::runs::list(&api, state.as_deref(), limit, json).await?;

@@ -414,37 +414,43 @@ async fn ask_and_decide(
     Ok(true)
 }
 
-/// `tessera runs show <id>`.
-pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
-    let client = Client::connect(api).await?;
-    let view: RunView =
-        client.call_as(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
-    print!("{}", card(&view));
+/// `tessera runs show <id>` as text: the card, the reason and spend, each
+/// step (with its output under it, cut for a glance), nested plans,
+/// declines and decisions. `outputs` are the steps' texts, in the order of
+/// `view.subtasks`.
+pub(crate) fn show_text(view: &RunView, outputs: &[Option<String>]) -> String {
+    use std::fmt::Write as _;
+    let mut out = card(view);
+    let id = &view.run.id;
     if let Some(reason) = &view.run.reason {
-        println!("  reason: {reason}");
+        let _ = writeln!(out, "  reason: {reason}");
     }
-    if let Some(line) = spend_line(&view) {
-        println!("{line}");
+    if let Some(line) = spend_line(view) {
+        let _ = writeln!(out, "{line}");
     }
-    for s in &view.subtasks {
-        println!(
+    for (i, s) in view.subtasks.iter().enumerate() {
+        let _ = writeln!(
+            out,
             "  #{} attempt {} {:<10} task {}",
             s.idx,
             s.attempt,
             s.phase.as_str(),
             s.task_id.as_deref().unwrap_or("-")
         );
+        if let Some(Some(text)) = outputs.get(i) {
+            out.push_str(&crate::work::output_lines(id, s.idx, text));
+        }
     }
     for n in &view.nested {
-        println!("{}", nested_line(n));
+        let _ = writeln!(out, "{}", nested_line(n));
     }
     for d in &view.declines {
-        println!("{}", decline_line(d));
+        let _ = writeln!(out, "{}", decline_line(d));
     }
     for d in &view.decisions {
-        println!("{}", decision_line(d));
+        let _ = writeln!(out, "{}", decision_line(d));
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]
