@@ -67,6 +67,8 @@ pub(crate) fn ruling_text(text: &str) -> (Option<String>, String, Vec<String>) {
 /// `text` cut for a glance: at most [`SHOWN_LINES`] lines and
 /// [`SHOWN_CHARS`] characters, and how many bytes were left out.
 pub(crate) fn glance(text: &str) -> (&str, usize) {
+    // Trailing blanks are nothing left out.
+    let text = text.trim_end();
     let mut end = text.len();
     if let Some((at, _)) = text.char_indices().nth(SHOWN_CHARS) {
         end = at;
