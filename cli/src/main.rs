@@ -8,6 +8,7 @@ mod cli;
 mod client;
 mod deploying;
 mod index;
+mod init;
 mod local;
 mod orchestrate;
 mod runs;

@@ -23,6 +23,7 @@ pub(crate) use self::{
 /// that an executor agent accepts, runs and delivers, and each result flows
 /// into the sub-tasks that need it. This one binary runs every part:
 ///
+///   init      write the example cards and plans into a directory
 ///   plan      turn a brief (or a plan file) into a plan, approve it, follow it
 ///   serve     the orchestrator: runs plans; HTTP API, web UI, embedded indexer
 ///   worker    an executor agent from its card (offline rules or an LLM)
@@ -67,6 +68,9 @@ pub(crate) enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Write the example agent cards (workers/cards/) and plans (examples/)
+    /// the quick starts use into a directory, the current one by default.
+    Init(crate::init::InitArgs),
     /// Start a local chain, deploy and register the demo agents; run one task
     /// lifecycle printing each transaction, then plans through the
     /// orchestrator and workers, each party at a home of its own (a chain, a
@@ -220,6 +224,7 @@ impl Cli {
 
     pub(crate) async fn run(self) -> Result<()> {
         match self.command {
+            Command::Init(args) => crate::init::run(&args)?,
             Command::Demo(chain) => {
                 let outcome =
                     until_interrupted(Box::pin(tessera_stack::demo::run(&chain.options()))).await?;
