@@ -165,13 +165,39 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
 }
 
 /// Shows the card, asks (approve / edit / cancel; a typed confirmation for
-/// high stakes), approves, follows.
-async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) -> Result<()> {
+/// high stakes), approves, follows. A run that could not be approved (no
+/// answer, a refused confirmation) is cancelled rather than left proposed.
+async fn decide_and_follow(client: &Client, view: RunView, args: &PlanArgs) -> Result<()> {
+    let id = view.run.id.clone();
+    let view = match decide(client, view, args).await {
+        Ok(Some(view)) => view,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            let path = format!("/api/runs/{id}/cancel");
+            let cancelled = match client.call(reqwest::Method::POST, &path, None).await {
+                Ok(_) => format!("the proposed run {id} was cancelled; nothing was funded"),
+                Err(c) => format!("the proposed run {id} could not be cancelled: {c}"),
+            };
+            return Err(e.wrap_err(cancelled));
+        }
+    };
+    follow(client, &id, &view, args.interactive()).await
+}
+
+/// Asks until the plan is approved (`Some`, the approved view) or cancelled
+/// at the prompt (`None`).
+async fn decide(client: &Client, mut view: RunView, args: &PlanArgs) -> Result<Option<RunView>> {
+    use std::io::IsTerminal;
     let id = view.run.id.clone();
     loop {
         print!("{}", card(&view));
         if args.yes {
             break;
+        }
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "standard input is not a terminal: nobody to approve the plan (--yes approves without asking)"
+            );
         }
         print!("approve / edit / cancel? [a/e/c] ");
         std::io::stdout().flush()?;
@@ -181,7 +207,7 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
             "c" | "cancel" => {
                 client.call(reqwest::Method::POST, &format!("/api/runs/{id}/cancel"), None).await?;
                 println!("cancelled; nothing was funded");
-                return Ok(());
+                return Ok(None);
             }
             "e" | "edit" => {
                 println!(
@@ -257,7 +283,7 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
     }
     let body = (!body.is_null()).then_some(body);
     client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), body.as_ref()).await?;
-    follow(client, &id, &view, args.interactive()).await
+    Ok(Some(view))
 }
 
 fn read_line() -> Result<String> {
