@@ -402,6 +402,15 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
+/// A background task stopped when its owner goes.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,14 +427,5 @@ mod tests {
     fn database_passwords_are_redacted() {
         assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(redact("sqlite://.tessera/runs.db"), "sqlite://.tessera/runs.db");
-    }
-}
-
-/// A background task stopped when its owner goes.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
