@@ -46,8 +46,13 @@ pub(crate) struct DeployCmd {
     pub(crate) mnemonic: Option<String>,
     /// Settle in this existing ERC-20 (a real USDC: it must have code and 6
     /// decimals) instead of deploying MockUSDC; nothing is minted then.
-    #[arg(long, value_name = "ADDRESS")]
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "mock_token")]
     pub(crate) token: Option<alloy::primitives::Address>,
+    /// Deploy a MockUSDC (mintable by the deployer only) on a chain that is
+    /// not local, a test net: without --token a non-local chain is refused
+    /// unless this is given.
+    #[arg(long)]
+    pub(crate) mock_token: bool,
     /// Link agents to this existing ERC-8004 identity registry instead of
     /// deploying one (default: the one --reputation-registry is bound to).
     #[arg(long, value_name = "ADDRESS")]
@@ -127,6 +132,7 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
             "chain id {chain_id} is not a local chain: the dev mnemonic's keys are public there; give the deployer with {DEPLOYER_KEY_VAR} or --keystore"
         );
     }
+    token_choice(chain_id, cmd.token, cmd.mock_token)?;
     println!("deploying to chain id {chain_id} at {} as {}", cmd.rpc_url, roles.owner);
     let record = deploy::deploy_to(&provider, &roles, &cfg)
         .await
@@ -140,6 +146,59 @@ pub(crate) async fn run(cmd: DeployCmd) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(&record)?);
     println!("deployment written to {}", cmd.deployment.display());
     Ok(())
+}
+
+/// Chain ids of local development chains (anvil's, and hardhat's or
+/// ganache's older default).
+const LOCAL_CHAIN_IDS: [u64; 2] = [LOCAL_CHAIN_ID, 1337];
+
+/// Circle's USDC on the networks a sponsor is likeliest to use, by chain id.
+const USDC: [(u64, &str, &str); 8] = [
+    (1, "Ethereum", "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"),
+    (8453, "Base", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
+    (10, "OP Mainnet", "0x0b2C639c533813f4Aa9D7837cAf62653d097Ff85"),
+    (42161, "Arbitrum One", "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"),
+    (137, "Polygon PoS", "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"),
+    (11155111, "Sepolia", "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238"),
+    (84532, "Base Sepolia", "0x036CbD53842c5426634e7929541eC2318f3dCF7e"),
+    (421614, "Arbitrum Sepolia", "0x75faf114eafb1BDbe2F0316DF893fd58CE46AA4d"),
+];
+
+/// Why a deployment was refused before anything was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TokenRefused {
+    /// A chain that is not local, with no token to settle in and no
+    /// MockUSDC asked for.
+    #[error(
+        "chain id {chain_id} is not a local chain and no --token was given: deploying would settle in a MockUSDC only the deployer can mint. {hint}"
+    )]
+    NoToken {
+        /// The chain's id.
+        chain_id: u64,
+        /// How a sponsor gets the token there.
+        hint: String,
+    },
+}
+
+/// Which token a deployment to `chain_id` settles in: `Some` the existing
+/// ERC-20 given with --token, `None` a MockUSDC deployed with the
+/// contracts, which a chain that is not local takes only with --mock-token
+/// (a test net).
+pub(crate) fn token_choice(
+    chain_id: u64,
+    token: Option<alloy::primitives::Address>,
+    mock_token: bool,
+) -> Result<Option<alloy::primitives::Address>, TokenRefused> {
+    if token.is_some() || mock_token || LOCAL_CHAIN_IDS.contains(&chain_id) {
+        return Ok(token);
+    }
+    let hint = match USDC.iter().find(|(id, ..)| *id == chain_id) {
+        Some((_, name, usdc)) => format!(
+            "On {name}, settle in Circle's USDC: --token {usdc}; sponsors buy or bridge USDC there (a test net's from Circle's faucet). For a throwaway test net deployment, --mock-token."
+        ),
+        None => "Give the address of the chain's USDC (Circle lists it per network) with --token; sponsors hold and approve that token. For a throwaway test net deployment, --mock-token.".to_owned(),
+    };
+    Err(TokenRefused::NoToken { chain_id, hint })
 }
 
 /// The deployer from TESSERA_DEPLOYER_KEY or the keystore; `None` when
@@ -195,5 +254,28 @@ pub(crate) fn keystore_error(
         eyre!("keystore {}: wrong password", path.display())
     } else {
         eyre!("keystore {} does not open: {err}", path.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_that_is_not_local_needs_a_token_or_mock_token() {
+        let usdc: alloy::primitives::Address =
+            "0x036CbD53842c5426634e7929541eC2318f3dCF7e".parse().unwrap();
+        // Local chains deploy a MockUSDC unasked.
+        assert_eq!(token_choice(31337, None, false), Ok(None));
+        assert_eq!(token_choice(1337, None, false), Ok(None));
+        // Elsewhere: the token given, or a MockUSDC asked for.
+        assert_eq!(token_choice(84532, Some(usdc), false), Ok(Some(usdc)));
+        assert_eq!(token_choice(84532, None, true), Ok(None));
+        let refused = token_choice(84532, None, false).unwrap_err().to_string();
+        assert!(refused.starts_with("chain id 84532 is not a local chain"), "{refused}");
+        assert!(refused.contains("--token 0x036CbD53842c5426634e7929541eC2318f3dCF7e"));
+        assert!(refused.contains("Base Sepolia") && refused.contains("--mock-token"));
+        let unknown = token_choice(999_999, None, false).unwrap_err().to_string();
+        assert!(unknown.contains("--token") && unknown.contains("--mock-token"), "{unknown}");
     }
 }

@@ -61,6 +61,9 @@ pub(crate) enum TasksCommand {
             default_value = "http://127.0.0.1:8080/index"
         )]
         indexer: String,
+        /// Print the indexer's JSON reply instead of the tree.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -139,7 +142,7 @@ pub(crate) async fn run(
 
 /// Prints a plan's lineage like an epic view.
 pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
-    let TasksCommand::Tree { plan, indexer } = cmd;
+    let TasksCommand::Tree { plan, indexer, json } = cmd;
     let base = indexer.trim_end_matches('/');
     let url = format!("{base}/api/plans/{plan}/tree");
     // Failures exit as the orchestrator client's do (see its exit codes).
@@ -154,6 +157,10 @@ pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
             .of("indexer")
             .into());
     }
-    print!("{}", tessera_indexer::render::plan_tree(&body));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&body)?);
+    } else {
+        print!("{}", tessera_indexer::render::plan_tree(&body));
+    }
     Ok(())
 }

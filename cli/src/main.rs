@@ -8,12 +8,14 @@ mod cli;
 mod client;
 mod deploying;
 mod index;
+mod init;
 mod local;
 mod orchestrate;
 mod runs;
 mod serving;
 mod sponsor;
 mod starting;
+mod work;
 
 use std::process::ExitCode;
 

@@ -383,3 +383,41 @@ async fn the_dev_mnemonic_deploys_to_a_local_chain_only() {
     let record = Deployment::load(dir.path().join("deployment.json")).unwrap();
     assert_eq!(record.rpc_url.as_deref(), Some(local.endpoint_url().as_str()));
 }
+
+/// A chain that is not local with no --token: refused before anything is
+/// sent, saying how a sponsor gets the token there; with --mock-token, a
+/// test net deployment settling in a MockUSDC.
+#[tokio::test]
+async fn deploy_refuses_a_chain_that_is_not_local_without_a_token() {
+    let chain =
+        LocalChain::start(&ChainOptions { chain_id: Some(84532), ..Default::default() }).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("deployment.json");
+    // A key of its own (one anvil funded: the chain is a stand-in for a test net).
+    let actors = Actors::from_mnemonic(tessera_anvil::chain::DEV_MNEMONIC).unwrap();
+    let key = alloy::hex::encode(actors.deployer.to_bytes());
+    let deploy = |extra: &[&str]| {
+        tessera()
+            .args(["deploy", "--rpc-url", chain.endpoint_url().as_str()])
+            .args(extra)
+            .arg("--deployment")
+            .arg(&record)
+            .env("TESSERA_DEPLOYER_KEY", &key)
+            .output()
+            .unwrap()
+    };
+    let out = deploy(&[]);
+    refused(&out, "chain id 84532 is not a local chain and no --token was given");
+    let (_, stderr) = text(&out);
+    assert!(stderr.contains("--token 0x036CbD53842c5426634e7929541eC2318f3dCF7e"), "{stderr}");
+    assert!(stderr.contains("--mock-token"), "{stderr}");
+    assert!(!record.exists());
+    let out = deploy(&["--mock-token"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let deployed = Deployment::load(&record).unwrap();
+    assert_eq!(deployed.chain_id, 84532);
+    // The token is the MockUSDC just deployed: the deployer mints it.
+    let provider = actors.provider(chain.endpoint_url());
+    let mock = MockUSDC::new(deployed.token, &provider);
+    assert_eq!(mock.decimals().call().await.unwrap(), 6);
+}

@@ -1,5 +1,6 @@
 //! The README as a newcomer reads it: the plan author's quick start run
-//! command by command exactly as written (on a host of its own, so the
+//! command by command exactly as written, from `tessera init` in an empty
+//! directory (on a host of its own, so the
 //! default ports are free), and every `tessera` command and flag the README
 //! and `docs/` show checked against the command's `--help`.
 // Every test binary links all of the package's dependencies.
@@ -67,10 +68,8 @@ fn the_plan_authors_quick_start_runs_as_written() {
             "the quick start shares this machine's loopback ({why}): ports 8545 and 8080 must be free"
         );
     }
+    // An empty directory: `tessera init` writes what the quick start reads.
     let home = tempfile::tempdir().unwrap();
-    for dir in ["examples", "workers"] {
-        std::os::unix::fs::symlink(repo().join(dir), home.path().join(dir)).unwrap();
-    }
     let bin = Path::new(env!("CARGO_BIN_EXE_tessera")).parent().unwrap().to_path_buf();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     // A newcomer's shell: nothing of ours set but what the README exports.
@@ -141,6 +140,14 @@ fn the_plan_authors_quick_start_runs_as_written() {
             .unwrap_or_else(|| panic!("the quick start never ran `{word}`"))
     };
     let id = id.expect("a plan was proposed");
+    // What init wrote is the repository's examples, byte for byte.
+    for file in ["workers/cards/translator.yaml", "examples/translate-then-summarize.json"] {
+        assert_eq!(
+            std::fs::read(home.path().join(file)).unwrap(),
+            std::fs::read(repo().join(file)).unwrap(),
+            "{file}"
+        );
+    }
     assert!(said("tessera plan").contains("plan_completed"), "{}", said("tessera plan"));
     assert!(said("tessera runs list").contains(&format!("{id}  completed")));
     assert_eq!(

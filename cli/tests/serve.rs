@@ -248,6 +248,36 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let shown = tessera(&["runs", "show", &plan_id.to_string()], None).await;
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert_eq!(shown.matches(" paid ").count(), 2, "{shown}");
+    // The work itself: each step's output under it, as JSON too, and one
+    // output whole (to standard output, or into a file).
+    let id = plan_id.to_string();
+    let json = tessera(&["runs", "show", &id, "--json"], None).await;
+    assert!(json.status.success(), "{json:?}");
+    let view: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(view["id"], id.as_str(), "{view}");
+    assert_eq!(view["rulings"], json!([]), "nothing was disputed: {view}");
+    let outputs: Vec<String> = view["subtasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["output"].as_str().expect("each paid step has its output").to_owned())
+        .collect();
+    assert_eq!(outputs.len(), 2, "{view}");
+    for output in &outputs {
+        assert!(!output.trim().is_empty(), "{view}");
+        let first = output.lines().next().unwrap().trim();
+        assert!(shown.contains(&format!("       {first}")), "{first} under its step in:\n{shown}");
+    }
+    let whole = tessera(&["runs", "output", &id, "1"], None).await;
+    assert!(whole.status.success(), "{whole:?}");
+    assert_eq!(String::from_utf8_lossy(&whole.stdout).trim_end(), outputs[1].trim_end());
+    let into = dir.path().join("translation.txt");
+    let written = tessera(&["runs", "output", &id, "0", "-o", into.to_str().unwrap()], None).await;
+    assert!(written.status.success() && written.stdout.is_empty(), "{written:?}");
+    assert_eq!(std::fs::read_to_string(&into).unwrap(), outputs[0]);
+    let missing = tessera(&["runs", "output", &id, "7"], None).await;
+    assert!(!missing.status.success(), "{missing:?}");
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no sub-task 7"), "{missing:?}");
     agents_from_the_cli(&api, env.actors.agent(2)).await;
     capabilities_from_the_cli(&api).await;
     for w in workers {
@@ -842,6 +872,23 @@ async fn an_appeal_from_the_cli_is_ruled_by_the_appeal_arbiter_service() {
     let (ok, text) = tessera(dispute).await;
     assert!(ok, "{text}");
     phase(id.clone(), 0, "ruled").await;
+    // The ruling as the CLI shows it: who ruled, and why, as prose.
+    let (ok, shown) = tessera(args(&format!("runs show {id}"))).await;
+    assert!(ok && shown.contains("#0 ruled by the offline rubric: "), "{shown}");
+    let (ok, json_text) = tessera(args(&format!("runs show {id} --json"))).await;
+    assert!(ok, "{json_text}");
+    let view: Value = serde_json::from_str(&json_text).unwrap();
+    let ruling = &view["rulings"][0];
+    assert_eq!(
+        (ruling["index"].as_u64(), ruling["kind"].as_str(), ruling["by"].as_str()),
+        (Some(0), Some("dispute_ruled"), Some("the offline rubric")),
+        "{view}"
+    );
+    let rationale = ruling["rationale"].as_str().unwrap();
+    assert!(!rationale.is_empty() && !rationale.starts_with('{'), "prose: {rationale}");
+    assert!(shown.contains(rationale.lines().next().unwrap()), "{rationale} in:\n{shown}");
+    let share = ruling["executor_share_bps"].as_u64().unwrap();
+    assert!(shown.contains(&format!("{}.{:02}% to the executor", share / 100, share % 100)));
 
     let ran = support::cli(&api, Some(TEST_TOKEN), words(&format!("runs appeal {id} 0")), None);
     let ran = ran.await;
@@ -1130,6 +1177,15 @@ async fn indexer_binary_serves_lineage_and_live_events() {
             && lines[2].contains("Summarize the memo"),
         "{text}"
     );
+    // The same tree as the indexer's JSON.
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["tasks", "tree", &plan, "--indexer", &api, "--json"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let tree: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(tree, get_json(&http, &format!("{api}/api/plans/{plan}/tree")).await);
 
     // Live: a new task of the plan arrives on the plan's stream.
     let resp = http.get(format!("{api}/api/plans/{plan}/events")).send().await.unwrap();

@@ -843,6 +843,9 @@ async fn queue(
 #[derive(Deserialize)]
 struct EventsQuery {
     after: Option<i64>,
+    /// `false`: the events stored so far, then the stream ends (a reader
+    /// that shows a run rather than follows it).
+    follow: Option<bool>,
 }
 
 async fn run_events(
@@ -859,6 +862,7 @@ async fn run_events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i64>().ok());
     let after = last_event_id.or(q.after).unwrap_or(0);
+    let follow = q.follow.unwrap_or(true);
     let orch = Arc::clone(&s.orch);
     Ok(s.gate.stream(move |tx| async move {
         // Subscribe before reading the backlog so nothing falls in between.
@@ -882,6 +886,9 @@ async fn run_events(
                     if send(ev).await.is_err() {
                         return;
                     }
+                }
+                if !follow {
+                    return;
                 }
                 continue;
             }

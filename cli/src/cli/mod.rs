@@ -23,6 +23,7 @@ pub(crate) use self::{
 /// that an executor agent accepts, runs and delivers, and each result flows
 /// into the sub-tasks that need it. This one binary runs every part:
 ///
+///   init      write the example cards and plans into a directory
 ///   plan      turn a brief (or a plan file) into a plan, approve it, follow it
 ///   serve     the orchestrator: runs plans; HTTP API, web UI, embedded indexer
 ///   worker    an executor agent from its card (offline rules or an LLM)
@@ -67,6 +68,9 @@ pub(crate) enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Write the example agent cards (workers/cards/) and plans (examples/)
+    /// the quick starts use into a directory, the current one by default.
+    Init(crate::init::InitArgs),
     /// Start a local chain, deploy and register the demo agents; run one task
     /// lifecycle printing each transaction, then plans through the
     /// orchestrator and workers, each party at a home of its own (a chain, a
@@ -154,12 +158,33 @@ enum RunsCommand {
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
-    /// Show a run: its plan card and each sub-task's progress.
+    /// Show a run: its plan card, each sub-task's progress and output (cut
+    /// for a glance: `runs output` gives one whole), and each ruling with
+    /// who ruled and why.
     #[command(after_help = crate::client::EXIT_CODES)]
     Show {
         /// The run id (the plan id, 0x + 64 hex).
         #[arg(value_parser = crate::client::parse_plan_id)]
         id: String,
+        /// Print the run's view as JSON (each sub-task's output whole, and
+        /// `rulings`: index, kind, executor_share_bps, by, rationale).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: crate::orchestrate::ApiArgs,
+    },
+    /// Write one sub-task's output whole: what its executor delivered, as
+    /// the run hands it on.
+    #[command(after_help = crate::client::EXIT_CODES)]
+    Output {
+        /// The run id (the plan id, 0x + 64 hex).
+        #[arg(value_parser = crate::client::parse_plan_id)]
+        id: String,
+        /// The sub-task's index in the plan.
+        index: u32,
+        /// Write it into this file instead of standard output.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
@@ -199,6 +224,7 @@ impl Cli {
 
     pub(crate) async fn run(self) -> Result<()> {
         match self.command {
+            Command::Init(args) => crate::init::run(&args)?,
             Command::Demo(chain) => {
                 let outcome =
                     until_interrupted(Box::pin(tessera_stack::demo::run(&chain.options()))).await?;
@@ -216,8 +242,11 @@ impl Cli {
             Command::Indexer(cmd) => crate::index::run(cmd, shutdown_signal()).await?,
             Command::Tasks(cmd) => crate::index::tree(cmd).await?,
             Command::Agents(args) => crate::agents::run(args).await?,
-            Command::Runs(RunsCommand::Show { id, api }) => {
-                crate::orchestrate::show(&api, &id).await?;
+            Command::Runs(RunsCommand::Show { id, json, api }) => {
+                crate::work::show(&api, &id, json).await?;
+            }
+            Command::Runs(RunsCommand::Output { id, index, output, api }) => {
+                crate::work::output(&api, &id, index, output.as_deref()).await?;
             }
             Command::Runs(RunsCommand::List { state, limit, json, api }) => {
                 crate::runs::list(&api, state.as_deref(), limit, json).await?;

@@ -169,13 +169,39 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
 }
 
 /// Shows the card, asks (approve / edit / cancel; a typed confirmation for
-/// high stakes), approves, follows.
-async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) -> Result<()> {
+/// high stakes), approves, follows. A run that could not be approved (no
+/// answer, a refused confirmation) is cancelled rather than left proposed.
+async fn decide_and_follow(client: &Client, view: RunView, args: &PlanArgs) -> Result<()> {
+    let id = view.run.id.clone();
+    let view = match decide(client, view, args).await {
+        Ok(Some(view)) => view,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            let path = format!("/api/runs/{id}/cancel");
+            let cancelled = match client.call(reqwest::Method::POST, &path, None).await {
+                Ok(_) => format!("the proposed run {id} was cancelled; nothing was funded"),
+                Err(c) => format!("the proposed run {id} could not be cancelled: {c}"),
+            };
+            return Err(e.wrap_err(cancelled));
+        }
+    };
+    follow(client, &id, &view, args).await
+}
+
+/// Asks until the plan is approved (`Some`, the approved view) or cancelled
+/// at the prompt (`None`).
+async fn decide(client: &Client, mut view: RunView, args: &PlanArgs) -> Result<Option<RunView>> {
+    use std::io::IsTerminal;
     let id = view.run.id.clone();
     loop {
         print!("{}", card(&view));
         if args.yes {
             break;
+        }
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "standard input is not a terminal: nobody to approve the plan (--yes approves without asking)"
+            );
         }
         print!("approve / edit / cancel? [a/e/c] ");
         std::io::stdout().flush()?;
@@ -185,7 +211,7 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
             "c" | "cancel" => {
                 client.call(reqwest::Method::POST, &format!("/api/runs/{id}/cancel"), None).await?;
                 println!("cancelled; nothing was funded");
-                return Ok(());
+                return Ok(None);
             }
             "e" | "edit" => {
                 println!(
@@ -261,7 +287,7 @@ async fn decide_and_follow(client: &Client, mut view: RunView, args: &PlanArgs) 
     }
     let body = (!body.is_null()).then_some(body);
     client.call(reqwest::Method::POST, &format!("/api/runs/{id}/approve"), body.as_ref()).await?;
-    follow(client, &id, &view, args).await
+    Ok(Some(view))
 }
 
 fn read_line() -> Result<String> {
@@ -471,37 +497,43 @@ async fn ask_and_decide(
     Ok(true)
 }
 
-/// `tessera runs show <id>`.
-pub(crate) async fn show(api: &ApiArgs, id: &str) -> Result<()> {
-    let client = Client::connect(api).await?;
-    let view: RunView =
-        client.call_as(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
-    print!("{}", card(&view));
+/// `tessera runs show <id>` as text: the card, the reason and spend, each
+/// step (with its output under it, cut for a glance), nested plans,
+/// declines and decisions. `outputs` are the steps' texts, in the order of
+/// `view.subtasks`.
+pub(crate) fn show_text(view: &RunView, outputs: &[Option<String>]) -> String {
+    use std::fmt::Write as _;
+    let mut out = card(view);
+    let id = &view.run.id;
     if let Some(reason) = &view.run.reason {
-        println!("  reason: {reason}");
+        let _ = writeln!(out, "  reason: {reason}");
     }
-    if let Some(line) = spend_line(&view) {
-        println!("{line}");
+    if let Some(line) = spend_line(view) {
+        let _ = writeln!(out, "{line}");
     }
-    for s in &view.subtasks {
-        println!(
+    for (i, s) in view.subtasks.iter().enumerate() {
+        let _ = writeln!(
+            out,
             "  #{} attempt {} {:<10} task {}",
             s.idx,
             s.attempt,
             s.phase.as_str(),
             s.task_id.as_deref().unwrap_or("-")
         );
+        if let Some(Some(text)) = outputs.get(i) {
+            out.push_str(&crate::work::output_lines(id, s.idx, text));
+        }
     }
     for n in &view.nested {
-        println!("{}", nested_line(n));
+        let _ = writeln!(out, "{}", nested_line(n));
     }
     for d in &view.declines {
-        println!("{}", decline_line(d));
+        let _ = writeln!(out, "{}", decline_line(d));
     }
     for d in &view.decisions {
-        println!("{}", decision_line(d));
+        let _ = writeln!(out, "{}", decision_line(d));
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]

@@ -44,6 +44,11 @@ pub(crate) struct ServeArgs {
     /// cancelled, in chain time (block timestamps).
     #[arg(long, default_value_t = 120)]
     decision_timeout_secs: u64,
+    /// Seconds a proposed plan waits for its approval before it expires:
+    /// cancelled (nothing was funded), with the reason `proposal expired`
+    /// (wall-clock time since it was proposed; one day by default).
+    #[arg(long, alias = "proposal-ttl", default_value_t = 86_400, value_parser = clap::value_parser!(u64).range(1..))]
+    proposal_ttl_secs: u64,
     /// Most one plan may spend, in whole USDC (decimals allowed: 0.5).
     #[arg(long, alias = "max-plan-spend", value_name = "USDC", default_value = "50")]
     max_plan_spend_usdc: String,
@@ -310,6 +315,23 @@ pub(crate) async fn serve(
         service.orchestrator().with_records(Arc::new(ix.store().clone()));
         service.orchestrator().with_catalogue(Arc::new(ix.store().clone()));
     }
+    // Proposals nobody approves expire (swept every quarter of their
+    // lifetime, at least once a second, at most once a minute).
+    let ttl = Duration::from_secs(args.proposal_ttl_secs);
+    let sweeper = {
+        let orch = Arc::clone(service.orchestrator());
+        let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                if let Err(e) = orch.expire_proposals(ttl, tessera_db::now_ms()).await {
+                    tracing::warn!(error = %e, "expiring proposals");
+                }
+            }
+        })
+    };
+    let _sweeper = AbortOnDrop(sweeper);
     println!(
         "orchestrator on http://{} ({} {}, {} run(s) resumed). Ctrl-C to stop.",
         service.addr(),
@@ -377,6 +399,15 @@ pub(crate) fn redact(url: &str) -> String {
             format!("{}://{user}:***@{}", &url[..scheme], &url[at + 1..])
         }
         _ => url.to_owned(),
+    }
+}
+
+/// A background task stopped when its owner goes.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

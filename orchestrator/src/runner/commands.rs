@@ -362,6 +362,35 @@ impl Orchestrator {
         self.view(id).await
     }
 
+    /// Closes every run proposed at least `ttl` before `now` (wall-clock
+    /// ms) that nobody approved: cancelled (nothing was funded), with the
+    /// reason `proposal expired` and a `plan_failed` event. A run approved
+    /// or cancelled meanwhile is left alone. The runs it closed.
+    pub async fn expire_proposals(
+        &self,
+        ttl: std::time::Duration,
+        now: i64,
+    ) -> Result<Vec<RunId>, RunError> {
+        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        let mut expired = Vec::new();
+        for run in self.store.runs_in(&[RunState::Proposed]).await? {
+            if now.saturating_sub(run.created_at) < ttl {
+                continue;
+            }
+            let id = RunId::from(&run.id);
+            let (_, plan) = self.load(&id).await?;
+            let reason = crate::state::CloseReason::ProposalExpired;
+            let why = crate::state::Reason::Close(reason.clone());
+            if self.transition(&id, &[RunState::Proposed], RunState::Cancelled, Some(&why)).await? {
+                let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
+                self.emit_run(&id, event.kind().as_str(), &event).await?;
+                tracing::info!(run = %id, "proposal expired: nobody approved it");
+                expired.push(id);
+            }
+        }
+        Ok(expired)
+    }
+
     /// Queues a decision about a running plan.
     pub async fn decide(&self, id: impl Into<RunId>, decision: Decision) -> Result<i64, RunError> {
         let id = &id.into();

@@ -389,6 +389,9 @@ pub enum CloseReason {
     DisputeRefunded,
     /// An approver (or a checkpoint's timeout) rejected checkpoint `.0`.
     CheckpointRejected(String),
+    /// Proposed, and approved by nobody before the proposal expired
+    /// (`tessera serve --proposal-ttl-secs`).
+    ProposalExpired,
 }
 
 impl CloseReason {
@@ -398,6 +401,7 @@ impl CloseReason {
         match text {
             "cancelled" => Ok(Self::Cancelled),
             "dispute_refunded" => Ok(Self::DisputeRefunded),
+            "proposal expired" => Ok(Self::ProposalExpired),
             other => other
                 .strip_prefix("checkpoint ")
                 .and_then(|rest| rest.strip_suffix(" rejected"))
@@ -408,7 +412,10 @@ impl CloseReason {
 
     /// The state a run closed for this reason ends in.
     pub fn final_state(&self) -> RunState {
-        if *self == Self::Cancelled { RunState::Cancelled } else { RunState::Failed }
+        match self {
+            Self::Cancelled | Self::ProposalExpired => RunState::Cancelled,
+            Self::DisputeRefunded | Self::CheckpointRejected(_) => RunState::Failed,
+        }
     }
 }
 
@@ -418,6 +425,7 @@ impl fmt::Display for CloseReason {
             Self::Cancelled => f.write_str("cancelled"),
             Self::DisputeRefunded => f.write_str("dispute_refunded"),
             Self::CheckpointRejected(name) => write!(f, "checkpoint {name} rejected"),
+            Self::ProposalExpired => f.write_str("proposal expired"),
         }
     }
 }
@@ -605,7 +613,8 @@ mod tests {
         }
         assert_eq!(RecoveryStep::RetryThenReassign(2).to_string(), "retry(2) then reassign");
         assert!(RecoveryStep::parse("retry(x)").is_err());
-        for r in ["cancelled", "dispute_refunded", "checkpoint review rejected"] {
+        for r in ["cancelled", "dispute_refunded", "checkpoint review rejected", "proposal expired"]
+        {
             assert_eq!(CloseReason::parse(r).unwrap().to_string(), r);
         }
         assert_eq!(
@@ -613,6 +622,7 @@ mod tests {
             Ok(CloseReason::CheckpointRejected("review".into()))
         );
         assert!(CloseReason::parse("other").is_err());
+        assert_eq!(CloseReason::ProposalExpired.final_state(), RunState::Cancelled);
     }
 
     #[test]
