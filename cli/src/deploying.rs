@@ -156,7 +156,7 @@ const LOCAL_CHAIN_IDS: [u64; 2] = [LOCAL_CHAIN_ID, 1337];
 const USDC: [(u64, &str, &str); 8] = [
     (1, "Ethereum", "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"),
     (8453, "Base", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
-    (10, "OP Mainnet", "0x0b2C639c533813f4Aa9D7837cAf62653d097Ff85"),
+    (10, "OP Mainnet", "0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85"),
     (42161, "Arbitrum One", "0xaf88d065e77c8cC2239327C5EDb3A432268e5831"),
     (137, "Polygon PoS", "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"),
     (11155111, "Sepolia", "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238"),
@@ -259,6 +259,20 @@ pub(crate) fn keystore_error(
 
 #[cfg(test)]
 mod tests {
+
+    /// Every USDC address listed is EIP-55 checksummed (a mistyped letter's
+    /// case shows as a failed checksum), and each chain is listed once.
+    #[test]
+    fn the_listed_usdc_addresses_are_checksummed() {
+        for (chain, name, address) in USDC {
+            let parsed = alloy::primitives::Address::parse_checksummed(address, None);
+            assert!(parsed.is_ok(), "{name} ({chain}): {address} is not EIP-55");
+        }
+        let mut ids: Vec<u64> = USDC.iter().map(|u| u.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), USDC.len());
+    }
     use super::*;
 
     #[test]
