@@ -488,6 +488,15 @@ async fn approve(
     let checked = s.orch.check_signed_grant(&id, sponsor, grant, body.permit).await?;
     let key = crate::grants::owner_key(sponsor);
     let budget = checked.grant.terms.budget;
+    let row = GrantRow {
+        grant_json: serde_json::to_string(&checked.grant).map_err(RunError::PlanEncoding)?,
+        permit_json: checked
+            .permit
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(RunError::PlanEncoding)?,
+    };
     let now = now_secs();
     let cap = operator.max_sponsor_spend.base_units();
     let refused = s
@@ -504,19 +513,13 @@ async fn approve(
             ),
         ));
     }
-    let row = GrantRow {
-        grant_json: serde_json::to_string(&checked.grant).map_err(RunError::PlanEncoding)?,
-        permit_json: checked
-            .permit
-            .as_ref()
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(RunError::PlanEncoding)?,
-    };
     let store = s.orch.store();
-    store.set_owner(&id, &key).await.map_err(RunError::from)?;
-    store.set_grant(&id, &row).await.map_err(RunError::from)?;
-    match s.orch.approve(&id, body.confirmation_token.as_deref()).await {
+    let approved = async {
+        store.set_owner(&id, &key).await?;
+        store.set_grant(&id, &row).await?;
+        s.orch.approve(&id, body.confirmation_token.as_deref()).await
+    };
+    match approved.await {
         Ok(view) => Ok(Json(view)),
         Err(e) => {
             // Not approved: it counts for nothing against the cap.

@@ -378,17 +378,30 @@ impl Orchestrator {
                 continue;
             }
             let id = RunId::from(&run.id);
-            let (_, plan) = self.load(&id).await?;
-            let reason = crate::state::CloseReason::ProposalExpired;
-            let why = crate::state::Reason::Close(reason.clone());
-            if self.transition(&id, &[RunState::Proposed], RunState::Cancelled, Some(&why)).await? {
-                let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
-                self.emit_run(&id, event.kind().as_str(), &event).await?;
-                tracing::info!(run = %id, "proposal expired: nobody approved it");
-                expired.push(id);
+            // One run that cannot be expired (its plan does not load, a
+            // write fails) is logged and tried again next sweep; the
+            // others expire meanwhile.
+            match self.expire_one(&id).await {
+                Ok(true) => expired.push(id),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(run = %id, error = %e, "expiring a proposal"),
             }
         }
         Ok(expired)
+    }
+
+    /// Cancels proposed run `id` as expired; whether this call did.
+    async fn expire_one(&self, id: &RunId) -> Result<bool, RunError> {
+        let (_, plan) = self.load(id).await?;
+        let reason = crate::state::CloseReason::ProposalExpired;
+        let why = crate::state::Reason::Close(reason.clone());
+        if !self.transition(id, &[RunState::Proposed], RunState::Cancelled, Some(&why)).await? {
+            return Ok(false);
+        }
+        let event = RunEvent::PlanFailed { plan_id: plan.id, reason };
+        self.emit_run(id, event.kind().as_str(), &event).await?;
+        tracing::info!(run = %id, "proposal expired: nobody approved it");
+        Ok(true)
     }
 
     /// Queues a decision about a running plan.
