@@ -193,6 +193,7 @@ fn record(stats: &Value) -> AgentRecord {
             below_floor: count(&ev["below_floor"]),
             own: ev["own"].as_f64().unwrap_or(0.0),
         },
+        last_active_at: stats["last_active_at"].as_u64(),
     }
 }
 

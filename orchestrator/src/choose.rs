@@ -9,6 +9,11 @@
 //! empty record (the prior only), so every policy then picks the cheapest.
 //! A record that cannot be read is logged and taken as empty: a choice never
 //! fails because the index is behind or down.
+//!
+//! With records, agents seen working in the last day of chain time (a
+//! task accepted, delivered or declined) rank before quiet ones under every
+//! policy: a registered agent nobody runs is chosen only when no live one
+//! offers the capability, and the choice then says so.
 
 use alloy::primitives::Address;
 use tessera_bindings::{AgentRegistry, capability, offers, usdc::Usdc};
@@ -78,6 +83,7 @@ impl Orchestrator {
                 price: Usdc::from_base_units(o.price),
                 active: o.active,
                 record: AgentRecord::default(),
+                quiet: false,
             })
             .filter(|o| limits.admits(o))
             .collect();
@@ -85,11 +91,15 @@ impl Orchestrator {
         candidates.truncate(MAX_SCORED);
         if let Some(records) = self.records() {
             let sponsor = self.chain().sponsor();
+            let now = self.chain().head().await?.timestamp;
             let reads = candidates.iter().map(|o| records.record(o.agent, sponsor));
             let read = futures_util::future::join_all(reads).await;
             for (offer, record) in candidates.iter_mut().zip(read) {
                 match record {
-                    Ok(r) => offer.record = r,
+                    Ok(r) => {
+                        offer.record = r;
+                        offer.quiet = !r.seen_recently(now);
+                    }
                     Err(error) => {
                         tracing::warn!(agent = %offer.agent, %error, "agent record unreadable; prior only");
                     }

@@ -88,6 +88,11 @@ pub struct Offer {
     pub active: bool,
     /// What its tasks show (the default, prior only, when unknown).
     pub record: AgentRecord,
+    /// No sign of life from it within [`tessera_records::RECENT_SECS`]
+    /// (it accepted, delivered or declined no task): ranked after every
+    /// agent seen working, whatever the policy. False when nothing is known
+    /// of anyone (no records source).
+    pub quiet: bool,
 }
 
 /// What may be chosen.
@@ -154,8 +159,9 @@ pub fn score(policy: Selection, offer: Offer, cheapest: Usdc) -> Scored {
     Scored { offer, reliability, latency, price_factor, score }
 }
 
-/// Every eligible offer scored under `policy`, best first: by score, then
-/// the lower price, then the lower address. The cheapest policy compares
+/// Every eligible offer scored under `policy`, best first: agents seen
+/// working recently before quiet ones ([`Offer::quiet`]), then by score,
+/// then the lower price, then the lower address. The cheapest policy compares
 /// prices exactly, never through a rounded ratio.
 pub fn rank(policy: Selection, offers: &[Offer], limits: Limits<'_>) -> Vec<Scored> {
     let eligible: Vec<&Offer> = offers.iter().filter(|o| limits.admits(o)).collect();
@@ -167,7 +173,12 @@ pub fn rank(policy: Selection, offers: &[Offer], limits: Limits<'_>) -> Vec<Scor
             Selection::Cheapest => Ordering::Equal,
             _ => b.score.total_cmp(&a.score),
         };
-        by_score.then(a.offer.price.cmp(&b.offer.price)).then(a.offer.agent.cmp(&b.offer.agent))
+        a.offer
+            .quiet
+            .cmp(&b.offer.quiet)
+            .then(by_score)
+            .then(a.offer.price.cmp(&b.offer.price))
+            .then(a.offer.agent.cmp(&b.offer.agent))
     });
     scored
 }
@@ -198,6 +209,7 @@ pub fn select(
         score_bps: best.score_bps(),
         reason: why_chosen(policy, &best, cheapest, ranked.len()),
         runner_up,
+        quiet: best.offer.quiet,
     })
 }
 
@@ -334,7 +346,21 @@ fn duration_words(secs: u64) -> String {
     }
 }
 
+/// What a quiet agent's reason says of it.
+pub const QUIET_WORDS: &str =
+    "no sign of life in the last day (no task accepted, delivered or declined)";
+
 fn why_chosen(policy: Selection, best: &Scored, cheapest: Usdc, eligible: usize) -> String {
+    let reason = why_chosen_by_policy(policy, best, cheapest, eligible);
+    if best.offer.quiet { format!("{reason}; {QUIET_WORDS}") } else { reason }
+}
+
+fn why_chosen_by_policy(
+    policy: Selection,
+    best: &Scored,
+    cheapest: Usdc,
+    eligible: usize,
+) -> String {
     let price = short_usdc(best.offer.price);
     match policy {
         Selection::Cheapest => {
@@ -363,6 +389,9 @@ fn why_lost(policy: Selection, best: &Scored, ru: &Scored) -> String {
         format!("{}% reliable ({})", percent(ru.reliability), record_words(&ru.offer.record));
     let dearer = ru.offer.price > best.offer.price;
     let less_reliable = ru.record_score() < best.record_score();
+    if ru.offer.quiet && !best.offer.quiet {
+        return format!("{QUIET_WORDS}, unlike the one above: {record}, {price}");
+    }
     match policy {
         Selection::Cheapest if dearer => {
             format!("dearer: {price} against {}; {record}", short_usdc(best.offer.price))
@@ -398,7 +427,7 @@ mod tests {
     }
 
     fn offer(agent: Address, price: u128, record: AgentRecord) -> Offer {
-        Offer { agent, price: usdc(price), active: true, record }
+        Offer { agent, price: usdc(price), active: true, record, quiet: false }
     }
 
     fn rec(completed: u64, refunded: u64, expired: u64, median: Option<u64>) -> AgentRecord {
@@ -418,6 +447,7 @@ mod tests {
             below_floor: 0,
             own: 0.0,
         },
+        last_active_at: None,
     };
 
     fn none() -> Limits<'static> {
@@ -708,5 +738,32 @@ mod tests {
         assert_eq!(duration_words(4), "4s");
         assert_eq!(duration_words(600), "10m");
         assert_eq!(duration_words(7_200), "2h");
+    }
+
+    #[test]
+    fn agents_seen_working_rank_before_quiet_ones_under_every_policy() {
+        // A is the cheapest and the most reliable, but quiet: B, seen
+        // working, is chosen; the choice and A's place say why.
+        let quiet = Offer { quiet: true, ..offer(A, 1, rec(20, 0, 0, Some(1))) };
+        let live = offer(B, 5, rec(1, 0, 1, Some(900)));
+        for policy in [Selection::Cheapest, Selection::Reliable, Selection::Balanced] {
+            let choice = select(0, policy, &[quiet, live], none()).unwrap();
+            assert_eq!(choice.executor, B, "{policy:?}");
+            assert!(!choice.quiet);
+            let ru = choice.runner_up.unwrap();
+            assert_eq!(ru.executor, A);
+            assert!(ru.reason.starts_with(QUIET_WORDS), "{}", ru.reason);
+        }
+        // Only quiet agents offer it: the best of them, and the choice says so.
+        let other = Offer { quiet: true, ..offer(C, 2, NEW) };
+        let choice = select(0, Selection::Cheapest, &[quiet, other], none()).unwrap();
+        assert_eq!(choice.executor, A);
+        assert!(choice.quiet);
+        assert!(choice.reason.ends_with(QUIET_WORDS), "{}", choice.reason);
+        // Recent means within a day of chain time.
+        let seen = AgentRecord { last_active_at: Some(1_000), ..NEW };
+        assert!(seen.seen_recently(1_000 + tessera_records::RECENT_SECS));
+        assert!(!seen.seen_recently(1_001 + tessera_records::RECENT_SECS));
+        assert!(!NEW.seen_recently(0));
     }
 }

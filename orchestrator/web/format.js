@@ -337,6 +337,16 @@ export function choiceText(c, name = short) {
   return text;
 }
 
+/// What the plan card says under a chosen agent that showed no sign of
+/// life in the last day (`choice.quiet`): what happens if it stays silent.
+export function quietText(plan) {
+  const blocks = plan?.accept_window_blocks;
+  const after = Number.isInteger(blocks) && blocks > 0
+    ? `if it neither accepts nor delivers within ${blocks} blocks, its task is cancelled at full refund and the step goes to its recovery policy`
+    : 'nothing cancels it before its deadline (no accept window)';
+  return `No sign of life from this agent in the last day (no task accepted, delivered or declined): ${after}.`;
+}
+
 /// The brief's words that chose sub-task `t`'s capability, as the plan
 /// card shows them: `chosen by “Write”, “haiku”` (at most eight words,
 /// each cut to 24 characters); empty when the plan records none.
@@ -375,6 +385,7 @@ export function eventNote(ev, plan) {
     }
     case 'checkpoint_escalated': return `${ev.name} escalated: waiting for a person`;
     case 'subtask_declined': return declineNote(ev);
+    case 'subtask_silent': return `no sign of its executor: ${ev.reason ?? `${short(ev.executor)} stayed silent`}; it goes to its on_decline policy`;
     case 'result_unreadable': return `result unreadable: ${ev.reason ?? 'unknown'}; under auto review it is disputed, never paid`;
     case 'subtask_skipped':
       return `skipped: ${ev.reason ?? 'by the plan'}${ev.condition && !String(ev.reason ?? '').includes(ev.condition) ? ` (condition ${ev.condition})` : ''}`;

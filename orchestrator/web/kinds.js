@@ -19,6 +19,7 @@ export const EVENT_KINDS = [
   'review_required',
   'output_flagged',
   'result_unreadable',
+  'subtask_silent',
   'subtask_paid',
   'subtask_disputed',
   'dispute_opened',

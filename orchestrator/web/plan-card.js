@@ -6,7 +6,7 @@
 
 import { drawDag } from './dag.js';
 import {
-  usdc, short, duration, nestedHeaders, checkpointsOf, conditionNote, recoverySummary, choiceFor, choiceText, stepName,
+  usdc, short, duration, nestedHeaders, checkpointsOf, conditionNote, recoverySummary, choiceFor, choiceText, quietText, stepName,
   chosenByText,
 } from './format.js';
 import { $, h, act, errorBox } from './dom.js';
@@ -81,7 +81,8 @@ export async function planCard(view, { unassigned = [] } = {}) {
         chosenByText(t) ? h('div', { class: 'muted chosen-by' }, chosenByText(t)) : null,
         conditionNote(t, view.conditions) ? h('div', { class: 'cond' }, h('span', { class: 'badge' }, 'if'), ` ${conditionNote(t, view.conditions)}`) : null),
       h('td', {}, select, unassigned.includes(t.index) && !t.executor ? h('div', { class: 'warn' }, 'no active agent offers this: pick one') : null,
-        choiceFor(plan, t) ? h('div', { class: 'muted choice' }, choiceText(choiceFor(plan, t), (a) => nameOf(a, list))) : null),
+        choiceFor(plan, t) ? h('div', { class: 'muted choice' }, choiceText(choiceFor(plan, t), (a) => nameOf(a, list))) : null,
+        choiceFor(plan, t)?.quiet ? h('div', { class: 'warn no-sign' }, quietText(plan)) : null),
       h('td', { class: 'num' }, `${usdc(t.cost)}`),
       h('td', {}, t.depends_on?.length ? t.depends_on.map((d) => stepName(plan, d)).join(', ') : '—'),
       h('td', { class: 'row-actions' }, up, down, drop))];

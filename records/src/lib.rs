@@ -26,6 +26,9 @@ pub const PRIOR_SUCCESSES: u64 = 2;
 pub const PRIOR_FAILURES: u64 = 1;
 /// The delivery time, in seconds, at which the latency factor is 0.9.
 pub const TARGET_SECS: u64 = 300;
+/// How recent a sign of life must be for an agent to count as seen working
+/// (a day of chain time): the executor choice prefers such agents.
+pub const RECENT_SECS: u64 = 24 * 60 * 60;
 /// The lowest the latency factor goes (an agent infinitely slow).
 pub const LATENCY_FLOOR: f64 = 0.8;
 /// Share of the time from acceptance to the deadline, in basis points,
@@ -68,6 +71,9 @@ pub struct AgentRecord {
     /// The same tasks weighed by the money and the funders behind them:
     /// what [`AgentRecord::reliability`] is computed from.
     pub weight: Evidence,
+    /// Chain seconds of its latest sign of life as an executor (a task
+    /// accepted, delivered or declined); `None` when never seen working.
+    pub last_active_at: Option<u64>,
 }
 
 impl AgentRecord {
@@ -91,7 +97,14 @@ impl AgentRecord {
                 funders: completed.saturating_add(failed),
                 ..Evidence::default()
             },
+            last_active_at: None,
         }
+    }
+
+    /// Whether it was seen working (see [`AgentRecord::last_active_at`])
+    /// within [`RECENT_SECS`] before chain time `now`.
+    pub fn seen_recently(&self, now: u64) -> bool {
+        self.last_active_at.is_some_and(|t| now.saturating_sub(t) <= RECENT_SECS)
     }
 
     /// Tasks settled in a way that speaks for or against the agent.

@@ -103,6 +103,14 @@ pub(crate) fn card(view: &RunView) -> String {
             plan.choices.iter().find(|c| c.index == t.index && Some(c.executor) == t.executor);
         if let Some(c) = chosen {
             out.push_str(&format!("       {pad}{}\n", choice_line(c)));
+            if c.quiet {
+                out.push_str(&format!(
+                    "       {pad}! no sign of life from this agent in the last day: if it stays \
+                     silent {} blocks it is cancelled and refunded ({})\n",
+                    plan.accept_window_blocks,
+                    plan.recovery.with(t.recovery.as_ref()).on_decline
+                ));
+            }
         }
         // A nested plan's conditions read by step path, as the API writes them.
         let when = path
@@ -369,6 +377,12 @@ pub(crate) fn event_line(elapsed: std::time::Duration, ev: &Value) -> Option<Str
     if matches!(kind, "subtask_paid" | "subtask_refunded") {
         line.push_str(&format!(": {}", usdc_of(&ev["executor_amount"])));
     }
+    if let Some(reason) = ev["reason"]
+        .as_str()
+        .filter(|_| matches!(kind, "subtask_silent" | "recovery_applied" | "subtask_declined"))
+    {
+        line.push_str(&format!(": {reason}"));
+    }
     if let Some(tx) = ev["tx_hash"].as_str().filter(|t| t.len() > 12) {
         line.push_str(&format!(" tx {}…", &tx[..10]));
     }
@@ -385,7 +399,7 @@ pub(crate) fn silent_line(
     waited: std::time::Duration,
 ) -> String {
     format!(
-        "[{:>6.1}s] #{index} waits on its executor {executor}: no sign of it {} s after funding (is its worker running? the deadline refunds it)",
+        "[{:>6.1}s] #{index} waits on its executor {executor}: no sign of it {} s after funding (is its worker running? the plan's accept window cancels and refunds it)",
         elapsed.as_secs_f64(),
         waited.as_secs()
     )

@@ -135,7 +135,9 @@ impl IndexStore {
         let totals = sqlx::query(&format!(
             "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
                {} AS expired, {} AS declined, {} AS settled, \
-               CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings \
+               CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings, \
+               CAST(MAX(CASE WHEN status = 'Declined' THEN settled_at \
+                        ELSE COALESCE(completed_at, accepted_at) END) AS BIGINT) AS last_active_at \
              FROM ix_tasks WHERE executor = $1",
             count("status IN ('Paid', 'Split')"),
             count("disputed = 1"),
@@ -195,6 +197,7 @@ impl IndexStore {
                 median_completion_secs: median(&mut complete),
                 success_rate: (settled != 0).then(|| completed as f64 / settled as f64),
                 evidence,
+                last_active_at: totals.try_get("last_active_at")?,
             },
         }))
     }

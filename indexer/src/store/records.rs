@@ -65,6 +65,7 @@ pub fn record_of(stats: &AgentStats) -> AgentRecord {
         expired: count(stats.expired),
         median_completion_secs: stats.median_completion_secs.and_then(|m| u64::try_from(m).ok()),
         weight: stats.evidence,
+        last_active_at: stats.last_active_at.and_then(|t| u64::try_from(t).ok()),
     }
 }
 
@@ -89,6 +90,7 @@ mod tests {
             median_completion_secs: Some(7),
             success_rate: Some(0.5),
             evidence: Evidence { completed: 1.5, failed: 0.5, funders: 2, ..Evidence::default() },
+            last_active_at: Some(1_700),
         };
         let r = record_of(&stats);
         assert_eq!(
@@ -99,6 +101,7 @@ mod tests {
                 expired: 3,
                 median_completion_secs: Some(7),
                 weight: stats.evidence,
+                last_active_at: Some(1_700),
             }
         );
         assert_eq!(r.settled(), 8);

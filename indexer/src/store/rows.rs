@@ -199,4 +199,7 @@ pub struct AgentStats {
     /// The record weighed by the money and the distinct funders behind it
     /// (no sponsor's own history weighed up): what selection scores.
     pub evidence: super::evidence::Evidence,
+    /// Chain seconds of its latest sign of life as an executor: a task
+    /// accepted, delivered or declined (`None`: never seen working).
+    pub last_active_at: Option<i64>,
 }

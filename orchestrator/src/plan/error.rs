@@ -166,6 +166,14 @@ pub enum PlanError {
         /// Upper bound.
         max: u32,
     },
+    /// The accept window is longer than a plan may ask for.
+    #[error("accept window of {blocks} blocks is over the most, {max}")]
+    AcceptWindowTooLong {
+        /// The requested window.
+        blocks: u32,
+        /// Upper bound.
+        max: u32,
+    },
     /// The executor does not offer the capability, or asks more than the plan pays.
     #[error("sub-task {index}: executor {executor} {problem}")]
     ExecutorOffer {

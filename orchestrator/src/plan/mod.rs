@@ -170,6 +170,13 @@ pub struct Plan {
     /// payment releases by itself.
     #[serde(default = "default_review_window")]
     pub review_window_secs: u32,
+    /// Blocks an executor has to accept (or deliver) a sub-task once it can
+    /// start (its task created and every upstream delivered), and never
+    /// less than as many seconds; past it the task is cancelled at full
+    /// refund and the sub-task goes to its `on_decline` policy. 0 waits
+    /// for the deadline alone.
+    #[serde(default = "default_accept_window")]
+    pub accept_window_blocks: u32,
     /// The nested plans of a flattened plan, by path.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<Group>,
@@ -204,6 +211,16 @@ fn default_review_window() -> u32 {
     DEFAULT_REVIEW_WINDOW_SECS
 }
 
+/// Accept window when a plan names none: 100 blocks (about 3 minutes on
+/// 2-second blocks, 20 on 12-second ones).
+pub const DEFAULT_ACCEPT_WINDOW_BLOCKS: u32 = 100;
+/// Longest accept window a plan may ask for.
+pub const MAX_ACCEPT_WINDOW_BLOCKS: u32 = 1_000_000;
+
+fn default_accept_window() -> u32 {
+    DEFAULT_ACCEPT_WINDOW_BLOCKS
+}
+
 #[derive(Deserialize)]
 struct VersionProbe {
     version: u32,
@@ -221,6 +238,7 @@ impl Plan {
             budget,
             source: None,
             review_window_secs: DEFAULT_REVIEW_WINDOW_SECS,
+            accept_window_blocks: DEFAULT_ACCEPT_WINDOW_BLOCKS,
             groups: Vec::new(),
             plans: std::collections::BTreeMap::new(),
             checkpoints: Vec::new(),

@@ -194,6 +194,10 @@ pub struct Choice {
     /// The best of the others, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner_up: Option<RunnerUp>,
+    /// The chosen agent showed no sign of life in the last day (no task
+    /// accepted, delivered or declined): nobody better was seen working.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quiet: bool,
 }
 
 /// The executor that came second.

@@ -4,9 +4,9 @@
 use tessera_bindings::{capability, usdc::Usdc};
 
 use super::{
-    ExecutorStatus, MAX_CHECKPOINTS, MAX_CHOSEN_BY, MAX_CHOSEN_BY_CHARS, MAX_DEADLINE_SECS,
-    MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES, MAX_SPEC_BYTES, MAX_SUBTASKS, MIN_DEADLINE_SECS,
-    MIN_REVIEW_WINDOW_SECS, Plan, PlanContext, PlanError, check_version,
+    ExecutorStatus, MAX_ACCEPT_WINDOW_BLOCKS, MAX_CHECKPOINTS, MAX_CHOSEN_BY, MAX_CHOSEN_BY_CHARS,
+    MAX_DEADLINE_SECS, MAX_REVIEW_WINDOW_SECS, MAX_SOURCE_BYTES, MAX_SPEC_BYTES, MAX_SUBTASKS,
+    MIN_DEADLINE_SECS, MIN_REVIEW_WINDOW_SECS, Plan, PlanContext, PlanError, check_version,
 };
 
 impl Plan {
@@ -30,6 +30,12 @@ impl Plan {
                 secs: self.review_window_secs,
                 min: MIN_REVIEW_WINDOW_SECS,
                 max: MAX_REVIEW_WINDOW_SECS,
+            });
+        }
+        if self.accept_window_blocks > MAX_ACCEPT_WINDOW_BLOCKS {
+            return Err(PlanError::AcceptWindowTooLong {
+                blocks: self.accept_window_blocks,
+                max: MAX_ACCEPT_WINDOW_BLOCKS,
             });
         }
         self.validate_nesting()?;

@@ -240,6 +240,30 @@ impl Chain {
         Ok(self.provider.get_block_number().await?)
     }
 
+    /// The blocks task `id` was last offered to its executor in (created or
+    /// reassigned) and last changed in, from its logs; zeros when none
+    /// were read.
+    pub(crate) async fn offered_and_last(&self, id: U256) -> (u64, u64) {
+        let book = self.book.lock().await;
+        let Some(logs) = book.logs.get(&id) else { return (0, 0) };
+        let block = |log: &Log| log.block_number.unwrap_or_default();
+        let offered = logs
+            .iter()
+            .filter(|log| {
+                matches!(
+                    decode_log(log),
+                    Some(
+                        TaskEscrow::TaskEscrowEvents::TaskCreated(_)
+                            | TaskEscrow::TaskEscrowEvents::TaskReassigned(_)
+                    )
+                )
+            })
+            .map(block)
+            .max()
+            .unwrap_or_default();
+        (offered, logs.iter().map(block).max().unwrap_or_default())
+    }
+
     /// Whether task `id`'s executor ever accepted it (from its logs).
     pub(crate) async fn accepted(&self, id: U256) -> Result<bool, RunError> {
         let Some((_, logs)) = self.task(id).await? else { return Ok(false) };

@@ -37,6 +37,11 @@ pub struct OnChain {
     /// Whether its executor accepted it (an expiry then means work not
     /// delivered in time; otherwise nobody accepted).
     pub accepted: bool,
+    /// The block its executor was last offered it in (its creation or
+    /// latest reassignment); 0 when not read.
+    pub offered_block: u64,
+    /// The block of its latest change; 0 when not read.
+    pub last_block: u64,
 }
 
 impl OnChain {
@@ -50,6 +55,8 @@ impl OnChain {
             review_window: u64::from(rec.task.reviewWindow),
             dispute_window: u64::from(rec.task.disputeWindow),
             accepted: false,
+            offered_block: 0,
+            last_block: 0,
         }
     }
 }
@@ -131,6 +138,18 @@ pub enum Action {
         /// The policy that applies.
         policy: Policy,
     },
+    /// Cancel a task its executor left silent past the plan's accept
+    /// window (see [`Snapshot::silent_for`]), telling who and how long.
+    Silent {
+        /// The sub-task.
+        index: u32,
+        /// Its attempt.
+        attempt: u32,
+        /// The executor that showed no sign of life.
+        executor: Address,
+        /// Blocks it could have started in.
+        blocks: u64,
+    },
     /// Start closing the run.
     Close(CloseReason),
     /// Upfront funding: move a dependant whose upstream did not deliver to
@@ -168,6 +187,13 @@ pub enum Failure {
     /// the capability at no more than the cost: paused, a raised price,
     /// gone), with the decoded revert; never created, nothing spent.
     Refused(String),
+    /// Its executor neither accepted nor delivered within the plan's accept
+    /// window: cancelled at full refund. Recovered by the `on_decline`
+    /// policy.
+    Silent {
+        /// The executor that showed no sign of life.
+        executor: Address,
+    },
 }
 
 impl Failure {
@@ -181,6 +207,10 @@ impl Failure {
             Self::Refused(revert) => {
                 format!("the escrow refused to create it for its executor: {revert}").into()
             }
+            Self::Silent { executor } => format!(
+                "its executor {executor} neither accepted nor delivered within the accept window"
+            )
+            .into(),
         }
     }
 }
@@ -198,6 +228,8 @@ pub struct Snapshot<'a> {
     pub chain: &'a HashMap<u32, OnChain>,
     /// Chain time, seconds.
     pub now: u64,
+    /// The head's block number.
+    pub head_block: u64,
     /// The result documents of paid or delivered sub-tasks a waiting
     /// sub-task's condition reads (missing ones read as `null`).
     pub results: &'a HashMap<u32, Value>,
@@ -227,6 +259,34 @@ impl Snapshot<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// How many blocks the created, unaccepted task of `task` has waited
+    /// past the plan's accept window, when it has: counted from when its
+    /// executor could start (offered the task, every upstream delivered),
+    /// and never before as many chain seconds have passed, so a chain that
+    /// mines a block per transaction does not end the window early.
+    pub fn silent_for(&self, task: &crate::plan::SubTask) -> Result<Option<u64>, RunError> {
+        let rec = self.on_chain(task.index)?;
+        let Some(blocks) = self.waited(task, self.head_block)? else { return Ok(None) };
+        let window = u64::from(self.plan.accept_window_blocks);
+        Ok((self.now.saturating_sub(rec.updated_at) > window).then_some(blocks))
+    }
+
+    /// Blocks from when `task`'s executor could start to `until`, when
+    /// more than the plan's accept window.
+    fn waited(&self, task: &crate::plan::SubTask, until: u64) -> Result<Option<u64>, RunError> {
+        let window = u64::from(self.plan.accept_window_blocks);
+        let rec = self.on_chain(task.index)?;
+        if window == 0 || rec.offered_block == 0 || !self.upstream_delivered(task)? {
+            return Ok(None);
+        }
+        let mut since = rec.offered_block;
+        for dep in &task.depends_on {
+            since = since.max(self.chain.get(dep).map_or(0, |d| d.last_block));
+        }
+        let blocks = until.saturating_sub(since);
+        Ok((blocks > window).then_some(blocks))
     }
 
     /// Whether every upstream of `task` has delivered (or been paid).
@@ -347,10 +407,17 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
             Phase::Chain(Status::Created) if upfront && !s.upstream_stands(task)? => {
                 actions.push(Action::Send { index, call: Call::Cancel });
             }
-            Phase::Chain(Status::Created | Status::Accepted) => {
-                let expired = s.now > s.on_chain(index)?.deadline;
-                actions
-                    .extend(expired.then_some(Action::Send { index, call: Call::RefundExpired }));
+            Phase::Chain(status @ (Status::Created | Status::Accepted)) => {
+                let rec = s.on_chain(index)?;
+                if s.now > rec.deadline {
+                    actions.push(Action::Send { index, call: Call::RefundExpired });
+                } else if status == Status::Created
+                    && running
+                    && let Some(blocks) = s.silent_for(task)?
+                {
+                    let (attempt, executor) = (row.attempt, rec.executor);
+                    actions.push(Action::Silent { index, attempt, executor, blocks });
+                }
             }
             Phase::Chain(Status::Completed) => {
                 let rec = s.on_chain(index)?;
@@ -387,6 +454,13 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 let recovery = s.plan.recovery.with(task.recovery.as_ref());
                 let (failure, policy) = if phase == Phase::Chain(Status::Declined) {
                     (Failure::DeclinedByExecutor, recovery.on_decline)
+                } else if phase == Phase::Chain(Status::Cancelled)
+                    && !accepted
+                    && let Some(rec) = s.chain.get(&index)
+                    && s.waited(task, rec.last_block)?.is_some()
+                {
+                    // Cancelled once its accept window had passed.
+                    (Failure::Silent { executor: rec.executor }, recovery.on_decline)
                 } else if accepted && phase == Phase::Chain(Status::Expired) {
                     (Failure::Expired, recovery.on_expiry)
                 } else {

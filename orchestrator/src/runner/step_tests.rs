@@ -61,6 +61,8 @@ fn on_chain(status: Status) -> OnChain {
         review_window: 60,
         dispute_window: 60,
         accepted: false,
+        offered_block: 0,
+        last_block: 0,
     }
 }
 
@@ -77,6 +79,7 @@ fn step_at(state: RunState, plan: &Plan, phases: &[Phase], now: u64) -> Vec<Acti
         rows: &rows,
         chain: &chain,
         now,
+        head_block: 0,
         results: &HashMap::new(),
         held: &BTreeSet::new(),
         unreadable: &BTreeMap::new(),
@@ -176,6 +179,7 @@ fn a_missing_row_or_record_is_an_error_not_a_panic() {
         rows: &rows,
         chain: &chain,
         now: 1,
+        head_block: 0,
         results: &HashMap::new(),
         held: &BTreeSet::new(),
         unreadable: &BTreeMap::new(),
@@ -189,6 +193,7 @@ fn a_missing_row_or_record_is_an_error_not_a_panic() {
         rows: &rows,
         chain: &chain,
         now: 1,
+        head_block: 0,
         results: &HashMap::new(),
         held: &BTreeSet::new(),
         unreadable: &BTreeMap::new(),
@@ -211,6 +216,7 @@ fn resolve_at(phase: Phase, d: &Pending) -> Resolution {
             rows: &rows,
             chain: &chain,
             now: 700,
+            head_block: 0,
             results: &HashMap::new(),
             held: &BTreeSet::new(),
             unreadable: &BTreeMap::new(),
@@ -275,6 +281,7 @@ fn a_paused_runs_sub_task_not_created_is_queued_again_for_the_executor_decided()
             rows: &rows,
             chain: &chain,
             now: 700,
+            head_block: 0,
             results: &results,
             held: &held,
             unreadable: &BTreeMap::new(),
@@ -337,6 +344,7 @@ fn under_auto_review_dependants_go_out_beside_their_upstreams_approval() {
             rows,
             chain: &chain,
             now: 600,
+            head_block: 0,
             results: &HashMap::new(),
             held: &BTreeSet::new(),
             unreadable: &BTreeMap::new(),
@@ -375,6 +383,7 @@ fn snapshot_steps(
         rows,
         chain,
         now: 600,
+        head_block: 0,
         results,
         held,
         unreadable: &BTreeMap::new(),
@@ -584,6 +593,7 @@ fn a_sub_task_its_executor_declined_is_recovered_by_its_on_decline_policy_at_onc
             rows,
             chain,
             now: 501,
+            head_block: 0,
             results: &results,
             held: &held,
             unreadable: &BTreeMap::new(),
@@ -710,6 +720,7 @@ fn an_unreadable_result_is_disputed_under_auto_review_and_never_paid() {
             rows: &delivered,
             chain: &chain,
             now: 600,
+            head_block: 0,
             results: &HashMap::new(),
             held: &BTreeSet::new(),
             unreadable,
@@ -745,6 +756,7 @@ fn an_upfront_dependant_of_an_unreadable_result_is_cancelled_even_under_manual_r
             rows: &r,
             chain: &chain,
             now: 510,
+            head_block: 0,
             results: &HashMap::new(),
             held: &BTreeSet::new(),
             unreadable,
@@ -754,4 +766,104 @@ fn an_upfront_dependant_of_an_unreadable_result_is_cancelled_even_under_manual_r
     assert_eq!(at(&BTreeMap::new()), [], "a result still pending stands");
     let gone = BTreeMap::from([(0, Unreadable::NotFound)]);
     assert_eq!(at(&gone), [Action::Send { index: 1, call: Call::Cancel }]);
+}
+
+/// A step at chain time `now` and block `head` over `chain` (set per
+/// sub-task by the caller).
+fn step_with(
+    plan: &Plan,
+    rows: &BTreeMap<u32, Progress>,
+    chain: &HashMap<u32, OnChain>,
+    state: RunState,
+    now: u64,
+    head: u64,
+) -> Vec<Action> {
+    steps(&Snapshot {
+        state,
+        plan,
+        rows,
+        chain,
+        now,
+        head_block: head,
+        results: &HashMap::new(),
+        held: &BTreeSet::new(),
+        unreadable: &BTreeMap::new(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_task_left_silent_past_the_accept_window_is_cancelled_naming_its_executor() {
+    let p = plan(ReviewMode::Auto, &[&[]]);
+    assert_eq!(p.accept_window_blocks, crate::plan::DEFAULT_ACCEPT_WINDOW_BLOCKS);
+    let r = rows(&[c(Status::Created)]);
+    let mut chain = chain_of(&r);
+    chain.get_mut(&0).unwrap().offered_block = 10;
+    let at = |chain: &HashMap<u32, OnChain>, state, now, head| {
+        step_with(&p, &r, chain, state, now, head)
+    };
+    // 100 blocks is the window itself: not yet past it.
+    assert_eq!(at(&chain, RunState::Running, 700, 110), []);
+    let silent = Action::Silent { index: 0, attempt: 0, executor: EXEC, blocks: 101 };
+    assert_eq!(at(&chain, RunState::Running, 700, 111), [silent]);
+    // Never before as many seconds as blocks (a block per transaction).
+    assert_eq!(at(&chain, RunState::Running, 600, 111), []);
+    // A paused run cancels nothing; past the deadline the refund wins.
+    assert_eq!(at(&chain, RunState::Paused, 700, 111), []);
+    assert_eq!(
+        at(&chain, RunState::Running, 1_001, 111),
+        [Action::Send { index: 0, call: Call::RefundExpired }]
+    );
+    // An accepted task showed life; a window of 0 waits for the deadline.
+    let mut accepted = chain.clone();
+    accepted.get_mut(&0).unwrap().status = Status::Accepted;
+    let ra = rows(&[c(Status::Accepted)]);
+    assert_eq!(step_with(&p, &ra, &accepted, RunState::Running, 700, 500), []);
+    let off = Plan { accept_window_blocks: 0, ..p.clone() };
+    assert_eq!(step_with(&off, &r, &chain, RunState::Running, 700, 10_000), []);
+}
+
+#[test]
+fn the_accept_window_of_an_upfront_dependant_starts_when_its_upstream_delivered() {
+    let p = Plan { funding: crate::plan::Funding::Upfront, ..plan(ReviewMode::Auto, &[&[], &[0]]) };
+    let window = u64::from(p.accept_window_blocks);
+    let waiting = rows(&[c(Status::Accepted), c(Status::Created)]);
+    let mut chain = chain_of(&waiting);
+    chain.get_mut(&0).unwrap().offered_block = 10;
+    chain.get_mut(&1).unwrap().offered_block = 10;
+    // Its upstream has not delivered: it waits, however long.
+    assert_eq!(step_with(&p, &waiting, &chain, RunState::Running, 900, 10_000), []);
+    // Delivered at block 50: counted from there.
+    let mut delivered = rows(&[c(Status::Completed), c(Status::Created)]);
+    delivered.get_mut(&0).unwrap().output = None;
+    chain.get_mut(&0).unwrap().status = Status::Completed;
+    chain.get_mut(&0).unwrap().last_block = 50;
+    assert_eq!(step_with(&p, &delivered, &chain, RunState::Running, 900, 50 + window), []);
+    assert_eq!(
+        step_with(&p, &delivered, &chain, RunState::Running, 900, 51 + window),
+        [Action::Silent { index: 1, attempt: 0, executor: EXEC, blocks: window + 1 }]
+    );
+}
+
+#[test]
+fn a_task_cancelled_past_its_accept_window_goes_to_on_decline_as_silent() {
+    let mut p = plan(ReviewMode::Auto, &[&[]]);
+    p.recovery.on_decline = Policy::Reassign;
+    let r = rows(&[c(Status::Cancelled)]);
+    let mut chain = chain_of(&r);
+    chain.get_mut(&0).unwrap().offered_block = 10;
+    chain.get_mut(&0).unwrap().last_block = 111;
+    let recover =
+        |failure| Action::Recover { index: 0, attempt: 0, failure, policy: Policy::Reassign };
+    assert_eq!(
+        step_with(&p, &r, &chain, RunState::Running, 700, 112),
+        [recover(Failure::Silent { executor: EXEC })]
+    );
+    // Cancelled within the window: nobody accepted, as before.
+    chain.get_mut(&0).unwrap().last_block = 60;
+    assert_eq!(
+        step_with(&p, &r, &chain, RunState::Running, 700, 112),
+        [recover(Failure::Declined)]
+    );
+    assert!(Failure::Silent { executor: EXEC }.describe().contains(&EXEC.to_string()));
 }

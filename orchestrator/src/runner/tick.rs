@@ -112,6 +112,7 @@ impl Orchestrator {
             rows: &rows,
             chain: &chain,
             now,
+            head_block: head.number,
             results: &results,
             held: &held,
             unreadable: &unreadable,
@@ -262,6 +263,37 @@ impl Orchestrator {
                     Err(e) => return Err(e),
                 }
             }
+            Action::Silent { index, attempt, executor, blocks } => {
+                let rec = records
+                    .get(&index)
+                    .ok_or(RunError::Inconsistent { index, what: "no on-chain task" })?;
+                let task_id = rec.id.to_string();
+                let window = plan.accept_window_blocks;
+                tracing::warn!(index, task = %task_id, %executor, blocks, window, "executor silent; cancelling");
+                let mut body = events::subtask_fields(plan.id, index, attempt, &task_id);
+                events::merge(
+                    &mut body,
+                    serde_json::json!({
+                        "executor": executor,
+                        "blocks": blocks,
+                        "window": window,
+                        "reason": format!(
+                            "{executor} neither accepted nor delivered in {blocks} blocks \
+                             (accept window {window}): cancelled at full refund"
+                        ),
+                    }),
+                );
+                let event = RunEvent::SubtaskSilent(events::fields(body));
+                self.emit(&plan, &format!("silent:{task_id}"), &event).await?;
+                Box::pin(self.act(
+                    ctx,
+                    rows,
+                    records,
+                    Action::Send { index, call: Call::Cancel },
+                    now,
+                ))
+                .await?;
+            }
             Action::Pause { index, attempt, reason } => {
                 self.pause(ctx, index, attempt, reason).await?;
             }
@@ -280,7 +312,8 @@ impl Orchestrator {
                     self.store.put_subtask(id, &next.to_row()).await?;
                     rows.insert(index, next);
                     let reason = format!(
-                        "attempt {attempt} ended before its upstream delivered; attempt {} is                          funded with its upstream's next attempt",
+                        "attempt {attempt} ended before its upstream delivered; attempt {} is \
+                         funded with its upstream's next attempt",
                         attempt + 1
                     );
                     self.recovery_event(
@@ -324,6 +357,7 @@ impl Orchestrator {
             rows,
             chain: &chain,
             now,
+            head_block: 0,
             results: &results,
             held: &held,
             unreadable: &unreadable,
@@ -381,7 +415,8 @@ impl Orchestrator {
     }
 
     /// What the step needs of each on-chain task, with whether it was ever
-    /// accepted (read from its logs).
+    /// accepted and the blocks it was offered and last changed in (read
+    /// from its logs).
     async fn on_chain(
         &self,
         records: &HashMap<u32, TaskRecord>,
@@ -392,6 +427,7 @@ impl Orchestrator {
             if matches!(facts.status, Status::Expired | Status::Cancelled) {
                 facts.accepted = self.chain.accepted(rec.id).await?;
             }
+            (facts.offered_block, facts.last_block) = self.chain.offered_and_last(rec.id).await;
             out.insert(*index, facts);
         }
         Ok(out)

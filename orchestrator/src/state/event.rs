@@ -53,6 +53,11 @@ pub enum RunEvent {
     /// answer is refused, or it stayed out of reach past the runner's
     /// wait): `reason` says which, in a category.
     ResultUnreadable(Fields),
+    /// A sub-task's executor neither accepted nor delivered within the
+    /// plan's accept window: its task is cancelled at full refund and the
+    /// sub-task goes to its `on_decline` policy. `executor` names the
+    /// silent agent, `blocks` how long it could have started.
+    SubtaskSilent(Fields),
     /// Paid in whole or in part.
     SubtaskPaid(Fields),
     /// The client disputed.
@@ -341,6 +346,8 @@ words!(
         OutputFlagged => "output_flagged",
         /// See [`RunEvent::ResultUnreadable`].
         ResultUnreadable => "result_unreadable",
+        /// See [`RunEvent::SubtaskSilent`].
+        SubtaskSilent => "subtask_silent",
         /// See [`RunEvent::SubtaskPaid`].
         SubtaskPaid => "subtask_paid",
         /// See [`RunEvent::SubtaskDisputed`].
@@ -449,6 +456,7 @@ impl RunEvent {
             Self::ReviewRequired(_) => K::ReviewRequired,
             Self::OutputFlagged(_) => K::OutputFlagged,
             Self::ResultUnreadable(_) => K::ResultUnreadable,
+            Self::SubtaskSilent(_) => K::SubtaskSilent,
             Self::SubtaskPaid(_) => K::SubtaskPaid,
             Self::SubtaskDisputed(_) => K::SubtaskDisputed,
             Self::DisputeOpened(_) => K::DisputeOpened,

@@ -136,6 +136,7 @@ impl Worker {
     pub(super) async fn answered(&mut self) -> Vec<Handled> {
         let started = self.calls.launch(&self.brain);
         self.calls.grace(started).await;
+        self.accept_slow().await;
         let mut handled = Vec::new();
         for (rec, capability, verdict) in self.calls.collect() {
             let id: U256 = rec.id;
@@ -154,5 +155,23 @@ impl Worker {
         // Calls freed by those that ended start now, not next pass.
         self.calls.launch(&self.brain);
         handled
+    }
+
+    /// Accepts on chain the tasks whose handler has worked
+    /// [`super::calls::ACCEPT_AFTER`] without answering: a sign of life
+    /// for the sponsor. A refusal (the task moved on) is logged, not retried.
+    async fn accept_slow(&mut self) {
+        for mut rec in self.calls.slow(Instant::now(), super::calls::ACCEPT_AFTER) {
+            let task = rec.id;
+            match self.escrow.accept(self.me, &mut rec).await {
+                Ok(_) => {
+                    tracing::info!(%task, "the handler is still working; accepted on chain");
+                    self.calls.accepted(rec);
+                }
+                Err(error) => {
+                    tracing::warn!(%task, %error, "accepting a task its handler works on failed")
+                }
+            }
+        }
     }
 }

@@ -14,11 +14,16 @@
 //! declined without a call. A pass waits at most [`GRACE`] for the calls
 //! it started itself, never for older ones; the worker's loop wakes when
 //! a call ends.
+//!
+//! A call still running [`ACCEPT_AFTER`] after it started has its task
+//! accepted on chain (when it is still only created): the sponsor then
+//! sees the agent at work, and the plan's accept window (counted in
+//! blocks, see the orchestrator) does not cancel it for silence.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use alloy::primitives::U256;
-use tessera_bindings::task::TaskRecord;
+use tessera_bindings::task::{Status, TaskRecord};
 use tokio::{task::AbortHandle, time::Instant};
 
 pub use super::inbox::GRACE;
@@ -32,6 +37,8 @@ pub const MAX_JOBS: usize = 1024;
 /// Seconds before a task's deadline kept for publishing what the handler
 /// answered (or declining): its calls end this long before.
 pub const HANDLER_MARGIN_SECS: u64 = 30;
+/// How long a handler runs before its task is accepted on chain.
+pub const ACCEPT_AFTER: Duration = Duration::from_secs(10);
 
 /// One task waiting for its brain's answer.
 #[derive(Debug)]
@@ -41,6 +48,10 @@ struct Job {
     /// No call runs past this (the deadline less the margin).
     end: Instant,
     running: Option<AbortHandle>,
+    /// When its call started.
+    started: Option<Instant>,
+    /// Whether it was offered for acceptance ([`Calls::slow`]).
+    claimed: bool,
 }
 
 /// The tasks waiting for their brain, and its calls.
@@ -62,7 +73,10 @@ impl Calls {
         if self.jobs.len() >= MAX_JOBS {
             return false;
         }
-        self.jobs.insert(rec.id, Job { rec, request, end, running: None });
+        self.jobs.insert(
+            rec.id,
+            Job { rec, request, end, running: None, started: None, claimed: false },
+        );
         true
     }
 
@@ -110,10 +124,33 @@ impl Calls {
             });
             tracing::debug!(task = %id, timeout_ms = job.request.limits.timeout_ms, "asking the handler");
             job.running = Some(handle);
+            job.started = Some(now);
             in_flight += 1;
             started += 1;
         }
         started
+    }
+
+    /// The tasks still only created whose call has run `after` or longer
+    /// at `now`, each given once: to accept on chain while the handler
+    /// works.
+    pub(super) fn slow(&mut self, now: Instant, after: Duration) -> Vec<TaskRecord> {
+        self.jobs
+            .values_mut()
+            .filter(|j| !j.claimed && j.rec.status() == Status::Created)
+            .filter(|j| j.started.is_some_and(|s| now.saturating_duration_since(s) >= after))
+            .map(|j| {
+                j.claimed = true;
+                j.rec.clone()
+            })
+            .collect()
+    }
+
+    /// Task `rec` was accepted on chain: its job delivers on that record.
+    pub(super) fn accepted(&mut self, rec: TaskRecord) {
+        if let Some(job) = self.jobs.get_mut(&rec.id) {
+            job.rec = rec;
+        }
     }
 
     /// Waits up to [`GRACE`] for calls to end, when `started` were

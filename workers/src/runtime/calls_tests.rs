@@ -109,3 +109,29 @@ async fn a_call_whose_time_ran_out_is_not_made_and_a_forgotten_one_is_dropped() 
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(slow.running.load(Ordering::SeqCst), 0, "its call was dropped");
 }
+
+#[tokio::test]
+async fn a_call_still_running_after_the_accept_delay_is_offered_once_for_acceptance() {
+    let slow = Arc::new(Slow { delay: Duration::from_secs(3_600), ..Default::default() });
+    let brain: Arc<dyn Brain> = slow.clone();
+    let mut calls = Calls::default();
+    let end = Instant::now() + Duration::from_secs(7_200);
+    // Task 0 moved on (accepted already, say): never offered.
+    let mut moved = rec(0);
+    moved.task.status = Status::Accepted as u8;
+    assert!(calls.want(moved, request(), end));
+    for id in 1..=IN_FLIGHT as u64 {
+        let mut created = rec(id);
+        created.task.status = Status::Created as u8;
+        assert!(calls.want(created, request(), end));
+    }
+    assert_eq!(calls.launch(&brain), IN_FLIGHT);
+    let now = Instant::now();
+    assert!(calls.slow(now, ACCEPT_AFTER).is_empty(), "just started");
+    let later = now + ACCEPT_AFTER;
+    let mut slow_ones: Vec<U256> = calls.slow(later, ACCEPT_AFTER).iter().map(|r| r.id).collect();
+    slow_ones.sort();
+    // Task IN_FLIGHT's call is queued, not started: nothing to show for it yet.
+    assert_eq!(slow_ones, (1..IN_FLIGHT as u64).map(U256::from).collect::<Vec<_>>());
+    assert!(calls.slow(later, ACCEPT_AFTER).is_empty(), "each once");
+}
