@@ -420,6 +420,11 @@ impl Stack {
     pub async fn events(&self, id: &str) -> Vec<Value> {
         read_sse(&self.http, &format!("{}/api/runs/{id}/events", self.api)).await
     }
+
+    /// The run's events stored so far, live run or not (`?follow=false`).
+    pub async fn events_so_far(&self, id: &str) -> Vec<Value> {
+        read_sse(&self.http, &format!("{}/api/runs/{id}/events?follow=false", self.api)).await
+    }
 }
 
 /// Reads an SSE stream to its end and returns the `data` of each event.

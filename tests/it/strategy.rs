@@ -1,11 +1,16 @@
 //! Plans that decide, on a real chain with real workers: checkpoints passed
 //! by an approver or by their timeout policy (approve, reject, escalate),
 //! conditions that skip a sub-task (never funded) or let it run, and
-//! recovery without a person (`retry(2)` then `reassign` after expiries).
+//! recovery without a person (`retry(2)` then `reassign` after expiries),
+//! and an executor that never shows up cancelled past the accept window
+//! and replaced long before the deadline.
 
 use std::time::Duration;
 
-use alloy::primitives::{Address, U256};
+use alloy::{
+    primitives::{Address, U256},
+    providers::Provider,
+};
 use serde_json::{Value, json};
 use tessera_e2e::{Stack, read_sse_until};
 use tessera_orchestrator::{plan::Plan, runner::RunnerConfig};
@@ -271,6 +276,56 @@ async fn retries_then_a_reassignment_recover_expiries_without_a_person() {
     assert_eq!(end[2], start[2]);
     let done = of_kind(&events, "plan_completed");
     assert_eq!((&done[0]["paid"], &done[0]["refunded"]), (&json!("500000"), &json!("1500000")));
+}
+
+#[tokio::test]
+async fn an_executor_that_never_shows_up_is_refunded_and_replaced_within_the_accept_window() {
+    // Agent 1 (summarize, 0.40) is registered but runs no worker; agent 0
+    // (summarize, 0.50) does. The deadline is an hour away: only the
+    // accept window (5 blocks) can end the wait.
+    let stack = Stack::start_custom(RunnerConfig::default(), None, &[0, 2, 3, 4]).await;
+    let (a0, a1) = (stack.env.actors.agent(0), stack.env.actors.agent(1));
+    let sponsor = stack.env.actors.sponsor.address();
+    let who = [sponsor, a0, a1];
+    let start = balances(&stack, &who).await;
+    let only = step(0, "summarize", a1, 500_000, &[]);
+    let extra = json!({"accept_window_blocks": 5, "recovery": {"on_decline": "reassign"}});
+    let id = stack.run_plan(&plan("silent-executor", vec![only], extra)).await;
+    stack.wait_phase(&id, 0, "created", 60).await;
+    // Within the window nothing happens to it.
+    let head = stack.env.provider.get_block_number().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (_, view) = stack.get(&format!("/api/runs/{id}")).await;
+    assert_eq!(view["subtasks"][0]["phase"], "created", "{view:#}");
+    assert!(of_kind(&stack.events_so_far(&id).await, "subtask_silent").is_empty());
+    // Eight blocks two seconds apart: past the window in blocks and seconds.
+    let _: Value = stack.env.provider.raw_request("anvil_mine".into(), (8u64, 2u64)).await.unwrap();
+    let view = stack.wait_state(&id, "completed", 90).await;
+    let t = &view["subtasks"][0];
+    assert_eq!(t["attempt"], 1);
+    assert_eq!(t["executor"].as_str().unwrap().parse::<Address>().unwrap(), a0, "{view:#}");
+    let events = stack.events(&id).await;
+    let silent = of_kind(&events, "subtask_silent");
+    assert_eq!(silent.len(), 1, "{events:#?}");
+    assert_eq!(silent[0]["executor"].as_str().unwrap().parse::<Address>().unwrap(), a1);
+    assert_eq!(silent[0]["window"], 5);
+    let blocks = silent[0]["blocks"].as_u64().unwrap();
+    assert!(blocks > 5 && blocks <= 5 + 8 + 1, "waited {blocks} blocks from head {head}");
+    assert_eq!(of_kind(&events, "subtask_cancelled").len(), 1, "{events:#?}");
+    let recovered = of_kind(&events, "recovery_applied");
+    assert_eq!(recovered.len(), 1, "{events:#?}");
+    assert_eq!(recovered[0]["policy"], "reassign");
+    let reason = recovered[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("neither accepted nor delivered within the accept window"), "{reason}");
+    assert!(reason.contains(&format!("reassigned to {a0}")), "{reason}");
+    assert!(of_kind(&events, "plan_paused").is_empty(), "nobody was asked");
+    // The silent attempt came back in full; the new executor got the cost.
+    let end = balances(&stack, &who).await;
+    assert_eq!(start[0] - end[0], U256::from(500_000u64));
+    assert_eq!(end[1] - start[1], U256::from(500_000u64));
+    assert_eq!(end[2], start[2], "the silent agent got nothing");
+    let done = of_kind(&events, "plan_completed");
+    assert_eq!((&done[0]["paid"], &done[0]["refunded"]), (&json!("500000"), &json!("500000")));
 }
 
 #[tokio::test]
