@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import {
   usdc, decisionOutcome, decodeDataUri, readable, mergeNote, pathSegments, nestByPath, nestSummary,
   nestedHeaders, checkpointsOf, gateStateText, timeoutText, conditionNote, recoverySummary, choiceFor,
-  choiceText, eventNote, stepName, afterText, declineNote, chosenByText, rulingOf, EVENT_KINDS,
+  choiceText, eventNote, stepName, afterText, declineNote, chosenByText, rulingOf, quietText, EVENT_KINDS,
 } from './format.js';
 
 test('usdc shows base units with exactly six decimals, like Usdc in Rust', () => {
@@ -317,4 +317,12 @@ test('a ruling reads as prose, labelled by who ruled', () => {
   assert.equal(rulingOf(doc('appeal-arbiter')).by, 'appeal arbiter');
   // Not a verdict document: shown as it is, by nobody named.
   assert.deepEqual(rulingOf('plain words'), { by: null, prose: 'plain words', flags: [] });
+});
+
+test('a quiet chosen agent and a silent executor read as what happens next', () => {
+  assert.match(quietText({ accept_window_blocks: 5 }), /No sign of life .* within 5 blocks, its task is cancelled at full refund/);
+  assert.match(quietText({ accept_window_blocks: 0 }), /nothing cancels it before its deadline/);
+  const ev = { kind: 'subtask_silent', index: 0, executor: '0x00000000000000000000000000000000000000a1', reason: '0xa1 neither accepted nor delivered in 6 blocks (accept window 5): cancelled at full refund' };
+  assert.equal(eventNote(ev), `no sign of its executor: ${ev.reason}; it goes to its on_decline policy`);
+  assert.ok(EVENT_KINDS.includes('subtask_silent'));
 });

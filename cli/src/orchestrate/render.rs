@@ -583,6 +583,18 @@ mod tests {
              reliable: 38% reliable (1/5 settled, 4 expired), 0.35 USDC)"
         );
         assert!(!card(&view(b)).contains("chosen"), "a hand-picked executor has no choice line");
+        assert!(!card(&view(a)).contains("no sign of life"), "{}", card(&view(a)));
+        let mut quiet = choice.clone();
+        quiet["quiet"] = json!(true);
+        let text = card(&super::fixture::view(json!({"id": "0x1", "plan": {
+            "choices": [quiet], "accept_window_blocks": 7, "subtasks": [
+            {"index": 0, "capability": "summarize", "spec": "Summarize", "executor": a,
+             "cost": 420_000, "depends_on": []}]}})));
+        assert_eq!(
+            text.lines().nth(5).unwrap(),
+            "       ! no sign of life from this agent in the last day: if it stays silent 7 \
+             blocks it is cancelled and refunded (pause)"
+        );
         let alone = json!({"index": 0, "policy": "cheapest", "executor": a, "price": 350_000,
             "score_bps": 10_000, "reason": "cheapest: 0.35 USDC, the only eligible offer"});
         assert_eq!(
