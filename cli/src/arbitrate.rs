@@ -13,6 +13,7 @@ use tessera_arbiter::{
 use tessera_bindings::{
     client::{EscrowClient, connect},
     envelope::{BlobUrl, FsBlobStore},
+    task::TaskRecord,
 };
 
 use crate::serving::Served;
@@ -64,6 +65,10 @@ pub(crate) enum ArbiterCommand {
     Decisions {
         #[command(flatten)]
         chain: ArbiterChain,
+        /// Print them as JSON (`decisions`: task_id, level, verdict,
+        /// share_bps, rationale_uri, judge, body, tx_hash) instead of lines.
+        #[arg(long)]
+        json: bool,
     },
     /// Appeals, for the appeal arbiter.
     #[command(subcommand)]
@@ -91,6 +96,11 @@ pub(crate) enum AppealsCommand {
     List {
         #[command(flatten)]
         chain: ArbiterChain,
+        /// Print them as JSON (`appeals`: task_id, plan_id, amount,
+        /// executor_share_bps, executor, client, funder, appealed_at,
+        /// rule_by) instead of lines.
+        #[arg(long)]
+        json: bool,
     },
     /// Decide an appeal finally, with the appeal arbiter key (TESSERA_APPEAL_ARBITER_KEY).
     Decide {
@@ -134,9 +144,15 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
         ArbiterCommand::Appeals(AppealsCommand::Run { chain, poll_ms, ops }) => {
             Box::pin(serve(Level::Appeal, chain, poll_ms, ops, shutdown)).await?;
         }
-        ArbiterCommand::Decisions { chain } => {
+        ArbiterCommand::Decisions { chain, json } => {
             let store = ArbiterStore::connect(&chain.database_url).await?;
-            for d in store.all().await? {
+            let decisions = store.all().await?;
+            if json {
+                let doc = serde_json::json!({ "decisions": decisions });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+                return Ok(());
+            }
+            for d in decisions {
                 println!(
                     "task {} {:<7} {:<6} {:>5} bps  {:<16} {}",
                     d.task_id,
@@ -148,11 +164,16 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
                 );
             }
         }
-        ArbiterCommand::Appeals(AppealsCommand::List { chain }) => {
+        ArbiterCommand::Appeals(AppealsCommand::List { chain, json }) => {
             let deployment = chain.conn.deployment()?;
             let provider = connect(chain.conn.rpc_url(), EthereumWallet::default());
             let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
             let list = appeals(&escrow, &deployment).await?;
+            if json {
+                let doc = serde_json::json!({ "appeals": list.iter().map(appeal_json).collect::<Vec<_>>() });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+                return Ok(());
+            }
             if list.is_empty() {
                 println!("no task is under appeal");
             }
@@ -203,6 +224,28 @@ pub(crate) async fn run(cmd: ArbiterCommand, shutdown: impl Future<Output = ()>)
         }
     }
     Ok(())
+}
+
+/// A task under appeal as `appeals list --json` prints it: ids and amount
+/// as decimal strings, the first ruling's share, the parties, when it was
+/// appealed and by when the appeal arbiter must rule (unix seconds).
+fn appeal_json(rec: &TaskRecord) -> serde_json::Value {
+    let t = &rec.task;
+    let appealed_at: u64 = t.updatedAt.to();
+    serde_json::json!({
+        "task_id": rec.id.to_string(),
+        "plan_id": rec.plan_id,
+        "parent_id": rec.parent_id.to_string(),
+        "amount": t.amount.to_string(),
+        "executor_share_bps": t.executorShareBps,
+        "executor": t.executor,
+        "client": t.client,
+        "funder": t.funder,
+        "appealed_at": appealed_at,
+        "rule_by": appealed_at + u64::from(t.appealRulingWindow),
+        "spec_uri": rec.spec_uri,
+        "result_uri": rec.result_uri,
+    })
 }
 
 /// Runs the arbiter ruling at `level` (the arbiter or the appeal arbiter)

@@ -1,6 +1,6 @@
 //! `tessera indexer run` and `tessera tasks tree`.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use alloy::network::EthereumWallet;
 use clap::{Args, Subcommand};
@@ -8,6 +8,8 @@ use eyre::{Context, Result};
 use serde_json::Value;
 use tessera_bindings::client::connect;
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
+
+use crate::work::TaskOutput;
 
 /// `tessera indexer …`.
 #[derive(Debug, Subcommand)]
@@ -46,7 +48,9 @@ pub(crate) struct IndexerRun {
 /// `tessera tasks …`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum TasksCommand {
-    /// A plan's lineage as a tree: id, spec, status, executor, cost.
+    /// A plan's lineage as a tree: id, spec, status, executor, cost; with
+    /// --outputs, what each task delivered under it.
+    #[command(after_help = crate::client::EXIT_CODES)]
     Tree {
         /// The plan id (0x + 64 hex).
         #[arg(value_parser = crate::client::parse_plan_id)]
@@ -61,9 +65,18 @@ pub(crate) enum TasksCommand {
             default_value = "http://127.0.0.1:8080/index"
         )]
         indexer: String,
-        /// Print the indexer's JSON reply instead of the tree.
+        /// Print the indexer's JSON reply instead of the tree (with
+        /// --outputs, each delivered task's `output` whole in it).
         #[arg(long)]
         json: bool,
+        /// Under each task that delivered, its output (cut for a glance,
+        /// with the command that prints it whole): as the orchestrator's
+        /// run handed it on, or the result read through the orchestrator
+        /// at --api-url.
+        #[arg(long)]
+        outputs: bool,
+        #[command(flatten)]
+        api: crate::orchestrate::ApiArgs,
     },
 }
 
@@ -140,9 +153,10 @@ pub(crate) async fn run(
     Ok(())
 }
 
-/// Prints a plan's lineage like an epic view.
+/// Prints a plan's lineage like an epic view, with what each task
+/// delivered when asked.
 pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
-    let TasksCommand::Tree { plan, indexer, json } = cmd;
+    let TasksCommand::Tree { plan, indexer, json, outputs, api } = cmd;
     let base = indexer.trim_end_matches('/');
     let url = format!("{base}/api/plans/{plan}/tree");
     // Failures exit as the orchestrator client's do (see its exit codes).
@@ -157,10 +171,99 @@ pub(crate) async fn tree(cmd: TasksCommand) -> Result<()> {
             .of("indexer")
             .into());
     }
-    if json {
-        println!("{}", serde_json::to_string_pretty(&body)?);
+    let delivered = if outputs {
+        let client = crate::client::Client::connect(&api).await?;
+        crate::work::tree_outputs(&client, &plan, &body).await?
     } else {
-        print!("{}", tessera_indexer::render::plan_tree(&body));
+        BTreeMap::new()
+    };
+    if json {
+        print!("{}", tree_json(body, &delivered)?);
+    } else {
+        print!("{}", tree_text(&body, &delivered));
     }
     Ok(())
+}
+
+/// The indexer's tree as pretty JSON, each delivered task's output whole
+/// in it as `output`.
+fn tree_json(mut body: Value, delivered: &BTreeMap<String, TaskOutput>) -> Result<String> {
+    for task in body["tasks"].as_array_mut().into_iter().flatten() {
+        let id = task["task_id"].as_str().unwrap_or_default();
+        if let Some(d) = delivered.get(id) {
+            task["output"] = Value::String(d.text.clone());
+        }
+    }
+    Ok(format!("{}\n", serde_json::to_string_pretty(&body)?))
+}
+
+/// The tree as text, each delivered task's output under it as `runs show`
+/// cuts it.
+fn tree_text(body: &Value, delivered: &BTreeMap<String, TaskOutput>) -> String {
+    let notes = |task: &Value| {
+        delivered
+            .get(task["task_id"].as_str().unwrap_or_default())
+            .map(|d| crate::work::glance_lines(&d.text, &d.whole))
+            .unwrap_or_default()
+    };
+    tessera_indexer::render::plan_tree_with(body, &notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn body() -> Value {
+        let task = |id: &str, parent: &str, depth: i64| {
+            json!({
+                "task_id": id, "parent_id": parent, "depth": depth, "status": "Paid",
+                "capability": "translate", "executor": "0x01", "amount": "1000000",
+                "spec": "s", "pending_parent": false, "inputs": [], "merge": false,
+                "result_uri": "data:,x",
+            })
+        };
+        json!({"plan_id": "0xab", "block": 9, "tasks": [task("11", "0", 0), task("12", "11", 1)]})
+    }
+
+    /// Each delivered task's output under it, cut as `runs show` cuts it,
+    /// with the command that prints it whole; whole in the JSON.
+    #[test]
+    fn outputs_hang_under_their_tasks_and_are_whole_in_the_json() {
+        let long = (0..10).map(|i| format!("ligne {i}")).collect::<Vec<_>>().join("\n");
+        let delivered = BTreeMap::from([
+            (
+                "11".to_owned(),
+                TaskOutput { text: long.clone(), whole: "tessera runs output 0xab 0".into() },
+            ),
+            (
+                "12".to_owned(),
+                TaskOutput { text: "Bonjour".into(), whole: "tessera runs output 0xab 1".into() },
+            ),
+        ]);
+        let text = tree_text(&body(), &delivered);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 11, "{text}");
+        assert_eq!(lines[2], "   │  ligne 0", "{text}");
+        assert_eq!(lines[7], "   │  ligne 5", "{text}");
+        let more = long.len() - long.lines().take(6).collect::<Vec<_>>().join("\n").len();
+        assert_eq!(
+            lines[8],
+            format!("   │  … ({more} more bytes: tessera runs output 0xab 0)"),
+            "{text}"
+        );
+        assert!(lines[9].starts_with("   └─ 12 "), "{text}");
+        assert_eq!(lines[10], "         Bonjour", "{text}");
+        assert_eq!(
+            tree_text(&body(), &BTreeMap::new()),
+            tessera_indexer::render::plan_tree(&body())
+        );
+        let v: Value = serde_json::from_str(&tree_json(body(), &delivered).unwrap()).unwrap();
+        assert_eq!(v["tasks"][0]["output"], long.as_str());
+        assert_eq!(v["tasks"][1]["output"], "Bonjour");
+        let bare: Value =
+            serde_json::from_str(&tree_json(body(), &BTreeMap::new()).unwrap()).unwrap();
+        assert_eq!(bare, body());
+    }
 }

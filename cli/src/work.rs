@@ -2,7 +2,7 @@
 //! (each step's output, read from what its executor delivered) and each
 //! ruling's rationale (who ruled, and why, as prose).
 
-use std::{io::Write, path::Path};
+use std::{collections::BTreeMap, io::Write, path::PathBuf};
 
 use eyre::{Result, bail, eyre};
 use serde::Serialize;
@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use tessera_bindings::envelope::{BlobHash, BlobRef, EnvelopeCodec, readable};
 use tessera_orchestrator::{runner::RunView, store::SubtaskRow};
 
-use crate::{client::Client, orchestrate::ApiArgs};
+use crate::{
+    client::{ApiError, Client},
+    orchestrate::ApiArgs,
+};
 
 /// At most this many lines of an output are shown under its step.
 const SHOWN_LINES: usize = 6;
@@ -127,11 +130,79 @@ async fn output_of(client: &Client, s: &SubtaskRow) -> Result<Option<String>> {
         return Ok(Some(output.clone()));
     }
     let Some(uri) = &s.result_uri else { return Ok(None) };
-    let bytes = resolve(client, uri).await?;
-    Ok(Some(match serde_json::from_slice::<Value>(&bytes) {
+    Ok(Some(read_result(client, uri).await?))
+}
+
+/// The result behind `uri`, read as text.
+async fn read_result(client: &Client, uri: &str) -> Result<String> {
+    Ok(result_text(&resolve(client, uri).await?))
+}
+
+/// A delivered result as text: its document read as a dependant reads it,
+/// or the bytes themselves when they are no JSON.
+fn result_text(bytes: &[u8]) -> String {
+    match serde_json::from_slice::<Value>(bytes) {
         Ok(v) => readable(&v),
-        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
-    }))
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+/// What one task of a plan's tree delivered, and the command that prints
+/// it whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskOutput {
+    /// The output as text (or why it could not be read).
+    pub(crate) text: String,
+    /// `tessera runs output <run> <index>` for the run's current task of
+    /// a sub-task; the tree's JSON for any other.
+    pub(crate) whole: String,
+}
+
+/// The outputs of the tasks in `tree` (the indexer's lineage of `plan`)
+/// that delivered, by task id: where the orchestrator runs the plan, a
+/// sub-task's current task gives the output the run handed on; any other
+/// (an earlier attempt, a task an executor funded) its result read.
+pub(crate) async fn tree_outputs(
+    client: &Client,
+    plan: &str,
+    tree: &Value,
+) -> Result<BTreeMap<String, TaskOutput>> {
+    let view = match client
+        .call_as::<RunView>(reqwest::Method::GET, &format!("/api/runs/{plan}"), None)
+        .await
+    {
+        Ok(view) => Some(view),
+        // Not a run of this orchestrator: every result is read.
+        Err(ApiError::Refused { status: 404, .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = BTreeMap::new();
+    for task in tree["tasks"].as_array().into_iter().flatten() {
+        let (Some(id), Some(uri)) = (task["task_id"].as_str(), task["result_uri"].as_str()) else {
+            continue;
+        };
+        let current = view
+            .as_ref()
+            .and_then(|v| v.subtasks.iter().find(|s| s.task_id.as_deref() == Some(id)));
+        let (read, whole) = match current {
+            Some(s) => {
+                // The run may not have recorded the delivery the index holds yet.
+                let read = match output_of(client, s).await {
+                    Ok(Some(text)) => Ok(text),
+                    Ok(None) => read_result(client, uri).await,
+                    Err(e) => Err(e),
+                };
+                (read, format!("tessera runs output {plan} {}", s.idx))
+            }
+            None => (
+                read_result(client, uri).await,
+                format!("tessera tasks tree {plan} --outputs --json"),
+            ),
+        };
+        let text = read.unwrap_or_else(|e| format!("(unreadable: {e})"));
+        out.insert(id.to_owned(), TaskOutput { text, whole });
+    }
+    Ok(out)
 }
 
 /// The rulings among a run's `events`, oldest first, their rationales read.
@@ -181,13 +252,19 @@ pub(crate) fn ruling_lines(r: &Ruling) -> String {
 
 /// An output under its step, cut for a glance, with how to get it whole.
 pub(crate) fn output_lines(run: &str, index: u32, text: &str) -> String {
+    glance_lines(text, &format!("tessera runs output {run} {index}"))
+        .iter()
+        .map(|line| format!("       {line}\n"))
+        .collect()
+}
+
+/// An output cut for a glance, a line each, the last saying how many bytes
+/// were left out and the command `whole` that prints them.
+pub(crate) fn glance_lines(text: &str, whole: &str) -> Vec<String> {
     let (shown, more) = glance(text);
-    let mut out = String::new();
-    for line in shown.lines() {
-        out.push_str(&format!("       {line}\n"));
-    }
+    let mut out: Vec<String> = shown.lines().map(str::to_owned).collect();
     if more > 0 {
-        out.push_str(&format!("       … ({more} more bytes: tessera runs output {run} {index})\n"));
+        out.push(format!("… ({more} more bytes: {whole})"));
     }
     out
 }
@@ -224,9 +301,20 @@ pub(crate) async fn show(api: &ApiArgs, id: &str, as_json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Where `tessera runs output` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OutputTo {
+    /// The output as it is, on standard output.
+    Stdout,
+    /// The output as it is, into this file.
+    File(PathBuf),
+    /// The sub-task and its output as JSON, on standard output.
+    Json,
+}
+
 /// `tessera runs output <run> <index>`: one sub-task's output whole, on
-/// standard output or into `file`.
-pub(crate) async fn output(api: &ApiArgs, id: &str, index: u32, file: Option<&Path>) -> Result<()> {
+/// standard output, into a file, or as JSON with the sub-task.
+pub(crate) async fn output(api: &ApiArgs, id: &str, index: u32, to: OutputTo) -> Result<()> {
     let client = Client::connect(api).await?;
     let view: RunView =
         client.call_as(reqwest::Method::GET, &format!("/api/runs/{id}"), None).await?;
@@ -238,11 +326,19 @@ pub(crate) async fn output(api: &ApiArgs, id: &str, index: u32, file: Option<&Pa
     let Some(text) = output_of(&client, s).await? else {
         bail!("sub-task {index} has delivered nothing yet (it is {})", s.phase);
     };
-    match file {
-        Some(path) => {
-            std::fs::write(path, &text).map_err(|e| eyre!("writing {}: {e}", path.display()))?
+    match to {
+        OutputTo::Json => {
+            let doc = json!({
+                "run": id, "index": s.idx, "attempt": s.attempt, "phase": s.phase,
+                "executor": s.executor, "task_id": s.task_id, "result_uri": s.result_uri,
+                "output": text,
+            });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
         }
-        None => {
+        OutputTo::File(path) => {
+            std::fs::write(&path, &text).map_err(|e| eyre!("writing {}: {e}", path.display()))?;
+        }
+        OutputTo::Stdout => {
             let mut out = std::io::stdout().lock();
             out.write_all(text.as_bytes())?;
             if !text.ends_with('\n') {

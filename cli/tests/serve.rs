@@ -278,11 +278,71 @@ async fn plan_file_cli_proposes_approves_follows_and_summarizes() {
     let missing = tessera(&["runs", "output", &id, "7"], None).await;
     assert!(!missing.status.success(), "{missing:?}");
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no sub-task 7"), "{missing:?}");
+    let one = tessera(&["runs", "output", &id, "1", "--json"], None).await;
+    assert!(one.status.success(), "{one:?}");
+    let one: Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!((one["run"].as_str(), one["index"].as_u64()), (Some(id.as_str()), Some(1)), "{one}");
+    assert_eq!((one["phase"].as_str(), one["output"].as_str()), (Some("paid"), Some(&*outputs[1])));
+    assert_eq!(one["task_id"], view["subtasks"][1]["task_id"], "{one}");
+    tree_with_outputs_from_the_cli(&api, &view).await;
     agents_from_the_cli(&api, env.actors.agent(2)).await;
     capabilities_from_the_cli(&api).await;
     for w in workers {
         w.abort();
     }
+}
+
+/// `tessera tasks tree --outputs` once the plan above settled (`view`,
+/// its `runs show --json`): each task's output under its line, as the
+/// run handed it on (the embedded indexer may lag the run: waited for);
+/// with `--json`, each task's output whole beside the indexer's fields.
+async fn tree_with_outputs_from_the_cli(api: &str, view: &Value) {
+    let id = view["id"].as_str().unwrap();
+    let index = format!("{api}/index");
+    let tree = ["tasks", "tree", id, "--outputs", "--indexer-url", &index];
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let ran = support::cli(api, None, tree, None).await;
+        assert_eq!(ran.code, Some(0), "{ran:?}");
+        if ran.stdout.matches(" Paid ").count() == 2 {
+            break ran.stdout;
+        }
+        assert!(tokio::time::Instant::now() < end, "the plan's tasks never indexed:\n{ran:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    for s in view["subtasks"].as_array().unwrap() {
+        let task = s["task_id"].as_str().unwrap();
+        let short = format!("{}…{}", &task[..6], &task[task.len() - 4..]);
+        let at = lines.iter().position(|l| l.contains(&short)).unwrap_or_else(|| {
+            panic!("task {task} in:\n{text}");
+        });
+        // Its output's first line right under it, indented inside the tree.
+        let first = s["output"].as_str().unwrap().lines().next().unwrap().trim();
+        let under = lines[at + 1];
+        assert!(under.ends_with(first) && under.contains(&format!("  {first}")), "{text}");
+        assert!(!under.contains(" Paid "), "{text}");
+    }
+    let mut with_json = tree.to_vec();
+    with_json.push("--json");
+    let ran = support::cli(api, None, with_json, None).await;
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let body: Value = serde_json::from_str(&ran.stdout).expect("the indexer's JSON");
+    assert_eq!(body["plan_id"], id, "{body}");
+    let tasks = body["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{body}");
+    for s in view["subtasks"].as_array().unwrap() {
+        let task =
+            tasks.iter().find(|t| t["task_id"] == s["task_id"]).expect("each sub-task's task");
+        assert_eq!(task["output"], s["output"], "the output whole: {task}");
+        assert_eq!(task["status"], "Paid", "{task}");
+        assert!(task["result_uri"].is_string(), "{task}");
+    }
+    // Without --outputs, the indexer's reply as it is.
+    let bare =
+        support::cli(api, None, ["tasks", "tree", id, "--indexer-url", &index, "--json"], None);
+    let bare: Value = serde_json::from_str(&bare.await.stdout).unwrap();
+    assert!(bare["tasks"].as_array().unwrap().iter().all(|t| t.get("output").is_none()), "{bare}");
 }
 
 /// `tessera agents` once the plan above settled: the translator's paid task
@@ -816,7 +876,6 @@ async fn an_appeal_from_the_cli_is_ruled_by_the_appeal_arbiter_service() {
     let (_orch, api) = start(&env, dir.path());
     let deployment = dir.path().join("deployment.json");
     let _arbiter = Service(support::arbiter(&env, dir.path(), &deployment));
-    let _appeals = Service(support::appeal_arbiter(&env, dir.path(), &deployment));
     let http = reqwest::Client::new();
     wait_up(&http, &api).await;
     let tessera = |args: Vec<String>| {
@@ -900,6 +959,32 @@ async fn an_appeal_from_the_cli_is_ruled_by_the_appeal_arbiter_service() {
     assert_eq!(ran.code, Some(0), "{ran:?}");
     let reply: Value = serde_json::from_str(&ran.stdout).unwrap();
     assert_eq!((reply["decision"].as_i64(), reply["status"].as_str()), (Some(2), Some("queued")));
+    // The appeal arbiter's queue, read from the chain before it runs.
+    let appealed = phase(id.clone(), 0, "appealed").await;
+    let task = appealed["subtasks"][0]["task_id"].as_str().unwrap().to_owned();
+    let chain_args = |what: &str| {
+        let mut a = args(what);
+        a.extend(["--deployment".into(), deployment.display().to_string()]);
+        a.extend(["--rpc-url".into(), env.chain.endpoint_url().to_string()]);
+        a
+    };
+    let (ok, listed) = tessera(chain_args("arbiter appeals list --json")).await;
+    assert!(ok, "{listed}");
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    let appeal = &listed["appeals"][0];
+    assert_eq!(listed["appeals"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(appeal["task_id"], task.as_str(), "{listed}");
+    assert_eq!(appeal["plan_id"], id.as_str(), "{listed}");
+    assert_eq!(appeal["amount"], "400000", "{listed}");
+    let party =
+        |k: &str| appeal[k].as_str().and_then(|a| a.parse::<alloy::primitives::Address>().ok());
+    assert_eq!((party("executor"), party("funder")), (Some(a1), Some(sponsor)), "{listed}");
+    assert_eq!(appeal["executor_share_bps"].as_u64(), Some(share), "the first ruling: {listed}");
+    let (at, by) = (appeal["appealed_at"].as_u64().unwrap(), appeal["rule_by"].as_u64().unwrap());
+    assert!(at > 0 && by > at, "{listed}");
+    let (ok, text) = tessera(chain_args("arbiter appeals list")).await;
+    assert!(ok && text.contains(&format!("task {task}  amount 400000")), "{text}");
+    let _appeals = Service(support::appeal_arbiter(&env, dir.path(), &deployment));
     // The offline appeal arbiter judges the same work again: the split stands.
     phase(id.clone(), 0, "split").await;
     phase(id.clone(), 1, "completed").await;
@@ -940,6 +1025,21 @@ async fn an_appeal_from_the_cli_is_ruled_by_the_appeal_arbiter_service() {
     let line = decisions.lines().find(|l| l.contains(&task)).unwrap_or_default();
     assert!(ok && line.contains("appeal") && line.contains("split"), "{decisions}");
     assert!(!line.contains("(not sent)"), "{line}");
+    // The same as JSON, from each arbiter's store: the first ruling and the appeal's.
+    for (db, level) in [("arbiter.db", "dispute"), ("appeals.db", "appeal")] {
+        let store = format!("sqlite://{}", dir.path().join(db).display());
+        let (ok, text) =
+            tessera(args(&format!("arbiter decisions --json --database-url {store}"))).await;
+        assert!(ok, "{text}");
+        let doc: Value = serde_json::from_str(&text).expect("JSON");
+        let d = doc["decisions"].as_array().unwrap().iter().find(|d| d["task_id"] == task.as_str());
+        let d = d.unwrap_or_else(|| panic!("task {task} in {doc}"));
+        assert_eq!((d["level"].as_str(), d["verdict"].as_str()), (Some(level), Some("split")));
+        assert_eq!(d["share_bps"].as_u64(), Some(share), "{d}");
+        assert!(d["tx_hash"].as_str().is_some_and(|h| h.starts_with("0x")), "sent: {d}");
+        let body: Value = serde_json::from_str(d["body"].as_str().unwrap()).unwrap();
+        assert!(body["rationale"].as_str().is_some_and(|r| !r.is_empty()), "{d}");
+    }
     for w in workers {
         w.abort();
     }

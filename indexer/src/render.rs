@@ -12,6 +12,16 @@ use tessera_bindings::{envelope::path_segments, usdc::Usdc};
 /// header line with its tasks indented under it; tasks without a path hang
 /// under their parents as before.
 pub fn plan_tree(body: &Value) -> String {
+    plan_tree_with(body, &|_| Vec::new())
+}
+
+/// The lines drawn under a task (given the task's JSON), indented to its
+/// place in the tree; none for most.
+pub type Notes<'n> = &'n dyn Fn(&Value) -> Vec<String>;
+
+/// [`plan_tree`] with `notes` drawn under each task, such as what it
+/// delivered.
+pub fn plan_tree_with(body: &Value, notes: Notes<'_>) -> String {
     let tasks: Vec<&Value> =
         body["tasks"].as_array().map(|t| t.iter().collect()).unwrap_or_default();
     let mut out = format!(
@@ -21,9 +31,9 @@ pub fn plan_tree(body: &Value) -> String {
     );
     let mut seen = BTreeSet::new();
     if tasks.iter().any(|t| step(t).is_some_and(|s| s.len() > 1)) {
-        render_nested(&mut out, &tasks, &mut seen);
+        render_nested(&mut out, &tasks, &mut seen, notes);
     } else {
-        walk(&mut out, &tasks, None, "", false, &mut seen);
+        walk(&mut out, &tasks, None, "", false, &mut seen, notes);
     }
     render_foreign(&mut out, body);
     out
@@ -145,8 +155,29 @@ fn walk<'a>(
     prefix: &str,
     skip_steps: bool,
     seen: &mut BTreeSet<&'a str>,
+    notes: Notes<'_>,
 ) {
-    let children: Vec<&'a Value> = tasks
+    let children = children_of(tasks, parent, skip_steps, seen);
+    for (i, t) in children.iter().enumerate() {
+        let last = i + 1 == children.len();
+        let lead = format!("{prefix}{}", if last { "└─" } else { "├─" });
+        out.push_str(&task_line(t, &lead, skip_steps));
+        let id = t["task_id"].as_str().unwrap_or("?");
+        seen.insert(id);
+        let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
+        push_notes(out, tasks, t, &deeper, skip_steps, seen, notes);
+        walk(out, tasks, Some(id), &deeper, skip_steps, seen, notes);
+    }
+}
+
+/// The tasks `walk` draws under `parent` (the roots for `None`), not yet drawn.
+fn children_of<'a>(
+    tasks: &[&'a Value],
+    parent: Option<&str>,
+    skip_steps: bool,
+    seen: &BTreeSet<&'a str>,
+) -> Vec<&'a Value> {
+    tasks
         .iter()
         .copied()
         .filter(|t| match parent {
@@ -155,15 +186,29 @@ fn walk<'a>(
         })
         .filter(|t| !(skip_steps && step(t).is_some()))
         .filter(|t| !seen.contains(t["task_id"].as_str().unwrap_or("?")))
-        .collect();
-    for (i, t) in children.iter().enumerate() {
-        let last = i + 1 == children.len();
-        let lead = format!("{prefix}{}", if last { "└─" } else { "├─" });
-        out.push_str(&task_line(t, &lead, skip_steps));
-        let id = t["task_id"].as_str().unwrap_or("?");
-        seen.insert(id);
-        let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
-        walk(out, tasks, Some(id), &deeper, skip_steps, seen);
+        .collect()
+}
+
+/// The notes of `task` under its line, at `deeper` (its children's
+/// indentation), with a branch line down to its children when it has any.
+fn push_notes<'a>(
+    out: &mut String,
+    tasks: &[&'a Value],
+    task: &Value,
+    deeper: &str,
+    skip_steps: bool,
+    seen: &BTreeSet<&'a str>,
+    notes: Notes<'_>,
+) {
+    let lines = notes(task);
+    if lines.is_empty() {
+        return;
+    }
+    let id = task["task_id"].as_str();
+    let down = if children_of(tasks, id, skip_steps, seen).is_empty() { " " } else { "│" };
+    for line in lines {
+        out.push_str(format!("{deeper}{down}  {line}").trim_end());
+        out.push('\n');
     }
 }
 
@@ -177,7 +222,12 @@ enum Level<'v, 'a> {
 /// The tasks with a step path in path order (numeric, segment by segment),
 /// under the headers of their nested plans, then the roots without one;
 /// tasks without a path hang under their parents.
-fn render_nested<'a>(out: &mut String, tasks: &[&'a Value], seen: &mut BTreeSet<&'a str>) {
+fn render_nested<'a>(
+    out: &mut String,
+    tasks: &[&'a Value],
+    seen: &mut BTreeSet<&'a str>,
+    notes: Notes<'_>,
+) {
     let mut steps: Vec<(Vec<u32>, &'a Value)> =
         tasks.iter().filter_map(|t| step(t).map(|s| (s, *t))).collect();
     // Stable: tasks of one path (retries) keep the indexer's order.
@@ -185,7 +235,7 @@ fn render_nested<'a>(out: &mut String, tasks: &[&'a Value], seen: &mut BTreeSet<
     let roots = tasks.iter().copied().filter(|t| t["depth"] == 0 && step(t).is_none());
     let mut top = levels(&steps, 0);
     top.extend(roots.map(Level::Task));
-    render_levels(out, tasks, &top, 0, "", seen);
+    render_levels(out, tasks, &top, 0, "", seen, notes);
 }
 
 /// The entries of one level of `steps` (all sharing their first `depth`
@@ -219,6 +269,7 @@ fn render_levels<'a>(
     depth: usize,
     prefix: &str,
     seen: &mut BTreeSet<&'a str>,
+    notes: Notes<'_>,
 ) {
     for (i, entry) in entries.iter().enumerate() {
         let last = i + 1 == entries.len();
@@ -229,7 +280,8 @@ fn render_levels<'a>(
                 out.push_str(&task_line(t, &lead, true));
                 let id = t["task_id"].as_str().unwrap_or("?");
                 seen.insert(id);
-                walk(out, tasks, Some(id), &deeper, true, seen);
+                push_notes(out, tasks, t, &deeper, true, seen, notes);
+                walk(out, tasks, Some(id), &deeper, true, seen, notes);
             }
             Level::Plan(steps) => {
                 let segments = &steps[0].0;
@@ -251,7 +303,8 @@ fn render_levels<'a>(
                     path.join("."),
                     if count == 1 { "" } else { "s" },
                 ));
-                render_levels(out, tasks, &levels(steps, depth + 1), depth + 1, &deeper, seen);
+                let inner = levels(steps, depth + 1);
+                render_levels(out, tasks, &inner, depth + 1, &deeper, seen, notes);
             }
         }
     }
@@ -285,6 +338,40 @@ mod tests {
         assert_eq!(lines.len(), 4, "{text}");
         assert!(lines[2].contains(" 13 ") && lines[2].ends_with("⇐ merge, also from 12"), "{text}");
         assert!(!lines[1].contains("merge") && !lines[3].contains("merge"), "{text}");
+    }
+
+    /// Notes hang under their task, indented to its place, with a branch
+    /// line down to its children when it has some; a task without notes
+    /// draws as before.
+    #[test]
+    fn notes_hang_under_their_task() {
+        let task = |id: &str, parent: &str, depth: i64| {
+            json!({
+                "task_id": id, "parent_id": parent, "depth": depth, "status": "Paid",
+                "capability": "summarize", "executor": "0x01", "amount": "1000000",
+                "spec": "s", "pending_parent": false, "inputs": [], "merge": false,
+            })
+        };
+        let body = json!({
+            "plan_id": "0xab", "block": 9,
+            "tasks": [task("11", "0", 0), task("12", "11", 1), task("13", "0", 0)],
+        });
+        let notes = |t: &serde_json::Value| match t["task_id"].as_str() {
+            Some("11") => vec!["Bonjour".to_owned(), "le monde".to_owned()],
+            Some("12") => vec!["fin".to_owned()],
+            _ => Vec::new(),
+        };
+        let text = super::plan_tree_with(&body, &notes);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 7, "{text}");
+        assert!(lines[1].starts_with("├─ 11 "), "{text}");
+        assert_eq!(lines[2..4], ["│  │  Bonjour", "│  │  le monde"], "{text}");
+        assert!(lines[4].starts_with("│  └─ 12 "), "{text}");
+        assert_eq!(lines[5], "│        fin", "{text}");
+        assert!(lines[6].starts_with("└─ 13 "), "{text}");
+        let bare: Vec<String> =
+            text.lines().filter(|l| l.contains(" Paid ")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(plan_tree(&body), format!("plan 0xab  (as of block 9)\n{}", bare.concat()));
     }
 
     /// Tasks others funded under the plan are drawn apart from its tree,

@@ -185,6 +185,10 @@ enum RunsCommand {
         /// Write it into this file instead of standard output.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Print it as JSON instead: run, index, attempt, phase, executor,
+        /// task_id, result_uri and the output whole.
+        #[arg(long, conflicts_with = "output")]
+        json: bool,
         #[command(flatten)]
         api: crate::orchestrate::ApiArgs,
     },
@@ -245,8 +249,13 @@ impl Cli {
             Command::Runs(RunsCommand::Show { id, json, api }) => {
                 crate::work::show(&api, &id, json).await?;
             }
-            Command::Runs(RunsCommand::Output { id, index, output, api }) => {
-                crate::work::output(&api, &id, index, output.as_deref()).await?;
+            Command::Runs(RunsCommand::Output { id, index, output, json, api }) => {
+                let to = match (json, output) {
+                    (true, _) => crate::work::OutputTo::Json,
+                    (false, Some(file)) => crate::work::OutputTo::File(file),
+                    (false, None) => crate::work::OutputTo::Stdout,
+                };
+                crate::work::output(&api, &id, index, to).await?;
             }
             Command::Runs(RunsCommand::List { state, limit, json, api }) => {
                 crate::runs::list(&api, state.as_deref(), limit, json).await?;
