@@ -85,7 +85,16 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
         "{}",
         c.reason
     );
-    assert!(c.reason.ends_with("0.50 USDC (cheapest 0.40 USDC)"), "{}", c.reason);
+    // A day has passed since either agent worked: the choice says so.
+    assert!(
+        c.reason.ends_with(
+            "0.50 USDC (cheapest 0.40 USDC); no sign of life in the last day (no task accepted, \
+             delivered or declined)"
+        ),
+        "{}",
+        c.reason
+    );
+    assert!(c.quiet);
     let ru = c.runner_up.clone().expect("a runner-up");
     assert_eq!(ru.executor, cheap);
     assert!(ru.score_bps < c.score_bps);
@@ -186,4 +195,49 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
     let both = json!({"policy": "balanced", "executor": cheap});
     let (status, body) = stack.post(&executor(&index), &both).await;
     assert_eq!(status, 422, "{body}");
+}
+
+#[tokio::test]
+async fn agents_seen_working_in_the_last_day_are_chosen_before_quiet_ones() {
+    // No workers: the test plays the agents. Demo agents 0 and 1 offer
+    // summarize at 0.50 and 0.40 USDC; only agent 0 ever worked.
+    let stack = Stack::start_custom(RunnerConfig::default(), None, &[]).await;
+    let env = &stack.env;
+    let (seen, quiet) = (env.actors.agent(0), env.actors.agent(1));
+    let mut d = env.driver();
+    d.scenario("select: seen working");
+    let params = vec![d.params(seen, 500_000, "data:,x".into()).await.unwrap()];
+    let mut done = d.create_many_with_permit(params).await.unwrap();
+    d.deliver(&mut done[0], "data:,a summary").await.unwrap();
+    d.approve_many(&mut done).await.unwrap();
+    let (store, _dir) = tessera_e2e::synced_index(env).await;
+    let stats = store.agent(&seen.to_string()).await.unwrap().unwrap().stats;
+    assert!(stats.last_active_at.is_some(), "the delivery is a sign of life: {stats:?}");
+    stack.orch.with_records(Arc::new(store.clone()));
+
+    // Even the cheapest policy passes over the quiet agent, saying why.
+    for policy in [Selection::Cheapest, Selection::Balanced, Selection::Reliable] {
+        let c = stack.orch.choose(1, "summarize", policy, &[], None).await.unwrap().unwrap();
+        assert_eq!((c.executor, c.quiet), (seen, false), "{policy:?}: {c:?}");
+        let ru = c.runner_up.expect("a runner-up");
+        assert_eq!(ru.executor, quiet);
+        assert!(ru.reason.starts_with("no sign of life in the last day"), "{}", ru.reason);
+    }
+    // A day later nobody was seen: the cheapest again, and the choice says
+    // it is quiet, as the proposed plan does.
+    d.advance(24 * 3600 + 1).await.unwrap();
+    let c =
+        stack.orch.choose(1, "summarize", Selection::Cheapest, &[], None).await.unwrap().unwrap();
+    assert_eq!((c.executor, c.quiet), (quiet, true), "{c:?}");
+    assert!(c.reason.ends_with("(no task accepted, delivered or declined)"), "{}", c.reason);
+    let mut open = json!({"index": 0, "capability": "summarize", "spec": "summarize it",
+        "executor": null, "cost": 0, "deadline_offset_secs": 3600, "depends_on": []});
+    open["executor"] = Value::Null;
+    let body = json!({"version": 1, "id": tessera_orchestrator::plan::Plan::id_from_label("quiet"),
+        "subtasks": [open], "review": "auto", "budget": 1_000_000u64, "source": ARTICLE,
+        "selection": "cheapest"});
+    let (status, view) = stack.post("/api/plans", &body).await;
+    assert_eq!(status, 201, "{view}");
+    let choice = &view["plan"]["choices"][0];
+    assert_eq!((address(&choice["executor"]), &choice["quiet"]), (quiet, &json!(true)), "{view}");
 }
