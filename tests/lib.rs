@@ -167,6 +167,19 @@ impl Stack {
     }
 }
 
+/// Which services of a [`Stack`] reach the chain through a stand-in
+/// provider.
+#[derive(Debug)]
+enum Through {
+    /// None: every service talks to the chain directly.
+    Nothing,
+    /// Every service, over HTTP only (they poll), under these limits.
+    Everyone(provider::Limits),
+    /// The orchestrator alone, without limits, following heads over the
+    /// websocket: its requests counted apart from the workers'.
+    Orchestrator,
+}
+
 /// Token the test stacks use.
 pub const TEST_TOKEN: &str = "test-token-0123456789";
 
@@ -177,7 +190,7 @@ impl Stack {
     /// by their sponsors' grants. Workers for the demo agents at `workers`.
     pub async fn start_operator(config: RunnerConfig, workers: &[usize]) -> Self {
         let deploy = DeployConfig::default();
-        Self::start_full(config, None, workers, deploy, None, None, true).await
+        Self::start_full(config, None, workers, deploy, None, Through::Nothing, true).await
     }
 
     /// Starts everything with default settings and SQLite.
@@ -208,7 +221,7 @@ impl Stack {
         workers: &[usize],
         deploy: DeployConfig,
     ) -> Self {
-        Self::start_full(config, db_url, workers, deploy, None, None, false).await
+        Self::start_full(config, db_url, workers, deploy, None, Through::Nothing, false).await
     }
 
     /// Everything with default settings, every service (orchestrator and
@@ -217,7 +230,16 @@ impl Stack {
     pub async fn start_through(limits: provider::Limits) -> Self {
         let all = [0, 1, 2, 3, 4];
         let (cfg, deploy) = (RunnerConfig::default(), DeployConfig::default());
-        Self::start_full(cfg, None, &all, deploy, None, Some(limits), false).await
+        Self::start_full(cfg, None, &all, deploy, None, Through::Everyone(limits), false).await
+    }
+
+    /// Everything with `config`, the orchestrator alone reaching the chain
+    /// over HTTP through a stand-in provider without limits (heads still
+    /// over the websocket), so its requests are counted apart from the
+    /// workers' ([`Stack::stand_in`]'s counts).
+    pub async fn start_counted(config: RunnerConfig) -> Self {
+        let (all, deploy) = ([0, 1, 2, 3, 4], DeployConfig::default());
+        Self::start_full(config, None, &all, deploy, None, Through::Orchestrator, false).await
     }
 
     /// Everything on a chain that mines a block every `secs` seconds, the
@@ -227,7 +249,8 @@ impl Stack {
     pub async fn start_hosted(secs: u64, limits: provider::Limits, deploy: DeployConfig) -> Self {
         let all = [0, 1, 2, 3, 4];
         let cfg = RunnerConfig { poll_interval: hosted_poll(secs), ..RunnerConfig::default() };
-        Self::start_full(cfg, None, &all, deploy, Some(secs), Some(limits), false).await
+        let through = Through::Everyone(limits);
+        Self::start_full(cfg, None, &all, deploy, Some(secs), through, false).await
     }
 
     /// The stand-in's URL, for more services to reach the chain through it
@@ -255,8 +278,8 @@ impl Stack {
         workers: &[usize],
         secs: u64,
     ) -> Self {
-        Self::start_full(config, None, workers, DeployConfig::default(), Some(secs), None, false)
-            .await
+        let deploy = DeployConfig::default();
+        Self::start_full(config, None, workers, deploy, Some(secs), Through::Nothing, false).await
     }
 
     async fn start_full(
@@ -265,7 +288,7 @@ impl Stack {
         workers: &[usize],
         deploy: DeployConfig,
         block_time: Option<u64>,
-        through: Option<provider::Limits>,
+        through: Through,
         operator: bool,
     ) -> Self {
         let _ = tracing_subscriber::fmt()
@@ -286,21 +309,30 @@ impl Stack {
             db_url.unwrap_or_else(|| format!("sqlite://{}", dir.path().join("runs.db").display()));
         let store = Store::connect(&db_url).await.expect("store");
         let mut tasks = Vec::new();
-        let stand_in = match through {
+        let stand_in = match &through {
+            Through::Nothing => None,
+            Through::Everyone(limits) => Some(limits.clone()),
+            Through::Orchestrator => Some(provider::Limits::default()),
+        };
+        let stand_in = match stand_in {
             Some(limits) => {
                 Some(provider::StandIn::start(env.chain.endpoint_url().as_str(), limits).await)
             }
             None => None,
         };
+        let everyone = matches!(through, Through::Everyone(_));
         let (http, ws_url) = match &stand_in {
-            Some(s) => (s.url.clone(), None),
+            Some(s) if everyone => (s.url.clone(), None),
+            Some(s) => (s.url.clone(), Some(env.chain.ws_endpoint())),
             None => (env.chain.endpoint_url(), Some(env.chain.ws_endpoint())),
         };
         let poll = block_time.map_or(Duration::from_millis(200), hosted_poll);
         for &i in workers {
             tasks.push(match &stand_in {
-                Some(s) => spawn_polling_worker(&env, &DEMO_AGENTS[i], &blobs, &s.url, poll).await,
-                None => spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await,
+                Some(s) if everyone => {
+                    spawn_polling_worker(&env, &DEMO_AGENTS[i], &blobs, &s.url, poll).await
+                }
+                _ => spawn_worker(&env, &DEMO_AGENTS[i], &blobs).await,
             });
         }
         // Operator mode: the client's key, which funds nothing; else the sponsor's.

@@ -1,6 +1,7 @@
 //! A counting JSON-RPC proxy: forwards every HTTP request to the chain and
 //! counts the JSON-RPC calls in it (each element of a batch counts), by
-//! method. The plan bench puts one in front of the orchestrator and one in
+//! method, and the `eth_call`s by the contract function they call (named
+//! from the bindings' selectors, see [`function_of`]). The plan bench puts one in front of the orchestrator and one in
 //! front of the workers, so each side's requests per settled sub-task are
 //! measured where a hosted provider would meter them. In front of the
 //! stand-in provider ([`tessera_anvil::standin`]) it also counts the
@@ -29,6 +30,8 @@ use serde_json::Value;
 pub struct Counts {
     /// Method → calls.
     pub by_method: BTreeMap<String, u64>,
+    /// Contract function → `eth_call`s (of `by_method["eth_call"]`).
+    pub calls_by_function: BTreeMap<String, u64>,
     /// HTTP requests answered 429.
     pub rate_limited: u64,
     /// HTTP requests answered 503.
@@ -43,18 +46,22 @@ impl Counts {
 
     /// What was counted since `earlier`.
     pub fn since(&self, earlier: &Counts) -> Counts {
-        let by_method = self
-            .by_method
-            .iter()
-            .map(|(m, n)| (m.clone(), n - earlier.by_method.get(m).copied().unwrap_or_default()))
-            .filter(|(_, n)| *n > 0)
-            .collect();
         Counts {
-            by_method,
+            by_method: minus(&self.by_method, &earlier.by_method),
+            calls_by_function: minus(&self.calls_by_function, &earlier.calls_by_function),
             rate_limited: self.rate_limited - earlier.rate_limited,
             unavailable: self.unavailable - earlier.unavailable,
         }
     }
+}
+
+/// `later - earlier`, key by key, without the keys that did not grow.
+fn minus(later: &BTreeMap<String, u64>, earlier: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    later
+        .iter()
+        .map(|(k, n)| (k.clone(), n - earlier.get(k).copied().unwrap_or_default()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 #[derive(Clone)]
@@ -109,15 +116,46 @@ impl RpcProxy {
 
 /// Counts the calls in `body`: one per object, one per element of a batch.
 fn count(body: &[u8], counts: &Mutex<Counts>) {
-    let methods: Vec<String> = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Array(calls)) => calls.iter().map(method_of).collect(),
-        Ok(call) => vec![method_of(&call)],
-        Err(_) => vec!["<not json>".to_owned()],
+    let calls: Vec<(String, Option<String>)> = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(calls)) => calls.iter().map(|c| (method_of(c), function_of(c))).collect(),
+        Ok(call) => vec![(method_of(&call), function_of(&call))],
+        Err(_) => vec![("<not json>".to_owned(), None)],
     };
     let mut counts = counts.lock().expect("counts lock");
-    for m in methods {
-        *counts.by_method.entry(m).or_default() += 1;
+    for (method, function) in calls {
+        *counts.by_method.entry(method).or_default() += 1;
+        if let Some(f) = function {
+            *counts.calls_by_function.entry(f).or_default() += 1;
+        }
     }
+}
+
+/// The contract function an `eth_call` calls: its name when one of the
+/// bindings' contracts has its selector, else the selector in hex; `None`
+/// for any other method.
+fn function_of(call: &Value) -> Option<String> {
+    use tessera_bindings::{
+        AgentRegistry::AgentRegistryCalls, IdentityRegistry::IdentityRegistryCalls,
+        MockUSDC::MockUSDCCalls, ReputationRegistry::ReputationRegistryCalls,
+        TaskEscrow::TaskEscrowCalls,
+    };
+    if call.get("method").and_then(Value::as_str) != Some("eth_call") {
+        return None;
+    }
+    let tx = call.get("params").and_then(|p| p.get(0));
+    let data = tx.and_then(|t| t.get("input").or_else(|| t.get("data"))).and_then(Value::as_str);
+    let Some(hex) = data.and_then(|d| d.strip_prefix("0x")).and_then(|d| d.get(..8)) else {
+        return Some("<no selector>".to_owned());
+    };
+    let Ok(selector) = <[u8; 4]>::try_from(alloy::hex::decode(hex).unwrap_or_default()) else {
+        return Some(format!("0x{hex}"));
+    };
+    let name = TaskEscrowCalls::name_by_selector(selector)
+        .or_else(|| AgentRegistryCalls::name_by_selector(selector))
+        .or_else(|| MockUSDCCalls::name_by_selector(selector))
+        .or_else(|| IdentityRegistryCalls::name_by_selector(selector))
+        .or_else(|| ReputationRegistryCalls::name_by_selector(selector));
+    Some(name.map_or_else(|| format!("0x{hex}"), str::to_owned))
 }
 
 fn method_of(call: &Value) -> String {
@@ -163,6 +201,8 @@ async fn forward(State(s): State<Shared>, body: Bytes) -> Response {
 
 #[cfg(test)]
 mod tests {
+    use alloy::sol_types::SolCall;
+
     use super::*;
 
     #[test]
@@ -174,12 +214,21 @@ mod tests {
             &counts,
         );
         count(b"garbage", &counts);
+        let balance_of = alloy::hex::encode(tessera_bindings::MockUSDC::balanceOfCall::SELECTOR);
+        let eth_call = format!(
+            r#"[{{"id":5,"method":"eth_call","params":[{{"to":"0x01","input":"0x{balance_of}00"}},"latest"]}},
+                {{"id":6,"method":"eth_call","params":[{{"to":"0x01","data":"0xdeadbeef"}}]}}]"#
+        );
+        count(eth_call.as_bytes(), &counts);
         let c = counts.lock().unwrap().clone();
+        assert_eq!(c.by_method["eth_call"], 2);
+        assert_eq!(c.calls_by_function["balanceOf"], 1);
+        assert_eq!(c.calls_by_function["0xdeadbeef"], 1);
         assert_eq!(c.by_method["eth_blockNumber"], 2);
         assert_eq!(c.by_method["eth_getLogs"], 1);
         assert_eq!(c.by_method["<no method>"], 1);
         assert_eq!(c.by_method["<not json>"], 1);
-        assert_eq!(c.total(), 5);
+        assert_eq!(c.total(), 7);
         let later =
             Counts { by_method: [("eth_blockNumber".into(), 5)].into(), ..Counts::default() };
         assert_eq!(later.since(&c).by_method, [("eth_blockNumber".to_owned(), 3)].into());

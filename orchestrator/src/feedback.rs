@@ -17,7 +17,7 @@
 
 use std::{collections::BTreeMap, str::FromStr, sync::Arc, time::Duration};
 
-use alloy::primitives::{Address, B256};
+use alloy::primitives::{Address, B256, U256};
 use serde_json::Value;
 use tessera_bindings::{
     client::ClientError,
@@ -74,6 +74,15 @@ impl std::fmt::Display for FeedbackMode {
     }
 }
 
+/// What one pass read once and shares between its feedbacks: the plans of
+/// its runs, and each executor's ERC-8004 identity (one `identityOf` per
+/// executor a pass, not one per run it worked for).
+#[derive(Debug, Default)]
+struct Pass {
+    plans: BTreeMap<String, Option<Plan>>,
+    identities: BTreeMap<Address, Option<U256>>,
+}
+
 /// What one pass gave.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Given {
@@ -118,11 +127,11 @@ impl Orchestrator {
         let due =
             self.store().settled_without_feedback(&sponsor, mode == FeedbackMode::PerPlan).await?;
         let mut out = Given::default();
-        let mut plans: BTreeMap<String, Option<Plan>> = BTreeMap::new();
+        let mut pass = Pass::default();
         if mode == FeedbackMode::PerTask {
             for s in &due {
                 let subject = Subject { key: &s.dedup, run_id: &s.run_id, plan: None };
-                self.give_one(registry, subject, std::slice::from_ref(s), &mut plans, &mut out)
+                self.give_one(registry, subject, std::slice::from_ref(s), &mut pass, &mut out)
                     .await?;
             }
             return Ok(out);
@@ -140,7 +149,7 @@ impl Orchestrator {
             for (executor, list) in &by_executor {
                 let key = format!("plan:{run_id}:{executor}");
                 let subject = Subject { key: &key, run_id, plan: Some(run_id) };
-                self.give_one(registry, subject, list, &mut plans, &mut out).await?;
+                self.give_one(registry, subject, list, &mut pass, &mut out).await?;
             }
             let marker = format!("plan:{run_id}");
             let claim = FeedbackClaim {
@@ -164,7 +173,7 @@ impl Orchestrator {
         registry: Address,
         subject: Subject<'_>,
         settled: &[Settled],
-        plans: &mut BTreeMap<String, Option<Plan>>,
+        pass: &mut Pass,
         out: &mut Given,
     ) -> Result<(), RunError> {
         let tasks: Vec<(Address, SettledTask)> =
@@ -202,7 +211,14 @@ impl Orchestrator {
             state: "sending",
             note: None,
         };
-        let Some(agent_id) = self.chain().identity_of(executor).await? else {
+        let identity = match pass.identities.get(&executor) {
+            Some(known) => *known,
+            None => {
+                let read = self.chain().identity_of(executor).await?;
+                *pass.identities.entry(executor).or_insert(read)
+            }
+        };
+        let Some(agent_id) = identity else {
             claim.state = "skipped";
             claim.note = Some("the executor has no ERC-8004 identity linked in the registry");
             if self.store().claim_feedback(&claim).await? {
@@ -215,11 +231,12 @@ impl Orchestrator {
         }
         // The capability the executor was hired for, as tag2.
         let index = settled.first().and_then(|s| s.body.get("index")).and_then(Value::as_u64);
-        if !plans.contains_key(run_id) {
+        if !pass.plans.contains_key(run_id) {
             let row = self.store().run(run_id).await?;
-            plans.insert(run_id.to_owned(), row.and_then(|r| Plan::from_json(&r.plan_json).ok()));
+            let plan = row.and_then(|r| Plan::from_json(&r.plan_json).ok());
+            pass.plans.insert(run_id.to_owned(), plan);
         }
-        let capability = match (plans.get(run_id).and_then(Option::as_ref), index) {
+        let capability = match (pass.plans.get(run_id).and_then(Option::as_ref), index) {
             (Some(p), Some(i)) if settled.len() == 1 => {
                 u32::try_from(i).ok().and_then(|i| p.subtask(i)).map(|t| t.capability.clone())
             }

@@ -319,3 +319,35 @@ async fn per_task_feedback_waits_for_the_settlements_confirmations() {
         );
     }
 }
+
+/// The `eth_call`s the orchestrator sent (through its counting stand-in).
+fn eth_calls(stack: &Stack) -> u64 {
+    let counts = stack.stand_in.as_ref().expect("a counted stack").counts();
+    counts.per_method.get("eth_call").copied().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_feedback_pass_reads_each_executors_identity_once_however_many_runs_it_covers() {
+    // The loop is off; one pass by hand over every run once all are over.
+    let stack = Stack::start_counted(RunnerConfig::default()).await;
+    let env = &stack.env;
+    let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
+    link_identity(env, translator).await;
+    let runs = 4;
+    let mut ids = Vec::new();
+    for i in 0..runs {
+        let label = format!("feedback pass {i}");
+        ids.push(stack.run_plan(&two_steps(&label, translator, summarizer)).await);
+    }
+    for id in &ids {
+        stack.wait_state(id, "completed", 120).await;
+    }
+    let before = eth_calls(&stack);
+    let out = stack.orch.give_feedback(FeedbackMode::PerPlan).await.unwrap();
+    // The linked translator gets one summary per run; the summarizer has no
+    // identity and is recorded as skipped in each.
+    assert_eq!((out.given, out.skipped), (runs, runs), "{out:?}");
+    // One `identityOf` per executor for the whole pass, not one per run and
+    // executor: the pass's reads do not grow with the sub-tasks settled.
+    assert_eq!(eth_calls(&stack) - before, 2, "one read per executor for {runs} runs");
+}

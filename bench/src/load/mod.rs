@@ -423,6 +423,11 @@ async fn round(
             .iter()
             .map(|(m, n)| (m.clone(), *n as f64 / blocks as f64))
             .collect(),
+        eth_call_per_block_by_function: counted
+            .calls_by_function
+            .iter()
+            .map(|(f, n)| (f.clone(), *n as f64 / blocks as f64))
+            .collect(),
     })
 }
 

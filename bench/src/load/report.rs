@@ -42,6 +42,8 @@ pub struct LoadRow {
     pub blocks: u64,
     /// JSON-RPC requests per block, by method.
     pub rpc_per_block_by_method: std::collections::BTreeMap<String, f64>,
+    /// `eth_call`s per block, by the contract function called.
+    pub eth_call_per_block_by_function: std::collections::BTreeMap<String, f64>,
 }
 
 /// The bench's results.
@@ -97,6 +99,15 @@ impl LoadBenchReport {
             let methods: Vec<String> =
                 r.rpc_per_block_by_method.iter().map(|(m, n)| format!("{m} {n:.2}")).collect();
             out += &format!("  {} {} plans: {}\n", r.mode, r.plans, methods.join(", "));
+        }
+        out += "\neth_call per block, by function:\n";
+        for r in &self.rows {
+            let functions: Vec<String> = r
+                .eth_call_per_block_by_function
+                .iter()
+                .map(|(f, n)| format!("{f} {n:.2}"))
+                .collect();
+            out += &format!("  {} {} plans: {}\n", r.mode, r.plans, functions.join(", "));
         }
         out += "\nGoals:\n";
         for r in &self.rows {

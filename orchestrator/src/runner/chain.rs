@@ -84,6 +84,8 @@ struct Reads {
     balances: std::collections::HashMap<Address, U256>,
     /// Token allowances to the escrow.
     allowances: std::collections::HashMap<Address, U256>,
+    /// The ERC-8004 identities agents linked in the registry.
+    identities: std::collections::HashMap<Address, Option<U256>>,
 }
 
 /// A transaction sent and not yet confirmed; [`Chain::confirm`] waits for it.
@@ -321,11 +323,17 @@ impl Chain {
         Ok(offer.offered.then_some(Usdc::from_base_units(offer.price)))
     }
 
-    /// The ERC-8004 agent id `agent` linked in the registry, when it did.
+    /// The ERC-8004 agent id `agent` linked in the registry, when it did
+    /// (read once per head).
     pub(crate) async fn identity_of(&self, agent: Address) -> Result<Option<U256>, ClientError> {
+        if let Some(known) = self.read(|r| r.identities.get(&agent).copied()) {
+            return Ok(known);
+        }
         let registry = AgentRegistry::new(self.deployment.agent_registry, &self.provider);
         let linked = registry.identityOf(agent).call().await.map_err(map_call)?;
-        Ok(linked.linked.then_some(linked.agentId))
+        let id = linked.linked.then_some(linked.agentId);
+        self.read(|r| r.identities.insert(agent, id));
+        Ok(id)
     }
 
     /// Whether `who` owns ERC-8004 identity `agent_id` or is its wallet:
