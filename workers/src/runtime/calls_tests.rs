@@ -112,8 +112,8 @@ async fn a_call_whose_time_ran_out_is_not_made_and_a_forgotten_one_is_dropped() 
 
 #[tokio::test]
 async fn a_call_still_running_after_the_accept_delay_is_offered_once_for_acceptance() {
-    let slow = Arc::new(Slow { delay: Duration::from_secs(3_600), ..Default::default() });
-    let brain: Arc<dyn Brain> = slow.clone();
+    let brain: Arc<dyn Brain> =
+        Arc::new(Slow { delay: Duration::from_secs(3_600), ..Default::default() });
     let mut calls = Calls::default();
     let end = Instant::now() + Duration::from_secs(7_200);
     // Task 0 moved on (accepted already, say): never offered.
