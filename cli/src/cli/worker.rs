@@ -31,6 +31,7 @@ pub(super) struct WorkerArgs {
 
 /// Registers the worker, then polls until Ctrl-C or SIGTERM. RPC failures are
 /// logged and retried on the next tick; the chain is the worker's only state.
+/// Its critical tasks: `ops` (blobs and operator routes) and `worker`.
 pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     use std::sync::Arc;
 
@@ -57,14 +58,17 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.
+    let mut tasks = tessera_http::tasks::Tasks::new();
     let ops = tessera_http::ops::Ops::new()
-        .ready_when("chain", tessera_bindings::client::chain_ready(provider.clone()));
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider.clone()))
+        .ready_when("tasks", tasks.health().check());
     let app = crate::serving::ops_and_blobs(ops, Arc::clone(sources.local()));
-    let served = crate::serving::Served::bind(args.listen, "--listen", app).await?;
-    let public = crate::serving::public_url(args.public_url, Some(served.addr()), "/blobs");
+    let listener = crate::serving::bind(args.listen, "--listen").await?;
+    let addr = listener.local_addr()?;
+    crate::serving::serve_in(&mut tasks, "ops", listener, app);
+    let public = crate::serving::public_url(args.public_url, Some(addr), "/blobs");
     println!(
-        "blobs on http://{}/blobs (published as {}), metrics on /metrics",
-        served.addr(),
+        "blobs on http://{addr}/blobs (published as {}), metrics on /metrics",
         public.as_ref().map_or("no hint", |u| u.as_str())
     );
     let sources = sources.with_public_url(public);
@@ -95,10 +99,11 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     }
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
-    worker
-        .run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), super::shutdown_signal())
-        .await;
-    served.stop().await;
+    let (ws, stop) = (args.conn.ws(), tasks.root().clone().cancelled_owned());
+    tasks.spawn_critical("worker", async move {
+        worker.run(ws.as_deref(), poll, |h| println!("{h:?}"), stop).await;
+    });
+    crate::serving::supervise(tasks, super::shutdown_signal()).await?;
     println!("worker stopped");
     Ok(())
 }
