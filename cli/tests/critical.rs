@@ -47,8 +47,9 @@ impl Kind {
 }
 
 /// `tessera <service>` on anvil, its files under `dir` (`tag` keeps runs
-/// apart), listening on a port of its own choosing.
-fn command(env: &TestEnv, dir: &Path, kind: Kind, tag: &str) -> Command {
+/// apart), listening on a port of its own choosing; `serve` as a replica
+/// on the PostgreSQL database `replica` when given.
+fn command(env: &TestEnv, dir: &Path, kind: Kind, tag: &str, replica: Option<&str>) -> Command {
     let deployment = dir.join("deployment.json");
     if !deployment.exists() {
         env.deployment.save(&deployment).unwrap();
@@ -60,8 +61,14 @@ fn command(env: &TestEnv, dir: &Path, kind: Kind, tag: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
     match kind {
         Kind::Serve => {
-            cmd.args(["serve", "--listen", ANY_PORT, "--database-url", &db("runs")])
-                .args(["--index-database-url", &db("index")])
+            cmd.args(["serve", "--listen", ANY_PORT]);
+            match replica {
+                Some(url) => cmd.args(["--no-index", "--replica", "--database-url", url]),
+                None => cmd
+                    .args(["--database-url", &db("runs")])
+                    .args(["--index-database-url", &db("index")]),
+            };
+            cmd
                 .env("TESSERA_SPONSOR_KEY", key(&env.actors.sponsor))
                 .env("TESSERA_API_TOKEN", TEST_TOKEN);
         }
@@ -121,12 +128,12 @@ fn wait_exit(service: &mut Service, limit: Duration) -> Option<(Option<i32>, Ins
     None
 }
 
-/// Starts `kind` with `task` made to fail as `fault` (`panic` or `end`),
-/// and checks it exits non-zero within the grace of the failure, naming the
-/// task. How long it took from the failure's log line to the exit.
-fn fails_on(env: &TestEnv, dir: &Path, kind: Kind, task: &str, fault: &str) -> Duration {
-    let what = format!("{kind:?} with {task}:{fault}");
-    let mut cmd = command(env, dir, kind, &format!("{kind:?}-{task}-{fault}"));
+/// Starts the service `cmd` runs with `task` made to fail as `fault`
+/// (`panic` or `end`), and checks it exits non-zero within the grace of the
+/// failure, naming the task. How long it took from the failure's log line
+/// to the exit.
+fn fails_on(mut cmd: Command, task: &str, fault: &str) -> Duration {
+    let what = format!("{:?} with {task}:{fault}", cmd.get_args().next().unwrap_or_default());
     let child = cmd
         .env("TESSERA_TEST_FAULT", format!("{task}:{fault}@1500"))
         .stdout(Stdio::null())
@@ -162,7 +169,7 @@ fn fails_on(env: &TestEnv, dir: &Path, kind: Kind, task: &str, fault: &str) -> D
 /// Starts `kind`, waits until `/readyz` says ready with its tasks `ok`,
 /// sends SIGTERM and checks it exits 0 within the grace. How long it took.
 async fn stops_on_sigterm(env: &TestEnv, dir: &Path, kind: Kind) -> Duration {
-    let mut cmd = command(env, dir, kind, &format!("{kind:?}-term"));
+    let mut cmd = command(env, dir, kind, &format!("{kind:?}-term"), None);
     let (mut service, base) = listening(cmd.stderr(Stdio::inherit()));
     let http = reqwest::Client::new();
     let end = Instant::now() + Duration::from_secs(60);
@@ -199,11 +206,26 @@ async fn each_critical_task_that_dies_stops_its_service_and_sigterm_is_clean() {
         // Each task in turn, panicking or ending by turns.
         for (i, task) in kind.critical().iter().enumerate() {
             let fault = if i % 2 == 0 { "panic" } else { "end" };
-            let took = tokio::task::block_in_place(|| fails_on(&env, dir.path(), kind, task, fault));
+            let cmd = command(&env, dir.path(), kind, &format!("{kind:?}-{task}-{fault}"), None);
+            let took = tokio::task::block_in_place(|| fails_on(cmd, task, fault));
             taken.push((format!("{kind:?} {task}:{fault}"), took));
         }
     }
     for (what, took) in &taken {
         eprintln!("{what}: exited {} ms after", took.as_millis());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_stops_when_its_lease_keeper_or_listener_dies() {
+    let Some(pg) = tessera_db::test_utils::scratch_postgres("critical_replica").await else {
+        return;
+    };
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    for (task, fault) in [("lease", "panic"), ("notifications", "end")] {
+        let cmd = command(&env, dir.path(), Kind::Serve, task, Some(&pg.url));
+        let took = tokio::task::block_in_place(|| fails_on(cmd, task, fault));
+        eprintln!("replica {task}:{fault}: exited {} ms after", took.as_millis());
     }
 }

@@ -540,11 +540,7 @@ impl Indexer {
             Some(fork) => {
                 let reorg = self
                     .store
-                    .rollback(
-                        fork,
-                        (*newest).max(head),
-                        self.blobs.as_deref().map(|b| b as &dyn BlobStore),
-                    )
+                    .rollback(fork, (*newest).max(head), self.blobs.as_deref())
                     .await?;
                 Ok(Some(reorg))
             }

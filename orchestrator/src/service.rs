@@ -2,7 +2,8 @@
 //! chain, every live run resumed, the head follower, and the HTTP API (with
 //! any routers nested beside it, such as the embedded indexer's), all under
 //! one shutdown. Its long-lived tasks are critical ones of a [`Tasks`]
-//! group (`api`, `heads`, `feedback`), to which the command adds its own:
+//! group (`api`, `heads`, `feedback`, and in replica mode `lease` and
+//! `notifications`), to which the command adds its own:
 //! when one ends, `/readyz` turns 503 naming it and [`Tasks::watch`]
 //! returns it. `tessera serve` and the end-to-end test stack both start
 //! it through [`Service::start`]; `tessera serve --replica` through
@@ -131,14 +132,15 @@ impl Service {
         let feedback_mode = runner.feedback;
         let feedback_every = runner.idle_tick;
         let orch = Orchestrator::with_sources(config.store, config.chain, sources, runner);
+        let mut tasks = Tasks::new();
         let (resumed, replica) = match lane {
             None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),
             Some(lane) => {
-                let replica = Replica::start(&orch, lane).await.map_err(ServiceError::Replica)?;
+                let replica =
+                    Replica::start(&orch, lane, &mut tasks).await.map_err(ServiceError::Replica)?;
                 (replica.resumed(), Some(replica))
             }
         };
-        let mut tasks = Tasks::new();
         tasks.spawn_critical("heads", Arc::clone(&orch).follow_heads(config.ws_url));
         let addr = config.listener.local_addr()?;
         let gate = config.gate;
