@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use eyre::{Context, Result};
 use serde_json::Value;
 use tessera_bindings::client::connect;
-use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 use tessera_http::tasks::Tasks;
+use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 
 /// `tessera indexer …`.
 #[derive(Debug, Subcommand)]

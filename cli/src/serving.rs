@@ -68,10 +68,7 @@ pub(crate) fn serve_in(
 /// Runs until `shutdown` (Ctrl-C or SIGTERM: `Ok`) or until a critical task
 /// of `tasks` ends (the failure, naming it), then stops every task within
 /// [`SHUTDOWN_GRACE`]: a supervisor starts a process that failed again.
-pub(crate) async fn supervise(
-    mut tasks: Tasks,
-    shutdown: impl Future<Output = ()>,
-) -> Result<()> {
+pub(crate) async fn supervise(mut tasks: Tasks, shutdown: impl Future<Output = ()>) -> Result<()> {
     let watched = tasks.watch(shutdown).await;
     let unclean = tasks.drain(SHUTDOWN_GRACE).await;
     watched?;

@@ -68,8 +68,7 @@ fn command(env: &TestEnv, dir: &Path, kind: Kind, tag: &str, replica: Option<&st
                     .args(["--database-url", &db("runs")])
                     .args(["--index-database-url", &db("index")]),
             };
-            cmd
-                .env("TESSERA_SPONSOR_KEY", key(&env.actors.sponsor))
+            cmd.env("TESSERA_SPONSOR_KEY", key(&env.actors.sponsor))
                 .env("TESSERA_API_TOKEN", TEST_TOKEN);
         }
         Kind::Worker => {
@@ -97,6 +96,8 @@ fn command(env: &TestEnv, dir: &Path, kind: Kind, tag: &str, replica: Option<&st
         .env_remove("OPENAI_API_KEY")
         .env_remove("DATABASE_URL")
         .env_remove("RUST_LOG")
+        // The one-line failure, not the report with its backtrace.
+        .env_remove("RUST_BACKTRACE")
         .env_remove("TESSERA_TEST_FAULT");
     cmd
 }

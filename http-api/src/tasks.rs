@@ -145,9 +145,9 @@ impl Tasks {
         F::Output: TaskOutput,
     {
         let task = fault::inject(name, task);
-        let handle = self.set.spawn(async move {
-            Ended { name, critical, outcome: task.await.into_result() }
-        });
+        let handle = self
+            .set
+            .spawn(async move { Ended { name, critical, outcome: task.await.into_result() } });
         self.names.insert(handle.id(), (name, critical));
     }
 
@@ -336,10 +336,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_critical_task_that_ends_or_fails_or_panics_takes_readiness_down_by_name() {
-        type Task = Box<dyn FnOnce() -> futures_util::future::BoxFuture<'static, Result<(), String>>>;
+        type Task =
+            Box<dyn FnOnce() -> futures_util::future::BoxFuture<'static, Result<(), String>>>;
         let cases: Vec<(&str, Task)> = vec![
             ("ended", Box::new(|| Box::pin(async { Ok(()) }))),
-            ("failed: connection lost", Box::new(|| Box::pin(async { Err("connection lost".into()) }))),
+            (
+                "failed: connection lost",
+                Box::new(|| Box::pin(async { Err("connection lost".into()) })),
+            ),
             ("panicked: boom", Box::new(|| Box::pin(async { panic!("boom") }))),
         ];
         for (how, task) in cases {
@@ -388,7 +392,10 @@ mod tests {
     fn faults_name_a_task_a_kind_and_a_delay() {
         use fault::{Kind, parse};
         assert_eq!(parse("heads:panic", "heads"), Some((Kind::Panic, Duration::from_millis(200))));
-        assert_eq!(parse("heads:end@1500", "heads"), Some((Kind::End, Duration::from_secs_f64(1.5))));
+        assert_eq!(
+            parse("heads:end@1500", "heads"),
+            Some((Kind::End, Duration::from_secs_f64(1.5)))
+        );
         assert_eq!(parse("heads:panic", "api"), None);
         assert_eq!(parse("heads:explode", "heads"), None);
         assert_eq!(parse("heads", "heads"), None);

@@ -81,29 +81,54 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
         Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
             .with_blob_sources(sources)
             .with_brain(brain);
-    // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
-    args.conn.check_chain(&worker_provider, &deployment).await?;
-    let what = format!("registering {me} at {}", args.conn.rpc_url());
-    let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
-        .await
-        .wrap_err(what)?;
-    // Its ERC-8004 identity (when the deployment has the registries): the
-    // card as the registration file, the wallet proven, the offer linked.
-    let what = format!("registering {me}'s ERC-8004 identity");
-    let identity = crate::starting::until_reachable(&what, || worker.ensure_identity(&signer))
-        .await
-        .wrap_err(what)?;
-    match identity {
-        Some(id) => println!("ERC-8004 agent id {} ({} changes sent)", id.agent_id, id.changes),
-        None => println!("the deployment names no ERC-8004 identity registry"),
-    }
+    // A signal while it starts stops it as cleanly as one while it works.
+    let shutdown = super::shutdown_signal();
+    tokio::pin!(shutdown);
+    let started = tokio::select! {
+        started = start(&args.conn, &worker, &worker_provider, &deployment, &signer) => Some(started?),
+        () = &mut shutdown => None,
+    };
+    let Some(registration) = started else {
+        crate::serving::supervise(tasks, std::future::ready(())).await?;
+        println!("worker stopped");
+        return Ok(());
+    };
     println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
     let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
     let (ws, stop) = (args.conn.ws(), tasks.root().clone().cancelled_owned());
     tasks.spawn_critical("worker", async move {
         worker.run(ws.as_deref(), poll, |h| println!("{h:?}"), stop).await;
     });
-    crate::serving::supervise(tasks, super::shutdown_signal()).await?;
+    crate::serving::supervise(tasks, shutdown).await?;
     println!("worker stopped");
     Ok(())
+}
+
+/// Registers the worker (its offer, and its ERC-8004 identity when the
+/// deployment has the registries), waiting for a chain not reachable yet
+/// (/readyz answers 503 meanwhile); how it was registered.
+async fn start(
+    conn: &Connection,
+    worker: &tessera_workers::runtime::Worker,
+    provider: &alloy::providers::DynProvider,
+    deployment: &tessera_bindings::deployment::Deployment,
+    signer: &alloy::signers::local::PrivateKeySigner,
+) -> Result<tessera_workers::runtime::Registration> {
+    let me = signer.address();
+    conn.check_chain(provider, deployment).await?;
+    let what = format!("registering {me} at {}", conn.rpc_url());
+    let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
+        .await
+        .wrap_err(what)?;
+    // Its ERC-8004 identity (when the deployment has the registries): the
+    // card as the registration file, the wallet proven, the offer linked.
+    let what = format!("registering {me}'s ERC-8004 identity");
+    let identity = crate::starting::until_reachable(&what, || worker.ensure_identity(signer))
+        .await
+        .wrap_err(what)?;
+    match identity {
+        Some(id) => println!("ERC-8004 agent id {} ({} changes sent)", id.agent_id, id.changes),
+        None => println!("the deployment names no ERC-8004 identity registry"),
+    }
+    Ok(registration)
 }

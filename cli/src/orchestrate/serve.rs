@@ -321,11 +321,8 @@ pub(crate) async fn serve(
     // Proposals nobody approves expire (swept every quarter of their
     // lifetime, at least once a second, at most once a minute).
     let ttl = Duration::from_secs(args.proposal_ttl_secs);
-    let sweeper = expire_proposals(
-        Arc::clone(service.orchestrator()),
-        ttl,
-        service.tasks().root().clone(),
-    );
+    let sweeper =
+        expire_proposals(Arc::clone(service.orchestrator()), ttl, service.tasks().root().clone());
     service.tasks().spawn_critical("proposals", sweeper);
     let indexed = indexer.is_some();
     if let Some(mut ix) = indexer {
