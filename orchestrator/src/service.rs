@@ -170,10 +170,9 @@ impl Service {
                 stop.clone(),
             ),
         );
-        let stopped = stop.clone();
         // Open event streams end with the server; it would wait for them otherwise.
         let shutdown = async move {
-            stopped.cancelled().await;
+            stop.cancelled().await;
             gate.close();
         };
         tasks.spawn_critical(
