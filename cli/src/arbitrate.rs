@@ -16,7 +16,7 @@ use tessera_bindings::{
     task::TaskRecord,
 };
 
-use crate::serving::Served;
+use tessera_http::tasks::Tasks;
 
 /// Where the arbiter works.
 #[derive(Debug, Args)]
@@ -322,49 +322,57 @@ async fn serve(
         }
         None => (start().await?, None),
     };
-    let ops_server = match listener {
-        Some(listener) => {
-            Some(serve_ops(listener, store, provider.clone(), Arc::clone(sources.local()))?)
-        }
+    let mut tasks = Tasks::new();
+    let bound = match listener {
+        Some(listener) => Some(serve_ops(
+            &mut tasks,
+            listener,
+            store,
+            provider.clone(),
+            Arc::clone(sources.local()),
+        )?),
         None => None,
     };
-    let public =
-        crate::serving::public_url(ops.public_url, ops_server.as_ref().map(Served::addr), "/blobs");
+    let public = crate::serving::public_url(ops.public_url, bound, "/blobs");
     let sources = sources.with_public_url(public);
     let mut arbiter = arbiter.with_blob_sources(sources);
     println!("{role} {me} ruling with the {judge_name}. Ctrl-C to stop.");
-    let ws = chain.conn.ws();
-    arbiter
-        .run(
-            ws.as_deref(),
-            Duration::from_millis(poll_ms.max(50)),
-            |a| println!("{}", serde_json::to_string(a).unwrap_or_default()),
-            shutdown,
-        )
-        .await;
-    if let Some(server) = ops_server {
-        server.stop().await;
-    }
+    let (ws, stop) = (chain.conn.ws(), tasks.root().clone().cancelled_owned());
+    tasks.spawn_critical("arbiter", async move {
+        arbiter
+            .run(
+                ws.as_deref(),
+                Duration::from_millis(poll_ms.max(50)),
+                |a| println!("{}", serde_json::to_string(a).unwrap_or_default()),
+                stop,
+            )
+            .await;
+    });
+    crate::serving::supervise(tasks, shutdown).await?;
     println!("{role} stopped");
     Ok(())
 }
 
-/// Serves the ops routes on `listener`, ready when `store`
-/// answers `SELECT 1` and `provider` `eth_blockNumber`, and the arbiter's
-/// blobs (its rationales) at `/blobs/{hash}`.
+/// Serves the ops routes on `listener` as the critical task `ops` of
+/// `tasks`, ready when `store` answers `SELECT 1`, `provider`
+/// `eth_blockNumber` and every critical task runs, and the arbiter's
+/// blobs (its rationales) at `/blobs/{hash}`; the address bound.
 fn serve_ops(
+    tasks: &mut Tasks,
     listener: tokio::net::TcpListener,
     store: ArbiterStore,
     provider: alloy::providers::DynProvider,
     blobs: Arc<dyn tessera_bindings::envelope::BlobStore + Send + Sync>,
-) -> Result<Served> {
+) -> Result<std::net::SocketAddr> {
     let ops = tessera_http::ops::Ops::with_metrics(&[tessera_arbiter::metrics::METRICS])
         .ready_when("database", move || {
             let store = store.clone();
             async move { store.ping().await.map_err(|e| e.to_string()) }
         })
-        .ready_when("chain", tessera_bindings::client::chain_ready(provider));
-    let served = Served::serve(listener, crate::serving::ops_and_blobs(ops, blobs))?;
-    println!("metrics on http://{0}/metrics, blobs on http://{0}/blobs", served.addr());
-    Ok(served)
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider))
+        .ready_when("tasks", tasks.health().check());
+    let addr = listener.local_addr()?;
+    crate::serving::serve_in(tasks, "ops", listener, crate::serving::ops_and_blobs(ops, blobs));
+    println!("metrics on http://{addr}/metrics, blobs on http://{addr}/blobs");
+    Ok(addr)
 }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use eyre::{Context, Result};
 use serde_json::Value;
 use tessera_bindings::client::connect;
+use tessera_http::tasks::Tasks;
 use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
 
 use crate::work::TaskOutput;
@@ -121,34 +122,33 @@ pub(crate) async fn run(
     .await?;
     let mut indexer = opened?;
     let gate = a.limits.gate();
+    let mut tasks = Tasks::new();
     // /metrics, /healthz and /readyz beside the read API, and the envelopes
     // it fetched at /blobs/{hash}, outside its OpenAPI document.
     let timeout = gate.limits().request_timeout;
-    let mut app = api::of(&indexer, gate.clone()).merge(api::ops(&indexer).router(timeout));
+    let ops = api::ops(&indexer).ready_when("tasks", tasks.health().check());
+    let mut app = api::of(&indexer, gate.clone()).merge(ops.router(timeout));
     if let Some(blobs) = indexer.blobs() {
         app = app.merge(tessera_http::blobs::router(Arc::clone(blobs)).layer(
             axum::middleware::from_fn_with_state(timeout, tessera_http::limits::request_timeout),
         ));
     }
     println!("indexer API on http://{}. Ctrl-C to stop.", listener.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            })
-            .await
+    let root = tasks.root().clone();
+    tasks.spawn_critical("api", async move {
+        // Streams end first, then the server drains its requests.
+        let stop = async move {
+            root.cancelled().await;
+            gate.close();
+        };
+        axum::serve(listener, app).with_graceful_shutdown(stop).await
     });
-    let ws = a.conn.ws();
-    indexer.run(ws.as_deref(), Duration::from_millis(a.poll_ms.max(50)), shutdown).await;
-    // Streams end first, then the server drains its requests.
-    gate.close();
-    let _ = stop.send(());
-    match tokio::time::timeout(Duration::from_secs(5), server).await {
-        Ok(Ok(served)) => served.wrap_err("serving the indexer API")?,
-        Ok(Err(join)) => return Err(eyre::eyre!("the indexer API task failed: {join}")),
-        Err(_) => tracing::warn!("the indexer API did not drain within 5 s"),
-    }
+    let (ws, stop) = (a.conn.ws(), tasks.root().clone().cancelled_owned());
+    let poll = Duration::from_millis(a.poll_ms.max(50));
+    tasks.spawn_critical("indexer", async move {
+        indexer.run(ws.as_deref(), poll, stop).await;
+    });
+    crate::serving::supervise(tasks, shutdown).await?;
     println!("indexer stopped");
     Ok(())
 }

@@ -3,10 +3,11 @@
 //! wrote) and its operator routes (`/metrics`, `/healthz`, `/readyz`), and
 //! the public base URL its blob URIs carry as their location hint.
 
-use std::{net::SocketAddr, time::Duration};
+use std::net::SocketAddr;
 
 use eyre::{Context, Result};
 use tessera_bindings::envelope::{BlobStore, BlobUrl};
+use tessera_http::tasks::{SHUTDOWN_GRACE, Tasks};
 
 /// A `--blob-gateway` or `--public-url` value: an http(s) base URL under
 /// which `GET <url>/<sha256 hex>` answers a blob.
@@ -42,51 +43,39 @@ pub(crate) fn public_url(
     }
 }
 
-/// A router served on its own listener until stopped.
-pub(crate) struct Served {
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-    addr: SocketAddr,
+/// Binds `addr` (`flag` names the option in the error).
+pub(crate) async fn bind(addr: SocketAddr, flag: &str) -> Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .wrap_err_with(|| format!("listening on {addr} ({flag})"))
 }
 
-impl Served {
-    /// Binds `addr` (`flag` names the option in the error) and serves `app`.
-    pub(crate) async fn bind(addr: SocketAddr, flag: &str, app: axum::Router) -> Result<Self> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .wrap_err_with(|| format!("listening on {addr} ({flag})"))?;
-        Self::serve(listener, app)
-    }
+/// Serves `app` on `listener` as the critical task `name` of `tasks`,
+/// until their root is cancelled (then requests in flight are answered
+/// within the shutdown grace).
+pub(crate) fn serve_in(
+    tasks: &mut Tasks,
+    name: &'static str,
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+) {
+    let stop = tasks.root().clone().cancelled_owned();
+    tasks.spawn_critical(name, async move {
+        axum::serve(listener, app).with_graceful_shutdown(stop).await
+    });
+}
 
-    /// Serves `app` on a socket already bound.
-    pub(crate) fn serve(listener: tokio::net::TcpListener, app: axum::Router) -> Result<Self> {
-        let addr = listener.local_addr()?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                })
-                .await
-        });
-        Ok(Self { stop, task, addr })
+/// Runs until `shutdown` (Ctrl-C or SIGTERM: `Ok`) or until a critical task
+/// of `tasks` ends (the failure, naming it), then stops every task within
+/// [`SHUTDOWN_GRACE`]: a supervisor starts a process that failed again.
+pub(crate) async fn supervise(mut tasks: Tasks, shutdown: impl Future<Output = ()>) -> Result<()> {
+    let watched = tasks.watch(shutdown).await;
+    let unclean = tasks.drain(SHUTDOWN_GRACE).await;
+    watched?;
+    if !unclean.is_empty() {
+        eyre::bail!("tasks that did not stop cleanly: {}", unclean.join(", "));
     }
-
-    /// The address bound.
-    pub(crate) fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops serving; requests in flight get a few seconds.
-    pub(crate) async fn stop(self) {
-        let _ = self.stop.send(());
-        match tokio::time::timeout(Duration::from_secs(5), self.task).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "the server failed"),
-            Ok(Err(e)) => tracing::warn!(error = %e, "the server task failed"),
-            Err(_) => tracing::warn!("the server did not drain within 5 s"),
-        }
-    }
+    Ok(())
 }
 
 /// `ops`' routes and `GET /blobs/{hash}` over `store`, each request within

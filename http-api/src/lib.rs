@@ -32,10 +32,14 @@
 //! (Prometheus, the tables of metrics each crate records), `/healthz`,
 //! `/readyz`.
 //!
+//! [`tasks`] supervises a service's long-lived tasks: one that is
+//! critical ending takes readiness down and the process with it.
+//!
 //! [`blobs`] serves a service's content-addressed blob store at
 //! `GET /blobs/{hash}`, the same way everywhere.
 //!
-//! The crate depends on axum, serde, tokio, the `metrics` facade with its
+//! The crate depends on axum, serde, tokio (and `tokio-util`'s
+//! cancellation token), the `metrics` facade with its
 //! Prometheus exporter and `tessera-bindings` (for the blob store) only, so
 //! every service crate can share it without depending on the others.
 // Test targets share the package's dev-dependencies; only builds check them.
@@ -44,6 +48,7 @@
 pub mod blobs;
 pub mod limits;
 pub mod ops;
+pub mod tasks;
 
 use axum::{
     extract::{FromRequest, FromRequestParts, Request},

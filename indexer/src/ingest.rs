@@ -538,14 +538,8 @@ impl Indexer {
         match fork {
             None => Ok(None),
             Some(fork) => {
-                let reorg = self
-                    .store
-                    .rollback(
-                        fork,
-                        (*newest).max(head),
-                        self.blobs.as_deref().map(|b| b as &dyn BlobStore),
-                    )
-                    .await?;
+                let reorg =
+                    self.store.rollback(fork, (*newest).max(head), self.blobs.as_deref()).await?;
                 Ok(Some(reorg))
             }
         }

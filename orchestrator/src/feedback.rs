@@ -303,7 +303,8 @@ pub async fn feedback_loop(
     stop: CancellationToken,
 ) {
     if mode == FeedbackMode::Off || orch.chain().deployment().reputation_registry.is_none() {
-        return;
+        // Nothing to give: idle until the service stops (its end is a failure).
+        return stop.cancelled().await;
     }
     loop {
         tokio::select! {

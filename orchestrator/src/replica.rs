@@ -70,7 +70,11 @@ use std::{sync::Arc, time::Duration};
 
 use alloy::primitives::Address;
 use sqlx::postgres::PgListener;
-use tokio::{sync::watch, task::JoinHandle, time::Instant};
+use tessera_http::tasks::Tasks;
+use tokio::{
+    sync::{oneshot, watch},
+    time::Instant,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -239,8 +243,8 @@ pub struct Replica {
     store: Store,
     resumed: usize,
     stop: CancellationToken,
-    keeper: Option<JoinHandle<()>>,
-    listener: Option<JoinHandle<()>>,
+    /// Each resolves once its task (the heartbeat loop, the listener) is over.
+    ended: Vec<oneshot::Receiver<()>>,
 }
 
 impl Replica {
@@ -248,8 +252,13 @@ impl Replica {
     /// `lane.id()`): runs stored without a sponsor are given to this lane,
     /// the listener listens, the first claim is made (the lane's live runs
     /// resumed when it wins), then the heartbeat loop and the listener run
-    /// until [`Replica::shutdown`].
-    pub async fn start(orch: &Arc<Orchestrator>, lane: Arc<Lane>) -> Result<Self, ReplicaError> {
+    /// until [`Replica::shutdown`], as the critical tasks `lease` and
+    /// `notifications` of `tasks`.
+    pub async fn start(
+        orch: &Arc<Orchestrator>,
+        lane: Arc<Lane>,
+        tasks: &mut Tasks,
+    ) -> Result<Self, ReplicaError> {
         lane.config.check().map_err(ReplicaError::Config)?;
         let store = orch.store().clone();
         let adopted = store.adopt_runs(lane.name()).await?;
@@ -273,11 +282,27 @@ impl Replica {
             "replica mode: {}",
             if lane.holds() { "holding the lane" } else { "standing by" }
         );
+        // Stopped by `shutdown` once the drivers are drained, not by the
+        // root: the lease is held while they finish.
         let stop = CancellationToken::new();
-        let keeper = tokio::spawn(keeper.run(stop.clone()));
-        let listener =
-            tokio::spawn(listen(Arc::clone(orch), Arc::clone(&lane), listener, stop.clone()));
-        Ok(Self { lane, store, resumed, stop, keeper: Some(keeper), listener: Some(listener) })
+        let (kept, keeper_ended) = oneshot::channel::<()>();
+        let (heard, listener_ended) = oneshot::channel::<()>();
+        tasks.spawn_critical("lease", {
+            let stop = stop.clone();
+            async move {
+                keeper.run(stop).await;
+                drop(kept);
+            }
+        });
+        tasks.spawn_critical("notifications", {
+            let (orch, lane, stop) = (Arc::clone(orch), Arc::clone(&lane), stop.clone());
+            async move {
+                listen(orch, lane, listener, stop).await;
+                drop(heard);
+            }
+        });
+        let ended = vec![keeper_ended, listener_ended];
+        Ok(Self { lane, store, resumed, stop, ended })
     }
 
     /// The lane.
@@ -295,10 +320,9 @@ impl Replica {
     /// lane at its next heartbeat.
     pub async fn shutdown(&mut self) {
         self.stop.cancel();
-        for task in [self.keeper.take(), self.listener.take()].into_iter().flatten() {
-            if let Err(e) = task.await {
-                tracing::warn!(error = %e, "replica task ended abnormally");
-            }
+        // Over when the task returned, panicked or was aborted alike.
+        for ended in self.ended.drain(..) {
+            let _ = ended.await;
         }
         let held = self.lane.epoch().is_some();
         self.lane.set(None);

@@ -1,7 +1,11 @@
 //! The orchestrator service, wired once: the runner over its store and
 //! chain, every live run resumed, the head follower, and the HTTP API (with
 //! any routers nested beside it, such as the embedded indexer's), all under
-//! one shutdown. `tessera serve` and the end-to-end test stack both start
+//! one shutdown. Its long-lived tasks are critical ones of a [`Tasks`]
+//! group (`api`, `heads`, `feedback`, and in replica mode `lease` and
+//! `notifications`), to which the command adds its own:
+//! when one ends, `/readyz` turns 503 naming it and [`Tasks::watch`]
+//! returns it. `tessera serve` and the end-to-end test stack both start
 //! it through [`Service::start`]; `tessera serve --replica` through
 //! [`Service::start_replica`] (see [`crate::replica`]).
 
@@ -10,9 +14,7 @@ use std::{net::SocketAddr, sync::Arc};
 use axum::Router;
 use tessera_bindings::envelope::{BlobSources, BlobStore};
 use tessera_classifier::Classifier;
-use tessera_http::limits::StreamGate;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use tessera_http::{limits::StreamGate, tasks::Tasks};
 
 use crate::{
     api,
@@ -73,9 +75,9 @@ pub enum ServiceError {
     /// The listener failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
-    /// The server task ended abnormally.
-    #[error("server task: {0}")]
-    Join(#[from] tokio::task::JoinError),
+    /// Tasks failed or did not stop within the grace.
+    #[error("tasks that did not stop cleanly: {}", .0.join(", "))]
+    Unclean(Vec<&'static str>),
     /// Replica mode could not start.
     #[error("replica mode: {0}")]
     Replica(#[source] ReplicaError),
@@ -87,11 +89,9 @@ pub struct Service {
     orch: Arc<Orchestrator>,
     addr: SocketAddr,
     resumed: usize,
-    stop: CancellationToken,
-    server: Option<JoinHandle<std::io::Result<()>>>,
-    heads: Option<JoinHandle<()>>,
-    /// The feedback writer ([`crate::feedback`]).
-    feedback: Option<JoinHandle<()>>,
+    /// The server (`api`), the head follower (`heads`) and the feedback
+    /// writer (`feedback`, [`crate::feedback`]), with whatever the caller adds.
+    tasks: Tasks,
     replica: Option<Replica>,
 }
 
@@ -132,14 +132,16 @@ impl Service {
         let feedback_mode = runner.feedback;
         let feedback_every = runner.idle_tick;
         let orch = Orchestrator::with_sources(config.store, config.chain, sources, runner);
+        let mut tasks = Tasks::new();
         let (resumed, replica) = match lane {
             None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),
             Some(lane) => {
-                let replica = Replica::start(&orch, lane).await.map_err(ServiceError::Replica)?;
+                let replica =
+                    Replica::start(&orch, lane, &mut tasks).await.map_err(ServiceError::Replica)?;
                 (replica.resumed(), Some(replica))
             }
         };
-        let heads = tokio::spawn(Arc::clone(&orch).follow_heads(config.ws_url));
+        tasks.spawn_critical("heads", Arc::clone(&orch).follow_heads(config.ws_url));
         let addr = config.listener.local_addr()?;
         let gate = config.gate;
         let mut app = api::router(Arc::clone(&orch), access, config.classifier, gate.clone());
@@ -147,7 +149,7 @@ impl Service {
             app = app.nest(&path, router);
         }
         // /metrics, /healthz, /readyz: beside the API, not in its OpenAPI document.
-        let mut ops = crate::ops::service_ops(&orch);
+        let mut ops = crate::ops::service_ops(&orch).ready_when("tasks", tasks.health().check());
         if let Some(replica) = &replica {
             ops = crate::ops::with_lease(ops, Arc::clone(replica.lane()));
         }
@@ -158,32 +160,26 @@ impl Service {
             .layer(tower_http::trace::TraceLayer::new_for_http().on_failure(
                 tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN),
             ));
-        let stop = CancellationToken::new();
-        let feedback = tokio::spawn(crate::feedback::feedback_loop(
-            Arc::clone(&orch),
-            feedback_mode,
-            feedback_every,
-            stop.clone(),
-        ));
-        let stopped = stop.clone();
+        let stop = tasks.root().clone();
+        tasks.spawn_critical(
+            "feedback",
+            crate::feedback::feedback_loop(
+                Arc::clone(&orch),
+                feedback_mode,
+                feedback_every,
+                stop.clone(),
+            ),
+        );
         // Open event streams end with the server; it would wait for them otherwise.
         let shutdown = async move {
-            stopped.cancelled().await;
+            stop.cancelled().await;
             gate.close();
         };
-        let server = tokio::spawn(
+        tasks.spawn_critical(
+            "api",
             axum::serve(config.listener, app).with_graceful_shutdown(shutdown).into_future(),
         );
-        Ok(Self {
-            orch,
-            addr,
-            resumed,
-            stop,
-            server: Some(server),
-            heads: Some(heads),
-            feedback: Some(feedback),
-            replica,
-        })
+        Ok(Self { orch, addr, resumed, tasks, replica })
     }
 
     /// The orchestrator.
@@ -206,26 +202,27 @@ impl Service {
         self.replica.as_ref()
     }
 
+    /// The service's tasks: add the caller's own, then
+    /// [`Tasks::watch`] them until a signal or the end of a critical one.
+    pub fn tasks(&mut self) -> &mut Tasks {
+        &mut self.tasks
+    }
+
     /// Stops serving, drains the run drivers (each finishes its current
-    /// step) and the head follower, and returns.
+    /// step; bound the wait with a timeout: a driver cut short resumes at
+    /// the next start, as after a crash), then every task within
+    /// [`tessera_http::tasks::SHUTDOWN_GRACE`], and returns.
     pub async fn shutdown(&mut self) -> Result<(), ServiceError> {
-        self.stop.cancel();
-        let served = match self.server.take() {
-            Some(server) => server.await,
-            None => Ok(Ok(())),
-        };
+        self.tasks.root().cancel();
         self.orch.shutdown().await;
-        if let Some(heads) = self.heads.take() {
-            heads.await?;
-        }
-        if let Some(feedback) = self.feedback.take() {
-            feedback.await?;
-        }
         // The drivers are drained: the lease goes, a standby takes the lane.
         if let Some(replica) = self.replica.as_mut() {
             replica.shutdown().await;
         }
-        served??;
+        let unclean = self.tasks.drain(tessera_http::tasks::SHUTDOWN_GRACE).await;
+        if !unclean.is_empty() {
+            return Err(ServiceError::Unclean(unclean));
+        }
         Ok(())
     }
 }
@@ -233,7 +230,7 @@ impl Service {
 impl Drop for Service {
     /// Dropped without [`Service::shutdown`]: everything is told to stop.
     fn drop(&mut self) {
-        self.stop.cancel();
+        self.tasks.root().cancel();
         self.orch.stop();
     }
 }

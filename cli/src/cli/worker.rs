@@ -31,6 +31,7 @@ pub(super) struct WorkerArgs {
 
 /// Registers the worker, then polls until Ctrl-C or SIGTERM. RPC failures are
 /// logged and retried on the next tick; the chain is the worker's only state.
+/// Its critical tasks: `ops` (blobs and operator routes) and `worker`.
 pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     use std::sync::Arc;
 
@@ -57,14 +58,17 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
     let sources = args.conn.blob_sources();
     // Its blobs (large results, child envelopes, dispute reasons) served
     // for the parties that read them, beside its ops routes.
+    let mut tasks = tessera_http::tasks::Tasks::new();
     let ops = tessera_http::ops::Ops::new()
-        .ready_when("chain", tessera_bindings::client::chain_ready(provider.clone()));
+        .ready_when("chain", tessera_bindings::client::chain_ready(provider.clone()))
+        .ready_when("tasks", tasks.health().check());
     let app = crate::serving::ops_and_blobs(ops, Arc::clone(sources.local()));
-    let served = crate::serving::Served::bind(args.listen, "--listen", app).await?;
-    let public = crate::serving::public_url(args.public_url, Some(served.addr()), "/blobs");
+    let listener = crate::serving::bind(args.listen, "--listen").await?;
+    let addr = listener.local_addr()?;
+    crate::serving::serve_in(&mut tasks, "ops", listener, app);
+    let public = crate::serving::public_url(args.public_url, Some(addr), "/blobs");
     println!(
-        "blobs on http://{}/blobs (published as {}), metrics on /metrics",
-        served.addr(),
+        "blobs on http://{addr}/blobs (published as {}), metrics on /metrics",
         public.as_ref().map_or("no hint", |u| u.as_str())
     );
     let sources = sources.with_public_url(public);
@@ -77,28 +81,54 @@ pub(super) async fn run(args: WorkerArgs) -> Result<()> {
         Worker::new(provider, me, card, deployment.clone(), Arc::clone(sources.local()))
             .with_blob_sources(sources)
             .with_brain(brain);
-    // A chain not reachable yet is waited for (/readyz answers 503 meanwhile).
-    args.conn.check_chain(&worker_provider, &deployment).await?;
-    let what = format!("registering {me} at {}", args.conn.rpc_url());
+    // A signal while it starts stops it as cleanly as one while it works.
+    let shutdown = super::shutdown_signal();
+    tokio::pin!(shutdown);
+    let started = tokio::select! {
+        started = start(&args.conn, &worker, &worker_provider, &deployment, &signer) => Some(started?),
+        () = &mut shutdown => None,
+    };
+    let Some(registration) = started else {
+        crate::serving::supervise(tasks, std::future::ready(())).await?;
+        println!("worker stopped");
+        return Ok(());
+    };
+    println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
+    let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
+    let (ws, stop) = (args.conn.ws(), tasks.root().clone().cancelled_owned());
+    tasks.spawn_critical("worker", async move {
+        worker.run(ws.as_deref(), poll, |h| println!("{h:?}"), stop).await;
+    });
+    crate::serving::supervise(tasks, shutdown).await?;
+    println!("worker stopped");
+    Ok(())
+}
+
+/// Registers the worker (its offer, and its ERC-8004 identity when the
+/// deployment has the registries), waiting for a chain not reachable yet
+/// (/readyz answers 503 meanwhile); how it was registered.
+async fn start(
+    conn: &Connection,
+    worker: &tessera_workers::runtime::Worker,
+    provider: &alloy::providers::DynProvider,
+    deployment: &tessera_bindings::deployment::Deployment,
+    signer: &alloy::signers::local::PrivateKeySigner,
+) -> Result<tessera_workers::runtime::Registration> {
+    let me = signer.address();
+    conn.check_chain(provider, deployment).await?;
+    let what = format!("registering {me} at {}", conn.rpc_url());
     let registration = crate::starting::until_reachable(&what, || worker.ensure_registered())
         .await
         .wrap_err(what)?;
     // Its ERC-8004 identity (when the deployment has the registries): the
     // card as the registration file, the wallet proven, the offer linked.
     let what = format!("registering {me}'s ERC-8004 identity");
-    let identity = crate::starting::until_reachable(&what, || worker.ensure_identity(&signer))
+    let identity = crate::starting::until_reachable(&what, || worker.ensure_identity(signer))
         .await
         .wrap_err(what)?;
     match identity {
         Some(id) => println!("ERC-8004 agent id {} ({} changes sent)", id.agent_id, id.changes),
         None => println!("the deployment names no ERC-8004 identity registry"),
     }
-    println!("worker {me} ({registration:?}); watching for tasks. Ctrl-C to stop.");
-    let poll = std::time::Duration::from_millis(args.poll_ms.max(50));
-    worker
-        .run(args.conn.ws().as_deref(), poll, |h| println!("{h:?}"), super::shutdown_signal())
-        .await;
-    served.stop().await;
-    println!("worker stopped");
-    Ok(())
+    Ok(registration)
 }

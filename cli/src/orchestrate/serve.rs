@@ -189,6 +189,9 @@ fn env_secret(name: &str, what: &str) -> Result<String> {
 /// Runs the orchestrator until Ctrl-C or SIGTERM: resumes every live run,
 /// follows new blocks, serves the API; on the signal, stops serving and
 /// drains the run drivers (each finishes its current step) before returning.
+/// A critical task that ends (the API, the head follower, the feedback
+/// writer, the proposal sweeper, the embedded indexer) stops it the same
+/// way, and it returns the failure naming the task.
 pub(crate) async fn serve(
     args: ServeArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -318,20 +321,18 @@ pub(crate) async fn serve(
     // Proposals nobody approves expire (swept every quarter of their
     // lifetime, at least once a second, at most once a minute).
     let ttl = Duration::from_secs(args.proposal_ttl_secs);
-    let sweeper = {
-        let orch = Arc::clone(service.orchestrator());
-        let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                if let Err(e) = orch.expire_proposals(ttl, tessera_db::now_ms()).await {
-                    tracing::warn!(error = %e, "expiring proposals");
-                }
-            }
-        })
-    };
-    let _sweeper = AbortOnDrop(sweeper);
+    let sweeper =
+        expire_proposals(Arc::clone(service.orchestrator()), ttl, service.tasks().root().clone());
+    service.tasks().spawn_critical("proposals", sweeper);
+    let indexed = indexer.is_some();
+    if let Some(mut ix) = indexer {
+        // The embedded indexer follows the chain for as long as the API serves.
+        let stop = service.tasks().root().clone().cancelled_owned();
+        let ws = ws.clone();
+        service.tasks().spawn_critical("indexer", async move {
+            ix.run(ws.as_deref(), Duration::from_secs(1), stop).await;
+        });
+    }
     println!(
         "orchestrator on http://{} ({} {}, {} run(s) resumed). Ctrl-C to stop.",
         service.addr(),
@@ -374,20 +375,46 @@ pub(crate) async fn serve(
         } else {
             "state changes ask for the TESSERA_API_TOKEN value once"
         },
-        if indexer.is_some() { "; index API under /index/api" } else { "" }
+        if indexed { "; index API under /index/api" } else { "" }
     );
-    match indexer.as_mut() {
-        // The embedded indexer follows the chain for as long as the API serves.
-        Some(ix) => tokio::select! {
-            () = shutdown => {}
-            () = ix.run(ws.as_deref(), Duration::from_secs(1), std::future::pending()) => {}
-        },
-        None => shutdown.await,
-    }
+    // Until the signal, or until a critical task ends: then the process
+    // stops too, non-zero, for its supervisor to start it again.
+    let watched = service.tasks().watch(shutdown).await;
     println!("stopping: draining the run drivers");
-    service.shutdown().await?;
+    let grace = tessera_http::tasks::SHUTDOWN_GRACE;
+    let stopped = match tokio::time::timeout(grace, service.shutdown()).await {
+        Ok(stopped) => stopped,
+        // What was cut short resumes at the next start, as after a crash.
+        Err(_) => {
+            tracing::warn!("not stopped within {} s; leaving the rest", grace.as_secs());
+            Ok(())
+        }
+    };
+    // The task that failed is the cause; what did not stop after it, a consequence.
+    watched?;
+    stopped?;
     println!("orchestrator stopped");
     Ok(())
+}
+
+/// Expires the proposals older than `ttl`, every quarter of it (at least
+/// once a second, at most once a minute), until `stop`.
+async fn expire_proposals(
+    orch: Arc<tessera_orchestrator::runner::Orchestrator>,
+    ttl: Duration,
+    stop: tessera_http::tasks::CancellationToken,
+) {
+    let every = (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if let Err(e) = orch.expire_proposals(ttl, tessera_db::now_ms()).await {
+            tracing::warn!(error = %e, "expiring proposals");
+        }
+    }
 }
 
 /// A database URL without its password.
@@ -399,15 +426,6 @@ pub(crate) fn redact(url: &str) -> String {
             format!("{}://{user}:***@{}", &url[..scheme], &url[at + 1..])
         }
         _ => url.to_owned(),
-    }
-}
-
-/// A background task stopped when its owner goes.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

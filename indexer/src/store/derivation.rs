@@ -197,13 +197,7 @@ impl IndexStore {
     ) -> Result<Vec<(String, String)>, DbError> {
         let ids: BTreeSet<Vec<u8>> = tasks.iter().map(|t| super::codecs::id_bytes(*t)).collect();
         let mut tx = self.pool.begin().await?;
-        let written = rebuild_tasks(
-            &mut tx,
-            self.backend,
-            &ids,
-            blobs.as_deref().map(|b| b as &dyn BlobStore),
-        )
-        .await?;
+        let written = rebuild_tasks(&mut tx, self.backend, &ids, blobs.as_deref()).await?;
         tx.commit().await?;
         self.flag_cycles(&written).await?;
         Ok(written)
@@ -358,7 +352,7 @@ pub(super) async fn rebuild_tasks(
     tx: &mut Transaction<'_, Any>,
     backend: Backend,
     tasks: &BTreeSet<Vec<u8>>,
-    blobs: Option<&dyn BlobStore>,
+    blobs: Option<&(dyn BlobStore + Send + Sync)>,
 ) -> Result<Vec<(String, String)>, DbError> {
     let ids: Vec<&Vec<u8>> = tasks.iter().collect();
     let mut stored_logs: BTreeMap<Vec<u8>, Vec<Log>> = BTreeMap::new();
@@ -379,7 +373,7 @@ pub(super) async fn rebuild_tasks(
     for id in ids {
         let mut logs = stored_logs.remove(id).unwrap_or_default();
         logs.sort_unstable_by_key(|l| (l.block_number, l.log_index));
-        folded.fold(id, &logs, blobs);
+        folded.fold(id, &logs, blobs.map(|b| b as &dyn BlobStore));
     }
     folded.write(tx, backend).await?;
     Ok(folded.tasks().collect())

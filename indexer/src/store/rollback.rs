@@ -38,7 +38,7 @@ impl IndexStore {
         &self,
         fork: u64,
         detected_head: u64,
-        blobs: Option<&dyn BlobStore>,
+        blobs: Option<&(dyn BlobStore + Send + Sync)>,
     ) -> Result<Reorg, DbError> {
         // Serialised with any other rollback on this database (indexers
         // sharing it), so the journal's next number is read once.
