@@ -463,6 +463,10 @@ async fn a_node_command_agent_is_paid_and_handlers_that_fail_are_declined_on_cha
         assert!(tokio::time::Instant::now() < end, "the undercutters never registered");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // A day later the reader, too, has shown no sign of life lately (the
+    // choice ranks agents seen working in the last day first): all four
+    // rank by price alone.
+    m.env.driver().advance(24 * 3600 + 1).await.unwrap();
     // A plan that hands a declined step to the next agent: the cheapest
     // first, each failure declined on chain, the run recovering each time.
     let plan_id = alloy::primitives::B256::from(

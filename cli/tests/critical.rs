@@ -11,10 +11,8 @@
 mod support;
 
 use std::{
-    io::BufRead,
     path::Path,
     process::{Command, Stdio},
-    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -23,7 +21,7 @@ use tessera_anvil::deploy::DeployConfig;
 use tessera_e2e::{TEST_TOKEN, TestEnv};
 use tessera_http::tasks::SHUTDOWN_GRACE;
 
-use support::{ANY_PORT, Service, listening};
+use support::{ANY_PORT, Service, collect, listening};
 
 /// The services, by what they are called in the messages.
 #[derive(Debug, Clone, Copy)]
@@ -100,21 +98,6 @@ fn command(env: &TestEnv, dir: &Path, kind: Kind, tag: &str, replica: Option<&st
         .env_remove("RUST_BACKTRACE")
         .env_remove("TESSERA_TEST_FAULT");
     cmd
-}
-
-/// Stderr lines, each with when it was read.
-type Lines = Arc<Mutex<Vec<(Instant, String)>>>;
-
-fn collect(pipe: impl std::io::Read + Send + 'static) -> Lines {
-    let lines = Lines::default();
-    let kept = Arc::clone(&lines);
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            kept.lock().unwrap().push((Instant::now(), line));
-        }
-    });
-    lines
 }
 
 /// Waits up to `limit` for `service` to exit: its code and when it exited.

@@ -9,9 +9,7 @@
 mod support;
 
 use std::{
-    io::BufRead,
     process::{Command, Stdio},
-    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -20,8 +18,8 @@ use tessera_e2e::{TEST_TOKEN, TestEnv};
 use tessera_orchestrator::plan::Plan;
 
 use support::{
-    ANY_PORT, Service, chain_plan, chain_with_workers, listening, propose_and_approve,
-    wait_completed, wait_up,
+    ANY_PORT, Lines, Service, chain_plan, chain_with_workers, collect, listening,
+    propose_and_approve, wait_completed, wait_up,
 };
 
 /// `tessera --log-format json -v serve` on a port of its own choosing, its
@@ -48,23 +46,6 @@ fn serve_json_logs(env: &TestEnv, dir: &std::path::Path) -> (Service, String, Li
     );
     let lines = collect(service.0.stderr.take().expect("piped stderr"));
     (service, api, lines)
-}
-
-/// Lines read so far from a child's pipe.
-type Lines = Arc<Mutex<Vec<String>>>;
-
-/// Reads `pipe` line by line in the background (so the child never blocks
-/// on a full pipe), keeping every line.
-fn collect(pipe: impl std::io::Read + Send + 'static) -> Lines {
-    let lines = Lines::default();
-    let kept = Arc::clone(&lines);
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(pipe).lines() {
-            let Ok(line) = line else { break };
-            kept.lock().unwrap().push(line);
-        }
-    });
-    lines
 }
 
 /// The value of the sample `series` (name and labels, as rendered) in a
@@ -182,7 +163,8 @@ async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
 
     // JSON log lines, a run's events inside its span with the plan id.
     let lines = logs.lock().unwrap().clone();
-    let events: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let events: Vec<Value> =
+        lines.iter().filter_map(|(_, l)| serde_json::from_str(l).ok()).collect();
     assert!(!events.is_empty(), "no JSON log line in {lines:?}");
     assert!(events.iter().all(|e| e["timestamp"].is_string() && e["level"].is_string()));
     let run_event = events

@@ -21,6 +21,24 @@ use tessera_anvil::deploy::{DEMO_AGENTS, DeployConfig};
 use tessera_e2e::{TEST_TOKEN, TestEnv, spawn_worker};
 use tessera_orchestrator::plan::PlanId;
 
+/// Lines read so far from a child's pipe, each with when it was read.
+pub(crate) type Lines = std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, String)>>>;
+
+/// Reads `pipe` line by line in the background (so the child never blocks
+/// on a full pipe), keeping every line with when it was read.
+pub(crate) fn collect(pipe: impl std::io::Read + Send + 'static) -> Lines {
+    use std::io::BufRead;
+    let lines = Lines::default();
+    let kept = std::sync::Arc::clone(&lines);
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            kept.lock().unwrap().push((std::time::Instant::now(), line));
+        }
+    });
+    lines
+}
+
 /// A `tessera` service child process (serve, arbiter), killed on drop.
 pub(crate) struct Service(pub(crate) Child);
 

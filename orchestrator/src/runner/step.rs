@@ -466,12 +466,17 @@ pub fn steps(s: &Snapshot<'_>) -> Result<Vec<Action>, RunError> {
                 } else {
                     (Failure::Declined, recovery.on_decline)
                 };
+                // What happened, in words, where the phase alone does not say.
+                let what = match &failure {
+                    Failure::Silent { .. } => format!(" ({})", failure.describe()),
+                    _ => String::new(),
+                };
                 match policy {
                     Policy::Pause if running => actions.push(Action::Pause {
                         index,
                         attempt: row.attempt,
                         reason: format!(
-                            "sub-task {index} {phase}: retry, change executor or cancel"
+                            "sub-task {index} {phase}{what}: retry, change executor or cancel"
                         ),
                     }),
                     Policy::Pause => {}

@@ -867,3 +867,23 @@ fn a_task_cancelled_past_its_accept_window_goes_to_on_decline_as_silent() {
     );
     assert!(Failure::Silent { executor: EXEC }.describe().contains(&EXEC.to_string()));
 }
+
+#[test]
+fn a_silent_executor_under_the_default_policy_pauses_naming_it() {
+    let p = plan(ReviewMode::Auto, &[&[]]);
+    let r = rows(&[c(Status::Cancelled)]);
+    let mut chain = chain_of(&r);
+    chain.get_mut(&0).unwrap().offered_block = 10;
+    chain.get_mut(&0).unwrap().last_block = 111;
+    let actions = step_with(&p, &r, &chain, RunState::Running, 700, 112);
+    let [Action::Pause { index: 0, attempt: 0, reason }] = actions.as_slice() else {
+        panic!("{actions:?}")
+    };
+    assert_eq!(
+        reason,
+        &format!(
+            "sub-task 0 cancelled (its executor {EXEC} neither accepted nor delivered within the \
+             accept window): retry, change executor or cancel"
+        )
+    );
+}

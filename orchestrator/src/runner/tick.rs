@@ -270,6 +270,16 @@ impl Orchestrator {
                 let task_id = rec.id.to_string();
                 let window = plan.accept_window_blocks;
                 tracing::warn!(index, task = %task_id, %executor, blocks, window, "executor silent; cancelling");
+                // Told once the cancel is in: an executor that moved in the
+                // same block (accepted, delivered) was not silent after all.
+                match self.transact(rec, &Call::Cancel, false).await {
+                    Ok(_) => {}
+                    Err(e) if e.is_refusal() => {
+                        tracing::info!(index, task = %task_id, error = %e, "the silent executor moved first");
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
+                }
                 let mut body = events::subtask_fields(plan.id, index, attempt, &task_id);
                 events::merge(
                     &mut body,
@@ -285,14 +295,6 @@ impl Orchestrator {
                 );
                 let event = RunEvent::SubtaskSilent(events::fields(body));
                 self.emit(&plan, &format!("silent:{task_id}"), &event).await?;
-                Box::pin(self.act(
-                    ctx,
-                    rows,
-                    records,
-                    Action::Send { index, call: Call::Cancel },
-                    now,
-                ))
-                .await?;
             }
             Action::Pause { index, attempt, reason } => {
                 self.pause(ctx, index, attempt, reason).await?;
