@@ -168,19 +168,19 @@ pub fn rank(policy: Selection, offers: &[Offer], limits: Limits<'_>) -> Vec<Scor
     let Some(cheapest) = eligible.iter().map(|o| o.price).min() else { return Vec::new() };
     let mut scored: Vec<Scored> =
         eligible.into_iter().map(|&o| score(policy, o, cheapest)).collect();
-    scored.sort_by(|a, b| {
-        let by_score = match policy {
-            Selection::Cheapest => Ordering::Equal,
-            _ => b.score.total_cmp(&a.score),
-        };
-        a.offer
-            .quiet
-            .cmp(&b.offer.quiet)
-            .then(by_score)
-            .then(a.offer.price.cmp(&b.offer.price))
-            .then(a.offer.agent.cmp(&b.offer.agent))
-    });
+    scored.sort_by(|a, b| a.offer.quiet.cmp(&b.offer.quiet).then(by_policy(policy, a, b)));
     scored
+}
+
+/// The policy's own order of two scored offers, signs of life aside: by
+/// score (but for the cheapest), then the lower price, then the lower
+/// address.
+fn by_policy(policy: Selection, a: &Scored, b: &Scored) -> Ordering {
+    let by_score = match policy {
+        Selection::Cheapest => Ordering::Equal,
+        _ => b.score.total_cmp(&a.score),
+    };
+    by_score.then(a.offer.price.cmp(&b.offer.price)).then(a.offer.agent.cmp(&b.offer.agent))
 }
 
 /// The executor `policy` picks for sub-task `index` among `offers`, with
@@ -384,14 +384,30 @@ fn why_chosen_by_policy(
 }
 
 fn why_lost(policy: Selection, best: &Scored, ru: &Scored) -> String {
+    if ru.offer.quiet && !best.offer.quiet {
+        // Below for its silence; and for the policy's own reason too, when
+        // the policy alone would also rank it below.
+        return if by_policy(policy, best, ru) == Ordering::Less {
+            format!("{QUIET_WORDS}, unlike the one above; {}", why_lost_by_policy(policy, best, ru))
+        } else {
+            let price = short_usdc(ru.offer.price);
+            let record = format!(
+                "{}% reliable ({})",
+                percent(ru.reliability),
+                record_words(&ru.offer.record)
+            );
+            format!("{QUIET_WORDS}, unlike the one above: {record}, {price}")
+        };
+    }
+    why_lost_by_policy(policy, best, ru)
+}
+
+fn why_lost_by_policy(policy: Selection, best: &Scored, ru: &Scored) -> String {
     let price = short_usdc(ru.offer.price);
     let record =
         format!("{}% reliable ({})", percent(ru.reliability), record_words(&ru.offer.record));
     let dearer = ru.offer.price > best.offer.price;
     let less_reliable = ru.record_score() < best.record_score();
-    if ru.offer.quiet && !best.offer.quiet {
-        return format!("{QUIET_WORDS}, unlike the one above: {record}, {price}");
-    }
     match policy {
         Selection::Cheapest if dearer => {
             format!("dearer: {price} against {}; {record}", short_usdc(best.offer.price))
@@ -754,6 +770,16 @@ mod tests {
             assert_eq!(ru.executor, A);
             assert!(ru.reason.starts_with(QUIET_WORDS), "{}", ru.reason);
         }
+        // Quiet and dearer too: both reasons.
+        let dear_quiet = Offer { quiet: true, ..offer(C, 9, NEW) };
+        let choice = select(0, Selection::Cheapest, &[dear_quiet, live], none()).unwrap();
+        let reason = choice.runner_up.unwrap().reason;
+        assert!(
+            reason.starts_with(&format!(
+                "{QUIET_WORDS}, unlike the one above; dearer: 0.000009 USDC against"
+            )),
+            "{reason}"
+        );
         // Only quiet agents offer it: the best of them, and the choice says so.
         let other = Offer { quiet: true, ..offer(C, 2, NEW) };
         let choice = select(0, Selection::Cheapest, &[quiet, other], none()).unwrap();
