@@ -63,6 +63,13 @@ pub fn router(
     gate: StreamGate,
 ) -> Router {
     let timeout = gate.limits().request_timeout;
+    let graphql = crate::graphql::router(
+        store.clone(),
+        progress.clone(),
+        updates.clone(),
+        reorg_depth,
+        gate.clone(),
+    );
     Router::new()
         .route("/api/status", get(status))
         .route("/api/tasks", get(tasks))
@@ -80,6 +87,7 @@ pub fn router(
         .method_not_allowed_fallback(tessera_http::method_not_allowed)
         .layer(middleware::from_fn_with_state(timeout, limits::request_timeout))
         .with_state(AppState { store, progress, updates, reorg_depth, gate })
+        .merge(graphql)
 }
 
 /// The router over a running indexer: its store, progress and updates.

@@ -13,6 +13,7 @@
 //!   rows, and the codecs between values and columns.
 //! - [`derive`]: the pure folds of a task and an agent.
 //! - [`api`]: the read API over the store, with its OpenAPI document.
+//! - [`graphql`]: GraphQL over the store, beside the API, bounded.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
@@ -20,6 +21,7 @@
 pub mod api;
 pub mod derive;
 pub mod fetch;
+pub mod graphql;
 pub mod ingest;
 pub mod metrics;
 pub mod render;

@@ -25,6 +25,7 @@ mod codecs;
 mod derivation;
 pub mod evidence;
 pub mod feedback;
+pub mod graph;
 mod lineage;
 mod queries;
 pub mod records;
