@@ -143,9 +143,8 @@ fn request_of(body: &[u8]) -> Result<async_graphql::Request, Response> {
             body.len()
         )));
     }
-    serde_json::from_slice(body).map_err(|e| {
-        refused(format!("the body is not a GraphQL request ({{\"query\": …}}): {e}"))
-    })
+    serde_json::from_slice(body)
+        .map_err(|e| refused(format!("the body is not a GraphQL request ({{\"query\": …}}): {e}")))
 }
 
 /// A request from a query string, size-checked.
@@ -160,9 +159,25 @@ fn request_of_query(query: &str) -> Result<async_graphql::Request, Response> {
         .map_err(|e| refused(format!("the query string is not a GraphQL request: {e}")))
 }
 
+/// `response` with the bounds named in the errors of a query past them
+/// (the library says only that it is too complex, or too deep).
+fn explained(mut response: async_graphql::Response) -> async_graphql::Response {
+    for e in &mut response.errors {
+        if e.message == "Query is too complex." {
+            e.message = format!(
+                "Query is too complex: more than {MAX_COMPLEXITY} (a field counts 1, a list its \
+                 page size times its items); ask for smaller pages or fewer fields"
+            );
+        } else if e.message == "Query is nested too deep." {
+            e.message = format!("Query is nested too deep: more than {MAX_DEPTH} levels");
+        }
+    }
+    response
+}
+
 /// A query's answer: `200` with `data` and, when any, `errors`.
 async fn answer(schema: &IndexSchema, request: async_graphql::Request) -> Response {
-    let response = schema.execute(request).await;
+    let response = explained(schema.execute(request).await);
     axum::Json(response).into_response()
 }
 
@@ -208,6 +223,7 @@ fn subscribe(s: &AppState, request: async_graphql::Request) -> Response {
     s.gate.stream(move |tx| async move {
         let mut answers = schema.execute_stream(request);
         while let Some(answer) = answers.next().await {
+            let answer = explained(answer);
             let data = serde_json::to_string(&answer).unwrap_or_default();
             if tx.send(Event::default().event("next").data(data)).await.is_err() {
                 return;
