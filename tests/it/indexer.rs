@@ -607,3 +607,144 @@ async fn a_decline_on_chain_is_indexed_with_its_reason() {
     let text = tessera_indexer::render::plan_tree(&tree);
     assert!(text.contains("Declined") && text.contains("declined: no blob stored for the source"));
 }
+
+/// A nested plan run for real (three levels: translate → [summarize →
+/// [classify]] → entities), indexed from the chain, and its tree asked
+/// through `/graphql` as serve embeds the index (under `/index`, over
+/// HTTP): the roots, the children down the levels with their paths and
+/// groups, the nested plans with their costs, the envelopes decoded.
+#[tokio::test]
+async fn a_nested_plans_tree_through_graphql_after_a_real_run() {
+    let stack = Stack::start().await;
+    let (a0, a1, a2, a3) = (
+        stack.env.actors.agent(0),
+        stack.env.actors.agent(1),
+        stack.env.actors.agent(2),
+        stack.env.actors.agent(3),
+    );
+    let plan_id = tessera_orchestrator::plan::Plan::id_from_label("graphql-nested");
+    let step = |index: u32, capability: &str, spec: &str, executor, cost: u64, deps: &[u32]| {
+        json!({"index": index, "capability": capability, "spec": spec, "executor": executor,
+               "cost": cost, "deadline_offset_secs": 3600, "depends_on": deps})
+    };
+    let nested = |index: u32, spec: &str, share: u64, deps: &[u32], subtasks: Vec<Value>| {
+        json!({"index": index, "spec": spec, "cost": share, "deadline_offset_secs": 3600,
+               "depends_on": deps, "plan": {"subtasks": subtasks}})
+    };
+    let plan = json!({
+        "version": 1, "id": plan_id, "review": "auto", "budget": 10_000_000u64,
+        "source": "The harbour authority opened a new ferry line on Friday. Students welcomed it.",
+        "subtasks": [
+            step(0, "translate", "Translate the article to French", a2, 800_000, &[]),
+            nested(1, "Digest the translation", 700_000, &[0], vec![
+                step(0, "summarize", "Summarize the translation", a1, 400_000, &[]),
+                nested(1, "Judge the digest", 250_000, &[0], vec![
+                    step(0, "sentiment-classify", "Classify the tone", a3, 200_000, &[]),
+                ]),
+            ]),
+            step(2, "extract-entities", "List the entities of the digest", a0, 300_000, &[1]),
+        ],
+    });
+    let id = stack.run_plan(&plan).await;
+    stack.wait_state(&id, "completed", 90).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = IndexStore::connect(&sqlite(&dir, "index.db")).await.unwrap();
+    let blobs: std::sync::Arc<dyn tessera_bindings::envelope::BlobStore + Send + Sync> =
+        std::sync::Arc::new(tessera_bindings::envelope::FsBlobStore::new(&stack.blobs));
+    let mut ix = Indexer::new(
+        stack.env.provider.clone(),
+        stack.env.deployment.clone(),
+        store,
+        Some(blobs),
+        IndexerConfig::default(),
+    );
+    ix.sync_once().await.unwrap();
+
+    // Served as serve embeds it: the index's router under `/index`.
+    let gate = tessera_http::limits::StreamGate::new(&tessera_http::limits::HttpLimits::default());
+    let app = axum::Router::new().nest("/index", tessera_indexer::api::of(&ix, gate));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/index/graphql", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let query = "query Tree($plan: String!) {
+  plan(id: $plan) {
+    cost
+    roots {
+      task { id capability spec path groups status envelope { hash } }
+      subtreeCost
+      children {
+        task { capability path groups status }
+        children {
+          task { capability path groups status }
+          children { task { capability path groups status } }
+        }
+      }
+    }
+    nestedPlans { label groups cost }
+    foreign { id }
+  }
+}";
+    let http = reqwest::Client::new();
+    let answer: Value = http
+        .post(&base)
+        .json(&json!({ "query": query, "variables": { "plan": plan_id.to_string() } }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["errors"], Value::Null, "{answer:#}");
+    let p = &answer["data"]["plan"];
+    assert_eq!(p["cost"], "1700000", "{p:#}");
+    assert_eq!(p["foreign"], json!([]));
+    // One root; parent links follow each step's first input, so the tree
+    // is a chain down the levels, each node with its path and groups.
+    let roots = p["roots"].as_array().unwrap();
+    assert_eq!(roots.len(), 1, "{p:#}");
+    let mut chain = Vec::new();
+    let mut node = &roots[0];
+    loop {
+        let t = &node["task"];
+        assert_eq!(t["status"], "Paid", "{t}");
+        chain.push((t["capability"].clone(), t["path"].clone(), t["groups"].clone()));
+        match node["children"].as_array().map(Vec::as_slice) {
+            Some([only]) => node = only,
+            Some([]) | None => break,
+            Some(more) => panic!("one child expected: {more:?}"),
+        }
+    }
+    assert_eq!(
+        chain,
+        [
+            (json!("translate"), json!("0"), json!([])),
+            (json!("summarize"), json!("1.0"), json!(["Digest the translation"])),
+            (
+                json!("sentiment-classify"),
+                json!("1.1.0"),
+                json!(["Digest the translation", "Judge the digest"])
+            ),
+            (json!("extract-entities"), json!("2"), json!([])),
+        ]
+    );
+    assert_eq!(roots[0]["subtreeCost"], "1700000");
+    assert_eq!(roots[0]["task"]["spec"], "Translate the article to French");
+    let root = ix.store().task(roots[0]["task"]["id"].as_str().unwrap()).await.unwrap().unwrap();
+    assert_eq!(
+        roots[0]["task"]["envelope"]["hash"],
+        keccak256(root.task.spec_uri.as_bytes()).to_string(),
+        "the envelope's hash is the escrow's spec hash"
+    );
+    assert_eq!(
+        p["nestedPlans"],
+        json!([
+            {"label": "Digest the translation", "groups": ["Digest the translation"], "cost": "600000"},
+            {"label": "Judge the digest", "groups": ["Digest the translation", "Judge the digest"], "cost": "200000"},
+        ])
+    );
+    let explorer = http.get(&base).send().await.unwrap().text().await.unwrap();
+    assert!(explorer.contains("'/index/graphql'"), "the explorer under the prefix");
+    server.abort();
+}
