@@ -135,28 +135,28 @@ fn refused(message: impl Into<String>) -> Response {
         .into_response()
 }
 
-/// A request from a JSON body, size-checked.
-fn request_of(body: &[u8]) -> Result<async_graphql::Request, Response> {
+/// A request from a JSON body, size-checked; why not, when not.
+fn request_of(body: &[u8]) -> Result<async_graphql::Request, String> {
     if body.len() > MAX_QUERY_BYTES {
-        return Err(refused(format!(
+        return Err(format!(
             "the request is {} bytes, more than the {MAX_QUERY_BYTES} a query may have",
             body.len()
-        )));
+        ));
     }
     serde_json::from_slice(body)
-        .map_err(|e| refused(format!("the body is not a GraphQL request ({{\"query\": …}}): {e}")))
+        .map_err(|e| format!("the body is not a GraphQL request ({{\"query\": …}}): {e}"))
 }
 
-/// A request from a query string, size-checked.
-fn request_of_query(query: &str) -> Result<async_graphql::Request, Response> {
+/// A request from a query string, size-checked; why not, when not.
+fn request_of_query(query: &str) -> Result<async_graphql::Request, String> {
     if query.len() > MAX_QUERY_BYTES {
-        return Err(refused(format!(
+        return Err(format!(
             "the query string is {} bytes, more than the {MAX_QUERY_BYTES} a query may have",
             query.len()
-        )));
+        ));
     }
     async_graphql::http::parse_query_string(query)
-        .map_err(|e| refused(format!("the query string is not a GraphQL request: {e}")))
+        .map_err(|e| format!("the query string is not a GraphQL request: {e}"))
 }
 
 /// `response` with the bounds named in the errors of a query past them
@@ -184,7 +184,7 @@ async fn answer(schema: &IndexSchema, request: async_graphql::Request) -> Respon
 async fn query(State(s): State<AppState>, body: Bytes) -> Response {
     match request_of(&body) {
         Ok(request) => answer(&s.schema, request).await,
-        Err(refusal) => refusal,
+        Err(message) => refused(message),
     }
 }
 
@@ -194,7 +194,7 @@ async fn explorer_or_query(State(s): State<AppState>, OriginalUri(uri): Original
     if let Some(q) = uri.query().filter(|q| q.split('&').any(|p| p.starts_with("query="))) {
         return match request_of_query(q) {
             Ok(request) => answer(&s.schema, request).await,
-            Err(refusal) => refusal,
+            Err(message) => refused(message),
         };
     }
     let endpoint = uri.path().to_owned();
@@ -205,14 +205,14 @@ async fn explorer_or_query(State(s): State<AppState>, OriginalUri(uri): Original
 async fn stream_get(State(s): State<AppState>, OriginalUri(uri): OriginalUri) -> Response {
     match request_of_query(uri.query().unwrap_or_default()) {
         Ok(request) => subscribe(&s, request),
-        Err(refusal) => refusal,
+        Err(message) => refused(message),
     }
 }
 
 async fn stream_post(State(s): State<AppState>, body: Bytes) -> Response {
     match request_of(&body) {
         Ok(request) => subscribe(&s, request),
-        Err(refusal) => refusal,
+        Err(message) => refused(message),
     }
 }
 

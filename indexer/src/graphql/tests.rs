@@ -567,7 +567,7 @@ async fn every_type_and_filter(store: IndexStore) {
     assert_eq!(a["feedback"], json!({ "count": 0, "matched": 0, "average": null, "latest": [] }));
     assert_eq!(a["tasks"]["nodes"], json!([{ "id": "13" }, { "id": "30" }]));
     let d =
-        data(&schema, &format!(r#"{{ agent(address: "{}") {{ name card {{ text }} }} }}"#, RATER))
+        data(&schema, &format!(r#"{{ agent(address: "{RATER}") {{ name card {{ text }} }} }}"#))
             .await;
     assert_eq!(d["agent"], json!({ "name": null, "card": { "text": "not a card" } }), "{d}");
     assert_eq!(

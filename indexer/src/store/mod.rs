@@ -17,6 +17,8 @@
 //!   the escrow's settlements.
 //! - [`catalogue`]: the live capability catalogue (the store as the
 //!   orchestrator's [`tessera_bindings::catalogue::CatalogueSource`]).
+//! - [`graph`]: the reads GraphQL adds: a task page under every filter,
+//!   agent pages, a dispute's events decoded.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
