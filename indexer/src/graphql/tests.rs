@@ -117,7 +117,8 @@ fn created(
     at(ev.encode_log_data(), block, 0)
 }
 
-/// The index under test: two agents (the poet with a card and an offer),
+/// The index under test: two agents (the poet with a card and an offer;
+/// the rater paused),
 /// a nested plan of the sponsor's (10: `0`; 11: `1.0` in "research"; 12
 /// under 11: `1.1.0` in "research" / "deeper"; 13 under 12: `1.1.1`), a
 /// stranger's task under 10 (foreign), task 10 disputed, ruled, appealed
@@ -146,6 +147,7 @@ async fn indexed(store: &IndexStore) {
             1,
             3,
         ),
+        at(R::AgentPaused { agent: RATER }.encode_log_data(), 1, 4),
         created(10, 0, SPONSOR, POET, 100_000, "haiku-write", Some("0"), &[], 2),
         created(11, 0, SPONSOR, RATER, 200_000, "translate", Some("1.0"), &["research"], 3),
         created(
@@ -587,6 +589,13 @@ async fn every_type_and_filter(store: IndexStore) {
     let d = data(&schema, &format!(r#"{{ agents(first: 5, after: "{first}") {{ nodes {{ address }} pageInfo {{ hasNextPage }} }} }}"#)).await;
     assert_eq!(d["agents"]["nodes"], json!([{ "address": second }]));
     assert_eq!(d["agents"]["pageInfo"]["hasNextPage"], false);
+
+    // Agents by status: a paused agent is listed apart.
+    let d = data(&schema, r#"{ active: agents(status: "active") { nodes { address } } paused: agents(status: "paused") { nodes { address } } }"#).await;
+    assert_eq!(d["active"]["nodes"], json!([{ "address": poet }]), "{d}");
+    assert_eq!(d["paused"]["nodes"], json!([{ "address": rater }]), "{d}");
+    let e = errors(&schema, r#"{ agents(status: "asleep") { nodes { address } } }"#).await;
+    assert!(e[0].contains("\"asleep\" is not an agent status"), "{e:?}");
 
     // Capabilities: the catalogue, one by name, those an agent offers.
     let d = data(&schema, "{ capabilities { name builtin offeredBy } }").await;

@@ -1162,21 +1162,30 @@ impl Query {
         Ok(a.map(Agent))
     }
 
-    /// Agents by address, one page.
+    /// Agents by address, one page; only those in `status` (`active`,
+    /// `paused`, `left`) when given.
     #[graphql(complexity = "5 + super::types::page_cost(first, 20 + child_complexity)")]
     async fn agents(
         &self,
         ctx: &Context<'_>,
         first: Option<i32>,
         after: Option<String>,
+        status: Option<String>,
     ) -> Result<AgentConnection> {
         let limit = page(first)?;
         if let Some(a) = after.as_deref().filter(|a| !a.is_empty()) {
             check_address("after", a)?;
         }
+        let status = status
+            .map(|s| {
+                crate::derive::AgentStatus::parse(&s).map_err(|_| {
+                    Error::new(format!("{s:?} is not an agent status (active, paused, left)"))
+                })
+            })
+            .transpose()?;
         let i = index(ctx)?;
         let (addresses, next) =
-            i.store.agent_page(after.as_deref(), limit).await.map_err(db_error)?;
+            i.store.agent_page(after.as_deref(), status, limit).await.map_err(db_error)?;
         let mut nodes = Vec::with_capacity(addresses.len());
         for a in addresses {
             if let Some(v) = i.store.agent(&a).await.map_err(db_error)? {

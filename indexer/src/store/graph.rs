@@ -180,16 +180,19 @@ impl IndexStore {
         Ok((out, next))
     }
 
-    /// Agent addresses by address, after `after`, one page of `limit`, and
-    /// the cursor of the next page when there is one.
+    /// Agent addresses by address, after `after`, one page of `limit`, of
+    /// the agents in `status` when given, and the cursor of the next page
+    /// when there is one.
     pub async fn agent_page(
         &self,
         after: Option<&str>,
+        status: Option<crate::derive::AgentStatus>,
         limit: i64,
     ) -> Result<(Vec<String>, Option<String>), DbError> {
         let limit = limit.max(1);
         let rows = sqlx::query(&format!(
-            "SELECT agent FROM ix_agents WHERE agent > $1 ORDER BY agent LIMIT {}",
+            "SELECT agent FROM ix_agents WHERE agent > $1 {} ORDER BY agent LIMIT {}",
+            status.map_or(String::new(), |s| format!("AND status = '{}'", s.as_str())),
             limit + 1
         ))
         .bind(after.unwrap_or(""))
