@@ -891,3 +891,50 @@ async fn the_routes_serve_the_explorer_queries_and_subscriptions() {
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("event: next") && body.contains("Unknown field"), "{body}");
 }
+
+/// The subscriptions: task updates filtered by executor, reorganisations
+/// as they are published; a bad filter is an error at once.
+#[tokio::test]
+async fn subscriptions_follow_the_updates_they_ask_for() {
+    use futures_util::StreamExt;
+    let store = IndexStore::connect("sqlite::memory:").await.unwrap();
+    indexed(&store).await;
+    let (schema, updates) = schema_over(&store);
+    let mut tasks = schema.execute_stream(format!(
+        r#"subscription {{ taskUpdates(executor: "{POET}") {{ block task {{ id executor }} }} }}"#
+    ));
+    let mut reorgs = schema.execute_stream("subscription { reorgs { forkBlock affectedTasks } }");
+    let reorg = store.reorgs().await.unwrap().remove(0);
+    let plan = plan_id().to_string();
+    let publisher = tokio::spawn(async move {
+        for _ in 0..100 {
+            // Until both listen; task 11 is the rater's and is filtered out.
+            let _ = updates.send(Update {
+                block: 21,
+                tasks: vec![("11".into(), plan.clone()), ("13".into(), plan.clone())],
+                reorg: Some(reorg.clone()),
+            });
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    let wait = std::time::Duration::from_secs(5);
+    let first = tokio::time::timeout(wait, tasks.next()).await.unwrap().unwrap();
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    assert_eq!(
+        first.data.into_json().unwrap(),
+        json!({ "taskUpdates": { "block": 21, "task": { "id": "13", "executor": POET.to_string() } } })
+    );
+    let second = tokio::time::timeout(wait, tasks.next()).await.unwrap().unwrap();
+    assert_eq!(second.data.into_json().unwrap()["taskUpdates"]["task"]["id"], "13", "11 never");
+    let r = tokio::time::timeout(wait, reorgs.next()).await.unwrap().unwrap();
+    assert_eq!(
+        r.data.into_json().unwrap(),
+        json!({ "reorgs": { "forkBlock": 20, "affectedTasks": ["40"] } })
+    );
+    publisher.abort();
+
+    let mut bad =
+        schema.execute_stream(r#"subscription { taskUpdates(status: ["Lost"]) { block } }"#);
+    let e = tokio::time::timeout(wait, bad.next()).await.unwrap().unwrap();
+    assert!(e.errors[0].message.contains("\"Lost\" is not a task status"), "{:?}", e.errors);
+}
