@@ -108,16 +108,20 @@ impl IndexStore {
         let mut texts: Vec<(usize, String)> = Vec::new();
         let mut ints: Vec<(usize, i64)> = Vec::new();
         let mut n = 0;
+        if !q.status.is_empty() {
+            let mut places = Vec::new();
+            for st in &q.status {
+                n += 1;
+                places.push(format!("${n}"));
+                texts.push((n, st.clone()));
+            }
+            sql.push_str(&format!(" AND status IN ({})", places.join(", ")));
+        }
         let mut text = |sql: &mut String, cond: &str, v: String| {
             n += 1;
             sql.push_str(&format!(" AND {cond} ${n}"));
             texts.push((n, v));
         };
-        if !q.status.is_empty() {
-            // Statuses are names the schema checked against the contract's.
-            let names: Vec<String> = q.status.iter().map(|s| format!("'{s}'")).collect();
-            sql.push_str(&format!(" AND status IN ({})", names.join(", ")));
-        }
         if let Some(v) = &q.executor {
             text(&mut sql, "LOWER(executor) =", v.to_lowercase());
         }
