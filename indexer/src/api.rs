@@ -5,7 +5,9 @@
 //! answer says which block it reflects. Every rejection, the extractors' and routing's included, is
 //! JSON `{"error": …}` (through `tessera_http`); a parameter the document
 //! constrains is checked as documented, so the server is never looser than
-//! its contract.
+//! its contract, and a query parameter a route does not take is refused
+//! with 400, never ignored (a misspelt filter would otherwise answer every
+//! task).
 
 use axum::{
     Json, Router,
@@ -20,9 +22,13 @@ use tessera_http::limits::{self, StreamGate};
 use tessera_http::{Path, Query};
 use tokio::sync::{broadcast, watch};
 
+use std::sync::Arc;
+
+use tessera_bindings::envelope::BlobStore;
+
 use crate::{
     ingest::{Progress, Update},
-    store::{IndexStore, TaskFilter},
+    store::{AgentFilter, DisputeFilter, IndexStore, TaskFilter},
 };
 
 /// The OpenAPI document.
@@ -50,7 +56,14 @@ struct AppState {
     updates: broadcast::Sender<Update>,
     reorg_depth: u64,
     gate: StreamGate,
+    /// Where the one-task answer reads content-addressed URIs from.
+    blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
 }
+
+/// The query of a route that takes no parameters: any is refused.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
 
 /// The router over `store`, reporting `progress` and streaming `updates`,
 /// keeping the limits of `gate` (a time limit on every request, a cap on
@@ -61,6 +74,19 @@ pub fn router(
     updates: broadcast::Sender<Update>,
     reorg_depth: u64,
     gate: StreamGate,
+) -> Router {
+    router_with_blobs(store, progress, updates, reorg_depth, gate, None)
+}
+
+/// [`router`], the one-task answer reading content-addressed URIs (a
+/// large result, a rationale) from `blobs` when it holds them.
+pub fn router_with_blobs(
+    store: IndexStore,
+    progress: watch::Receiver<Progress>,
+    updates: broadcast::Sender<Update>,
+    reorg_depth: u64,
+    gate: StreamGate,
+    blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
 ) -> Router {
     let timeout = gate.limits().request_timeout;
     Router::new()
@@ -79,17 +105,18 @@ pub fn router(
         .fallback(tessera_http::not_found)
         .method_not_allowed_fallback(tessera_http::method_not_allowed)
         .layer(middleware::from_fn_with_state(timeout, limits::request_timeout))
-        .with_state(AppState { store, progress, updates, reorg_depth, gate })
+        .with_state(AppState { store, progress, updates, reorg_depth, gate, blobs })
 }
 
 /// The router over a running indexer: its store, progress and updates.
 pub fn of(indexer: &crate::Indexer, gate: StreamGate) -> Router {
-    router(
+    router_with_blobs(
         indexer.store().clone(),
         indexer.progress(),
         indexer.updates(),
         indexer.reorg_depth(),
         gate,
+        indexer.blobs().cloned(),
     )
 }
 
@@ -172,35 +199,124 @@ fn check_address(what: &str, address: &str) -> Result<(), ApiError> {
     ))
 }
 
+/// An address parameter checked as documented, checksummed: the form the
+/// index stores, so a filter on it uses the column's index.
+fn checksummed(what: &str, address: &str) -> Result<String, ApiError> {
+    check_address(what, address)?;
+    address.parse::<alloy::primitives::Address>().map(|a| a.to_string()).map_err(|e| {
+        ApiError(StatusCode::BAD_REQUEST, format!("{what} {address:?}: {e}"))
+    })
+}
+
+fn bad(message: String) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, message)
+}
+
+/// A page size within 1..=500 (not quietly clamped).
+fn check_limit(limit: Option<i64>) -> Result<(), ApiError> {
+    match limit {
+        Some(l) if !(1..=500).contains(&l) => Err(bad(format!("limit {l} is not within 1..=500"))),
+        _ => Ok(()),
+    }
+}
+
+/// A capability name as the registry's rule has it (1–31 bytes of
+/// `[a-z0-9-]`).
+fn check_capability(name: &str) -> Result<(), ApiError> {
+    tessera_bindings::capability::check(name).map_err(|e| bad(e.to_string()))
+}
+
+/// A count that cannot be negative (a time, a block).
+fn check_non_negative(what: &str, v: Option<i64>) -> Result<(), ApiError> {
+    match v {
+        Some(v) if v < 0 => Err(bad(format!("{what} {v} is negative"))),
+        _ => Ok(()),
+    }
+}
+
 /// The task list's filters checked as documented: an empty `cursor` is the
-/// first page, a status is one the contract has, addresses and plan ids are
-/// spelled out, and `limit` is within 1..=500 (not quietly clamped).
+/// first page, a status is one the contract has, addresses, task and plan
+/// ids and capability names are spelled out, times and blocks are not
+/// negative, and `limit` is within 1..=500 (not quietly clamped).
 fn check_filter(f: TaskFilter) -> Result<TaskFilter, ApiError> {
     let cursor = f.cursor.filter(|c| !c.is_empty());
     if let Some(c) = &cursor {
         check_task_id(c)?;
     }
+    if let Some(p) = &f.parent {
+        check_task_id(p)?;
+    }
     if let Some(st) = &f.status
         && !tessera_bindings::task::Status::ALL.iter().any(|s| s.as_str() == st)
     {
-        return Err(ApiError(StatusCode::BAD_REQUEST, format!("{st:?} is not a task status")));
+        return Err(bad(format!("{st:?} is not a task status")));
     }
-    if let Some(a) = &f.executor {
-        check_address("executor", a)?;
+    if let Some(c) = &f.capability {
+        check_capability(c)?;
     }
-    if let Some(a) = &f.client {
-        check_address("client", a)?;
-    }
-    if let Some(l) = f.limit
-        && !(1..=500).contains(&l)
-    {
-        return Err(ApiError(StatusCode::BAD_REQUEST, format!("limit {l} is not within 1..=500")));
-    }
+    check_non_negative("since", f.since)?;
+    check_non_negative("until", f.until)?;
+    check_non_negative("changed_since_block", f.changed_since_block)?;
+    check_limit(f.limit)?;
+    let executor = f.executor.as_deref().map(|a| checksummed("executor", a)).transpose()?;
+    let client = f.client.as_deref().map(|a| checksummed("client", a)).transpose()?;
+    let funder = f.funder.as_deref().map(|a| checksummed("funder", a)).transpose()?;
     let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
-    Ok(TaskFilter { plan, cursor, ..f })
+    Ok(TaskFilter { plan, cursor, executor, client, funder, ..f })
 }
 
-async fn status(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// The dispute list's filters checked as documented.
+fn check_dispute_filter(f: DisputeFilter) -> Result<DisputeFilter, ApiError> {
+    const STATES: [&str; 4] =
+        ["awaiting_ruling", "appealable", "awaiting_appeal_ruling", "settled"];
+    const VERDICTS: [&str; 3] = ["worker", "client", "split"];
+    if let Some(st) = &f.state
+        && !STATES.contains(&st.as_str())
+    {
+        return Err(bad(format!("state {st:?} is not one of {}", STATES.join(", "))));
+    }
+    if let Some(v) = &f.verdict
+        && !VERDICTS.contains(&v.as_str())
+    {
+        return Err(bad(format!("verdict {v:?} is not one of {}", VERDICTS.join(", "))));
+    }
+    let cursor = f.cursor.filter(|c| !c.is_empty());
+    if let Some(c) = &cursor {
+        let ok = c.split_once(':').is_some_and(|(block, task)| {
+            !block.is_empty()
+                && block.len() <= 18
+                && block.bytes().all(|b| b.is_ascii_digit())
+                && check_task_id(task).is_ok()
+        });
+        if !ok {
+            return Err(bad(format!("cursor {c:?} is not a page's `next` (<block>:<task id>)")));
+        }
+    }
+    check_limit(f.limit)?;
+    let executor = f.executor.as_deref().map(|a| checksummed("executor", a)).transpose()?;
+    let client = f.client.as_deref().map(|a| checksummed("client", a)).transpose()?;
+    let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
+    Ok(DisputeFilter { cursor, executor, client, plan, ..f })
+}
+
+/// The agent list's filters checked as documented.
+fn check_agent_filter(f: AgentFilter) -> Result<AgentFilter, ApiError> {
+    if let Some(st) = &f.status {
+        crate::derive::AgentStatus::parse(st).map_err(|e| bad(e.to_string()))?;
+    }
+    if let Some(c) = &f.capability {
+        check_capability(c)?;
+    }
+    check_limit(f.limit)?;
+    let cursor = f.cursor.filter(|c| !c.is_empty());
+    let cursor = cursor.as_deref().map(|a| checksummed("cursor", a)).transpose()?;
+    Ok(AgentFilter { cursor, ..f })
+}
+
+async fn status(
+    State(s): State<AppState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     let p = *s.progress.borrow();
     Ok(Json(json!({
         "head": p.head,
@@ -223,13 +339,31 @@ async fn tasks(
     Ok(Json(json!({ "block": block(&s), "tasks": tasks, "next": next })))
 }
 
-async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn task(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     check_task_id(&id)?;
-    let t = s
+    let mut t = s
         .store
         .task(&id)
         .await?
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no task {id} indexed")))?;
+    if let Some(blobs) = s.blobs.clone() {
+        // Content-addressed URIs read from the blob store: off the runtime,
+        // a blob is a file of up to a megabyte.
+        t.task = tokio::task::spawn_blocking(move || {
+            let mut task = t.task;
+            crate::content::fill(&mut task, Some(blobs.as_ref()));
+            task
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "decoding a task's content failed");
+            ApiError(StatusCode::INTERNAL_SERVER_ERROR, "internal error".into())
+        })?;
+    }
     let ancestors = s.store.ancestors(&id).await?;
     let descendants = s.store.descendants(&id).await?;
     Ok(Json(json!({
@@ -248,6 +382,7 @@ async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<
 /// The query of a plan's tree: the plan's sponsor, when the caller knows
 /// it (otherwise the funder of the plan's first task).
 #[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TreeQuery {
     sponsor: Option<String>,
 }
@@ -274,13 +409,19 @@ async fn tree(
     Ok(Json(t))
 }
 
-async fn agents(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "block": block(&s), "agents": s.store.agents().await? })))
+async fn agents(
+    State(s): State<AppState>,
+    Query(f): Query<AgentFilter>,
+) -> Result<Json<Value>, ApiError> {
+    let f = check_agent_filter(f)?;
+    let (agents, next) = s.store.agents(&f).await?;
+    Ok(Json(json!({ "block": block(&s), "agents": agents, "next": next })))
 }
 
 async fn agent(
     State(s): State<AppState>,
     Path(address): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
 ) -> Result<Json<Value>, ApiError> {
     check_address("agent", &address)?;
     let a = s
@@ -293,20 +434,31 @@ async fn agent(
 
 /// The live capability catalogue: `{"block", "entries"}` (see
 /// [`crate::store::catalogue`]).
-async fn capabilities(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn capabilities(
+    State(s): State<AppState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     let catalogue = s.store.catalogue().await?;
     Ok(Json(json!({ "block": block(&s), "entries": catalogue.entries })))
 }
 
-async fn disputes(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "block": block(&s), "disputes": s.store.disputes().await? })))
+async fn disputes(
+    State(s): State<AppState>,
+    Query(f): Query<DisputeFilter>,
+) -> Result<Json<Value>, ApiError> {
+    let f = check_dispute_filter(f)?;
+    let (disputes, next) = s.store.disputes(&f).await?;
+    Ok(Json(json!({ "block": block(&s), "disputes": disputes, "next": next })))
 }
 
-async fn reorgs(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn reorgs(
+    State(s): State<AppState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({ "block": block(&s), "reorgs": s.store.reorgs().await? })))
 }
 
-async fn openapi() -> impl IntoResponse {
+async fn openapi(Query(NoParams {}): Query<NoParams>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
 }
 
@@ -315,6 +467,7 @@ async fn openapi() -> impl IntoResponse {
 async fn plan_events(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
 ) -> Result<Response, ApiError> {
     let plan = check_plan_id(&id)?;
     let mut updates = s.updates.subscribe();
