@@ -502,6 +502,10 @@ async fn plan_events(
 }
 
 #[cfg(test)]
+#[path = "api_tests.rs"]
+mod filter_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -604,6 +608,87 @@ mod tests {
                 assert!(body["error"].is_string(), "GET {uri}: {body}");
             }
         }
+        let (got, allow, body) = call("/api/tasks", "POST").await;
+        assert_eq!(got, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+        assert!(body["error"].is_string(), "{body}");
+        assert!(allow.is_some_and(|a| a.contains("GET")));
+    }
+
+    /// A parameter a route does not take is refused, not ignored: a
+    /// misspelt or unsupported filter would otherwise answer every row.
+    /// So is one given twice, and every malformed filter value.
+    #[tokio::test]
+    async fn unknown_and_malformed_parameters_are_400() {
+        let plan = format!("0x{}", "ab".repeat(32));
+        let agent = format!("0x{}", "12".repeat(20));
+        let unknown = [
+            "/api/tasks?capabilty=haiku-write".to_owned(),
+            "/api/tasks?status=Paid&color=red".to_owned(),
+            "/api/tasks?sponsor=0x0000000000000000000000000000000000000001".to_owned(),
+            "/api/status?verbose=1".to_owned(),
+            "/api/tasks/7?expand=all".to_owned(),
+            format!("/api/plans/{plan}/tree?depth=2"),
+            format!("/api/plans/{plan}/events?since=3"),
+            "/api/agents?name=x".to_owned(),
+            format!("/api/agents/{agent}?x=1"),
+            "/api/capabilities?capability=summarize".to_owned(),
+            "/api/disputes?status=Paid".to_owned(),
+            "/api/reorgs?limit=5".to_owned(),
+            "/api/openapi.json?format=yaml".to_owned(),
+        ];
+        for uri in &unknown {
+            let (got, _, body) = call(uri, "GET").await;
+            assert_eq!(got, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(error.contains("unknown field"), "GET {uri}: {error}");
+        }
+        let malformed = [
+            "/api/tasks?status=Paid&status=Created",
+            "/api/tasks?capability=Haiku%20Write",
+            "/api/tasks?capability=",
+            "/api/tasks?funder=0x12",
+            "/api/tasks?client=0xzz00000000000000000000000000000000000000",
+            "/api/tasks?parent=-1",
+            "/api/tasks?parent=x",
+            "/api/tasks?since=-1",
+            "/api/tasks?since=yesterday",
+            "/api/tasks?until=1.5",
+            "/api/tasks?changed_since_block=-3",
+            "/api/tasks?disputed=maybe",
+            "/api/disputes?state=open",
+            "/api/disputes?verdict=executor",
+            "/api/disputes?appealed=2",
+            "/api/disputes?cursor=12",
+            "/api/disputes?cursor=x:1",
+            "/api/disputes?limit=0",
+            "/api/disputes?executor=0x12",
+            "/api/disputes?plan=0x12",
+            "/api/agents?status=Active",
+            "/api/agents?capability=A",
+            "/api/agents?cursor=0x12",
+            "/api/agents?limit=501",
+        ];
+        for uri in malformed {
+            let (got, _, body) = call(uri, "GET").await;
+            assert_eq!(got, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
+            assert!(body["error"].is_string(), "GET {uri}: {body}");
+        }
+        // The same routes answer when their parameters are as documented.
+        for uri in [
+            format!("/api/tasks?capability=haiku-write&funder={agent}&since=0&until=9&disputed=true"),
+            "/api/tasks?parent=0&changed_since_block=0&cursor=".to_owned(),
+            format!("/api/disputes?state=settled&verdict=split&appealed=false&plan={plan}"),
+            "/api/disputes?cursor=12:7&limit=500".to_owned(),
+            format!("/api/agents?status=active&capability=summarize&cursor={agent}&limit=1"),
+            "/api/reorgs".to_owned(),
+        ] {
+            let (got, _, body) = call(&uri, "GET").await;
+            assert_eq!(got, StatusCode::OK, "GET {uri}: {body}");
+        }
+    }
+
+    #[tokio::test]
+    async fn methods_other_than_get_are_405() {
         let (got, allow, body) = call("/api/tasks", "POST").await;
         assert_eq!(got, StatusCode::METHOD_NOT_ALLOWED, "{body}");
         assert!(body["error"].is_string(), "{body}");
