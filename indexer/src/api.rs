@@ -414,7 +414,7 @@ async fn agents(
     Query(f): Query<AgentFilter>,
 ) -> Result<Json<Value>, ApiError> {
     let f = check_agent_filter(f)?;
-    let (agents, next) = s.store.agents(&f).await?;
+    let (agents, next) = s.store.agents_matching(&f).await?;
     Ok(Json(json!({ "block": block(&s), "agents": agents, "next": next })))
 }
 
@@ -447,7 +447,7 @@ async fn disputes(
     Query(f): Query<DisputeFilter>,
 ) -> Result<Json<Value>, ApiError> {
     let f = check_dispute_filter(f)?;
-    let (disputes, next) = s.store.disputes(&f).await?;
+    let (disputes, next) = s.store.disputes_matching(&f).await?;
     Ok(Json(json!({ "block": block(&s), "disputes": disputes, "next": next })))
 }
 
@@ -684,6 +684,38 @@ mod tests {
         ] {
             let (got, _, body) = call(&uri, "GET").await;
             assert_eq!(got, StatusCode::OK, "GET {uri}: {body}");
+        }
+    }
+
+    /// The query parameters each route takes are those its OpenAPI
+    /// operation documents, no more and no fewer: the server's refusal of
+    /// an unknown one names those it expects.
+    #[tokio::test]
+    async fn every_query_parameter_is_documented_and_no_other() {
+        let doc: Value = serde_json::from_str(OPENAPI).unwrap();
+        for (_, path) in ROUTES {
+            let op = &doc["paths"][path]["get"];
+            let mut documented: Vec<String> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "query")
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .collect();
+            let uri = path
+                .replace("{id}", &format!("0x{}", "ab".repeat(32)))
+                .replace("{address}", &format!("0x{}", "12".repeat(20)));
+            let uri = if path.starts_with("/api/tasks/") { "/api/tasks/7".into() } else { uri };
+            let (status, _, body) = call(&format!("{uri}?zz_unknown=1"), "GET").await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
+            assert_eq!(op["responses"]["400"]["$ref"], "#/components/responses/BadRequest", "{path}");
+            let error = body["error"].as_str().unwrap();
+            let expected = error.split("unknown field `zz_unknown`").nth(1).unwrap_or_default();
+            let mut taken: Vec<String> =
+                expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+            documented.sort();
+            taken.sort();
+            assert_eq!(taken, documented, "GET {path}: the server takes what the document lists ({error})");
         }
     }
 

@@ -118,10 +118,16 @@ impl IndexStore {
         Ok(Some(TaskDetail { task, history, transactions }))
     }
 
+    /// Registry state of the first [`MAX_LISTED`] agents (by address), with
+    /// derived stats: [`Self::agents_matching`] with no filter.
+    pub async fn agents(&self) -> Result<Vec<AgentView>, DbError> {
+        Ok(self.agents_matching(&AgentFilter::default()).await?.0)
+    }
+
     /// Registry state of the agents matching `f` (by address, a page of
     /// at most [`MAX_LISTED`]), with derived stats, and the cursor of the
     /// next page. Anyone can register an agent, so the list is paged.
-    pub async fn agents(
+    pub async fn agents_matching(
         &self,
         f: &AgentFilter,
     ) -> Result<(Vec<AgentView>, Option<String>), DbError> {
@@ -248,14 +254,21 @@ impl IndexStore {
         }))
     }
 
+    /// The latest [`MAX_LISTED`] tasks that were ever disputed, latest
+    /// change first: [`Self::disputes_matching`] with no filter.
+    pub async fn disputes(&self) -> Result<Vec<TaskView>, DbError> {
+        let all = DisputeFilter { limit: Some(MAX_LISTED), ..DisputeFilter::default() };
+        Ok(self.disputes_matching(&all).await?.0)
+    }
+
     /// Tasks that were ever disputed and match `f`, latest change first
     /// (then by id), one page, with the cursor of the next
     /// (`<updated block>:<task id>` of the page's last task).
-    pub async fn disputes(
+    pub async fn disputes_matching(
         &self,
         f: &DisputeFilter,
     ) -> Result<(Vec<TaskView>, Option<String>), DbError> {
-        let limit = f.limit.unwrap_or(50).clamp(1, MAX_LISTED);
+        let limit = f.limit.unwrap_or(MAX_LISTED).clamp(1, MAX_LISTED);
         let mut w = Where::default();
         w.int("disputed =", 1);
         if let Some(state) = &f.state {
