@@ -203,9 +203,10 @@ fn check_address(what: &str, address: &str) -> Result<(), ApiError> {
 /// index stores, so a filter on it uses the column's index.
 fn checksummed(what: &str, address: &str) -> Result<String, ApiError> {
     check_address(what, address)?;
-    address.parse::<alloy::primitives::Address>().map(|a| a.to_string()).map_err(|e| {
-        ApiError(StatusCode::BAD_REQUEST, format!("{what} {address:?}: {e}"))
-    })
+    address
+        .parse::<alloy::primitives::Address>()
+        .map(|a| a.to_string())
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("{what} {address:?}: {e}")))
 }
 
 fn bad(message: String) -> ApiError {
@@ -675,7 +676,9 @@ mod tests {
         }
         // The same routes answer when their parameters are as documented.
         for uri in [
-            format!("/api/tasks?capability=haiku-write&funder={agent}&since=0&until=9&disputed=true"),
+            format!(
+                "/api/tasks?capability=haiku-write&funder={agent}&since=0&until=9&disputed=true"
+            ),
             "/api/tasks?parent=0&changed_since_block=0&cursor=".to_owned(),
             format!("/api/disputes?state=settled&verdict=split&appealed=false&plan={plan}"),
             "/api/disputes?cursor=12:7&limit=500".to_owned(),
@@ -708,14 +711,20 @@ mod tests {
             let uri = if path.starts_with("/api/tasks/") { "/api/tasks/7".into() } else { uri };
             let (status, _, body) = call(&format!("{uri}?zz_unknown=1"), "GET").await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
-            assert_eq!(op["responses"]["400"]["$ref"], "#/components/responses/BadRequest", "{path}");
+            assert_eq!(
+                op["responses"]["400"]["$ref"], "#/components/responses/BadRequest",
+                "{path}"
+            );
             let error = body["error"].as_str().unwrap();
             let expected = error.split("unknown field `zz_unknown`").nth(1).unwrap_or_default();
             let mut taken: Vec<String> =
                 expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
             documented.sort();
             taken.sort();
-            assert_eq!(taken, documented, "GET {path}: the server takes what the document lists ({error})");
+            assert_eq!(
+                taken, documented,
+                "GET {path}: the server takes what the document lists ({error})"
+            );
         }
     }
 

@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 use tessera_bindings::{
     AgentRegistry as R,
     ITaskEscrow::Task,
-    TaskEscrow as E,
-    capability,
+    TaskEscrow as E, capability,
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent, percent_data_uri},
 };
 use tokio::sync::{broadcast, watch};
@@ -270,7 +269,7 @@ async fn every_task_filter_narrows_the_list(store: IndexStore) {
         // Lower case is the same address.
         (format!("executor={}", x.to_lowercase()), &["1", "4", "5"]),
         (format!("funder={a}"), &["1", "3", "4"]),
-        (format!("client={}", FUNDER_B), &["2", "5"]),
+        (format!("client={FUNDER_B}"), &["2", "5"]),
         (format!("plan={plan}"), &["1", "2", "3", "4", "5"]),
         (format!("plan=0x{}", "ab".repeat(32)), &[]),
         ("parent=1".into(), &["4"]),
@@ -288,7 +287,8 @@ async fn every_task_filter_narrows_the_list(store: IndexStore) {
     // A block the fixture's last events are in: only the tasks changed
     // there or later.
     let (_, all) = get(&app, "/api/tasks").await;
-    let last = all["tasks"].as_array().unwrap().iter().map(|t| t["updated_block"].as_u64().unwrap());
+    let last =
+        all["tasks"].as_array().unwrap().iter().map(|t| t["updated_block"].as_u64().unwrap());
     let newest = last.max().unwrap();
     let got = ids(&app, &format!("/api/tasks?changed_since_block={newest}"), "tasks").await;
     assert_eq!(got, ["5"]);
@@ -317,7 +317,8 @@ async fn every_task_filter_narrows_the_list_on_sqlite() {
 
 #[tokio::test]
 async fn every_task_filter_narrows_the_list_on_postgresql() {
-    let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_api_filters").await else {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_api_filters").await
+    else {
         return;
     };
     every_task_filter_narrows_the_list(IndexStore::connect(&url).await.unwrap()).await;

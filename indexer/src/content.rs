@@ -104,9 +104,9 @@ fn value_of(bytes: Vec<u8>) -> Result<Value, String> {
     if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
         return Ok(v);
     }
-    String::from_utf8(bytes)
-        .map(Value::String)
-        .map_err(|e| format!("content is neither JSON nor UTF-8 text ({} bytes)", e.as_bytes().len()))
+    String::from_utf8(bytes).map(Value::String).map_err(|e| {
+        format!("content is neither JSON nor UTF-8 text ({} bytes)", e.as_bytes().len())
+    })
 }
 
 /// Fills every decoded field of `row` from its URIs: inline ones always,
@@ -174,7 +174,10 @@ mod tests {
         assert!(bad.error.unwrap().contains("malformed"));
         let bin = format!("data:;base64,{}", BASE64.encode([0xff, 0xfe, 0x00]));
         assert!(decode(&bin, false, None).error.unwrap().contains("neither JSON nor"));
-        assert!(decode("ipfs://x", false, None).error.unwrap().contains("ipfs"), "the scheme is named");
+        assert!(
+            decode("ipfs://x", false, None).error.unwrap().contains("ipfs"),
+            "the scheme is named"
+        );
         assert!(decode("data:,%zz", false, None).error.unwrap().contains("bad escape"));
     }
 

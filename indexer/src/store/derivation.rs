@@ -65,7 +65,9 @@ pub(super) static TASK_COLUMNS: Columns<TaskEntry> = Columns {
         ("late_decline", |(f, _)| Ok(Param::Int(i64::from(f.row().late_decline)))),
         ("settlement", |(f, _)| Ok(Param::OptText(f.row().settlement.clone()))),
         ("disputed_at", |(f, _)| opt_int(dispute(f).map(|d| d.disputed_at))),
-        ("dispute_reason_uri", |(f, _)| Ok(Param::OptText(dispute(f).map(|d| d.reason_uri.clone())))),
+        ("dispute_reason_uri", |(f, _)| {
+            Ok(Param::OptText(dispute(f).map(|d| d.reason_uri.clone())))
+        }),
         ("ruled_at", |(f, _)| opt_int(ruling(f).map(|r| r.at))),
         ("ruling_share_bps", |(f, _)| {
             Ok(Param::OptInt(ruling(f).map(|r| i64::from(r.executor_share_bps))))
