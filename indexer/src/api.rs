@@ -643,6 +643,15 @@ mod tests {
             let error = body["error"].as_str().unwrap_or_default();
             assert!(error.contains("unknown field"), "GET {uri}: {error}");
         }
+        let (_, _, body) = call("/api/tasks?capabilty=haiku-write", "GET").await;
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.starts_with(
+                "query: Failed to deserialize query string: capabilty: unknown field \
+                 `capabilty`, expected one of `status`, `executor`,"
+            ),
+            "the error docs/indexer.md shows: {error}"
+        );
         let malformed = [
             "/api/tasks?status=Paid&status=Created",
             "/api/tasks?capability=Haiku%20Write",
