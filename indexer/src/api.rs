@@ -9,6 +9,8 @@
 //! with 400, never ignored (a misspelt filter would otherwise answer every
 //! task).
 
+use std::sync::Arc;
+
 use axum::{
     Json, Router,
     extract::State,
@@ -18,13 +20,10 @@ use axum::{
     routing::get,
 };
 use serde_json::{Value, json};
+use tessera_bindings::envelope::BlobStore;
 use tessera_http::limits::{self, StreamGate};
 use tessera_http::{Path, Query};
 use tokio::sync::{broadcast, watch};
-
-use std::sync::Arc;
-
-use tessera_bindings::envelope::BlobStore;
 
 use crate::{
     ingest::{Progress, Update},
@@ -209,6 +208,7 @@ fn checksummed(what: &str, address: &str) -> Result<String, ApiError> {
         .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("{what} {address:?}: {e}")))
 }
 
+/// A 400 saying `message`.
 fn bad(message: String) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, message)
 }
