@@ -13,11 +13,14 @@
 //!   rows, and the codecs between values and columns.
 //! - [`derive`]: the pure folds of a task and an agent.
 //! - [`api`]: the read API over the store, with its OpenAPI document.
+//! - [`content`]: what the URIs events carry hold (envelopes, results,
+//!   reasons, rationales), decoded for the API.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod api;
+pub mod content;
 pub mod derive;
 pub mod fetch;
 pub mod ingest;
