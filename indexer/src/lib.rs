@@ -13,6 +13,8 @@
 //!   rows, and the codecs between values and columns.
 //! - [`derive`]: the pure folds of a task and an agent.
 //! - [`api`]: the read API over the store, with its OpenAPI document.
+//! - [`webhooks`]: subscribers' filters, signed deliveries from a durable
+//!   outbox, their registration routes.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
@@ -24,6 +26,7 @@ pub mod ingest;
 pub mod metrics;
 pub mod render;
 pub mod store;
+pub mod webhooks;
 
 pub use ingest::{Indexer, IndexerConfig};
 pub use store::IndexStore;
