@@ -36,6 +36,8 @@ pub mod rows;
 mod writes;
 
 #[cfg(test)]
+mod outbox_tests;
+#[cfg(test)]
 mod tests;
 
 use alloy::{primitives::B256, rpc::types::Log};
