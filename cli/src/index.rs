@@ -8,7 +8,7 @@ use eyre::{Context, Result};
 use serde_json::Value;
 use tessera_bindings::client::connect;
 use tessera_http::tasks::Tasks;
-use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
+use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api, webhooks};
 
 use crate::work::TaskOutput;
 
@@ -43,7 +43,57 @@ pub(crate) struct IndexerRun {
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
     #[command(flatten)]
+    webhooks: WebhookArgs,
+    #[command(flatten)]
     limits: crate::cli::Limits,
+}
+
+/// How webhook deliveries are made (registration needs a bearer token:
+/// TESSERA_INDEXER_TOKEN for `tessera indexer run`, TESSERA_API_TOKEN for
+/// `tessera serve`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct WebhookArgs {
+    /// Pending deliveries a webhook keeps at most; past it the oldest are
+    /// dropped (and counted in its `dropped`).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(i64).range(1..=10_000_000))]
+    webhook_max_pending: i64,
+    /// Milliseconds one delivery request may take.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=300_000))]
+    webhook_timeout_ms: u64,
+    /// Requests in flight per webhook at most.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+    webhook_concurrency: u64,
+}
+
+impl WebhookArgs {
+    /// The webhook routes over `ix`'s store, guarded by `token` (from the
+    /// variable `variable`; none turns them off).
+    pub(crate) fn routes(
+        &self,
+        ix: &Indexer,
+        token: Option<String>,
+        variable: &'static str,
+        timeout: Duration,
+    ) -> axum::Router {
+        let store = ix.store().clone();
+        store.set_max_pending(self.webhook_max_pending);
+        let auth = webhooks::routes::WebhookAuth::new(token, variable);
+        webhooks::routes::router(store, auth, timeout)
+    }
+
+    /// Starts the delivery loop of `ix`'s outbox, critical under `tasks`:
+    /// a loop that died would stop every delivery while the service looked
+    /// healthy; the outbox is durable, so the restart a critical failure
+    /// asks for loses nothing.
+    pub(crate) fn spawn(&self, ix: &Indexer, tasks: &mut Tasks) {
+        let cfg = webhooks::deliver::DeliveryConfig {
+            timeout: Duration::from_millis(self.webhook_timeout_ms),
+            per_webhook: usize::try_from(self.webhook_concurrency).unwrap_or(4),
+            ..webhooks::deliver::DeliveryConfig::default()
+        };
+        let stop = tasks.root().clone().cancelled_owned();
+        tasks.spawn_critical("webhooks", webhooks::deliver::run(ix.store().clone(), cfg, stop));
+    }
 }
 
 /// `tessera tasks …`.
@@ -127,7 +177,10 @@ pub(crate) async fn run(
     // it fetched at /blobs/{hash}, outside its OpenAPI document.
     let timeout = gate.limits().request_timeout;
     let ops = api::ops(&indexer).ready_when("tasks", tasks.health().check());
-    let mut app = api::of(&indexer, gate.clone()).merge(ops.router(timeout));
+    let token = std::env::var("TESSERA_INDEXER_TOKEN").ok();
+    let hooks = a.webhooks.routes(&indexer, token, "TESSERA_INDEXER_TOKEN", timeout);
+    a.webhooks.spawn(&indexer, &mut tasks);
+    let mut app = api::of(&indexer, gate.clone()).merge(hooks).merge(ops.router(timeout));
     if let Some(blobs) = indexer.blobs() {
         app = app.merge(tessera_http::blobs::router(Arc::clone(blobs)).layer(
             axum::middleware::from_fn_with_state(timeout, tessera_http::limits::request_timeout),
