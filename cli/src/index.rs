@@ -18,6 +18,70 @@ pub(crate) enum IndexerCommand {
     /// Index every escrow and registry event from the deploy block, follow
     /// the head, and serve the read API.
     Run(IndexerRun),
+    /// Manage an indexer's webhook subscribers (docs/indexer.md#webhooks).
+    #[command(subcommand, after_help = crate::client::EXIT_CODES)]
+    Webhooks(WebhooksCommand),
+}
+
+/// Where the indexer's API is, and its token.
+#[derive(Debug, Args)]
+pub(crate) struct WebhookTarget {
+    /// Indexer API base URL: a standalone `tessera indexer run`, or
+    /// `tessera serve`'s embedded one at http://127.0.0.1:8080/index.
+    #[arg(
+        long = "indexer-url",
+        value_name = "URL",
+        env = "TESSERA_INDEXER_URL",
+        default_value = "http://127.0.0.1:8090"
+    )]
+    indexer: String,
+    /// The bearer token the indexer was started with (TESSERA_INDEXER_TOKEN;
+    /// serve's TESSERA_API_TOKEN for its embedded index).
+    #[arg(long, env = "TESSERA_INDEXER_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+/// `tessera indexer webhooks …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WebhooksCommand {
+    /// Register a subscriber: prints its id and the secret deliveries are
+    /// signed with (shown this once).
+    Add {
+        /// Where deliveries are POSTed (http or https).
+        url: String,
+        /// Only events of tasks of this plan (0x + 64 hex).
+        #[arg(long)]
+        plan: Option<String>,
+        /// Only this agent's registry events and its tasks' events.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only events of tasks this address funded.
+        #[arg(long)]
+        funder: Option<String>,
+        /// Only these event names (repeat: --kind TaskCreated --kind TaskSettled).
+        #[arg(long = "kind", value_name = "NAME")]
+        kinds: Vec<String>,
+        #[command(flatten)]
+        target: WebhookTarget,
+        /// Print the indexer's JSON reply.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the subscribers with their pending and dropped deliveries.
+    List {
+        #[command(flatten)]
+        target: WebhookTarget,
+        /// Print the indexer's JSON reply.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a subscriber and its pending deliveries.
+    Rm {
+        /// The subscriber's id (wh_…).
+        id: String,
+        #[command(flatten)]
+        target: WebhookTarget,
+    },
 }
 
 /// Where the indexer reads and writes.
@@ -155,7 +219,10 @@ pub(crate) async fn run(
     cmd: IndexerCommand,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let IndexerCommand::Run(a) = cmd;
+    let a = match cmd {
+        IndexerCommand::Run(a) => a,
+        IndexerCommand::Webhooks(cmd) => return manage_webhooks(cmd).await,
+    };
     // One writer per SQLite file, for as long as this one runs.
     let _lock = tessera_orchestrator::store::lock_sqlite(&a.database_url).wrap_err_with(|| {
         format!("opening the index store {}", crate::orchestrate::redact(&a.database_url))
@@ -203,6 +270,92 @@ pub(crate) async fn run(
     });
     crate::serving::supervise(tasks, shutdown).await?;
     println!("indexer stopped");
+    Ok(())
+}
+
+/// One call of the webhook routes: the JSON answer, or the failure as
+/// the orchestrator client's exit codes say.
+async fn webhook_call(
+    target: &WebhookTarget,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value> {
+    let base = target.indexer.trim_end_matches('/');
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{base}/api/webhooks{path}"))
+        .bearer_auth(target.token.trim());
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| crate::client::ApiError::unreachable(base, &e).of("indexer"))?;
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        let message = body["error"].as_str().unwrap_or("no details").to_owned();
+        return Err(crate::client::ApiError::from_status(status.as_u16(), message)
+            .of("indexer")
+            .into());
+    }
+    Ok(body)
+}
+
+/// `tessera indexer webhooks add|list|rm`.
+async fn manage_webhooks(cmd: WebhooksCommand) -> Result<()> {
+    match cmd {
+        WebhooksCommand::Add { url, plan, agent, funder, kinds, target, json } => {
+            let filter = serde_json::json!({
+                "plan": plan, "agent": agent, "funder": funder, "kinds": kinds,
+            });
+            let filter: serde_json::Map<String, Value> = filter
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let body = serde_json::json!({ "url": url, "filter": filter });
+            let made = webhook_call(&target, reqwest::Method::POST, "", Some(body)).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&made)?);
+            } else {
+                println!(
+                    "webhook {} → {}",
+                    made["id"].as_str().unwrap_or("?"),
+                    made["url"].as_str().unwrap_or("?")
+                );
+                println!("secret (shown this once): {}", made["secret"].as_str().unwrap_or("?"));
+            }
+        }
+        WebhooksCommand::List { target, json } => {
+            let listed = webhook_call(&target, reqwest::Method::GET, "", None).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&listed)?);
+                return Ok(());
+            }
+            let hooks = listed["webhooks"].as_array().cloned().unwrap_or_default();
+            if hooks.is_empty() {
+                println!("no webhooks");
+            }
+            for h in hooks {
+                println!(
+                    "{}  {}  filter {}  pending {}  dropped {}",
+                    h["id"].as_str().unwrap_or("?"),
+                    h["url"].as_str().unwrap_or("?"),
+                    h["filter"],
+                    h["pending"],
+                    h["dropped"]
+                );
+            }
+        }
+        WebhooksCommand::Rm { id, target } => {
+            webhook_call(&target, reqwest::Method::DELETE, &format!("/{id}"), None).await?;
+            println!("webhook {id} removed");
+        }
+    }
     Ok(())
 }
 

@@ -60,11 +60,8 @@ impl Receiver {
 }
 
 async fn hook(State(r): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let key = headers
-        .get(DELIVERY_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let key =
+        headers.get(DELIVERY_HEADER).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let signature = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
     let good = verify(SECRET.as_bytes(), &body, signature);
     let payload: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -137,9 +134,8 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// The key of every escrow event of `plan`'s tasks on the chain now.
 async fn plan_keys(env: &TestEnv, plan: B256) -> BTreeSet<String> {
-    let filter = Filter::new()
-        .address(env.deployment.task_escrow)
-        .from_block(env.deployment.deploy_block);
+    let filter =
+        Filter::new().address(env.deployment.task_escrow).from_block(env.deployment.deploy_block);
     let logs = env.provider.get_logs(&filter).await.unwrap();
     let mut tasks = BTreeSet::new();
     let mut keys = BTreeSet::new();
@@ -159,12 +155,7 @@ async fn plan_keys(env: &TestEnv, plan: B256) -> BTreeSet<String> {
 }
 
 fn key_of(env: &TestEnv, log: &alloy::rpc::types::Log) -> String {
-    format!(
-        "{}:{}:{}",
-        env.deployment.chain_id,
-        log.block_hash.unwrap(),
-        log.log_index.unwrap()
-    )
+    format!("{}:{}:{}", env.deployment.chain_id, log.block_hash.unwrap(), log.log_index.unwrap())
 }
 
 #[tokio::test]
@@ -233,7 +224,8 @@ async fn every_event_once_by_key_across_a_kill_and_a_reorg() {
     assert_eq!(d1.len(), 1);
     let d1 = d1[0].clone();
     until("d1's delivery", || recv.kept().contains(&d1)).await;
-    let _: Value = env.provider.raw_request("anvil_reorg".into(), (1u64, Vec::<Value>::new())).await.unwrap();
+    let _: Value =
+        env.provider.raw_request("anvil_reorg".into(), (1u64, Vec::<Value>::new())).await.unwrap();
     assert_eq!(plan_keys(&env, plan).await, wanted, "d1 is gone from the chain");
     let retracted = format!("{d1}:retracted");
     until("d1's retraction", || recv.kept().contains(&retracted)).await;
@@ -261,8 +253,25 @@ async fn every_event_once_by_key_across_a_kill_and_a_reorg() {
         http.get(&hooks).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
     assert_eq!(listed["webhooks"][0]["pending"], 0, "{listed}");
     assert_eq!(listed["webhooks"][0]["dropped"], 0, "{listed}");
+    // The command line lists and removes it.
     let id = made["id"].as_str().unwrap();
-    let resp = http.delete(format!("{base}/api/webhooks/{id}")).bearer_auth(TOKEN).send().await.unwrap();
-    assert_eq!(resp.status(), 204);
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["indexer", "webhooks"])
+            .args(args)
+            .args(["--indexer-url", &base])
+            .env("TESSERA_INDEXER_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = cli(&["list"]);
+    assert!(listed.contains(id) && listed.contains(&url), "{listed}");
+    assert!(!listed.contains(SECRET), "{listed}");
+    assert!(cli(&["rm", id]).contains("removed"));
+    let listed: Value =
+        http.get(&hooks).bearer_auth(TOKEN).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["webhooks"], json!([]), "{listed}");
     drop(ix);
 }

@@ -298,7 +298,8 @@ pub(crate) async fn serve(
         let admin = Some(token.clone()).filter(|t| !t.is_empty());
         let timeout = gate.limits().request_timeout;
         let hooks = args.webhooks.routes(&ix, admin, "TESSERA_API_TOKEN", timeout);
-        nested.push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone()).merge(hooks)));
+        nested
+            .push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone()).merge(hooks)));
         indexer = Some(ix);
     }
     let config = ServiceConfig {

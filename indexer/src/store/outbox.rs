@@ -284,7 +284,12 @@ impl IndexStore {
                 .bind(webhook)
                 .execute(&mut **tx)
                 .await?;
-            tracing::warn!(webhook, dropped, max, "webhook deliveries past the bound; oldest dropped");
+            tracing::warn!(
+                webhook,
+                dropped,
+                max,
+                "webhook deliveries past the bound; oldest dropped"
+            );
         }
         Ok(written)
     }
@@ -422,7 +427,13 @@ impl IndexStore {
             .fetch_all(&self.api)
             .await?;
         rows.iter()
-            .map(|r| Ok(Target { id: r.try_get("id")?, url: r.try_get("url")?, secret: r.try_get("secret")? }))
+            .map(|r| {
+                Ok(Target {
+                    id: r.try_get("id")?,
+                    url: r.try_get("url")?,
+                    secret: r.try_get("secret")?,
+                })
+            })
             .collect()
     }
 

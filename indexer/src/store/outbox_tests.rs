@@ -49,7 +49,10 @@ fn accepted(id: u64) -> E::TaskAccepted {
 
 fn at<T: SolEvent>(ev: &T, block: u64, index: u64) -> Log {
     Log {
-        inner: alloy::primitives::Log { address: Address::repeat_byte(1), data: ev.encode_log_data() },
+        inner: alloy::primitives::Log {
+            address: Address::repeat_byte(1),
+            data: ev.encode_log_data(),
+        },
         block_number: Some(block),
         block_hash: Some(B256::repeat_byte(block as u8)),
         log_index: Some(index),

@@ -137,11 +137,18 @@ impl WebhookFilter {
         hex(&mut self.agent, "agent", 40)?;
         hex(&mut self.funder, "funder", 40)?;
         if self.kinds.len() > KINDS.len() {
-            return Err(format!("filter.kinds lists {} names; at most {}", self.kinds.len(), KINDS.len()));
+            return Err(format!(
+                "filter.kinds lists {} names; at most {}",
+                self.kinds.len(),
+                KINDS.len()
+            ));
         }
         for k in &self.kinds {
             if !KINDS.contains(&k.as_str()) {
-                return Err(format!("filter.kinds: {k:?} is not an event name (one of {})", KINDS.join(", ")));
+                return Err(format!(
+                    "filter.kinds: {k:?} is not an event name (one of {})",
+                    KINDS.join(", ")
+                ));
             }
         }
         self.kinds.sort();
@@ -158,7 +165,10 @@ pub fn check_url(url: &str) -> Result<reqwest::Url, String> {
     }
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("url {url:?} is not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("url {url:?}: the scheme must be http or https, not {}", parsed.scheme()));
+        return Err(format!(
+            "url {url:?}: the scheme must be http or https, not {}",
+            parsed.scheme()
+        ));
     }
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(format!("url {url:?} has no host"));
@@ -301,7 +311,8 @@ mod tests {
         assert!(f(None, None, Some("0xF1"), &["TaskCreated", "TaskSettled"]).matches(&e));
         assert!(!f(None, None, Some("0xf1"), &["TaskSettled"]).matches(&e));
         assert!(!f(Some("0xaa"), None, Some("0xf2"), &[]).matches(&e), "every part must match");
-        let registry = EventFacts { kind: "AgentPaused", agent: Some("0xe1"), ..EventFacts::default() };
+        let registry =
+            EventFacts { kind: "AgentPaused", agent: Some("0xe1"), ..EventFacts::default() };
         assert!(f(None, Some("0xe1"), None, &[]).matches(&registry));
         assert!(!f(Some("0xaa"), None, None, &[]).matches(&registry), "no plan: no match");
         assert!(!f(None, None, Some("0xf1"), &[]).matches(&registry));
@@ -320,10 +331,25 @@ mod tests {
         assert_eq!(ok.plan.unwrap(), format!("0x{}", "ab".repeat(32)));
         assert_eq!(ok.kinds, ["TaskCreated", "TaskSettled"]);
         let bad = |f: WebhookFilter| f.checked().unwrap_err();
-        assert!(bad(WebhookFilter { plan: Some("0x12".into()), ..Default::default() }).contains("filter.plan"));
-        assert!(bad(WebhookFilter { agent: Some(format!("{}", "1".repeat(42))), ..Default::default() }).contains("filter.agent"));
-        assert!(bad(WebhookFilter { funder: Some(format!("0x{}", "g".repeat(40))), ..Default::default() }).contains("filter.funder"));
-        assert!(bad(WebhookFilter { kinds: vec!["TaskEaten".into()], ..Default::default() }).contains("TaskEaten"));
+        assert!(
+            bad(WebhookFilter { plan: Some("0x12".into()), ..Default::default() })
+                .contains("filter.plan")
+        );
+        assert!(
+            bad(WebhookFilter { agent: Some(format!("{}", "1".repeat(42))), ..Default::default() })
+                .contains("filter.agent")
+        );
+        assert!(
+            bad(WebhookFilter {
+                funder: Some(format!("0x{}", "g".repeat(40))),
+                ..Default::default()
+            })
+            .contains("filter.funder")
+        );
+        assert!(
+            bad(WebhookFilter { kinds: vec!["TaskEaten".into()], ..Default::default() })
+                .contains("TaskEaten")
+        );
 
         assert!(check_url("https://hooks.example.org/tessera?x=1").is_ok());
         assert!(check_url("http://127.0.0.1:9000/").is_ok());

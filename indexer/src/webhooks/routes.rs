@@ -104,7 +104,10 @@ async fn authenticate(State(s): State<WebhookState>, req: Request, next: Next) -
         Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "invalid bearer token").into_response(),
         None => ApiError::new(
             StatusCode::UNAUTHORIZED,
-            format!("missing bearer token: send Authorization: Bearer <the {} value>", s.auth.variable),
+            format!(
+                "missing bearer token: send Authorization: Bearer <the {} value>",
+                s.auth.variable
+            ),
         )
         .into_response(),
     }
@@ -158,7 +161,9 @@ async fn remove(
         && id.starts_with("wh_")
         && id[3..].bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     if !well_formed {
-        return Err(ApiError::bad_request(format!("{id:?} is not a webhook id (wh_ and 24 hex digits)")));
+        return Err(ApiError::bad_request(format!(
+            "{id:?} is not a webhook id (wh_ and 24 hex digits)"
+        )));
     }
     if s.store.remove_webhook(&id).await.map_err(|e| internal(&e))? {
         tracing::info!(webhook = id, "webhook removed");
@@ -183,7 +188,13 @@ mod tests {
         (router(store.clone(), auth, Duration::from_secs(5)), store)
     }
 
-    async fn call(app: &Router, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+    async fn call(
+        app: &Router,
+        method: &str,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
         let mut req = axum::http::Request::builder().method(method).uri(uri);
         if let Some(t) = token {
             req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
@@ -204,7 +215,11 @@ mod tests {
     #[tokio::test]
     async fn without_a_token_configured_the_routes_say_how_to_turn_them_on() {
         let (app, _) = app(None).await;
-        for (method, uri) in [("GET", "/api/webhooks"), ("POST", "/api/webhooks"), ("DELETE", "/api/webhooks/wh_000000000000000000000000")] {
+        for (method, uri) in [
+            ("GET", "/api/webhooks"),
+            ("POST", "/api/webhooks"),
+            ("DELETE", "/api/webhooks/wh_000000000000000000000000"),
+        ] {
             let (status, body) = call(&app, method, uri, Some("anything"), None).await;
             assert_eq!(status, StatusCode::FORBIDDEN, "{method} {uri}: {body}");
             assert!(body["error"].as_str().unwrap().contains("TESSERA_INDEXER_TOKEN"), "{body}");
@@ -217,7 +232,8 @@ mod tests {
         let good = json!({"url": "http://127.0.0.1:9/hook", "filter": {"kinds": ["TaskSettled"]}});
         let (status, body) = call(&app, "POST", "/api/webhooks", None, Some(good.clone())).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-        let (status, body) = call(&app, "POST", "/api/webhooks", Some("wrong"), Some(good.clone())).await;
+        let (status, body) =
+            call(&app, "POST", "/api/webhooks", Some("wrong"), Some(good.clone())).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
         for (bad, says) in [
             (json!({"url": "ftp://example.org/"}), "scheme"),
@@ -226,12 +242,19 @@ mod tests {
             (json!({"url": "http://h/", "filter": {"kinds": ["Nope"]}}), "Nope"),
             (json!({"url": "http://h/", "secret": "short"}), "secret"),
         ] {
-            let (status, body) = call(&app, "POST", "/api/webhooks", Some(TOKEN), Some(bad.clone())).await;
+            let (status, body) =
+                call(&app, "POST", "/api/webhooks", Some(TOKEN), Some(bad.clone())).await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
             assert!(body["error"].as_str().unwrap().contains(says), "{bad}: {body}");
         }
-        let (status, body) =
-            call(&app, "POST", "/api/webhooks", Some(TOKEN), Some(json!({"url": "http://h/", "colour": 1}))).await;
+        let (status, body) = call(
+            &app,
+            "POST",
+            "/api/webhooks",
+            Some(TOKEN),
+            Some(json!({"url": "http://h/", "colour": 1})),
+        )
+        .await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
 
         let (status, made) = call(&app, "POST", "/api/webhooks", Some(TOKEN), Some(good)).await;
@@ -253,9 +276,11 @@ mod tests {
 
         let (status, body) = call(&app, "DELETE", "/api/webhooks/nope", Some(TOKEN), None).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        let (status, _) = call(&app, "DELETE", &format!("/api/webhooks/{id}"), Some(TOKEN), None).await;
+        let (status, _) =
+            call(&app, "DELETE", &format!("/api/webhooks/{id}"), Some(TOKEN), None).await;
         assert_eq!(status, StatusCode::NO_CONTENT);
-        let (status, body) = call(&app, "DELETE", &format!("/api/webhooks/{id}"), Some(TOKEN), None).await;
+        let (status, body) =
+            call(&app, "DELETE", &format!("/api/webhooks/{id}"), Some(TOKEN), None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
         let (_, listed) = call(&app, "GET", "/api/webhooks", Some(TOKEN), None).await;
         assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1, "{listed}");
