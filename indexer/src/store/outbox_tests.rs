@@ -128,7 +128,7 @@ async fn outbox_round(url: &str) {
     assert_eq!(keys(&store, "a").await, [key(2, 4)], "the retraction waits for the event");
     store.delivery_done("a", &key(2, 4), 2_000).await.unwrap();
     let retracted = format!("{}:retracted", key(2, 4));
-    assert_eq!(keys(&store, "a").await, [retracted.clone()]);
+    assert_eq!(keys(&store, "a").await, std::slice::from_ref(&retracted));
     let due = store.due_deliveries("a", i64::MAX, 10).await.unwrap();
     let body: Value = serde_json::from_str(&due[0].payload).unwrap();
     assert_eq!(body["kind"], "retracted");
@@ -136,11 +136,11 @@ async fn outbox_round(url: &str) {
     assert_eq!(body["retracts"], key(2, 4).as_str());
     assert_eq!(body["event"]["name"], "TaskAccepted");
     store.delivery_done("b", &key(2, 4), 6_000).await.unwrap();
-    assert_eq!(keys(&store, "b").await, [retracted.clone()]);
+    assert_eq!(keys(&store, "b").await, std::slice::from_ref(&retracted));
     assert!(keys(&store, "d").await == [key(1, 0)], "nothing of d's was rolled back");
     // A second rollback over the same blocks retracts nothing twice.
     store.rollback(2, 2, None).await.unwrap();
-    assert_eq!(keys(&store, "a").await, [retracted.clone()]);
+    assert_eq!(keys(&store, "a").await, std::slice::from_ref(&retracted));
 
     // The bound: past it the oldest pending go, and are counted.
     store.set_max_pending(2);

@@ -336,7 +336,7 @@ mod tests {
                 .contains("filter.plan")
         );
         assert!(
-            bad(WebhookFilter { agent: Some(format!("{}", "1".repeat(42))), ..Default::default() })
+            bad(WebhookFilter { agent: Some("1".repeat(42)), ..Default::default() })
                 .contains("filter.agent")
         );
         assert!(
