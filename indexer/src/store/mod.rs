@@ -36,7 +36,7 @@ pub mod rows;
 mod writes;
 
 #[cfg(test)]
-mod outbox_tests;
+pub(crate) mod outbox_tests;
 #[cfg(test)]
 mod tests;
 

@@ -16,7 +16,7 @@ use crate::webhooks::WebhookFilter;
 
 const CHAIN: u64 = 31_337;
 
-fn created(id: u64, funder: u8) -> E::TaskCreated {
+pub(crate) fn created(id: u64, funder: u8) -> E::TaskCreated {
     E::TaskCreated {
         taskId: U256::from(id),
         planId: keccak256("plan"),
@@ -47,7 +47,7 @@ fn accepted(id: u64) -> E::TaskAccepted {
     E::TaskAccepted { taskId: U256::from(id), executor: Address::repeat_byte(3), at: U40::from(5) }
 }
 
-fn at<T: SolEvent>(ev: &T, block: u64, index: u64) -> Log {
+pub(crate) fn at<T: SolEvent>(ev: &T, block: u64, index: u64) -> Log {
     Log {
         inner: alloy::primitives::Log {
             address: Address::repeat_byte(1),
@@ -60,7 +60,7 @@ fn at<T: SolEvent>(ev: &T, block: u64, index: u64) -> Log {
     }
 }
 
-fn batch(block: u64, logs: Vec<Log>) -> Batch {
+pub(crate) fn batch(block: u64, logs: Vec<Log>) -> Batch {
     Batch { from: block, to: block, logs, ..Batch::default() }
 }
 

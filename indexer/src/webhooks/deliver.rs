@@ -204,3 +204,115 @@ async fn settle(
         tracing::warn!(webhook = a.webhook, key = a.key, error = %e, "recording a webhook attempt");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use axum::{body::Bytes, extract::State, http::HeaderMap, http::StatusCode, routing::post};
+
+    use super::*;
+    use crate::{
+        store::outbox_tests::{at, batch, created},
+        webhooks::{WebhookFilter, verify},
+    };
+
+    const SECRET: &str = "a-secret-for-the-loop";
+
+    /// Requests seen: key, signature good, timestamp present.
+    type Seen = Arc<Mutex<Vec<(String, bool, bool)>>>;
+
+    /// A receiver that answers 500 to its very first request, then 200.
+    async fn receiver() -> (Seen, String) {
+        async fn hook(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -> StatusCode {
+            let h = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+            let good = verify(SECRET.as_bytes(), &body, &h(SIGNATURE_HEADER));
+            let stamped = h(TIMESTAMP_HEADER).parse::<i64>().is_ok();
+            let mut seen = seen.lock().unwrap();
+            seen.push((h(DELIVERY_HEADER), good, stamped));
+            if seen.len() == 1 { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK }
+        }
+        let seen = Seen::default();
+        let app = axum::Router::new().route("/", post(hook)).with_state(Arc::clone(&seen));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (seen, url)
+    }
+
+    /// A server that accepts every connection and never answers.
+    async fn tarpit() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((conn, _)) = listener.accept().await {
+                held.push(conn);
+            }
+        });
+        url
+    }
+
+    /// A dead subscriber (a tarpit) neither holds up a live one nor the
+    /// batches written beside the loop; a failed attempt is tried again;
+    /// every request is signed and stamped.
+    #[tokio::test]
+    async fn a_dead_endpoint_holds_up_nobody_and_failures_are_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("index.db").display());
+        let store = IndexStore::connect(&url).await.unwrap();
+        store.set_chain_id(31_337);
+        let (seen, live) = receiver().await;
+        let dead = tarpit().await;
+        let every = WebhookFilter::default();
+        store.add_webhook("dead", &dead, SECRET, &every).await.unwrap();
+        store.add_webhook("live", &live, SECRET, &every).await.unwrap();
+
+        let cfg = DeliveryConfig {
+            timeout: Duration::from_millis(300),
+            base_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            per_webhook: 2,
+            poll: Duration::from_millis(200),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let loop_ = tokio::spawn(run(store.clone(), cfg, async {
+            let _ = stopped.await;
+        }));
+        let mut keys = Vec::new();
+        for block in 1..=5u64 {
+            let started = std::time::Instant::now();
+            let applied = store.apply(&batch(block, vec![at(&created(block, 2), block, 0)])).await;
+            assert_eq!(applied.unwrap().deliveries, 2);
+            assert!(started.elapsed() < Duration::from_secs(1), "a batch does not wait");
+            keys.push(crate::store::outbox::event_key(
+                31_337,
+                &alloy::primitives::B256::repeat_byte(block as u8).to_string(),
+                0,
+            ));
+        }
+        let got = || {
+            let seen = seen.lock().unwrap();
+            keys.iter().all(|k| seen.iter().filter(|s| &s.0 == k).count() >= 1)
+                && seen.len() > keys.len()
+        };
+        for _ in 0..100 {
+            if got() && store.webhooks().await.unwrap().iter().any(|h| h.id == "live" && h.pending == 0) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let hooks = store.webhooks().await.unwrap();
+        let live = hooks.iter().find(|h| h.id == "live").unwrap();
+        let dead = hooks.iter().find(|h| h.id == "dead").unwrap();
+        assert_eq!(live.pending, 0, "every delivery to the live subscriber is done: {hooks:?}");
+        assert_eq!(dead.pending, 5, "the dead one's wait: {hooks:?}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 6, "five deliveries and the retry of the refused one: {seen:?}");
+        assert!(seen.iter().all(|(_, good, stamped)| *good && *stamped), "{seen:?}");
+        let retried = &seen[0].0;
+        assert_eq!(seen.iter().filter(|s| &s.0 == retried).count(), 2, "{seen:?}");
+        let _ = stop.send(());
+        tokio::time::timeout(Duration::from_secs(5), loop_).await.unwrap().unwrap();
+    }
+}
