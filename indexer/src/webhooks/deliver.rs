@@ -297,7 +297,9 @@ mod tests {
                 && seen.len() > keys.len()
         };
         for _ in 0..100 {
-            if got() && store.webhooks().await.unwrap().iter().any(|h| h.id == "live" && h.pending == 0) {
+            if got()
+                && store.webhooks().await.unwrap().iter().any(|h| h.id == "live" && h.pending == 0)
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
