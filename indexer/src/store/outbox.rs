@@ -48,7 +48,7 @@ impl Default for Outbox {
 }
 
 /// A subscriber as the delivery loop needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Target {
     /// Its id.
     pub id: String,
@@ -56,6 +56,13 @@ pub struct Target {
     pub url: String,
     /// The HMAC key.
     pub secret: String,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret is never shown; the URL may carry a token of its own.
+        f.debug_struct("Target").field("id", &self.id).finish_non_exhaustive()
+    }
 }
 
 /// A delivery due.
@@ -466,16 +473,6 @@ impl IndexStore {
                 })
             })
             .collect()
-    }
-
-    /// When the next pending delivery falls due (ms), if any is pending.
-    pub async fn next_delivery_at(&self) -> Result<Option<i64>, DbError> {
-        Ok(sqlx::query(
-            "SELECT MIN(next_attempt_at) AS next FROM ix_deliveries WHERE delivered_at IS NULL",
-        )
-        .fetch_one(&self.api)
-        .await?
-        .try_get("next")?)
     }
 
     /// Marks a delivery done at `now` (ms).
