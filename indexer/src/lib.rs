@@ -15,11 +15,14 @@
 //! - [`api`]: the read API over the store, with its OpenAPI document.
 //! - [`webhooks`]: subscribers' filters, signed deliveries from a durable
 //!   outbox, their registration routes.
+//! - [`content`]: what the URIs events carry hold (envelopes, results,
+//!   reasons, rationales), decoded for the API.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod api;
+pub mod content;
 pub mod derive;
 pub mod fetch;
 pub mod ingest;

@@ -141,20 +141,76 @@ pub struct Reorg {
     pub affected_tasks: Vec<String>,
 }
 
-/// Filters of the task list.
+/// Filters of the task list; every one given must hold. A query naming
+/// anything else is refused (`deny_unknown_fields`), so a misspelt filter
+/// is an error, not a list of every task.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskFilter {
     /// Status name (`Paid`, `Disputed`, …).
     pub status: Option<String>,
+    /// Executor address (compared as checksummed, the form stored).
+    pub executor: Option<String>,
+    /// Client address.
+    pub client: Option<String>,
+    /// Funder address (the sponsor of a plan's own tasks; an agent for the
+    /// tasks it hires for).
+    pub funder: Option<String>,
+    /// Plan id.
+    pub plan: Option<String>,
+    /// Parent task id (decimal).
+    pub parent: Option<String>,
+    /// Capability name the task was created for.
+    pub capability: Option<String>,
+    /// Created at or after this chain time (unix seconds).
+    pub since: Option<i64>,
+    /// Created before this chain time (unix seconds).
+    pub until: Option<i64>,
+    /// Changed (last event folded) at or after this block.
+    pub changed_since_block: Option<i64>,
+    /// Ever disputed (`true`) or never (`false`).
+    pub disputed: Option<bool>,
+    /// Continue after this task id (from the previous page's `next`).
+    pub cursor: Option<String>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// Filters of the disputes list; unknown parameters are refused.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DisputeFilter {
+    /// Where the dispute stands: `awaiting_ruling`, `appealable`,
+    /// `awaiting_appeal_ruling` or `settled`.
+    pub state: Option<String>,
+    /// Ruled in favour of: `worker`, `client` or `split` (the final
+    /// ruling: the appeal's when there is one).
+    pub verdict: Option<String>,
+    /// Ever appealed.
+    pub appealed: Option<bool>,
     /// Executor address.
     pub executor: Option<String>,
     /// Client address.
     pub client: Option<String>,
     /// Plan id.
     pub plan: Option<String>,
-    /// Continue after this task id (from the previous page's `next`).
+    /// Continue after this position (from the previous page's `next`).
     pub cursor: Option<String>,
     /// Page size (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// Filters of the agents list; unknown parameters are refused.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFilter {
+    /// Registry status: `active`, `paused` or `left`.
+    pub status: Option<String>,
+    /// Offers this capability (an active or paused agent's offers).
+    pub capability: Option<String>,
+    /// Continue after this address (from the previous page's `next`).
+    pub cursor: Option<String>,
+    /// Page size (default and most: 500).
     pub limit: Option<i64>,
 }
 
