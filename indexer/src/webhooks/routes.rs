@@ -15,7 +15,7 @@ use axum::{
 };
 use serde::Deserialize;
 use serde_json::json;
-use tessera_http::{ApiError, Json, Path, limits};
+use tessera_http::{ApiError, Json, Path, Query, limits};
 
 use super::{MAX_WEBHOOKS, WebhookFilter, check_secret, check_url, new_id, new_secret};
 use crate::store::IndexStore;
@@ -56,6 +56,11 @@ struct WebhookState {
     store: IndexStore,
     auth: WebhookAuth,
 }
+
+/// No query parameters: one given is refused, never ignored.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
 
 /// A registration.
 #[derive(Debug, Deserialize)]
@@ -124,6 +129,7 @@ fn internal(e: &tessera_db::DbError) -> ApiError {
 
 async fn add(
     State(s): State<WebhookState>,
+    Query(NoParams {}): Query<NoParams>,
     Json(req): Json<NewWebhook>,
 ) -> Result<Response, ApiError> {
     let url = check_url(req.url.trim()).map_err(ApiError::bad_request)?;
@@ -148,7 +154,10 @@ async fn add(
     Ok((StatusCode::CREATED, axum::Json(body)).into_response())
 }
 
-async fn list(State(s): State<WebhookState>) -> Result<Response, ApiError> {
+async fn list(
+    State(s): State<WebhookState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Response, ApiError> {
     let hooks = s.store.webhooks().await.map_err(|e| internal(&e))?;
     Ok(axum::Json(json!({ "webhooks": hooks })).into_response())
 }
@@ -156,6 +165,7 @@ async fn list(State(s): State<WebhookState>) -> Result<Response, ApiError> {
 async fn remove(
     State(s): State<WebhookState>,
     Path(id): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
 ) -> Result<StatusCode, ApiError> {
     let well_formed = id.len() == 27
         && id.starts_with("wh_")
@@ -284,6 +294,8 @@ mod tests {
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
         let (_, listed) = call(&app, "GET", "/api/webhooks", Some(TOKEN), None).await;
         assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1, "{listed}");
+        let (status, body) = call(&app, "GET", "/api/webhooks?all=1", Some(TOKEN), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
         let (status, body) = call(&app, "PUT", "/api/webhooks", Some(TOKEN), None).await;
         assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{body}");
     }
