@@ -13,6 +13,8 @@
 //!   rows, and the codecs between values and columns.
 //! - [`derive`]: the pure folds of a task and an agent.
 //! - [`api`]: the read API over the store, with its OpenAPI document.
+//! - [`webhooks`]: subscribers' filters, signed deliveries from a durable
+//!   outbox, their registration routes.
 //! - [`content`]: what the URIs events carry hold (envelopes, results,
 //!   reasons, rationales), decoded for the API.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
@@ -27,6 +29,7 @@ pub mod ingest;
 pub mod metrics;
 pub mod render;
 pub mod store;
+pub mod webhooks;
 
 pub use ingest::{Indexer, IndexerConfig};
 pub use store::IndexStore;

@@ -17,6 +17,8 @@
 //!   the escrow's settlements.
 //! - [`catalogue`]: the live capability catalogue (the store as the
 //!   orchestrator's [`tessera_bindings::catalogue::CatalogueSource`]).
+//! - [`outbox`]: the webhooks' subscribers and durable outbox: a
+//!   delivery written with its event, a retraction with its rollback.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
@@ -26,12 +28,15 @@ mod derivation;
 pub mod evidence;
 pub mod feedback;
 mod lineage;
+pub mod outbox;
 mod queries;
 pub mod records;
 mod rollback;
 pub mod rows;
 mod writes;
 
+#[cfg(test)]
+pub(crate) mod outbox_tests;
 #[cfg(test)]
 mod tests;
 
@@ -106,6 +111,8 @@ pub struct Batch {
 pub struct Applied {
     /// Events newly stored.
     pub events: usize,
+    /// Webhook deliveries written with them.
+    pub deliveries: usize,
 }
 
 /// What a derivation folded.
@@ -222,6 +229,8 @@ pub struct IndexStore {
     backend: Backend,
     /// Parsed cards and the last catalogue built (see [`catalogue`]).
     catalogue: std::sync::Arc<tokio::sync::Mutex<catalogue::CatalogueCache>>,
+    /// The webhooks' chain id, bound and wake-up (see [`outbox`]).
+    outbox: std::sync::Arc<outbox::Outbox>,
 }
 
 impl IndexStore {
@@ -233,7 +242,15 @@ impl IndexStore {
         let shared_reader = reader.is_none() && backend == Backend::Sqlite;
         let reader = reader.unwrap_or_else(|| pool.clone());
         let api = open_api_pool(url).await?.unwrap_or_else(|| pool.clone());
-        Ok(Self { pool, reader, shared_reader, api, backend, catalogue: Default::default() })
+        Ok(Self {
+            pool,
+            reader,
+            shared_reader,
+            api,
+            backend,
+            catalogue: Default::default(),
+            outbox: Default::default(),
+        })
     }
 
     /// Which database this is.
