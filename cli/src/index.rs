@@ -8,7 +8,7 @@ use eyre::{Context, Result};
 use serde_json::Value;
 use tessera_bindings::client::connect;
 use tessera_http::tasks::Tasks;
-use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api};
+use tessera_indexer::{IndexStore, Indexer, IndexerConfig, api, webhooks};
 
 use crate::work::TaskOutput;
 
@@ -18,6 +18,70 @@ pub(crate) enum IndexerCommand {
     /// Index every escrow and registry event from the deploy block, follow
     /// the head, and serve the read API.
     Run(IndexerRun),
+    /// Manage an indexer's webhook subscribers (docs/indexer.md#webhooks).
+    #[command(subcommand, after_help = crate::client::EXIT_CODES)]
+    Webhooks(WebhooksCommand),
+}
+
+/// Where the indexer's API is, and its token.
+#[derive(Debug, Args)]
+pub(crate) struct WebhookTarget {
+    /// Indexer API base URL: a standalone `tessera indexer run`, or
+    /// `tessera serve`'s embedded one at http://127.0.0.1:8080/index.
+    #[arg(
+        long = "indexer-url",
+        value_name = "URL",
+        env = "TESSERA_INDEXER_URL",
+        default_value = "http://127.0.0.1:8090"
+    )]
+    indexer: String,
+    /// The bearer token the indexer was started with (TESSERA_INDEXER_TOKEN;
+    /// serve's TESSERA_API_TOKEN for its embedded index).
+    #[arg(long, env = "TESSERA_INDEXER_TOKEN", hide_env_values = true)]
+    token: String,
+}
+
+/// `tessera indexer webhooks …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WebhooksCommand {
+    /// Register a subscriber: prints its id and the secret deliveries are
+    /// signed with (shown this once).
+    Add {
+        /// Where deliveries are POSTed (http or https).
+        url: String,
+        /// Only events of tasks of this plan (0x + 64 hex).
+        #[arg(long)]
+        plan: Option<String>,
+        /// Only this agent's registry events and its tasks' events.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only events of tasks this address funded.
+        #[arg(long)]
+        funder: Option<String>,
+        /// Only these event names (repeat: --kind TaskCreated --kind TaskSettled).
+        #[arg(long = "kind", value_name = "NAME")]
+        kinds: Vec<String>,
+        #[command(flatten)]
+        target: WebhookTarget,
+        /// Print the indexer's JSON reply.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the subscribers with their pending and dropped deliveries.
+    List {
+        #[command(flatten)]
+        target: WebhookTarget,
+        /// Print the indexer's JSON reply.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a subscriber and its pending deliveries.
+    Rm {
+        /// The subscriber's id (wh_…).
+        id: String,
+        #[command(flatten)]
+        target: WebhookTarget,
+    },
 }
 
 /// Where the indexer reads and writes.
@@ -43,7 +107,57 @@ pub(crate) struct IndexerRun {
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
     #[command(flatten)]
+    webhooks: WebhookArgs,
+    #[command(flatten)]
     limits: crate::cli::Limits,
+}
+
+/// How webhook deliveries are made (registration needs a bearer token:
+/// TESSERA_INDEXER_TOKEN for `tessera indexer run`, TESSERA_API_TOKEN for
+/// `tessera serve`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct WebhookArgs {
+    /// Pending deliveries a webhook keeps at most; past it the oldest are
+    /// dropped (and counted in its `dropped`).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(i64).range(1..=10_000_000))]
+    webhook_max_pending: i64,
+    /// Milliseconds one delivery request may take.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=300_000))]
+    webhook_timeout_ms: u64,
+    /// Requests in flight per webhook at most.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+    webhook_concurrency: u64,
+}
+
+impl WebhookArgs {
+    /// The webhook routes over `ix`'s store, guarded by `token` (from the
+    /// variable `variable`; none turns them off).
+    pub(crate) fn routes(
+        &self,
+        ix: &Indexer,
+        token: Option<String>,
+        variable: &'static str,
+        timeout: Duration,
+    ) -> axum::Router {
+        let store = ix.store().clone();
+        store.set_max_pending(self.webhook_max_pending);
+        let auth = webhooks::routes::WebhookAuth::new(token, variable);
+        webhooks::routes::router(store, auth, timeout)
+    }
+
+    /// Starts the delivery loop of `ix`'s outbox, critical under `tasks`:
+    /// a loop that died would stop every delivery while the service looked
+    /// healthy; the outbox is durable, so the restart a critical failure
+    /// asks for loses nothing.
+    pub(crate) fn spawn(&self, ix: &Indexer, tasks: &mut Tasks) {
+        let cfg = webhooks::deliver::DeliveryConfig {
+            timeout: Duration::from_millis(self.webhook_timeout_ms),
+            per_webhook: usize::try_from(self.webhook_concurrency).unwrap_or(4),
+            ..webhooks::deliver::DeliveryConfig::default()
+        };
+        let stop = tasks.root().clone().cancelled_owned();
+        tasks.spawn_critical("webhooks", webhooks::deliver::run(ix.store().clone(), cfg, stop));
+    }
 }
 
 /// `tessera tasks …`.
@@ -105,7 +219,10 @@ pub(crate) async fn run(
     cmd: IndexerCommand,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let IndexerCommand::Run(a) = cmd;
+    let a = match cmd {
+        IndexerCommand::Run(a) => a,
+        IndexerCommand::Webhooks(cmd) => return manage_webhooks(cmd).await,
+    };
     // One writer per SQLite file, for as long as this one runs.
     let _lock = tessera_orchestrator::store::lock_sqlite(&a.database_url).wrap_err_with(|| {
         format!("opening the index store {}", crate::orchestrate::redact(&a.database_url))
@@ -127,7 +244,10 @@ pub(crate) async fn run(
     // it fetched at /blobs/{hash}, outside its OpenAPI document.
     let timeout = gate.limits().request_timeout;
     let ops = api::ops(&indexer).ready_when("tasks", tasks.health().check());
-    let mut app = api::of(&indexer, gate.clone()).merge(ops.router(timeout));
+    let token = std::env::var("TESSERA_INDEXER_TOKEN").ok();
+    let hooks = a.webhooks.routes(&indexer, token, "TESSERA_INDEXER_TOKEN", timeout);
+    a.webhooks.spawn(&indexer, &mut tasks);
+    let mut app = api::of(&indexer, gate.clone()).merge(hooks).merge(ops.router(timeout));
     if let Some(blobs) = indexer.blobs() {
         app = app.merge(tessera_http::blobs::router(Arc::clone(blobs)).layer(
             axum::middleware::from_fn_with_state(timeout, tessera_http::limits::request_timeout),
@@ -150,6 +270,92 @@ pub(crate) async fn run(
     });
     crate::serving::supervise(tasks, shutdown).await?;
     println!("indexer stopped");
+    Ok(())
+}
+
+/// One call of the webhook routes: the JSON answer, or the failure as
+/// the orchestrator client's exit codes say.
+async fn webhook_call(
+    target: &WebhookTarget,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value> {
+    let base = target.indexer.trim_end_matches('/');
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{base}/api/webhooks{path}"))
+        .bearer_auth(target.token.trim());
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| crate::client::ApiError::unreachable(base, &e).of("indexer"))?;
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        let message = body["error"].as_str().unwrap_or("no details").to_owned();
+        return Err(crate::client::ApiError::from_status(status.as_u16(), message)
+            .of("indexer")
+            .into());
+    }
+    Ok(body)
+}
+
+/// `tessera indexer webhooks add|list|rm`.
+async fn manage_webhooks(cmd: WebhooksCommand) -> Result<()> {
+    match cmd {
+        WebhooksCommand::Add { url, plan, agent, funder, kinds, target, json } => {
+            let filter = serde_json::json!({
+                "plan": plan, "agent": agent, "funder": funder, "kinds": kinds,
+            });
+            let filter: serde_json::Map<String, Value> = filter
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let body = serde_json::json!({ "url": url, "filter": filter });
+            let made = webhook_call(&target, reqwest::Method::POST, "", Some(body)).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&made)?);
+            } else {
+                println!(
+                    "webhook {} → {}",
+                    made["id"].as_str().unwrap_or("?"),
+                    made["url"].as_str().unwrap_or("?")
+                );
+                println!("secret (shown this once): {}", made["secret"].as_str().unwrap_or("?"));
+            }
+        }
+        WebhooksCommand::List { target, json } => {
+            let listed = webhook_call(&target, reqwest::Method::GET, "", None).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&listed)?);
+                return Ok(());
+            }
+            let hooks = listed["webhooks"].as_array().cloned().unwrap_or_default();
+            if hooks.is_empty() {
+                println!("no webhooks");
+            }
+            for h in hooks {
+                println!(
+                    "{}  {}  filter {}  pending {}  dropped {}",
+                    h["id"].as_str().unwrap_or("?"),
+                    h["url"].as_str().unwrap_or("?"),
+                    h["filter"],
+                    h["pending"],
+                    h["dropped"]
+                );
+            }
+        }
+        WebhooksCommand::Rm { id, target } => {
+            webhook_call(&target, reqwest::Method::DELETE, &format!("/{id}"), None).await?;
+            println!("webhook {id} removed");
+        }
+    }
     Ok(())
 }
 

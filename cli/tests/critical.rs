@@ -36,10 +36,10 @@ impl Kind {
     /// The critical tasks each one starts.
     fn critical(self) -> &'static [&'static str] {
         match self {
-            Self::Serve => &["api", "heads", "feedback", "proposals", "indexer"],
+            Self::Serve => &["api", "heads", "feedback", "proposals", "indexer", "webhooks"],
             Self::Worker => &["ops", "worker"],
             Self::Arbiter => &["ops", "arbiter"],
-            Self::Indexer => &["api", "indexer"],
+            Self::Indexer => &["api", "indexer", "webhooks"],
         }
     }
 }

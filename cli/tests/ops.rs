@@ -66,6 +66,30 @@ fn rpc_requests(scrape: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// A webhook receiver keeping the keys of the settlements it gets.
+async fn settlement_receiver() -> (std::sync::Arc<std::sync::Mutex<Vec<String>>>, String) {
+    let keys = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&keys);
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: axum::body::Bytes| async move {
+            let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            if v["event"]["name"] == "TaskSettled" {
+                let key = v["key"].as_str().unwrap_or_default().to_owned();
+                let mut kept = kept.lock().unwrap();
+                if !kept.contains(&key) {
+                    kept.push(key);
+                }
+            }
+            axum::http::StatusCode::OK
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (keys, url)
+}
+
 async fn get(http: &reqwest::Client, url: &str) -> (u16, String) {
     let resp = http.get(url).send().await.unwrap();
     (resp.status().as_u16(), resp.text().await.unwrap())
@@ -120,6 +144,16 @@ async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
             .stderr(Stdio::inherit()),
     );
 
+    // A webhook on the embedded index, managed with serve's admin token,
+    // for every settlement.
+    let (settled, hook_url) = settlement_receiver().await;
+    let hooks = format!("{api}/index/api/webhooks");
+    let body = serde_json::json!({"url": hook_url, "filter": {"kinds": ["TaskSettled"]}});
+    let resp = http.post(&hooks).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 401, "the admin token manages webhooks");
+    let resp = http.post(&hooks).bearer_auth(TEST_TOKEN).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 201);
+
     // A two-step plan to completion.
     let (a1, a3) = (env.actors.agent(1), env.actors.agent(3));
     let plan = chain_plan(
@@ -148,6 +182,17 @@ async fn serve_and_arbiter_export_metrics_readiness_and_json_logs() {
     }
     assert!(sample(&scrape, "tessera_indexer_events_total").is_some_and(|n| n > 0.0));
     assert!(sample(&scrape, "tessera_indexer_head_lag_blocks").is_some());
+    // Both settlements were delivered to the webhook, and counted.
+    for _ in 0..200 {
+        if settled.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(settled.lock().unwrap().len(), 2, "{:?}", settled.lock().unwrap());
+    let (_, scrape) = get(&http, &format!("{api}/metrics")).await;
+    let delivered = r#"tessera_indexer_webhook_deliveries_total{outcome="delivered"}"#;
+    assert!(sample(&scrape, delivered).is_some_and(|n| n >= 2.0), "{scrape}");
 
     let (status, arbiter_scrape) = get(&http, &format!("{arbiter_ops}/metrics")).await;
     assert_eq!(status, 200);

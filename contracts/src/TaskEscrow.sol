@@ -406,16 +406,35 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             revert TaskEscrowBatchSize(taskIds.length);
         }
         if (taskIds.length != tasks.length) revert TaskEscrowLengthMismatch(taskIds.length, tasks.length);
+        // Consecutive items of one executor are paid in one transfer: each
+        // task's state is written and its {TaskSettled} emitted before the
+        // transfer that carries its amount.
+        address payee = address(0);
+        uint256 owed = 0;
         for (uint256 i; i < taskIds.length; ++i) {
-            _approve(taskIds[i], tasks[i]);
+            Task memory t = _approved(taskIds[i], tasks[i]);
+            if (t.executor != payee) {
+                if (owed != 0) _token.safeTransfer(payee, owed);
+                payee = t.executor;
+                owed = 0;
+            }
+            owed += t.amount;
         }
+        _token.safeTransfer(payee, owed);
     }
 
     function _approve(uint256 taskId, Task calldata task) private {
-        Task memory t = _load(taskId, task);
+        Task memory t = _approved(taskId, task);
+        _token.safeTransfer(t.executor, t.amount);
+    }
+
+    /// @dev Checks and records the client's approval of `taskId` (Paid, in full)
+    /// and emits {TaskSettled}; the caller pays the executor `t.amount`.
+    function _approved(uint256 taskId, Task calldata task) private returns (Task memory t) {
+        t = _load(taskId, task);
         if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
         _requireStatus(taskId, t, Status.Completed);
-        _settle(taskId, t, BPS, Settlement.Approved);
+        _record(taskId, t, BPS, Settlement.Approved, _NO_RULING, "");
     }
 
     /// @inheritdoc ITaskEscrow
@@ -760,8 +779,26 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         uint8 ruling,
         string memory rationaleURI
     ) private {
-        uint128 toExecutor = uint128((uint256(t.amount) * executorShareBps) / BPS);
-        uint128 toFunder = t.amount - toExecutor;
+        (uint128 toExecutor, uint128 toFunder) =
+            _record(taskId, t, executorShareBps, how, ruling, rationaleURI);
+
+        // Interactions
+        if (toExecutor != 0) _token.safeTransfer(t.executor, toExecutor);
+        if (toFunder != 0) _token.safeTransfer(t.funder, toFunder);
+    }
+
+    /// @dev The effects of {_settle}: the terminal state written and its events
+    /// emitted; returns what the executor and the funder are owed.
+    function _record(
+        uint256 taskId,
+        Task memory t,
+        uint16 executorShareBps,
+        Settlement how,
+        uint8 ruling,
+        string memory rationaleURI
+    ) private returns (uint128 toExecutor, uint128 toFunder) {
+        toExecutor = uint128((uint256(t.amount) * executorShareBps) / BPS);
+        toFunder = t.amount - toExecutor;
 
         Status terminal;
         if (how == Settlement.Cancelled) terminal = Status.Cancelled;
@@ -784,9 +821,5 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             emit TaskDeclined(taskId, msg.sender, rationaleURI, t.updatedAt);
         }
         emit TaskSettled(taskId, terminal, how, toExecutor, toFunder, t.updatedAt);
-
-        // Interactions
-        if (toExecutor != 0) _token.safeTransfer(t.executor, toExecutor);
-        if (toFunder != 0) _token.safeTransfer(t.funder, toFunder);
     }
 }

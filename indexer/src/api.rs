@@ -5,7 +5,11 @@
 //! answer says which block it reflects. Every rejection, the extractors' and routing's included, is
 //! JSON `{"error": …}` (through `tessera_http`); a parameter the document
 //! constrains is checked as documented, so the server is never looser than
-//! its contract.
+//! its contract, and a query parameter a route does not take is refused
+//! with 400, never ignored (a misspelt filter would otherwise answer every
+//! task).
+
+use std::sync::Arc;
 
 use axum::{
     Json, Router,
@@ -16,13 +20,14 @@ use axum::{
     routing::get,
 };
 use serde_json::{Value, json};
+use tessera_bindings::envelope::BlobStore;
 use tessera_http::limits::{self, StreamGate};
 use tessera_http::{Path, Query};
 use tokio::sync::{broadcast, watch};
 
 use crate::{
     ingest::{Progress, Update},
-    store::{IndexStore, TaskFilter},
+    store::{AgentFilter, DisputeFilter, IndexStore, TaskFilter},
 };
 
 /// The OpenAPI document.
@@ -50,7 +55,14 @@ struct AppState {
     updates: broadcast::Sender<Update>,
     reorg_depth: u64,
     gate: StreamGate,
+    /// Where the one-task answer reads content-addressed URIs from.
+    blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
 }
+
+/// The query of a route that takes no parameters: any is refused.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
 
 /// The router over `store`, reporting `progress` and streaming `updates`,
 /// keeping the limits of `gate` (a time limit on every request, a cap on
@@ -61,6 +73,19 @@ pub fn router(
     updates: broadcast::Sender<Update>,
     reorg_depth: u64,
     gate: StreamGate,
+) -> Router {
+    router_with_blobs(store, progress, updates, reorg_depth, gate, None)
+}
+
+/// [`router`], the one-task answer reading content-addressed URIs (a
+/// large result, a rationale) from `blobs` when it holds them.
+pub fn router_with_blobs(
+    store: IndexStore,
+    progress: watch::Receiver<Progress>,
+    updates: broadcast::Sender<Update>,
+    reorg_depth: u64,
+    gate: StreamGate,
+    blobs: Option<Arc<dyn BlobStore + Send + Sync>>,
 ) -> Router {
     let timeout = gate.limits().request_timeout;
     let graphql = crate::graphql::router(
@@ -86,18 +111,19 @@ pub fn router(
         .fallback(tessera_http::not_found)
         .method_not_allowed_fallback(tessera_http::method_not_allowed)
         .layer(middleware::from_fn_with_state(timeout, limits::request_timeout))
-        .with_state(AppState { store, progress, updates, reorg_depth, gate })
+        .with_state(AppState { store, progress, updates, reorg_depth, gate, blobs })
         .merge(graphql)
 }
 
 /// The router over a running indexer: its store, progress and updates.
 pub fn of(indexer: &crate::Indexer, gate: StreamGate) -> Router {
-    router(
+    router_with_blobs(
         indexer.store().clone(),
         indexer.progress(),
         indexer.updates(),
         indexer.reorg_depth(),
         gate,
+        indexer.blobs().cloned(),
     )
 }
 
@@ -180,35 +206,126 @@ fn check_address(what: &str, address: &str) -> Result<(), ApiError> {
     ))
 }
 
+/// An address parameter checked as documented, checksummed: the form the
+/// index stores, so a filter on it uses the column's index.
+fn checksummed(what: &str, address: &str) -> Result<String, ApiError> {
+    check_address(what, address)?;
+    address
+        .parse::<alloy::primitives::Address>()
+        .map(|a| a.to_string())
+        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("{what} {address:?}: {e}")))
+}
+
+/// A 400 saying `message`.
+fn bad(message: String) -> ApiError {
+    ApiError(StatusCode::BAD_REQUEST, message)
+}
+
+/// A page size within 1..=500 (not quietly clamped).
+fn check_limit(limit: Option<i64>) -> Result<(), ApiError> {
+    match limit {
+        Some(l) if !(1..=500).contains(&l) => Err(bad(format!("limit {l} is not within 1..=500"))),
+        _ => Ok(()),
+    }
+}
+
+/// A capability name as the registry's rule has it (1–31 bytes of
+/// `[a-z0-9-]`).
+fn check_capability(name: &str) -> Result<(), ApiError> {
+    tessera_bindings::capability::check(name).map_err(|e| bad(e.to_string()))
+}
+
+/// A count that cannot be negative (a time, a block).
+fn check_non_negative(what: &str, v: Option<i64>) -> Result<(), ApiError> {
+    match v {
+        Some(v) if v < 0 => Err(bad(format!("{what} {v} is negative"))),
+        _ => Ok(()),
+    }
+}
+
 /// The task list's filters checked as documented: an empty `cursor` is the
-/// first page, a status is one the contract has, addresses and plan ids are
-/// spelled out, and `limit` is within 1..=500 (not quietly clamped).
+/// first page, a status is one the contract has, addresses, task and plan
+/// ids and capability names are spelled out, times and blocks are not
+/// negative, and `limit` is within 1..=500 (not quietly clamped).
 fn check_filter(f: TaskFilter) -> Result<TaskFilter, ApiError> {
     let cursor = f.cursor.filter(|c| !c.is_empty());
     if let Some(c) = &cursor {
         check_task_id(c)?;
     }
+    if let Some(p) = &f.parent {
+        check_task_id(p)?;
+    }
     if let Some(st) = &f.status
         && !tessera_bindings::task::Status::ALL.iter().any(|s| s.as_str() == st)
     {
-        return Err(ApiError(StatusCode::BAD_REQUEST, format!("{st:?} is not a task status")));
+        return Err(bad(format!("{st:?} is not a task status")));
     }
-    if let Some(a) = &f.executor {
-        check_address("executor", a)?;
+    if let Some(c) = &f.capability {
+        check_capability(c)?;
     }
-    if let Some(a) = &f.client {
-        check_address("client", a)?;
-    }
-    if let Some(l) = f.limit
-        && !(1..=500).contains(&l)
-    {
-        return Err(ApiError(StatusCode::BAD_REQUEST, format!("limit {l} is not within 1..=500")));
-    }
+    check_non_negative("since", f.since)?;
+    check_non_negative("until", f.until)?;
+    check_non_negative("changed_since_block", f.changed_since_block)?;
+    check_limit(f.limit)?;
+    let executor = f.executor.as_deref().map(|a| checksummed("executor", a)).transpose()?;
+    let client = f.client.as_deref().map(|a| checksummed("client", a)).transpose()?;
+    let funder = f.funder.as_deref().map(|a| checksummed("funder", a)).transpose()?;
     let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
-    Ok(TaskFilter { plan, cursor, ..f })
+    Ok(TaskFilter { plan, cursor, executor, client, funder, ..f })
 }
 
-async fn status(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+/// The dispute list's filters checked as documented.
+fn check_dispute_filter(f: DisputeFilter) -> Result<DisputeFilter, ApiError> {
+    const STATES: [&str; 4] =
+        ["awaiting_ruling", "appealable", "awaiting_appeal_ruling", "settled"];
+    const VERDICTS: [&str; 3] = ["worker", "client", "split"];
+    if let Some(st) = &f.state
+        && !STATES.contains(&st.as_str())
+    {
+        return Err(bad(format!("state {st:?} is not one of {}", STATES.join(", "))));
+    }
+    if let Some(v) = &f.verdict
+        && !VERDICTS.contains(&v.as_str())
+    {
+        return Err(bad(format!("verdict {v:?} is not one of {}", VERDICTS.join(", "))));
+    }
+    let cursor = f.cursor.filter(|c| !c.is_empty());
+    if let Some(c) = &cursor {
+        let ok = c.split_once(':').is_some_and(|(block, task)| {
+            !block.is_empty()
+                && block.len() <= 18
+                && block.bytes().all(|b| b.is_ascii_digit())
+                && check_task_id(task).is_ok()
+        });
+        if !ok {
+            return Err(bad(format!("cursor {c:?} is not a page's `next` (<block>:<task id>)")));
+        }
+    }
+    check_limit(f.limit)?;
+    let executor = f.executor.as_deref().map(|a| checksummed("executor", a)).transpose()?;
+    let client = f.client.as_deref().map(|a| checksummed("client", a)).transpose()?;
+    let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
+    Ok(DisputeFilter { cursor, executor, client, plan, ..f })
+}
+
+/// The agent list's filters checked as documented.
+fn check_agent_filter(f: AgentFilter) -> Result<AgentFilter, ApiError> {
+    if let Some(st) = &f.status {
+        crate::derive::AgentStatus::parse(st).map_err(|e| bad(e.to_string()))?;
+    }
+    if let Some(c) = &f.capability {
+        check_capability(c)?;
+    }
+    check_limit(f.limit)?;
+    let cursor = f.cursor.filter(|c| !c.is_empty());
+    let cursor = cursor.as_deref().map(|a| checksummed("cursor", a)).transpose()?;
+    Ok(AgentFilter { cursor, ..f })
+}
+
+async fn status(
+    State(s): State<AppState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     let p = *s.progress.borrow();
     Ok(Json(json!({
         "head": p.head,
@@ -231,13 +348,31 @@ async fn tasks(
     Ok(Json(json!({ "block": block(&s), "tasks": tasks, "next": next })))
 }
 
-async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+async fn task(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     check_task_id(&id)?;
-    let t = s
+    let mut t = s
         .store
         .task(&id)
         .await?
         .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no task {id} indexed")))?;
+    if let Some(blobs) = s.blobs.clone() {
+        // Content-addressed URIs read from the blob store: off the runtime,
+        // a blob is a file of up to a megabyte.
+        t.task = tokio::task::spawn_blocking(move || {
+            let mut task = t.task;
+            crate::content::fill(&mut task, Some(blobs.as_ref()));
+            task
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "decoding a task's content failed");
+            ApiError(StatusCode::INTERNAL_SERVER_ERROR, "internal error".into())
+        })?;
+    }
     let ancestors = s.store.ancestors(&id).await?;
     let descendants = s.store.descendants(&id).await?;
     Ok(Json(json!({
@@ -256,6 +391,7 @@ async fn task(State(s): State<AppState>, Path(id): Path<String>) -> Result<Json<
 /// The query of a plan's tree: the plan's sponsor, when the caller knows
 /// it (otherwise the funder of the plan's first task).
 #[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TreeQuery {
     sponsor: Option<String>,
 }
@@ -282,13 +418,19 @@ async fn tree(
     Ok(Json(t))
 }
 
-async fn agents(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "block": block(&s), "agents": s.store.agents().await? })))
+async fn agents(
+    State(s): State<AppState>,
+    Query(f): Query<AgentFilter>,
+) -> Result<Json<Value>, ApiError> {
+    let f = check_agent_filter(f)?;
+    let (agents, next) = s.store.agents_matching(&f).await?;
+    Ok(Json(json!({ "block": block(&s), "agents": agents, "next": next })))
 }
 
 async fn agent(
     State(s): State<AppState>,
     Path(address): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
 ) -> Result<Json<Value>, ApiError> {
     check_address("agent", &address)?;
     let a = s
@@ -301,20 +443,31 @@ async fn agent(
 
 /// The live capability catalogue: `{"block", "entries"}` (see
 /// [`crate::store::catalogue`]).
-async fn capabilities(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn capabilities(
+    State(s): State<AppState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     let catalogue = s.store.catalogue().await?;
     Ok(Json(json!({ "block": block(&s), "entries": catalogue.entries })))
 }
 
-async fn disputes(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!({ "block": block(&s), "disputes": s.store.disputes().await? })))
+async fn disputes(
+    State(s): State<AppState>,
+    Query(f): Query<DisputeFilter>,
+) -> Result<Json<Value>, ApiError> {
+    let f = check_dispute_filter(f)?;
+    let (disputes, next) = s.store.disputes_matching(&f).await?;
+    Ok(Json(json!({ "block": block(&s), "disputes": disputes, "next": next })))
 }
 
-async fn reorgs(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+async fn reorgs(
+    State(s): State<AppState>,
+    Query(NoParams {}): Query<NoParams>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(json!({ "block": block(&s), "reorgs": s.store.reorgs().await? })))
 }
 
-async fn openapi() -> impl IntoResponse {
+async fn openapi(Query(NoParams {}): Query<NoParams>) -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
 }
 
@@ -323,6 +476,7 @@ async fn openapi() -> impl IntoResponse {
 async fn plan_events(
     State(s): State<AppState>,
     Path(id): Path<String>,
+    Query(NoParams {}): Query<NoParams>,
 ) -> Result<Response, ApiError> {
     let plan = check_plan_id(&id)?;
     let mut updates = s.updates.subscribe();
@@ -357,6 +511,10 @@ async fn plan_events(
 }
 
 #[cfg(test)]
+#[path = "api_tests.rs"]
+mod filter_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -369,8 +527,11 @@ mod tests {
                 documented.push((method.clone(), path.clone()));
             }
         }
-        let mut routes: Vec<(String, String)> =
-            ROUTES.iter().map(|(m, p)| ((*m).into(), (*p).into())).collect();
+        let mut routes: Vec<(String, String)> = ROUTES
+            .iter()
+            .chain(crate::webhooks::routes::ROUTES)
+            .map(|(m, p)| ((*m).into(), (*p).into()))
+            .collect();
         documented.sort();
         routes.sort();
         assert_eq!(documented, routes);
@@ -381,7 +542,7 @@ mod tests {
     #[test]
     fn the_docs_list_every_route_with_a_curl_example() {
         let doc = include_str!("../../docs/indexer.md");
-        for (method, path) in ROUTES {
+        for (method, path) in ROUTES.iter().chain(crate::webhooks::routes::ROUTES) {
             let heading = format!("### `{} {path}`", method.to_uppercase());
             let Some(at) = doc.find(&heading) else {
                 panic!("docs/indexer.md has no section {heading}")
@@ -459,6 +620,136 @@ mod tests {
                 assert!(body["error"].is_string(), "GET {uri}: {body}");
             }
         }
+        let (got, allow, body) = call("/api/tasks", "POST").await;
+        assert_eq!(got, StatusCode::METHOD_NOT_ALLOWED, "{body}");
+        assert!(body["error"].is_string(), "{body}");
+        assert!(allow.is_some_and(|a| a.contains("GET")));
+    }
+
+    /// A parameter a route does not take is refused, not ignored: a
+    /// misspelt or unsupported filter would otherwise answer every row.
+    /// So is one given twice, and every malformed filter value.
+    #[tokio::test]
+    async fn unknown_and_malformed_parameters_are_400() {
+        let plan = format!("0x{}", "ab".repeat(32));
+        let agent = format!("0x{}", "12".repeat(20));
+        let unknown = [
+            "/api/tasks?capabilty=haiku-write".to_owned(),
+            "/api/tasks?status=Paid&color=red".to_owned(),
+            "/api/tasks?sponsor=0x0000000000000000000000000000000000000001".to_owned(),
+            "/api/status?verbose=1".to_owned(),
+            "/api/tasks/7?expand=all".to_owned(),
+            format!("/api/plans/{plan}/tree?depth=2"),
+            format!("/api/plans/{plan}/events?since=3"),
+            "/api/agents?name=x".to_owned(),
+            format!("/api/agents/{agent}?x=1"),
+            "/api/capabilities?capability=summarize".to_owned(),
+            "/api/disputes?status=Paid".to_owned(),
+            "/api/reorgs?limit=5".to_owned(),
+            "/api/openapi.json?format=yaml".to_owned(),
+        ];
+        for uri in &unknown {
+            let (got, _, body) = call(uri, "GET").await;
+            assert_eq!(got, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(error.contains("unknown field"), "GET {uri}: {error}");
+        }
+        let (_, _, body) = call("/api/tasks?capabilty=haiku-write", "GET").await;
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.starts_with(
+                "query: Failed to deserialize query string: capabilty: unknown field \
+                 `capabilty`, expected one of `status`, `executor`,"
+            ),
+            "the error docs/indexer.md shows: {error}"
+        );
+        let malformed = [
+            "/api/tasks?status=Paid&status=Created",
+            "/api/tasks?capability=Haiku%20Write",
+            "/api/tasks?capability=",
+            "/api/tasks?funder=0x12",
+            "/api/tasks?client=0xzz00000000000000000000000000000000000000",
+            "/api/tasks?parent=-1",
+            "/api/tasks?parent=x",
+            "/api/tasks?since=-1",
+            "/api/tasks?since=yesterday",
+            "/api/tasks?until=1.5",
+            "/api/tasks?changed_since_block=-3",
+            "/api/tasks?disputed=maybe",
+            "/api/disputes?state=open",
+            "/api/disputes?verdict=executor",
+            "/api/disputes?appealed=2",
+            "/api/disputes?cursor=12",
+            "/api/disputes?cursor=x:1",
+            "/api/disputes?limit=0",
+            "/api/disputes?executor=0x12",
+            "/api/disputes?plan=0x12",
+            "/api/agents?status=Active",
+            "/api/agents?capability=A",
+            "/api/agents?cursor=0x12",
+            "/api/agents?limit=501",
+        ];
+        for uri in malformed {
+            let (got, _, body) = call(uri, "GET").await;
+            assert_eq!(got, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
+            assert!(body["error"].is_string(), "GET {uri}: {body}");
+        }
+        // The same routes answer when their parameters are as documented.
+        for uri in [
+            format!(
+                "/api/tasks?capability=haiku-write&funder={agent}&since=0&until=9&disputed=true"
+            ),
+            "/api/tasks?parent=0&changed_since_block=0&cursor=".to_owned(),
+            format!("/api/disputes?state=settled&verdict=split&appealed=false&plan={plan}"),
+            "/api/disputes?cursor=12:7&limit=500".to_owned(),
+            format!("/api/agents?status=active&capability=summarize&cursor={agent}&limit=1"),
+            "/api/reorgs".to_owned(),
+        ] {
+            let (got, _, body) = call(&uri, "GET").await;
+            assert_eq!(got, StatusCode::OK, "GET {uri}: {body}");
+        }
+    }
+
+    /// The query parameters each route takes are those its OpenAPI
+    /// operation documents, no more and no fewer: the server's refusal of
+    /// an unknown one names those it expects.
+    #[tokio::test]
+    async fn every_query_parameter_is_documented_and_no_other() {
+        let doc: Value = serde_json::from_str(OPENAPI).unwrap();
+        for (_, path) in ROUTES {
+            let op = &doc["paths"][path]["get"];
+            let mut documented: Vec<String> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "query")
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .collect();
+            let uri = path
+                .replace("{id}", &format!("0x{}", "ab".repeat(32)))
+                .replace("{address}", &format!("0x{}", "12".repeat(20)));
+            let uri = if path.starts_with("/api/tasks/") { "/api/tasks/7".into() } else { uri };
+            let (status, _, body) = call(&format!("{uri}?zz_unknown=1"), "GET").await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "GET {uri}: {body}");
+            assert_eq!(
+                op["responses"]["400"]["$ref"], "#/components/responses/BadRequest",
+                "{path}"
+            );
+            let error = body["error"].as_str().unwrap();
+            let expected = error.split("unknown field `zz_unknown`").nth(1).unwrap_or_default();
+            let mut taken: Vec<String> =
+                expected.split('`').skip(1).step_by(2).map(str::to_owned).collect();
+            documented.sort();
+            taken.sort();
+            assert_eq!(
+                taken, documented,
+                "GET {path}: the server takes what the document lists ({error})"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn methods_other_than_get_are_405() {
         let (got, allow, body) = call("/api/tasks", "POST").await;
         assert_eq!(got, StatusCode::METHOD_NOT_ALLOWED, "{body}");
         assert!(body["error"].is_string(), "{body}");

@@ -17,6 +17,8 @@ use tessera_bindings::{
 };
 use tessera_records::decline_is_late;
 
+pub use crate::content::Decoded;
+
 /// A task row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TaskRow {
@@ -90,6 +92,94 @@ pub struct TaskRow {
     /// acceptance to the deadline ([`decline_is_late`]). The record counts
     /// the task as expired, not declined.
     pub late_decline: bool,
+    /// Why the task settled (`TaskSettled`'s settlement, snake case:
+    /// `approved`, `ruling`, `dispute_default`, …); `None` until it settles.
+    pub settlement: Option<String>,
+    /// Its dispute, ruling and appeal; `None` for a task never disputed.
+    pub dispute: Option<DisputeRow>,
+    /// The spec envelope behind [`Self::spec_uri`], decoded, with the hash
+    /// the escrow stores for it. Filled when a row is read back from the
+    /// store (a fold leaves it `None`; nothing of it is stored).
+    pub envelope: Option<Decoded>,
+    /// The result behind [`Self::result_uri`], decoded, with the hash the
+    /// escrow stores for it; `None` without a result. Filled when a row is
+    /// read back, like [`Self::envelope`].
+    pub result: Option<Decoded>,
+}
+
+/// A task's dispute, as its events tell it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DisputeRow {
+    /// Where it stands: `awaiting_ruling` (Disputed), `appealable` (Ruled:
+    /// the ruling stands, the appeal window is open), `awaiting_appeal_ruling`
+    /// (Appealed) or `settled`. Set when a row is read back (from its
+    /// status); a fold leaves it empty.
+    pub state: String,
+    /// Chain time of the dispute.
+    pub disputed_at: u64,
+    /// The client's reason URI (`TaskDisputed`), as emitted.
+    pub reason_uri: String,
+    /// The reason behind it, decoded (filled when read back).
+    pub reason: Option<Decoded>,
+    /// The arbiter's ruling, once it ruled.
+    pub ruling: Option<RulingRow>,
+    /// The appeal of that ruling, once a party appealed.
+    pub appeal: Option<AppealRow>,
+}
+
+/// A ruling (`DisputeRuled`, or `AppealRuled` for an appeal's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RulingRow {
+    /// Who it favours: `worker` (10,000 bps), `client` (0) or `split`.
+    pub verdict: String,
+    /// The executor's share in basis points.
+    pub executor_share_bps: u16,
+    /// The (appeal) arbiter that ruled.
+    pub arbiter: String,
+    /// Chain time of the ruling.
+    pub at: u64,
+    /// The rationale URI, as emitted.
+    pub rationale_uri: String,
+    /// The rationale behind it, decoded (filled when read back): the
+    /// arbiter publishes its verdict as JSON (`verdict`,
+    /// `executor_share_bps`, `rationale`, `judge`).
+    pub rationale: Option<Decoded>,
+}
+
+impl RulingRow {
+    /// A ruling of `share` basis points for the executor.
+    pub fn new(share: u16, arbiter: String, at: u64, rationale_uri: String) -> Self {
+        let verdict = match share {
+            0 => "client",
+            10_000.. => "worker",
+            _ => "split",
+        };
+        Self {
+            verdict: verdict.into(),
+            executor_share_bps: share,
+            arbiter,
+            at,
+            rationale_uri,
+            rationale: None,
+        }
+    }
+}
+
+/// An appeal of a ruling (`RulingAppealed`) and its ruling (`AppealRuled`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppealRow {
+    /// The party that appealed.
+    pub appellant: String,
+    /// Chain time of the appeal.
+    pub at: u64,
+    /// The appellant's reason URI, as emitted.
+    pub reason_uri: String,
+    /// The reason behind it, decoded (filled when read back).
+    pub reason: Option<Decoded>,
+    /// The appeal arbiter's ruling, once it ruled (final); `None` while it
+    /// has not, and for an appeal that went undecided (the standing ruling
+    /// applied: settlement `ruling_finalized`).
+    pub ruling: Option<RulingRow>,
 }
 
 /// Characters of a decline's reason a row keeps at most; the URI keeps all.
@@ -202,6 +292,10 @@ impl TaskFold {
             decline_reason: None,
             decline_error: None,
             late_decline: false,
+            settlement: None,
+            dispute: None,
+            envelope: None,
+            result: None,
         };
         let transition = TransitionRow {
             block,
@@ -248,7 +342,48 @@ impl TaskFold {
                     TaskEscrowEvents::TaskCompleted(e) => {
                         row.completed_at = Some(e.at.to::<u64>());
                     }
-                    TaskEscrowEvents::TaskDisputed(_) => row.disputed = true,
+                    TaskEscrowEvents::TaskDisputed(e) => {
+                        row.disputed = true;
+                        row.dispute = Some(DisputeRow {
+                            state: String::new(),
+                            disputed_at: e.at.to::<u64>(),
+                            reason_uri: e.reasonURI.clone(),
+                            reason: None,
+                            ruling: None,
+                            appeal: None,
+                        });
+                    }
+                    TaskEscrowEvents::DisputeRuled(e) => {
+                        if let Some(d) = row.dispute.as_mut() {
+                            d.ruling = Some(RulingRow::new(
+                                e.executorShareBps,
+                                e.arbiter.to_string(),
+                                e.at.to::<u64>(),
+                                e.rationaleURI.clone(),
+                            ));
+                        }
+                    }
+                    TaskEscrowEvents::RulingAppealed(e) => {
+                        if let Some(d) = row.dispute.as_mut() {
+                            d.appeal = Some(AppealRow {
+                                appellant: e.appellant.to_string(),
+                                at: e.at.to::<u64>(),
+                                reason_uri: e.reasonURI.clone(),
+                                reason: None,
+                                ruling: None,
+                            });
+                        }
+                    }
+                    TaskEscrowEvents::AppealRuled(e) => {
+                        if let Some(a) = row.dispute.as_mut().and_then(|d| d.appeal.as_mut()) {
+                            a.ruling = Some(RulingRow::new(
+                                e.executorShareBps,
+                                e.appealArbiter.to_string(),
+                                e.at.to::<u64>(),
+                                e.rationaleURI.clone(),
+                            ));
+                        }
+                    }
                     TaskEscrowEvents::TaskDeclined(e) => {
                         let empty = MemoryBlobStore::new();
                         let (reason, error) =
@@ -264,6 +399,9 @@ impl TaskFold {
                     TaskEscrowEvents::TaskSettled(e) => {
                         row.settled_at = Some(e.at.to::<u64>());
                         row.executor_paid = Usdc::from_base_units(e.executorAmount);
+                        row.settlement = tessera_bindings::task::Settlement::try_from(e.settlement)
+                            .ok()
+                            .map(|s| s.as_str().to_owned());
                     }
                     _ => {}
                 }

@@ -152,6 +152,8 @@ impl Indexer {
         cfg: IndexerConfig,
     ) -> Self {
         let chain_id = deployment.chain_id;
+        // Webhook deliveries' keys name the chain.
+        store.set_chain_id(chain_id);
         Self {
             range: cfg.initial_range.max(1),
             limit: LogRange::new(cfg.max_range, 1, cfg.max_range),

@@ -14,11 +14,16 @@
 //! - [`derive`]: the pure folds of a task and an agent.
 //! - [`api`]: the read API over the store, with its OpenAPI document.
 //! - [`graphql`]: GraphQL over the store, beside the API, bounded.
+//! - [`webhooks`]: subscribers' filters, signed deliveries from a durable
+//!   outbox, their registration routes.
+//! - [`content`]: what the URIs events carry hold (envelopes, results,
+//!   reasons, rationales), decoded for the API.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
 
 pub mod api;
+pub mod content;
 pub mod derive;
 pub mod fetch;
 pub mod graphql;
@@ -26,6 +31,7 @@ pub mod ingest;
 pub mod metrics;
 pub mod render;
 pub mod store;
+pub mod webhooks;
 
 pub use ingest::{Indexer, IndexerConfig};
 pub use store::IndexStore;

@@ -19,6 +19,9 @@ pub const INDEXER_SPEC_QUEUE: &str = "tessera_indexer_spec_queue";
 /// Spec fetches the indexer is running.
 pub const INDEXER_SPEC_IN_FLIGHT: &str = "tessera_indexer_spec_fetches_in_flight";
 
+/// Webhook delivery attempts, by outcome.
+pub const INDEXER_WEBHOOK_DELIVERIES: &str = "tessera_indexer_webhook_deliveries_total";
+
 /// The indexer's metrics.
 pub const METRICS: &[Metric] = &[
     Metric {
@@ -70,6 +73,13 @@ pub const METRICS: &[Metric] = &[
         help: "Task spec fetches the indexer is running.",
         buckets: &[],
     },
+    Metric {
+        name: INDEXER_WEBHOOK_DELIVERIES,
+        kind: Kind::Counter,
+        labels: &["outcome"],
+        help: "Webhook delivery attempts: outcome=delivered (a 2xx answer) or failed (another answer, a timeout or no connection; tried again after a backoff).",
+        buckets: &[],
+    },
 ];
 
 /// Sets the indexer's head, indexed block and lag.
@@ -100,6 +110,12 @@ pub fn spec_queue(waiting: usize, in_flight: usize) {
     metrics::gauge!(INDEXER_SPEC_IN_FLIGHT).set(in_flight as f64);
 }
 
+/// Counts a webhook delivery attempt, delivered or failed.
+pub fn webhook_delivery(delivered: bool) {
+    let outcome = if delivered { "delivered" } else { "failed" };
+    metrics::counter!(INDEXER_WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +127,9 @@ mod tests {
             events_indexed(5);
             spec_fetch("dropped");
             spec_queue(3, 2);
+            webhook_delivery(true);
+            webhook_delivery(false);
+            webhook_delivery(false);
         });
         for line in [
             "tessera_indexer_head_block 120",
@@ -120,6 +139,8 @@ mod tests {
             "tessera_indexer_spec_fetches_total{outcome=\"dropped\"} 1",
             "tessera_indexer_spec_queue 3",
             "tessera_indexer_spec_fetches_in_flight 2",
+            "tessera_indexer_webhook_deliveries_total{outcome=\"delivered\"} 1",
+            "tessera_indexer_webhook_deliveries_total{outcome=\"failed\"} 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no line {line:?} in:\n{text}");
         }

@@ -9,6 +9,7 @@ use std::{sync::Arc, time::Duration};
 use alloy::{
     network::EthereumWallet,
     primitives::{Address, U256},
+    providers::Provider,
 };
 use serde_json::{Value, json};
 use tessera_anvil::deploy::DeployConfig;
@@ -296,4 +297,73 @@ async fn an_appeal_through_the_api_decides_whether_the_plan_goes_on() {
 
     arbiter.abort();
     appeal_arbiter.abort();
+    the_index_tells_each_dispute(&stack).await;
+}
+
+/// The three disputes as the indexer rebuilds them from the chain alone:
+/// each ruling's verdict, share and rationale, each appeal with its reason
+/// and final ruling, and how each settled; the disputes list filters them.
+async fn the_index_tells_each_dispute(stack: &Stack) {
+    use tessera_indexer::{
+        IndexStore, Indexer, IndexerConfig,
+        store::{DisputeFilter, TaskView},
+    };
+    let store = IndexStore::connect("sqlite::memory:").await.unwrap();
+    let provider = alloy::providers::ProviderBuilder::new()
+        .connect_http(stack.env.chain.endpoint_url())
+        .erased();
+    let blobs: Arc<dyn tessera_bindings::envelope::BlobStore + Send + Sync> =
+        Arc::new(FsBlobStore::new(&stack.blobs));
+    let mut indexer = Indexer::new(
+        provider,
+        stack.env.deployment.clone(),
+        store,
+        Some(Arc::clone(&blobs)),
+        IndexerConfig::default(),
+    );
+    indexer.sync_once().await.unwrap();
+    let disputes = |f: DisputeFilter| {
+        let store = indexer.store().clone();
+        async move { store.disputes_matching(&f).await.unwrap().0 }
+    };
+    let plan = |label: &str| Some(alloy::primitives::keccak256(label.as_bytes()).to_string());
+    let one = |tasks: Vec<TaskView>| -> Value {
+        let [task] = tasks.as_slice() else { panic!("one disputed task: {tasks:?}") };
+        serde_json::to_value(task).unwrap()
+    };
+    let all = disputes(DisputeFilter::default()).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+
+    let pays =
+        one(disputes(DisputeFilter { plan: plan("appeal-pays"), ..Default::default() }).await);
+    assert_eq!(pays["settlement"], "appeal_ruling");
+    let d = &pays["dispute"];
+    assert_eq!(d["state"], "settled");
+    assert_eq!(d["reason"]["value"]["reason"], "it just repeats the note", "{d}");
+    assert_eq!(d["ruling"]["verdict"], "split", "{d}");
+    let rubric = d["ruling"]["rationale"]["value"]["rationale"].as_str().unwrap_or_default();
+    assert!(rubric.starts_with("Score"), "the rubric's reasons, decoded: {d}");
+    assert_eq!(d["appeal"]["appellant"], stack.env.actors.sponsor.address().to_string());
+    assert_eq!(d["appeal"]["reason"]["value"], json!({"reason": APPEAL_REASON}), "{d}");
+    assert_eq!(d["appeal"]["ruling"]["verdict"], "worker");
+    assert_eq!(d["appeal"]["ruling"]["executor_share_bps"], 10_000);
+    assert_eq!(d["appeal"]["ruling"]["rationale"]["value"]["judge"], "council:appeal-test", "{d}");
+    assert_eq!(pays["result"]["error"], Value::Null, "the summary is decoded: {pays}");
+    assert!(pays["result"]["value"].is_object(), "{pays}");
+
+    let refunds =
+        one(disputes(DisputeFilter { plan: plan("appeal-refunds"), ..Default::default() }).await);
+    assert_eq!(refunds["settlement"], "appeal_ruling");
+    assert_eq!(refunds["dispute"]["appeal"]["ruling"]["verdict"], "client");
+
+    let stands =
+        one(disputes(DisputeFilter { plan: plan("ruling-stands"), ..Default::default() }).await);
+    assert_eq!(stands["settlement"], "ruling_finalized");
+    assert_eq!(stands["dispute"]["appeal"], Value::Null);
+    assert_eq!(stands["dispute"]["ruling"]["verdict"], "split");
+
+    let split = DisputeFilter { verdict: Some("split".into()), ..Default::default() };
+    assert_eq!(one(disputes(split).await)["task_id"], stands["task_id"]);
+    let appealed = DisputeFilter { appealed: Some(true), ..Default::default() };
+    assert_eq!(disputes(appealed).await.len(), 2);
 }

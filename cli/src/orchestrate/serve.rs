@@ -114,6 +114,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     public_origin: Option<String>,
     #[command(flatten)]
+    webhooks: crate::index::WebhookArgs,
+    #[command(flatten)]
     limits: crate::cli::Limits,
 }
 
@@ -191,7 +193,8 @@ fn env_secret(name: &str, what: &str) -> Result<String> {
 /// drains the run drivers (each finishes its current step) before returning.
 /// A critical task that ends (the API, the head follower, the feedback
 /// writer, the proposal sweeper, the embedded indexer) stops it the same
-/// way, and it returns the failure naming the task.
+/// way, and it returns the failure naming the task (the webhook delivery
+/// loop is one of them when the indexer is embedded).
 pub(crate) async fn serve(
     args: ServeArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -291,7 +294,12 @@ pub(crate) async fn serve(
         let ix = crate::index::open(&args.conn, &args.index_database_url, 64)
             .await
             .wrap_err_with(|| format!("opening the index {}", redact(&args.index_database_url)))?;
-        nested.push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone())));
+        // Webhooks are managed with the admin token (none: turned off).
+        let admin = Some(token.clone()).filter(|t| !t.is_empty());
+        let timeout = gate.limits().request_timeout;
+        let hooks = args.webhooks.routes(&ix, admin, "TESSERA_API_TOKEN", timeout);
+        nested
+            .push(("/index".to_owned(), tessera_indexer::api::of(&ix, gate.clone()).merge(hooks)));
         indexer = Some(ix);
     }
     let config = ServiceConfig {
@@ -326,6 +334,7 @@ pub(crate) async fn serve(
     service.tasks().spawn_critical("proposals", sweeper);
     let indexed = indexer.is_some();
     if let Some(mut ix) = indexer {
+        args.webhooks.spawn(&ix, service.tasks());
         // The embedded indexer follows the chain for as long as the API serves.
         let stop = service.tasks().root().clone().cancelled_owned();
         let ws = ws.clone();

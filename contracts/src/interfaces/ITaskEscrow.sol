@@ -521,6 +521,8 @@ interface ITaskEscrow {
 
     /// @notice The client approves several Completed tasks at once; all or nothing.
     /// @dev Each item as {approvePayment}. Emits one {TaskSettled} per task, in order.
+    /// Consecutive items of one executor are paid in one token transfer (order a
+    /// batch by executor to pay each once).
     /// @param taskIds The tasks, 1 to {MAX_BATCH} of them ({TaskEscrowBatchSize}).
     /// @param tasks Their current states, one per id ({TaskEscrowLengthMismatch}).
     function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks) external;

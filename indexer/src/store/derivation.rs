@@ -63,9 +63,60 @@ pub(super) static TASK_COLUMNS: Columns<TaskEntry> = Columns {
         ("decline_reason", |(f, _)| Ok(Param::OptText(f.row().decline_reason.clone()))),
         ("decline_error", |(f, _)| Ok(Param::OptText(f.row().decline_error.clone()))),
         ("late_decline", |(f, _)| Ok(Param::Int(i64::from(f.row().late_decline)))),
+        ("settlement", |(f, _)| Ok(Param::OptText(f.row().settlement.clone()))),
+        ("disputed_at", |(f, _)| opt_int(dispute(f).map(|d| d.disputed_at))),
+        ("dispute_reason_uri", |(f, _)| {
+            Ok(Param::OptText(dispute(f).map(|d| d.reason_uri.clone())))
+        }),
+        ("ruled_at", |(f, _)| opt_int(ruling(f).map(|r| r.at))),
+        ("ruling_share_bps", |(f, _)| {
+            Ok(Param::OptInt(ruling(f).map(|r| i64::from(r.executor_share_bps))))
+        }),
+        ("ruling_rationale_uri", |(f, _)| {
+            Ok(Param::OptText(ruling(f).map(|r| r.rationale_uri.clone())))
+        }),
+        ("ruling_arbiter", |(f, _)| Ok(Param::OptText(ruling(f).map(|r| r.arbiter.clone())))),
+        ("appealed_at", |(f, _)| opt_int(appeal(f).map(|a| a.at))),
+        ("appellant", |(f, _)| Ok(Param::OptText(appeal(f).map(|a| a.appellant.clone())))),
+        ("appeal_reason_uri", |(f, _)| Ok(Param::OptText(appeal(f).map(|a| a.reason_uri.clone())))),
+        ("appeal_ruled_at", |(f, _)| opt_int(appeal_ruling(f).map(|r| r.at))),
+        ("appeal_share_bps", |(f, _)| {
+            Ok(Param::OptInt(appeal_ruling(f).map(|r| i64::from(r.executor_share_bps))))
+        }),
+        ("appeal_rationale_uri", |(f, _)| {
+            Ok(Param::OptText(appeal_ruling(f).map(|r| r.rationale_uri.clone())))
+        }),
+        ("appeal_arbiter", |(f, _)| {
+            Ok(Param::OptText(appeal_ruling(f).map(|r| r.arbiter.clone())))
+        }),
         ("history", |(_, t)| Ok(Param::Text(history_column(t)))),
     ],
 };
+
+/// A folded task's dispute, if any.
+fn dispute(f: &TaskFold) -> Option<&derive::DisputeRow> {
+    f.row().dispute.as_ref()
+}
+
+/// A folded task's ruling, if any.
+fn ruling(f: &TaskFold) -> Option<&derive::RulingRow> {
+    dispute(f).and_then(|d| d.ruling.as_ref())
+}
+
+/// A folded task's appeal, if any.
+fn appeal(f: &TaskFold) -> Option<&derive::AppealRow> {
+    dispute(f).and_then(|d| d.appeal.as_ref())
+}
+
+/// A folded task's appeal ruling, if any.
+fn appeal_ruling(f: &TaskFold) -> Option<&derive::RulingRow> {
+    appeal(f).and_then(|a| a.ruling.as_ref())
+}
+
+/// A chain time or block for a nullable `BIGINT` column.
+fn opt_int(v: Option<u64>) -> Result<Param, DbError> {
+    Ok(Param::OptInt(v.map(int).transpose()?))
+}
 
 impl IndexStore {
     /// Folds every task touched by events stored since the last derivation

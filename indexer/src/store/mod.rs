@@ -19,6 +19,8 @@
 //!   orchestrator's [`tessera_bindings::catalogue::CatalogueSource`]).
 //! - [`graph`]: the reads GraphQL adds: a task page under every filter,
 //!   agent pages, a dispute's events decoded.
+//! - [`outbox`]: the webhooks' subscribers and durable outbox: a
+//!   delivery written with its event, a retraction with its rollback.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
@@ -29,12 +31,15 @@ pub mod evidence;
 pub mod feedback;
 pub mod graph;
 mod lineage;
+pub mod outbox;
 mod queries;
 pub mod records;
 mod rollback;
 pub mod rows;
 mod writes;
 
+#[cfg(test)]
+pub(crate) mod outbox_tests;
 #[cfg(test)]
 mod tests;
 
@@ -109,6 +114,8 @@ pub struct Batch {
 pub struct Applied {
     /// Events newly stored.
     pub events: usize,
+    /// Webhook deliveries written with them.
+    pub deliveries: usize,
 }
 
 /// What a derivation folded.
@@ -137,20 +144,76 @@ pub struct Reorg {
     pub affected_tasks: Vec<String>,
 }
 
-/// Filters of the task list.
+/// Filters of the task list; every one given must hold. A query naming
+/// anything else is refused (`deny_unknown_fields`), so a misspelt filter
+/// is an error, not a list of every task.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskFilter {
     /// Status name (`Paid`, `Disputed`, …).
     pub status: Option<String>,
+    /// Executor address (compared as checksummed, the form stored).
+    pub executor: Option<String>,
+    /// Client address.
+    pub client: Option<String>,
+    /// Funder address (the sponsor of a plan's own tasks; an agent for the
+    /// tasks it hires for).
+    pub funder: Option<String>,
+    /// Plan id.
+    pub plan: Option<String>,
+    /// Parent task id (decimal).
+    pub parent: Option<String>,
+    /// Capability name the task was created for.
+    pub capability: Option<String>,
+    /// Created at or after this chain time (unix seconds).
+    pub since: Option<i64>,
+    /// Created before this chain time (unix seconds).
+    pub until: Option<i64>,
+    /// Changed (last event folded) at or after this block.
+    pub changed_since_block: Option<i64>,
+    /// Ever disputed (`true`) or never (`false`).
+    pub disputed: Option<bool>,
+    /// Continue after this task id (from the previous page's `next`).
+    pub cursor: Option<String>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// Filters of the disputes list; unknown parameters are refused.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DisputeFilter {
+    /// Where the dispute stands: `awaiting_ruling`, `appealable`,
+    /// `awaiting_appeal_ruling` or `settled`.
+    pub state: Option<String>,
+    /// Ruled in favour of: `worker`, `client` or `split` (the final
+    /// ruling: the appeal's when there is one).
+    pub verdict: Option<String>,
+    /// Ever appealed.
+    pub appealed: Option<bool>,
     /// Executor address.
     pub executor: Option<String>,
     /// Client address.
     pub client: Option<String>,
     /// Plan id.
     pub plan: Option<String>,
-    /// Continue after this task id (from the previous page's `next`).
+    /// Continue after this position (from the previous page's `next`).
     pub cursor: Option<String>,
     /// Page size (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// Filters of the agents list; unknown parameters are refused.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFilter {
+    /// Registry status: `active`, `paused` or `left`.
+    pub status: Option<String>,
+    /// Offers this capability (an active or paused agent's offers).
+    pub capability: Option<String>,
+    /// Continue after this address (from the previous page's `next`).
+    pub cursor: Option<String>,
+    /// Page size (default and most: 500).
     pub limit: Option<i64>,
 }
 
@@ -169,6 +232,8 @@ pub struct IndexStore {
     backend: Backend,
     /// Parsed cards and the last catalogue built (see [`catalogue`]).
     catalogue: std::sync::Arc<tokio::sync::Mutex<catalogue::CatalogueCache>>,
+    /// The webhooks' chain id, bound and wake-up (see [`outbox`]).
+    outbox: std::sync::Arc<outbox::Outbox>,
 }
 
 impl IndexStore {
@@ -180,7 +245,15 @@ impl IndexStore {
         let shared_reader = reader.is_none() && backend == Backend::Sqlite;
         let reader = reader.unwrap_or_else(|| pool.clone());
         let api = open_api_pool(url).await?.unwrap_or_else(|| pool.clone());
-        Ok(Self { pool, reader, shared_reader, api, backend, catalogue: Default::default() })
+        Ok(Self {
+            pool,
+            reader,
+            shared_reader,
+            api,
+            backend,
+            catalogue: Default::default(),
+            outbox: Default::default(),
+        })
     }
 
     /// Which database this is.

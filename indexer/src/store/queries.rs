@@ -8,8 +8,8 @@ use sqlx::{Row, any::AnyRow};
 use tessera_db::DbError;
 
 use super::{
-    IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskFilter,
-    codecs::{amount_from_column, bytes_hex, history_entries, id_bytes},
+    AgentFilter, DisputeFilter, IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskFilter,
+    codecs::{AnyQuery, Param, amount_from_column, bytes_hex, history_entries, id_bytes},
     derivation::TASK_COLUMNS,
     evidence::{EVIDENCE_FLOOR_UNITS, EXPIRED},
     rows::{AgentStats, AgentView, TaskDetail, TaskTransaction, TaskView, task_from_row},
@@ -25,36 +25,55 @@ pub(super) fn listed_task_columns(prefix: &str) -> String {
 }
 
 impl IndexStore {
-    /// Tasks matching `f`, ordered by id, one page.
+    /// Tasks matching `f`, ordered by id, one page. The caller checks the
+    /// filter's values (the API does, as its document says); addresses are
+    /// compared as given, so give them checksummed, the form stored.
     pub async fn tasks(&self, f: &TaskFilter) -> Result<(Vec<TaskView>, Option<String>), DbError> {
         let limit = f.limit.unwrap_or(50).clamp(1, 500);
-        let mut sql = format!("SELECT {} FROM ix_tasks WHERE 1 = 1", listed_task_columns(""));
-        let mut binds: Vec<String> = Vec::new();
-        let mut push = |sql: &mut String, cond: &str, v: &str| {
-            binds.push(v.to_owned());
-            sql.push_str(&format!(" AND {cond} ${}", binds.len()));
-        };
+        let mut w = Where::default();
         if let Some(v) = &f.status {
-            push(&mut sql, "status =", v);
+            w.text("status =", v);
         }
         if let Some(v) = &f.executor {
-            push(&mut sql, "LOWER(executor) =", &v.to_lowercase());
+            w.text("executor =", v);
         }
         if let Some(v) = &f.client {
-            push(&mut sql, "LOWER(client) =", &v.to_lowercase());
+            w.text("client =", v);
+        }
+        if let Some(v) = &f.funder {
+            w.text("funder =", v);
         }
         if let Some(v) = &f.plan {
-            push(&mut sql, "plan_id =", &v.to_lowercase());
+            w.text("plan_id =", &v.to_lowercase());
+        }
+        if let Some(v) = &f.parent {
+            w.text("parent_id =", v);
+        }
+        if let Some(v) = &f.capability {
+            w.text("capability =", v);
+        }
+        if let Some(v) = f.since {
+            w.int("created_at >=", v);
+        }
+        if let Some(v) = f.until {
+            w.int("created_at <", v);
+        }
+        if let Some(v) = f.changed_since_block {
+            w.int("updated_block >=", v);
+        }
+        if let Some(v) = f.disputed {
+            w.int("disputed =", i64::from(v));
         }
         if let Some(v) = &f.cursor {
-            push(&mut sql, "task_id >", v);
+            w.text("task_id >", v);
         }
-        sql.push_str(&format!(" ORDER BY task_id LIMIT {}", limit + 1));
-        let mut q = sqlx::query(&sql);
-        for b in &binds {
-            q = q.bind(b.clone());
-        }
-        let rows = q.fetch_all(&self.api).await?;
+        let sql = format!(
+            "SELECT {} FROM ix_tasks WHERE {} ORDER BY task_id LIMIT {}",
+            listed_task_columns(""),
+            w.sql(),
+            limit + 1
+        );
+        let rows = w.bind(sqlx::query(&sql)).fetch_all(&self.api).await?;
         let mut out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
         let next = if out.len() as i64 > limit {
             out.truncate(limit as usize);
@@ -100,19 +119,52 @@ impl IndexStore {
     }
 
     /// Registry state of the first [`MAX_LISTED`] agents (by address), with
-    /// derived stats. Anyone can register an agent, so the list is capped.
+    /// derived stats: [`Self::agents_matching`] with no filter.
     pub async fn agents(&self) -> Result<Vec<AgentView>, DbError> {
-        let rows =
-            sqlx::query(&format!("SELECT agent FROM ix_agents ORDER BY agent LIMIT {MAX_LISTED}"))
-                .fetch_all(&self.api)
-                .await?;
+        Ok(self.agents_matching(&AgentFilter::default()).await?.0)
+    }
+
+    /// Registry state of the agents matching `f` (by address, a page of
+    /// at most [`MAX_LISTED`]), with derived stats, and the cursor of the
+    /// next page. Anyone can register an agent, so the list is paged.
+    pub async fn agents_matching(
+        &self,
+        f: &AgentFilter,
+    ) -> Result<(Vec<AgentView>, Option<String>), DbError> {
+        let limit = f.limit.unwrap_or(MAX_LISTED).clamp(1, MAX_LISTED);
+        let mut w = Where::default();
+        if let Some(v) = &f.status {
+            w.text("status =", v);
+        }
+        if let Some(v) = &f.capability {
+            // Offers are a JSON object keyed by capability name; a name is
+            // `[a-z0-9-]`, so it needs no escaping in a pattern.
+            w.text("offers LIKE", &format!("%\"{v}\":%"));
+        }
+        if let Some(v) = &f.cursor {
+            w.text("agent >", v);
+        }
+        let sql = format!(
+            "SELECT agent FROM ix_agents WHERE {} ORDER BY agent LIMIT {}",
+            w.sql(),
+            limit + 1
+        );
+        let rows = w.bind(sqlx::query(&sql)).fetch_all(&self.api).await?;
+        let mut addresses: Vec<String> =
+            rows.iter().map(|r| r.try_get::<String, _>("agent")).collect::<Result<_, _>>()?;
+        let next = if addresses.len() as i64 > limit {
+            addresses.truncate(limit as usize);
+            addresses.last().cloned()
+        } else {
+            None
+        };
         let mut out = Vec::new();
-        for r in rows {
-            if let Some(a) = self.agent(&r.try_get::<String, _>("agent")?).await? {
+        for a in &addresses {
+            if let Some(a) = self.agent(a).await? {
                 out.push(a);
             }
         }
-        Ok(out)
+        Ok((out, next))
     }
 
     /// One agent with its stats: completed, disputed, refunded, expired, declined, earnings and
@@ -202,15 +254,75 @@ impl IndexStore {
         }))
     }
 
-    /// The latest [`MAX_LISTED`] tasks that were ever disputed, newest first.
+    /// The latest [`MAX_LISTED`] tasks that were ever disputed, latest
+    /// change first: [`Self::disputes_matching`] with no filter.
     pub async fn disputes(&self) -> Result<Vec<TaskView>, DbError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {} FROM ix_tasks WHERE disputed = 1 ORDER BY updated_block DESC, task_id LIMIT {MAX_LISTED}",
-            listed_task_columns("")
-        ))
-        .fetch_all(&self.api)
-        .await?;
-        rows.iter().map(task_from_row).collect()
+        let all = DisputeFilter { limit: Some(MAX_LISTED), ..DisputeFilter::default() };
+        Ok(self.disputes_matching(&all).await?.0)
+    }
+
+    /// Tasks that were ever disputed and match `f`, latest change first
+    /// (then by id), one page, with the cursor of the next
+    /// (`<updated block>:<task id>` of the page's last task).
+    pub async fn disputes_matching(
+        &self,
+        f: &DisputeFilter,
+    ) -> Result<(Vec<TaskView>, Option<String>), DbError> {
+        let limit = f.limit.unwrap_or(MAX_LISTED).clamp(1, MAX_LISTED);
+        let mut w = Where::default();
+        w.int("disputed =", 1);
+        if let Some(state) = &f.state {
+            match state.as_str() {
+                "awaiting_ruling" => w.text("status =", "Disputed"),
+                "appealable" => w.text("status =", "Ruled"),
+                "awaiting_appeal_ruling" => w.text("status =", "Appealed"),
+                _ => w.raw("status NOT IN ('Disputed', 'Ruled', 'Appealed')"),
+            }
+        }
+        if let Some(verdict) = &f.verdict {
+            let share = "COALESCE(appeal_share_bps, ruling_share_bps)";
+            match verdict.as_str() {
+                "worker" => w.raw(&format!("{share} >= 10000")),
+                "client" => w.raw(&format!("{share} = 0")),
+                _ => w.raw(&format!("{share} > 0 AND {share} < 10000")),
+            }
+        }
+        if let Some(appealed) = f.appealed {
+            w.raw(if appealed { "appealed_at IS NOT NULL" } else { "appealed_at IS NULL" });
+        }
+        if let Some(v) = &f.executor {
+            w.text("executor =", v);
+        }
+        if let Some(v) = &f.client {
+            w.text("client =", v);
+        }
+        if let Some(v) = &f.plan {
+            w.text("plan_id =", &v.to_lowercase());
+        }
+        if let Some((block, task)) = f.cursor.as_deref().and_then(|c| c.split_once(':')) {
+            let block: i64 = block.parse().unwrap_or(i64::MAX);
+            w.int("updated_block <=", block);
+            // Past the cursor: an older change, or the same block and a later id.
+            let (b, t) = (w.next_mark(0), w.next_mark(1));
+            w.raw(&format!("(updated_block < {b} OR task_id > {t})"));
+            w.binds.push(Param::Int(block));
+            w.binds.push(Param::Text(task.to_owned()));
+        }
+        let sql = format!(
+            "SELECT {} FROM ix_tasks WHERE {} ORDER BY updated_block DESC, task_id LIMIT {}",
+            listed_task_columns(""),
+            w.sql(),
+            limit + 1
+        );
+        let rows = w.bind(sqlx::query(&sql)).fetch_all(&self.api).await?;
+        let mut out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
+        let next = if out.len() as i64 > limit {
+            out.truncate(limit as usize);
+            out.last().map(|t| format!("{}:{}", t.updated_block, t.task_id))
+        } else {
+            None
+        };
+        Ok((out, next))
     }
 
     /// The latest [`MAX_LISTED`] entries of the reorganisation journal,
@@ -252,6 +364,55 @@ fn reorg_from_row(r: &AnyRow) -> Result<Reorg, DbError> {
             detail: format!("affected_tasks {tasks:?}: {e}"),
         })?,
     })
+}
+
+/// The conditions of a list's `WHERE`, each with its bound value, numbered
+/// `$1`, `$2`, … in order (every condition is ANDed).
+#[derive(Debug, Default)]
+struct Where {
+    conditions: Vec<String>,
+    binds: Vec<Param>,
+}
+
+impl Where {
+    /// `{cond} $n`, `v` bound as text.
+    fn text(&mut self, cond: &str, v: &str) {
+        self.binds.push(Param::Text(v.to_owned()));
+        self.conditions.push(format!("{cond} ${}", self.binds.len()));
+    }
+
+    /// `{cond} $n`, `v` bound as an integer.
+    fn int(&mut self, cond: &str, v: i64) {
+        self.binds.push(Param::Int(v));
+        self.conditions.push(format!("{cond} ${}", self.binds.len()));
+    }
+
+    /// A condition with no value of its own (or whose values the caller
+    /// binds with [`Where::next_mark`]).
+    fn raw(&mut self, cond: &str) {
+        self.conditions.push(cond.to_owned());
+    }
+
+    /// The parameter mark `offset` places after those bound so far.
+    fn next_mark(&self, offset: usize) -> String {
+        format!("${}", self.binds.len() + 1 + offset)
+    }
+
+    /// The conditions, ANDed (`1 = 1` for none).
+    fn sql(&self) -> String {
+        if self.conditions.is_empty() {
+            return "1 = 1".into();
+        }
+        self.conditions.join(" AND ")
+    }
+
+    /// Binds every value, in order.
+    fn bind<'q>(&self, mut q: AnyQuery<'q>) -> AnyQuery<'q> {
+        for b in &self.binds {
+            q = b.clone().bind(q);
+        }
+        q
+    }
 }
 
 /// The median of `v`, when it holds any.

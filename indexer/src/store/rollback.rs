@@ -1,6 +1,7 @@
 //! Reorganisations: every event from the fork on removed, the tasks and
 //! agents they touched rebuilt from what remains, the reorganisation
-//! journalled, the cursor moved back.
+//! journalled, the cursor moved back, and every webhook delivery of an
+//! event taken away retracted.
 
 use std::collections::BTreeSet;
 
@@ -43,6 +44,9 @@ impl IndexStore {
         // Serialised with any other rollback on this database (indexers
         // sharing it), so the journal's next number is read once.
         let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, "ix_reorgs").await?;
+        // Every delivery of an event taken away is retracted, in this
+        // transaction: after a crash either both or neither happened.
+        let retractions = self.enqueue_retractions(&mut tx, fork).await?;
         let rows = sqlx::query("SELECT task_id, agent FROM ix_events WHERE block >= $1")
             .bind(fork as i64)
             .fetch_all(&mut *tx)
@@ -90,6 +94,9 @@ impl IndexStore {
         REORG_COLUMNS.bind(sqlx::query(&sql), &entry)?.execute(&mut *tx).await?;
         let [(reorg, _)] = entry;
         tx.commit().await?;
+        if retractions > 0 {
+            self.outbox_wake();
+        }
         Ok(reorg)
     }
 }

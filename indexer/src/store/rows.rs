@@ -9,7 +9,7 @@ use tessera_bindings::usdc::Usdc;
 use tessera_db::DbError;
 
 use crate::{
-    derive::TaskRow,
+    derive::{AppealRow, DisputeRow, RulingRow, TaskRow},
     store::codecs::{amount_from_column, amount_from_text, groups_from_column},
 };
 
@@ -59,7 +59,61 @@ pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
         decline_reason: r.try_get("decline_reason")?,
         decline_error: r.try_get("decline_error")?,
         late_decline: r.try_get::<i64, _>("late_decline")? == 1,
+        settlement: r.try_get("settlement")?,
+        dispute: dispute_from_row(r)?,
+        envelope: None,
+        result: None,
     })
+    .map(|mut row| {
+        crate::content::fill(&mut row, None);
+        row
+    })
+}
+
+/// A task's dispute from its columns; `None` when it was never disputed.
+fn dispute_from_row(r: &AnyRow) -> Result<Option<DisputeRow>, DbError> {
+    let Some(disputed_at) = r.try_get::<Option<i64>, _>("disputed_at")? else { return Ok(None) };
+    let time = |column: &'static str, v: i64| {
+        u64::try_from(v)
+            .map_err(|_| DbError::Corrupt { table: "ix_tasks", detail: format!("{column} = {v}") })
+    };
+    let ruling = |at: &'static str, share: &'static str, uri: &'static str, by: &'static str| {
+        let Some(when) = r.try_get::<Option<i64>, _>(at)? else { return Ok(None) };
+        let bps: i64 = r.try_get::<Option<i64>, _>(share)?.unwrap_or_default();
+        let bps = u16::try_from(bps).map_err(|_| DbError::Corrupt {
+            table: "ix_tasks",
+            detail: format!("{share} = {bps}"),
+        })?;
+        Ok::<_, DbError>(Some(RulingRow::new(
+            bps,
+            r.try_get::<Option<String>, _>(by)?.unwrap_or_default(),
+            time(at, when)?,
+            r.try_get::<Option<String>, _>(uri)?.unwrap_or_default(),
+        )))
+    };
+    let appeal = match r.try_get::<Option<i64>, _>("appealed_at")? {
+        Some(at) => Some(AppealRow {
+            appellant: r.try_get::<Option<String>, _>("appellant")?.unwrap_or_default(),
+            at: time("appealed_at", at)?,
+            reason_uri: r.try_get::<Option<String>, _>("appeal_reason_uri")?.unwrap_or_default(),
+            reason: None,
+            ruling: ruling(
+                "appeal_ruled_at",
+                "appeal_share_bps",
+                "appeal_rationale_uri",
+                "appeal_arbiter",
+            )?,
+        }),
+        None => None,
+    };
+    Ok(Some(DisputeRow {
+        state: String::new(),
+        disputed_at: time("disputed_at", disputed_at)?,
+        reason_uri: r.try_get::<Option<String>, _>("dispute_reason_uri")?.unwrap_or_default(),
+        reason: None,
+        ruling: ruling("ruled_at", "ruling_share_bps", "ruling_rationale_uri", "ruling_arbiter")?,
+        appeal,
+    }))
 }
 
 /// One checked transition of a task.

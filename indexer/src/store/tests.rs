@@ -698,3 +698,145 @@ async fn late_declines_weigh_as_expiries_on_postgresql() {
     let store = IndexStore::connect(&url).await.unwrap();
     late_declines_weigh_as_expiries(store).await;
 }
+
+/// A task created, delivered, disputed, ruled 40% and settled at once
+/// (an appeal window of zero), one block each.
+fn ruled_logs() -> Vec<Log> {
+    use alloy::{
+        primitives::{aliases::U40, keccak256},
+        sol_types::SolEvent,
+    };
+    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+    let id = U256::from(40);
+    let created = E::TaskCreated {
+        taskId: id,
+        planId: keccak256("ruled"),
+        parentId: U256::ZERO,
+        r#ref: keccak256("ruled"),
+        capability: tessera_bindings::capability::encode("translate").unwrap(),
+        task: Task {
+            funder: Address::repeat_byte(2),
+            client: Address::repeat_byte(2),
+            executor: Address::repeat_byte(3),
+            amount: 1_000,
+            deadline: U40::from(10_000),
+            updatedAt: U40::from(1_000),
+            reviewWindow: 600,
+            disputeWindow: 600,
+            appealWindow: 0,
+            appealRulingWindow: 600,
+            executorShareBps: 0,
+            status: 1,
+            specHash: keccak256("data:,x"),
+            resultHash: B256::ZERO,
+        },
+        specURI: "data:,x".into(),
+    };
+    let events: Vec<alloy::primitives::LogData> = vec![
+        created.encode_log_data(),
+        E::TaskCompleted {
+            taskId: id,
+            executor: Address::repeat_byte(3),
+            resultURI: "data:,done".into(),
+            at: U40::from(1_100),
+        }
+        .encode_log_data(),
+        E::TaskDisputed {
+            taskId: id,
+            client: Address::repeat_byte(2),
+            reasonURI: "data:,wrong".into(),
+            at: U40::from(1_200),
+        }
+        .encode_log_data(),
+        E::DisputeRuled {
+            taskId: id,
+            arbiter: Address::repeat_byte(9),
+            executorShareBps: 4_000,
+            rationaleURI: "data:application/json,{\"rationale\":\"half done\"}".into(),
+            at: U40::from(1_300),
+        }
+        .encode_log_data(),
+        E::TaskSettled {
+            taskId: id,
+            status: 9,
+            settlement: 2,
+            executorAmount: 400,
+            funderAmount: 600,
+            at: U40::from(1_300),
+        }
+        .encode_log_data(),
+    ];
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, data)| Log {
+            inner: alloy::primitives::Log { address: Address::repeat_byte(1), data },
+            block_number: Some(i as u64 + 1),
+            log_index: Some(0),
+            ..Log::default()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_index_before_disputes_were_kept_folds_its_tasks_again_with_them() {
+    // A database as migrations 1 to 8 left it: events stored, the task
+    // folded without its dispute, both marks at the head.
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("migrations");
+    std::fs::create_dir(&old).unwrap();
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(manifest.join("migrations")).unwrap() {
+        let name = entry.unwrap().file_name();
+        if name.to_string_lossy().as_ref() < "0009" {
+            std::fs::copy(manifest.join("migrations").join(&name), old.join(&name)).unwrap();
+        }
+    }
+    assert_eq!(std::fs::read_dir(&old).unwrap().count(), 8);
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    let migrator = sqlx::migrate::Migrator::new(old.as_path()).await.unwrap();
+    let (pool, _) = open_pool_with(&url, &Schema::new("indexer", &migrator), &[]).await.unwrap();
+    let logs = ruled_logs();
+    for log in &logs {
+        let (contract, kind, task, _) = super::codecs::classify(log);
+        sqlx::query(
+            "INSERT INTO ix_events (block, log_index, block_hash, tx_hash, contract, kind, \
+             task_id, agent, raw) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
+        )
+        .bind(log.block_number.unwrap() as i64)
+        .bind(0i64)
+        .bind(vec![0u8; 32])
+        .bind(vec![0u8; 32])
+        .bind(contract)
+        .bind(kind)
+        .bind(task.map(id_bytes))
+        .bind(encode_raw(log))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let head = logs.len() as i64 + 1;
+    sqlx::query("INSERT INTO ix_cursor VALUES ('ingest', $1), ('derive', $1)")
+        .bind(head)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let store = IndexStore::connect(&url).await.unwrap();
+    assert_eq!(store.cursor().await.unwrap(), Some(head as u64), "ingestion goes on");
+    assert_eq!(store.derived().await.unwrap(), None, "every task is folded again");
+    store.derive(None, 10).await.unwrap();
+    let task = store.task("40").await.unwrap().unwrap().task;
+    assert_eq!((task.status.as_str(), task.settlement.as_deref()), ("Split", Some("ruling")));
+    let dispute = task.dispute.expect("the dispute is kept");
+    assert_eq!((dispute.state.as_str(), dispute.disputed_at), ("settled", 1_200));
+    assert_eq!(dispute.reason.unwrap().value, Some(serde_json::json!("wrong")));
+    let ruling = dispute.ruling.expect("the ruling is kept");
+    assert_eq!((ruling.verdict.as_str(), ruling.executor_share_bps), ("split", 4_000));
+    assert_eq!(ruling.arbiter, Address::repeat_byte(9).to_string());
+    let rationale = ruling.rationale.unwrap().value.unwrap();
+    assert_eq!(rationale["rationale"], "half done");
+    assert_eq!(dispute.appeal, None);
+    assert_eq!(task.result.unwrap().value, Some(serde_json::json!("done")));
+}

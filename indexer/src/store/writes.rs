@@ -125,17 +125,25 @@ impl IndexStore {
             );
             BLOCK_COLUMNS.bind(sqlx::query(&sql), chunk)?.execute(&mut *tx).await?;
         }
+        // Deliveries of the new events, in their transaction: a crash
+        // loses none and a replay of the batch enqueues none twice.
+        let deliveries =
+            if stored > 0 { self.enqueue_deliveries(&mut tx, &batch.logs).await? } else { 0 };
         set_cursor(&mut tx, "ingest", batch.to + 1).await?;
         let t1 = std::time::Instant::now();
         rebuild_agents(&mut tx, self.backend, &agents).await?;
         tx.commit().await?;
+        if deliveries > 0 {
+            self.outbox_wake();
+        }
         tracing::debug!(
             insert_ms = (t1 - t0).as_millis(),
             commit_ms = t1.elapsed().as_millis(),
             events = stored,
+            deliveries,
             "applied"
         );
-        Ok(Applied { events: stored })
+        Ok(Applied { events: stored, deliveries })
     }
 
     /// Where derivation resumes: tasks touched by events below this block
@@ -167,13 +175,14 @@ impl IndexStore {
             .collect()
     }
 
-    /// Forgets block hashes below `keep_from` (older than the reorg depth).
+    /// Forgets block hashes below `keep_from` (older than the reorg depth),
+    /// and the webhook deliveries done of events below it.
     pub async fn prune_blocks(&self, keep_from: u64) -> Result<(), DbError> {
         sqlx::query("DELETE FROM ix_blocks WHERE number < $1")
             .bind(keep_from as i64)
             .execute(&self.pool)
             .await?;
-        Ok(())
+        self.prune_deliveries(keep_from).await
     }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.28;
 
+import {Vm} from "../../utils/Vm.sol";
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
 import {EscrowBase} from "../EscrowBase.sol";
 
@@ -100,5 +101,35 @@ contract ApprovePaymentsTest is EscrowBase {
         assertEq(usdc.balanceOf(executor) - e1, 2 * AMOUNT, "executor paid for its two");
         assertEq(usdc.balanceOf(executor2) - e2, 2 * AMOUNT, "executor2 paid for its two");
         assertEq(held - usdc.balanceOf(address(escrow)), 4 * AMOUNT, "the escrow paid out exactly");
+    }
+
+    function test_WhenConsecutiveItemsHaveOneExecutor() public {
+        // it should pay that run in one transfer of their sum
+        address[5] memory who = [executor, executor, executor2, executor2, executor];
+        uint256[] memory ids = new uint256[](5);
+        ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](5);
+        for (uint256 i; i < 5; ++i) {
+            ITaskEscrow.CreateParams memory p = _params(_nextRef());
+            p.executor = who[i];
+            (ids[i], ts[i]) = _create(p);
+            ts[i] = _deliver(ids[i], ts[i]);
+        }
+        vm.recordLogs();
+        vm.prank(client);
+        escrow.approvePayments(ids, ts);
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        bytes32 transfer = keccak256("Transfer(address,address,uint256)");
+        address[3] memory to = [executor, executor2, executor];
+        uint256[3] memory sums = [uint256(2 * AMOUNT), 2 * AMOUNT, AMOUNT];
+        uint256 n;
+        for (uint256 i; i < logs.length; ++i) {
+            if (logs[i].emitter != address(usdc) || logs[i].topics[0] != transfer) continue;
+            assertLe(n + 1, 3, "one transfer per run");
+            assertEq(address(uint160(uint256(logs[i].topics[1]))), address(escrow), "from the escrow");
+            assertEq(address(uint160(uint256(logs[i].topics[2]))), to[n], "to the run's executor");
+            assertEq(abi.decode(logs[i].data, (uint256)), sums[n], "the run's sum");
+            ++n;
+        }
+        assertEq(n, 3, "three runs, three transfers");
     }
 }

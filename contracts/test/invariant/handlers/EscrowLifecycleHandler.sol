@@ -194,7 +194,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     }
 
     /// @notice A client approves up to four of its completed tasks in one call;
-    /// each payout is attributed to the task whose {TaskSettled} precedes it.
+    /// each transfer is attributed to the settled items of its executor it pays.
     function approvePayments(uint256 taskSeed) external instrument("approvePayments") {
         (bool found, uint256 first, ITaskEscrow.Task memory t0) = _pick(taskSeed, _isCompleted);
         if (!found) return;
@@ -218,7 +218,22 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         vm.recordLogs();
         vm.prank(t0.client);
         escrow.approvePayments(ids, ts);
-        Vm.Log[] memory logs = vm.getRecordedLogs();
+        _attributeBatchPayouts(vm.getRecordedLogs(), ids, ts);
+        for (uint256 i; i < k; ++i) {
+            store.setTask(ids[i], _settled(ts[i], BPS, ITaskEscrow.Settlement.Approved));
+            store.recordTransition(uint8(ITaskEscrow.Status.Completed), uint8(ITaskEscrow.Status.Paid));
+        }
+    }
+
+    /// @dev Attributes the payouts of one {approvePayments} call: a transfer to an
+    /// executor pays, in order, the settled items of that executor not yet paid
+    /// (one transfer may carry a run of them); whatever it carries beyond them is
+    /// recorded against the last settled item, where the ghost's sums catch it.
+    function _attributeBatchPayouts(Vm.Log[] memory logs, uint256[] memory ids, ITaskEscrow.Task[] memory ts)
+        private
+    {
+        uint128[] memory owed = new uint128[](ids.length);
+        bool[] memory settled = new bool[](ids.length);
         uint256 current;
         for (uint256 i; i < logs.length; ++i) {
             Vm.Log memory l = logs[i];
@@ -226,19 +241,26 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
                 current = uint256(l.topics[1]);
                 (uint128 toExecutor, uint128 toFunder,) = abi.decode(l.data, (uint128, uint128, uint40));
                 store.recordSettlement(current, uint8(uint256(l.topics[2])), toExecutor, toFunder);
-            } else if (l.emitter == address(usdc) && l.topics[0] == IERC20.Transfer.selector) {
-                if (address(uint160(uint256(l.topics[1]))) == address(escrow)) {
-                    store.recordOutflow(
-                        current,
-                        address(uint160(uint256(l.topics[2]))),
-                        uint128(abi.decode(l.data, (uint256)))
-                    );
+                for (uint256 j; j < ids.length; ++j) {
+                    if (ids[j] == current && !settled[j]) {
+                        settled[j] = true;
+                        owed[j] = toExecutor;
+                        break;
+                    }
                 }
+            } else if (l.emitter == address(usdc) && l.topics[0] == IERC20.Transfer.selector) {
+                if (address(uint160(uint256(l.topics[1]))) != address(escrow)) continue;
+                address to = address(uint160(uint256(l.topics[2])));
+                uint128 left = uint128(abi.decode(l.data, (uint256)));
+                for (uint256 j; j < ids.length && left != 0; ++j) {
+                    if (!settled[j] || owed[j] == 0 || ts[j].executor != to) continue;
+                    uint128 part = owed[j] < left ? owed[j] : left;
+                    store.recordOutflow(ids[j], to, part);
+                    owed[j] -= part;
+                    left -= part;
+                }
+                if (left != 0) store.recordOutflow(current, to, left);
             }
-        }
-        for (uint256 i; i < k; ++i) {
-            store.setTask(ids[i], _settled(ts[i], BPS, ITaskEscrow.Settlement.Approved));
-            store.recordTransition(uint8(ITaskEscrow.Status.Completed), uint8(ITaskEscrow.Status.Paid));
         }
     }
 

@@ -106,13 +106,16 @@ impl Chain {
         Ok(receipt)
     }
 
-    /// Sends the approvals of every task of `recs` (one call for several);
-    /// returns without waiting for them to be mined.
+    /// Sends the approvals of every task of `recs` (one call for several,
+    /// grouped by executor: the escrow pays each run of one executor in one
+    /// transfer); returns without waiting for them to be mined.
     pub(crate) async fn approve_all(&self, recs: &[&TaskRecord]) -> Result<Sent, ClientError> {
         let c = self.escrow.contract();
         match recs {
             [rec] => self.dispatch(c.approvePayment(rec.id, rec.task.clone())).await,
             _ => {
+                let mut recs = recs.to_vec();
+                recs.sort_by_key(|r| r.task.executor);
                 let ids = recs.iter().map(|r| r.id).collect();
                 let tasks = recs.iter().map(|r| r.task.clone()).collect();
                 self.dispatch(c.approvePayments(ids, tasks)).await
