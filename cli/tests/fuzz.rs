@@ -140,6 +140,8 @@ async fn both_apis_keep_their_openapi_contracts_under_schemathesis() {
             .arg("--blobs")
             .arg(dir.path().join("blobs"))
             .env("RUST_LOG", "warn")
+            // Its webhook routes on, behind the same token as serve's.
+            .env("TESSERA_INDEXER_TOKEN", TEST_TOKEN)
             .env_remove("DATABASE_URL")
             .stderr(Stdio::inherit()),
     );
@@ -156,7 +158,7 @@ async fn both_apis_keep_their_openapi_contracts_under_schemathesis() {
     let auth = vec![format!("Authorization: Bearer {TEST_TOKEN}")];
     let (orch, ix_run) = tokio::task::spawn_blocking(move || {
         let orch = fuzz("orchestrator", &format!("{api}/api/openapi.json"), &api, &auth, &work);
-        let ix_run = fuzz("indexer", &format!("{ix}/api/openapi.json"), &ix, &[], &work);
+        let ix_run = fuzz("indexer", &format!("{ix}/api/openapi.json"), &ix, &auth, &work);
         (orch, ix_run)
     })
     .await

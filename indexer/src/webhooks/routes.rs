@@ -132,7 +132,10 @@ async fn add(
     Query(NoParams {}): Query<NoParams>,
     Json(req): Json<NewWebhook>,
 ) -> Result<Response, ApiError> {
-    let url = check_url(req.url.trim()).map_err(ApiError::bad_request)?;
+    // A string JSON Schema takes but no delivery can go to: refused on its
+    // merits (422), as the orchestrator refuses a plan it cannot run.
+    let url = check_url(req.url.trim())
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e))?;
     let filter = req.filter.checked().map_err(ApiError::bad_request)?;
     let secret = match req.secret {
         Some(secret) => {
@@ -248,6 +251,14 @@ mod tests {
         for (bad, says) in [
             (json!({"url": "ftp://example.org/"}), "scheme"),
             (json!({"url": "nowhere"}), "not a URL"),
+            (json!({"url": "http://user:pw@h/"}), "credentials"),
+        ] {
+            let (status, body) =
+                call(&app, "POST", "/api/webhooks", Some(TOKEN), Some(bad.clone())).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+            assert!(body["error"].as_str().unwrap().contains(says), "{bad}: {body}");
+        }
+        for (bad, says) in [
             (json!({"url": "http://h/", "filter": {"plan": "0x1"}}), "filter.plan"),
             (json!({"url": "http://h/", "filter": {"kinds": ["Nope"]}}), "Nope"),
             (json!({"url": "http://h/", "secret": "short"}), "secret"),
