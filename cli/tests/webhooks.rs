@@ -175,7 +175,7 @@ async fn every_event_once_by_key_across_a_kill_and_a_reorg() {
     assert_eq!(resp.status(), 401, "no token, no webhook");
     let bad = json!({"url": "ftp://example.org/", "secret": SECRET});
     let resp = http.post(&hooks).bearer_auth(TOKEN).json(&bad).send().await.unwrap();
-    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.status(), 422, "a URL no delivery can go to");
     let resp = http.post(&hooks).bearer_auth(TOKEN).json(&body).send().await.unwrap();
     assert_eq!(resp.status(), 201);
     let made: Value = resp.json().await.unwrap();
