@@ -337,8 +337,8 @@ async fn a_nested_plan_comes_back_with_its_paths_and_groups(store: IndexStore) {
     assert_eq!(delegated["groups"], serde_json::json!([]));
 
     // A task page and one task read them back too.
-    let filter = TaskFilter { plan: Some(plan), ..TaskFilter::default() };
-    let (page, _) = store.tasks(&filter).await.unwrap();
+    let filter = TaskQuery { plan: Some(plan), limit: 50, ..TaskQuery::default() };
+    let (page, _) = store.task_page(&filter).await.unwrap();
     let paths: Vec<Option<&str>> = page.iter().map(|t| t.path.as_deref()).collect();
     assert_eq!(paths, [Some("0"), Some("1.0"), Some("1.1.0"), Some("1.1.1"), Some("2"), None]);
     let one = store.task("12").await.unwrap().unwrap();
@@ -539,8 +539,8 @@ async fn a_declined_task_keeps_its_reason(store: IndexStore) {
     );
 
     // The API's JSON (a task page) names them.
-    let filter = TaskFilter { status: Some("Declined".into()), ..TaskFilter::default() };
-    let (page, _) = store.tasks(&filter).await.unwrap();
+    let filter = TaskQuery { status: vec!["Declined".into()], limit: 50, ..TaskQuery::default() };
+    let (page, _) = store.task_page(&filter).await.unwrap();
     assert_eq!(page.len(), 4);
     let json = serde_json::to_value(&page[0]).unwrap();
     assert_eq!(json["decline_reason"], "cannot read the envelope");
@@ -673,8 +673,8 @@ async fn late_declines_weigh_as_expiries(store: IndexStore) {
     assert_eq!((record.expired, record.settled()), (2, 2));
     let evidence = store.evidence(&executor.to_string(), None).await.unwrap();
     assert!(evidence.failed > 0.0 && evidence.completed == 0.0, "{evidence:?}");
-    let filter = TaskFilter { status: Some("Declined".into()), ..TaskFilter::default() };
-    let (page, _) = store.tasks(&filter).await.unwrap();
+    let filter = TaskQuery { status: vec!["Declined".into()], limit: 50, ..TaskQuery::default() };
+    let (page, _) = store.task_page(&filter).await.unwrap();
     let json = serde_json::to_value(&page[1]).unwrap();
     assert_eq!(
         (json["task_id"].as_str(), json["late_decline"].as_bool()),
