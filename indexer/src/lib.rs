@@ -35,5 +35,8 @@ pub mod render;
 pub mod store;
 pub mod webhooks;
 
+#[cfg(test)]
+mod testkit;
+
 pub use ingest::{Indexer, IndexerConfig};
 pub use store::IndexStore;

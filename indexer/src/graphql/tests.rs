@@ -11,9 +11,7 @@ use alloy::{
 use axum::http::{Request, StatusCode};
 use serde_json::{Value, json};
 use tessera_bindings::{
-    AgentRegistry as R,
-    ITaskEscrow::Task as ChainTask,
-    TaskEscrow as E, capability,
+    AgentRegistry as R, TaskEscrow as E, capability,
     card::{AgentCard, CapabilityOffer, Price, Role},
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent, percent_data_uri},
 };
@@ -90,30 +88,11 @@ fn created(
     env.path = path.map(str::to_owned);
     env.groups = groups.iter().map(|g| (*g).to_owned()).collect();
     let uri = EnvelopeCodec::default().encode(&env, &MemoryBlobStore::new()).unwrap();
-    let ev = E::TaskCreated {
-        taskId: U256::from(id),
-        planId: plan_id(),
-        parentId: U256::from(parent),
-        r#ref: keccak256(id.to_be_bytes()),
-        capability: capability::encode(cap).unwrap(),
-        task: ChainTask {
-            funder,
-            client: funder,
-            executor,
-            amount,
-            deadline: U40::from(100_000),
-            updatedAt: U40::from(1_000 + block),
-            reviewWindow: 600,
-            disputeWindow: 600,
-            appealWindow: 600,
-            appealRulingWindow: 600,
-            executorShareBps: 0,
-            status: 1,
-            specHash: keccak256(&uri),
-            resultHash: B256::ZERO,
-        },
-        specURI: uri,
-    };
+    let mut ev = crate::testkit::task_created(id, plan_id(), cap, funder, executor, amount, &uri);
+    ev.parentId = U256::from(parent);
+    ev.task.deadline = U40::from(100_000);
+    ev.task.updatedAt = U40::from(1_000 + block);
+    ev.task.appealWindow = 600;
     at(ev.encode_log_data(), block, 0)
 }
 
