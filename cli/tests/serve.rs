@@ -1448,15 +1448,15 @@ async fn reorgs_and_kills(seed: u64) {
         },
     );
     fresh.sync_once().await.unwrap();
-    let all = tessera_indexer::store::TaskFilter { limit: Some(500), ..Default::default() };
+    let all = tessera_indexer::store::TaskQuery { limit: 500, ..Default::default() };
     assert_eq!(
-        survived.tasks(&all).await.unwrap(),
-        fresh.store().tasks(&all).await.unwrap(),
+        survived.task_page(&all).await.unwrap(),
+        fresh.store().task_page(&all).await.unwrap(),
         "seed {seed}: tasks differ from a from-scratch reindex"
     );
     // Every task's checked transitions too: incremental batches append them,
     // the reindex writes them in one pass.
-    for t in fresh.store().tasks(&all).await.unwrap().0 {
+    for t in fresh.store().task_page(&all).await.unwrap().0 {
         let id = t.task_id.as_str();
         assert_eq!(
             survived.task(id).await.unwrap(),

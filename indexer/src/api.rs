@@ -27,7 +27,8 @@ use tokio::sync::{broadcast, watch};
 
 use crate::{
     ingest::{Progress, Update},
-    store::{AgentFilter, DisputeFilter, IndexStore, TaskFilter},
+    params,
+    store::{AgentFilter, DisputeFilter, IndexStore, TaskQuery},
 };
 
 /// The OpenAPI document.
@@ -167,53 +168,10 @@ fn block(s: &AppState) -> u64 {
     s.progress.borrow().indexed
 }
 
-fn check_task_id(id: &str) -> Result<(), ApiError> {
-    if id.is_empty() || id.len() > 78 || !id.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ApiError(
-            StatusCode::BAD_REQUEST,
-            format!("{id:?} is not a task id (decimal)"),
-        ));
+impl From<crate::params::ParamError> for ApiError {
+    fn from(e: crate::params::ParamError) -> Self {
+        bad(e.0)
     }
-    Ok(())
-}
-
-/// Whether `s` is `0x` and `digits` hex digits, as the document's patterns
-/// say (the hex parsers alone would also take the digits without `0x`).
-fn is_prefixed_hex(s: &str, digits: usize) -> bool {
-    s.strip_prefix("0x")
-        .is_some_and(|hex| hex.len() == digits && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-fn check_plan_id(id: &str) -> Result<String, ApiError> {
-    if !is_prefixed_hex(id, 64) {
-        return Err(ApiError(
-            StatusCode::BAD_REQUEST,
-            format!("{id:?} is not a plan id (0x + 64 hex)"),
-        ));
-    }
-    id.parse::<alloy::primitives::B256>().map(|b| b.to_string()).map_err(|_| {
-        ApiError(StatusCode::BAD_REQUEST, format!("{id:?} is not a plan id (0x + 64 hex)"))
-    })
-}
-
-fn check_address(what: &str, address: &str) -> Result<(), ApiError> {
-    if is_prefixed_hex(address, 40) {
-        return Ok(());
-    }
-    Err(ApiError(
-        StatusCode::BAD_REQUEST,
-        format!("{what} {address:?} is not an address (0x + 40 hex)"),
-    ))
-}
-
-/// An address parameter checked as documented, checksummed: the form the
-/// index stores, so a filter on it uses the column's index.
-fn checksummed(what: &str, address: &str) -> Result<String, ApiError> {
-    check_address(what, address)?;
-    address
-        .parse::<alloy::primitives::Address>()
-        .map(|a| a.to_string())
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("{what} {address:?}: {e}")))
 }
 
 /// A 400 saying `message`.
@@ -223,55 +181,86 @@ fn bad(message: String) -> ApiError {
 
 /// A page size within 1..=500 (not quietly clamped).
 fn check_limit(limit: Option<i64>) -> Result<(), ApiError> {
-    match limit {
-        Some(l) if !(1..=500).contains(&l) => Err(bad(format!("limit {l} is not within 1..=500"))),
-        _ => Ok(()),
+    if let Some(l) = limit {
+        params::page_size("limit", l, 500)?;
     }
+    Ok(())
 }
 
-/// A capability name as the registry's rule has it (1–31 bytes of
-/// `[a-z0-9-]`).
-fn check_capability(name: &str) -> Result<(), ApiError> {
-    tessera_bindings::capability::check(name).map_err(|e| bad(e.to_string()))
+/// The task list's query parameters as the document names them; a query
+/// naming anything else is refused (`deny_unknown_fields`), so a misspelt
+/// filter is an error, not a list of every task.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskParams {
+    /// Status name (`Paid`, `Disputed`, …).
+    status: Option<String>,
+    /// Executor address.
+    executor: Option<String>,
+    /// Client address.
+    client: Option<String>,
+    /// Funder address.
+    funder: Option<String>,
+    /// Plan id.
+    plan: Option<String>,
+    /// Parent task id (decimal).
+    parent: Option<String>,
+    /// Capability name the task was created for.
+    capability: Option<String>,
+    /// Created at or after this chain time (unix seconds).
+    since: Option<i64>,
+    /// Created before this chain time (unix seconds).
+    until: Option<i64>,
+    /// Changed (last event folded) at or after this block.
+    changed_since_block: Option<i64>,
+    /// Ever disputed (`true`) or never (`false`).
+    disputed: Option<bool>,
+    /// Continue after this task id (from the previous page's `next`).
+    cursor: Option<String>,
+    /// Page size (default 50, at most 500).
+    limit: Option<i64>,
 }
 
-/// A count that cannot be negative (a time, a block).
-fn check_non_negative(what: &str, v: Option<i64>) -> Result<(), ApiError> {
-    match v {
-        Some(v) if v < 0 => Err(bad(format!("{what} {v} is negative"))),
-        _ => Ok(()),
+impl TaskParams {
+    /// The store's query of these parameters, checked as documented: an
+    /// empty `cursor` is the first page, a status is one the contract has,
+    /// addresses, task and plan ids and capability names are spelled out,
+    /// times and blocks are not negative, and `limit` is within 1..=500
+    /// (not quietly clamped).
+    fn query(self) -> Result<TaskQuery, ApiError> {
+        let after = self.cursor.filter(|c| !c.is_empty());
+        if let Some(c) = &after {
+            params::task_id(c)?;
+        }
+        if let Some(p) = &self.parent {
+            params::task_id(p)?;
+        }
+        if let Some(c) = &self.capability {
+            params::capability(c)?;
+        }
+        params::non_negative("since", self.since)?;
+        params::non_negative("until", self.until)?;
+        params::non_negative("changed_since_block", self.changed_since_block)?;
+        check_limit(self.limit)?;
+        let address = |what, a: Option<String>| a.map(|a| params::address(what, &a)).transpose();
+        Ok(TaskQuery {
+            status: params::statuses(self.status.into_iter().collect())?,
+            executor: address("executor", self.executor)?,
+            client: address("client", self.client)?,
+            funder: address("funder", self.funder)?,
+            plan: self.plan.as_deref().map(params::plan_id).transpose()?,
+            parent: self.parent,
+            capability: self.capability,
+            created_at_from: self.since,
+            // `until` is exclusive; the query's bound is inclusive.
+            created_at_to: self.until.map(|u| u - 1),
+            changed_since_block: self.changed_since_block,
+            disputed: self.disputed,
+            after,
+            limit: self.limit.unwrap_or(50),
+            ..TaskQuery::default()
+        })
     }
-}
-
-/// The task list's filters checked as documented: an empty `cursor` is the
-/// first page, a status is one the contract has, addresses, task and plan
-/// ids and capability names are spelled out, times and blocks are not
-/// negative, and `limit` is within 1..=500 (not quietly clamped).
-fn check_filter(f: TaskFilter) -> Result<TaskFilter, ApiError> {
-    let cursor = f.cursor.filter(|c| !c.is_empty());
-    if let Some(c) = &cursor {
-        check_task_id(c)?;
-    }
-    if let Some(p) = &f.parent {
-        check_task_id(p)?;
-    }
-    if let Some(st) = &f.status
-        && !tessera_bindings::task::Status::ALL.iter().any(|s| s.as_str() == st)
-    {
-        return Err(bad(format!("{st:?} is not a task status")));
-    }
-    if let Some(c) = &f.capability {
-        check_capability(c)?;
-    }
-    check_non_negative("since", f.since)?;
-    check_non_negative("until", f.until)?;
-    check_non_negative("changed_since_block", f.changed_since_block)?;
-    check_limit(f.limit)?;
-    let executor = f.executor.as_deref().map(|a| checksummed("executor", a)).transpose()?;
-    let client = f.client.as_deref().map(|a| checksummed("client", a)).transpose()?;
-    let funder = f.funder.as_deref().map(|a| checksummed("funder", a)).transpose()?;
-    let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
-    Ok(TaskFilter { plan, cursor, executor, client, funder, ..f })
 }
 
 /// The dispute list's filters checked as documented.
@@ -295,16 +284,16 @@ fn check_dispute_filter(f: DisputeFilter) -> Result<DisputeFilter, ApiError> {
             !block.is_empty()
                 && block.len() <= 18
                 && block.bytes().all(|b| b.is_ascii_digit())
-                && check_task_id(task).is_ok()
+                && params::task_id(task).is_ok()
         });
         if !ok {
             return Err(bad(format!("cursor {c:?} is not a page's `next` (<block>:<task id>)")));
         }
     }
     check_limit(f.limit)?;
-    let executor = f.executor.as_deref().map(|a| checksummed("executor", a)).transpose()?;
-    let client = f.client.as_deref().map(|a| checksummed("client", a)).transpose()?;
-    let plan = f.plan.as_deref().map(check_plan_id).transpose()?;
+    let executor = f.executor.as_deref().map(|a| params::address("executor", a)).transpose()?;
+    let client = f.client.as_deref().map(|a| params::address("client", a)).transpose()?;
+    let plan = f.plan.as_deref().map(params::plan_id).transpose()?;
     Ok(DisputeFilter { cursor, executor, client, plan, ..f })
 }
 
@@ -314,11 +303,11 @@ fn check_agent_filter(f: AgentFilter) -> Result<AgentFilter, ApiError> {
         crate::derive::AgentStatus::parse(st).map_err(|e| bad(e.to_string()))?;
     }
     if let Some(c) = &f.capability {
-        check_capability(c)?;
+        params::capability(c)?;
     }
     check_limit(f.limit)?;
     let cursor = f.cursor.filter(|c| !c.is_empty());
-    let cursor = cursor.as_deref().map(|a| checksummed("cursor", a)).transpose()?;
+    let cursor = cursor.as_deref().map(|a| params::address("cursor", a)).transpose()?;
     Ok(AgentFilter { cursor, ..f })
 }
 
@@ -341,10 +330,9 @@ async fn status(
 
 async fn tasks(
     State(s): State<AppState>,
-    Query(f): Query<TaskFilter>,
+    Query(f): Query<TaskParams>,
 ) -> Result<Json<Value>, ApiError> {
-    let f = check_filter(f)?;
-    let (tasks, next) = s.store.tasks(&f).await?;
+    let (tasks, next) = s.store.task_page(&f.query()?).await?;
     Ok(Json(json!({ "block": block(&s), "tasks": tasks, "next": next })))
 }
 
@@ -353,7 +341,7 @@ async fn task(
     Path(id): Path<String>,
     Query(NoParams {}): Query<NoParams>,
 ) -> Result<Json<Value>, ApiError> {
-    check_task_id(&id)?;
+    params::task_id(&id)?;
     let mut t = s
         .store
         .task(&id)
@@ -401,17 +389,9 @@ async fn tree(
     Path(id): Path<String>,
     Query(q): Query<TreeQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = check_plan_id(&id)?;
-    let sponsor =
-        match q.sponsor.as_deref() {
-            Some(a) => {
-                check_address("sponsor", a)?;
-                Some(a.parse::<alloy::primitives::Address>().map_err(|e| {
-                    ApiError(StatusCode::BAD_REQUEST, format!("sponsor {a:?}: {e}"))
-                })?)
-            }
-            None => None,
-        };
+    let id = params::plan_id(&id)?;
+    let sponsor = q.sponsor.as_deref().map(|a| params::address("sponsor", a)).transpose()?;
+    let sponsor = sponsor.map(|a| a.parse().expect("a checked address parses"));
     let tree = s.store.plan_tree_of(&id, sponsor).await?;
     let mut t = serde_json::to_value(&tree).expect("a plan tree serializes");
     t["block"] = json!(block(&s));
@@ -432,7 +412,7 @@ async fn agent(
     Path(address): Path<String>,
     Query(NoParams {}): Query<NoParams>,
 ) -> Result<Json<Value>, ApiError> {
-    check_address("agent", &address)?;
+    params::address("agent", &address)?;
     let a = s
         .store
         .agent(&address)
@@ -478,7 +458,7 @@ async fn plan_events(
     Path(id): Path<String>,
     Query(NoParams {}): Query<NoParams>,
 ) -> Result<Response, ApiError> {
-    let plan = check_plan_id(&id)?;
+    let plan = params::plan_id(&id)?;
     let mut updates = s.updates.subscribe();
     let store = s.store;
     Ok(s.gate.stream(move |tx| async move {

@@ -12,9 +12,7 @@ use alloy::{
 use axum::{Router, http::StatusCode};
 use serde_json::{Value, json};
 use tessera_bindings::{
-    AgentRegistry as R,
-    ITaskEscrow::Task,
-    TaskEscrow as E, capability,
+    AgentRegistry as R, TaskEscrow as E, capability,
     envelope::{Envelope, EnvelopeCodec, MemoryBlobStore, Parent, percent_data_uri},
 };
 use tokio::sync::{broadcast, watch};
@@ -67,30 +65,12 @@ impl Chain {
         let mut env = Envelope::new(Parent::Plan(plan()), format!("do step {id}"));
         env.capability = Some(cap.into());
         let uri = percent_data_uri(&env.to_json().unwrap());
-        let ev = E::TaskCreated {
-            taskId: U256::from(id),
-            planId: plan(),
-            parentId: U256::from(parent),
-            r#ref: keccak256(id.to_be_bytes()),
-            capability: capability::encode(cap).unwrap(),
-            task: Task {
-                funder,
-                client: funder,
-                executor,
-                amount: 1_000_000,
-                deadline: U40::from(100_000),
-                updatedAt: U40::from(at),
-                reviewWindow: 600,
-                disputeWindow: 600,
-                appealWindow: 600,
-                appealRulingWindow: 600,
-                executorShareBps: 0,
-                status: 1,
-                specHash: keccak256(&uri),
-                resultHash: B256::ZERO,
-            },
-            specURI: uri.clone(),
-        };
+        let mut ev =
+            crate::testkit::task_created(id, plan(), cap, funder, executor, 1_000_000, &uri);
+        ev.parentId = U256::from(parent);
+        ev.task.deadline = U40::from(100_000);
+        ev.task.updatedAt = U40::from(at);
+        ev.task.appealWindow = 600;
         self.push(ev.encode_log_data());
         uri
     }

@@ -27,15 +27,39 @@ pub struct Decoded {
     pub error: Option<String>,
 }
 
+/// What a URI holds: JSON when its bytes parse as JSON, else its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// The bytes parsed as JSON.
+    Json(Value),
+    /// The bytes as UTF-8 text (they are not JSON).
+    Text(String),
+}
+
+impl From<Content> for Value {
+    fn from(c: Content) -> Self {
+        match c {
+            Content::Json(v) => v,
+            Content::Text(s) => Value::String(s),
+        }
+    }
+}
+
 /// Reads `uri`: an inline `data:` URI always, a `sha256:` one from `blobs`
-/// when given (hash verified). `hashed` adds the hash the escrow stores.
+/// when given (hash verified); why not, when it cannot be read. The one
+/// reader of URIs for the REST answers and GraphQL's documents.
+pub fn read(uri: &str, blobs: Option<&dyn BlobStore>) -> Result<Content, String> {
+    bytes_of(uri, blobs).and_then(content_of)
+}
+
+/// Reads `uri` as [`read`] does. `hashed` adds the hash the escrow stores.
 pub fn decode(uri: &str, hashed: bool, blobs: Option<&dyn BlobStore>) -> Decoded {
     let hash = hashed.then(|| uri_hash(uri).to_string());
     if uri.is_empty() {
         return Decoded { hash, value: None, error: None };
     }
-    match bytes_of(uri, blobs).and_then(value_of) {
-        Ok(value) => Decoded { hash, value: Some(value), error: None },
+    match read(uri, blobs) {
+        Ok(content) => Decoded { hash, value: Some(content.into()), error: None },
         Err(error) => Decoded { hash, value: None, error: Some(error) },
     }
 }
@@ -48,8 +72,9 @@ fn bytes_of(uri: &str, blobs: Option<&dyn BlobStore>) -> Result<Vec<u8>, String>
     match BlobRef::of_uri(uri) {
         Ok(Some(_)) => match blobs {
             Some(blobs) => EnvelopeCodec::default().fetch(uri, blobs).map_err(|e| e.to_string()),
-            None => Err("content-addressed: the task's own answer (GET /api/tasks/{id}) reads \
-                         it from the indexer's blob store when it holds it"
+            None => Err("content-addressed, not inline: the task's own answer \
+                         (GET /api/tasks/{id}) reads it from the indexer's blob store \
+                         when it holds it"
                 .into()),
         },
         Ok(None) => Err("not a data: or sha256: URI".into()),
@@ -100,11 +125,11 @@ fn percent_decode(s: &str) -> Result<Vec<u8>, String> {
 }
 
 /// JSON when `bytes` parse as JSON, else their text.
-fn value_of(bytes: Vec<u8>) -> Result<Value, String> {
+fn content_of(bytes: Vec<u8>) -> Result<Content, String> {
     if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
-        return Ok(v);
+        return Ok(Content::Json(v));
     }
-    String::from_utf8(bytes).map(Value::String).map_err(|e| {
+    String::from_utf8(bytes).map(Content::Text).map_err(|e| {
         format!("content is neither JSON nor UTF-8 text ({} bytes)", e.as_bytes().len())
     })
 }

@@ -663,7 +663,7 @@ mod tests {
         primitives::{Address, B256, U256, aliases::U40, keccak256},
         sol_types::SolEvent,
     };
-    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+    use tessera_bindings::TaskEscrow as E;
 
     use super::*;
 
@@ -708,30 +708,15 @@ mod tests {
     }
 
     fn created() -> E::TaskCreated {
-        E::TaskCreated {
-            taskId: U256::from(7),
-            planId: keccak256("plan"),
-            parentId: U256::ZERO,
-            r#ref: keccak256("ref"),
-            capability: capability::encode("summarize").unwrap(),
-            task: Task {
-                funder: Address::repeat_byte(2),
-                client: Address::repeat_byte(2),
-                executor: Address::repeat_byte(3),
-                amount: 500,
-                deadline: U40::from(10_000),
-                updatedAt: U40::from(1_000),
-                reviewWindow: 600,
-                disputeWindow: 600,
-                appealWindow: 0,
-                appealRulingWindow: 600,
-                executorShareBps: 0,
-                status: 1,
-                specHash: keccak256("data:,x"),
-                resultHash: B256::ZERO,
-            },
-            specURI: "data:application/json,{\"parent\":\"task:1\",\"spec\":\"go\",\"capability\":\"summarize\"}".into(),
-        }
+        crate::testkit::task_created(
+            7,
+            keccak256("plan"),
+            "summarize",
+            Address::repeat_byte(2),
+            Address::repeat_byte(3),
+            500,
+            "data:application/json,{\"parent\":\"task:1\",\"spec\":\"go\",\"capability\":\"summarize\"}",
+        )
     }
 
     #[test]

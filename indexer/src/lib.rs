@@ -18,6 +18,7 @@
 //!   outbox, their registration routes.
 //! - [`content`]: what the URIs events carry hold (envelopes, results,
 //!   reasons, rationales), decoded for the API.
+//! - [`params`]: parameters checked once for REST and GraphQL alike.
 //! - [`metrics`]: its progress and events stored, for `/metrics`.
 // Test targets share the package's dev-dependencies; only builds check them.
 #![cfg_attr(test, allow(unused_crate_dependencies))]
@@ -29,9 +30,13 @@ pub mod fetch;
 pub mod graphql;
 pub mod ingest;
 pub mod metrics;
+pub mod params;
 pub mod render;
 pub mod store;
 pub mod webhooks;
+
+#[cfg(test)]
+mod testkit;
 
 pub use ingest::{Indexer, IndexerConfig};
 pub use store::IndexStore;

@@ -189,8 +189,8 @@ async fn an_index_in_memory_folds_many_chunks() {
         .await
         .expect("the fold finished")
         .unwrap();
-    let all = tessera_indexer::store::TaskFilter::default();
-    assert_eq!(ix.store().tasks(&all).await.unwrap().0.len(), 6);
+    let all = tessera_indexer::store::TaskQuery { limit: 50, ..Default::default() };
+    assert_eq!(ix.store().task_page(&all).await.unwrap().0.len(), 6);
 }
 
 /// `count` created tasks, each in its own block, from the sponsor.
@@ -230,8 +230,8 @@ async fn an_interrupted_backfill_resumes_with_nothing_lost_or_doubled() {
     // The same as indexing from scratch in one go.
     let mut fresh = indexer(&env, &sqlite(&dir, "fresh.db"), IndexerConfig::default()).await;
     fresh.sync_once().await.unwrap();
-    let f = tessera_indexer::store::TaskFilter { limit: Some(500), ..Default::default() };
-    assert_eq!(ix.store().tasks(&f).await.unwrap(), fresh.store().tasks(&f).await.unwrap());
+    let f = tessera_indexer::store::TaskQuery { limit: 500, ..Default::default() };
+    assert_eq!(ix.store().task_page(&f).await.unwrap(), fresh.store().task_page(&f).await.unwrap());
 }
 
 #[tokio::test]

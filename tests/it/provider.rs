@@ -284,10 +284,10 @@ async fn the_indexer_backfills_through_a_provider_capping_logs_at_five_blocks() 
     let through =
         index("through.db", ProviderBuilder::new().connect_http(s.url.clone()).erased()).await;
     let direct = index("direct.db", env.provider.clone()).await;
-    let f = tessera_indexer::store::TaskFilter { limit: Some(500), ..Default::default() };
-    let tasks = through.store().tasks(&f).await.unwrap();
+    let f = tessera_indexer::store::TaskQuery { limit: 500, ..Default::default() };
+    let tasks = through.store().task_page(&f).await.unwrap();
     assert_eq!(tasks.0.len(), 4);
-    assert_eq!(tasks, direct.store().tasks(&f).await.unwrap());
+    assert_eq!(tasks, direct.store().task_page(&f).await.unwrap());
     assert_eq!(
         through.store().event_count().await.unwrap(),
         direct.store().event_count().await.unwrap()

@@ -49,7 +49,7 @@ use crate::{
 };
 
 pub use types::Query;
-use types::{Reorg, Task, check_address, check_plan_id, check_statuses};
+use types::{Reorg, Task};
 
 /// Deepest a query nests its selections.
 pub const MAX_DEPTH: usize = 12;
@@ -120,6 +120,8 @@ pub fn router(
     Router::new()
         .route("/graphql/stream", get(stream_get).post(stream_post))
         .merge(queries)
+        // A method the route does not take: JSON 405, as the API's routes.
+        .method_not_allowed_fallback(tessera_http::method_not_allowed)
         .with_state(AppState { schema, gate })
 }
 
@@ -279,11 +281,9 @@ impl SubscriptionRoot {
         executor: Option<String>,
     ) -> async_graphql::Result<impl Stream<Item = TaskUpdate> + use<>> {
         let index = ctx.data::<Index>()?.clone();
-        let plan = plan.as_deref().map(check_plan_id).transpose()?;
-        let status = check_statuses(status.unwrap_or_default())?;
-        if let Some(a) = &executor {
-            check_address("executor", a)?;
-        }
+        let plan = plan.as_deref().map(crate::params::plan_id).transpose()?;
+        let status = crate::params::statuses(status.unwrap_or_default())?;
+        let executor = executor.map(|a| crate::params::address("executor", &a)).transpose()?;
         let executor = executor.map(|a| a.to_lowercase());
         let store = index.store.clone();
         let updates = BroadcastStream::new(index.updates.subscribe())

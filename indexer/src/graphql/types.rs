@@ -5,71 +5,22 @@ use std::sync::Arc;
 
 use async_graphql::{Context, Error, InputObject, Json, Object, Result, SimpleObject};
 use serde_json::Value;
-use tessera_bindings::{
-    catalogue::Entry,
-    envelope::{EnvelopeCodec, uri_hash},
-};
+use tessera_bindings::{catalogue::Entry, envelope::uri_hash};
 
 use super::{DEFAULT_PAGE, Index, MAX_PAGE, db_error};
-use crate::store::{
-    AgentView, PlanTree, TaskView,
-    graph::{DisputeEvent, PlacedDisputeEvent, TaskQuery},
+use crate::{
+    params,
+    store::{
+        AgentView, PlanTree, TaskQuery, TaskView,
+        graph::{DisputeEvent, PlacedDisputeEvent},
+    },
 };
-
-/// Whether `s` is `0x` and `digits` hex digits.
-fn is_prefixed_hex(s: &str, digits: usize) -> bool {
-    s.strip_prefix("0x")
-        .is_some_and(|hex| hex.len() == digits && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// `address` checked as an address (0x + 40 hex).
-pub(super) fn check_address(what: &str, address: &str) -> Result<()> {
-    if is_prefixed_hex(address, 40) {
-        return Ok(());
-    }
-    Err(Error::new(format!("{what} {address:?} is not an address (0x + 40 hex)")))
-}
-
-/// `id` checked as a plan id (0x + 64 hex), lower case.
-pub(super) fn check_plan_id(id: &str) -> Result<String> {
-    if !is_prefixed_hex(id, 64) {
-        return Err(Error::new(format!("{id:?} is not a plan id (0x + 64 hex)")));
-    }
-    Ok(id.to_lowercase())
-}
-
-/// `id` checked as a task id (decimal, at most 78 digits).
-fn check_task_id(id: &str) -> Result<()> {
-    if id.is_empty() || id.len() > 78 || !id.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(Error::new(format!("{id:?} is not a task id (decimal)")));
-    }
-    Ok(())
-}
-
-/// `names` checked as status names of the contract.
-pub(super) fn check_statuses(names: Vec<String>) -> Result<Vec<String>> {
-    use tessera_bindings::task::Status;
-    for n in &names {
-        if !Status::ALL.iter().any(|s| s.as_str() == n) {
-            let known: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
-            return Err(Error::new(format!(
-                "{n:?} is not a task status (one of {})",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(names)
-}
 
 /// A page size checked: 1..=[`MAX_PAGE`], [`DEFAULT_PAGE`] when unnamed.
 fn page(first: Option<i32>) -> Result<i64> {
-    let first = first.unwrap_or(DEFAULT_PAGE);
-    if !(1..=MAX_PAGE).contains(&first) {
-        return Err(Error::new(format!(
-            "first: {first} is not within 1..={MAX_PAGE}, the page limit"
-        )));
-    }
-    Ok(i64::from(first))
+    let first = i64::from(first.unwrap_or(DEFAULT_PAGE));
+    params::page_size("first:", first, i64::from(MAX_PAGE))
+        .map_err(|e| Error::new(format!("{e}, the page limit")))
 }
 
 /// The complexity of a page of `first` items each costing `child`.
@@ -83,9 +34,11 @@ fn index<'a>(ctx: &Context<'a>) -> Result<&'a Index> {
 }
 
 /// A document behind a URI (a task's envelope or result, a reason, a
-/// rationale, an agent card), decoded when it is inline (`data:`): its
-/// JSON when it is JSON, else its text. Other URIs (content-addressed
-/// blobs) are given with their hash, undecoded.
+/// rationale, an agent card), decoded when it is inline (`data:`, base64
+/// or percent-encoded, any media type): its JSON when it is JSON, else its
+/// text. Content-addressed URIs (`sha256:` blobs) are given with their
+/// hash, undecoded. Read by the same reader as the REST answers
+/// ([`crate::content::read`]).
 #[derive(Debug, Clone, PartialEq, SimpleObject)]
 pub struct Document {
     /// The URI as on chain.
@@ -101,64 +54,15 @@ pub struct Document {
     pub error: Option<String>,
 }
 
-/// Percent-decoding of a `data:` payload (`%xx` escapes); `None` when an
-/// escape is malformed.
-fn percent_decode(s: &str) -> Option<Vec<u8>> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    Some(out)
-}
-
 impl Document {
     /// `uri` decoded as the type says.
     pub fn of(uri: &str) -> Self {
-        let mut doc = Self {
-            uri: uri.to_owned(),
-            hash: uri_hash(uri).to_string(),
-            json: None,
-            text: None,
-            error: None,
+        let (json, text, error) = match crate::content::read(uri, None) {
+            Ok(crate::content::Content::Json(v)) => (Some(Json(v)), None, None),
+            Ok(crate::content::Content::Text(t)) => (None, Some(t), None),
+            Err(e) => (None, None, Some(e)),
         };
-        let inline = uri.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("data:"));
-        if !inline {
-            doc.error = Some("not inline (data:): fetch it by its URI".into());
-            return doc;
-        }
-        let bytes = match EnvelopeCodec::default().fetch_inline(uri) {
-            Ok(bytes) => bytes,
-            // Not JSON by its media type: its text, when it is percent-encoded.
-            Err(e) => match uri[5..].split_once(',') {
-                Some((header, payload)) if !header.to_ascii_lowercase().contains(";base64") => {
-                    match percent_decode(payload) {
-                        Some(bytes) => bytes,
-                        None => {
-                            doc.error = Some(e.to_string());
-                            return doc;
-                        }
-                    }
-                }
-                _ => {
-                    doc.error = Some(e.to_string());
-                    return doc;
-                }
-            },
-        };
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => doc.json = Some(Json(v)),
-            Err(_) => doc.text = Some(String::from_utf8_lossy(&bytes).into_owned()),
-        }
-        doc
+        Self { uri: uri.to_owned(), hash: uri_hash(uri).to_string(), json, text, error }
     }
 }
 
@@ -406,34 +310,30 @@ pub struct TaskFilter {
 }
 
 impl TaskFilter {
-    /// The store's query of this filter, checked.
+    /// The store's query of this filter, checked ([`params`]).
     fn query(self, after: Option<String>, limit: i64) -> Result<TaskQuery> {
-        for (what, a) in
-            [("executor", &self.executor), ("client", &self.client), ("funder", &self.funder)]
-        {
-            if let Some(a) = a {
-                check_address(what, a)?;
-            }
-        }
-        if let Some(p) = &self.parent {
-            check_task_id(p)?;
-        }
         let after = after.filter(|a| !a.is_empty());
         if let Some(a) = &after {
-            check_task_id(a).map_err(|_| Error::new(format!("after: {a:?} is not a cursor")))?;
+            params::task_id(a).map_err(|_| Error::new(format!("after: {a:?} is not a cursor")))?;
         }
+        if let Some(p) = &self.parent {
+            params::task_id(p)?;
+        }
+        let address = |what, a: Option<String>| a.map(|a| params::address(what, &a)).transpose();
+        let count = |v: Option<u64>| v.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
         Ok(TaskQuery {
-            status: check_statuses(self.status.unwrap_or_default())?,
-            executor: self.executor,
-            client: self.client,
-            funder: self.funder,
-            plan: self.plan.as_deref().map(check_plan_id).transpose()?,
+            status: params::statuses(self.status.unwrap_or_default())?,
+            executor: address("executor", self.executor)?,
+            client: address("client", self.client)?,
+            funder: address("funder", self.funder)?,
+            plan: self.plan.as_deref().map(params::plan_id).transpose()?,
             parent: self.parent,
             capability: self.capability,
-            created_block_from: self.created_block_from,
-            created_block_to: self.created_block_to,
-            created_at_from: self.created_at_from,
-            created_at_to: self.created_at_to,
+            created_block_from: count(self.created_block_from),
+            created_block_to: count(self.created_block_to),
+            created_at_from: count(self.created_at_from),
+            created_at_to: count(self.created_at_to),
+            changed_since_block: None,
             disputed: self.disputed,
             after,
             limit,
@@ -1117,7 +1017,7 @@ impl Query {
     /// One task.
     #[graphql(complexity = "5 + child_complexity")]
     async fn task(&self, ctx: &Context<'_>, id: String) -> Result<Option<Task>> {
-        check_task_id(&id)?;
+        params::task_id(&id)?;
         let t = index(ctx)?.store.task(&id).await.map_err(db_error)?;
         Ok(t.map(|d| Task(d.task)))
     }
@@ -1139,17 +1039,9 @@ impl Query {
     /// its first task).
     #[graphql(complexity = "50 + child_complexity")]
     async fn plan(&self, ctx: &Context<'_>, id: String, sponsor: Option<String>) -> Result<Plan> {
-        let id = check_plan_id(&id)?;
-        let sponsor = match sponsor {
-            Some(a) => {
-                check_address("sponsor", &a)?;
-                Some(
-                    a.parse::<alloy::primitives::Address>()
-                        .map_err(|e| Error::new(format!("sponsor {a:?}: {e}")))?,
-                )
-            }
-            None => None,
-        };
+        let id = params::plan_id(&id)?;
+        let sponsor = sponsor.map(|a| params::address("sponsor", &a)).transpose()?;
+        let sponsor = sponsor.map(|a| a.parse().expect("a checked address parses"));
         let tree = index(ctx)?.store.plan_tree_of(&id, sponsor).await.map_err(db_error)?;
         Ok(Plan(Arc::new(tree)))
     }
@@ -1157,7 +1049,7 @@ impl Query {
     /// One agent.
     #[graphql(complexity = "20 + child_complexity")]
     async fn agent(&self, ctx: &Context<'_>, address: String) -> Result<Option<Agent>> {
-        check_address("agent", &address)?;
+        params::address("agent", &address)?;
         let a = index(ctx)?.store.agent(&address).await.map_err(db_error)?;
         Ok(a.map(Agent))
     }
@@ -1174,7 +1066,7 @@ impl Query {
     ) -> Result<AgentConnection> {
         let limit = page(first)?;
         if let Some(a) = after.as_deref().filter(|a| !a.is_empty()) {
-            check_address("after", a)?;
+            params::address("after", a)?;
         }
         let status = status
             .map(|s| {
@@ -1208,7 +1100,7 @@ impl Query {
         offered_by: Option<String>,
     ) -> Result<Vec<Capability>> {
         if let Some(a) = &offered_by {
-            check_address("offeredBy", a)?;
+            params::address("offeredBy", a)?;
         }
         let catalogue = index(ctx)?.store.catalogue().await.map_err(db_error)?;
         Ok(catalogue

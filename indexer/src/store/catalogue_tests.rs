@@ -2,35 +2,25 @@
 //! what their cards say (or not), their records, and the caches.
 
 use alloy::{
-    primitives::{Address, B256, LogData, U256, aliases::U40, keccak256},
+    primitives::{Address, U256, aliases::U40, keccak256},
     rpc::types::Log,
     sol_types::SolEvent,
 };
 use serde_json::json;
 use tessera_bindings::{
-    AgentRegistry as R,
-    ITaskEscrow::Task,
-    TaskEscrow as E, capability,
+    AgentRegistry as R, TaskEscrow as E, capability,
     card::{AgentCard, CapabilityOffer, Price, Role},
     catalogue::CatalogueSource,
     describe::ResultSchema,
 };
 
 use super::super::{Batch, IndexStore};
+use crate::testkit::log_at as at;
 
 const POET: Address = Address::repeat_byte(0xb1);
 const RATER: Address = Address::repeat_byte(0xb2);
 const PAUSED: Address = Address::repeat_byte(0xb3);
 const FUNDER: Address = Address::repeat_byte(0xf1);
-
-fn at(data: LogData, block: u64, index: u64) -> Log {
-    Log {
-        inner: alloy::primitives::Log { address: Address::repeat_byte(1), data },
-        block_number: Some(block),
-        log_index: Some(index),
-        ..Log::default()
-    }
-}
 
 /// The poet's card: `haiku-write` described, with a result schema.
 fn poet_card() -> String {
@@ -69,30 +59,15 @@ fn offer(agent: Address, name: &str, price: u128, block: u64, index: u64) -> Log
 /// A task `id` the rater was paid 1 USDC for, from block `block`.
 fn paid_task(id: u64, block: u64) -> Vec<Log> {
     let task_id = U256::from(id);
-    let created = E::TaskCreated {
-        taskId: task_id,
-        planId: keccak256("catalogue"),
-        parentId: U256::ZERO,
-        r#ref: keccak256(id.to_be_bytes()),
-        capability: capability::encode("haiku-write").unwrap(),
-        task: Task {
-            funder: FUNDER,
-            client: FUNDER,
-            executor: RATER,
-            amount: 1_000_000,
-            deadline: U40::from(10_000),
-            updatedAt: U40::from(1_000),
-            reviewWindow: 600,
-            disputeWindow: 600,
-            appealWindow: 0,
-            appealRulingWindow: 600,
-            executorShareBps: 0,
-            status: 1,
-            specHash: keccak256("data:,x"),
-            resultHash: B256::ZERO,
-        },
-        specURI: "data:,x".into(),
-    };
+    let created = crate::testkit::task_created(
+        id,
+        keccak256("catalogue"),
+        "haiku-write",
+        FUNDER,
+        RATER,
+        1_000_000,
+        "data:,x",
+    );
     let accepted = E::TaskAccepted { taskId: task_id, executor: RATER, at: U40::from(1_100) };
     let completed = E::TaskCompleted {
         taskId: task_id,

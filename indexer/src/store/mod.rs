@@ -144,39 +144,45 @@ pub struct Reorg {
     pub affected_tasks: Vec<String>,
 }
 
-/// Filters of the task list; every one given must hold. A query naming
-/// anything else is refused (`deny_unknown_fields`), so a misspelt filter
-/// is an error, not a list of every task.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TaskFilter {
-    /// Status name (`Paid`, `Disputed`, …).
-    pub status: Option<String>,
-    /// Executor address (compared as checksummed, the form stored).
+/// One page of the task list under every filter either query surface
+/// offers (REST's [`crate::api`], GraphQL's [`crate::graphql`]); `None` or
+/// empty is no filter, and every one given must hold. Values are checked
+/// by the caller ([`crate::params`]) and given in the form stored:
+/// addresses checksummed, plan ids lower case, so each filter uses its
+/// column's index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskQuery {
+    /// Status names, any of them (`Paid`, `Disputed`, …).
+    pub status: Vec<String>,
+    /// Executor address.
     pub executor: Option<String>,
     /// Client address.
     pub client: Option<String>,
     /// Funder address (the sponsor of a plan's own tasks; an agent for the
     /// tasks it hires for).
     pub funder: Option<String>,
-    /// Plan id.
+    /// Plan id (0x + 64 hex).
     pub plan: Option<String>,
-    /// Parent task id (decimal).
+    /// Parent task id (decimal; `0` for roots).
     pub parent: Option<String>,
     /// Capability name the task was created for.
     pub capability: Option<String>,
+    /// Created at or after this block.
+    pub created_block_from: Option<i64>,
+    /// Created at or before this block.
+    pub created_block_to: Option<i64>,
     /// Created at or after this chain time (unix seconds).
-    pub since: Option<i64>,
-    /// Created before this chain time (unix seconds).
-    pub until: Option<i64>,
+    pub created_at_from: Option<i64>,
+    /// Created at or before this chain time (unix seconds).
+    pub created_at_to: Option<i64>,
     /// Changed (last event folded) at or after this block.
     pub changed_since_block: Option<i64>,
     /// Ever disputed (`true`) or never (`false`).
     pub disputed: Option<bool>,
-    /// Continue after this task id (from the previous page's `next`).
-    pub cursor: Option<String>,
-    /// Page size (default 50, at most 500).
-    pub limit: Option<i64>,
+    /// Continue after this task id (a previous page's cursor).
+    pub after: Option<String>,
+    /// Page size (the caller bounds it; at least 1 is read).
+    pub limit: i64,
 }
 
 /// Filters of the disputes list; unknown parameters are refused.

@@ -9,7 +9,7 @@ use alloy::{
 };
 use serde_json::Value;
 use sqlx::Row;
-use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+use tessera_bindings::TaskEscrow as E;
 
 use super::*;
 use crate::webhooks::WebhookFilter;
@@ -17,30 +17,17 @@ use crate::webhooks::WebhookFilter;
 const CHAIN: u64 = 31_337;
 
 pub(crate) fn created(id: u64, funder: u8) -> E::TaskCreated {
-    E::TaskCreated {
-        taskId: U256::from(id),
-        planId: keccak256("plan"),
-        parentId: U256::ZERO,
-        r#ref: keccak256(format!("ref-{id}")),
-        capability: tessera_bindings::capability::encode("summarize").unwrap(),
-        task: Task {
-            funder: Address::repeat_byte(funder),
-            client: Address::repeat_byte(funder),
-            executor: Address::repeat_byte(3),
-            amount: 1_000,
-            deadline: U40::from(10_000),
-            updatedAt: U40::from(1_000),
-            reviewWindow: 600,
-            disputeWindow: 600,
-            appealWindow: 0,
-            appealRulingWindow: 600,
-            executorShareBps: 0,
-            status: 1,
-            specHash: keccak256("data:,x"),
-            resultHash: B256::ZERO,
-        },
-        specURI: "data:,x".into(),
-    }
+    let funder = Address::repeat_byte(funder);
+    let executor = Address::repeat_byte(3);
+    crate::testkit::task_created(
+        id,
+        keccak256("plan"),
+        "summarize",
+        funder,
+        executor,
+        1_000,
+        "data:,x",
+    )
 }
 
 fn accepted(id: u64) -> E::TaskAccepted {

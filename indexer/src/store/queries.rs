@@ -8,7 +8,7 @@ use sqlx::{Row, any::AnyRow};
 use tessera_db::DbError;
 
 use super::{
-    AgentFilter, DisputeFilter, IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskFilter,
+    AgentFilter, DisputeFilter, IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskQuery,
     codecs::{AnyQuery, Param, amount_from_column, bytes_hex, history_entries, id_bytes},
     derivation::TASK_COLUMNS,
     evidence::{EVIDENCE_FLOOR_UNITS, EXPIRED},
@@ -25,47 +25,45 @@ pub(super) fn listed_task_columns(prefix: &str) -> String {
 }
 
 impl IndexStore {
-    /// Tasks matching `f`, ordered by id, one page. The caller checks the
-    /// filter's values (the API does, as its document says); addresses are
-    /// compared as given, so give them checksummed, the form stored.
-    pub async fn tasks(&self, f: &TaskFilter) -> Result<(Vec<TaskView>, Option<String>), DbError> {
-        let limit = f.limit.unwrap_or(50).clamp(1, 500);
+    /// Tasks matching `q`, ordered by id: one page of `q.limit` and the
+    /// cursor of the next page when there is one.
+    pub async fn task_page(
+        &self,
+        q: &TaskQuery,
+    ) -> Result<(Vec<TaskView>, Option<String>), DbError> {
+        let limit = q.limit.max(1);
         let mut w = Where::default();
-        if let Some(v) = &f.status {
-            w.text("status =", v);
+        if !q.status.is_empty() {
+            let marks: Vec<String> = (0..q.status.len()).map(|i| w.next_mark(i)).collect();
+            w.raw(&format!("status IN ({})", marks.join(", ")));
+            for st in &q.status {
+                w.binds.push(Param::Text(st.clone()));
+            }
         }
-        if let Some(v) = &f.executor {
-            w.text("executor =", v);
+        for (cond, v) in [
+            ("executor =", &q.executor),
+            ("client =", &q.client),
+            ("funder =", &q.funder),
+            ("plan_id =", &q.plan),
+            ("parent_id =", &q.parent),
+            ("capability =", &q.capability),
+            ("task_id >", &q.after),
+        ] {
+            if let Some(v) = v {
+                w.text(cond, v);
+            }
         }
-        if let Some(v) = &f.client {
-            w.text("client =", v);
-        }
-        if let Some(v) = &f.funder {
-            w.text("funder =", v);
-        }
-        if let Some(v) = &f.plan {
-            w.text("plan_id =", &v.to_lowercase());
-        }
-        if let Some(v) = &f.parent {
-            w.text("parent_id =", v);
-        }
-        if let Some(v) = &f.capability {
-            w.text("capability =", v);
-        }
-        if let Some(v) = f.since {
-            w.int("created_at >=", v);
-        }
-        if let Some(v) = f.until {
-            w.int("created_at <", v);
-        }
-        if let Some(v) = f.changed_since_block {
-            w.int("updated_block >=", v);
-        }
-        if let Some(v) = f.disputed {
-            w.int("disputed =", i64::from(v));
-        }
-        if let Some(v) = &f.cursor {
-            w.text("task_id >", v);
+        for (cond, v) in [
+            ("created_block >=", q.created_block_from),
+            ("created_block <=", q.created_block_to),
+            ("created_at >=", q.created_at_from),
+            ("created_at <=", q.created_at_to),
+            ("updated_block >=", q.changed_since_block),
+            ("disputed =", q.disputed.map(i64::from)),
+        ] {
+            if let Some(v) = v {
+                w.int(cond, v);
+            }
         }
         let sql = format!(
             "SELECT {} FROM ix_tasks WHERE {} ORDER BY task_id LIMIT {}",
@@ -74,14 +72,8 @@ impl IndexStore {
             limit + 1
         );
         let rows = w.bind(sqlx::query(&sql)).fetch_all(&self.api).await?;
-        let mut out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
-        let next = if out.len() as i64 > limit {
-            out.truncate(limit as usize);
-            out.last().map(|t| t.task_id.clone())
-        } else {
-            None
-        };
-        Ok((out, next))
+        let out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
+        Ok(page_of(out, limit, |t| t.task_id.clone()))
     }
 
     /// One task with its transitions and the transactions of its first
@@ -150,14 +142,9 @@ impl IndexStore {
             limit + 1
         );
         let rows = w.bind(sqlx::query(&sql)).fetch_all(&self.api).await?;
-        let mut addresses: Vec<String> =
+        let addresses: Vec<String> =
             rows.iter().map(|r| r.try_get::<String, _>("agent")).collect::<Result<_, _>>()?;
-        let next = if addresses.len() as i64 > limit {
-            addresses.truncate(limit as usize);
-            addresses.last().cloned()
-        } else {
-            None
-        };
+        let (addresses, next) = page_of(addresses, limit, Clone::clone);
         let mut out = Vec::new();
         for a in &addresses {
             if let Some(a) = self.agent(a).await? {
@@ -315,14 +302,8 @@ impl IndexStore {
             limit + 1
         );
         let rows = w.bind(sqlx::query(&sql)).fetch_all(&self.api).await?;
-        let mut out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
-        let next = if out.len() as i64 > limit {
-            out.truncate(limit as usize);
-            out.last().map(|t| format!("{}:{}", t.updated_block, t.task_id))
-        } else {
-            None
-        };
-        Ok((out, next))
+        let out: Vec<TaskView> = rows.iter().map(task_from_row).collect::<Result<_, _>>()?;
+        Ok(page_of(out, limit, |t| format!("{}:{}", t.updated_block, t.task_id)))
     }
 
     /// The latest [`MAX_LISTED`] entries of the reorganisation journal,
@@ -413,6 +394,23 @@ impl Where {
         }
         q
     }
+}
+
+/// One page of `limit` from `rows` read with `LIMIT limit + 1`, and the
+/// cursor of the next page (the page's last row's, by `cursor`) when a row
+/// was read past it.
+pub(super) fn page_of<T>(
+    mut rows: Vec<T>,
+    limit: i64,
+    cursor: impl Fn(&T) -> String,
+) -> (Vec<T>, Option<String>) {
+    let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
+    if rows.len() <= limit {
+        return (rows, None);
+    }
+    rows.truncate(limit);
+    let next = rows.last().map(cursor);
+    (rows, next)
 }
 
 /// The median of `v`, when it holds any.

@@ -13,7 +13,7 @@ use super::{
     },
     *,
 };
-use crate::derive;
+use crate::{derive, testkit::task_created};
 
 fn log(topics: usize, data: &[u8]) -> Log {
     let topics = (0..topics).map(|i| B256::repeat_byte(i as u8 + 1)).collect();
@@ -136,34 +136,14 @@ fn amounts_past_a_column_are_errors_not_clamped() {
 
 #[tokio::test]
 async fn a_task_whose_amount_does_not_fit_its_column_is_an_error() {
-    use alloy::{
-        primitives::{aliases::U40, keccak256},
-        sol_types::SolEvent,
-    };
-    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
-    let created = |amount: u128, id: u64| E::TaskCreated {
-        taskId: U256::from(id),
-        planId: keccak256("plan"),
-        parentId: U256::ZERO,
-        r#ref: keccak256("ref"),
-        capability: tessera_bindings::capability::encode("summarize").unwrap(),
-        task: Task {
-            funder: Address::repeat_byte(2),
-            client: Address::repeat_byte(2),
-            executor: Address::repeat_byte(3),
-            amount,
-            deadline: U40::from(10_000),
-            updatedAt: U40::from(1_000),
-            reviewWindow: 600,
-            disputeWindow: 600,
-            appealWindow: 0,
-            appealRulingWindow: 600,
-            executorShareBps: 0,
-            status: 1,
-            specHash: keccak256("data:,x"),
-            resultHash: B256::ZERO,
-        },
-        specURI: "data:,x".into(),
+    use alloy::{primitives::keccak256, sol_types::SolEvent};
+    use tessera_bindings::TaskEscrow as E;
+    let created = |amount: u128, id: u64| {
+        let (two, three) = (Address::repeat_byte(2), Address::repeat_byte(3));
+        let mut ev =
+            task_created(id, keccak256("plan"), "summarize", two, three, amount, "data:,x");
+        ev.r#ref = keccak256("ref");
+        ev
     };
     let at = |ev: E::TaskCreated, block: u64| Log {
         inner: alloy::primitives::Log {
@@ -227,15 +207,8 @@ const NESTED: &[Nested] = &[
 
 /// The creation logs of [`NESTED`], one block each.
 fn nested_plan_logs() -> Vec<Log> {
-    use alloy::{
-        primitives::{aliases::U40, keccak256},
-        sol_types::SolEvent,
-    };
-    use tessera_bindings::{
-        ITaskEscrow::Task,
-        TaskEscrow as E,
-        envelope::{Envelope, EnvelopeCodec, Input, MemoryBlobStore, Parent},
-    };
+    use alloy::{primitives::keccak256, sol_types::SolEvent};
+    use tessera_bindings::envelope::{Envelope, EnvelopeCodec, Input, MemoryBlobStore, Parent};
     NESTED
         .iter()
         .enumerate()
@@ -254,30 +227,16 @@ fn nested_plan_logs() -> Vec<Log> {
                 inputs.iter().map(|t| Input::carried(0, Some(t.to_string()), "out")).collect();
             let uri = EnvelopeCodec::default().encode(&env, &MemoryBlobStore::new()).unwrap();
             assert!(uri.starts_with("data:"), "inline, no blob store needed");
-            let ev = E::TaskCreated {
-                taskId: U256::from(id),
-                planId: keccak256("nested"),
-                parentId: U256::from(parent),
-                r#ref: keccak256(id.to_be_bytes()),
-                capability: tessera_bindings::capability::encode("summarize").unwrap(),
-                task: Task {
-                    funder: Address::repeat_byte(2),
-                    client: Address::repeat_byte(2),
-                    executor: Address::repeat_byte(3),
-                    amount,
-                    deadline: U40::from(10_000),
-                    updatedAt: U40::from(1_000),
-                    reviewWindow: 600,
-                    disputeWindow: 600,
-                    appealWindow: 0,
-                    appealRulingWindow: 600,
-                    executorShareBps: 0,
-                    status: 1,
-                    specHash: keccak256(&uri),
-                    resultHash: B256::ZERO,
-                },
-                specURI: uri,
-            };
+            let mut ev = task_created(
+                id,
+                keccak256("nested"),
+                "summarize",
+                Address::repeat_byte(2),
+                Address::repeat_byte(3),
+                amount,
+                &uri,
+            );
+            ev.parentId = U256::from(parent);
             Log {
                 inner: alloy::primitives::Log {
                     address: Address::repeat_byte(1),
@@ -337,8 +296,8 @@ async fn a_nested_plan_comes_back_with_its_paths_and_groups(store: IndexStore) {
     assert_eq!(delegated["groups"], serde_json::json!([]));
 
     // A task page and one task read them back too.
-    let filter = TaskFilter { plan: Some(plan), ..TaskFilter::default() };
-    let (page, _) = store.tasks(&filter).await.unwrap();
+    let filter = TaskQuery { plan: Some(plan), limit: 50, ..TaskQuery::default() };
+    let (page, _) = store.task_page(&filter).await.unwrap();
     let paths: Vec<Option<&str>> = page.iter().map(|t| t.path.as_deref()).collect();
     assert_eq!(paths, [Some("0"), Some("1.0"), Some("1.1.0"), Some("1.1.1"), Some("2"), None]);
     let one = store.task("12").await.unwrap().unwrap();
@@ -434,7 +393,7 @@ fn declined_logs(blobs: &tessera_bindings::envelope::MemoryBlobStore) -> Vec<Log
         primitives::{aliases::U40, keccak256},
         sol_types::SolEvent,
     };
-    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E, envelope::EnvelopeCodec};
+    use tessera_bindings::{TaskEscrow as E, envelope::EnvelopeCodec};
     let at = |ev: &dyn Fn() -> alloy::primitives::LogData, block: u64, index: u64| Log {
         inner: alloy::primitives::Log { address: Address::repeat_byte(1), data: ev() },
         block_number: Some(block),
@@ -451,30 +410,15 @@ fn declined_logs(blobs: &tessera_bindings::envelope::MemoryBlobStore) -> Vec<Log
     let mut logs = Vec::new();
     for (i, reason) in [inline, stored, missing, String::new()].into_iter().enumerate() {
         let id = U256::from(20 + i);
-        let created = E::TaskCreated {
-            taskId: id,
-            planId: keccak256("declines"),
-            parentId: U256::ZERO,
-            r#ref: keccak256([i as u8]),
-            capability: tessera_bindings::capability::encode("translate").unwrap(),
-            task: Task {
-                funder: Address::repeat_byte(2),
-                client: Address::repeat_byte(2),
-                executor,
-                amount: 1_000,
-                deadline: U40::from(10_000),
-                updatedAt: U40::from(1_000),
-                reviewWindow: 600,
-                disputeWindow: 600,
-                appealWindow: 0,
-                appealRulingWindow: 600,
-                executorShareBps: 0,
-                status: 1,
-                specHash: keccak256("data:,x"),
-                resultHash: B256::ZERO,
-            },
-            specURI: "data:,x".into(),
-        };
+        let created = task_created(
+            20 + i as u64,
+            keccak256("declines"),
+            "translate",
+            Address::repeat_byte(2),
+            executor,
+            1_000,
+            "data:,x",
+        );
         let block = 1 + 2 * i as u64;
         logs.push(at(&|| created.encode_log_data(), block, 0));
         if i == 3 {
@@ -539,8 +483,8 @@ async fn a_declined_task_keeps_its_reason(store: IndexStore) {
     );
 
     // The API's JSON (a task page) names them.
-    let filter = TaskFilter { status: Some("Declined".into()), ..TaskFilter::default() };
-    let (page, _) = store.tasks(&filter).await.unwrap();
+    let filter = TaskQuery { status: vec!["Declined".into()], limit: 50, ..TaskQuery::default() };
+    let (page, _) = store.task_page(&filter).await.unwrap();
     assert_eq!(page.len(), 4);
     let json = serde_json::to_value(&page[0]).unwrap();
     assert_eq!(json["decline_reason"], "cannot read the envelope");
@@ -585,7 +529,7 @@ fn late_decline_logs(executor: Address) -> Vec<Log> {
         primitives::{aliases::U40, keccak256},
         sol_types::SolEvent,
     };
-    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+    use tessera_bindings::TaskEscrow as E;
     let at = |data: alloy::primitives::LogData, block: u64, index: u64| Log {
         inner: alloy::primitives::Log { address: Address::repeat_byte(1), data },
         block_number: Some(block),
@@ -597,30 +541,15 @@ fn late_decline_logs(executor: Address) -> Vec<Log> {
         [(true, 2_000u64), (true, 9_000), (false, 9_500), (false, 10_500)].into_iter().enumerate()
     {
         let id = U256::from(30 + i);
-        let created = E::TaskCreated {
-            taskId: id,
-            planId: keccak256("late"),
-            parentId: U256::ZERO,
-            r#ref: keccak256([i as u8]),
-            capability: tessera_bindings::capability::encode("translate").unwrap(),
-            task: Task {
-                funder: Address::repeat_byte(2),
-                client: Address::repeat_byte(2),
-                executor,
-                amount: 1_000_000,
-                deadline: U40::from(10_000),
-                updatedAt: U40::from(1_000),
-                reviewWindow: 600,
-                disputeWindow: 600,
-                appealWindow: 0,
-                appealRulingWindow: 600,
-                executorShareBps: 0,
-                status: 1,
-                specHash: keccak256("data:,x"),
-                resultHash: B256::ZERO,
-            },
-            specURI: "data:,x".into(),
-        };
+        let created = task_created(
+            30 + i as u64,
+            keccak256("late"),
+            "translate",
+            Address::repeat_byte(2),
+            executor,
+            1_000_000,
+            "data:,x",
+        );
         let block = 1 + 2 * i as u64;
         logs.push(at(created.encode_log_data(), block, 0));
         if accepted {
@@ -673,8 +602,8 @@ async fn late_declines_weigh_as_expiries(store: IndexStore) {
     assert_eq!((record.expired, record.settled()), (2, 2));
     let evidence = store.evidence(&executor.to_string(), None).await.unwrap();
     assert!(evidence.failed > 0.0 && evidence.completed == 0.0, "{evidence:?}");
-    let filter = TaskFilter { status: Some("Declined".into()), ..TaskFilter::default() };
-    let (page, _) = store.tasks(&filter).await.unwrap();
+    let filter = TaskQuery { status: vec!["Declined".into()], limit: 50, ..TaskQuery::default() };
+    let (page, _) = store.task_page(&filter).await.unwrap();
     let json = serde_json::to_value(&page[1]).unwrap();
     assert_eq!(
         (json["task_id"].as_str(), json["late_decline"].as_bool()),
@@ -706,32 +635,18 @@ fn ruled_logs() -> Vec<Log> {
         primitives::{aliases::U40, keccak256},
         sol_types::SolEvent,
     };
-    use tessera_bindings::{ITaskEscrow::Task, TaskEscrow as E};
+    use tessera_bindings::TaskEscrow as E;
     let id = U256::from(40);
-    let created = E::TaskCreated {
-        taskId: id,
-        planId: keccak256("ruled"),
-        parentId: U256::ZERO,
-        r#ref: keccak256("ruled"),
-        capability: tessera_bindings::capability::encode("translate").unwrap(),
-        task: Task {
-            funder: Address::repeat_byte(2),
-            client: Address::repeat_byte(2),
-            executor: Address::repeat_byte(3),
-            amount: 1_000,
-            deadline: U40::from(10_000),
-            updatedAt: U40::from(1_000),
-            reviewWindow: 600,
-            disputeWindow: 600,
-            appealWindow: 0,
-            appealRulingWindow: 600,
-            executorShareBps: 0,
-            status: 1,
-            specHash: keccak256("data:,x"),
-            resultHash: B256::ZERO,
-        },
-        specURI: "data:,x".into(),
-    };
+    let mut created = task_created(
+        40,
+        keccak256("ruled"),
+        "translate",
+        Address::repeat_byte(2),
+        Address::repeat_byte(3),
+        1_000,
+        "data:,x",
+    );
+    created.r#ref = keccak256("ruled");
     let events: Vec<alloy::primitives::LogData> = vec![
         created.encode_log_data(),
         E::TaskCompleted {
