@@ -226,6 +226,51 @@ impl Gql {
     }
 }
 
+impl Gql {
+    /// Opens a subscription (`body`) over `/graphql/stream` and waits until
+    /// it listens to `ix`'s updates (it is the only stream open).
+    async fn subscribe(&self, ix: &Indexer, body: &Value) -> reqwest::Response {
+        let updates = ix.updates();
+        let updates = &updates;
+        let listening = |n: usize| async move {
+            let end = tokio::time::Instant::now() + Duration::from_secs(10);
+            while updates.receiver_count() != n {
+                assert!(tokio::time::Instant::now() < end, "{n} listening, never");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        listening(0).await;
+        let resp = self.http.post(format!("{}/stream", self.url)).json(body).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        let kind = resp.headers()["content-type"].to_str().unwrap();
+        assert!(kind.starts_with("text/event-stream"), "{kind}");
+        // The stream subscribes once its producer runs.
+        listening(1).await;
+        resp
+    }
+}
+
+/// The first answer (`next`) a subscription's stream sends.
+async fn first_answer(resp: reqwest::Response) -> Value {
+    let mut frames = resp.bytes_stream();
+    let mut buf = String::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let chunk = frames.next().await.expect("the stream stays open").unwrap();
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                if frame.lines().any(|l| l == "event: next") {
+                    let data = frame.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+                    return serde_json::from_str::<Value>(data).unwrap();
+                }
+            }
+        }
+    })
+    .await
+    .expect("a live answer within 30 s")
+}
+
 /// The messages of a GraphQL answer's `errors`.
 fn messages(answer: &Value) -> Vec<String> {
     answer["errors"]
@@ -240,7 +285,8 @@ fn lower(a: &Address) -> String {
 
 /// What the chain run left: the two plans' runs, the tasks outside them.
 struct Ran {
-    /// Plan A: translate (agent 2) → summarize (agent 1), settled on its own.
+    /// Plan A: translate (agent 2) → a nested plan "Digest the translation"
+    /// of one step, summarize (agent 1); settled on its own.
     plan_a: String,
     run_a: Value,
     /// Plan B: summarize (agent 1, disputed, ruled, appealed, paid in full
@@ -283,7 +329,10 @@ async fn run_on_chain(stack: &Stack) -> Ran {
             "source": ARTICLE, "review_window_secs": 600,
             "subtasks": [
                 step(0, "translate", "Translate the article to French", a2, 800_000, &[]),
-                step(1, "summarize", "Summarize the translation", a1, 400_000, &[0]),
+                json!({"index": 1, "spec": "Digest the translation", "cost": 700_000,
+                       "deadline_offset_secs": 3600, "depends_on": [0], "plan": {"subtasks": [
+                    step(0, "summarize", "Summarize the translation", a1, 400_000, &[]),
+                ]}}),
             ],
         }))
         .await;
@@ -454,20 +503,7 @@ async fn a_subscription_sees_a_live_decline(gql: &Gql, ix: &mut Indexer, stack: 
   }
 }";
     let body = json!({ "query": query, "variables": { "plan": ran.open_plan } });
-    let resp = gql.http.post(format!("{}/stream", gql.url)).json(&body).send().await.unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    assert!(
-        resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"),
-        "{:?}",
-        resp.headers()
-    );
-    // The stream subscribes once its producer runs.
-    let updates = ix.updates();
-    let end = tokio::time::Instant::now() + Duration::from_secs(10);
-    while updates.receiver_count() == 0 {
-        assert!(tokio::time::Instant::now() < end, "the subscription never subscribed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let stream = gql.subscribe(ix, &body).await;
 
     // One more open task in the same plan, and a decline.
     let mut d = env.driver();
@@ -481,23 +517,7 @@ async fn a_subscription_sees_a_live_decline(gql: &Gql, ix: &mut Indexer, stack: 
     let block = env.provider.get_block_number().await.unwrap();
     ix.sync_once().await.unwrap();
 
-    let mut frames = resp.bytes_stream();
-    let mut buf = String::new();
-    let next = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let chunk = frames.next().await.expect("the stream stays open").unwrap();
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find("\n\n") {
-                let frame: String = buf.drain(..end + 2).collect();
-                if frame.lines().any(|l| l == "event: next") {
-                    let data = frame.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
-                    return serde_json::from_str::<Value>(data).unwrap();
-                }
-            }
-        }
-    })
-    .await
-    .expect("a live update within 30 s");
+    let next = first_answer(stream).await;
     assert_eq!(next["errors"], Value::Null, "{next:#}");
     let update = &next["data"]["taskUpdates"];
     assert_eq!(update["block"], block, "{update:#}");
@@ -579,7 +599,11 @@ async fn every_task_filter(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth])
     let mut blocks: Vec<u64> = truth.iter().map(|t| t.block).collect();
     blocks.sort_unstable();
     let (lo, hi) = (blocks[2], blocks[blocks.len() - 3]);
+    // The last plan task's time and the first open task's, exactly: the
+    // bounds are inclusive.
     let at = ran.open_at;
+    let last_plan_at = truth.iter().filter(|t| t.at < at).map(|t| t.at).max().unwrap();
+    let first_open_at = truth.iter().filter(|t| t.at >= at).map(|t| t.at).min().unwrap();
     type Holds<'a> = Box<dyn Fn(&Truth) -> bool + 'a>;
     // (filter, what it must match, whether it must match something)
     let cases: Vec<(Value, Holds<'_>, bool)> = vec![
@@ -634,6 +658,8 @@ async fn every_task_filter(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth])
         ),
         (json!({"createdAtFrom": at}), Box::new(move |t| t.at >= at), true),
         (json!({"createdAtTo": at - 1}), Box::new(move |t| t.at < at), true),
+        (json!({"createdAtFrom": first_open_at}), Box::new(move |t| t.at >= first_open_at), true),
+        (json!({"createdAtTo": last_plan_at}), Box::new(move |t| t.at <= last_plan_at), true),
         (
             json!({"createdAtFrom": at, "createdAtTo": at + 3600}),
             Box::new(move |t| (at..=at + 3600).contains(&t.at)),
@@ -739,7 +765,11 @@ async fn one_task_in_full(gql: &Gql, env: &TestEnv, ran: &Ran, truth: &[Truth]) 
         (t["capability"].as_str(), t["spec"].as_str()),
         (Some("summarize"), Some("Summarize the translation"))
     );
-    assert_eq!((t["path"].as_str(), t["groups"].clone()), (Some("1"), json!([])), "{t:#}");
+    assert_eq!(
+        (t["path"].as_str(), t["groups"].clone()),
+        (Some("1.0"), json!(["Digest the translation"])),
+        "the first step of the nested plan: {t:#}"
+    );
     assert_eq!(
         (t["amount"].as_str(), t["executorPaid"].as_str()),
         (Some("400000"), Some("400000"))
@@ -840,7 +870,7 @@ async fn plan_tree(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth]) {
     id sponsor cost truncated foreignTruncated
     tasks { task { id } depth pendingParent detached subtreeCost inputs merge }
     roots { task { id capability } subtreeCost children { task { id capability } children { task { id } } } }
-    nestedPlans { label }
+    nestedPlans { label groups taskIds cost }
     foreign { id funder parentId }
   }
 }";
@@ -872,7 +902,11 @@ async fn plan_tree(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth]) {
         json!([{"task": {"id": root, "capability": "translate"}, "subtreeCost": "1200000",
                 "children": [{"task": {"id": child, "capability": "summarize"}, "children": []}]}])
     );
-    assert_eq!(p["nestedPlans"], json!([]));
+    assert_eq!(
+        p["nestedPlans"],
+        json!([{"label": "Digest the translation", "groups": ["Digest the translation"],
+                "taskIds": [child], "cost": "400000"}])
+    );
     let stranger = truth.iter().find(|t| t.id == ran.stranger_task).unwrap();
     assert_eq!(p["foreign"].as_array().unwrap().len(), 1, "{p:#}");
     let f = &p["foreign"][0];
@@ -1037,7 +1071,12 @@ async fn agents_and_feedback(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth
         "{r}"
     );
     assert_eq!((r["earnings"].as_str(), r["successRate"].as_f64()), (Some("800000"), Some(1.0)));
-    assert!(r["medianCompletionSecs"].is_i64() && r["lastActiveAt"].is_i64(), "{r}");
+    // Its worker accepts and delivers in one call: no acceptance to time.
+    assert_eq!(
+        (r["medianAcceptSecs"].clone(), r["medianCompletionSecs"].clone()),
+        (Value::Null, Value::Null)
+    );
+    assert!(r["lastActiveAt"].is_i64(), "{r}");
     assert!(a["weight"]["settled"].as_f64().is_some_and(|s| s >= 0.0), "{:#}", a["weight"]);
     assert_eq!(a["identity"]["agentId"], ran.translator_identity.to_string(), "{a:#}");
     let fb = &a["feedback"];
@@ -1321,11 +1360,19 @@ async fn a_reorganisation(gql: &Gql, ix: &mut Indexer, env: &TestEnv) {
     let d = gql.data(q, json!({ "id": id })).await;
     assert_eq!(d["task"], json!({ "id": id, "status": "Created" }));
 
+    let live = json!({ "query": "subscription { reorgs { forkBlock depth orphanedEvents affectedTasks } }" });
+    let stream = gql.subscribe(ix, &live).await;
     env.provider
         .raw_request::<_, Value>("anvil_reorg".into(), (1u64, Vec::<Value>::new()))
         .await
         .unwrap();
     ix.sync_once().await.unwrap();
+    let next = first_answer(stream).await;
+    assert_eq!(
+        next["data"]["reorgs"],
+        json!({ "forkBlock": head, "depth": 1, "orphanedEvents": 1, "affectedTasks": [id] }),
+        "told live: {next:#}"
+    );
     let d = gql
         .data("{ reorgs(first: 5) { seq detectedHead forkBlock depth orphanedEvents affectedTasks } }", json!({}))
         .await;
