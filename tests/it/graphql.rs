@@ -374,8 +374,13 @@ async fn run_on_chain(stack: &Stack) -> Ran {
     let run_a_view = stack.wait_state(&run_a, "completed", 60).await;
     arbiter.abort();
     appeal_arbiter.abort();
-    // The translator's feedback, given by the sponsor after settlement.
-    wait_feedback_given(stack, &run_a, 1).await;
+    // The translator's feedback, given by the sponsor after settlement
+    // (the other executors link no identity); nothing left to send.
+    let rows = feedback_done(stack, &run_a, 2).await;
+    let given: Vec<String> =
+        rows.iter().filter(|f| f.3 == "given").map(|f| f.1.to_lowercase()).collect();
+    assert_eq!(given, [lower(&a2)], "{rows:?}");
+    feedback_done(stack, &run_b, 2).await;
 
     // An hour later, open tasks for agent 0, whose worker does not run.
     stack.advance(3600).await;
@@ -421,15 +426,20 @@ async fn run_on_chain(stack: &Stack) -> Ran {
     }
 }
 
-/// Waits until `rows` feedback rows of `run` are given.
-async fn wait_feedback_given(stack: &Stack, run: &str, rows: usize) {
+/// Waits until `run` has a feedback row for each of its `tasks` and none
+/// is still being sent (nothing more goes on chain for it); its rows.
+async fn feedback_done(
+    stack: &Stack,
+    run: &str,
+    tasks: usize,
+) -> Vec<(String, String, i64, String, Option<String>)> {
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let feedback = stack.orch.store().feedback_of(run).await.unwrap();
-        if feedback.iter().filter(|f| f.3 == "given").count() >= rows {
-            return;
+        let rows = stack.orch.store().feedback_of(run).await.unwrap();
+        if rows.len() >= tasks && rows.iter().all(|f| f.3 != "sending") {
+            return rows;
         }
-        assert!(tokio::time::Instant::now() < end, "feedback never given: {feedback:?}");
+        assert!(tokio::time::Instant::now() < end, "feedback never done: {rows:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -491,9 +501,9 @@ async fn graphql_over_a_real_run_on_postgresql() {
 }
 
 /// A subscription over `/graphql/stream` for the open plan's declined
-/// tasks: agent 0 declines an open task on chain, one more open task is
-/// created beside it, and once indexed the stream carries the decline (the
-/// new task, still `Created`, is not what it asked for).
+/// tasks: one more open task is created and indexed (still `Created`, not
+/// what it asked for), then agent 0 declines an open task on chain, and
+/// once indexed the stream carries the decline.
 async fn a_subscription_sees_a_live_decline(gql: &Gql, ix: &mut Indexer, stack: &Stack, ran: &Ran) {
     let env = &stack.env;
     let query = "subscription Declines($plan: String!) {
@@ -511,6 +521,8 @@ async fn a_subscription_sees_a_live_decline(gql: &Gql, ix: &mut Indexer, stack: 
     let mut params = d.params(env.actors.agent(0), TASK_AMOUNT, "data:,x".into()).await.unwrap();
     params.r#ref = keccak256("graphql-open-later");
     d.create_with_permit(params).await.unwrap();
+    // Indexed first: a stream not filtering by status would tell it first.
+    ix.sync_once().await.unwrap();
     let mut declined = ran.open[0].clone();
     let reason = format!("data:application/json,{{\"reason\":\"{DECLINE_REASON}\"}}");
     d.escrow.decline(env.actors.agent(0), &mut declined, &reason).await.unwrap();
