@@ -883,7 +883,7 @@ async fn plan_tree(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth]) {
     tasks { task { id } depth pendingParent detached subtreeCost inputs merge }
     roots { task { id capability } subtreeCost children { task { id capability } children { task { id } } } }
     nestedPlans { label groups taskIds cost }
-    foreign { id funder parentId }
+    foreign { id funder parentId envelope { json text error } envelopeError }
   }
 }";
     let d = gql.data(query, json!({ "plan": ran.plan_a })).await;
@@ -927,6 +927,9 @@ async fn plan_tree(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth]) {
         (Some(ran.stranger_task.as_str()), Some(root.as_str()))
     );
     assert_eq!(f["funder"].as_str().unwrap().to_lowercase(), lower(&stranger.funder));
+    // Its spec is inline text, not an envelope: decoded as text, and said so.
+    assert_eq!(f["envelope"], json!({ "json": null, "text": "x", "error": null }), "{f:#}");
+    assert!(f["envelopeError"].as_str().is_some_and(|e| !e.is_empty()), "{f:#}");
 
     // Named with another sponsor: that sponsor has no task in it.
     let d = gql
@@ -1058,6 +1061,7 @@ async fn agents_and_feedback(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth
     identity { agentId linkedBlock tx }
     feedback { count matched average latest { client value valueDecimals document { json text error } taskId matched why revoked } }
     tasks(first: 10) { nodes { id } }
+    declined: tasks(status: [\"Declined\"]) { nodes { id } }
   }
 }";
     let translator = env.actors.agent(2);
@@ -1129,6 +1133,13 @@ async fn agents_and_feedback(gql: &Gql, stack: &Stack, ran: &Ran, truth: &[Truth
     assert_eq!(d["agent"]["identity"], Value::Null);
     assert_eq!(d["agent"]["feedback"]["count"], 0);
     assert_eq!(d["agent"]["tasks"]["nodes"], json!(executes(a0)));
+    let declined: Vec<Value> = truth
+        .iter()
+        .filter(|t| t.executor == a0 && t.status == "Declined")
+        .map(|t| json!({ "id": t.id }))
+        .collect();
+    assert_eq!(declined.len(), 1);
+    assert_eq!(d["agent"]["declined"]["nodes"], json!(declined), "its tasks, by status");
     let a1 = env.actors.agent(1);
     let d = gql.data(query, json!({ "a": a1.to_string() })).await;
     let r = &d["agent"]["record"];
