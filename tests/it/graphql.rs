@@ -227,9 +227,10 @@ impl Gql {
 }
 
 impl Gql {
-    /// Opens a subscription (`body`) over `/graphql/stream` and waits until
-    /// it listens to `ix`'s updates (it is the only stream open).
-    async fn subscribe(&self, ix: &Indexer, body: &Value) -> reqwest::Response {
+    /// Opens a subscription (`body`) over `/graphql/stream` (POSTed, or
+    /// its query as a GET parameter when `get`) and waits until it listens
+    /// to `ix`'s updates (it is the only stream open).
+    async fn subscribe(&self, ix: &Indexer, body: &Value, get: bool) -> reqwest::Response {
         let updates = ix.updates();
         let updates = &updates;
         let listening = |n: usize| async move {
@@ -240,7 +241,13 @@ impl Gql {
             }
         };
         listening(0).await;
-        let resp = self.http.post(format!("{}/stream", self.url)).json(body).send().await.unwrap();
+        let url = format!("{}/stream", self.url);
+        let request = if get {
+            self.http.get(url).query(&[("query", body["query"].as_str().unwrap())])
+        } else {
+            self.http.post(url).json(body)
+        };
+        let resp = request.send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 200);
         let kind = resp.headers()["content-type"].to_str().unwrap();
         assert!(kind.starts_with("text/event-stream"), "{kind}");
@@ -513,7 +520,7 @@ async fn a_subscription_sees_a_live_decline(gql: &Gql, ix: &mut Indexer, stack: 
   }
 }";
     let body = json!({ "query": query, "variables": { "plan": ran.open_plan } });
-    let stream = gql.subscribe(ix, &body).await;
+    let stream = gql.subscribe(ix, &body, false).await;
 
     // One more open task in the same plan, and a decline.
     let mut d = env.driver();
@@ -1384,7 +1391,7 @@ async fn a_reorganisation(gql: &Gql, ix: &mut Indexer, env: &TestEnv) {
     assert_eq!(d["task"], json!({ "id": id, "status": "Created" }));
 
     let live = json!({ "query": "subscription { reorgs { forkBlock depth orphanedEvents affectedTasks } }" });
-    let stream = gql.subscribe(ix, &live).await;
+    let stream = gql.subscribe(ix, &live, true).await;
     env.provider
         .raw_request::<_, Value>("anvil_reorg".into(), (1u64, Vec::<Value>::new()))
         .await
