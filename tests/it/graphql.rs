@@ -228,9 +228,15 @@ impl Gql {
 
 impl Gql {
     /// Opens a subscription (`body`) over `/graphql/stream` (POSTed, or
-    /// its query as a GET parameter when `get`) and waits until it listens
-    /// to `ix`'s updates (it is the only stream open).
-    async fn subscribe(&self, ix: &Indexer, body: &Value, get: bool) -> reqwest::Response {
+    /// its query as a GET parameter when `get`) beside the `open` streams
+    /// already listening to `ix`'s updates, and waits until it listens too.
+    async fn subscribe(
+        &self,
+        ix: &Indexer,
+        body: &Value,
+        get: bool,
+        open: usize,
+    ) -> reqwest::Response {
         let updates = ix.updates();
         let updates = &updates;
         let listening = |n: usize| async move {
@@ -240,7 +246,7 @@ impl Gql {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         };
-        listening(0).await;
+        listening(open).await;
         let url = format!("{}/stream", self.url);
         let request = if get {
             self.http.get(url).query(&[("query", body["query"].as_str().unwrap())])
@@ -252,7 +258,7 @@ impl Gql {
         let kind = resp.headers()["content-type"].to_str().unwrap();
         assert!(kind.starts_with("text/event-stream"), "{kind}");
         // The stream subscribes once its producer runs.
-        listening(1).await;
+        listening(open + 1).await;
         resp
     }
 }
@@ -491,7 +497,7 @@ async fn graphql_over_a_real_run(db: Option<String>) {
     agents_and_feedback(&gql, &stack, &ran, &truth).await;
     the_catalogue(&gql, env).await;
     hostile_queries(&gql, &base, &ran).await;
-    a_reorganisation(&gql, &mut ix, env).await;
+    a_reorganisation(&gql, &mut ix, env, &ran).await;
     server.abort();
 }
 
@@ -520,7 +526,7 @@ async fn a_subscription_sees_a_live_decline(gql: &Gql, ix: &mut Indexer, stack: 
   }
 }";
     let body = json!({ "query": query, "variables": { "plan": ran.open_plan } });
-    let stream = gql.subscribe(ix, &body, false).await;
+    let stream = gql.subscribe(ix, &body, false, 0).await;
 
     // One more open task in the same plan, and a decline.
     let mut d = env.driver();
@@ -1375,53 +1381,90 @@ async fn still_answering(gql: &Gql) {
     assert_eq!(d["tasks"]["nodes"].as_array().map(Vec::len), Some(1));
 }
 
-/// A task created in a block of its own, indexed, then reorganised away
-/// on anvil: `reorgs` journals it (depth, orphaned events, the task), the
-/// task is gone, the index goes on.
-async fn a_reorganisation(gql: &Gql, ix: &mut Indexer, env: &TestEnv) {
+/// An open task declined and a task created, each in a block of its
+/// own, indexed, then both blocks reorganised away on anvil: `reorgs`
+/// journals it (fork, depth, orphaned events, the two tasks), both
+/// subscriptions tell it live (the reorganisation, and the open task as it
+/// is again), the new task is gone, the declined one open again, and the
+/// index goes on.
+async fn a_reorganisation(gql: &Gql, ix: &mut Indexer, env: &TestEnv, ran: &Ran) {
     let d = gql.data("{ reorgs { seq } }", json!({})).await;
     assert_eq!(d["reorgs"], json!([]), "none yet");
+    let fork = env.provider.get_block_number().await.unwrap() + 1;
+    let mut reopened = ran.open[1].clone();
+    let reason = "data:,the source is gone";
+    env.driver().escrow.decline(env.actors.agent(0), &mut reopened, reason).await.unwrap();
+    let reopened = reopened.id.to_string();
     let id = tessera_e2e::one_more_task(env, "graphql-reorg").await.to_string();
     let head = env.provider.get_block_number().await.unwrap();
-    let logs = task_logs(env, &id).await;
-    assert_eq!(logs[0].block_number, Some(head), "the creation is the newest block");
+    assert_eq!(head, fork + 1, "the decline and the creation are the two newest blocks");
+    let mut contracts = vec![env.deployment.task_escrow, env.deployment.agent_registry];
+    contracts.extend(env.deployment.reputation_registry);
+    let orphaned = env
+        .provider
+        .get_logs(&Filter::new().address(contracts).from_block(fork))
+        .await
+        .unwrap()
+        .len();
     ix.sync_once().await.unwrap();
-    let q = "query T($id: String!) { task(id: $id) { id status } }";
+    let q = "query T($id: String!) { task(id: $id) { id status declineReason { text } } }";
     let d = gql.data(q, json!({ "id": id })).await;
-    assert_eq!(d["task"], json!({ "id": id, "status": "Created" }));
+    assert_eq!(d["task"], json!({ "id": id, "status": "Created", "declineReason": null }));
+    let d = gql.data(q, json!({ "id": reopened })).await;
+    assert_eq!(d["task"]["status"], "Declined");
+    assert_eq!(d["task"]["declineReason"]["text"], "the source is gone");
 
-    let live = json!({ "query": "subscription { reorgs { forkBlock depth orphanedEvents affectedTasks } }" });
-    let stream = gql.subscribe(ix, &live, true).await;
+    let live_reorgs = json!({ "query": "subscription { reorgs { forkBlock depth orphanedEvents affectedTasks } }" });
+    let reorgs = gql.subscribe(ix, &live_reorgs, true, 0).await;
+    let live_tasks = json!({
+        "query": "subscription Open($plan: String!) { taskUpdates(plan: $plan) { task { id status } } }",
+        "variables": { "plan": ran.open_plan },
+    });
+    let tasks = gql.subscribe(ix, &live_tasks, false, 1).await;
     env.provider
-        .raw_request::<_, Value>("anvil_reorg".into(), (1u64, Vec::<Value>::new()))
+        .raw_request::<_, Value>("anvil_reorg".into(), (2u64, Vec::<Value>::new()))
         .await
         .unwrap();
     ix.sync_once().await.unwrap();
-    let next = first_answer(stream).await;
+    let mut affected = vec![reopened.clone(), id.clone()];
+    affected.sort();
+    let told = |r: &Value| {
+        let mut tasks: Vec<String> = r["affectedTasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect();
+        tasks.sort();
+        (r["forkBlock"].as_u64(), r["depth"].as_u64(), r["orphanedEvents"].as_u64(), tasks)
+    };
+    let want = (Some(fork), Some(2), Some(orphaned as u64), affected);
+    let next = first_answer(reorgs).await;
+    assert_eq!(told(&next["data"]["reorgs"]), want, "told live: {next:#}");
+    let next = first_answer(tasks).await;
     assert_eq!(
-        next["data"]["reorgs"],
-        json!({ "forkBlock": head, "depth": 1, "orphanedEvents": 1, "affectedTasks": [id] }),
-        "told live: {next:#}"
+        next["data"]["taskUpdates"]["task"],
+        json!({ "id": reopened, "status": "Created" }),
+        "the task rebuilt by the rollback, told live: {next:#}"
     );
     let d = gql
-        .data("{ reorgs(first: 5) { seq detectedHead forkBlock depth orphanedEvents affectedTasks } }", json!({}))
+        .data(
+            "{ reorgs(first: 5) { seq detectedHead forkBlock depth orphanedEvents affectedTasks } }",
+            json!({}),
+        )
         .await;
     let journal = d["reorgs"].as_array().unwrap();
     assert_eq!(journal.len(), 1, "{d:#}");
-    let r = &journal[0];
-    assert_eq!(
-        (
-            r["forkBlock"].as_u64(),
-            r["depth"].as_u64(),
-            r["orphanedEvents"].as_u64(),
-            r["detectedHead"].as_u64()
-        ),
-        (Some(head), Some(1), Some(1), Some(head)),
-        "{r}"
-    );
-    assert_eq!(r["affectedTasks"], json!([id]));
+    assert_eq!(told(&journal[0]), want, "{d:#}");
+    assert_eq!(journal[0]["detectedHead"].as_u64(), Some(head));
     let d = gql.data(q, json!({ "id": id })).await;
     assert_eq!(d["task"], Value::Null, "reorganised away");
+    let d = gql.data(q, json!({ "id": reopened })).await;
+    assert_eq!(
+        d["task"],
+        json!({ "id": reopened, "status": "Created", "declineReason": null }),
+        "open again"
+    );
     let d = gql.data("{ status { head indexedBlock events } }", json!({})).await;
     assert_eq!(d["status"]["events"].as_u64(), Some(indexed_logs(env).await));
     assert_eq!(
