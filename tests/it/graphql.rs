@@ -4,7 +4,8 @@
 //! ruled, appealed and ruled again by the arbiters), tasks of a second
 //! funder and tasks left open, one declined while a subscription over
 //! `/graphql/stream` watches, ERC-8004 feedback, the capability catalogue,
-//! and a reorganisation. Every query type is asked and checked against
+//! and a reorganisation (a decline and a creation taken away, told live to
+//! both subscriptions). Every query type is asked and checked against
 //! what the chain holds; every task filter matches some tasks and excludes
 //! others; pages are walked; hostile queries are refused with their
 //! reason, and the index answers afterwards.
@@ -309,7 +310,8 @@ struct Ran {
     /// The translator's ERC-8004 agent id.
     translator_identity: U256,
     /// The sponsor's open tasks for agent 0 (no worker runs for it); the
-    /// first is declined later, while a subscription watches.
+    /// first is declined later, while a subscription watches; the second
+    /// is declined, then the decline reorganised away.
     open: Vec<TaskRecord>,
     open_plan: String,
     /// Chain time just before the open tasks were created (an hour after
