@@ -402,7 +402,7 @@ impl Indexer {
 
     /// Rolls back a reorganisation if there was one, and tells subscribers.
     async fn roll_back_reorg(&mut self, head: u64) -> Result<(), IngestError> {
-        if let Some(reorg) = self.check_reorg(head).await? {
+        if let Some((reorg, rebuilt)) = self.check_reorg(head).await? {
             tracing::warn!(
                 fork = reorg.fork_block,
                 depth = reorg.depth,
@@ -411,7 +411,7 @@ impl Indexer {
             );
             let _ = self.updates.send(Update {
                 block: reorg.fork_block.saturating_sub(1),
-                tasks: vec![],
+                tasks: rebuilt,
                 reorg: Some(reorg),
             });
         }
@@ -520,7 +520,10 @@ impl Indexer {
 
     /// Compares remembered hashes with the chain, newest first; rolls back to
     /// the fork point when they differ.
-    async fn check_reorg(&mut self, head: u64) -> Result<Option<Reorg>, IngestError> {
+    async fn check_reorg(
+        &mut self,
+        head: u64,
+    ) -> Result<Option<(Reorg, Vec<(String, String)>)>, IngestError> {
         let remembered = self.store.recent_blocks(self.cfg.reorg_depth as i64).await?;
         let Some((newest, _)) = remembered.first() else { return Ok(None) };
         let mut fork = None;
@@ -540,9 +543,11 @@ impl Indexer {
         match fork {
             None => Ok(None),
             Some(fork) => {
-                let reorg =
-                    self.store.rollback(fork, (*newest).max(head), self.blobs.as_deref()).await?;
-                Ok(Some(reorg))
+                let rolled = self
+                    .store
+                    .rollback_rebuilding(fork, (*newest).max(head), self.blobs.as_deref())
+                    .await?;
+                Ok(Some(rolled))
             }
         }
     }

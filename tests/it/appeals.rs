@@ -7,21 +7,19 @@
 use std::{sync::Arc, time::Duration};
 
 use alloy::{
-    network::EthereumWallet,
     primitives::{Address, U256},
     providers::Provider,
 };
 use serde_json::{Value, json};
 use tessera_anvil::deploy::DeployConfig;
-use tessera_arbiter::{Arbiter, Judge, council::Council, store::ArbiterStore};
-use tessera_bindings::{
-    client::connect,
-    envelope::{EnvelopeCodec, FsBlobStore},
-};
+use tessera_arbiter::{Judge, council::Council};
+use tessera_bindings::envelope::{EnvelopeCodec, FsBlobStore};
 use tessera_e2e::{
     Stack,
     mock_openai::{MockOpenAi, Reply},
 };
+
+use crate::support;
 
 /// Seconds a party has to appeal a ruling.
 const APPEAL_WINDOW: u32 = 3_600;
@@ -35,36 +33,6 @@ const TONE: u128 = 200_000;
 /// arbiter's rubric splits the amount.
 const NOTE: &str = "The ferry leaves at nine. Bring your ticket and arrive early.";
 const APPEAL_REASON: &str = "The split pays for a copy of the note.";
-
-/// The arbiter ruling at `level`, following new blocks in the background.
-/// Both share one decision store, as `tessera arbiter run` and `tessera
-/// arbiter appeals run` do by default.
-async fn spawn_arbiter(
-    stack: &Stack,
-    appeal: bool,
-    judge: Judge,
-    db: &str,
-) -> tokio::task::JoinHandle<()> {
-    let key = if appeal {
-        stack.env.actors.appeal_arbiter.clone()
-    } else {
-        stack.env.actors.arbiter.clone()
-    };
-    let provider = connect(stack.env.chain.endpoint_url(), EthereumWallet::new(key.clone()));
-    let store = ArbiterStore::connect(db).await.unwrap();
-    let blobs = Arc::new(FsBlobStore::new(&stack.blobs));
-    let deployment = stack.env.deployment.clone();
-    let mut arbiter = if appeal {
-        Arbiter::appeal_arbiter(provider, key.address(), deployment, store, judge, blobs).await
-    } else {
-        Arbiter::new(provider, key.address(), deployment, store, judge, blobs).await
-    }
-    .unwrap();
-    let ws = stack.env.chain.ws_endpoint();
-    tokio::spawn(async move {
-        arbiter.run(Some(&ws), Duration::from_millis(200), |_| {}, std::future::pending()).await;
-    })
-}
 
 /// A manual-review plan: summarize the note (agent 1), then the summary's
 /// tone (agent 3).
@@ -151,8 +119,9 @@ async fn an_appeal_through_the_api_decides_whether_the_plan_goes_on() {
     let db = format!("sqlite://{}", dir.path().join("arbiter.db").display());
     let mock = MockOpenAi::start().await;
     let council = Council::new(&mock.base_url, "appeal-test", "k", Duration::from_secs(5));
-    let arbiter = spawn_arbiter(&stack, false, Judge::Offline, &db).await;
-    let appeal_arbiter = spawn_arbiter(&stack, true, Judge::Council(Box::new(council)), &db).await;
+    let arbiter = support::spawn_arbiter(&stack, false, Judge::Offline, &db).await;
+    let appeal_arbiter =
+        support::spawn_arbiter(&stack, true, Judge::Council(Box::new(council)), &db).await;
     let sponsor = stack.env.actors.sponsor.address();
     let blobs = FsBlobStore::new(&stack.blobs);
 

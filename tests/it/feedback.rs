@@ -7,38 +7,19 @@
 
 use std::time::Duration;
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::Address;
 use serde_json::{Value, json};
 use tessera_bindings::{
-    AgentRegistry, IdentityRegistry, ReputationRegistry,
+    IdentityRegistry, ReputationRegistry,
     feedback::{CompactProof, Proof},
 };
-use tessera_e2e::{Stack, TestEnv};
+use tessera_e2e::Stack;
 use tessera_orchestrator::{feedback::FeedbackMode, plan::Plan, runner::RunnerConfig};
+
+use crate::support;
 
 const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
 two days. Traders said the delay cost them dearly. The port authority promised new breakwaters.";
-
-/// Registers an ERC-8004 identity for `agent` and links it in the registry;
-/// its agent id.
-async fn link_identity(env: &TestEnv, agent: Address) -> U256 {
-    let identity_registry = env.deployment.identity_registry.expect("an identity registry");
-    let identity = IdentityRegistry::new(identity_registry, &env.provider);
-    let receipt =
-        identity.register_0().from(agent).send().await.unwrap().get_receipt().await.unwrap();
-    assert!(receipt.status());
-    let id = receipt
-        .inner
-        .logs()
-        .iter()
-        .find_map(|l| l.log_decode::<IdentityRegistry::Registered>().ok())
-        .map(|l| l.inner.data.agentId)
-        .expect("a Registered event");
-    let registry = AgentRegistry::new(env.deployment.agent_registry, &env.provider);
-    let r = registry.linkIdentity(id).from(agent).send().await.unwrap().get_receipt().await;
-    assert!(r.unwrap().status(), "linked");
-    id
-}
 
 fn two_steps(label: &str, translator: Address, summarizer: Address) -> Value {
     json!({
@@ -77,8 +58,8 @@ async fn feedback_given_after_settlement_is_matched_to_its_settlement_by_the_ind
     let stack = Stack::start_with(config, None).await;
     let env = &stack.env;
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
-    let t_id = link_identity(env, translator).await;
-    let s_id = link_identity(env, summarizer).await;
+    let t_id = support::link_identity(env, translator).await;
+    let s_id = support::link_identity(env, summarizer).await;
 
     let run = stack.run_plan(&two_steps("feedback per task", translator, summarizer)).await;
     stack.wait_state(&run, "completed", 60).await;
@@ -156,8 +137,8 @@ async fn per_plan_feedback_sums_up_each_executors_tasks_once_the_run_is_over() {
     let stack = Stack::start().await;
     let env = &stack.env;
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
-    link_identity(env, translator).await;
-    link_identity(env, summarizer).await;
+    support::link_identity(env, translator).await;
+    support::link_identity(env, summarizer).await;
     let run = stack.run_plan(&two_steps("feedback per plan", translator, summarizer)).await;
     stack.wait_state(&run, "completed", 60).await;
     // The loop is off here; one pass by hand, then another that finds nothing.
@@ -189,8 +170,8 @@ async fn matched_feedback_survives_junk_and_a_fresh_identity() {
     let stack = Stack::start_with(config, None).await;
     let env = &stack.env;
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
-    link_identity(env, translator).await;
-    let old_id = link_identity(env, summarizer).await;
+    support::link_identity(env, translator).await;
+    let old_id = support::link_identity(env, summarizer).await;
     let run = stack.run_plan(&two_steps("feedback kept", translator, summarizer)).await;
     stack.wait_state(&run, "completed", 60).await;
     given(&stack, &run, 2).await;
@@ -234,7 +215,7 @@ async fn matched_feedback_survives_junk_and_a_fresh_identity() {
     assert_eq!(matched(store).await, (1, Some(100.0)), "junk does not push it out");
 
     // The summarizer links a fresh identity: the old one's feedback stays.
-    let fresh = link_identity(env, summarizer).await;
+    let fresh = support::link_identity(env, summarizer).await;
     assert_ne!(fresh, old_id);
     let (store, _dir) = tessera_e2e::synced_index(env).await;
     let view = store.agent(&summarizer.to_string()).await.unwrap().unwrap();
@@ -254,8 +235,8 @@ async fn an_approval_game_is_recorded_and_weighs_against_the_agent() {
     let stack = Stack::start().await;
     let env = &stack.env;
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
-    link_identity(env, translator).await;
-    link_identity(env, summarizer).await;
+    support::link_identity(env, translator).await;
+    support::link_identity(env, summarizer).await;
     let identity = IdentityRegistry::new(env.deployment.identity_registry.unwrap(), &env.provider);
     let sponsor = env.actors.sponsor.address();
     let approve = identity.setApprovalForAll(sponsor, true).from(summarizer);
@@ -289,8 +270,8 @@ async fn per_task_feedback_waits_for_the_settlements_confirmations() {
     let stack = std::sync::Arc::new(Stack::start_on_timed_blocks_with(config, 1).await);
     let env = &stack.env;
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
-    link_identity(env, translator).await;
-    link_identity(env, summarizer).await;
+    support::link_identity(env, translator).await;
+    support::link_identity(env, summarizer).await;
     let run = stack.run_plan(&two_steps("feedback deep", translator, summarizer)).await;
     // Passes as often as can be, from before anything settles.
     let passes = {
@@ -332,7 +313,7 @@ async fn a_feedback_pass_reads_each_executors_identity_once_however_many_runs_it
     let stack = Stack::start_counted(RunnerConfig::default()).await;
     let env = &stack.env;
     let (translator, summarizer) = (env.actors.agent(2), env.actors.agent(1));
-    link_identity(env, translator).await;
+    support::link_identity(env, translator).await;
     let runs = 4;
     let mut ids = Vec::new();
     for i in 0..runs {

@@ -41,6 +41,18 @@ impl IndexStore {
         detected_head: u64,
         blobs: Option<&(dyn BlobStore + Send + Sync)>,
     ) -> Result<Reorg, DbError> {
+        Ok(self.rollback_rebuilding(fork, detected_head, blobs).await?.0)
+    }
+
+    /// [`IndexStore::rollback`], and the tasks it rebuilt from the events
+    /// that remain, each with its plan id (what live subscribers are told:
+    /// a task whose later events were taken away changed too).
+    pub async fn rollback_rebuilding(
+        &self,
+        fork: u64,
+        detected_head: u64,
+        blobs: Option<&(dyn BlobStore + Send + Sync)>,
+    ) -> Result<(Reorg, Vec<(String, String)>), DbError> {
         // Serialised with any other rollback on this database (indexers
         // sharing it), so the journal's next number is read once.
         let mut tx = tessera_db::begin_numbering(&self.pool, self.backend, "ix_reorgs").await?;
@@ -75,7 +87,7 @@ impl IndexStore {
             .bind(fork as i64)
             .execute(&mut *tx)
             .await?;
-        rebuild_tasks(&mut tx, self.backend, &tasks, blobs).await?;
+        let rebuilt = rebuild_tasks(&mut tx, self.backend, &tasks, blobs).await?;
         rebuild_agents(&mut tx, self.backend, &agents).await?;
         let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM ix_reorgs")
             .fetch_one(&mut *tx)
@@ -97,6 +109,6 @@ impl IndexStore {
         if retractions > 0 {
             self.outbox_wake();
         }
-        Ok(reorg)
+        Ok((reorg, rebuilt))
     }
 }
