@@ -25,7 +25,8 @@ pub(super) fn listed_task_columns(prefix: &str) -> String {
 }
 
 impl IndexStore {
-    /// Tasks matching `q`, ordered by id: one page of `q.limit` and the
+    /// Tasks matching `q`, ordered by id as text (stable for paging, not
+    /// numeric: ids are hashes): one page of `q.limit` and the
     /// cursor of the next page when there is one.
     pub async fn task_page(
         &self,
