@@ -16,9 +16,3 @@ CREATE INDEX ix_tasks_executor_record ON ix_tasks
     (executor, funder, status, disputed, late_decline, amount_units, executor_paid,
      accepted_at, completed_at, settled_at);
 DROP INDEX ix_tasks_executor;
-
--- An agent's latency medians read its latest accepted tasks: newest first
--- with what the medians need, so the first thousand are read, not sorted
--- out of all of them.
-CREATE INDEX ix_tasks_executor_latest ON ix_tasks
-    (executor, created_block DESC, task_id, accepted_at, amount_units, created_at, completed_at);
