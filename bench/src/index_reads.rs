@@ -140,7 +140,8 @@ pub async fn query_rows(http: &reqwest::Client, api: &str, plans: usize) -> Resu
             .map(str::to_owned)
             .ok_or_else(|| eyre!("the plan's task has no {name}: {task}"))
     };
-    let (executor, status, capability) = (field("executor")?, field("status")?, field("capability")?);
+    let (executor, status, capability) =
+        (field("executor")?, field("status")?, field("capability")?);
 
     // (b) the executor's page.
     let mut agent_ms = Vec::with_capacity(SAMPLES);
@@ -157,9 +158,7 @@ pub async fn query_rows(http: &reqwest::Client, api: &str, plans: usize) -> Resu
 
     // (c) the filtered list and its second page by the first one's cursor.
     let mut list_ms = Vec::with_capacity(2 * SAMPLES);
-    let filter = |after: Option<&str>| {
-        json!({ "status": [status], "executor": executor, "capability": capability, "after": after })
-    };
+    let filter = |after: Option<&str>| json!({ "status": [status], "executor": executor, "capability": capability, "after": after });
     for i in 0..WARM_UP + SAMPLES {
         let (first, a) = graphql(http, api, TASK_LIST, filter(None)).await?;
         let cursor = first["tasks"]["pageInfo"]["endCursor"]

@@ -111,7 +111,10 @@ impl IndexerBench {
             self.webhook_after_sent_p99_ms,
             goal(self.webhook_lag_p99_ms <= 100.0)
         );
-        let queries = [("SQLite", Some(&self.sqlite_queries)), ("PostgreSQL", self.postgres_queries.as_ref())];
+        let queries = [
+            ("SQLite", Some(&self.sqlite_queries)),
+            ("PostgreSQL", self.postgres_queries.as_ref()),
+        ];
         for (db, rows) in queries {
             for q in rows.into_iter().flatten() {
                 out += &format!(
@@ -442,8 +445,7 @@ pub async fn run(
     }
     let rss_before_queries_mib = peak_rss_mib(sqlite.0.id());
     let plans = lifecycles / 10;
-    let sqlite_queries =
-        if plans > 0 { query_rows(&http, &api, plans).await? } else { Vec::new() };
+    let sqlite_queries = if plans > 0 { query_rows(&http, &api, plans).await? } else { Vec::new() };
     let sqlite_peak_rss_mib = peak_rss_mib(sqlite.0.id());
     drop(sqlite);
     for v in [&mut lags, &mut hook_lags, &mut hook_after_sent] {
@@ -534,12 +536,7 @@ async fn count_events(provider: &DynProvider, d: &Deployment) -> Result<usize> {
 }
 
 /// Writes the chain's state, deployment and figures into `dir`.
-async fn save_held(
-    endpoint: &str,
-    dir: &Path,
-    d: &Deployment,
-    meta: &HeldChain,
-) -> Result<()> {
+async fn save_held(endpoint: &str, dir: &Path, d: &Deployment, meta: &HeldChain) -> Result<()> {
     use std::io::Read;
     std::fs::create_dir_all(dir)?;
     // anvil dumps gzip-compressed JSON and loads plain JSON. A big chain's
