@@ -214,7 +214,7 @@ demo: toolchain ## anvil, deploy, agents; one lifecycle, then plans (flat, neste
 chain: toolchain ## a local chain with everything deployed, until Ctrl-C (writes deployment.json)
 	@$(CARGO) run --quiet --locked -p tessera -- chain
 
-bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then indexer backfill events/s (SQLite, PostgreSQL), live lag p50/p99, peak RSS
+bench-indexer: toolchain ## N lifecycles on anvil (LIFECYCLES=50000), then indexer backfill events/s (SQLite >= 60,000, PostgreSQL >= 40,000), live lag p50/p99, webhook delivery lag p50/p99 (<= 100 ms), GraphQL plan tree / agent page / filtered task list p50/p99 (<= 20 ms), peak RSS (< 100 MiB)
 	@$(CARGO) run --quiet --locked --release -p tessera -- bench indexer --lifecycles $(LIFECYCLES) --json $(BENCH_DIR)/indexer.json \
 	  $(if $(HOLD_CHAIN),--hold-chain $(HOLD_CHAIN))
 

@@ -3,9 +3,10 @@
 //! Makefile's `bench-*` targets):
 //!
 //! - [`indexer`]: task lifecycles on anvil, then the `tessera indexer run`
-//!   process: backfill events/s into SQLite and PostgreSQL, live lag, peak
-//!   RSS. It starts the running executable's `indexer run`, so it runs from
-//!   the `tessera` binary.
+//!   process: backfill events/s into SQLite and PostgreSQL, live lag,
+//!   webhook delivery lag, GraphQL query latency on the full index
+//!   ([`index_reads`]), peak RSS. It starts the running executable's
+//!   `indexer run`, so it runs from the `tessera` binary.
 //! - [`plan`]: approve → settled wall time of an N-step chain plan through
 //!   the orchestrator and offline workers, against the same lifecycles sent
 //!   directly.
@@ -21,6 +22,7 @@
 
 pub mod classify;
 pub mod failover;
+pub mod index_reads;
 pub mod indexer;
 pub mod load;
 pub mod plan;

@@ -24,14 +24,17 @@ pub(super) enum BenchCommand {
         json: Option<PathBuf>,
     },
     /// N task lifecycles on anvil, then the indexer binary's backfill
-    /// throughput (SQLite, PostgreSQL), live lag p50/p99 and peak RSS.
+    /// throughput (SQLite, PostgreSQL), live lag p50/p99, webhook delivery
+    /// lag p50/p99, GraphQL query latency p50/p99 on the full index and
+    /// peak RSS.
     Indexer {
         #[command(flatten)]
         chain: ChainArgs,
         /// Lifecycles to generate.
         #[arg(long, default_value_t = 50_000)]
         lifecycles: usize,
-        /// Tasks created one by one to measure the live lag.
+        /// Tasks created one by one to measure the live lag and the
+        /// webhook delivery lag.
         #[arg(long, default_value_t = 100)]
         live: usize,
         /// Write the SQLite indexer's debug log (per-batch timings) here,

@@ -5,6 +5,7 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     sync::Arc,
+    time::{Duration, Instant},
 };
 
 use alloy::rpc::types::Log;
@@ -174,6 +175,9 @@ impl IndexStore {
             let mut rows = query.fetch(&reader);
             let mut part = Folded::default();
             let mut task: Option<(Vec<u8>, Vec<Log>)> = None;
+            // Time spent folding, and waiting for the writer to take a
+            // chunk (for the debug log).
+            let (mut fold, mut blocked) = (Duration::ZERO, Duration::ZERO);
             while let Some(r) = rows.try_next().await? {
                 let id: Vec<u8> = r.try_get("task_id")?;
                 let log = stored_content(&r)?;
@@ -181,12 +185,16 @@ impl IndexStore {
                     Some((current, logs)) if *current == id => logs.push(log),
                     _ => {
                         if let Some((done, logs)) = task.replace((id, vec![log])) {
+                            let t = Instant::now();
                             part.fold(&done, &logs, blobs());
-                            if part.len() >= chunk
-                                && parts.send(std::mem::take(&mut part)).await.is_err()
-                            {
-                                // The writer stopped: its error is the one to report.
-                                return Ok(());
+                            fold += t.elapsed();
+                            if part.len() >= chunk {
+                                let t = Instant::now();
+                                if parts.send(std::mem::take(&mut part)).await.is_err() {
+                                    // The writer stopped: its error is the one to report.
+                                    return Ok((fold, blocked));
+                                }
+                                blocked += t.elapsed();
                             }
                         }
                     }
@@ -198,14 +206,17 @@ impl IndexStore {
             if part.len() > 0 {
                 let _ = parts.send(part).await;
             }
-            Ok::<_, DbError>(())
+            Ok::<_, DbError>((fold, blocked))
         });
+        let mut writing = Duration::ZERO;
         let write = async {
             let mut tasks = Vec::new();
             while let Some(part) = folded.recv().await {
+                let t = Instant::now();
                 let mut tx = self.pool.begin().await?;
                 part.write(&mut tx, self.backend).await?;
                 tx.commit().await?;
+                writing += t.elapsed();
                 tasks.extend(part.tasks());
             }
             Ok::<_, DbError>(tasks)
@@ -217,11 +228,11 @@ impl IndexStore {
                 return Err(e);
             }
         };
-        match read.await {
+        let (fold, blocked) = match read.await {
             Ok(read) => read?,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(_) => return Err(sqlx::Error::WorkerCrashed.into()),
-        }
+        };
         let cyclic = self.flag_cycles(&tasks).await?;
         let mut tx = self.pool.begin().await?;
         set_cursor(&mut tx, "derive", to).await?;
@@ -232,6 +243,9 @@ impl IndexStore {
             tasks = tasks.len(),
             cyclic,
             ms = t0.elapsed().as_millis(),
+            fold_ms = fold.as_millis(),
+            fold_blocked_ms = blocked.as_millis(),
+            write_ms = writing.as_millis(),
             "derived"
         );
         Ok(Derived { through: to, tasks })
