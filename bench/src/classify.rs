@@ -174,7 +174,7 @@ impl ClassifyBenchReport {
 
 fn latency(mut us: Vec<f64>) -> Latency {
     us.sort_by(f64::total_cmp);
-    let at = |q: f64| us[(((us.len() - 1) as f64) * q).round() as usize];
+    let at = |q: f64| crate::percentile(&us, q);
     Latency { n: us.len(), p50_us: at(0.5), p99_us: at(0.99), max_us: at(1.0) }
 }
 

@@ -35,7 +35,8 @@ use tessera_bindings::{MockUSDC, TaskEscrow};
 use tessera_orchestrator::store::Store;
 
 use crate::{
-    load::{Agents, Bench, percentile, plan_json, post, scratch, wait_ready, wait_up, workers},
+    load::{Agents, Bench, plan_json, post, scratch, wait_ready, wait_up, workers},
+    percentile,
     process::Running,
 };
 

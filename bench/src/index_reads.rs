@@ -15,6 +15,8 @@ use eyre::{Result, bail, eyre};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::percentile;
+
 /// Requests per query before the timed ones (excluded from the figures).
 pub const WARM_UP: usize = 30;
 
@@ -35,14 +37,6 @@ pub struct QueryRow {
     pub p50_ms: f64,
     /// 99th percentile, ms.
     pub p99_ms: f64,
-}
-
-/// The value at quantile `q` of `sorted` (nearest rank; 0 when empty).
-pub fn percentile(sorted: &[f64], q: f64) -> f64 {
-    sorted
-        .get(((sorted.len().saturating_sub(1)) as f64 * q).round() as usize)
-        .copied()
-        .unwrap_or(0.0)
 }
 
 fn row(query: &str, mut ms: Vec<f64>) -> QueryRow {
@@ -186,21 +180,31 @@ pub async fn query_rows(http: &reqwest::Client, api: &str, plans: usize) -> Resu
     ])
 }
 
+/// First arrivals of each task's `TaskCreated`, by task id.
+type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
+
 /// Webhook deliveries arriving at this process: the first arrival of each
-/// task's `TaskCreated`, by task id.
-#[derive(Debug, Clone, Default)]
+/// task's `TaskCreated`, by task id. Its server stops when it is dropped.
+#[derive(Debug)]
 pub struct Receiver {
-    arrivals: Arc<Mutex<HashMap<String, Instant>>>,
+    arrivals: Arrivals,
+    server: tokio::task::AbortHandle,
 }
 
-async fn receive(State(r): State<Receiver>, body: Bytes) -> StatusCode {
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn receive(State(arrivals): State<Arrivals>, body: Bytes) -> StatusCode {
     let at = Instant::now();
     let Ok(v) = serde_json::from_slice::<Value>(&body) else { return StatusCode::BAD_REQUEST };
     if v["kind"] == "event"
         && v["event"]["name"] == "TaskCreated"
         && let Some(task) = v["event"]["task_id"].as_str()
     {
-        r.arrivals.lock().expect("not poisoned").entry(task.to_owned()).or_insert(at);
+        arrivals.lock().expect("not poisoned").entry(task.to_owned()).or_insert(at);
     }
     StatusCode::OK
 }
@@ -211,10 +215,10 @@ impl Receiver {
     pub async fn start() -> Result<(Self, String)> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/hook", listener.local_addr()?);
-        let r = Self::default();
-        let app = Router::new().route("/hook", routing::post(receive)).with_state(r.clone());
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Ok((r, url))
+        let arrivals = Arrivals::default();
+        let app = Router::new().route("/hook", routing::post(receive)).with_state(arrivals.clone());
+        let server = tokio::spawn(async move { axum::serve(listener, app).await }).abort_handle();
+        Ok((Self { arrivals, server }, url))
     }
 
     /// When task `id`'s creation arrived, waiting up to `limit` for it.
@@ -260,15 +264,6 @@ pub async fn register(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_take_the_nearest_rank() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 0.5), 51.0);
-        assert_eq!(percentile(&v, 0.99), 99.0);
-        assert_eq!(percentile(&[], 0.99), 0.0);
-        assert_eq!(percentile(&[-3.0, 4.0], 0.0), -3.0);
-    }
 
     #[test]
     fn bench_plans_are_the_generators_ids() {

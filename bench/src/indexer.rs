@@ -29,7 +29,8 @@ use alloy::{
 use eyre::{Result, bail};
 
 use crate::{
-    index_reads::{QUERY_GOAL_P99_MS, QueryRow, Receiver, percentile, query_rows, register},
+    index_reads::{QUERY_GOAL_P99_MS, QueryRow, Receiver, query_rows, register},
+    percentile,
     process::{Running, peak_rss_mib, spawn_listening, tessera},
 };
 use serde::Serialize;

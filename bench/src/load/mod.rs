@@ -53,6 +53,7 @@ pub(crate) use api::{TOKEN, post, wait_ready, wait_up};
 pub use report::{LoadBenchReport, LoadRow};
 
 use crate::{
+    percentile,
     process::{Running, cpu_secs, peak_rss_mib, spawn_listening},
     progress::Progress,
     rpc_proxy::RpcProxy,
@@ -271,14 +272,6 @@ async fn db_mib(db: &str, dir: &Path) -> f64 {
             .fetch_one(&pool)
             .await;
     size.map_or(0.0, |(bytes,)| bytes as f64 / 1_048_576.0)
-}
-
-pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 /// One round of `plans` plans through one replica on `bench`'s chain.
@@ -535,7 +528,5 @@ mod tests {
         assert_eq!(chain["subtasks"][2]["depends_on"], json!([1]));
         assert_eq!(fan["subtasks"][2]["depends_on"], json!([0]));
         assert_ne!(chain["id"], fan["id"]);
-        assert_eq!(percentile(&[1.0, 2.0, 3.0], 0.5), 2.0);
-        assert_eq!(percentile(&[], 0.5), 0.0);
     }
 }

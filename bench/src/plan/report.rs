@@ -136,13 +136,7 @@ impl PlanBenchReport {
 
 pub(super) fn percentiles(mut ms: Vec<f64>) -> Percentiles {
     ms.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        if ms.is_empty() {
-            return 0.0;
-        }
-        let i = ((ms.len() as f64 - 1.0) * q).round() as usize;
-        ms[i.min(ms.len() - 1)]
-    };
+    let at = |q: f64| crate::percentile(&ms, q);
     Percentiles { n: ms.len(), p50_ms: at(0.5), p99_ms: at(0.99), max_ms: at(1.0) }
 }
 
