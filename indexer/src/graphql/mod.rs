@@ -283,8 +283,8 @@ impl SubscriptionRoot {
         let index = ctx.data::<Index>()?.clone();
         let plan = plan.as_deref().map(crate::params::plan_id).transpose()?;
         let status = crate::params::statuses(status.unwrap_or_default())?;
+        // Checksummed, the form the index stores.
         let executor = executor.map(|a| crate::params::address("executor", &a)).transpose()?;
-        let executor = executor.map(|a| a.to_lowercase());
         let store = index.store.clone();
         let updates = BroadcastStream::new(index.updates.subscribe())
             .filter_map(|u| async move { u.ok() })
@@ -306,7 +306,7 @@ impl SubscriptionRoot {
                     if !status.is_empty() && !status.contains(&t.status) {
                         return None;
                     }
-                    if executor.as_ref().is_some_and(|e| *e != t.executor.to_lowercase()) {
+                    if executor.as_ref().is_some_and(|e| *e != t.executor) {
                         return None;
                     }
                     Some(TaskUpdate { block, task: Task(t) })
