@@ -26,7 +26,7 @@ pub use clock::now_ms;
 pub use error::{DbError, is_transient};
 pub use lock::{FileLock, lock_sqlite};
 pub use migrate::{HISTORY_TABLE, Schema};
-pub use numbering::begin_numbering;
+pub use numbering::{begin_numbering, serialize_on};
 pub use pool::{
     API_STATEMENT_TIMEOUT_MS, Backend, open_api_pool, open_pool, open_pool_with, open_read_pool,
 };

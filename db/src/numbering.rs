@@ -28,13 +28,28 @@ pub async fn begin_numbering(
         Backend::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
         Backend::Postgres => {
             let mut tx = pool.begin().await?;
-            sqlx::query(&format!(
-                "SELECT 1 AS locked FROM pg_advisory_xact_lock({NUMBERING_LOCKS}, hashtext($1))"
-            ))
-            .bind(key)
-            .execute(&mut *tx)
-            .await?;
+            serialize_on(&mut tx, backend, key).await?;
             Ok(tx)
         }
     }
+}
+
+/// Makes `tx` wait until no other transaction serialised on `key` runs,
+/// and keeps them waiting until it ends: a transaction-scoped advisory
+/// lock on PostgreSQL. On SQLite, where one process writes a file and its
+/// writes are serialised by the database itself, nothing is taken.
+pub async fn serialize_on(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    key: &str,
+) -> Result<(), sqlx::Error> {
+    if backend == Backend::Postgres {
+        sqlx::query(&format!(
+            "SELECT 1 AS locked FROM pg_advisory_xact_lock({NUMBERING_LOCKS}, hashtext($1))"
+        ))
+        .bind(key)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

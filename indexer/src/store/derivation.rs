@@ -16,13 +16,19 @@ use tessera_db::{Backend, DbError};
 
 use super::{
     Derived, INSERT_CHUNK, IndexStore, MAX_LINEAGE_DEPTH, PARENT_CYCLE,
+    bulk::SET_ASIDE_FROM_BLOCKS,
     codecs::{
         Columns, Param, amount_to_column, groups_column, history_column, id_decimal, int,
         stored_content, values,
     },
+    totals::{self, Facts},
     writes::set_cursor,
 };
 use crate::derive::{self, TaskFold, TransitionRow};
+
+/// Tasks a derivation folds from which PostgreSQL's statistics of the
+/// tasks are taken again.
+const ANALYZE_AFTER: usize = 1_000;
 
 /// A folded task with its transitions, as `ix_tasks` stores it.
 type TaskEntry = (TaskFold, Vec<TransitionRow>);
@@ -150,6 +156,12 @@ impl IndexStore {
             .fetch_optional(&self.reader)
             .await?
             .is_none();
+        // A first backfill of a long range: the task table's indexes are
+        // built once at the end instead of row by row ([`super::bulk`]).
+        let long = to - from >= SET_ASIDE_FROM_BLOCKS;
+        if fresh && long {
+            self.set_aside_indexes().await?;
+        }
         let sql = if fresh {
             "SELECT task_id, block, log_index, raw FROM ix_events WHERE task_id IS NOT NULL \
              ORDER BY task_id, block, log_index"
@@ -234,6 +246,16 @@ impl IndexStore {
             Err(_) => return Err(sqlx::Error::WorkerCrashed.into()),
         };
         let cyclic = self.flag_cycles(&tasks).await?;
+        if long {
+            // Also after a long derivation that failed before this one.
+            self.build_set_aside().await?;
+        }
+        // As for the events above: the task lists' and agents' pages are
+        // planned from statistics a backfill of tasks outdates.
+        if self.backend == Backend::Postgres && tasks.len() >= ANALYZE_AFTER {
+            sqlx::query("ANALYZE ix_tasks").execute(&self.pool).await?;
+            sqlx::query("ANALYZE ix_agent_totals").execute(&self.pool).await?;
+        }
         let mut tx = self.pool.begin().await?;
         set_cursor(&mut tx, "derive", to).await?;
         tx.commit().await?;
@@ -344,7 +366,15 @@ impl Folded {
         self.rows.iter().map(|(f, _)| (f.row().task_id.clone(), f.row().plan_id.clone()))
     }
 
+    /// Writes the rows, deletes the gone, rewrites their input edges and
+    /// moves their executors' totals by the difference.
     async fn write(&self, tx: &mut Transaction<'_, Any>, backend: Backend) -> Result<(), DbError> {
+        let before = totals::before(tx, backend, &self.touched()).await?;
+        let after: Vec<(String, Facts)> = self
+            .rows
+            .iter()
+            .map(|(f, _)| Ok((f.row().task_id.clone(), Facts::of(f.row())?)))
+            .collect::<Result<_, DbError>>()?;
         for chunk in self.gone.chunks(INSERT_CHUNK) {
             let sql = format!(
                 "DELETE FROM ix_tasks WHERE task_id IN {}",
@@ -357,7 +387,17 @@ impl Folded {
             q.execute(&mut **tx).await?;
         }
         upsert_tasks(tx, backend, &self.rows).await?;
-        self.write_inputs(tx, backend).await
+        self.write_inputs(tx, backend).await?;
+        totals::apply(tx, backend, before, &after).await
+    }
+
+    /// Every task written or deleted here.
+    fn touched(&self) -> Vec<&str> {
+        self.gone
+            .iter()
+            .map(String::as_str)
+            .chain(self.rows.iter().map(|(f, _)| f.row().task_id.as_str()))
+            .collect()
     }
 
     /// Rewrites the input edges of every task folded here (none for a
@@ -367,13 +407,7 @@ impl Folded {
         tx: &mut Transaction<'_, Any>,
         backend: Backend,
     ) -> Result<(), DbError> {
-        let touched: Vec<&str> = self
-            .gone
-            .iter()
-            .map(String::as_str)
-            .chain(self.rows.iter().map(|(f, _)| f.row().task_id.as_str()))
-            .collect();
-        for chunk in touched.chunks(INSERT_CHUNK) {
+        for chunk in self.touched().chunks(INSERT_CHUNK) {
             let sql = format!(
                 "DELETE FROM ix_task_inputs WHERE task_id IN {}",
                 values(backend, 1, chunk.len())

@@ -3,7 +3,7 @@
 //! the funders' own feedback taken into account ([`with_feedback`]), then
 //! weighed as [`tessera_records::evidence`] says (re-exported here).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use alloy::primitives::U256;
 use sqlx::Row;
@@ -13,59 +13,26 @@ pub use tessera_records::evidence::{
     weigh,
 };
 
-use super::{IndexStore, feedback::FeedbackView};
+use super::{IndexStore, feedback::FeedbackView, totals::Totals};
 
 /// Funders read per agent, the heaviest first; lighter ones beyond are not
 /// counted (a record is never heavier than its reads show).
-pub const MAX_FUNDERS: i64 = 1_000;
+pub const MAX_FUNDERS: usize = 1_000;
 /// Agents an agent's own funding is checked against, at most.
 const MAX_PAID: i64 = 10_000;
-
-/// The SQL condition on `ix_tasks` of a task its executor completed.
-const DONE: &str = "status IN ('Paid', 'Split')";
-/// The SQL condition of a task that expired on its executor: expired, or
-/// declined late ([`tessera_records::decline_is_late`]).
-pub(super) const EXPIRED: &str =
-    "(status = 'Expired' OR (status = 'Declined' AND late_decline = 1))";
-/// The SQL condition of a task its executor failed: a dispute lost, or
-/// [`EXPIRED`].
-const FAILED: &str =
-    "(status IN ('Refunded', 'Expired') OR (status = 'Declined' AND late_decline = 1))";
 
 impl IndexStore {
     /// What each funder's settled tasks with `agent` show, the heaviest
     /// first (at most [`MAX_FUNDERS`]), each marked when `agent` itself
     /// funded a task the funder executed.
     pub async fn funders(&self, agent: &str) -> Result<Vec<FunderRecord>, DbError> {
-        let units = |cond: &str| {
-            format!(
-                "CAST(COALESCE(SUM(CASE WHEN {cond} \
-                   AND amount_units >= {EVIDENCE_FLOOR_UNITS} THEN \
-                   (CASE WHEN amount_units > {EVIDENCE_CAP_UNITS} THEN {EVIDENCE_CAP_UNITS} \
-                   ELSE amount_units END) ELSE 0 END), 0) AS BIGINT)"
-            )
-        };
-        let count = |cond: &str| {
-            format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)")
-        };
-        // Ordered outside the grouping: PostgreSQL orders by an output
-        // column's name only when it stands alone.
-        let sql = format!(
-            "SELECT * FROM (SELECT funder, {} AS completed, {} AS failed, {} AS below_floor, \
-               {} AS completed_units, {} AS failed_units \
-             FROM ix_tasks WHERE executor = $1 AND ({DONE} OR {FAILED}) \
-             GROUP BY funder) per_funder \
-             ORDER BY completed_units + failed_units DESC, funder LIMIT {MAX_FUNDERS}",
-            count(DONE),
-            count(FAILED),
-            count(&format!("amount_units < {EVIDENCE_FLOOR_UNITS}")),
-            units(DONE),
-            units(FAILED),
-        );
-        let rows = sqlx::query(&sql).bind(agent).fetch_all(&self.api).await?;
+        let mut per_funder: BTreeMap<String, Totals> = BTreeMap::new();
+        for (key, t) in self.totals(agent).await? {
+            per_funder.entry(key.funder).or_default().add(&t);
+        }
         let paid: BTreeSet<String> = sqlx::query(&format!(
-            "SELECT DISTINCT executor FROM ix_tasks WHERE funder = $1 \
-             AND {DONE} LIMIT {MAX_PAID}"
+            "SELECT DISTINCT executor FROM ix_agent_totals WHERE funder = $1 \
+             AND completed > 0 LIMIT {MAX_PAID}"
         ))
         .bind(agent)
         .fetch_all(&self.api)
@@ -73,20 +40,23 @@ impl IndexStore {
         .iter()
         .map(|r| r.try_get::<String, _>("executor").map(|a| a.to_lowercase()))
         .collect::<Result<_, _>>()?;
-        rows.iter()
-            .map(|r| {
-                let funder: String = r.try_get("funder")?;
-                Ok(FunderRecord {
-                    linked: paid.contains(&funder.to_lowercase()),
-                    funder,
-                    completed: r.try_get("completed")?,
-                    failed: r.try_get("failed")?,
-                    below_floor: r.try_get("below_floor")?,
-                    completed_units: r.try_get("completed_units")?,
-                    failed_units: r.try_get("failed_units")?,
-                })
+        let mut rows: Vec<FunderRecord> = per_funder
+            .into_iter()
+            .filter(|(_, t)| t.completed > 0 || t.failed() > 0)
+            .map(|(funder, t)| FunderRecord {
+                linked: paid.contains(&funder.to_lowercase()),
+                funder,
+                completed: t.completed,
+                failed: t.failed(),
+                below_floor: t.below_floor,
+                completed_units: t.completed_units,
+                failed_units: t.failed_units,
             })
-            .collect()
+            .collect();
+        // The heaviest first, ties in funder order (the map's).
+        rows.sort_by_key(|r| std::cmp::Reverse(r.completed_units.saturating_add(r.failed_units)));
+        rows.truncate(MAX_FUNDERS as usize);
+        Ok(rows)
     }
 
     /// `agent`'s record weighed for `sponsor` (see the module docs), with

@@ -37,6 +37,7 @@ use tessera_db::DbError;
 use super::{
     IndexStore,
     codecs::{bytes_hex, id_bytes, stored_content},
+    totals::Key,
 };
 
 /// Feedback events read per agent from anyone, the newest first.
@@ -44,7 +45,7 @@ pub const MAX_FEEDBACK: i64 = 200;
 /// Feedback events read per funder of the agent's tasks, the newest first.
 pub const PER_GIVER: i64 = 50;
 /// Funders of an agent's tasks whose feedback is read (the newest first).
-pub const MAX_GIVERS: i64 = 1_000;
+pub const MAX_GIVERS: usize = 1_000;
 /// Identities of an agent read (the newest links first).
 pub const MAX_IDENTITIES: i64 = 64;
 
@@ -237,21 +238,19 @@ impl IndexStore {
         let mut rows = query.fetch_all(&self.api).await?;
         // The funders and clients of the agent's tasks (the newest
         // [`MAX_GIVERS`] of each), as the giver column has them.
+        let totals = self.totals(agent).await?;
         let mut funders: Vec<Vec<u8>> = Vec::new();
-        for party in ["funder", "client"] {
-            let rows = sqlx::query(&format!(
-                "SELECT {party} AS giver, MAX(created_block) AS last FROM ix_tasks \
-                 WHERE executor = $1 GROUP BY {party} ORDER BY last DESC LIMIT {MAX_GIVERS}"
-            ))
-            .bind(agent)
-            .fetch_all(&self.api)
-            .await?;
-            for r in rows {
-                let Some(a) =
-                    r.try_get::<String, _>("giver").ok().and_then(|g| g.parse::<Address>().ok())
-                else {
-                    continue;
-                };
+        let parties: [fn(&Key) -> &str; 2] = [|k| &k.funder, |k| &k.client];
+        for party in parties {
+            let mut last: BTreeMap<&str, Option<i64>> = BTreeMap::new();
+            for (key, t) in &totals {
+                let seen = last.entry(party(key)).or_default();
+                *seen = (*seen).max(t.last_created_block);
+            }
+            let mut newest: Vec<(&str, Option<i64>)> = last.into_iter().collect();
+            newest.sort_by_key(|(_, block)| std::cmp::Reverse(*block));
+            for (giver, _) in newest.into_iter().take(MAX_GIVERS) {
+                let Ok(a) = giver.parse::<Address>() else { continue };
                 if !funders.contains(&a.to_vec()) {
                     funders.push(a.to_vec());
                 }

@@ -5,6 +5,8 @@
 //! - [`derivation`]: tasks and their checked transitions folded from their
 //!   stored events behind a derivation mark ([`IndexStore::derive`]), so a
 //!   backfill folds each task once; parent cycles flagged.
+//! - [`bulk`]: a first backfill's task indexes set aside and built once
+//!   at its end.
 //! - [`rollback`]: a reorganisation's events removed, what they touched
 //!   rebuilt, the reorganisation journalled.
 //! - [`queries`]: what the API serves, as typed rows ([`rows`]); lineage
@@ -21,9 +23,12 @@
 //!   agent pages, a dispute's events decoded.
 //! - [`outbox`]: the webhooks' subscribers and durable outbox: a
 //!   delivery written with its event, a retraction with its rollback.
+//! - [`totals`]: each executor's sums per funder and client, moved by
+//!   every task write, so an agent's page never adds up all its tasks.
 //! - [`codecs`]: how ids, logs, histories and amounts sit in their columns,
 //!   and the column lists that drive each insert and its binds.
 
+mod bulk;
 pub mod catalogue;
 mod codecs;
 mod derivation;
@@ -36,12 +41,15 @@ mod queries;
 pub mod records;
 mod rollback;
 pub mod rows;
+pub mod totals;
 mod writes;
 
 #[cfg(test)]
 pub(crate) mod outbox_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod totals_tests;
 
 use alloy::{primitives::B256, rpc::types::Log};
 use serde::Serialize;
@@ -251,7 +259,7 @@ impl IndexStore {
         let shared_reader = reader.is_none() && backend == Backend::Sqlite;
         let reader = reader.unwrap_or_else(|| pool.clone());
         let api = open_api_pool(url).await?.unwrap_or_else(|| pool.clone());
-        Ok(Self {
+        let store = Self {
             pool,
             reader,
             shared_reader,
@@ -259,7 +267,11 @@ impl IndexStore {
             backend,
             catalogue: Default::default(),
             outbox: Default::default(),
-        })
+        };
+        store.count_totals().await?;
+        // Indexes a backfill set aside when it stopped short of building them.
+        store.build_set_aside().await?;
+        Ok(store)
     }
 
     /// Which database this is.

@@ -11,8 +11,9 @@ use super::{
     AgentFilter, DisputeFilter, IndexStore, MAX_LISTED, MEDIAN_SAMPLE, Reorg, TaskQuery,
     codecs::{AnyQuery, Param, amount_from_column, bytes_hex, history_entries, id_bytes},
     derivation::TASK_COLUMNS,
-    evidence::{EVIDENCE_FLOOR_UNITS, EXPIRED},
+    evidence::EVIDENCE_FLOOR_UNITS,
     rows::{AgentStats, AgentView, TaskDetail, TaskTransaction, TaskView, task_from_row},
+    totals::Totals,
 };
 use tessera_bindings::card::AgentCard;
 
@@ -156,7 +157,8 @@ impl IndexStore {
     }
 
     /// One agent with its stats: completed, disputed, refunded, expired, declined, earnings and
-    /// success rate over all its tasks (aggregated in the database), median
+    /// success rate over all its tasks (the sums kept as they are folded:
+    /// [`super::totals`]), median
     /// accept and completion latency over its latest [`MEDIAN_SAMPLE`] paid
     /// at least the evidence floor (tasks too cheap to count do not set its
     /// latency either), and the record weighed by the money behind it.
@@ -169,26 +171,10 @@ impl IndexStore {
             return Ok(None);
         };
         let address: String = row.try_get("agent")?;
-        let count = |cond: &str| {
-            format!("CAST(COALESCE(SUM(CASE WHEN {cond} THEN 1 ELSE 0 END), 0) AS BIGINT)")
-        };
-        let totals = sqlx::query(&format!(
-            "SELECT CAST(COUNT(*) AS BIGINT) AS n, {} AS completed, {} AS disputed, {} AS refunded, \
-               {} AS expired, {} AS declined, {} AS settled, \
-               CAST(COALESCE(SUM(executor_paid), 0) AS BIGINT) AS earnings, \
-               CAST(MAX(CASE WHEN status = 'Declined' THEN settled_at \
-                        ELSE COALESCE(completed_at, accepted_at) END) AS BIGINT) AS last_active_at \
-             FROM ix_tasks WHERE executor = $1",
-            count("status IN ('Paid', 'Split')"),
-            count("disputed = 1"),
-            count("status = 'Refunded'"),
-            count(EXPIRED),
-            count("status = 'Declined' AND late_decline = 0"),
-            count("status IN ('Paid', 'Split', 'Refunded', 'Expired', 'Cancelled', 'Declined')"),
-        ))
-        .bind(&address)
-        .fetch_one(&self.api)
-        .await?;
+        let mut totals = Totals::default();
+        for (_, t) in self.totals(&address).await? {
+            totals.add(&t);
+        }
         let latest = sqlx::query(&format!(
             "SELECT created_at, accepted_at, completed_at FROM ix_tasks \
              WHERE executor = $1 AND accepted_at IS NOT NULL \
@@ -209,8 +195,7 @@ impl IndexStore {
                 }
             }
         }
-        let total = |k: &str| -> Result<i64, DbError> { Ok(totals.try_get::<i64, _>(k)?) };
-        let (completed, settled) = (total("completed")?, total("settled")?);
+        let (completed, settled) = (totals.completed, totals.settled);
         let offers = serde_json::from_str(&row.try_get::<String, _>("offers")?).ok();
         let metadata_uri: String = row.try_get("metadata_uri")?;
         let (identity, feedback, listed) = self.feedback_summary(&address).await?;
@@ -226,18 +211,18 @@ impl IndexStore {
             offers,
             registered_block: row.try_get("registered_block")?,
             stats: AgentStats {
-                tasks: total("n")?,
+                tasks: totals.tasks,
                 completed,
-                disputed: total("disputed")?,
-                refunded: total("refunded")?,
-                expired: total("expired")?,
-                declined: total("declined")?,
-                earnings: amount_from_column(total("earnings")?, "ix_tasks")?,
+                disputed: totals.disputed,
+                refunded: totals.refunded,
+                expired: totals.expired,
+                declined: totals.declined,
+                earnings: amount_from_column(totals.earnings, "ix_agent_totals")?,
                 median_accept_secs: median(&mut accept),
                 median_completion_secs: median(&mut complete),
                 success_rate: (settled != 0).then(|| completed as f64 / settled as f64),
                 evidence,
-                last_active_at: totals.try_get("last_active_at")?,
+                last_active_at: totals.last_active_at,
             },
         }))
     }
