@@ -199,7 +199,7 @@ impl IndexStore {
                UNION ALL \
                SELECT c.task_id, c.executor, tree.depth + 1, tree.path || c.task_id || ',' \
                  FROM ix_tasks c JOIN tree ON c.parent_id = tree.task_id \
-                 WHERE tree.depth < {MAX_LINEAGE_DEPTH} \
+                 WHERE c.parent_id <> '0' AND tree.depth < {MAX_LINEAGE_DEPTH} \
                    AND tree.path NOT LIKE '%,' || c.task_id || ',%' \
                    AND (c.funder = $2 OR c.funder = tree.executor) {} \
              )",
@@ -221,7 +221,7 @@ impl IndexStore {
         let grafted = format!(
             "{}, members (task_id, executor) AS (SELECT task_id, executor FROM tree LIMIT {}) \
              SELECT {} FROM ix_tasks c JOIN members m ON c.parent_id = m.task_id \
-             WHERE c.funder <> $2 AND c.funder <> m.executor \
+             WHERE c.parent_id <> '0' AND c.funder <> $2 AND c.funder <> m.executor \
              ORDER BY c.created_block, c.task_id LIMIT {limit}",
             self.members_cte(),
             MAX_LINEAGE_TASKS + 1,
@@ -378,7 +378,8 @@ impl IndexStore {
                 Direction::Down => [
                     format!(
                         "SELECT parent_id AS a, task_id AS b FROM ix_tasks \
-                         WHERE parent_id IN ({marks}) ORDER BY task_id LIMIT {limit}"
+                         WHERE parent_id <> '0' AND parent_id IN ({marks}) \
+                         ORDER BY task_id LIMIT {limit}"
                     ),
                     format!(
                         "SELECT input_id AS a, task_id AS b FROM ix_task_inputs \

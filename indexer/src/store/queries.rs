@@ -42,6 +42,11 @@ impl IndexStore {
                 w.binds.push(Param::Text(st.clone()));
             }
         }
+        // Children are found through an index of the tasks that have a
+        // parent (most are roots), which a query must say it looks in.
+        if q.parent.as_deref().is_some_and(|p| p != "0") {
+            w.raw("parent_id <> '0'");
+        }
         for (cond, v) in [
             ("executor =", &q.executor),
             ("client =", &q.client),
@@ -179,7 +184,7 @@ impl IndexStore {
             "SELECT created_at, accepted_at, completed_at FROM ix_tasks \
              WHERE executor = $1 AND accepted_at IS NOT NULL \
              AND amount_units >= {EVIDENCE_FLOOR_UNITS} \
-             ORDER BY created_block DESC, task_id LIMIT {MEDIAN_SAMPLE}"
+             ORDER BY created_block DESC, task_id DESC LIMIT {MEDIAN_SAMPLE}"
         ))
         .bind(&address)
         .fetch_all(&self.api)
