@@ -45,11 +45,16 @@ const MAX_BLOOM_REREADS: u32 = 5;
 /// served for them (only those the logs left out: a header each).
 const TAIL_BLOOM_BLOCKS: u64 = 7;
 
-/// Log requests a range of at least as many blocks is read in, one after
-/// the other: a response is held twice while it is read (the HTTP
-/// client's buffer and the body collected from it), and a backfill range
-/// of 5,000 logs made those copies a third of the indexer's peak memory.
+/// Log requests a backfill range is read in, one after the other, once
+/// the range before it held [`READ_SPLIT_LOGS`] logs or more: a response is
+/// held twice while it is read (the HTTP client's buffer and the body
+/// collected from it), and a range of 5,000 logs made those copies a third
+/// of the indexer's peak memory. Sparse ranges, and the head followed
+/// live, take one request.
 const READ_PARTS: u64 = 4;
+
+/// Logs in a range past which the next one is read in [`READ_PARTS`].
+const READ_SPLIT_LOGS: usize = 1_000;
 
 /// How the indexer reads the chain.
 #[derive(Debug, Clone)]
@@ -82,7 +87,7 @@ impl Default for IndexerConfig {
             max_range: 50_000,
             target_logs: 5_000,
             attempts: 8,
-            derive_chunk: 2_000,
+            derive_chunk: 500,
             derive_every_events: 500_000,
         }
     }
@@ -285,7 +290,7 @@ impl Indexer {
                 Some((f, t, read)) if f == from => (t, read),
                 _ => {
                     let to = from.saturating_add(self.range - 1).min(head);
-                    (to, self.read(from, to).await)
+                    (to, self.read(from, to, 1).await)
                 }
             };
             let batch = match read {
@@ -321,8 +326,9 @@ impl Indexer {
             let next = to + 1;
             let next_to = next.saturating_add(self.range - 1).min(head);
             let applied = if next <= head {
+                let parts = if batch.logs.len() >= READ_SPLIT_LOGS { READ_PARTS } else { 1 };
                 let (applied, read) =
-                    tokio::join!(self.store.apply(&batch), self.read(next, next_to));
+                    tokio::join!(self.store.apply(&batch), self.read(next, next_to, parts));
                 ahead = Some((next, next_to, read));
                 applied?
             } else {
@@ -433,7 +439,7 @@ impl Indexer {
         out
     }
 
-    async fn read(&self, from: u64, to: u64) -> Result<Batch, IngestError> {
+    async fn read(&self, from: u64, to: u64, parts: u64) -> Result<Batch, IngestError> {
         let filter = Filter::new().address(self.contracts()).from_block(from).to_block(to);
         let mut attempt = 0;
         // Times the newest block's bloom promised logs of ours that the log
@@ -451,7 +457,7 @@ impl Indexer {
                 let first =
                     self.provider.get_block_by_number(BlockNumberOrTag::Number(from)).await?;
                 let mut logs = Vec::new();
-                for (a, b) in parts(from, to, READ_PARTS) {
+                for (a, b) in split(from, to, parts) {
                     let part = filter.clone().from_block(a).to_block(b);
                     logs.extend(self.provider.get_logs(&part).await?);
                 }
@@ -589,7 +595,7 @@ impl Indexer {
 
 /// `from..=to` cut into `n` consecutive ranges as even as the blocks allow
 /// (fewer when there are fewer blocks), in order.
-fn parts(from: u64, to: u64, n: u64) -> impl Iterator<Item = (u64, u64)> {
+fn split(from: u64, to: u64, n: u64) -> impl Iterator<Item = (u64, u64)> {
     let blocks = to.saturating_sub(from) + 1;
     let n = n.clamp(1, blocks);
     (0..n).map(move |i| (from + blocks * i / n, from + blocks * (i + 1) / n - 1))
@@ -597,11 +603,11 @@ fn parts(from: u64, to: u64, n: u64) -> impl Iterator<Item = (u64, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::parts;
+    use super::split;
 
     #[test]
     fn a_range_is_read_in_even_consecutive_parts() {
-        let all = |from, to, n| parts(from, to, n).collect::<Vec<_>>();
+        let all = |from, to, n| split(from, to, n).collect::<Vec<_>>();
         assert_eq!(all(10, 10, 4), [(10, 10)]);
         assert_eq!(all(10, 12, 4), [(10, 10), (11, 11), (12, 12)]);
         assert_eq!(all(0, 9, 4), [(0, 1), (2, 4), (5, 6), (7, 9)]);
