@@ -28,9 +28,8 @@ impl IndexStore {
     pub(super) async fn set_aside_indexes(&self) -> Result<usize, DbError> {
         let mut tx = self.pool.begin().await?;
         serialize_on(&mut tx, self.backend, TOTALS_LOCK).await?;
-        let any = sqlx::query("SELECT 1 AS found FROM ix_tasks LIMIT 1")
-            .fetch_optional(&mut *tx)
-            .await?;
+        let any =
+            sqlx::query("SELECT 1 AS found FROM ix_tasks LIMIT 1").fetch_optional(&mut *tx).await?;
         if any.is_some() {
             return Ok(0);
         }
