@@ -55,7 +55,7 @@ impl IndexStore {
             .collect();
         // The heaviest first, ties in funder order (the map's).
         rows.sort_by_key(|r| std::cmp::Reverse(r.completed_units.saturating_add(r.failed_units)));
-        rows.truncate(MAX_FUNDERS as usize);
+        rows.truncate(MAX_FUNDERS);
         Ok(rows)
     }
 

@@ -46,6 +46,17 @@ pub struct Key {
     pub client: String,
 }
 
+impl Key {
+    /// The key of a row of `ix_tasks` or `ix_agent_totals`.
+    fn read(r: &AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            executor: r.try_get("executor")?,
+            funder: r.try_get("funder")?,
+            client: r.try_get("client")?,
+        })
+    }
+}
+
 /// What one task tells of its executor's record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Facts {
@@ -88,11 +99,7 @@ impl Facts {
         Ok((
             r.try_get("task_id")?,
             Self {
-                key: Key {
-                    executor: r.try_get("executor")?,
-                    funder: r.try_get("funder")?,
-                    client: r.try_get("client")?,
-                },
+                key: Key::read(r)?,
                 status: r.try_get("status")?,
                 disputed: r.try_get::<i64, _>("disputed")? != 0,
                 late_decline: r.try_get::<i64, _>("late_decline")? != 0,
@@ -223,11 +230,7 @@ impl Totals {
 
     fn read(r: &AnyRow) -> Result<(Key, Self), DbError> {
         Ok((
-            Key {
-                executor: r.try_get("executor")?,
-                funder: r.try_get("funder")?,
-                client: r.try_get("client")?,
-            },
+            Key::read(r)?,
             Self {
                 tasks: r.try_get("tasks")?,
                 completed: r.try_get("completed")?,
