@@ -386,3 +386,29 @@ async fn a_send_whose_answer_a_gateway_lost_goes_out_once() {
     let allowance = token.allowance(from, spender).call().await.unwrap();
     assert_eq!(allowance, U256::from(7));
 }
+
+/// The runner asks a chain whether it mines on every transaction (anvil's
+/// `anvil_getAutomine`) only when the deployment is on a local chain: a
+/// hosted provider answers the unknown method with an error it may count,
+/// log or bill. Two anvils behind the stand-in, one with the local chain
+/// id and one with another: the probe reaches the first only.
+#[tokio::test]
+async fn the_automine_probe_goes_to_a_local_chain_only() {
+    use tessera_bindings::envelope::LOCAL_CHAIN_ID;
+    for (chain_id, probes) in [(LOCAL_CHAIN_ID, 1), (84_532, 0)] {
+        let options = ChainOptions { chain_id: Some(chain_id), ..ChainOptions::default() };
+        let env = TestEnv::start_on(DeployConfig::default(), &options).await;
+        assert_eq!(env.deployment.chain_id, chain_id);
+        let s = StandIn::start(env.chain.endpoint_url().as_str(), Limits::default()).await;
+        let signer = env.actors.sponsor.clone();
+        let provider = tessera_bindings::client::connect(
+            s.url.clone(),
+            alloy::network::EthereumWallet::new(signer.clone()),
+        );
+        tessera_orchestrator::runner::Chain::new(provider, signer, env.deployment.clone())
+            .await
+            .expect("the runner's chain handle");
+        let asked = s.counts().per_method.get("anvil_getAutomine").copied().unwrap_or(0);
+        assert_eq!(asked, probes, "chain {chain_id}: {:?}", s.counts());
+    }
+}

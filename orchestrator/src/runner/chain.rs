@@ -18,6 +18,7 @@ use tessera_bindings::{
     AgentRegistry, MockUSDC, TaskEscrow, capability,
     client::{ClientError, EscrowClient, map_call},
     deployment::Deployment,
+    envelope::is_local_chain,
     heads::{Head, HeadWatch},
     offers,
     sender::{Pending, Sender},
@@ -146,9 +147,14 @@ impl Chain {
         deployment: Deployment,
         operator: bool,
     ) -> Result<Self, RunError> {
-        // Only development nodes answer; any other chain has block time.
-        let automine =
-            provider.raw_request::<_, bool>("anvil_getAutomine".into(), ()).await.unwrap_or(false);
+        // Only development nodes answer, so only a local chain is asked (a
+        // hosted provider would count, log or bill an unknown method); any
+        // other chain has block time.
+        let automine = is_local_chain(deployment.chain_id)
+            && provider
+                .raw_request::<_, bool>("anvil_getAutomine".into(), ())
+                .await
+                .unwrap_or(false);
         tracing::debug!(automine, "chain mining mode");
         let escrow = EscrowClient::new(provider.clone(), deployment.task_escrow);
         let max_batch = escrow.contract().MAX_BATCH().call().await.map_err(map_call)?;
