@@ -51,7 +51,7 @@ const TAIL_BLOOM_BLOCKS: u64 = 7;
 /// collected from it), and a range of 5,000 logs made those copies a third
 /// of the indexer's peak memory. Sparse ranges, and the head followed
 /// live, take one request.
-const READ_PARTS: u64 = 4;
+const READ_PARTS: u64 = 8;
 
 /// Logs in a range past which the next one is read in [`READ_PARTS`].
 const READ_SPLIT_LOGS: usize = 1_000;
@@ -87,7 +87,7 @@ impl Default for IndexerConfig {
             max_range: 50_000,
             target_logs: 5_000,
             attempts: 8,
-            derive_chunk: 500,
+            derive_chunk: 250,
             derive_every_events: 500_000,
         }
     }
