@@ -149,6 +149,20 @@ pub struct Stack {
     pub stand_in: Option<provider::StandIn>,
     _dir: tempfile::TempDir,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// What [`Stack::restart`] starts the service again with.
+    again: Box<Again>,
+}
+
+/// The parts of a stack's service that a restart keeps.
+#[derive(Debug)]
+struct Again {
+    config: RunnerConfig,
+    db_url: String,
+    /// Whether the service holds the operator key (restarts are not
+    /// offered then).
+    operator: bool,
+    /// Whether it reaches the chain through a stand-in (idem).
+    through: bool,
 }
 
 impl Drop for Stack {
@@ -164,6 +178,46 @@ impl Stack {
     /// requests, every driver finishes its current step.
     pub async fn shutdown(&mut self) {
         self.service.shutdown().await.expect("service stops cleanly");
+    }
+
+    /// After [`Stack::shutdown`], starts the service again on the same run
+    /// store, chain and blobs, as a restarted `tessera serve` would, handing
+    /// it `records` and `catalogue` (see [`ServiceConfig::records`]); the
+    /// live runs resume. For a stack started with the sponsor's key and
+    /// straight to the chain.
+    pub async fn restart(
+        &mut self,
+        records: Option<Arc<dyn tessera_orchestrator::choose::AgentRecords>>,
+        catalogue: Option<Arc<dyn tessera_bindings::catalogue::CatalogueSource>>,
+    ) {
+        assert!(!self.again.operator && !self.again.through, "restarted: a plain stack only");
+        let env = &self.env;
+        let signer = env.actors.sponsor.clone();
+        let wallet = alloy::network::EthereumWallet::new(signer.clone());
+        let provider = tessera_bindings::client::connect(env.chain.endpoint_url(), wallet);
+        let chain = Chain::new(provider, signer, env.deployment.clone()).await.expect("chain");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let service = Service::start(ServiceConfig {
+            store: Store::connect(&self.again.db_url).await.expect("store"),
+            chain,
+            blobs: Arc::new(FsBlobStore::new(&self.blobs)),
+            blob_sources: None,
+            runner: self.again.config.clone(),
+            ws_url: Some(env.chain.ws_endpoint()),
+            listener,
+            token: TEST_TOKEN.into(),
+            operator: None,
+            classifier: tessera_classifier::Classifier::offline(),
+            gate: tessera_http::limits::StreamGate::new(&Default::default()),
+            nested: Vec::new(),
+            records,
+            catalogue,
+        })
+        .await
+        .expect("orchestrator starts again");
+        self.api = format!("http://{}", service.addr());
+        self.orch = Arc::clone(service.orchestrator());
+        self.service = service;
     }
 }
 
@@ -347,6 +401,12 @@ impl Stack {
             Chain::new(provider, signer, env.deployment.clone()).await.expect("sponsor chain")
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let again = Box::new(Again {
+            config: config.clone(),
+            db_url: db_url.clone(),
+            operator,
+            through: stand_in.is_some(),
+        });
         let service = Service::start(ServiceConfig {
             store,
             chain,
@@ -360,6 +420,8 @@ impl Stack {
             classifier: tessera_classifier::Classifier::offline(),
             gate: tessera_http::limits::StreamGate::new(&Default::default()),
             nested: Vec::new(),
+            records: None,
+            catalogue: None,
         })
         .await
         .expect("orchestrator starts");
@@ -376,6 +438,7 @@ impl Stack {
             stand_in,
             _dir: dir,
             tasks,
+            again,
         }
     }
 

@@ -12,12 +12,16 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use axum::Router;
-use tessera_bindings::envelope::{BlobSources, BlobStore};
+use tessera_bindings::{
+    catalogue::CatalogueSource,
+    envelope::{BlobSources, BlobStore},
+};
 use tessera_classifier::Classifier;
 use tessera_http::{limits::StreamGate, tasks::Tasks};
 
 use crate::{
     api,
+    choose::AgentRecords,
     replica::{Lane, Replica, ReplicaConfig, ReplicaError},
     runner::{Chain, Orchestrator, RunError, RunnerConfig},
     store::Store,
@@ -54,6 +58,12 @@ pub struct ServiceConfig {
     pub gate: StreamGate,
     /// Routers served under a path prefix beside the API.
     pub nested: Vec<(String, Router)>,
+    /// Where agents' records are read when executors are chosen (see
+    /// [`Orchestrator::with_records`]), in place before any run resumes.
+    pub records: Option<Arc<dyn AgentRecords>>,
+    /// Where the capability catalogue is read (see
+    /// [`Orchestrator::with_catalogue`]), in place before any run resumes.
+    pub catalogue: Option<Arc<dyn CatalogueSource>>,
 }
 
 impl std::fmt::Debug for ServiceConfig {
@@ -62,6 +72,8 @@ impl std::fmt::Debug for ServiceConfig {
             .field("chain", &self.chain)
             .field("ws_url", &self.ws_url)
             .field("listener", &self.listener)
+            .field("records", &self.records.is_some())
+            .field("catalogue", &self.catalogue.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -132,6 +144,14 @@ impl Service {
         let feedback_mode = runner.feedback;
         let feedback_every = runner.idle_tick;
         let orch = Orchestrator::with_sources(config.store, config.chain, sources, runner);
+        // Before any run resumes: its first step may choose an executor or
+        // read the catalogue.
+        if let Some(records) = config.records {
+            orch.with_records(records);
+        }
+        if let Some(catalogue) = config.catalogue {
+            orch.with_catalogue(catalogue);
+        }
         let mut tasks = Tasks::new();
         let (resumed, replica) = match lane {
             None => (orch.resume_all().await.map_err(ServiceError::Resume)?, None),

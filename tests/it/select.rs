@@ -11,7 +11,10 @@ use alloy::primitives::Address;
 use serde_json::{Value, json};
 use tessera_bindings::usdc::Usdc;
 use tessera_e2e::Stack;
-use tessera_orchestrator::{plan::Selection, runner::RunnerConfig};
+use tessera_orchestrator::{
+    plan::{Plan, Selection},
+    runner::{Chain, RunnerConfig},
+};
 
 const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
 two days. Traders said the delay cost them dearly. The port authority promised new breakwaters.";
@@ -240,4 +243,70 @@ async fn agents_seen_working_in_the_last_day_are_chosen_before_quiet_ones() {
     assert_eq!(status, 201, "{view}");
     let choice = &view["plan"]["choices"][0];
     assert_eq!((address(&choice["executor"]), &choice["quiet"]), (quiet, &json!(true)), "{view}");
+}
+
+/// A restarted service chooses on the records it was handed from the first
+/// step of the first run it resumes. The cheap agent's task waits (it has no
+/// worker) when the service stops; it declines meanwhile; the service starts
+/// again with the indexer's records, and the resumed run's first step
+/// reassigns the sub-task to the dear agent, on its record of four tasks
+/// settled, not on the prior alone.
+#[tokio::test]
+async fn a_run_resumed_at_start_reassigns_on_the_records_handed_in() {
+    let mut stack = Stack::start_custom(RunnerConfig::default(), None, &[]).await;
+    let (dear, cheap) = (stack.env.actors.agent(0), stack.env.actors.agent(1));
+    // The dear agent's record: four tasks delivered and paid.
+    {
+        let mut d = stack.env.driver();
+        d.scenario("resume: dear agent");
+        let mut params = Vec::new();
+        for _ in 0..4 {
+            params.push(d.params(dear, 500_000, "data:,x".into()).await.unwrap());
+        }
+        let mut good = d.create_many_with_permit(params).await.unwrap();
+        for rec in &mut good {
+            d.deliver(rec, "data:,a summary").await.unwrap();
+        }
+        d.approve_many(&mut good).await.unwrap();
+    }
+
+    // The driver's permits spent the sponsor's allowance; runs need one.
+    tessera_e2e::allow_escrow(&stack.env).await;
+    let plan_id = Plan::id_from_label("resumed-on-records");
+    let body = json!({
+        "version": 1,
+        "id": plan_id,
+        "review": "auto",
+        "budget": 1_000_000u64,
+        "source": ARTICLE,
+        "recovery": {"on_decline": "reassign"},
+        "subtasks": [{"index": 0, "capability": "summarize", "spec": "Summarize it",
+                      "executor": cheap, "cost": 500_000, "deadline_offset_secs": 3600}],
+    });
+    let id = stack.run_plan(&body).await;
+    stack.wait_phase(&id, 0, "created", 30).await;
+    stack.shutdown().await;
+
+    // While the service is down the cheap agent says no.
+    let chain = stack.orch.chain();
+    let task = chain.task_id(chain.sponsor(), Chain::reference(plan_id, 0, 0));
+    let d = stack.env.driver();
+    let mut rec = d.escrow.fetch(task, stack.env.deployment.deploy_block).await.unwrap();
+    d.escrow.decline(cheap, &mut rec, "").await.unwrap();
+    drop(d);
+    let (store, _ix) = tessera_e2e::synced_index(&stack.env).await;
+    assert_eq!(store.agent(&dear.to_string()).await.unwrap().unwrap().stats.completed, 4);
+
+    stack.restart(Some(Arc::new(store)), None).await;
+    assert_eq!(stack.service.resumed(), 1);
+    let url = format!("{}/api/runs/{id}/events", stack.api);
+    let events = tessera_e2e::read_sse_until(&stack.http, &url, "recovery_applied").await;
+    let recovered = events.last().expect("events");
+    assert_eq!(recovered["kind"], "recovery_applied", "{events:#?}");
+    assert_eq!((&recovered["policy"], &recovered["attempt"]), (&json!("reassign"), &json!(1)));
+    let why = recovered["reason"].as_str().unwrap();
+    let chosen = format!("reassigned to {dear}: balanced: ");
+    assert!(why.contains(&chosen), "{why}");
+    assert!(why.contains("(4/4 settled,"), "chosen on the dear agent's record: {why}");
+    assert!(!why.contains("no settled tasks yet"), "{why}");
 }

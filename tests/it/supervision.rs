@@ -16,6 +16,7 @@ use tessera_e2e::{Stack, read_sse_until};
 use tessera_orchestrator::{
     plan::Plan,
     runner::{FaultHook, RunnerConfig},
+    state::RunState,
 };
 
 fn plan(label: &str, subtasks: Vec<Value>) -> Value {
@@ -129,4 +130,39 @@ async fn a_panic_in_a_step_restarts_the_driver_and_the_run_still_settles_once() 
         assert!(tokio::time::Instant::now() < end, "the driver of an ended run lingers");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A driver restart is recorded against the run's own plan, read from the
+/// store, whatever the run's id says: a run kept under an id that is not
+/// its plan's (a row written by something else) is recorded neither
+/// against the id's text nor against the zero plan.
+#[tokio::test]
+async fn a_driver_restart_names_the_plan_of_its_run_whatever_the_id() {
+    let id = Plan::id_from_label("an-id-of-another-plan").to_string();
+    let target = id.clone();
+    let fired = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&fired);
+    let config = RunnerConfig {
+        fault: Some(FaultHook(Arc::new(move |run: &str| {
+            if run == target && seen.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("injected fault in step");
+            }
+        }))),
+        ..RunnerConfig::default()
+    };
+    let stack = Stack::start_custom(config, None, &[]).await;
+    let a0 = stack.env.actors.agent(0);
+    let body = plan(
+        "named-otherwise",
+        vec![json!({"index": 0, "capability": "extract-entities", "spec": "List the names",
+                    "executor": a0, "cost": 300_000, "deadline_offset_secs": 3600})],
+    );
+    stack.orch.store().insert_run(&id, &body.to_string(), RunState::Running).await.unwrap();
+    assert_eq!(stack.orch.resume_all().await.unwrap(), 1);
+    let url = format!("{}/api/runs/{id}/events", stack.api);
+    let events = read_sse_until(&stack.http, &url, "driver_restarted").await;
+    let restarted = events.last().expect("events");
+    assert_eq!(restarted["kind"], "driver_restarted", "{events:#?}");
+    assert!(fired.load(Ordering::SeqCst) >= 1);
+    assert_eq!(restarted["plan_id"], Plan::id_from_label("named-otherwise").to_string());
 }

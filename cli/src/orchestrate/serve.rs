@@ -315,17 +315,16 @@ pub(crate) async fn serve(
         classifier,
         gate,
         nested,
+        // Executors are chosen on the records the embedded indexer keeps,
+        // and plans made from (and checked against) its catalogue, from the
+        // first step of the first run resumed.
+        records: indexer.as_ref().map(|ix| Arc::new(ix.store().clone()) as _),
+        catalogue: indexer.as_ref().map(|ix| Arc::new(ix.store().clone()) as _),
     };
     let mut service = match replica {
         Some(replica) => Service::start_replica(config, replica).await?,
         None => Service::start(config).await?,
     };
-    if let Some(ix) = &indexer {
-        // Executors are chosen on the records the embedded indexer keeps,
-        // and plans made from (and checked against) its catalogue.
-        service.orchestrator().with_records(Arc::new(ix.store().clone()));
-        service.orchestrator().with_catalogue(Arc::new(ix.store().clone()));
-    }
     // Proposals nobody approves expire (swept every quarter of their
     // lifetime, at least once a second, at most once a minute).
     let ttl = Duration::from_secs(args.proposal_ttl_secs);

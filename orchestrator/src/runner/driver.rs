@@ -22,7 +22,6 @@ use tracing::Instrument;
 
 use super::{Orchestrator, RunError};
 use crate::{
-    plan::PlanId,
     state::{RunEvent, RunId, RunState},
     store::now_ms,
 };
@@ -231,14 +230,18 @@ impl Orchestrator {
             };
             restarts += 1;
             tracing::error!(%error, restarts, "run driver failed; restarting it");
-            let event = RunEvent::DriverRestarted {
-                plan_id: id.parse::<PlanId>().unwrap_or_default(),
-                error,
-                restarts,
-            };
-            let dedup = format!("driver_restarted:{}:{restarts}", now_ms());
-            if let Err(e) = self.emit_run(id, &dedup, &event).await {
-                tracing::warn!(error = %e, "recording the driver restart");
+            // The restart is recorded against the run's own plan, read from
+            // the store (whatever the id's text is); a run that cannot be
+            // read is logged only.
+            match self.load(id).await {
+                Ok((_, plan)) => {
+                    let event = RunEvent::DriverRestarted { plan_id: plan.id, error, restarts };
+                    let dedup = format!("driver_restarted:{}:{restarts}", now_ms());
+                    if let Err(e) = self.emit_run(id, &dedup, &event).await {
+                        tracing::warn!(error = %e, "recording the driver restart");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "reading the run to record its restart"),
             }
             if token.is_cancelled() {
                 break;
