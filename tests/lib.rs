@@ -197,27 +197,43 @@ impl Stack {
         let provider = tessera_bindings::client::connect(env.chain.endpoint_url(), wallet);
         let chain = Chain::new(provider, signer, env.deployment.clone()).await.expect("chain");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let service = Service::start(ServiceConfig {
-            store: Store::connect(&self.again.db_url).await.expect("store"),
-            chain,
-            blobs: Arc::new(FsBlobStore::new(&self.blobs)),
-            blob_sources: None,
-            runner: self.again.config.clone(),
-            ws_url: Some(env.chain.ws_endpoint()),
-            listener,
-            token: TEST_TOKEN.into(),
-            operator: None,
-            classifier: tessera_classifier::Classifier::offline(),
-            gate: tessera_http::limits::StreamGate::new(&Default::default()),
-            nested: Vec::new(),
-            records,
-            catalogue,
-        })
-        .await
-        .expect("orchestrator starts again");
+        let store = Store::connect(&self.again.db_url).await.expect("store");
+        let (runner, ws) = (self.again.config.clone(), Some(env.chain.ws_endpoint()));
+        let config = service_config(store, chain, &self.blobs, runner, ws, listener);
+        let service = Service::start(ServiceConfig { records, catalogue, ..config })
+            .await
+            .expect("orchestrator starts again");
         self.api = format!("http://{}", service.addr());
         self.orch = Arc::clone(service.orchestrator());
         self.service = service;
+    }
+}
+
+/// A test stack's service: the sponsor's key, blobs in `blobs`, the test
+/// token, the offline classifier, default limits, no records or catalogue.
+fn service_config(
+    store: Store,
+    chain: Chain,
+    blobs: &std::path::Path,
+    runner: RunnerConfig,
+    ws_url: Option<String>,
+    listener: tokio::net::TcpListener,
+) -> ServiceConfig {
+    ServiceConfig {
+        store,
+        chain,
+        blobs: Arc::new(FsBlobStore::new(blobs)),
+        blob_sources: None,
+        runner,
+        ws_url,
+        listener,
+        token: TEST_TOKEN.into(),
+        operator: None,
+        classifier: tessera_classifier::Classifier::offline(),
+        gate: tessera_http::limits::StreamGate::new(&Default::default()),
+        nested: Vec::new(),
+        records: None,
+        catalogue: None,
     }
 }
 
@@ -407,24 +423,10 @@ impl Stack {
             operator,
             through: stand_in.is_some(),
         });
-        let service = Service::start(ServiceConfig {
-            store,
-            chain,
-            blobs: Arc::new(FsBlobStore::new(&blobs)),
-            blob_sources: None,
-            runner: config,
-            ws_url,
-            listener,
-            token: TEST_TOKEN.into(),
-            operator: None,
-            classifier: tessera_classifier::Classifier::offline(),
-            gate: tessera_http::limits::StreamGate::new(&Default::default()),
-            nested: Vec::new(),
-            records: None,
-            catalogue: None,
-        })
-        .await
-        .expect("orchestrator starts");
+        let service =
+            Service::start(service_config(store, chain, &blobs, config, ws_url, listener))
+                .await
+                .expect("orchestrator starts");
         let api = format!("http://{}", service.addr());
         let orch = Arc::clone(service.orchestrator());
         Self {

@@ -21,7 +21,7 @@ pub use tessera_records::{AgentRecords, RecordFuture, RecordsError};
 
 use crate::{
     plan::{Choice, Plan, PlanError, Selection},
-    runner::{Orchestrator, RunError},
+    runner::{Orchestrator, Refusal, RunError},
     select::{self, AgentRecord, Limits, Offer},
     state::Run,
 };
@@ -143,11 +143,8 @@ impl Orchestrator {
         let task = plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
         let exclude: Vec<Address> = task.executor.into_iter().collect();
         self.choose(index, &task.capability, policy, &exclude, None).await?.ok_or_else(|| {
-            let besides = task.executor.map(|e| format!(" besides {e}")).unwrap_or_default();
-            RunError::Invalid(format!(
-                "no other active agent offers {:?} for sub-task {index}{besides}",
-                task.capability
-            ))
+            let capability = task.capability.clone();
+            Refusal::NoOtherAgent { capability, index, besides: task.executor }.into()
         })
     }
 }

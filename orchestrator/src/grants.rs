@@ -24,7 +24,7 @@ use tessera_bindings::{
 use crate::{
     auth,
     plan::Plan,
-    runner::{Orchestrator, RunError},
+    runner::{Orchestrator, Refusal, RunError},
     state::RunState,
 };
 
@@ -87,10 +87,6 @@ pub struct CheckedGrant {
     pub permit: Option<PermitGiven>,
 }
 
-fn refused(msg: impl Into<String>) -> RunError {
-    RunError::Invalid(msg.into())
-}
-
 impl Orchestrator {
     /// The proposed plan of run `id` (not found or not proposed: refused).
     async fn proposed(&self, id: &str, action: &'static str) -> Result<Plan, RunError> {
@@ -133,8 +129,8 @@ impl Orchestrator {
             None => None,
         };
         if let Some((_, row)) = approved {
-            let granted: SignedGrant = serde_json::from_str(&row.grant_json)
-                .map_err(|e| RunError::Invalid(format!("the stored grant does not read: {e}")))?;
+            let granted: SignedGrant =
+                serde_json::from_str(&row.grant_json).map_err(Refusal::StoredGrantUnread)?;
             let terms = granted.terms.clone();
             return Ok(GrantRequest {
                 typed_data: grant::typed_data(deployment.chain_id, deployment.task_escrow, &terms),
@@ -214,82 +210,58 @@ impl Orchestrator {
         let deployment = chain.deployment();
         let t = &grant.terms;
         if t.sponsor != sponsor {
-            return Err(refused(format!(
-                "the grant's sponsor {} is not the signed-in sponsor {sponsor}",
-                t.sponsor
-            )));
+            return Err(Refusal::GrantOfAnotherSponsor { granted: t.sponsor, sponsor }.into());
         }
         let plan_id = plan.id.into_inner();
         if t.plan_id != plan_id {
-            return Err(refused(format!(
-                "the grant is for plan {}, not for this plan {plan_id}",
-                t.plan_id
-            )));
+            return Err(Refusal::GrantForOtherPlan { granted: t.plan_id, plan: plan_id }.into());
         }
         if t.operator != chain.sponsor() {
-            return Err(refused(format!(
-                "the grant names operator {}, this orchestrator's operator is {}",
-                t.operator,
-                chain.sponsor()
-            )));
+            let (granted, operator) = (t.operator, chain.sponsor());
+            return Err(Refusal::GrantForOtherOperator { granted, operator }.into());
         }
         if t.budget < total.base_units() {
-            return Err(refused(format!(
-                "the grant's budget {} is below the plan's cost {} (USDC base units)",
-                t.budget,
-                total.base_units()
-            )));
+            return Err(Refusal::BudgetShort { budget: t.budget, cost: total.base_units() }.into());
         }
         let now = self.chain_now().await?;
         if t.valid_until < now + MIN_GRANT_LEFT_SECS {
-            return Err(refused(format!(
-                "the grant expires at {} (unix), less than an hour from now ({now})",
-                t.valid_until
-            )));
+            return Err(Refusal::GrantLapsing { until: t.valid_until, now }.into());
         }
         let digest = grant::digest(deployment.chain_id, deployment.task_escrow, t);
         match auth::verify_hash(chain.provider(), digest, sponsor, &grant.signature).await {
             Ok(()) => {}
             Err(auth::AuthError::Signature(_)) => {
-                return Err(refused(format!(
-                    "the grant's signature is not {sponsor}'s (for this chain and escrow)"
-                )));
+                return Err(Refusal::GrantSignature(sponsor).into());
             }
-            Err(e) => return Err(RunError::Invalid(e.to_string())),
+            Err(e) => return Err(Refusal::GrantUnverified(e).into()),
         }
         let escrow = TaskEscrow::new(deployment.task_escrow, chain.provider());
         let state = escrow.grantState(digest).call().await.map_err(map_call)?;
         if state.revoked {
-            return Err(refused("the grant is revoked on chain"));
+            return Err(Refusal::GrantRevoked.into());
         }
         let token = MockUSDC::new(deployment.token, chain.provider());
         let needed = total.to_u256();
         let balance = token.balanceOf(sponsor).call().await.map_err(map_call)?;
         if balance < needed {
-            return Err(refused(format!(
-                "the sponsor {sponsor} holds {balance} but the plan costs {needed} (USDC base units)"
-            )));
+            return Err(Refusal::SponsorShort { sponsor, balance, cost: needed }.into());
         }
         let allowance =
             token.allowance(sponsor, deployment.task_escrow).call().await.map_err(map_call)?;
         let permit = match permit {
             _ if allowance >= needed => None,
             None => {
-                return Err(refused(format!(
-                    "the sponsor lets the escrow pull {allowance} but the plan costs {needed} (USDC base units): sign a permit (GET /api/runs/{id}/grant asks for one) or approve the escrow"
-                )));
+                let id = id.to_owned();
+                return Err(Refusal::AllowanceShort { id, allowance, cost: needed }.into());
             }
             Some(p) => {
-                let value = U256::from_str_radix(&p.value, 10).map_err(|_| {
-                    refused(format!("the permit's value {:?} is not a number", p.value))
-                })?;
+                let value = U256::from_str_radix(&p.value, 10)
+                    .map_err(|_| Refusal::PermitValue(p.value.clone()))?;
                 if value < needed {
-                    return Err(refused(format!(
-                        "the permit allows {value}, below the plan's cost {needed}"
-                    )));
+                    return Err(Refusal::PermitShort { value, cost: needed }.into());
                 }
                 if p.deadline < now + MIN_GRANT_LEFT_SECS {
-                    return Err(refused("the permit's deadline is less than an hour away"));
+                    return Err(Refusal::PermitLapsing.into());
                 }
                 let nonce = token.nonces(sponsor).call().await.map_err(map_call)?;
                 let permit = Permit {
@@ -301,9 +273,7 @@ impl Orchestrator {
                 };
                 let hash = permit.eip712_signing_hash(&self.token_domain().await?);
                 if !auth::recovers_to(hash, sponsor, &p.signature) {
-                    return Err(refused(format!(
-                        "the permit's signature is not {sponsor}'s (value, nonce {nonce}, deadline)"
-                    )));
+                    return Err(Refusal::PermitSignature { sponsor, nonce }.into());
                 }
                 Some(p)
             }

@@ -162,6 +162,7 @@ pub struct Holding {
 #[derive(Debug)]
 pub struct Lane {
     id: String,
+    sponsor: Address,
     name: String,
     config: ReplicaConfig,
     holding: watch::Sender<Option<Holding>>,
@@ -170,7 +171,13 @@ pub struct Lane {
 impl Lane {
     /// Replica mode for `sponsor`'s lane, under a fresh replica id.
     pub fn new(config: ReplicaConfig, sponsor: Address) -> Self {
-        Self { id: replica_id(), name: lane_of(sponsor), config, holding: watch::channel(None).0 }
+        let (id, name, holding) = (replica_id(), lane_of(sponsor), watch::channel(None).0);
+        Self { id, sponsor, name, config, holding }
+    }
+
+    /// The sponsor whose lane it is.
+    pub fn sponsor(&self) -> Address {
+        self.sponsor
     }
 
     /// This replica's id (the lease's owner when it holds it).

@@ -58,7 +58,7 @@ impl Homes {
             .iter()
             .position(|a| a.id == id)
             .map(|i| &self.agents[i])
-            .ok_or_else(|| Error::Key(format!("no demo agent {id}")))
+            .ok_or_else(|| Error::UnknownAgent(id.to_owned()))
     }
 
     /// What the transcript says of the homes.
@@ -128,7 +128,7 @@ pub(crate) async fn between_homes(scene: &mut crate::demo::Scene<'_>) -> Result<
         deploy::DEMO_AGENTS
             .iter()
             .find(|a| a.id == id)
-            .ok_or_else(|| Error::Key(format!("no demo agent {id}")))
+            .ok_or_else(|| Error::UnknownAgent(id.to_owned()))
     };
     let translator = agent("translator")?;
     let blind = agent(CUT_OFF)?;

@@ -44,15 +44,12 @@ impl Home {
     /// A home in `dir` (created), its gateway on a free local port.
     pub async fn open(dir: impl Into<PathBuf>) -> Result<Self, Error> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Key(format!("creating {}: {e}", dir.display())))?;
+        let home = |source| Error::Home { dir: dir.display().to_string(), source };
+        std::fs::create_dir_all(&dir).map_err(home)?;
         let store: Blobs = Arc::new(FsBlobStore::new(dir.join("blobs")));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| Error::Key(format!("a blob gateway for {}: {e}", dir.display())))?;
-        let at = listener.local_addr().map_err(|e| Error::Key(e.to_string()))?;
-        let url = BlobUrl::parse(&format!("http://{at}/blobs"))
-            .map_err(|e| Error::Key(format!("gateway URL: {e}")))?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(home)?;
+        let at = listener.local_addr().map_err(home)?;
+        let url = BlobUrl::parse(&format!("http://{at}/blobs"))?;
         let app = tessera_http::blobs::router(Arc::clone(&store));
         let server = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
@@ -146,7 +143,7 @@ async fn spawn_following(
     let local = Arc::clone(sources.local());
     let mut worker = Worker::new(provider, me, agent.worker_card(), deployment.clone(), local)
         .with_blob_sources(sources);
-    worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
+    worker.ensure_registered().await.map_err(|source| Error::Register { agent: me, source })?;
     Ok(tokio::spawn(async move {
         worker.run(ws.as_deref(), poll, |_| {}, std::future::pending()).await;
     }))
@@ -204,11 +201,9 @@ async fn orchestrator(
 ) -> Result<(Arc<Orchestrator>, tokio::task::JoinHandle<()>), Error> {
     let signer = actors.sponsor.clone();
     let provider = connect(http.clone(), EthereumWallet::new(signer.clone()));
-    let sponsor = Chain::new(provider, signer, deployment.clone())
-        .await
-        .map_err(|e| Error::Key(format!("orchestrator chain: {e}")))?;
+    let sponsor = Chain::new(provider, signer, deployment.clone()).await?;
     let orch = Orchestrator::with_sources(store, sponsor, blobs, config);
-    orch.resume_all().await.map_err(|e| Error::Key(format!("resuming runs: {e}")))?;
+    orch.resume_all().await?;
     let heads = tokio::spawn(Arc::clone(&orch).follow_heads(ws));
     Ok((orch, heads))
 }
@@ -224,18 +219,18 @@ pub async fn indexed_tree(
 ) -> Result<String, Error> {
     let sources: BlobSources = blobs.into();
     use tessera_indexer::{IndexStore, Indexer, IndexerConfig};
-    let index_err = |e: &dyn std::fmt::Display| Error::Orchestrator(format!("indexer: {e}"));
-    let store = IndexStore::connect("sqlite::memory:").await.map_err(|e| index_err(&e))?;
+    let index_err = |e| Error::Index(Box::new(e));
+    let store = IndexStore::connect("sqlite::memory:").await.map_err(index_err)?;
     let provider =
         alloy::providers::ProviderBuilder::new().connect_http(chain.endpoint_url()).erased();
     let mut indexer =
         Indexer::new(provider, deployment.clone(), store, None, IndexerConfig::default())
             .with_blob_sources(sources);
-    indexer.sync_once().await.map_err(|e| index_err(&e))?;
+    indexer.sync_once().await.map_err(|e| Error::Index(Box::new(e)))?;
     // Specs are fetched off the ingest path: a one-shot tree waits for them.
-    indexer.settle_specs().await.map_err(|e| index_err(&e))?;
-    let tree = indexer.store().plan_tree(&plan.to_string()).await.map_err(|e| index_err(&e))?;
-    let mut body = serde_json::to_value(&tree).map_err(|e| index_err(&e))?;
+    indexer.settle_specs().await.map_err(|e| Error::Index(Box::new(e)))?;
+    let tree = indexer.store().plan_tree(&plan.to_string()).await.map_err(index_err)?;
+    let mut body = serde_json::to_value(&tree).map_err(|e| Error::Index(Box::new(e)))?;
     body["block"] = indexer.provider().get_block_number().await?.into();
     Ok(tessera_indexer::render::plan_tree(&body))
 }

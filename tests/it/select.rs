@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use alloy::primitives::Address;
 use serde_json::{Value, json};
+use tessera_anvil::lifecycle::Driver;
 use tessera_bindings::usdc::Usdc;
 use tessera_e2e::Stack;
 use tessera_orchestrator::{
@@ -18,6 +19,21 @@ use tessera_orchestrator::{
 
 const ARTICLE: &str = "The harbour reopened on Tuesday after the storm. Ships had queued for \
 two days. Traders said the delay cost them dearly. The port authority promised new breakwaters.";
+
+/// `agent` is given four tasks at 0.50 USDC (scenario `label`), delivers
+/// each and is paid.
+async fn four_paid(d: &mut Driver<'_>, label: &str, agent: Address) {
+    d.scenario(label);
+    let mut params = Vec::new();
+    for _ in 0..4 {
+        params.push(d.params(agent, 500_000, "data:,x".into()).await.unwrap());
+    }
+    let mut good = d.create_many_with_permit(params).await.unwrap();
+    for rec in &mut good {
+        d.deliver(rec, "data:,a summary").await.unwrap();
+    }
+    d.approve_many(&mut good).await.unwrap();
+}
 
 fn address(v: &Value) -> Address {
     v.as_str().unwrap_or_else(|| panic!("an address: {v}")).parse().unwrap()
@@ -42,16 +58,7 @@ async fn a_reliable_agent_beats_a_cheaper_one_that_lets_tasks_expire() {
     d.deliver(&mut poor[0], "data:,a summary").await.unwrap();
     d.approve_many(&mut poor[..1]).await.unwrap();
     // The dear agent: four tasks, all delivered and paid.
-    d.scenario("select: dear agent");
-    let mut params = Vec::new();
-    for _ in 0..4 {
-        params.push(d.params(dear, 500_000, "data:,x".into()).await.unwrap());
-    }
-    let mut good = d.create_many_with_permit(params).await.unwrap();
-    for rec in &mut good {
-        d.deliver(rec, "data:,a summary").await.unwrap();
-    }
-    d.approve_many(&mut good).await.unwrap();
+    four_paid(&mut d, "select: dear agent", dear).await;
     // Past the deadline, the cheap agent's four open tasks expire.
     d.advance(24 * 3600 + 1).await.unwrap();
     let anyone = env.actors.sponsor.address();
@@ -256,19 +263,7 @@ async fn a_run_resumed_at_start_reassigns_on_the_records_handed_in() {
     let mut stack = Stack::start_custom(RunnerConfig::default(), None, &[]).await;
     let (dear, cheap) = (stack.env.actors.agent(0), stack.env.actors.agent(1));
     // The dear agent's record: four tasks delivered and paid.
-    {
-        let mut d = stack.env.driver();
-        d.scenario("resume: dear agent");
-        let mut params = Vec::new();
-        for _ in 0..4 {
-            params.push(d.params(dear, 500_000, "data:,x".into()).await.unwrap());
-        }
-        let mut good = d.create_many_with_permit(params).await.unwrap();
-        for rec in &mut good {
-            d.deliver(rec, "data:,a summary").await.unwrap();
-        }
-        d.approve_many(&mut good).await.unwrap();
-    }
+    four_paid(&mut stack.env.driver(), "resume: dear agent", dear).await;
 
     // The driver's permits spent the sponsor's allowance; runs need one.
     tessera_e2e::allow_escrow(&stack.env).await;

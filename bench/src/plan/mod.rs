@@ -187,7 +187,7 @@ async fn scenario(
 /// every scenario on automine and on a chain with `block_time` blocks.
 pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBenchReport, Error> {
     if cfg.steps == 0 || cfg.runs == 0 {
-        return Err(Error::Orchestrator("steps and runs must be at least 1".into()));
+        return Err(Error::AtLeastOne("steps and runs"));
     }
     let (chain, actors, deployment, direct) = Stack::chain(opts).await?;
 

@@ -75,7 +75,7 @@ async fn run_store(label: &str) -> Result<(PathBuf, Store), Error> {
     std::fs::create_dir_all(&dir)
         .map_err(|source| Error::Io { path: dir.display().to_string(), source })?;
     let db = format!("sqlite://{}", dir.join("runs.db").display());
-    let store = Store::connect(&db).await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+    let store = Store::connect(&db).await?;
     Ok((dir, store))
 }
 
@@ -98,9 +98,8 @@ impl Stack {
         (chain, actors, deployment, direct): (LocalChain, Actors, Deployment, DynProvider),
         label: &str,
     ) -> Result<Self, Error> {
-        let proxy = |e: std::io::Error| Error::Orchestrator(format!("rpc proxy: {e}"));
-        let orch_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(proxy)?;
-        let worker_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(proxy)?;
+        let orch_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(Error::Proxy)?;
+        let worker_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(Error::Proxy)?;
         let ws = chain.ws_endpoint();
 
         let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
@@ -146,9 +145,8 @@ impl Stack {
         seed: u64,
     ) -> Result<Self, Error> {
         let stand_in = StandIn::start(chain.endpoint_url().as_str(), Limits::hosted(seed)).await;
-        let proxy = |e: std::io::Error| Error::Orchestrator(format!("rpc proxy: {e}"));
-        let orch_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(proxy)?;
-        let worker_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(proxy)?;
+        let orch_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(Error::Proxy)?;
+        let worker_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(Error::Proxy)?;
         let poll = Duration::from_millis(secs.max(1) * 500);
         let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
         let mut tasks = Vec::new();
@@ -228,15 +226,14 @@ impl Stack {
     /// Proposes and approves `n` one-step plans under manual review and
     /// waits until each stops at its review gate: live runs that wait.
     pub(super) async fn park(&self, n: usize, label: &str) -> Result<(), Error> {
-        let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
         let mut events = self.orch.subscribe();
         let mut open = std::collections::HashSet::new();
         for i in 0..n {
             let mut plan = self.plan(Shape::Single, &format!("{label}-{i}"));
             plan.review = ReviewMode::Manual;
             open.insert(plan.id.to_string());
-            self.orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
-            self.orch.approve(&plan.id.to_string(), None).await.map_err(|e| orch_err(&e))?;
+            self.orch.propose(plan.clone()).await?;
+            self.orch.approve(&plan.id.to_string(), None).await?;
         }
         let waited = tokio::time::timeout(Duration::from_secs(120), async {
             while let Ok(ev) = events.recv().await {
@@ -252,7 +249,11 @@ impl Stack {
         .await;
         match waited {
             Ok(true) => Ok(()),
-            _ => Err(orch_err(&"parked plans did not reach their review gate in 120 s")),
+            _ => Err(Error::Unfinished {
+                plan: "parked plans".into(),
+                end: "reach their review gate",
+                secs: 120,
+            }),
         }
     }
 
@@ -285,12 +286,11 @@ impl Stack {
     /// Proposes and approves `plans` together and waits for all of them to
     /// settle; what it took.
     pub(super) async fn settle(&self, plans: Vec<Plan>) -> Result<Sample, Error> {
-        let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
         let ids: Vec<String> = plans.iter().map(|p| p.id.to_string()).collect();
         let plan_ids: Vec<PlanId> = plans.iter().map(|p| p.id).collect();
         let subtasks: usize = plans.iter().map(|p| p.subtasks.len()).sum();
         for plan in plans {
-            self.orch.propose(plan).await.map_err(|e| orch_err(&e))?;
+            self.orch.propose(plan).await?;
         }
         let mut events = self.orch.subscribe();
         let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
@@ -298,7 +298,7 @@ impl Stack {
         let block0 = self.direct.get_block_number().await?;
         let started = Instant::now();
         for id in &ids {
-            self.orch.approve(id, None).await.map_err(|e| orch_err(&e))?;
+            self.orch.approve(id, None).await?;
         }
         let mut open: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
         let mut created: HashMap<(String, u64), Instant> = HashMap::new();
@@ -334,8 +334,14 @@ impl Stack {
         .await;
         match waited {
             Ok(Ok(())) => {}
-            Ok(Err(reason)) => return Err(orch_err(&format!("bench plan failed: {reason}"))),
-            Err(_) => return Err(orch_err(&"bench plans did not settle in 600 s")),
+            Ok(Err(reason)) => return Err(Error::PlanFailed(reason)),
+            Err(_) => {
+                return Err(Error::Unfinished {
+                    plan: "bench plans".into(),
+                    end: "settle",
+                    secs: 600,
+                });
+            }
         }
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
         let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());

@@ -7,7 +7,7 @@ use alloy::primitives::{Address, keccak256};
 use serde_json::Value;
 use tessera_bindings::{task::Status, usdc::Usdc};
 
-use super::{Orchestrator, RunError, RunView};
+use super::{Orchestrator, Refusal, RunError, RunView, error::Unconfirmed};
 use crate::{
     plan::{InMemoryContext, Plan, PlanError, ReviewMode},
     state::{DecisionKind, Phase, Progress, RunEvent, RunId, RunState, Stakes},
@@ -203,7 +203,7 @@ impl Orchestrator {
             return Err(RunError::wrong_state(id, run.state, "confirmation"));
         }
         if run.stakes != Stakes::High {
-            return Err(RunError::Invalid("only high-stakes plans need a confirmation".into()));
+            return Err(Refusal::NoConfirmationNeeded.into());
         }
         if let Some(t) = plan.subtasks.iter().find(|t| t.executor.is_none()) {
             return Err(PlanError::ExecutorUnassigned(t.index).into());
@@ -212,17 +212,13 @@ impl Orchestrator {
         let typed = Usdc::parse(amount)
             .map_err(|source| RunError::Amount { text: amount.into(), source })?;
         if typed.to_string() != terms.amount {
-            return Err(RunError::Invalid(format!(
-                "typed amount {typed} USDC does not match the plan's total"
-            )));
+            return Err(Refusal::AmountMismatch(typed).into());
         }
         let mut typed_recipients = recipients.to_vec();
         typed_recipients.sort();
         typed_recipients.dedup();
         if typed_recipients != terms.recipients {
-            return Err(RunError::Invalid(
-                "typed recipients do not match the agents this plan pays".into(),
-            ));
+            return Err(Refusal::RecipientsMismatch.into());
         }
         Ok(self.confirmation_token(&plan))
     }
@@ -249,7 +245,7 @@ impl Orchestrator {
             Edit::Drop { index } => plan.drop_subtask(*index)?,
             Edit::Review { review } => {
                 if run.stakes == Stakes::High && *review != ReviewMode::Manual {
-                    return Err(RunError::Invalid("a high-stakes plan keeps manual review".into()));
+                    return Err(Refusal::ManualReviewKept.into());
                 }
                 Plan { review: *review, ..plan.clone() }
             }
@@ -282,16 +278,10 @@ impl Orchestrator {
         if run.stakes == Stakes::High {
             match confirmation {
                 None => {
-                    return Err(RunError::Confirmation(format!(
-                        "plan {id} is high-stakes: confirm its amount and recipients first \
-                         (POST /api/runs/{id}/confirm), then approve with the token"
-                    )));
+                    return Err(Unconfirmed::Required(id.clone()).into());
                 }
                 Some(token) if token != self.confirmation_token(&plan) => {
-                    return Err(RunError::Confirmation(
-                        "the confirmation does not match this plan's exact amounts and recipients"
-                            .into(),
-                    ));
+                    return Err(Unconfirmed::Mismatch.into());
                 }
                 Some(_) => {}
             }
@@ -299,18 +289,13 @@ impl Orchestrator {
         // A run approved in operator mode is funded by its sponsor's grant
         // (stored with it at approval); the grant's sponsor pays.
         if self.config.grants_required && self.store.grant(id).await?.is_none() {
-            return Err(RunError::Invalid(format!(
-                "plan {id} needs its sponsor's signed grant to be approved (GET /api/runs/{id}/grant, then approve with it)"
-            )));
+            return Err(Refusal::GrantMissing(id.clone()).into());
         }
         let payer = self.payer(id, plan.id).await?;
         let balance = self.chain.balance_of(payer).await?;
         let total = plan.total_cost()?;
         if balance < total.to_u256() {
-            return Err(RunError::Invalid(format!(
-                "the sponsor holds {balance} but the plan costs {total} (USDC base units)",
-                total = total.base_units()
-            )));
+            return Err(Refusal::BalanceShort { balance, cost: total.base_units() }.into());
         }
         // What the sponsor approves is what each sub-task may be funded
         // with (see `super::money`).
@@ -441,23 +426,21 @@ impl Orchestrator {
         if let Decision::Dispute(_, reason) | Decision::Appeal(_, reason) = &decision
             && reason.trim().is_empty()
         {
-            return Err(RunError::Invalid("a dispute or an appeal needs a reason".into()));
+            return Err(Refusal::ReasonMissing.into());
         }
         // Only a ruling can be appealed: refused at once rather than queued
         // and ignored.
         if let Decision::Appeal(i, _) = &decision {
             let phase = self.progress(id).await?.get(i).map(|r| r.phase);
             if phase != Some(Phase::Chain(Status::Ruled)) {
-                let now = phase.map_or("not started", |p| p.as_str());
-                return Err(RunError::Invalid(format!(
-                    "sub-task {i} is {now}: only a ruling can be appealed"
-                )));
+                let phase = phase.map_or("not started", |p| p.as_str());
+                return Err(Refusal::NotRuled { index: *i, phase }.into());
             }
         }
         if let Decision::Checkpoint { name, .. } = &decision
             && !plan.checkpoints.iter().any(|c| &c.name == name)
         {
-            return Err(RunError::Invalid(format!("the plan has no checkpoint {name:?}")));
+            return Err(Refusal::NoCheckpoint(name.clone()).into());
         }
         if let Decision::ChangeExecutor(i, executor) = decision {
             let mut edited = plan.reassign(i, executor)?;
@@ -474,7 +457,7 @@ impl Orchestrator {
             edited.validate(&self.chain.context(&edited).await?)?;
             arg = Some(super::money::executor_arg(executor, raised));
         } else if typed.is_some() {
-            return Err(RunError::Invalid("only a change of executor takes an amount".into()));
+            return Err(Refusal::AmountWithoutChange.into());
         }
         let seq = self.store.push_decision(id, idx, kind, arg.as_deref()).await?;
         self.nudge(id).await;

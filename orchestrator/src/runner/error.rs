@@ -20,6 +20,8 @@ use crate::{
     store::StoreError,
 };
 
+use super::Refusal;
+
 /// Why an orchestrator operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -54,9 +56,9 @@ pub enum RunError {
         /// What was asked.
         action: &'static str,
     },
-    /// A request argument is invalid.
-    #[error("{0}")]
-    Invalid(String),
+    /// The request is refused for what it asks (see [`Refusal`]).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// An amount typed in a request is not an amount in USDC.
     #[error("{text:?} is not an amount in USDC")]
     Amount {
@@ -136,16 +138,32 @@ pub enum RunError {
     #[error(transparent)]
     Spend(#[from] super::money::SpendError),
     /// A high-stakes approval without a matching confirmation.
-    #[error("{0}")]
-    Confirmation(String),
+    #[error(transparent)]
+    Confirmation(#[from] Unconfirmed),
     /// The capability catalogue a plan's conditions are checked against
     /// could not be read (the index's store failed).
     #[error(transparent)]
     Catalogue(#[from] tessera_bindings::catalogue::CatalogueError),
     /// This replica no longer holds its sponsor lane's lease (see
     /// [`crate::replica`]): nothing is sent for the lane's runs.
-    #[error("this replica does not hold the lease of lane {0}: nothing sent")]
-    LeaseLost(String),
+    #[error(
+        "this replica does not hold the lease of lane {}: nothing sent",
+        crate::replica::lane_of(*.0)
+    )]
+    LeaseLost(alloy::primitives::Address),
+}
+
+/// Why a high-stakes approval is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Unconfirmed {
+    /// No confirmation came.
+    #[error(
+        "plan {0} is high-stakes: confirm its amount and recipients first (POST /api/runs/{0}/confirm), then approve with the token"
+    )]
+    Required(crate::state::RunId),
+    /// The confirmation is another plan's, or of other amounts.
+    #[error("the confirmation does not match this plan's exact amounts and recipients")]
+    Mismatch,
 }
 
 impl From<alloy::transports::TransportError> for RunError {
@@ -181,7 +199,7 @@ impl RunError {
             | Self::NotFound(_)
             | Self::WrongState { .. }
             | Self::Changed { .. }
-            | Self::Invalid(_)
+            | Self::Refused(_)
             | Self::Amount { .. }
             | Self::Capability(_)
             | Self::Classify(_)

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Orchestrator, RunCtx, RunError, step};
+use super::{Orchestrator, Refusal, RunCtx, RunError, step};
 use crate::{
     plan::{Checkpoint, OnTimeout},
     state::{
@@ -117,7 +117,7 @@ impl Orchestrator {
             .checkpoints
             .iter()
             .find(|c| c.name == name)
-            .ok_or_else(|| RunError::Invalid(format!("the plan has no checkpoint {name:?}")))?;
+            .ok_or_else(|| Refusal::NoCheckpoint(name.to_owned()))?;
         let mut gates = self.store.gates(id).await?;
         match gates.get(name) {
             Some(g) if g.is_open() => {}

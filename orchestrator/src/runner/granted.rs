@@ -16,7 +16,7 @@ use tessera_bindings::{
 };
 
 use super::{
-    Chain, Orchestrator, RunCtx, RunError,
+    Chain, Orchestrator, Refusal, RunCtx, RunError,
     chain::{Funding, GrantPermit},
 };
 use crate::{
@@ -63,7 +63,7 @@ pub(super) fn grant_refusal(revert: &ContractRevert) -> Option<String> {
 
 /// A grant or permit that would not encode (it always does).
 fn encoding(e: serde_json::Error) -> RunError {
-    RunError::Invalid(format!("the grant does not encode: {e}"))
+    Refusal::GrantEncoding(e).into()
 }
 
 /// One creation of a wave: the sub-task's index, its task id, its parameters.
@@ -96,25 +96,20 @@ impl Orchestrator {
         }
         let terms = &grant.terms;
         if terms.plan_id != plan.id.into_inner() {
-            return Err(RunError::Invalid(format!(
-                "the grant is for plan {}, not {}",
-                terms.plan_id, plan.id
-            )));
+            let (granted, plan) = (terms.plan_id, plan.id.into_inner());
+            return Err(Refusal::GrantForOtherPlan { granted, plan }.into());
         }
         if terms.operator != self.chain.address() {
-            return Err(RunError::Invalid(format!(
-                "the grant names operator {}, not this orchestrator's {}",
-                terms.operator,
-                self.chain.address()
-            )));
+            let (granted, operator) = (terms.operator, self.chain.address());
+            return Err(Refusal::GrantForOtherOperator { granted, operator }.into());
         }
         let deployment = self.chain.deployment();
         if grant::is_ecdsa(&grant.signature) {
             grant::recover(deployment.chain_id, deployment.task_escrow, &grant)
-                .map_err(|e| RunError::Invalid(e.to_string()))?;
+                .map_err(Refusal::GrantRecovery)?;
         }
         if let Some(p) = &permit {
-            p.split().map_err(|e| RunError::Invalid(e.to_string()))?;
+            p.split().map_err(Refusal::PermitShape)?;
         }
         let row = GrantRow {
             grant_json: serde_json::to_string(&grant).map_err(encoding)?,
@@ -140,8 +135,10 @@ impl Orchestrator {
             return Ok(());
         }
         let Some(row) = self.store.grant(id).await? else { return Ok(()) };
-        let bad = |what: &str, e: serde_json::Error| {
-            RunError::Invalid(format!("run {id}'s stored {what} does not parse: {e}"))
+        let bad = |what: &'static str, source: serde_json::Error| Refusal::StoredGrant {
+            id: id.to_string(),
+            what,
+            source,
         };
         let grant: SignedGrant =
             serde_json::from_str(&row.grant_json).map_err(|e| bad("grant", e))?;

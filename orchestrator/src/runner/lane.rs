@@ -41,7 +41,7 @@ impl Orchestrator {
     /// lease is lost or its deadline passed without a renewal.
     pub(super) fn fence(&self) -> Result<(), RunError> {
         match self.lane.get() {
-            Some(lane) if !lane.holds() => Err(RunError::LeaseLost(lane.name().to_owned())),
+            Some(lane) if !lane.holds() => Err(RunError::LeaseLost(lane.sponsor())),
             _ => Ok(()),
         }
     }

@@ -53,6 +53,7 @@ mod lane;
 pub mod money;
 pub mod reach;
 mod recover;
+pub mod refusal;
 mod refused;
 mod resolve;
 pub mod step;
@@ -70,6 +71,7 @@ pub use config::FaultHook;
 pub use config::{DEFAULT_MAX_PLAN_SPEND, RunnerConfig};
 use ctx::RunCtx;
 pub use error::RunError;
+pub use refusal::Refusal;
 pub use sync::readable;
 use tessera_bindings::{
     catalogue::{Catalogue, CatalogueError, CatalogueSource},

@@ -610,7 +610,7 @@ mod tests {
             (fine.ok, fine.outcome.as_str(), fine.error, fine.revert),
             (true, "approved", None, None)
         );
-        let other = outcome_of(Err(RunError::Invalid("not an address: x".into())));
+        let other = outcome_of(Err(crate::runner::Refusal::ReasonMissing.into()));
         assert_eq!((other.ok, other.revert), (false, None));
     }
 

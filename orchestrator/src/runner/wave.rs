@@ -706,7 +706,7 @@ mod tests {
             // Not sent: the fence stopped it.
             settled(vec![(2, 1..2)], None),
         ];
-        let lost = || Err(RunError::LeaseLost("lane".into()));
+        let lost = || Err(RunError::LeaseLost(alloy::primitives::Address::ZERO));
         let x = answer(&parts, 0, &wave, &lost);
         assert_eq!(x.created.unwrap(), [1]);
         assert_eq!(x.refused.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);

@@ -24,25 +24,23 @@ pub(super) async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
     use alloy::{network::EthereumWallet, signers::local::PrivateKeySigner};
     use tessera_orchestrator::plan::{Plan, ReviewMode, SubTask};
     use tessera_workers::{AgentCard, runtime::Worker};
-
-    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
     let provider = actors.provider(chain.endpoint_url());
     // An account no role uses: the brief agent, with 5 USDC of its own.
     let keys = chain.keys();
-    let key = keys.get(10).ok_or_else(|| Error::Key("the chain has no 11th account".into()))?;
+    let key = keys.get(10).ok_or(Error::NoAccount(10))?;
     let signer = PrivateKeySigner::from_signing_key(key.clone());
     let me = signer.address();
     let usdc = tessera_bindings::MockUSDC::new(deployment.token, &provider);
     let mint = usdc.mint(me, U256::from(5_000_000u64)).from(actors.deployer.address());
     deploy::confirm(mint.send().await, "funding the brief agent").await?;
-    let card = AgentCard::from_yaml(BRIEF_CARD).map_err(|e| Error::Key(e.to_string()))?;
+    let card = AgentCard::from_yaml(BRIEF_CARD)?;
     let price = card.capability("brief").map(|c| c.price.usdc()).unwrap_or_default();
     let wallet =
         tessera_bindings::client::connect(chain.endpoint_url(), EthereumWallet::new(signer));
     let local = std::sync::Arc::clone(homes.brief.sources.local());
     let mut worker = Worker::new(wallet, me, card, deployment.clone(), local)
         .with_blob_sources(homes.brief.sources.clone());
-    worker.ensure_registered().await.map_err(|e| Error::Key(format!("registering {me}: {e}")))?;
+    worker.ensure_registered().await.map_err(|source| Error::Register { agent: me, source })?;
     let ws = chain.ws_endpoint();
     tasks.push(tokio::spawn(async move {
         let poll = std::time::Duration::from_millis(200);
@@ -65,8 +63,8 @@ pub(super) async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
     }];
     let id = plan.id.to_string();
     let mut events = orch.subscribe();
-    orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
-    orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
+    orch.propose(plan.clone()).await?;
+    orch.approve(&id, None).await?;
     let _ =
         writeln!(out, "\nplan a brief ({id}): approved; the brief agent {me} hires a translator");
     let wait = async {
@@ -77,9 +75,10 @@ pub(super) async fn delegation(scene: &mut Scene<'_>) -> Result<(), Error> {
         }
         "stream closed".to_owned()
     };
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
-        .await
-        .map_err(|_| Error::Orchestrator("the brief plan did not finish in 60 s".into()))?;
+    let outcome =
+        tokio::time::timeout(std::time::Duration::from_secs(60), wait).await.map_err(|_| {
+            Error::Unfinished { plan: "the brief plan".into(), end: "finish", secs: 60 }
+        })?;
     let after = d_balance(&usdc, me).await?;
     let profit =
         i128::try_from(after).unwrap_or_default() - i128::try_from(before).unwrap_or_default();
@@ -105,6 +104,6 @@ async fn d_balance<P: alloy::providers::Provider>(
     usdc: &tessera_bindings::MockUSDC::MockUSDCInstance<P>,
     who: alloy::primitives::Address,
 ) -> Result<u128, Error> {
-    let b = usdc.balanceOf(who).call().await.map_err(|e| Error::Orchestrator(e.to_string()))?;
+    let b = usdc.balanceOf(who).call().await?;
     Ok(u128::try_from(b).unwrap_or(u128::MAX))
 }

@@ -21,15 +21,14 @@ pub(super) async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
         plan::{Plan, ReviewMode, SubTask},
         runner::Decision,
     };
-
-    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
     let key = actors.arbiter.clone();
     let me = key.address();
     let arbiter_provider = tessera_bindings::client::connect(
         chain.endpoint_url(),
         alloy::network::EthereumWallet::new(key),
     );
-    let store = ArbiterStore::connect("sqlite::memory:").await.map_err(|e| orch_err(&e))?;
+    let store =
+        ArbiterStore::connect("sqlite::memory:").await.map_err(|e| Error::Arbiter(Box::new(e)))?;
     let mut arbiter = Arbiter::new(
         arbiter_provider,
         me,
@@ -39,7 +38,7 @@ pub(super) async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
         std::sync::Arc::clone(homes.arbiter.sources.local()),
     )
     .await
-    .map_err(|e| orch_err(&e))?
+    .map_err(|e| Error::Arbiter(Box::new(e)))?
     .with_blob_sources(homes.arbiter.sources.clone());
     let ws = chain.ws_endpoint();
     tasks.push(tokio::spawn(async move {
@@ -82,8 +81,8 @@ pub(super) async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
     // Balances before anything is funded.
     let (exec0, fund0) = (balance(summarizer).await?, balance(sponsor).await?);
     let mut events = orch.subscribe();
-    orch.propose(plan).await.map_err(|e| orch_err(&e))?;
-    orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
+    orch.propose(plan).await?;
+    orch.approve(&id, None).await?;
     let _ = writeln!(out, "\nplan with manual review ({id}): a summary of a two-sentence note");
     let wait = async {
         while let Ok(ev) = events.recv().await {
@@ -98,8 +97,7 @@ pub(super) async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
                         "  delivered; the client disputes: \"it just repeats the note\""
                     );
                     orch.decide(&id, Decision::Dispute(0, "it just repeats the note".into()))
-                        .await
-                        .map_err(|e| orch_err(&e))?;
+                        .await?;
                 }
                 "dispute_ruled" => {
                     let _ = writeln!(
@@ -140,9 +138,10 @@ pub(super) async fn dispute(scene: &mut Scene<'_>) -> Result<(), Error> {
         }
         Ok("stream closed".to_owned())
     };
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
-        .await
-        .map_err(|_| Error::Orchestrator("the disputed plan did not settle in 60 s".into()))??;
+    let outcome =
+        tokio::time::timeout(std::time::Duration::from_secs(60), wait).await.map_err(|_| {
+            Error::Unfinished { plan: "the disputed plan".into(), end: "settle", secs: 60 }
+        })??;
     let (exec1, fund1) = (balance(summarizer).await?, balance(sponsor).await?);
     let _ = writeln!(
         out,

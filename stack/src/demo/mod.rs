@@ -144,8 +144,6 @@ async fn plans(
     };
 
     use crate::{demo_homes::Homes, indexed_tree, spawn_worker_at, start_orchestrator};
-
-    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
     let root = std::env::temp_dir().join(format!("tessera-demo-{}", std::process::id()));
     let homes = Homes::open(root).await?;
     homes.describe(out);
@@ -155,8 +153,7 @@ async fn plans(
     }
     let store =
         Store::connect(&format!("sqlite://{}", homes.sponsor.dir.join("runs.db").display()))
-            .await
-            .map_err(|e| orch_err(&e))?;
+            .await?;
     let (orch, heads) = start_orchestrator(
         &chain.endpoints(),
         actors,
@@ -264,11 +261,10 @@ pub(crate) async fn drive(
     plan: &tessera_orchestrator::plan::Plan,
     label: &str,
 ) -> Result<(String, tessera_orchestrator::runner::RunView), Error> {
-    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
     let id = plan.id.to_string();
     let mut events = scene.orch.subscribe();
-    scene.orch.propose(plan.clone()).await.map_err(|e| orch_err(&e))?;
-    scene.orch.approve(&id, None).await.map_err(|e| orch_err(&e))?;
+    scene.orch.propose(plan.clone()).await?;
+    scene.orch.approve(&id, None).await?;
     let started = std::time::Instant::now();
     let out = &mut *scene.out;
     let wait = async {
@@ -313,10 +309,11 @@ pub(crate) async fn drive(
         }
         "stream closed".to_owned()
     };
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), wait)
-        .await
-        .map_err(|_| Error::Orchestrator(format!("plan {label} did not finish in 60 s")))?;
-    let view = scene.orch.view(&id).await.map_err(|e| orch_err(&e))?;
+    let outcome =
+        tokio::time::timeout(std::time::Duration::from_secs(60), wait).await.map_err(|_| {
+            Error::Unfinished { plan: format!("plan {label}"), end: "finish", secs: 60 }
+        })?;
+    let view = scene.orch.view(&id).await?;
     let _ = writeln!(
         scene.out,
         "  {outcome} in {} ms; paid {} USDC",

@@ -15,8 +15,6 @@ use crate::Error;
 pub(super) async fn nested_plan(scene: &mut Scene<'_>) -> Result<(), Error> {
     use serde_json::json;
     use tessera_orchestrator::plan::Plan;
-
-    let orch_err = |e: &dyn std::fmt::Display| Error::Orchestrator(e.to_string());
     let provider = scene.actors.provider(scene.chain.endpoint_url());
     let registry = AgentRegistry::new(scene.deployment.agent_registry, &provider);
     let mut step = Vec::new();
@@ -47,7 +45,7 @@ pub(super) async fn nested_plan(scene: &mut Scene<'_>) -> Result<(), Error> {
             leaf(3, 2, "Summarize the digest for the sponsor", &[1]),
         ],
     });
-    let plan = Plan::from_json(&file.to_string()).map_err(|e| orch_err(&e))?;
+    let plan = Plan::from_json(&file.to_string())?;
     let _ = writeln!(
         scene.out,
         "\nplan a nested plan ({}): approved; step 1 is a plan of its own (share {} USDC)",

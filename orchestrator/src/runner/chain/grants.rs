@@ -155,7 +155,7 @@ impl Chain {
         sponsor: Address,
         permit: &GrantPermit,
     ) -> Result<(), RunError> {
-        let (v, r, s) = permit.split().map_err(|e| RunError::Invalid(e.to_string()))?;
+        let (v, r, s) = permit.split().map_err(super::super::Refusal::PermitShape)?;
         let token = MockUSDC::new(self.deployment.token, self.provider.clone());
         let call = token.permit(
             sponsor,
