@@ -43,8 +43,7 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
     if decision.kind == DecisionKind::Cancel {
         return Ok(Resolution::Close);
     }
-    let index =
-        decision.index.ok_or_else(|| RowError::Malformed("decision without a sub-task".into()))?;
+    let index = decision.index.ok_or(RowError::DecisionIndex)?;
     let task = s.plan.subtask(index).ok_or(PlanError::UnknownIndex(index))?;
     let row = s.row(index)?;
     let fresh_deadline = s.now + task.deadline_offset_secs;
@@ -109,7 +108,6 @@ pub fn resolve(s: &Snapshot<'_>, decision: &Pending) -> Result<Resolution, RunEr
 
 /// `s` as an address, or why it is not one.
 fn parse_address(s: Option<&str>) -> Result<Address, RunError> {
-    s.and_then(|s| s.parse().ok()).ok_or_else(|| {
-        RowError::Malformed(format!("not an address: {}", s.unwrap_or("(none)"))).into()
-    })
+    s.and_then(|s| s.parse().ok())
+        .ok_or_else(|| RowError::DecisionAddress(s.map(str::to_owned)).into())
 }

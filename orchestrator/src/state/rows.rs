@@ -14,9 +14,20 @@ pub enum RowError {
     /// An unknown state, phase, kind or stakes word.
     #[error(transparent)]
     Word(#[from] UnknownWord),
-    /// Something else is malformed.
-    #[error("{0}")]
-    Malformed(String),
+    /// A sub-task row's executor is not an address.
+    #[error("sub-task {index}: executor {text:?}")]
+    Executor {
+        /// The sub-task.
+        index: u32,
+        /// What is stored.
+        text: String,
+    },
+    /// A queued decision's argument is not an address (`None`: it has none).
+    #[error("not an address: {}", .0.as_deref().unwrap_or("(none)"))]
+    DecisionAddress(Option<String>),
+    /// A decision about a sub-task names none.
+    #[error("decision without a sub-task")]
+    DecisionIndex,
 }
 
 /// A run as the runner works with it.
@@ -88,9 +99,10 @@ impl Progress {
         Ok(Self {
             idx: row.idx,
             attempt: row.attempt,
-            executor: row.executor.parse().map_err(|_| {
-                RowError::Malformed(format!("sub-task {}: executor {:?}", row.idx, row.executor))
-            })?,
+            executor: row
+                .executor
+                .parse()
+                .map_err(|_| RowError::Executor { index: row.idx, text: row.executor.clone() })?,
             phase: Phase::parse(&row.phase)?,
             task_id: row.task_id.clone(),
             result_uri: row.result_uri.clone(),
