@@ -30,7 +30,7 @@ export TESSERA_ANVIL := $(ANVIL)
 .PHONY: help toolchain check-prereqs contracts bindings bindings-check fmt fmt-check lint \
         clippy forge-test gas-snapshot gas-snapshot-check coverage rust-test test demo \
         chain bench bench-gas bench-load bench-plan bench-classify bench-indexer soak-indexer soak-replicas clean browser \
-        test-web js-test fuzz-tools fuzz-api audit audit-tools tree-check natspec-check
+        test-web js-test fuzz-tools fuzz-api audit audit-tools tree-check words-check natspec-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -94,6 +94,10 @@ audit-tools: $(AUDIT_STAMP) ## install pinned slither and halmos into .tools/aud
 
 tree-check: ## every leaf of every contracts/test .tree file is named by a test that mirrors it (a // it ... comment), and every such comment by a leaf
 	@tools/tree-check
+
+words-check: ## no run-state or phase word compared as a string outside orchestrator/src/state/mod.rs (the check's self-test first: every planted comparison caught)
+	@tools/words-check --self-test
+	@tools/words-check
 
 natspec-check: toolchain ## every function, event and error of the contracts' interfaces has its full NatSpec
 	@$(FORGE_SRC_BUILD) >/dev/null
@@ -203,7 +207,7 @@ js-test: check-prereqs ## the web UI's script unit tests (node's test runner)
 test-web: toolchain browser ## only the web UI scenarios in headless Chromium (screenshots in target/web-artifacts/)
 	@$(CARGO) test --locked -p tessera --test web -- --nocapture
 
-test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check tree-check natspec-check audit js-test rust-test ## everything a reviewer runs
+test: toolchain bindings-check fmt-check clippy forge-test gas-snapshot-check tree-check words-check natspec-check audit js-test rust-test ## everything a reviewer runs
 	@echo "make test: all checks passed"
 
 # --- running -------------------------------------------------------------------

@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tessera_anvil::chain::ChainOptions;
 use tessera_bindings::{MockUSDC, TaskEscrow};
-use tessera_orchestrator::store::Store;
+use tessera_orchestrator::{state::RunState, store::Store};
 
 use crate::{
     load::{Agents, Bench, plan_json, post, scratch, wait_ready, wait_up, workers},
@@ -377,8 +377,9 @@ pub async fn run(opts: &ChainOptions, cfg: &FailoverConfig) -> Result<FailoverRe
         for id in &ids {
             let run = store.run(id).await.map_err(|e| eyre!("run {id}: {e}"))?;
             let run = run.ok_or_else(|| eyre!("run {id} was lost"))?;
-            if ["completed", "failed", "cancelled"].contains(&run.state.as_str()) {
-                ended.push((run.state, run.updated_at));
+            let state = RunState::parse(&run.state).map_err(|e| eyre!("run {id}: {e}"))?;
+            if state.is_ended() {
+                ended.push((state, run.updated_at));
             }
         }
         if ended.len() == ids.len() || Instant::now() > deadline {
@@ -387,7 +388,7 @@ pub async fn run(opts: &ChainOptions, cfg: &FailoverConfig) -> Result<FailoverRe
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     let completed: Vec<i64> =
-        ended.iter().filter(|(s, _)| s == "completed").map(|(_, at)| *at).collect();
+        ended.iter().filter(|(s, _)| *s == RunState::Completed).map(|(_, at)| *at).collect();
     let last = completed.iter().copied().max().unwrap_or(started_ms);
     let seconds = ((last - started_ms) as f64 / 1e3).max(started.elapsed().as_secs_f64().min(1e-3));
     // Quiet before the balances are read: the replicas are stopped.
@@ -468,7 +469,7 @@ async fn live(store: &Store, ids: &[String]) -> Result<usize> {
     let mut n = 0;
     for id in ids {
         let run = store.run(id).await.map_err(|e| eyre!("run {id}: {e}"))?;
-        if run.is_some_and(|r| !["completed", "failed", "cancelled"].contains(&r.state.as_str())) {
+        if run.is_some_and(|r| RunState::parse(&r.state).is_ok_and(|s| !s.is_ended())) {
             n += 1;
         }
     }

@@ -9,7 +9,11 @@ use clap::{Args, Subcommand, ValueEnum};
 use eyre::Result;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tessera_orchestrator::{runner::RunView, state::RunEvent, store::RunSummary};
+use tessera_orchestrator::{
+    runner::RunView,
+    state::{RunEvent, RunState},
+    store::RunSummary,
+};
 
 use crate::{
     client::{Client, EXIT_CODES},
@@ -342,11 +346,12 @@ fn reply_line(run: &str, decision: &Decision, reply: &DecisionReply) -> String {
             "{what} queued as decision {seq}; `tessera runs show {run}` tells what came of it"
         ),
         // A cancellation answers with the run's view.
-        DecisionReply::Run(view) => match view.run.state.as_str() {
-            "cancelled" => format!("run {run} cancelled; nothing was funded"),
-            state => format!(
-                "{what} queued (the run is {state}); settled work stays settled, unaccepted \
-                 tasks are refunded; `tessera runs show {run}` tells what came of it"
+        DecisionReply::Run(view) => match RunState::parse(&view.run.state) {
+            Ok(RunState::Cancelled) => format!("run {run} cancelled; nothing was funded"),
+            _ => format!(
+                "{what} queued (the run is {}); settled work stays settled, unaccepted \
+                 tasks are refunded; `tessera runs show {run}` tells what came of it",
+                view.run.state
             ),
         },
     }

@@ -43,7 +43,7 @@ use tessera_anvil::{
     lifecycle::{Driver, spec_of_len},
 };
 use tessera_bindings::{MockUSDC, deployment::Deployment, envelope::FsBlobStore};
-use tessera_orchestrator::plan::Plan;
+use tessera_orchestrator::{plan::Plan, state::RunState};
 use tessera_stack::spawn_worker;
 
 mod api;
@@ -343,8 +343,8 @@ async fn round(
     // The completed runs once a second: each one's own timestamp says when
     // it completed. A failed or cancelled one ends the bench.
     let deadline = Instant::now() + ROUND_TIMEOUT;
-    let list = |state: &'static str| {
-        let url = format!("{api}/api/runs?state={state}&limit=1000");
+    let list = |state: RunState| {
+        let url = format!("{api}/api/runs?state={}&limit=1000", state.as_str());
         let http = http.clone();
         async move {
             let body: Value = http.get(url).send().await?.json().await?;
@@ -352,7 +352,7 @@ async fn round(
         }
     };
     let done: HashMap<String, i64> = loop {
-        for state in ["failed", "cancelled"] {
+        for state in [RunState::Failed, RunState::Cancelled] {
             if let Some(r) = list(state)
                 .await?
                 .iter()
@@ -361,7 +361,7 @@ async fn round(
                 bail!("run {} ended {state}: {}", r["id"], r["reason"]);
             }
         }
-        let done: HashMap<String, i64> = list("completed")
+        let done: HashMap<String, i64> = list(RunState::Completed)
             .await?
             .iter()
             .filter(|r| approved_at.contains_key(r["id"].as_str().unwrap_or("")))

@@ -15,7 +15,12 @@ use futures_util::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use tessera_classifier::Ceremony;
-use tessera_orchestrator::{ceremony::BriefOutcome, plan::Plan, runner::RunView, state::RunEvent};
+use tessera_orchestrator::{
+    ceremony::BriefOutcome,
+    plan::Plan,
+    runner::RunView,
+    state::{RunEvent, RunState},
+};
 
 use crate::client::Client;
 
@@ -157,7 +162,8 @@ pub(crate) async fn plan(args: PlanArgs) -> Result<()> {
         let Some(view) = outcome.run else {
             bail!("nothing to run: no active agent offers what the brief asks for");
         };
-        if outcome.ceremony == Ceremony::Direct && view.run.state.as_str() == "running" {
+        let running = RunState::parse(&view.run.state) == Ok(RunState::Running);
+        if outcome.ceremony == Ceremony::Direct && running {
             println!("atomic, low stakes: executed directly");
             print!("{}", card(&view));
             let id = view.run.id.clone();

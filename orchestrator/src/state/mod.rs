@@ -124,6 +124,14 @@ impl RunState {
         Self::LIVE.contains(&self)
     }
 
+    /// The states a run ends in.
+    pub const ENDED: [Self; 3] = [Self::Completed, Self::Cancelled, Self::Failed];
+
+    /// Whether a run in this state has ended.
+    pub fn is_ended(self) -> bool {
+        Self::ENDED.contains(&self)
+    }
+
     /// The stored words of `states`.
     pub fn words(states: &[Self]) -> Vec<&'static str> {
         states.iter().map(|s| s.as_str()).collect()

@@ -168,7 +168,6 @@ impl Store {
         rows.iter()
             .map(|r| {
                 let ok: Option<i64> = r.try_get("ok")?;
-                let outcome: Option<String> = r.try_get("outcome")?;
                 Ok(DecisionRecord {
                     seq: r.try_get("seq")?,
                     idx: index_of(r)?,
@@ -176,12 +175,9 @@ impl Store {
                     arg: r.try_get("arg")?,
                     created_at: r.try_get("created_at")?,
                     done_at: r.try_get("done_at")?,
-                    // Rows from before `ok` existed: failures were written
-                    // as "failed: …".
-                    ok: outcome
-                        .as_ref()
-                        .map(|o| ok.map_or_else(|| !o.starts_with("failed"), |ok| ok != 0)),
-                    outcome,
+                    // Written with the outcome (older rows by migration 0013).
+                    ok: ok.map(|ok| ok != 0),
+                    outcome: r.try_get("outcome")?,
                     error: r.try_get("error")?,
                     revert: r.try_get("revert")?,
                 })

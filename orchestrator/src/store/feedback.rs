@@ -9,6 +9,7 @@ use serde_json::Value;
 use sqlx::Row;
 
 use super::{Store, StoreError, now_ms};
+use crate::state::RunState;
 
 /// Settlements one pass looks at, at most.
 pub const FEEDBACK_PAGE: i64 = 64;
@@ -69,10 +70,17 @@ impl Store {
         closed_only: bool,
     ) -> Result<Vec<Settled>, StoreError> {
         let closed = if closed_only {
-            "AND r.state IN ('completed', 'cancelled', 'failed') \
-             AND NOT EXISTS (SELECT 1 FROM feedback p WHERE p.subject = 'plan:' || r.id)"
+            // The ended states' words, as the one conversion writes them.
+            let ended: Vec<String> =
+                RunState::words(&RunState::ENDED).iter().map(|w| format!("'{w}'")).collect();
+            format!(
+                "AND r.state IN ({}) \
+                 AND NOT EXISTS (SELECT 1 FROM feedback p WHERE p.subject = 'plan:' || r.id)",
+                ended.join(", ")
+            )
         } else {
             "AND NOT EXISTS (SELECT 1 FROM feedback f WHERE f.subject = e.dedup AND f.state <> 'sending')"
+                .to_owned()
         };
         let rows = sqlx::query(&format!(
             "SELECT e.run_id, e.dedup, e.body FROM run_events e JOIN runs r ON r.id = e.run_id \

@@ -339,26 +339,39 @@ async fn concurrent_writers_number_without_collisions_on_postgresql() {
     concurrent_writers_number_without_collisions(&url).await;
 }
 
+/// The store's migrations, in order.
+const MIGRATIONS: [&str; 13] = [
+    include_str!("../../migrations/0001_runs.sql"),
+    include_str!("../../migrations/0002_stakes.sql"),
+    include_str!("../../migrations/0003_decision_outcomes.sql"),
+    include_str!("../../migrations/0004_run_from_block.sql"),
+    include_str!("../../migrations/0005_spend.sql"),
+    include_str!("../../migrations/0006_gates.sql"),
+    include_str!("../../migrations/0007_leases.sql"),
+    include_str!("../../migrations/0008_chain_time.sql"),
+    include_str!("../../migrations/0009_feedback.sql"),
+    include_str!("../../migrations/0010_run_reasons.sql"),
+    include_str!("../../migrations/0011_sponsors.sql"),
+    include_str!("../../migrations/0012_sessions.sql"),
+    include_str!("../../migrations/0013_decision_ok.sql"),
+];
+
+/// A pool on `url` with the first `n` migrations applied, as an older
+/// version left it.
+async fn migrated_to(url: &str, n: usize) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new().max_connections(1).connect(url).await.unwrap();
+    for sql in &MIGRATIONS[..n] {
+        sqlx::raw_sql(sql).execute(&pool).await.unwrap();
+    }
+    pool
+}
+
 /// Migration 0010 on a database migrated to 0009 with rows in every state:
 /// a paused run's reason becomes its pause reason, a closing or closed
 /// run's its close reason, and the old column goes.
 async fn reasons_split_from_old_rows(url: &str) {
-    const BEFORE: [&str; 9] = [
-        include_str!("../../migrations/0001_runs.sql"),
-        include_str!("../../migrations/0002_stakes.sql"),
-        include_str!("../../migrations/0003_decision_outcomes.sql"),
-        include_str!("../../migrations/0004_run_from_block.sql"),
-        include_str!("../../migrations/0005_spend.sql"),
-        include_str!("../../migrations/0006_gates.sql"),
-        include_str!("../../migrations/0007_leases.sql"),
-        include_str!("../../migrations/0008_chain_time.sql"),
-        include_str!("../../migrations/0009_feedback.sql"),
-    ];
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::any::AnyPoolOptions::new().max_connections(1).connect(url).await.unwrap();
-    for sql in BEFORE {
-        sqlx::raw_sql(sql).execute(&pool).await.unwrap();
-    }
+    let pool = migrated_to(url, 9).await;
     let rows = [
         ("0x01", "paused", Some("sub-task 0 attempt 0: expired; retry or cancel")),
         ("0x02", "cancelling", Some("cancelled")),
@@ -378,10 +391,7 @@ async fn reasons_split_from_old_rows(url: &str) {
         .await
         .unwrap();
     }
-    sqlx::raw_sql(include_str!("../../migrations/0010_run_reasons.sql"))
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::raw_sql(MIGRATIONS[9]).execute(&pool).await.unwrap();
     let got: Vec<(String, Option<String>, Option<String>)> =
         sqlx::query_as("SELECT id, pause_reason, close_reason FROM runs ORDER BY id")
             .fetch_all(&pool)
@@ -404,6 +414,52 @@ async fn reasons_split_from_old_rows(url: &str) {
         }
     }
     assert!(sqlx::query("SELECT reason FROM runs").fetch_all(&pool).await.is_err());
+}
+
+/// Migration 0013 on a database migrated to 0012 with decisions from
+/// before `ok` existed: a `failed: …` outcome is a failure, any other a
+/// success, and one not done yet has neither; a row with `ok` keeps it.
+async fn old_decisions_get_their_ok(url: &str) {
+    let pool = migrated_to(url, 12).await;
+    let rows: [(i64, Option<&str>, Option<i64>); 4] = [
+        (1, Some("failed: TaskEscrowTooEarly"), None),
+        (2, Some("approved"), None),
+        (3, None, None),
+        (4, Some("failed: kept as it was written"), Some(1)),
+    ];
+    for (seq, outcome, ok) in rows {
+        sqlx::query(
+            "INSERT INTO decisions (run_id, seq, kind, created_at, outcome, ok) \
+             VALUES ('0x01', $1, 'retry', 1, $2, $3)",
+        )
+        .bind(seq)
+        .bind(outcome)
+        .bind(ok)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    sqlx::raw_sql(MIGRATIONS[12]).execute(&pool).await.unwrap();
+    let got: Vec<(i64, Option<i64>)> = sqlx::query_as("SELECT seq, ok FROM decisions ORDER BY seq")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(got, [(1, Some(0)), (2, Some(1)), (3, None), (4, Some(1))]);
+}
+
+#[tokio::test]
+async fn old_decisions_get_their_ok_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+    old_decisions_get_their_ok(&url).await;
+}
+
+#[tokio::test]
+async fn old_decisions_get_their_ok_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("decision_ok").await else {
+        return;
+    };
+    old_decisions_get_their_ok(&url).await;
 }
 
 #[tokio::test]
