@@ -44,6 +44,22 @@ impl Counts {
         self.by_method.values().sum()
     }
 
+    /// The counts of several proxies together.
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a Counts>) -> Counts {
+        let mut out = Counts::default();
+        for c in all {
+            for (k, n) in &c.by_method {
+                *out.by_method.entry(k.clone()).or_default() += n;
+            }
+            for (k, n) in &c.calls_by_function {
+                *out.calls_by_function.entry(k.clone()).or_default() += n;
+            }
+            out.rate_limited += c.rate_limited;
+            out.unavailable += c.unavailable;
+        }
+        out
+    }
+
     /// What was counted since `earlier`.
     pub fn since(&self, earlier: &Counts) -> Counts {
         Counts {

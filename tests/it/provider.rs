@@ -412,3 +412,49 @@ async fn the_automine_probe_goes_to_a_local_chain_only() {
         assert_eq!(asked, probes, "chain {chain_id}: {:?}", s.counts());
     }
 }
+
+#[tokio::test]
+async fn an_idle_worker_through_a_hosted_provider_asks_once_a_block_and_reads_no_empty_logs() {
+    // One-second blocks, nothing for the escrow in them: a worker polling
+    // through the stand-in learns the block time, then asks for the head
+    // about once a block, and reads no logs for blocks whose bloom rules
+    // its filter out.
+    let chain = ChainOptions { block_time: Some(1), ..ChainOptions::default() };
+    let env = TestEnv::start_on(DeployConfig::default(), &chain).await;
+    let stand_in = StandIn::start(env.chain.endpoint_url().as_str(), Limits::default()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let poll = tessera_e2e::hosted_poll(1);
+    let worker = tessera_e2e::spawn_polling_worker(
+        &env,
+        &tessera_anvil::deploy::DEMO_AGENTS[0],
+        &dir.path().join("blobs"),
+        &stand_in.url,
+        poll,
+    )
+    .await;
+    let direct = ProviderBuilder::new().connect_http(env.chain.endpoint_url());
+    let at = |n: u64| {
+        let direct = direct.clone();
+        async move {
+            while alloy::providers::Provider::get_block_number(&direct).await.unwrap() < n {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    let start = alloy::providers::Provider::get_block_number(&direct).await.unwrap();
+    // Caught up, and the block time learnt.
+    at(start + 8).await;
+    let before = stand_in.counts();
+    let blocks = 12;
+    at(start + 8 + blocks).await;
+    let after = stand_in.counts();
+    worker.abort();
+    let of = |c: &tessera_e2e::provider::Counts, m: &str| c.per_method.get(m).copied().unwrap_or(0);
+    let heads = of(&after, "eth_getBlockByNumber") - of(&before, "eth_getBlockByNumber");
+    let logs = of(&after, "eth_getLogs") - of(&before, "eth_getLogs");
+    assert_eq!(logs, 0, "no log read for blocks without the escrow's logs: {after:?}");
+    // Once a block, and a few looks more when a block is late.
+    assert!(heads <= blocks + 3, "{heads} head polls over {blocks} blocks: {after:?}");
+    assert!(heads >= blocks - 1, "every block seen: {heads} polls over {blocks} blocks");
+    assert_eq!(after.forwarded - before.forwarded, heads, "nothing else asked: {after:?}");
+}

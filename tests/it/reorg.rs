@@ -215,7 +215,7 @@ async fn reorganised(label: &str, target: Target, seen: &str, rollback: bool) ->
 
 #[tokio::test]
 async fn a_creation_reorganised_out_is_sent_again_and_every_sub_task_settles_once() {
-    let events = reorganised("reorg-create", Target::Create, "created", false).await;
+    let events = Box::pin(reorganised("reorg-create", Target::Create, "created", false)).await;
     let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
     let [r] = reorged.as_slice() else { panic!("one subtask_reorged: {reorged:#?}") };
     assert_eq!((r["index"].as_u64(), r["attempt"].as_u64()), (Some(0), Some(0)), "{r}");
@@ -227,7 +227,7 @@ async fn a_creation_reorganised_out_is_sent_again_and_every_sub_task_settles_onc
 
 #[tokio::test]
 async fn a_creation_rolled_back_is_sent_again_and_every_sub_task_settles_once() {
-    let events = reorganised("rollback-create", Target::Create, "created", true).await;
+    let events = Box::pin(reorganised("rollback-create", Target::Create, "created", true)).await;
     let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
     let [r] = reorged.as_slice() else { panic!("one subtask_reorged: {reorged:#?}") };
     assert_eq!((r["was"].as_str(), r["now"].as_str()), (Some("created"), Some("waiting")), "{r}");
@@ -235,7 +235,7 @@ async fn a_creation_rolled_back_is_sent_again_and_every_sub_task_settles_once() 
 
 #[tokio::test]
 async fn an_approval_reorganised_out_is_sent_again_and_pays_once() {
-    let events = reorganised("reorg-approve", Target::Approve, "paid", false).await;
+    let events = Box::pin(reorganised("reorg-approve", Target::Approve, "paid", false)).await;
     let reorged: Vec<&Value> = events.iter().filter(|e| e["kind"] == "subtask_reorged").collect();
     let zero: Vec<&&Value> = reorged.iter().filter(|e| e["index"] == 0).collect();
     let [r] = zero.as_slice() else { panic!("one subtask_reorged of sub-task 0: {reorged:#?}") };

@@ -29,9 +29,11 @@ mod locked;
 mod report;
 mod stack;
 
-pub use report::{Faults, IdleRow, Percentiles, PlanBenchReport, ScenarioRow};
+pub use report::{
+    Faults, IDLE_WORKER_GOAL, IdleRow, Percentiles, PlanBenchReport, ScenarioRow, WORKER_RPC_GOAL,
+};
 use report::{median, percentiles};
-use stack::{IDLE_BLOCKS, Sample, Shape, Stack};
+use stack::{HOSTED_IDLE_BLOCKS, IDLE_BLOCKS, Sample, Shape, Stack};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -47,6 +49,9 @@ pub struct PlanBenchConfig {
     /// The seed of the stand-in hosted provider the chain and the fan-out
     /// run through on timed blocks too; `None` skips them.
     pub hosted_seed: Option<u64>,
+    /// Only those rows through the stand-in: no automine chain, no
+    /// baseline, no direct timed rows.
+    pub hosted_only: bool,
 }
 
 /// The stand-in provider's seed `make bench-plan` uses.
@@ -60,6 +65,7 @@ impl Default for PlanBenchConfig {
             block_time: Some(2),
             timed_runs: 3,
             hosted_seed: Some(HOSTED_SEED),
+            hosted_only: false,
         }
     }
 }
@@ -159,6 +165,13 @@ async fn scenario(
     };
     let workers: Vec<f64> =
         rows.iter().map(|s| s.workers.total() as f64 / s.subtasks as f64).collect();
+    let busiest: Vec<f64> = rows
+        .iter()
+        .map(|s| {
+            let most = s.per_worker.iter().map(Counts::total).max().unwrap_or_default();
+            most as f64 / s.subtasks as f64
+        })
+        .collect();
     let first = &rows[0];
     Ok(ScenarioRow {
         mode: mode.to_owned(),
@@ -174,6 +187,7 @@ async fn scenario(
         orch_rpc_per_subtask: orch_p50,
         locked_usdc_s: median(rows.iter().map(|s| s.locked_usdc_s).collect()),
         worker_rpc_per_subtask: median(workers),
+        worker_rpc_per_subtask_max: median(busiest),
         creation,
         goal,
         met,
@@ -183,11 +197,53 @@ async fn scenario(
     })
 }
 
+/// The rows through the stand-in hosted provider on `timed` blocks: the
+/// chain and the fan-out, then an idle worker's cost with one run waiting.
+async fn hosted(
+    timed: &ChainOptions,
+    cfg: &PlanBenchConfig,
+    seed: u64,
+    scenarios: &mut Vec<ScenarioRow>,
+    idle: &mut Vec<IdleRow>,
+) -> Result<(), Error> {
+    let secs = timed.block_time.unwrap_or(2);
+    let stack = Stack::start_hosted(Stack::chain(timed).await?, secs, seed).await?;
+    let mode = format!("{secs} s, hosted");
+    for shape in [Shape::Chain(cfg.steps), Shape::FanOut] {
+        let (samples, funding) = (cfg.timed_runs, Funding::Stepwise);
+        scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs), funding).await?);
+    }
+    stack.park(1, "idle-hosted").await?;
+    idle.push(stack.idle(&mode, 1, HOSTED_IDLE_BLOCKS).await?);
+    Ok(())
+}
+
+/// [`run`] with [`PlanBenchConfig::hosted_only`]: the hosted rows alone.
+async fn hosted_only(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBenchReport, Error> {
+    let (mut scenarios, mut idle) = (Vec::new(), Vec::new());
+    let timed = ChainOptions { block_time: Some(cfg.block_time.unwrap_or(2)), ..opts.clone() };
+    hosted(&timed, cfg, cfg.hosted_seed.unwrap_or(HOSTED_SEED), &mut scenarios, &mut idle).await?;
+    let none = percentiles(Vec::new());
+    Ok(PlanBenchReport {
+        steps: cfg.steps,
+        ratio_to_baseline: 0.0,
+        plan_wall: none.clone(),
+        subtask_cycle: none.clone(),
+        baseline_wall: none,
+        goal_ms: 1500.0,
+        scenarios,
+        idle,
+    })
+}
+
 /// Runs the bench: the automine chain bench and its direct baseline, then
 /// every scenario on automine and on a chain with `block_time` blocks.
 pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBenchReport, Error> {
     if cfg.steps == 0 || cfg.runs == 0 {
         return Err(Error::AtLeastOne("steps and runs"));
+    }
+    if cfg.hosted_only {
+        return hosted_only(opts, cfg).await;
     }
     let (chain, actors, deployment, direct) = Stack::chain(opts).await?;
 
@@ -250,17 +306,12 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         }
         // Idle cost against live runs: one waiting run, then ten.
         stack.park(1, "idle-a").await?;
-        idle.push(stack.idle(1, IDLE_BLOCKS).await?);
+        idle.push(stack.idle(&mode, 1, IDLE_BLOCKS).await?);
         stack.park(9, "idle-b").await?;
-        idle.push(stack.idle(10, IDLE_BLOCKS).await?);
+        idle.push(stack.idle(&mode, 10, IDLE_BLOCKS).await?);
         drop(stack);
         if let Some(seed) = cfg.hosted_seed {
-            let stack = Stack::start_hosted(Stack::chain(&timed).await?, secs, seed).await?;
-            let mode = format!("{secs} s, hosted");
-            for shape in [Shape::Chain(cfg.steps), Shape::FanOut] {
-                let (samples, funding) = (cfg.timed_runs, Funding::Stepwise);
-                scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs), funding).await?);
-            }
+            hosted(&timed, cfg, seed, &mut scenarios, &mut idle).await?;
         }
     }
 

@@ -41,7 +41,7 @@ const SOURCE: &str = "Tessera settles each sub-task through an escrow. Workers a
 deliver results on chain. The orchestrator approves and pays each one. Results flow forward \
 to the next step, so a chain of steps builds on what came before.";
 
-/// The whole stack on one chain: orchestrator and demo workers, each side
+/// The whole stack on one chain: orchestrator and demo workers, each
 /// talking to the chain through its own counting proxy.
 pub(super) struct Stack {
     /// Kept running for as long as the stack is.
@@ -51,7 +51,8 @@ pub(super) struct Stack {
     pub(super) direct: DynProvider,
     pub(super) orch: Arc<Orchestrator>,
     pub(super) orch_rpc: RpcProxy,
-    pub(super) worker_rpc: RpcProxy,
+    /// One proxy a worker, in [`DEMO_AGENTS`]' order.
+    pub(super) worker_rpc: Vec<RpcProxy>,
     pub(super) tasks: Vec<tokio::task::JoinHandle<()>>,
     pub(super) dir: PathBuf,
     /// The stand-in provider both proxies forward to, when hosted.
@@ -99,16 +100,16 @@ impl Stack {
         label: &str,
     ) -> Result<Self, Error> {
         let orch_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(Error::Proxy)?;
-        let worker_rpc = RpcProxy::start(chain.endpoint_url()).await.map_err(Error::Proxy)?;
         let ws = chain.ws_endpoint();
 
         let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
         let mut tasks = Vec::new();
-        let workers = Endpoints { http: worker_rpc.url(), ws: ws.clone() };
+        let mut worker_rpc = Vec::new();
         for agent in DEMO_AGENTS {
-            tasks.push(
-                spawn_worker(&workers, &actors, &deployment, agent, Arc::clone(&blobs)).await?,
-            );
+            let proxy = RpcProxy::start(chain.endpoint_url()).await.map_err(Error::Proxy)?;
+            let at = Endpoints { http: proxy.url(), ws: ws.clone() };
+            tasks.push(spawn_worker(&at, &actors, &deployment, agent, Arc::clone(&blobs)).await?);
+            worker_rpc.push(proxy);
         }
         let (dir, store) = run_store(label).await?;
         let (orch, heads) = start_orchestrator(
@@ -146,14 +147,16 @@ impl Stack {
     ) -> Result<Self, Error> {
         let stand_in = StandIn::start(chain.endpoint_url().as_str(), Limits::hosted(seed)).await;
         let orch_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(Error::Proxy)?;
-        let worker_rpc = RpcProxy::start(stand_in.url.clone()).await.map_err(Error::Proxy)?;
         let poll = Duration::from_millis(secs.max(1) * 500);
         let blobs: Blobs = Arc::new(tessera_bindings::envelope::MemoryBlobStore::new());
         let mut tasks = Vec::new();
+        let mut worker_rpc = Vec::new();
         for agent in DEMO_AGENTS {
+            let proxy = RpcProxy::start(stand_in.url.clone()).await.map_err(Error::Proxy)?;
             let blobs = Arc::clone(&blobs);
-            let (http, actors, deployment) = (worker_rpc.url(), &actors, &deployment);
+            let (http, actors, deployment) = (proxy.url(), &actors, &deployment);
             tasks.push(spawn_polling_worker(&http, poll, actors, deployment, agent, blobs).await?);
+            worker_rpc.push(proxy);
         }
         let (dir, store) = run_store("hosted").await?;
         let config = RunnerConfig { poll_interval: poll, ..RunnerConfig::default() };
@@ -257,9 +260,19 @@ impl Stack {
         }
     }
 
+    /// What each worker's proxy counted so far.
+    fn worker_counts(&self) -> Vec<Counts> {
+        self.worker_rpc.iter().map(RpcProxy::counts).collect()
+    }
+
     /// JSON-RPC requests per block of the orchestrator and of the workers
     /// over the next `blocks` blocks, with nothing to do but wait.
-    pub(super) async fn idle(&self, live_runs: usize, blocks: u64) -> Result<IdleRow, Error> {
+    pub(super) async fn idle(
+        &self,
+        mode: &str,
+        live_runs: usize,
+        blocks: u64,
+    ) -> Result<IdleRow, Error> {
         let at = |n: u64| async move {
             loop {
                 if self.direct.get_block_number().await? >= n {
@@ -271,15 +284,19 @@ impl Stack {
         // Start counting right after a block.
         let block0 = self.direct.get_block_number().await? + 1;
         at(block0).await?;
-        let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_counts());
         at(block0 + blocks).await?;
-        let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_counts());
         let per_block = |c: Counts| c.total() as f64 / blocks as f64;
+        let each: Vec<f64> =
+            workers1.iter().zip(&workers0).map(|(w1, w0)| per_block(w1.since(w0))).collect();
         Ok(IdleRow {
+            mode: mode.to_owned(),
             live_runs,
             blocks,
             orch_per_block: per_block(orch1.since(&orch0)),
-            worker_per_block: per_block(workers1.since(&workers0)),
+            worker_per_block: each.iter().sum(),
+            worker_per_block_max: each.iter().copied().fold(0.0, f64::max),
         })
     }
 
@@ -293,7 +310,7 @@ impl Stack {
             self.orch.propose(plan).await?;
         }
         let mut events = self.orch.subscribe();
-        let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_counts());
         let faults0 = self.faults();
         let block0 = self.direct.get_block_number().await?;
         let started = Instant::now();
@@ -344,8 +361,10 @@ impl Stack {
             }
         }
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-        let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_rpc.counts());
+        let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_counts());
         let faults1 = self.faults();
+        let per_worker: Vec<Counts> =
+            workers1.iter().zip(&workers0).map(|(w1, w0)| w1.since(w0)).collect();
         let blocks = self.blocks_of(&plan_ids, block0).await?;
         let head = self.direct.get_block_number().await?;
         let locked_usdc_s = locked::usdc_seconds(&self.direct, &blocks.spans, head).await?;
@@ -357,7 +376,8 @@ impl Stack {
             settled_after: blocks.last_block.saturating_sub(block0),
             created_after: blocks.created.into_iter().map(|(k, b)| (k, b - block0)).collect(),
             orch: orch1.since(&orch0),
-            workers: workers1.since(&workers0),
+            workers: Counts::sum(&per_worker),
+            per_worker,
             faults: (faults1.0 - faults0.0, faults1.1 - faults0.1),
         })
     }
@@ -434,13 +454,20 @@ pub(super) struct Sample {
     /// Blocks from approval to each (plan, index)'s creation.
     pub(super) created_after: HashMap<(PlanId, u32), u64>,
     pub(super) orch: Counts,
+    /// All the workers' requests together.
     pub(super) workers: Counts,
+    /// Each worker's requests.
+    pub(super) per_worker: Vec<Counts>,
     /// The stand-in's 429s and 503s to anyone meanwhile.
     pub(super) faults: (u64, u64),
 }
 
 /// Blocks the idle requests are counted over.
 pub(super) const IDLE_BLOCKS: u64 = 5;
+
+/// Blocks the idle requests are counted over through the stand-in hosted
+/// provider, where each worker's goal is one request a block at most.
+pub(super) const HOSTED_IDLE_BLOCKS: u64 = 20;
 
 /// The plans a scenario settles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -153,6 +153,10 @@ pub(super) enum BenchCommand {
         /// Samples per scenario on that chain (the ten plans run once).
         #[arg(long, default_value_t = 3)]
         timed_runs: usize,
+        /// Only the rows through the stand-in hosted provider (on
+        /// --block-time blocks): no automine chain, no baseline.
+        #[arg(long)]
+        hosted_only: bool,
         /// Also write the report as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -227,13 +231,17 @@ impl BenchCommand {
                     bail!("the failover trial failed a check (see above)");
                 }
             }
-            Self::Plan { chain, steps, runs, block_time, timed_runs, json } => {
+            Self::Plan { chain, steps, runs, block_time, timed_runs, hosted_only, json } => {
+                if hosted_only && block_time == 0 {
+                    bail!("--hosted-only needs timed blocks: a --block-time above 0");
+                }
                 let cfg = tessera_bench::plan::PlanBenchConfig {
                     steps,
                     runs,
                     block_time: (block_time > 0).then_some(block_time),
                     timed_runs: timed_runs.max(1),
                     hosted_seed: Some(tessera_bench::plan::HOSTED_SEED),
+                    hosted_only,
                 };
                 let report =
                     until_interrupted(Box::pin(tessera_bench::plan::run(&chain.options(), &cfg)))

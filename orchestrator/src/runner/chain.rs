@@ -222,9 +222,11 @@ impl Chain {
             return Ok(h);
         }
         let block = self.provider.get_block_by_number(BlockNumberOrTag::Latest).await?;
-        Ok(block
-            .map(|b| Head { number: b.header.number, timestamp: b.header.timestamp })
-            .unwrap_or(Head { number: 0, timestamp: 0 }))
+        Ok(block.map(|b| Head::of(&b.header)).unwrap_or(Head {
+            number: 0,
+            timestamp: 0,
+            logs_bloom: None,
+        }))
     }
 
     /// The task and its logs, or `None` when it was never created (as far
