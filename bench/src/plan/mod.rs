@@ -214,7 +214,7 @@ async fn hosted(
         scenarios.push(scenario(&stack, &mode, shape, samples, Some(secs), funding).await?);
     }
     stack.park(1, "idle-hosted").await?;
-    idle.push(stack.idle(&mode, 1, HOSTED_IDLE_BLOCKS).await?);
+    idle.push(stack.idle((&mode, secs), 1, HOSTED_IDLE_BLOCKS).await?);
     Ok(())
 }
 
@@ -306,9 +306,9 @@ pub async fn run(opts: &ChainOptions, cfg: &PlanBenchConfig) -> Result<PlanBench
         }
         // Idle cost against live runs: one waiting run, then ten.
         stack.park(1, "idle-a").await?;
-        idle.push(stack.idle(&mode, 1, IDLE_BLOCKS).await?);
+        idle.push(stack.idle((&mode, secs), 1, IDLE_BLOCKS).await?);
         stack.park(9, "idle-b").await?;
-        idle.push(stack.idle(&mode, 10, IDLE_BLOCKS).await?);
+        idle.push(stack.idle((&mode, secs), 10, IDLE_BLOCKS).await?);
         drop(stack);
         if let Some(seed) = cfg.hosted_seed {
             hosted(&timed, cfg, seed, &mut scenarios, &mut idle).await?;

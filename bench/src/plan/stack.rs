@@ -266,10 +266,11 @@ impl Stack {
     }
 
     /// JSON-RPC requests per block of the orchestrator and of the workers
-    /// over the next `blocks` blocks, with nothing to do but wait.
+    /// over the next `blocks` blocks of `secs` seconds, with nothing to do
+    /// but wait; `mode` names the row.
     pub(super) async fn idle(
         &self,
-        mode: &str,
+        (mode, secs): (&str, u64),
         live_runs: usize,
         blocks: u64,
     ) -> Result<IdleRow, Error> {
@@ -281,15 +282,27 @@ impl Stack {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         };
-        // Start counting right after a block.
+        // Count from the middle of a block to the middle of another: each
+        // service has asked about the block it was counted from, and not
+        // yet about the next (counting from the moment a block is seen
+        // would count one poll more or less at each end).
+        let half = Duration::from_millis(secs * 500);
         let block0 = self.direct.get_block_number().await? + 1;
         at(block0).await?;
+        tokio::time::sleep(half).await;
         let (orch0, workers0) = (self.orch_rpc.counts(), self.worker_counts());
         at(block0 + blocks).await?;
+        tokio::time::sleep(half).await;
         let (orch1, workers1) = (self.orch_rpc.counts(), self.worker_counts());
         let per_block = |c: Counts| c.total() as f64 / blocks as f64;
-        let each: Vec<f64> =
-            workers1.iter().zip(&workers0).map(|(w1, w0)| per_block(w1.since(w0))).collect();
+        let since: Vec<Counts> =
+            workers1.iter().zip(&workers0).map(|(w1, w0)| w1.since(w0)).collect();
+        let each: Vec<f64> = since.iter().cloned().map(per_block).collect();
+        // The same without the requests the stand-in answered 429 or 503
+        // (each one asked again): what the worker's own pace asks.
+        let own = |c: &Counts| {
+            c.total().saturating_sub(c.rate_limited + c.unavailable) as f64 / blocks as f64
+        };
         Ok(IdleRow {
             mode: mode.to_owned(),
             live_runs,
@@ -297,6 +310,7 @@ impl Stack {
             orch_per_block: per_block(orch1.since(&orch0)),
             worker_per_block: each.iter().sum(),
             worker_per_block_max: each.iter().copied().fold(0.0, f64::max),
+            worker_per_block_max_unfailed: since.iter().map(own).fold(0.0, f64::max),
         })
     }
 

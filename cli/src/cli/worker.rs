@@ -18,7 +18,9 @@ pub(super) struct WorkerArgs {
     card: PathBuf,
     #[command(flatten)]
     conn: Connection,
-    /// Milliseconds between scans when no new block is announced.
+    /// Milliseconds between scans when no new block is announced; without
+    /// a websocket, between polls of the newest block until the chain's
+    /// block time is known (then once a block, just after each is due).
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
     /// Serve this worker's blobs (GET /blobs/{hash}), /metrics and /healthz here; port 0 picks one, printed at start.
