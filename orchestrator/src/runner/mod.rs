@@ -129,6 +129,35 @@ pub struct Orchestrator {
     lane: std::sync::OnceLock<Arc<crate::replica::Lane>>,
     /// Bumped when live subscribers should read the store again.
     resync: watch::Sender<u64>,
+    /// Event keys known to be stored (see [`Known`]).
+    stored: Known,
+}
+
+/// The (run, dedup key) pairs this process stored, or found stored: a run
+/// looks at itself on every head and emits what it finds again, and an
+/// event stored once is stored for good, so one already known is not
+/// asked of the database again (a numbering transaction of four round
+/// trips each time). Forgotten whole past [`Known::MAX`] keys: the store
+/// stays the truth, the set only saves asking it.
+#[derive(Debug, Default)]
+struct Known(std::sync::Mutex<std::collections::HashSet<(String, String)>>);
+
+impl Known {
+    /// Keys kept before the set starts over.
+    const MAX: usize = 100_000;
+
+    fn has(&self, run: &RunId, dedup: &str) -> bool {
+        let set = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        set.contains(&(run.to_string(), dedup.to_owned()))
+    }
+
+    fn add(&self, run: &RunId, dedup: &str) {
+        let mut set = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if set.len() >= Self::MAX {
+            set.clear();
+        }
+        set.insert((run.to_string(), dedup.to_owned()));
+    }
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -177,6 +206,7 @@ impl Orchestrator {
             catalogue: std::sync::RwLock::new(None),
             lane: std::sync::OnceLock::new(),
             resync: watch::channel(0).0,
+            stored: Known::default(),
         })
     }
 
@@ -315,10 +345,14 @@ impl Orchestrator {
         dedup: &str,
         body: &serde_json::Value,
     ) -> Result<(), RunError> {
+        if self.stored.has(id, dedup) {
+            return Ok(());
+        }
         if let Some(ev) = self.store.append_event(id, kind, dedup, body).await? {
             tracing::info!(event = %kind, seq = ev.seq, "run event");
             let _ = self.events.send(ev);
         }
+        self.stored.add(id, dedup);
         Ok(())
     }
 
@@ -355,5 +389,22 @@ mod tests {
         assert_ne!(r, Chain::reference(plan, 0, 1));
         assert_ne!(r, Chain::reference(B256::repeat_byte(2).into(), 0, 0));
         assert_eq!(r, Chain::reference(plan, 0, 0));
+    }
+
+    #[test]
+    fn known_event_keys_are_kept_per_run_and_forgotten_whole_past_the_bound() {
+        let known = Known::default();
+        let (a, b) = (RunId::from("0xa"), RunId::from("0xb"));
+        known.add(&a, "subtask_created:0:0");
+        assert!(known.has(&a, "subtask_created:0:0"));
+        assert!(!known.has(&b, "subtask_created:0:0"), "another run's key is not this one's");
+        assert!(!known.has(&a, "subtask_paid:0:0"));
+        for i in 1..Known::MAX {
+            known.add(&b, &format!("k{i}"));
+        }
+        assert!(known.has(&a, "subtask_created:0:0"), "kept up to the bound");
+        known.add(&b, "one more");
+        assert!(!known.has(&a, "subtask_created:0:0"), "past the bound the set starts over");
+        assert!(known.has(&b, "one more"));
     }
 }
