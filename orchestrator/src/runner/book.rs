@@ -34,6 +34,11 @@ pub(super) struct Book {
     pub(super) confirmations: u64,
     /// Per task, how many times logs of it were found reorganised out.
     pub(super) reorgs: std::collections::HashMap<U256, u32>,
+    /// Bumped on every change of the held logs: a log kept, or logs
+    /// reorganised out.
+    pub(super) stamp: u64,
+    /// Per task, the stamp of its last change.
+    pub(super) touched: std::collections::HashMap<U256, u64>,
 }
 
 /// Where a log is: its block's hash and its index in the block.
@@ -82,6 +87,18 @@ impl Book {
         }
         logs.push(log.clone());
         logs.sort_by_key(order);
+        self.touch(id);
+    }
+
+    /// Records a change of task `id`'s logs.
+    fn touch(&mut self, id: U256) {
+        self.stamp += 1;
+        self.touched.insert(id, self.stamp);
+    }
+
+    /// Whether any of `ids` changed after stamp `since`.
+    pub(super) fn touched_since(&self, ids: &[U256], since: u64) -> bool {
+        ids.iter().any(|id| self.touched.get(id).is_some_and(|&at| at > since))
     }
 
     /// Drops the held logs of blocks `range` that `read` (the chain's logs
@@ -110,6 +127,7 @@ impl Book {
     /// reorganisation of each task that lost any.
     fn drop_where(&mut self, gone: impl Fn(&Log) -> bool) -> bool {
         let mut any = false;
+        let mut changed = Vec::new();
         self.logs.retain(|id, logs| {
             let before = logs.len();
             logs.retain(|l| !gone(l));
@@ -117,12 +135,16 @@ impl Book {
                 return true;
             }
             any = true;
+            changed.push(*id);
             *self.reorgs.entry(*id).or_default() += 1;
             tracing::warn!(task = %id, logs = before - logs.len(), "escrow logs reorganised out");
             logs.first().is_some_and(|l| {
                 matches!(decode_log(l), Some(TaskEscrow::TaskEscrowEvents::TaskCreated(_)))
             })
         });
+        for id in changed {
+            self.touch(id);
+        }
         any
     }
 

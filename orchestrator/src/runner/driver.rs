@@ -33,6 +33,10 @@ pub struct Supervisor {
     token: CancellationToken,
     driving: StdMutex<HashSet<String>>,
     wakers: StdMutex<HashMap<String, Arc<Notify>>>,
+    /// Each driven run's escrow tasks, as its last look found them: a new
+    /// head wakes the run only when it changed one of them (see
+    /// [`Orchestrator::drive`]).
+    watched: StdMutex<HashMap<String, Vec<alloy::primitives::U256>>>,
     /// Cancelled (and replaced) when this replica loses its lane: every
     /// driver started under it stops at once. Apart from `token`, so a
     /// graceful shutdown still lets the current steps finish.
@@ -54,6 +58,18 @@ impl Supervisor {
     fn finish(&self, id: &RunId) {
         lock(&self.driving).remove(id.as_str());
         lock(&self.wakers).remove(id.as_str());
+        lock(&self.watched).remove(id.as_str());
+    }
+
+    /// Records run `id`'s escrow tasks, as a look found them.
+    pub(super) fn watch(&self, id: &RunId, tasks: Vec<alloy::primitives::U256>) {
+        lock(&self.watched).insert(id.to_string(), tasks);
+    }
+
+    /// Run `id`'s escrow tasks as its last look found them (empty when it
+    /// has none yet, or was not looked at).
+    fn watched(&self, id: &RunId) -> Vec<alloy::primitives::U256> {
+        lock(&self.watched).get(id.as_str()).cloned().unwrap_or_default()
     }
 
     /// Runs with a driver now.
@@ -144,7 +160,9 @@ impl Orchestrator {
         }
     }
 
-    /// Publishes the head: `announced` by the subscription, else asked of the node.
+    /// Publishes the head: `announced` by the subscription, else asked of
+    /// the node. The escrow's logs up to it are read first, once for every
+    /// run, so a run woken by it knows whether it changed its tasks.
     async fn read_head(&self, announced: Option<Head>) -> Result<(), RunError> {
         let n = match announced {
             Some(head) => {
@@ -153,6 +171,9 @@ impl Orchestrator {
             }
             None => self.chain.provider().get_block_number().await?,
         };
+        if *self.head.borrow() != n {
+            self.chain.read_to(n).await?;
+        }
         self.head.send_if_modified(|h| std::mem::replace(h, n) != n);
         Ok(())
     }
@@ -263,6 +284,9 @@ impl Orchestrator {
         let mut heads = self.head.subscribe();
         let mut failures = 0u32;
         while !token.is_cancelled() {
+            // What the held logs had seen before this look: a change after
+            // it is new to the run.
+            let stamp = self.chain.stamp().await;
             match self.tick(id).await {
                 Ok(true) => return Ok(()),
                 Ok(false) => failures = 0,
@@ -283,11 +307,28 @@ impl Orchestrator {
                     }
                 }
             }
-            tokio::select! {
-                () = token.cancelled() => {}
-                () = waker.notified() => {}
-                _ = heads.changed() => {}
-                () = tokio::time::sleep(self.config.idle_tick) => {}
+            // The next look: when told (a decision, an approval), at least
+            // every idle tick (what time alone moves: deadlines, windows,
+            // confirmations, results fetched off the look), and on a new
+            // head only when its logs changed one of the run's tasks (or
+            // the run has none yet). A run waiting on others is not looked
+            // at on every block the others make.
+            let idle = tokio::time::Instant::now() + self.config.idle_tick;
+            let watched = self.drivers.watched(id);
+            loop {
+                tokio::select! {
+                    () = token.cancelled() => break,
+                    () = waker.notified() => break,
+                    () = tokio::time::sleep_until(idle) => break,
+                    changed = heads.changed() => {
+                        if changed.is_err()
+                            || watched.is_empty()
+                            || self.chain.touched_since(&watched, stamp).await
+                        {
+                            break;
+                        }
+                    }
+                }
             }
         }
         Ok(())

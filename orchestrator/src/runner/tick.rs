@@ -134,6 +134,8 @@ impl Orchestrator {
         // Completion is decided on stored phases only: sync picks up what
         // the steps did at the next wake-up.
         let stored: Vec<Progress> = self.progress(id).await?.into_values().collect();
+        self.drivers
+            .watch(id, stored.iter().filter_map(|p| p.task_id.as_deref()?.parse().ok()).collect());
         let run = ctx.run();
         let timeout = self.config.decision_timeout.as_secs();
         // A checkpoint waiting for an approver has its own timeout; once

@@ -123,11 +123,24 @@ impl Chain {
         }
     }
 
+    /// The held logs' change count: what [`Chain::touched_since`] counts
+    /// from.
+    pub(crate) async fn stamp(&self) -> u64 {
+        self.book.lock().await.stamp
+    }
+
+    /// Whether the held logs of any of `ids` changed after `stamp` (a log
+    /// read, or reorganised out).
+    pub(crate) async fn touched_since(&self, ids: &[U256], stamp: u64) -> bool {
+        self.book.lock().await.touched_since(ids, stamp)
+    }
+
     /// Forgets the logs of tasks `ids` (their run is over).
     pub(crate) async fn forget(&self, ids: &[U256]) {
         let mut book = self.book.lock().await;
         for id in ids {
             book.logs.remove(id);
+            book.touched.remove(id);
         }
     }
 }
