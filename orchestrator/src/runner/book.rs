@@ -319,4 +319,25 @@ mod tests {
         book.rewind(200);
         assert_eq!(book.cursor(), Some(95), "never forward");
     }
+
+    #[test]
+    fn a_task_is_touched_by_each_new_log_and_each_reorganisation_only() {
+        let mut book = Book::default();
+        let (one, two) = ([U256::from(1)], [U256::from(2)]);
+        book.absorb(&ours(), &created(1, 10, 0xa));
+        book.absorb(&ours(), &created(2, 10, 0xa));
+        let seen = book.stamp;
+        assert!(!book.touched_since(&one, seen) && !book.touched_since(&two, seen));
+        // A log read twice changes nothing.
+        book.absorb(&ours(), &created(1, 10, 0xa));
+        assert!(!book.touched_since(&one, seen));
+        // Task 1 settled: task 1 changed, task 2 did not.
+        book.absorb(&ours(), &settled(1, 12, 0xa));
+        assert!(book.touched_since(&one, seen) && !book.touched_since(&two, seen));
+        let seen = book.stamp;
+        // Block 12 replaced without the settlement: task 1 changed again.
+        assert!(book.reconcile(12..=12, &[]));
+        assert!(book.touched_since(&one, seen) && !book.touched_since(&two, seen));
+        assert!(!book.touched_since(&[U256::from(3)], 0), "an unknown task never changed");
+    }
 }
