@@ -222,6 +222,7 @@ mod tests {
             spec_uri: codec.encode(&envelope, blobs).unwrap(),
             result_uri: Some(codec.publish(result.to_string().as_bytes(), blobs).unwrap()),
             decline_reason_uri: None,
+            rating: None,
             task: Task { client: CLIENT, executor: EXECUTOR, ..Default::default() },
         }
     }

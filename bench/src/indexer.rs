@@ -283,7 +283,7 @@ async fn generate(provider: &DynProvider, actors: &Actors, d: &Deployment, n: us
                     .from(from)
                     .into_transaction_request(),
                 _ => escrow
-                    .approvePayment(rec.id, rec.task.clone())
+                    .approvePayment(rec.id, rec.task.clone(), tessera_bindings::task::FULL_RATING)
                     .from(from)
                     .into_transaction_request(),
             };

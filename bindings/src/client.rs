@@ -19,7 +19,7 @@ use crate::{
     heads::HeadWatch,
     permit::{PermitSignature, TokenDomain, sign_permit},
     sender::{Pending, Sender},
-    task::{TaskRecord, all_created_in, created_in},
+    task::{FULL_RATING, TaskRecord, all_created_in, created_in},
 };
 
 mod connect;
@@ -195,7 +195,8 @@ impl EscrowClient {
         self.sender.mined(pending, self.heads.clone()).await
     }
 
-    /// The client approves and pays several delivered tasks in one transaction.
+    /// The client approves and pays several delivered tasks in one
+    /// transaction, rating each [`FULL_RATING`].
     pub async fn approve_many(
         &self,
         from: Address,
@@ -203,7 +204,8 @@ impl EscrowClient {
     ) -> Result<TransactionReceipt, ClientError> {
         let ids = recs.iter().map(|r| r.id).collect::<Vec<_>>();
         let tasks = recs.iter().map(|r| r.task.clone()).collect::<Vec<_>>();
-        let receipt = self.submit(self.escrow.approvePayments(ids, tasks), from).await?;
+        let ratings = vec![FULL_RATING; recs.len()];
+        let receipt = self.submit(self.escrow.approvePayments(ids, tasks, ratings), from).await?;
         for rec in recs.iter_mut() {
             rec.apply_receipt(self.address(), &receipt)?;
         }
@@ -229,13 +231,24 @@ impl EscrowClient {
         self.step(from, rec, |e, id, task| e.completeTask(id, task, result_uri.to_owned())).await
     }
 
-    /// The client approves and pays.
+    /// The client approves and pays, rating the work [`FULL_RATING`].
     pub async fn approve(
         &self,
         from: Address,
         rec: &mut TaskRecord,
     ) -> Result<TransactionReceipt, ClientError> {
-        self.step(from, rec, |e, id, task| e.approvePayment(id, task)).await
+        self.approve_rated(from, rec, FULL_RATING).await
+    }
+
+    /// The client approves and pays, rating the work `rating` percent (at
+    /// most [`MAX_RATING`](crate::task::MAX_RATING): the escrow refuses more).
+    pub async fn approve_rated(
+        &self,
+        from: Address,
+        rec: &mut TaskRecord,
+        rating: u8,
+    ) -> Result<TransactionReceipt, ClientError> {
+        self.step(from, rec, |e, id, task| e.approvePayment(id, task, rating)).await
     }
 
     /// Anyone releases payment after the review window.

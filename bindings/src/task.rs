@@ -131,6 +131,14 @@ impl std::fmt::Display for Status {
 }
 
 /// Why a task was settled (`ITaskEscrow.Settlement`), decoded once from a
+/// The highest rating a client gives in an approval (`TaskSettled.rating`,
+/// percent; the escrow's `MAX_RATING`).
+pub const MAX_RATING: u8 = 100;
+
+/// The rating of an approval in full: what the orchestrator gives a result
+/// it approves (the work is worth its whole price, as the payment says).
+pub const FULL_RATING: u8 = MAX_RATING;
+
 /// `TaskSettled` log; its text form ([`Settlement::as_str`], also its serde
 /// form) is what events and the store carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -273,6 +281,9 @@ pub struct TaskRecord {
     pub result_uri: Option<String>,
     /// Why the executor declined (`TaskDeclined`'s reason URI), once it did.
     pub decline_reason_uri: Option<String>,
+    /// The client's rating in its approval (0 to [`MAX_RATING`] percent), once
+    /// it approved.
+    pub rating: Option<u8>,
     /// The state the contract hashes.
     pub task: Task,
 }
@@ -289,6 +300,7 @@ impl TaskRecord {
             spec_uri: ev.specURI.clone(),
             result_uri: None,
             decline_reason_uri: None,
+            rating: None,
             task: ev.task.clone(),
         }
     }
@@ -432,6 +444,12 @@ impl TaskRecord {
                 if settlement.refunds_in_full() && e.executorAmount != 0 {
                     return bad("TaskSettled");
                 }
+                // Only an approval carries a rating, at most MAX_RATING.
+                let rated = settlement == K::Approved;
+                if e.rating > MAX_RATING || (!rated && e.rating != 0) {
+                    return bad("TaskSettled");
+                }
+                self.rating = rated.then_some(e.rating);
                 t.executorShareBps = match settlement {
                     K::Approved | K::AutoReleased => 10_000,
                     K::Ruling | K::AppealRuling | K::RulingFinalized => t.executorShareBps,
@@ -570,6 +588,7 @@ mod tests {
             settlement,
             executorAmount: to_exec,
             funderAmount: to_funder,
+            rating: if settlement == Settlement::Approved as u8 { FULL_RATING } else { 0 },
             at: at(1_500),
         })
     }

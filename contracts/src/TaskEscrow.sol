@@ -6,7 +6,6 @@ import {Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
-import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
@@ -24,9 +23,13 @@ import {ITaskEscrow} from "./interfaces/ITaskEscrow.sol";
 /// The task id is `uint256(keccak256(abi.encode(funder, ref)))`: the existence
 /// check of the id is the idempotency check of the reference, at no extra slot.
 /// A sponsor's grant takes one slot, `_grants[digest]`: what it funded so far in
-/// the low 128 bits, its revocation in the top bit. A slot at zero is a grant never
-/// used, whose signature is checked on its first use.
-contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTransient, EIP712 {
+/// the low 128 bits, its revocation in the top bit. A slot at zero is a grant whose
+/// signature is checked on its use, unless its mark exists: the task with id
+/// `taskIdFor(sponsor, digest)`, which a first use may create as its first task.
+/// A first use that creates the mark and spends the whole budget writes no slot
+/// (a replay would have to create the mark again); any other use writes it.
+/// The pause flag shares its slot with the windows every creation reads.
+contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP712 {
     using SafeERC20 for IERC20;
 
     /// @notice Basis points in a whole.
@@ -46,13 +49,15 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     IERC20 private immutable _token;
     IAgentRegistry private immutable _registry;
 
+    // One slot: what every creation reads (the windows it copies, the pause flag).
+    uint32 public override disputeWindow;
+    uint32 public override appealWindow;
+    uint32 public override appealRulingWindow;
+    bool private _paused;
     address public override arbiter;
     address public override pendingArbiter;
     address public override appealArbiter;
     address public override pendingAppealArbiter;
-    uint32 public override disputeWindow;
-    uint32 public override appealWindow;
-    uint32 public override appealRulingWindow;
 
     mapping(uint256 taskId => bytes32 stateHash) private _taskHashes;
     mapping(bytes32 digest => uint256 spentAndRevoked) private _grants;
@@ -63,6 +68,25 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     );
     /// @dev The top bit of a grant's slot: revoked.
     uint256 private constant _REVOKED = 1 << 255;
+    /// @notice The highest rating a client gives in an approval (percent).
+    uint8 public constant MAX_RATING = 100;
+
+    /// @notice The owner paused creation (OpenZeppelin's Pausable event).
+    /// @param account Who paused.
+    event Paused(address account);
+    /// @notice The owner lifted the pause (OpenZeppelin's Pausable event).
+    /// @param account Who unpaused.
+    event Unpaused(address account);
+    /// @notice Creation while paused (OpenZeppelin's Pausable error).
+    error EnforcedPause();
+    /// @notice Unpausing while not paused (OpenZeppelin's Pausable error).
+    error ExpectedPause();
+
+    /// @dev Reverts with {EnforcedPause} while paused.
+    modifier whenNotPaused() {
+        if (_paused) revert EnforcedPause();
+        _;
+    }
 
     /// @param token_ The settlement token (6-decimal USDC on live chains).
     /// @param registry_ The agent registry every executor must offer its capability in.
@@ -203,7 +227,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         }
         _checkOffer(p.executor, p.capability, p.amount);
 
-        taskId = uint256(keccak256(abi.encode(funder, p.ref)));
+        taskId = _taskIdFor(funder, p.ref);
         if (_taskHashes[taskId] != 0) {
             if (index == _NOT_IN_BATCH) revert TaskEscrowDuplicateReference(funder, p.ref);
             revert TaskEscrowBatchDuplicate(index, p.ref);
@@ -297,8 +321,14 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         bytes32 digest = _grantDigest(g);
         uint256 state = _grants[digest];
         if (state & _REVOKED != 0) revert TaskEscrowGrantRevoked(digest);
-        if (state == 0 && !_signedBy(g.sponsor, digest, gb.signature)) {
-            revert TaskEscrowGrantSignature(digest);
+        // Whether this first use creates the grant's mark (its first task's reference
+        // is the digest), which lets a use that spends the whole budget skip the slot.
+        bool marks = false;
+        if (state == 0) {
+            // A grant whose mark exists was used in full: its slot stayed zero.
+            if (_taskHashes[_taskIdFor(g.sponsor, digest)] != 0) revert TaskEscrowGrantUsed(digest);
+            if (!_signedBy(g.sponsor, digest, gb.signature)) revert TaskEscrowGrantSignature(digest);
+            marks = gb.params[0].ref == digest;
         }
         uint256 total = 0;
         for (uint256 i; i < gb.params.length; ++i) {
@@ -311,8 +341,10 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         uint256 spent = state + total;
         if (spent > g.budget) revert TaskEscrowGrantBudget(digest, g.budget, spent);
         // Effects
-        _grants[digest] = spent;
-        emit GrantSpent(digest, g.sponsor, g.planId, uint128(spent));
+        if (!marks || spent != g.budget) {
+            _grants[digest] = spent;
+            emit GrantSpent(digest, g.sponsor, g.planId, uint128(spent));
+        }
         // Interactions
         _pullFrom(g.sponsor, total);
         return k;
@@ -392,12 +424,13 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @inheritdoc ITaskEscrow
-    function approvePayment(uint256 taskId, Task calldata task) external override nonReentrant {
-        _approve(taskId, task);
+    function approvePayment(uint256 taskId, Task calldata task, uint8 rating) external override nonReentrant {
+        Task memory t = _approved(taskId, task, rating);
+        _token.safeTransfer(t.executor, t.amount);
     }
 
     /// @inheritdoc ITaskEscrow
-    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks)
+    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks, uint8[] calldata ratings)
         external
         override
         nonReentrant
@@ -406,13 +439,14 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             revert TaskEscrowBatchSize(taskIds.length);
         }
         if (taskIds.length != tasks.length) revert TaskEscrowLengthMismatch(taskIds.length, tasks.length);
+        if (taskIds.length != ratings.length) revert TaskEscrowLengthMismatch(taskIds.length, ratings.length);
         // Consecutive items of one executor are paid in one transfer: each
         // task's state is written and its {TaskSettled} emitted before the
         // transfer that carries its amount.
         address payee = address(0);
         uint256 owed = 0;
         for (uint256 i; i < taskIds.length; ++i) {
-            Task memory t = _approved(taskIds[i], tasks[i]);
+            Task memory t = _approved(taskIds[i], tasks[i], ratings[i]);
             if (t.executor != payee) {
                 if (owed != 0) _token.safeTransfer(payee, owed);
                 payee = t.executor;
@@ -423,18 +457,14 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         _token.safeTransfer(payee, owed);
     }
 
-    function _approve(uint256 taskId, Task calldata task) private {
-        Task memory t = _approved(taskId, task);
-        _token.safeTransfer(t.executor, t.amount);
-    }
-
     /// @dev Checks and records the client's approval of `taskId` (Paid, in full)
-    /// and emits {TaskSettled}; the caller pays the executor `t.amount`.
-    function _approved(uint256 taskId, Task calldata task) private returns (Task memory t) {
+    /// with its `rating` and emits {TaskSettled}; the caller pays the executor `t.amount`.
+    function _approved(uint256 taskId, Task calldata task, uint8 rating) private returns (Task memory t) {
         t = _load(taskId, task);
         if (msg.sender != t.client) revert TaskEscrowUnauthorized(msg.sender);
         _requireStatus(taskId, t, Status.Completed);
-        _record(taskId, t, BPS, Settlement.Approved, _NO_RULING, "");
+        if (rating > MAX_RATING) revert TaskEscrowInvalidRating(rating);
+        _record(taskId, t, BPS, Settlement.Approved, _NO_RULING, "", rating);
     }
 
     /// @inheritdoc ITaskEscrow
@@ -608,13 +638,22 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc ITaskEscrow
-    function pause() external override onlyOwner {
-        _pause();
+    function pause() external override onlyOwner whenNotPaused {
+        _paused = true;
+        emit Paused(msg.sender);
     }
 
     /// @inheritdoc ITaskEscrow
     function unpause() external override onlyOwner {
-        _unpause();
+        if (!_paused) revert ExpectedPause();
+        _paused = false;
+        emit Unpaused(msg.sender);
+    }
+
+    /// @notice Whether creation is paused.
+    /// @return True while paused.
+    function paused() external view returns (bool) {
+        return _paused;
     }
 
     /// @inheritdoc ITaskEscrow
@@ -694,8 +733,19 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @inheritdoc ITaskEscrow
+    function grantSpent(Grant calldata grant) external view override returns (uint128 spent, bool revoked) {
+        uint256 state = _grants[_grantDigest(grant)];
+        spent = uint128(state);
+        revoked = state & _REVOKED != 0;
+        // A first use that created the mark and spent the whole budget wrote no slot.
+        if (spent == 0 && _taskHashes[_taskIdFor(grant.sponsor, _grantDigest(grant))] != 0) {
+            spent = grant.budget;
+        }
+    }
+
+    /// @inheritdoc ITaskEscrow
     function taskIdFor(address funder, bytes32 ref) external pure override returns (uint256) {
-        return uint256(keccak256(abi.encode(funder, ref)));
+        return _taskIdFor(funder, ref);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -718,6 +768,10 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
             mstore(0x40, add(t, mul(TASK_WORDS, 32)))
         }
         if (_hash(t) != stored) revert TaskEscrowStaleTask(taskId);
+    }
+
+    function _taskIdFor(address funder, bytes32 ref) private pure returns (uint256) {
+        return uint256(keccak256(abi.encode(funder, ref)));
     }
 
     function _store(uint256 taskId, Task memory t) private {
@@ -780,7 +834,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         string memory rationaleURI
     ) private {
         (uint128 toExecutor, uint128 toFunder) =
-            _record(taskId, t, executorShareBps, how, ruling, rationaleURI);
+            _record(taskId, t, executorShareBps, how, ruling, rationaleURI, 0);
 
         // Interactions
         if (toExecutor != 0) _token.safeTransfer(t.executor, toExecutor);
@@ -788,14 +842,16 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
     }
 
     /// @dev The effects of {_settle}: the terminal state written and its events
-    /// emitted; returns what the executor and the funder are owed.
+    /// emitted (`rating`: the client's, in an approval; zero otherwise); returns
+    /// what the executor and the funder are owed.
     function _record(
         uint256 taskId,
         Task memory t,
         uint16 executorShareBps,
         Settlement how,
         uint8 ruling,
-        string memory rationaleURI
+        string memory rationaleURI,
+        uint8 rating
     ) private returns (uint128 toExecutor, uint128 toFunder) {
         toExecutor = uint128((uint256(t.amount) * executorShareBps) / BPS);
         toFunder = t.amount - toExecutor;
@@ -820,6 +876,6 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, Pausable, ReentrancyGuardTrans
         } else if (ruling == _DECLINED_BY_EXECUTOR) {
             emit TaskDeclined(taskId, msg.sender, rationaleURI, t.updatedAt);
         }
-        emit TaskSettled(taskId, terminal, how, toExecutor, toFunder, t.updatedAt);
+        emit TaskSettled(taskId, terminal, how, toExecutor, toFunder, rating, t.updatedAt);
     }
 }

@@ -17,6 +17,8 @@ abstract contract Base is Test {
     uint32 internal constant APPEAL_RULING_WINDOW = 4 days;
     uint32 internal constant REVIEW_WINDOW = 1 days;
     uint128 internal constant AMOUNT = 10_000_000; // 10 USDC
+    /// @dev The rating the tests' clients give in an approval.
+    uint8 internal constant RATING = 87;
     uint256 internal constant START = 1_700_000_000;
 
     MockUSDC internal usdc;
@@ -95,6 +97,14 @@ abstract contract Base is Test {
         prices[0] = PRICE;
         vm.prank(agent);
         registry.register("ipfs://card", caps, prices);
+    }
+
+    /// @dev `n` ratings of {RATING}, for approvePayments.
+    function _ratings(uint256 n) internal pure returns (uint8[] memory rs) {
+        rs = new uint8[](n);
+        for (uint256 i; i < n; ++i) {
+            rs[i] = RATING;
+        }
     }
 
     /*//////////////////////////////////////////////////////////////

@@ -90,6 +90,7 @@ impl Chain {
             settlement,
             executorAmount: to_executor,
             funderAmount: 1_000_000 - to_executor,
+            rating: if settlement == 0 { 100 } else { 0 },
             at: U40::from(at),
         };
         self.push(ev.encode_log_data());

@@ -727,6 +727,7 @@ mod tests {
             settlement: 0,
             executorAmount: 500,
             funderAmount: 0,
+            rating: 100,
             at: U40::from(1_100),
         };
         let accepted = E::TaskAccepted {

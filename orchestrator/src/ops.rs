@@ -265,6 +265,7 @@ mod tests {
                 settlement: 0,
                 executorAmount: 1,
                 funderAmount: 0,
+                rating: 100,
                 at: U40::from(111),
             }
             .encode_log_data()),

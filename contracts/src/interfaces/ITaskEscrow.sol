@@ -221,6 +221,9 @@ interface ITaskEscrow {
     /// @param settlement Why the task was settled.
     /// @param executorAmount Tokens sent to the executor.
     /// @param funderAmount Tokens sent back to the funder.
+    /// @param rating The client's rating of the work in an approval (Approved), 0 to
+    /// 100 percent: the feedback that travels with the payment. Zero for every other
+    /// settlement, whose shares say what the work was judged worth.
     /// @param at The block time, now the task's `updatedAt`.
     event TaskSettled(
         uint256 indexed taskId,
@@ -228,6 +231,7 @@ interface ITaskEscrow {
         Settlement indexed settlement,
         uint128 executorAmount,
         uint128 funderAmount,
+        uint8 rating,
         uint40 at
     );
 
@@ -398,6 +402,14 @@ interface ITaskEscrow {
     /// @param caller The caller.
     error TaskEscrowGrantNotSponsor(address caller);
 
+    /// @notice The grant was used in full by a first use that created its mark.
+    /// @param digest The grant's EIP-712 digest.
+    error TaskEscrowGrantUsed(bytes32 digest);
+
+    /// @notice An approval's rating is above {MAX_RATING}.
+    /// @param rating The rating given.
+    error TaskEscrowInvalidRating(uint8 rating);
+
     /*//////////////////////////////////////////////////////////////
                             CREATION
     //////////////////////////////////////////////////////////////*/
@@ -467,7 +479,13 @@ interface ITaskEscrow {
     /// plan ({TaskEscrowGrantPlan}); if the grant would fund more than its budget in
     /// all ({TaskEscrowGrantBudget}); if the executor is the caller, the client or the
     /// sponsor ({TaskEscrowSelfDealing}); and for every check of {createTasks}.
-    /// Emits {TaskCreated} per task, then {GrantSpent} per batch.
+    /// A grant's first use may give its first task the grant's digest as reference:
+    /// that task (id `taskIdFor(sponsor, digest)`) is the grant's mark. A first use
+    /// that creates the mark and spends the whole budget writes no state for the grant
+    /// (it is used up: a replay would have to create the mark again); once the mark
+    /// exists, a grant with no recorded spending reverts with {TaskEscrowGrantUsed}.
+    /// Emits {TaskCreated} per task, then {GrantSpent} per batch unless that batch
+    /// was such a first use.
     /// @param batches The grants, their signatures and their tasks (at most
     /// {MAX_BATCH} tasks in all).
     /// @return taskIds `taskIdFor(grant.sponsor, ref)` of every task, in order.
@@ -514,10 +532,12 @@ interface ITaskEscrow {
 
     /// @notice The client approves a Completed task; the executor is paid in full.
     /// @dev Reverts unless the caller is the client and the task is Completed; the
-    /// review window need not have ended. Emits {TaskSettled} (Paid, Approved).
+    /// review window need not have ended; reverts with {TaskEscrowInvalidRating} if
+    /// `rating` is above {MAX_RATING}. Emits {TaskSettled} (Paid, Approved, `rating`).
     /// @param taskId The task.
     /// @param task Its current state.
-    function approvePayment(uint256 taskId, Task calldata task) external;
+    /// @param rating The client's rating of the work, 0 to 100 percent.
+    function approvePayment(uint256 taskId, Task calldata task, uint8 rating) external;
 
     /// @notice The client approves several Completed tasks at once; all or nothing.
     /// @dev Each item as {approvePayment}. Emits one {TaskSettled} per task, in order.
@@ -525,7 +545,9 @@ interface ITaskEscrow {
     /// batch by executor to pay each once).
     /// @param taskIds The tasks, 1 to {MAX_BATCH} of them ({TaskEscrowBatchSize}).
     /// @param tasks Their current states, one per id ({TaskEscrowLengthMismatch}).
-    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks) external;
+    /// @param ratings The client's rating of each, one per id ({TaskEscrowLengthMismatch}).
+    function approvePayments(uint256[] calldata taskIds, Task[] calldata tasks, uint8[] calldata ratings)
+        external;
 
     /// @notice Anyone releases payment of a Completed task once its review window passed.
     /// @dev Reverts with {TaskEscrowTooEarly} until `updatedAt + reviewWindow` has
@@ -781,4 +803,12 @@ interface ITaskEscrow {
     /// @return spent The sum of the amounts it funded.
     /// @return revoked Whether its sponsor revoked it.
     function grantState(bytes32 digest) external view returns (uint128 spent, bool revoked);
+
+    /// @notice What `grant` has funded so far and whether it is revoked, counting a
+    /// first use that created its mark and spent the whole budget (which writes no
+    /// state: {grantState} reads zero for it) as its budget spent.
+    /// @param grant The grant.
+    /// @return spent The sum of the amounts it funded.
+    /// @return revoked Whether its sponsor revoked it.
+    function grantSpent(Grant calldata grant) external view returns (uint128 spent, bool revoked);
 }

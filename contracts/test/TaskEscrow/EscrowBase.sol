@@ -62,7 +62,7 @@ abstract contract EscrowBase is Base {
         } else if (status == ITaskEscrow.Status.Paid) {
             (id, t) = _completed();
             vm.prank(client);
-            escrow.approvePayment(id, t);
+            escrow.approvePayment(id, t, RATING);
             t = _settled(t, ITaskEscrow.Status.Paid, BPS);
         } else if (status == ITaskEscrow.Status.Refunded) {
             (id, t) = _appealed(5000);
@@ -127,7 +127,9 @@ abstract contract EscrowBase is Base {
         uint128 toFunder
     ) internal {
         vm.expectEmit(address(escrow));
-        emit ITaskEscrow.TaskSettled(id, status, how, toExecutor, toFunder, uint40(block.timestamp));
+        // An approval carries the client's rating; no other settlement does.
+        uint8 rating = how == ITaskEscrow.Settlement.Approved ? RATING : 0;
+        emit ITaskEscrow.TaskSettled(id, status, how, toExecutor, toFunder, rating, uint40(block.timestamp));
     }
 
     function _expectRevertUnknown(uint256 id) internal {

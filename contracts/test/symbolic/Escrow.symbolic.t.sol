@@ -119,11 +119,12 @@ contract EscrowSymbolic is Test {
     function _anyCall(uint256 which) internal view returns (bytes memory) {
         ITaskEscrow.Task memory t = task;
         uint16 bps = uint16(svm.createUint256("bps"));
+        uint8 rating = uint8(svm.createUint256("rating"));
         string memory uri = "data:,u";
         if (which == 0) return abi.encodeCall(ITaskEscrow.acceptTask, (id, t));
         if (which == 1) return abi.encodeCall(ITaskEscrow.completeTask, (id, t, uri));
         if (which == 2) return abi.encodeCall(ITaskEscrow.deliver, (id, t, uri));
-        if (which == 3) return abi.encodeCall(ITaskEscrow.approvePayment, (id, t));
+        if (which == 3) return abi.encodeCall(ITaskEscrow.approvePayment, (id, t, rating));
         if (which == 4) return abi.encodeCall(ITaskEscrow.releasePayment, (id, t));
         if (which == 5) return abi.encodeCall(ITaskEscrow.disputeTask, (id, t, uri));
         if (which == 6) return abi.encodeCall(ITaskEscrow.resolveDispute, (id, t, bps, uri));
@@ -143,7 +144,9 @@ contract EscrowSymbolic is Test {
             ids[0] = id;
             ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](1);
             ts[0] = t;
-            return abi.encodeCall(ITaskEscrow.approvePayments, (ids, ts));
+            uint8[] memory ratings = new uint8[](1);
+            ratings[0] = rating;
+            return abi.encodeCall(ITaskEscrow.approvePayments, (ids, ts, ratings));
         }
         if (which == 15) return abi.encodeCall(ITaskEscrow.declineTask, (id, t, uri));
         // Creation from the caller, with a symbolic amount and executor.

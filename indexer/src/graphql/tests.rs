@@ -222,6 +222,7 @@ async fn indexed(store: &IndexStore) {
                 settlement: 3,
                 executorAmount: 60_000,
                 funderAmount: 40_000,
+                rating: 0,
                 at: U40::from(1_060),
             }
             .encode_log_data(),
@@ -252,6 +253,7 @@ async fn indexed(store: &IndexStore) {
                 settlement: 0,
                 executorAmount: 200_000,
                 funderAmount: 0,
+                rating: 100,
                 at: U40::from(1_031),
             }
             .encode_log_data(),

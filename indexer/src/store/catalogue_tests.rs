@@ -81,6 +81,7 @@ fn paid_task(id: u64, block: u64) -> Vec<Log> {
         settlement: 1,
         executorAmount: 1_000_000,
         funderAmount: 0,
+        rating: 0,
         at: U40::from(1_900),
     };
     vec![

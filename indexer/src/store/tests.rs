@@ -433,6 +433,7 @@ fn declined_logs(blobs: &tessera_bindings::envelope::MemoryBlobStore) -> Vec<Log
             settlement: 8,
             executorAmount: 0,
             funderAmount: 1_000,
+            rating: 0,
             at: U40::from(1_100),
         };
         logs.push(at(&|| declined.encode_log_data(), block + 1, 0));
@@ -565,6 +566,7 @@ fn late_decline_logs(executor: Address) -> Vec<Log> {
             settlement: 8,
             executorAmount: 0,
             funderAmount: 1_000_000,
+            rating: 0,
             at: at_,
         };
         logs.push(at(settled.encode_log_data(), block + 1, 1));
@@ -677,6 +679,7 @@ fn ruled_logs() -> Vec<Log> {
             settlement: 2,
             executorAmount: 400,
             funderAmount: 600,
+            rating: 0,
             at: U40::from(1_300),
         }
         .encode_log_data(),

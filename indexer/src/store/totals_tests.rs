@@ -50,6 +50,7 @@ fn lifecycle(rng: &mut Rng, id: u64, block: u64) -> Vec<Log> {
             settlement: 0,
             executorAmount: paid,
             funderAmount: amount - paid,
+            rating: 100,
             at: at(t),
         }
         .encode_log_data()

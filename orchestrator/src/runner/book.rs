@@ -208,6 +208,7 @@ mod tests {
             settlement: 0,
             executorAmount: 1,
             funderAmount: 0,
+            rating: 100,
             at: U40::from(1),
         };
         log(ev.encode_log_data(), block, fork, 1)

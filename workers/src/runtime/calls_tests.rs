@@ -52,6 +52,7 @@ fn rec(id: u64) -> TaskRecord {
         spec_uri: String::new(),
         result_uri: None,
         decline_reason_uri: None,
+        rating: None,
         task: Task { funder: Address::ZERO, ..Default::default() },
     }
 }

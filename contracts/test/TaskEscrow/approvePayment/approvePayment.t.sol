@@ -11,7 +11,7 @@ contract ApprovePaymentTest is EscrowBase {
         (, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         _expectRevertUnknown(_unknownId());
-        escrow.approvePayment(_unknownId(), t);
+        escrow.approvePayment(_unknownId(), t, RATING);
     }
 
     function test_RevertWhen_TaskStale() public {
@@ -19,7 +19,7 @@ contract ApprovePaymentTest is EscrowBase {
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
         _expectRevertStale(id);
-        escrow.approvePayment(id, _stale(t));
+        escrow.approvePayment(id, _stale(t), RATING);
     }
 
     function test_RevertWhen_CallerNotClient() public {
@@ -29,7 +29,7 @@ contract ApprovePaymentTest is EscrowBase {
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
             _expectRevertUnauthorized(others[i]);
-            escrow.approvePayment(id, t);
+            escrow.approvePayment(id, t, RATING);
         }
     }
 
@@ -41,7 +41,7 @@ contract ApprovePaymentTest is EscrowBase {
             (uint256 id, ITaskEscrow.Task memory t) = _taskIn(all[i]);
             vm.prank(client);
             _expectRevertStatus(id, all[i]);
-            escrow.approvePayment(id, t);
+            escrow.approvePayment(id, t, RATING);
         }
     }
 
@@ -56,7 +56,7 @@ contract ApprovePaymentTest is EscrowBase {
 
         _expectSettled(id, ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, AMOUNT, 0);
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
 
         _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
         _assertPaidOut(t, before, AMOUNT, 0);
@@ -71,7 +71,7 @@ contract ApprovePaymentTest is EscrowBase {
         Balances memory before = _balances(t);
         _expectSettled(id, ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, AMOUNT, 0);
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
         _assertPaidOut(t, before, AMOUNT, 0);
     }
@@ -81,16 +81,16 @@ contract ApprovePaymentTest is EscrowBase {
         // it should revert with TaskEscrowInvalidStatus
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         ITaskEscrow.Task memory paid = _settled(_copy(t), ITaskEscrow.Status.Paid, BPS);
 
         // The pre-payment state is stale now; the paid state is terminal.
         vm.prank(client);
         _expectRevertStale(id);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         vm.prank(client);
         _expectRevertStatus(id, ITaskEscrow.Status.Paid);
-        escrow.approvePayment(id, paid);
+        escrow.approvePayment(id, paid, RATING);
         assertEq(usdc.balanceOf(executor), AMOUNT, "paid once");
     }
 
@@ -108,7 +108,7 @@ contract ApprovePaymentTest is EscrowBase {
 
         _expectSettled(id, ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, amount, 0);
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
 
         _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
         _assertPaidOut(t, before, amount, 0);

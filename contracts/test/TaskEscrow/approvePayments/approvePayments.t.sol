@@ -26,18 +26,18 @@ contract ApprovePaymentsTest is EscrowBase {
         one[0] = ts[0];
         vm.prank(client);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowLengthMismatch.selector, 2, 1));
-        escrow.approvePayments(ids, one);
+        escrow.approvePayments(ids, one, _ratings(ids.length));
     }
 
     function test_RevertWhen_BatchEmptyOrTooLong() public {
         // it should revert with TaskEscrowBatchSize
         vm.prank(client);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, 0));
-        escrow.approvePayments(new uint256[](0), new ITaskEscrow.Task[](0));
+        escrow.approvePayments(new uint256[](0), new ITaskEscrow.Task[](0), new uint8[](0));
         uint256 n = escrow.MAX_BATCH() + 1;
         vm.prank(client);
         vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchSize.selector, n));
-        escrow.approvePayments(new uint256[](n), new ITaskEscrow.Task[](n));
+        escrow.approvePayments(new uint256[](n), new ITaskEscrow.Task[](n), new uint8[](n));
     }
 
     function test_RevertWhen_CallerNotClientOfEveryTask() public {
@@ -47,7 +47,7 @@ contract ApprovePaymentsTest is EscrowBase {
         for (uint256 i; i < others.length; ++i) {
             vm.prank(others[i]);
             _expectRevertUnauthorized(others[i]);
-            escrow.approvePayments(ids, ts);
+            escrow.approvePayments(ids, ts, _ratings(ids.length));
         }
     }
 
@@ -58,7 +58,7 @@ contract ApprovePaymentsTest is EscrowBase {
         uint256 held = usdc.balanceOf(address(escrow));
         vm.prank(client);
         _expectRevertStatus(ids[1], ITaskEscrow.Status.Created);
-        escrow.approvePayments(ids, ts);
+        escrow.approvePayments(ids, ts, _ratings(ids.length));
         assertEq(usdc.balanceOf(address(escrow)), held, "nobody paid");
     }
 
@@ -68,7 +68,7 @@ contract ApprovePaymentsTest is EscrowBase {
         ts[2] = _stale(ts[2]);
         vm.prank(client);
         _expectRevertStale(ids[2]);
-        escrow.approvePayments(ids, ts);
+        escrow.approvePayments(ids, ts, _ratings(ids.length));
     }
 
     function test_RevertWhen_AnItemRepeats() public {
@@ -79,7 +79,7 @@ contract ApprovePaymentsTest is EscrowBase {
         // The second approval of the same task sees the paid state: stale.
         vm.prank(client);
         _expectRevertStale(ids[0]);
-        escrow.approvePayments(ids, ts);
+        escrow.approvePayments(ids, ts, _ratings(ids.length));
     }
 
     function test_approvePayments() public {
@@ -94,7 +94,7 @@ contract ApprovePaymentsTest is EscrowBase {
             _expectSettled(ids[i], ITaskEscrow.Status.Paid, ITaskEscrow.Settlement.Approved, AMOUNT, 0);
         }
         vm.prank(client);
-        escrow.approvePayments(ids, ts);
+        escrow.approvePayments(ids, ts, _ratings(ids.length));
         for (uint256 i; i < ids.length; ++i) {
             _assertStored(ids[i], _settled(ts[i], ITaskEscrow.Status.Paid, BPS));
         }
@@ -116,7 +116,7 @@ contract ApprovePaymentsTest is EscrowBase {
         }
         vm.recordLogs();
         vm.prank(client);
-        escrow.approvePayments(ids, ts);
+        escrow.approvePayments(ids, ts, _ratings(ids.length));
         Vm.Log[] memory logs = vm.getRecordedLogs();
         bytes32 transfer = keccak256("Transfer(address,address,uint256)");
         address[3] memory to = [executor, executor2, executor];

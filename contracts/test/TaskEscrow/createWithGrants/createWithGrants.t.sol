@@ -114,7 +114,7 @@ contract CreateWithGrantsTest is GrantBase {
         ITaskEscrow.Task memory t = _deliver(ids[0], ts[0]);
         uint256 before = usdc.balanceOf(executor);
         vm.prank(operator);
-        escrow.approvePayment(ids[0], t);
+        escrow.approvePayment(ids[0], t, RATING);
         assertEq(usdc.balanceOf(executor), before + AMOUNT, "paid after revocation");
         assertEq(_spent(g), AMOUNT, "spent unchanged");
     }

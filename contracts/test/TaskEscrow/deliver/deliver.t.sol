@@ -81,7 +81,7 @@ contract DeliverTest is EscrowBase {
         assertEq(usdc.balanceOf(address(escrow)), held, "no funds move");
         // The review window runs from delivery: the client can approve.
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _assertStatus(id, _settled(t, ITaskEscrow.Status.Paid, BPS), ITaskEscrow.Status.Paid);
     }
 

@@ -62,7 +62,7 @@ contract StaleTaskTest is EscrowBase {
     function _invoke(Fn fn, uint256 id, ITaskEscrow.Task memory t) private {
         if (fn == Fn.Accept) escrow.acceptTask(id, t);
         else if (fn == Fn.Complete) escrow.completeTask(id, t, RESULT);
-        else if (fn == Fn.Approve) escrow.approvePayment(id, t);
+        else if (fn == Fn.Approve) escrow.approvePayment(id, t, RATING);
         else if (fn == Fn.Release) escrow.releasePayment(id, t);
         else if (fn == Fn.Dispute) escrow.disputeTask(id, t, "reason");
         else if (fn == Fn.ResolveDispute) escrow.resolveDispute(id, t, 5000, "rationale");

@@ -74,7 +74,7 @@ contract PauseTest is EscrowBase {
         escrow.reassignTask(ids[2], ts[2], executor2, uint40(block.timestamp + 1 days), CAPABILITY);
         ts[3] = _complete(ids[3], ts[3]);
         vm.prank(client);
-        escrow.approvePayment(ids[3], ts[3]);
+        escrow.approvePayment(ids[3], ts[3], RATING);
         ts[4] = _dispute(ids[4], ts[4]);
         _rule(ids[4], ts[4], 5000);
         ts[6] = _appeal(ids[6], ts[6], executor);

@@ -183,7 +183,7 @@ contract ReassignTaskTest is EscrowBase {
         escrow.completeTask(id, t, RESULT);
         t = _complete(id, _accept(id, t));
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         assertEq(usdc.balanceOf(executor2), AMOUNT, "new executor paid");
         assertEq(usdc.balanceOf(executor), 0, "old executor unpaid");
     }

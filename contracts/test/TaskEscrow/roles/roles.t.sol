@@ -115,10 +115,10 @@ contract RoleMatrixTest is EscrowBase {
             if (_is(roles[i], client)) continue;
             vm.prank(roles[i]);
             _expectUnauthorized(roles[i]);
-            escrow.approvePayment(id, t);
+            escrow.approvePayment(id, t, RATING);
         }
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
     }
 

@@ -17,7 +17,7 @@ contract SmokeTest is Base {
         t = _accept(id, t);
         t = _complete(id, t);
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         assertEq(usdc.balanceOf(executor), AMOUNT, "executor paid");
     }
 }

@@ -70,10 +70,10 @@ contract ReentrantTokenTest is EscrowBase {
     function test_RevertWhen_ApprovePaymentReentersApprovePayment() public {
         // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _completedWithTokenClient();
-        _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)), true);
+        _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.approvePayment, (id, t, RATING)), true);
         vm.prank(address(token));
         _expectGuard();
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _assertStored(id, t);
         assertEq(token.balanceOf(executor), 0, "executor unpaid");
         assertEq(token.balanceOf(address(escrow)), AMOUNT, "escrow still holds");
@@ -82,9 +82,9 @@ contract ReentrantTokenTest is EscrowBase {
     function test_approvePayment_reentryBlockedPaysOnce() public {
         // it should revert with ReentrancyGuardReentrantCall (see tokens/reentrant.t.sol)
         (uint256 id, ITaskEscrow.Task memory t) = _completedWithTokenClient();
-        _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)), false);
+        _arm(ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.approvePayment, (id, t, RATING)), false);
         vm.prank(address(token));
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _assertSwallowed(_guardError());
         _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
         assertEq(token.balanceOf(executor), AMOUNT, "executor paid once");
@@ -237,7 +237,7 @@ contract ReentrantTokenTest is EscrowBase {
         caller = client;
         if (path == Payout.Approve) {
             (id, t) = _completed();
-            call = abi.encodeCall(ITaskEscrow.approvePayment, (id, t));
+            call = abi.encodeCall(ITaskEscrow.approvePayment, (id, t, RATING));
         } else if (path == Payout.Release) {
             (id, t) = _completed();
             vm.warp(uint256(t.updatedAt) + t.reviewWindow + 1);
@@ -314,7 +314,7 @@ contract ReentrantTokenTest is EscrowBase {
         bytes[11] memory entries = [
             abi.encodeCall(ITaskEscrow.createTask, (p)),
             abi.encodeCall(ITaskEscrow.createTaskWithPermit, (p, 0, 0, bytes32(0), bytes32(0))),
-            abi.encodeCall(ITaskEscrow.approvePayment, (1, any)),
+            abi.encodeCall(ITaskEscrow.approvePayment, (1, any, RATING)),
             abi.encodeCall(ITaskEscrow.releasePayment, (1, any)),
             abi.encodeCall(ITaskEscrow.resolveDispute, (1, any, 0, "")),
             abi.encodeCall(ITaskEscrow.resolveAppeal, (1, any, 0, "")),
@@ -328,7 +328,7 @@ contract ReentrantTokenTest is EscrowBase {
             (uint256 id, ITaskEscrow.Task memory t) = _completed();
             _arm(ReentrantToken.Hook.Transfer, entries[i], false);
             vm.prank(client);
-            escrow.approvePayment(id, t);
+            escrow.approvePayment(id, t, RATING);
             assertEq(token.reentries(), i + 1, "attempted");
             assertFalse(token.lastSuccess(), "blocked");
             assertEq(keccak256(token.lastReturn()), keccak256(_guardError()), "by the guard");
@@ -345,7 +345,7 @@ contract ReentrantTokenTest is EscrowBase {
             ReentrantToken.Hook.Transfer, abi.encodeCall(ITaskEscrow.disputeTask, (id, t, "too late")), false
         );
         vm.prank(address(token));
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _assertSwallowed(abi.encodeWithSelector(ITaskEscrow.TaskEscrowStaleTask.selector, id));
 
         ITaskEscrow.Task memory paid = _settled(_copy(t), ITaskEscrow.Status.Paid, BPS);

@@ -42,7 +42,7 @@ contract ViewsTest is EscrowBase {
         t = _complete(id, t);
         assertEq(escrow.taskHash(id), escrow.hashTask(t), "completed");
         vm.prank(client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         t = _settled(t, ITaskEscrow.Status.Paid, BPS);
         assertEq(escrow.taskHash(id), escrow.hashTask(t), "paid: terminal hash stays");
     }

@@ -19,6 +19,8 @@ import {EscrowBaseHandler} from "./EscrowBaseHandler.sol";
 contract EscrowLifecycleHandler is EscrowBaseHandler {
     uint256 internal constant MAX_DEADLINE = 7 days;
     uint256 internal constant MAX_WARP = 1 days;
+    /// @dev The rating clients give in an approval.
+    uint8 internal constant RATING = 100;
 
     address internal immutable _stranger;
 
@@ -175,8 +177,16 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         ITaskEscrow.Status from = t.status;
         _observeStart();
         vm.prank(t.client);
-        escrow.approvePayment(id, t);
+        escrow.approvePayment(id, t, RATING);
         _commit(id, from, _settled(t, BPS, ITaskEscrow.Settlement.Approved));
+    }
+
+    /// @dev `n` ratings of {RATING}.
+    function _ratings(uint256 n) internal pure returns (uint8[] memory rs) {
+        rs = new uint8[](n);
+        for (uint256 i; i < n; ++i) {
+            rs[i] = RATING;
+        }
     }
 
     /// @notice The executor's fast path: accept and complete in one call.
@@ -217,7 +227,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
         }
         vm.recordLogs();
         vm.prank(t0.client);
-        escrow.approvePayments(ids, ts);
+        escrow.approvePayments(ids, ts, _ratings(ids.length));
         _attributeBatchPayouts(vm.getRecordedLogs(), ids, ts);
         for (uint256 i; i < k; ++i) {
             store.setTask(ids[i], _settled(ts[i], BPS, ITaskEscrow.Settlement.Approved));
@@ -662,7 +672,7 @@ contract EscrowLifecycleHandler is EscrowBaseHandler {
     {
         if (fn == 0) return (t.executor, abi.encodeCall(ITaskEscrow.acceptTask, (id, t)));
         if (fn == 1) return (t.executor, abi.encodeCall(ITaskEscrow.completeTask, (id, t, "r")));
-        if (fn == 2) return (t.client, abi.encodeCall(ITaskEscrow.approvePayment, (id, t)));
+        if (fn == 2) return (t.client, abi.encodeCall(ITaskEscrow.approvePayment, (id, t, RATING)));
         if (fn == 3) return (_stranger, abi.encodeCall(ITaskEscrow.releasePayment, (id, t)));
         if (fn == 4) return (t.client, abi.encodeCall(ITaskEscrow.disputeTask, (id, t, "r")));
         if (fn == 5) return (arbiter, abi.encodeCall(ITaskEscrow.resolveDispute, (id, t, BPS, "r")));

@@ -16,7 +16,7 @@ use tessera_bindings::{
     ITaskEscrow::CreateParams,
     MockUSDC, ReputationRegistry,
     client::{ClientError, map_call},
-    task::TaskRecord,
+    task::{FULL_RATING, TaskRecord},
 };
 
 use super::{Chain, RunError, Sent};
@@ -108,17 +108,19 @@ impl Chain {
 
     /// Sends the approvals of every task of `recs` (one call for several,
     /// grouped by executor: the escrow pays each run of one executor in one
-    /// transfer); returns without waiting for them to be mined.
+    /// transfer), each rated [`FULL_RATING`]: the runner approves what it
+    /// pays in full; returns without waiting for them to be mined.
     pub(crate) async fn approve_all(&self, recs: &[&TaskRecord]) -> Result<Sent, ClientError> {
         let c = self.escrow.contract();
         match recs {
-            [rec] => self.dispatch(c.approvePayment(rec.id, rec.task.clone())).await,
+            [rec] => self.dispatch(c.approvePayment(rec.id, rec.task.clone(), FULL_RATING)).await,
             _ => {
                 let mut recs = recs.to_vec();
                 recs.sort_by_key(|r| r.task.executor);
                 let ids = recs.iter().map(|r| r.id).collect();
                 let tasks = recs.iter().map(|r| r.task.clone()).collect();
-                self.dispatch(c.approvePayments(ids, tasks)).await
+                let ratings = vec![FULL_RATING; recs.len()];
+                self.dispatch(c.approvePayments(ids, tasks, ratings)).await
             }
         }
     }
@@ -217,7 +219,7 @@ impl Chain {
         let (id, task) = (rec.id, rec.task.clone());
         let uri = uri.unwrap_or_default();
         let sent = match call {
-            Call::Approve => self.dispatch(c.approvePayment(id, task)).await,
+            Call::Approve => self.dispatch(c.approvePayment(id, task, FULL_RATING)).await,
             Call::Release => self.dispatch(c.releasePayment(id, task)).await,
             Call::Cancel => self.dispatch(c.cancelTask(id, task)).await,
             Call::RefundExpired => self.dispatch(c.refundExpired(id, task)).await,
