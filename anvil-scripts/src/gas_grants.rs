@@ -1,9 +1,11 @@
 //! The grant path of the gas bench: a sponsor who only signs (an EIP-712
 //! grant per plan; its allowance given once, by a permit the operator
 //! submits), an operator who creates the plan's tasks with
-//! `createWithGrants`, approves them as their client and gives the
-//! feedback. What a sponsor's plan costs per settled sub-task, all in:
-//! the lifecycle plus the feedback the orchestrator gives by default.
+//! `createWithGrants` (the first task referenced by the grant's digest, its
+//! mark, as the orchestrator does), approves them as their client with a
+//! rating and, in the ERC-8004 modes, gives the feedback. What a sponsor's
+//! plan costs per settled sub-task, all in: the lifecycle plus the feedback
+//! of each mode, the default (the rating in the approval) first.
 
 use alloy::primitives::{Address, U256};
 use serde::Serialize;
@@ -33,16 +35,18 @@ const AMOUNT: u128 = 2_500_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Feedback {
-    /// One feedback per settled task.
+    /// The rating each approval carries, nothing more (counted in the
+    /// lifecycle: the approval's `TaskSettled` carries it).
+    Approval,
+    /// And one ERC-8004 feedback per settled task.
     PerTask,
-    /// One feedback per executor of a plan, once its run is over.
+    /// And one ERC-8004 feedback per executor of a plan, once its run is over.
     PerPlan,
 }
 
-/// The default the rows are held against: per-plan, one feedback per
-/// distinct executor of the plan (the default of `tessera serve` as of
-/// issue 44).
-pub const DEFAULT_FEEDBACK: Feedback = Feedback::PerPlan;
+/// The default the rows are held against: the rating in the approval (the
+/// default of `tessera serve --feedback`).
+pub const DEFAULT_FEEDBACK: Feedback = Feedback::Approval;
 
 /// One plan on the grant path, measured.
 #[derive(Debug, Clone, Serialize)]
@@ -60,11 +64,16 @@ pub struct GrantPlanGas {
 impl GrantPlanGas {
     /// Lifecycle and feedback under `mode`, per task.
     pub fn all_in_per_task(&self, mode: Feedback) -> u64 {
-        let feedback = match mode {
+        (self.lifecycle + self.feedback(mode)) / self.tasks as u64
+    }
+
+    /// The feedback transactions of `mode`, in all.
+    pub fn feedback(&self, mode: Feedback) -> u64 {
+        match mode {
+            Feedback::Approval => 0,
             Feedback::PerPlan => self.feedback_per_plan,
             Feedback::PerTask => self.feedback_per_task,
-        };
-        (self.lifecycle + feedback) / self.tasks as u64
+        }
     }
 }
 
@@ -135,6 +144,9 @@ pub async fn run(
                 valid_until: d.now().await? + 7 * 24 * 3600,
                 nonce: U256::from(nonce),
             };
+            // The first task is the grant's mark: a first use spending the
+            // whole budget then writes no slot for the grant.
+            params[0].r#ref = grant::digest(chain_id, escrow, &terms);
             let signature = grant::sign(sponsor, chain_id, escrow, &terms)
                 .map_err(|e| Error::Key(format!("signing the grant: {e}")))?;
             let batch = GrantedBatch { grant: terms.to_sol(), signature, params };
@@ -188,13 +200,11 @@ impl GrantGas {
             let gas = plan.all_in_per_task(mode);
             let verdict = if gas <= goal { "meets" } else { "MISSES" };
             let default = if mode == self.default_feedback { " (default)" } else { "" };
-            let feedback = match mode {
-                Feedback::PerPlan => plan.feedback_per_plan,
-                Feedback::PerTask => plan.feedback_per_task,
-            } / plan.tasks as u64;
+            let feedback = plan.feedback(mode) / plan.tasks as u64;
             out += &format!(
                 "  {what:<36} {:<9}{default:<10} {:>7} + {:>7} = {gas:>7}  goal <= {goal:>7}  {:.2} x  {verdict}\n",
                 match mode {
+                    Feedback::Approval => "approval",
                     Feedback::PerPlan => "per-plan",
                     Feedback::PerTask => "per-task",
                 },
@@ -203,10 +213,11 @@ impl GrantGas {
                 gas as f64 / goal as f64
             );
         };
-        for mode in [Feedback::PerPlan, Feedback::PerTask] {
+        const MODES: [Feedback; 3] = [Feedback::Approval, Feedback::PerPlan, Feedback::PerTask];
+        for mode in MODES {
             row("one-task plan", &self.one_task, mode, GOAL_ONE_TASK_ALL_IN);
         }
-        for mode in [Feedback::PerPlan, Feedback::PerTask] {
+        for mode in MODES {
             row(
                 "per task, plan of 10, one executor",
                 &self.batch,

@@ -1,4 +1,8 @@
-//! Feedback with a receipt, given for the sponsor once its tasks settle:
+//! Feedback with a receipt. Every approval carries the client's rating
+//! (`TaskSettled.rating`, [`tessera_bindings::task::FULL_RATING`] for what
+//! the runner approves): the feedback that travels with the payment, at no
+//! transaction of its own ([`FeedbackMode::Approval`], the default). On top
+//! of it an operator may give, for the sponsor once its tasks settle,
 //! ERC-8004 feedback in the deployment's reputation registry whose URI and
 //! hash name the settlements it speaks of ([`tessera_bindings::feedback`]),
 //! so anyone can check it against the escrow's `TaskSettled` events. A lost
@@ -9,7 +13,7 @@
 //! settles (the long proof, [`Proof`]); [`FeedbackMode::PerPlan`] one per
 //! executor once its run is over, summing up that executor's tasks of the
 //! run (the compact proof, [`tessera_bindings::feedback::CompactProof`]);
-//! [`FeedbackMode::Off`] none.
+//! [`FeedbackMode::Approval`] none beyond the approvals' ratings.
 //! An executor without a linked ERC-8004 identity gets none (the ledger
 //! says so). Each subject is claimed in the store before its transaction
 //! goes out ([`crate::store::Store::claim_feedback`]); a crash in between
@@ -43,12 +47,14 @@ struct Subject<'a> {
 /// How feedback is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FeedbackMode {
-    /// One feedback per settled task.
+    /// The rating each approval carries, and ERC-8004 feedback per settled task.
     PerTask,
-    /// One feedback per executor and run, once the run is over.
+    /// The rating each approval carries, and ERC-8004 feedback per executor
+    /// and run, once the run is over.
     PerPlan,
-    /// None.
-    Off,
+    /// The rating each approval carries, and no ERC-8004 feedback (the
+    /// default: no transaction beyond the lifecycle's).
+    Approval,
 }
 
 impl FromStr for FeedbackMode {
@@ -58,8 +64,9 @@ impl FromStr for FeedbackMode {
         match s {
             "per-task" => Ok(Self::PerTask),
             "per-plan" => Ok(Self::PerPlan),
-            "off" => Ok(Self::Off),
-            other => Err(format!("feedback is per-task, per-plan or off, not {other:?}")),
+            // `off`: the older name, from before approvals carried a rating.
+            "approval" | "off" => Ok(Self::Approval),
+            other => Err(format!("feedback is approval, per-plan or per-task, not {other:?}")),
         }
     }
 }
@@ -69,7 +76,7 @@ impl std::fmt::Display for FeedbackMode {
         f.write_str(match self {
             Self::PerTask => "per-task",
             Self::PerPlan => "per-plan",
-            Self::Off => "off",
+            Self::Approval => "approval",
         })
     }
 }
@@ -119,7 +126,7 @@ impl Orchestrator {
         let Some(registry) = self.chain().deployment().reputation_registry else {
             return Ok(Given::default());
         };
-        if mode == FeedbackMode::Off || !self.may_drive() {
+        if mode == FeedbackMode::Approval || !self.may_drive() {
             return Ok(Given::default());
         }
         // Runs record their lane: the sponsor's address, lower-case.
@@ -302,7 +309,7 @@ pub async fn feedback_loop(
     every: Duration,
     stop: CancellationToken,
 ) {
-    if mode == FeedbackMode::Off || orch.chain().deployment().reputation_registry.is_none() {
+    if mode == FeedbackMode::Approval || orch.chain().deployment().reputation_registry.is_none() {
         // Nothing to give: idle until the service stops (its end is a failure).
         return stop.cancelled().await;
     }
@@ -326,10 +333,11 @@ mod tests {
 
     #[test]
     fn modes_parse_and_print() {
-        for m in [FeedbackMode::PerTask, FeedbackMode::PerPlan, FeedbackMode::Off] {
+        for m in [FeedbackMode::PerTask, FeedbackMode::PerPlan, FeedbackMode::Approval] {
             assert_eq!(m.to_string().parse::<FeedbackMode>(), Ok(m));
         }
-        assert!("daily".parse::<FeedbackMode>().unwrap_err().contains("per-task, per-plan or off"));
+        assert!("daily".parse::<FeedbackMode>().unwrap_err().contains("approval, per-plan or per-task"));
+        assert_eq!("off".parse::<FeedbackMode>(), Ok(FeedbackMode::Approval), "the older name");
     }
 
     #[test]

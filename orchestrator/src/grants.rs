@@ -236,7 +236,7 @@ impl Orchestrator {
             Err(e) => return Err(Refusal::GrantUnverified(e).into()),
         }
         let escrow = TaskEscrow::new(deployment.task_escrow, chain.provider());
-        let state = escrow.grantState(digest).call().await.map_err(map_call)?;
+        let state = escrow.grantSpent(t.to_sol()).call().await.map_err(map_call)?;
         if state.revoked {
             return Err(Refusal::GrantRevoked.into());
         }

@@ -72,11 +72,12 @@ pub(crate) struct ServeArgs {
     /// review. At most half the task's review window is used.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     result_wait_secs: u64,
-    /// ERC-8004 feedback given to executors once their tasks settle,
-    /// backed by the settlement (docs/reputation.md): per-plan (the
-    /// default: one per executor when a run is over), per-task or off.
-    /// Nothing is given without a reputation registry in the deployment.
-    #[arg(long, env = "TESSERA_FEEDBACK", default_value = "per-plan")]
+    /// Feedback to executors (docs/reputation.md): approval (the default:
+    /// the rating every approval carries, no transaction of its own), or
+    /// that and ERC-8004 feedback backed by the settlement, per-plan (one
+    /// per executor when a run is over) or per-task. No ERC-8004 feedback
+    /// is given without a reputation registry in the deployment.
+    #[arg(long, env = "TESSERA_FEEDBACK", default_value = "approval")]
     feedback: tessera_orchestrator::feedback::FeedbackMode,
     /// Store of the embedded indexer, which feeds the web UI's history and
     /// agents pages (served under /index/api/…): sqlite://<file> or postgres://…

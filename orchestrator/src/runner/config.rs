@@ -95,7 +95,7 @@ impl Default for RunnerConfig {
             max_nesting_depth: crate::plan::DEFAULT_MAX_NESTING_DEPTH,
             max_step_failures: 5,
             confirmations: 0,
-            feedback: crate::feedback::FeedbackMode::Off,
+            feedback: crate::feedback::FeedbackMode::Approval,
             result_wait: DEFAULT_RESULT_WAIT,
             grants_required: false,
             #[cfg(feature = "test-utils")]

@@ -14,7 +14,7 @@ use tessera_bindings::{
     usdc::Usdc,
 };
 
-use super::{Chain, Orchestrator, RunCtx, RunError, tick::refused, wave::Part};
+use super::{Orchestrator, RunCtx, RunError, tick::refused, wave::Part};
 use crate::{
     plan::{Group, Plan, PlanError, StepPath},
     state::{Phase, Progress, RecoveryStep, RunEvent, Spend},
@@ -206,7 +206,7 @@ impl Orchestrator {
         now: u64,
     ) -> Result<(u32, U256, CreateParams), RunError> {
         let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
-        let reference = Chain::reference(plan.id, row.idx, row.attempt);
+        let reference = self.reference_of(plan.id, row.idx, row.attempt);
         let id = self.chain.task_id(self.chain.funder_of(plan.id), reference);
         let parent_id = inputs
             .first()

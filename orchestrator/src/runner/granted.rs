@@ -7,7 +7,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use alloy::primitives::{Address, U256};
+use alloy::primitives::{Address, B256, U256};
 use tessera_bindings::{
     ITaskEscrow::CreateParams,
     grant::{self, SignedGrant},
@@ -40,6 +40,9 @@ pub(super) fn grant_refusal(revert: &ContractRevert) -> Option<String> {
         }
         ContractRevert::Escrow(E::TaskEscrowGrantBudget(e)) => {
             format!("the grant's budget of {} is spent", usdc(e.budget))
+        }
+        ContractRevert::Escrow(E::TaskEscrowGrantUsed(_)) => {
+            "the grant was spent whole by its first use".into()
         }
         ContractRevert::Escrow(E::TaskEscrowGrantSignature(_)) => {
             "the grant's signature is not the sponsor's".into()
@@ -167,7 +170,21 @@ impl Orchestrator {
     /// The task id of sub-task `index`, attempt `attempt`, of `plan`, under
     /// its funder (the grant's sponsor, or the key).
     pub(super) fn task_of(&self, plan: PlanId, index: u32, attempt: u32) -> U256 {
-        self.chain.task_id(self.chain.funder_of(plan), Chain::reference(plan, index, attempt))
+        self.chain.task_id(self.chain.funder_of(plan), self.reference_of(plan, index, attempt))
+    }
+
+    /// The escrow reference of sub-task `index`, attempt `attempt`, of
+    /// `plan`: [`Chain::reference`], except that under a grant sub-task 0's
+    /// first attempt takes the grant's mark ([`Chain::grant_mark`]). Sub-task
+    /// 0 has no upstream, so the run's first creation carries it first: a
+    /// grant spent whole by it (a one-step plan, or one funded upfront) then
+    /// costs no storage of its own. A run's grant never changes, so neither
+    /// does any of its references.
+    pub(super) fn reference_of(&self, plan: PlanId, index: u32, attempt: u32) -> B256 {
+        match (index, attempt, self.chain.grant_mark(plan)) {
+            (0, 0, Some(mark)) => mark,
+            _ => Chain::reference(plan, index, attempt),
+        }
     }
 
     /// Keeps of `wave` (the run's creations of this head, in order) those

@@ -111,6 +111,21 @@ impl Chain {
         self.grants.read().unwrap_or_else(PoisonError::into_inner).get(&plan).cloned()
     }
 
+    /// The mark of the grant funding plan `plan`, when a grant funds it: its
+    /// EIP-712 digest, the reference of the plan's sub-task 0, first
+    /// attempt. Created first by the grant's first use, it lets a first use
+    /// that spends the whole budget (a plan funded upfront, or of one step)
+    /// write no state for the grant: a replay would have to create it again.
+    pub fn grant_mark(&self, plan: PlanId) -> Option<B256> {
+        let funding = self.funding(plan)?;
+        let deployment = &self.deployment;
+        Some(tessera_bindings::grant::digest(
+            deployment.chain_id,
+            deployment.task_escrow,
+            funding.terms(),
+        ))
+    }
+
     /// Who funds plan `plan`'s tasks: its grant's sponsor, else the key.
     pub fn funder_of(&self, plan: PlanId) -> Address {
         self.funding(plan).map_or(self.sponsor, |f| f.sponsor())
@@ -123,15 +138,12 @@ impl Chain {
         grants.values().map(|f| f.sponsor()).chain([self.sponsor]).collect()
     }
 
-    /// What the escrow says of grant `terms`: funded so far (base units),
+    /// What the escrow says of grant `terms`: funded so far (base units; its
+    /// whole budget once a first use that created its mark spent it all),
     /// and whether the sponsor revoked it.
     pub(crate) async fn grant_state(&self, terms: &GrantTerms) -> Result<(u128, bool), RunError> {
-        let digest = tessera_bindings::grant::digest(
-            self.deployment.chain_id,
-            self.deployment.task_escrow,
-            terms,
-        );
-        let state = self.escrow.contract().grantState(digest).call().await.map_err(map_call)?;
+        let c = self.escrow.contract();
+        let state = c.grantSpent(terms.to_sol()).call().await.map_err(map_call)?;
         Ok((state.spent, state.revoked))
     }
 
