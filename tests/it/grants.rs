@@ -222,3 +222,101 @@ async fn a_sponsor_that_only_signs_funds_a_plan_a_stolen_operator_key_cannot_ove
     }
     assert_eq!(env.balance(s).await, before, "nothing more pulled from the sponsor");
 }
+
+/// A one-task plan's grant, spent whole by its first use: the task is
+/// referenced by the grant's digest (its mark), so the escrow keeps no slot
+/// for the grant, and a replay (the same batch, or other tasks) is refused
+/// because the mark exists. The approval carries the client's rating.
+#[tokio::test]
+async fn a_grant_spent_whole_through_its_mark_keeps_no_slot_and_cannot_be_replayed() {
+    let env = TestEnv::start(DeployConfig::default()).await;
+    let mut d = env.driver();
+    d.scenario("e2e grant mark");
+    let (chain_id, escrow_at) = (env.deployment.chain_id, env.deployment.task_escrow);
+    let escrow = TaskEscrow::new(escrow_at, &env.provider);
+    let usdc = MockUSDC::new(env.deployment.token, env.provider.clone());
+    let operator = env.actors.client.address();
+    let executor = env.actors.agent(0);
+    let sponsor = PrivateKeySigner::from_bytes(&keccak256("e2e grant mark sponsor")).unwrap();
+    let s = sponsor.address();
+    let owner = env.actors.deployer.address();
+    usdc.mint(s, U256::from(10 * AMOUNT))
+        .from(owner)
+        .send()
+        .await
+        .unwrap()
+        .get_receipt()
+        .await
+        .unwrap();
+    let now = d.now().await.unwrap();
+    let nonce = usdc.nonces(s).call().await.unwrap();
+    let p = sign_permit(&sponsor, &d.domain, escrow_at, U256::MAX, nonce, U256::from(now + 3600))
+        .unwrap();
+    let permit = usdc.permit(s, escrow_at, U256::MAX, p.deadline, p.v, p.r, p.s);
+    d.escrow.transact(permit, operator).await.unwrap();
+
+    let mut first = d.params(executor, AMOUNT, "data:,summarize".into()).await.unwrap();
+    let terms = GrantTerms {
+        sponsor: s,
+        plan_id: first.planId,
+        operator,
+        budget: AMOUNT,
+        valid_until: now + 24 * 3600,
+        nonce: U256::from(1),
+    };
+    let digest = grant::digest(chain_id, escrow_at, &terms);
+    let signature = grant::sign(&sponsor, chain_id, escrow_at, &terms).unwrap();
+    first.r#ref = digest;
+    let replay = batch(&terms, &signature, vec![first.clone()]);
+    let sponsor0 = env.balance(s).await;
+    let mut recs = d.create_with_grants(operator, replay.clone()).await.unwrap();
+    assert_eq!(recs[0].id, escrow.taskIdFor(s, digest).call().await.unwrap(), "the mark");
+    assert_eq!(sponsor0 - env.balance(s).await, U256::from(AMOUNT));
+    let slot = escrow.grantState(digest).call().await.unwrap();
+    assert_eq!((slot.spent, slot.revoked), (0, false), "no slot written for the grant");
+    let spent = escrow.grantSpent(terms.to_sol()).call().await.unwrap();
+    assert_eq!((spent.spent, spent.revoked), (AMOUNT, false), "spent whole, by its mark");
+
+    // Replayed as it was, or with other tasks: the mark says it was used.
+    let other = d.params(executor, AMOUNT, "data:,again".into()).await.unwrap();
+    for again in [replay, batch(&terms, &signature, vec![other])] {
+        let before = env.balance(s).await;
+        let err = d.create_with_grants(operator, again).await.unwrap_err();
+        match revert_of(err) {
+            ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowGrantUsed(e)) => {
+                assert_eq!(e.digest, digest)
+            }
+            other => panic!("expected TaskEscrowGrantUsed, got {other:?}"),
+        }
+        assert_eq!(env.balance(s).await, before, "nothing more pulled from the sponsor");
+    }
+
+    // The approval carries the client's rating: at most 100.
+    d.deliver_at_once(&mut recs[0], "data:,three bullets").await.unwrap();
+    let err = d.escrow.approve_rated(operator, &mut recs[0], 101).await.unwrap_err();
+    match err.revert() {
+        Some(ContractRevert::Escrow(TaskEscrowErrors::TaskEscrowInvalidRating(e))) => {
+            assert_eq!(e.rating, 101)
+        }
+        other => panic!("expected TaskEscrowInvalidRating, got {other:?}"),
+    }
+    d.escrow.approve_rated(operator, &mut recs[0], 40).await.unwrap();
+    assert_eq!(recs[0].status(), Status::Paid);
+    assert_eq!(recs[0].rating, Some(40), "the rating, read back from TaskSettled");
+
+    // Revoked afterwards, it reads as revoked and still spent whole.
+    let own = ProviderBuilder::new()
+        .wallet(EthereumWallet::from(sponsor.clone()))
+        .connect_http(env.chain.endpoint_url());
+    env.provider
+        .raw_request::<_, serde_json::Value>(
+            "anvil_setBalance".into(),
+            (s, U256::from(10u128.pow(17))),
+        )
+        .await
+        .unwrap();
+    let r = TaskEscrow::new(escrow_at, &own).revokeGrant(terms.to_sol()).send().await.unwrap();
+    assert!(r.get_receipt().await.unwrap().status());
+    let spent = escrow.grantSpent(terms.to_sol()).call().await.unwrap();
+    assert_eq!((spent.spent, spent.revoked), (AMOUNT, true));
+}

@@ -198,6 +198,8 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     let r = b_token.approve(d.task_escrow, U256::from(600_000)).send().await.unwrap();
     assert!(r.get_receipt().await.unwrap().status());
 
+    let mark = |g: &SignedGrant| grant::digest(d.chain_id, d.task_escrow, &g.terms);
+    let (mark_a, mark_b) = (mark(&grant_a), mark(&grant_b));
     approve(&stack, &run_a, grant_a, Some(permit_a)).await;
     approve(&stack, &run_b, grant_b.clone(), None).await;
 
@@ -220,13 +222,19 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     assert_eq!(view_b["subtasks"][0]["phase"], "paid", "{view_b:#}");
     assert_eq!(view_b["subtasks"][1]["phase"], "waiting", "nothing funded after the revocation");
 
-    // The tasks are the sponsors': funded by them, with the operator as client.
-    for (view, sponsor, plan_id) in
-        [(&view_a, a.address(), plan_id_a), (&view_b, b.address(), plan_id_b)]
+    // The tasks are the sponsors': funded by them, with the operator as
+    // client; sub-task 0's first attempt is the grant's mark (referenced by
+    // its digest), the others keep the plan's references.
+    for (view, sponsor, plan_id, mark) in
+        [(&view_a, a.address(), plan_id_a, mark_a), (&view_b, b.address(), plan_id_b, mark_b)]
     {
-        let id = stack.orch.chain().task_id(sponsor, Chain::reference(PlanId::new(plan_id), 0, 0));
+        let id = stack.orch.chain().task_id(sponsor, mark);
         assert_eq!(view["subtasks"][0]["task_id"], id.to_string(), "{view:#}");
+        assert_eq!(escrow.taskIdFor(sponsor, mark).call().await.unwrap(), id);
     }
+    let second =
+        stack.orch.chain().task_id(a.address(), Chain::reference(PlanId::new(plan_id_a), 1, 0));
+    assert_eq!(view_a["subtasks"][1]["task_id"], second.to_string(), "{view_a:#}");
 
     // Each sponsor paid exactly what its executors were paid; the operator nothing.
     assert_eq!(env.balance(a.address()).await, a0 - U256::from(1_200_000));
@@ -246,9 +254,18 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     });
     let (run_c, plan_id_c) = propose(&stack, &plan_c).await;
     let grant_c = sign_grant(&stack, &a, plan_id_c, 250_000).await;
+    let mark_c = mark(&grant_c);
+    let terms_c = grant_c.terms.to_sol();
     approve(&stack, &run_c, grant_c, None).await;
-    stack.wait_phase(&run_c, 0, "created", 60).await;
+    let view_c = stack.wait_phase(&run_c, 0, "created", 60).await;
     assert_eq!(env.balance(a.address()).await, a0 - U256::from(1_450_000), "A funded it");
+    // One step spends the grant whole through its mark: no slot for it.
+    let id_c = escrow.taskIdFor(a.address(), mark_c).call().await.unwrap();
+    assert_eq!(view_c["subtasks"][0]["task_id"], id_c.to_string(), "{view_c:#}");
+    let slot = escrow.grantState(mark_c).call().await.unwrap();
+    assert_eq!((slot.spent, slot.revoked), (0, false), "no slot for a grant spent whole");
+    let spent = escrow.grantSpent(terms_c).call().await.unwrap();
+    assert_eq!((spent.spent, spent.revoked), (250_000, false));
     let (status, body) = stack.post(&format!("/api/runs/{run_c}/cancel"), &Value::Null).await;
     assert!(status < 300, "cancel: {status} {body}");
     wait_for(&stack, &run_c, 60, |v| v["state"] == "cancelled").await;
