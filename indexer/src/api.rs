@@ -215,6 +215,8 @@ struct TaskParams {
     changed_since_block: Option<i64>,
     /// Ever disputed (`true`) or never (`false`).
     disputed: Option<bool>,
+    /// Approved with a rating below this (percent).
+    rating_below: Option<i64>,
     /// Continue after this task id (from the previous page's `next`).
     cursor: Option<String>,
     /// Page size (default 50, at most 500).
@@ -241,6 +243,7 @@ impl TaskParams {
         params::non_negative("since", self.since)?;
         params::non_negative("until", self.until)?;
         params::non_negative("changed_since_block", self.changed_since_block)?;
+        params::non_negative("rating_below", self.rating_below)?;
         check_limit(self.limit)?;
         let address = |what, a: Option<String>| a.map(|a| params::address(what, &a)).transpose();
         Ok(TaskQuery {
@@ -256,6 +259,7 @@ impl TaskParams {
             created_at_to: self.until.map(|u| u - 1),
             changed_since_block: self.changed_since_block,
             disputed: self.disputed,
+            rating_below: self.rating_below,
             after,
             limit: self.limit.unwrap_or(50),
             ..TaskQuery::default()
@@ -656,6 +660,8 @@ mod tests {
             "/api/tasks?until=1.5",
             "/api/tasks?changed_since_block=-3",
             "/api/tasks?disputed=maybe",
+            "/api/tasks?rating_below=-1",
+            "/api/tasks?rating_below=high",
             "/api/disputes?state=open",
             "/api/disputes?verdict=executor",
             "/api/disputes?appealed=2",
@@ -680,6 +686,7 @@ mod tests {
                 "/api/tasks?capability=haiku-write&funder={agent}&since=0&until=9&disputed=true"
             ),
             "/api/tasks?parent=0&changed_since_block=0&cursor=".to_owned(),
+            "/api/tasks?rating_below=100&status=Paid".to_owned(),
             format!("/api/disputes?state=settled&verdict=split&appealed=false&plan={plan}"),
             "/api/disputes?cursor=12:7&limit=500".to_owned(),
             format!("/api/agents?status=active&capability=summarize&cursor={agent}&limit=1"),

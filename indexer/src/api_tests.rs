@@ -462,3 +462,95 @@ async fn agents_filter_by_status_and_capability() {
     assert_eq!(agents(&second), [y]);
     assert_eq!(second["next"], Value::Null);
 }
+
+/// Approvals carry the client's rating: each task shows it (null unless
+/// approved), `rating_below` lists the approvals rated below a bound, and
+/// the executor's weight counts a task rated 40 as 40% completed, 60%
+/// failed.
+async fn ratings_are_shown_filtered_and_weighed(store: IndexStore) {
+    let mut c = Chain::default();
+    let reg = R::AgentRegistered { agent: EXEC_X, metadataURI: String::new() };
+    c.push(reg.encode_log_data());
+    for id in 1..=4 {
+        c.create(id, 0, FUNDER_A, EXEC_X, "haiku-write", 1_000 * id);
+        c.complete(id, EXEC_X, "data:,done", 1_000 * id + 100);
+    }
+    let approve = |c: &mut Chain, id: u64, rating: u8| {
+        let ev = E::TaskSettled {
+            taskId: U256::from(id),
+            status: 7,
+            settlement: 0,
+            executorAmount: 1_000_000,
+            funderAmount: 0,
+            rating,
+            at: U40::from(1_000 * id + 200),
+        };
+        c.push(ev.encode_log_data());
+    };
+    approve(&mut c, 1, 40);
+    approve(&mut c, 2, 100);
+    // 3 auto-released (unrated); 4 delivered, not settled.
+    c.settle(3, 7, 1, 1_000_000, 3_700);
+    let to = c.logs.len() as u64;
+    store.apply(&Batch { from: 1, to, logs: c.logs, ..Batch::default() }).await.unwrap();
+    store.derive(None, 100).await.unwrap();
+    let (_, progress) = watch::channel(Progress::default());
+    let gate = tessera_http::limits::StreamGate::new(&tessera_http::limits::HttpLimits::default());
+    let app = router_with_blobs(store, progress, broadcast::channel(16).0, 12, gate, None);
+
+    let (status, page) = get(&app, "/api/tasks").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let shown: Vec<(&str, &Value, &Value)> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["task_id"].as_str().unwrap(), &t["rating"], &t["settlement"]))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("1", &json!(40), &json!("approved")),
+            ("2", &json!(100), &json!("approved")),
+            ("3", &Value::Null, &json!("auto_released")),
+            ("4", &Value::Null, &Value::Null),
+        ]
+    );
+    let (_, one) = get(&app, "/api/tasks/1").await;
+    assert_eq!(one["task"]["rating"], 40);
+    for (query, expected) in [
+        ("rating_below=100", &["1"][..]),
+        ("rating_below=41", &["1"]),
+        ("rating_below=40", &[]),
+        ("rating_below=101", &["1", "2"]),
+        ("rating_below=0", &[]),
+        ("rating_below=101&status=Completed", &[]),
+    ] {
+        let got = ids(&app, &format!("/api/tasks?{query}"), "tasks").await;
+        assert_eq!(got, expected, "GET /api/tasks?{query}");
+    }
+    // One funder's 3 USDC of paid work, 0.6 of it rated away: a fifth
+    // counts failed.
+    let (status, agent) = get(&app, &format!("/api/agents/{EXEC_X}")).await;
+    assert_eq!(status, StatusCode::OK, "{agent}");
+    let e = &agent["agent"]["stats"]["evidence"];
+    let (done, failed) = (e["completed"].as_f64().unwrap(), e["failed"].as_f64().unwrap());
+    assert!((failed / (done + failed) - 0.2).abs() < 1e-9, "{e}");
+    assert_eq!(agent["agent"]["stats"]["completed"], 3, "the count is the settlements'");
+    assert_eq!(agent["agent"]["stats"]["refunded"], 0);
+}
+
+#[tokio::test]
+async fn ratings_are_shown_filtered_and_weighed_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("index.db").display());
+    ratings_are_shown_filtered_and_weighed(IndexStore::connect(&url).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn ratings_are_shown_filtered_and_weighed_on_postgresql() {
+    let Some(url) = tessera_db::test_utils::scratch_postgres_url("indexer_api_ratings").await
+    else {
+        return;
+    };
+    ratings_are_shown_filtered_and_weighed(IndexStore::connect(&url).await.unwrap()).await;
+}

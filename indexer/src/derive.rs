@@ -95,6 +95,12 @@ pub struct TaskRow {
     /// Why the task settled (`TaskSettled`'s settlement, snake case:
     /// `approved`, `ruling`, `dispute_default`, …); `None` until it settles.
     pub settlement: Option<String>,
+    /// The client's rating of the work in its approval (`TaskSettled`'s
+    /// `rating`, 0 to [`tessera_bindings::task::MAX_RATING`] percent);
+    /// `None` unless the task settled by approval (settlement `approved`).
+    /// Its funder's record counts the task `rating/100` completed and the
+    /// rest failed ([`crate::store::totals`]).
+    pub rating: Option<u8>,
     /// Its dispute, ruling and appeal; `None` for a task never disputed.
     pub dispute: Option<DisputeRow>,
     /// The spec envelope behind [`Self::spec_uri`], decoded, with the hash
@@ -293,6 +299,7 @@ impl TaskFold {
             decline_error: None,
             late_decline: false,
             settlement: None,
+            rating: None,
             dispute: None,
             envelope: None,
             result: None,
@@ -402,6 +409,9 @@ impl TaskFold {
                         row.settlement = tessera_bindings::task::Settlement::try_from(e.settlement)
                             .ok()
                             .map(|s| s.as_str().to_owned());
+                        // Checked by the record: only an approval carries
+                        // one, at most MAX_RATING.
+                        row.rating = self.rec.rating;
                     }
                     _ => {}
                 }

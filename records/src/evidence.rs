@@ -29,6 +29,12 @@
 //! ([`crate::decline_is_late`]) (failed). Cancels and declines in time say
 //! nothing about the work.
 //!
+//! - **The client's word.** A client approving a task rates the work (0
+//!   to [`FULL_RATING`] percent, in the escrow's `TaskSettled`): a task
+//!   approved at `r` counts `r/100` of its units completed and the rest
+//!   failed ([`rated_failed_units`]), on its funder's record. The
+//!   orchestrator approves at [`FULL_RATING`], which moves nothing.
+//!
 //! The weighing is pure: the indexer reads each funder's [`FunderRecord`]
 //! from its store and weighs them here.
 
@@ -42,6 +48,18 @@ pub const EVIDENCE_CAP_UNITS: i64 = 1_000_000;
 pub const LINKED_WEIGHT: f64 = 0.1;
 /// The weight of the choosing sponsor's own tasks.
 pub const OWN_WEIGHT: f64 = 2.0;
+/// A client's rating of approved work in full (percent): the escrow's
+/// `MAX_RATING`.
+pub const FULL_RATING: u8 = 100;
+
+/// Of a task's `units` (capped, at or above the floor), those a client's
+/// approval at `rating` percent counts failed: `units · (1 − rating/100)`,
+/// rounded half up, none at [`FULL_RATING`] (a rating above it counts as
+/// it), all at 0. The rest count completed.
+pub fn rated_failed_units(units: i64, rating: u8) -> i64 {
+    let short = i64::from(FULL_RATING.saturating_sub(rating));
+    (units.max(0).saturating_mul(short) + 50) / 100
+}
 /// What one funder's settled tasks with an agent show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FunderRecord {
@@ -55,9 +73,11 @@ pub struct FunderRecord {
     /// Of those, settled below [`EVIDENCE_FLOOR_UNITS`].
     pub below_floor: i64,
     /// `Σ min(amount, CAP)` over completed tasks at or above the floor, in
-    /// base units.
+    /// base units, less what their clients' ratings count failed
+    /// ([`rated_failed_units`]).
     pub completed_units: i64,
-    /// The same over failed tasks.
+    /// The same over failed tasks, and what the ratings of completed ones
+    /// count failed.
     pub failed_units: i64,
     /// The agent funded a task this funder executed.
     pub linked: bool,
@@ -139,6 +159,16 @@ mod tests {
     }
 
     const USDC: i64 = EVIDENCE_CAP_UNITS;
+
+    #[test]
+    fn a_rating_counts_its_share_completed_and_the_rest_failed() {
+        assert_eq!(rated_failed_units(USDC, 40), 600_000, "40% leaves 60% failed");
+        assert_eq!(rated_failed_units(USDC, FULL_RATING), 0, "a full rating moves nothing");
+        assert_eq!(rated_failed_units(USDC, 101), 0, "above full counts as full");
+        assert_eq!(rated_failed_units(USDC, 0), USDC);
+        assert_eq!(rated_failed_units(10_001, 50), 5_001, "rounded half up");
+        assert_eq!(rated_failed_units(-5, 0), 0);
+    }
 
     #[test]
     fn tasks_below_the_floor_weigh_nothing() {

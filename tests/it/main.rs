@@ -29,6 +29,7 @@ mod nested;
 mod operator;
 mod plans;
 mod provider;
+mod ratings;
 mod registry;
 mod reorg;
 mod select;

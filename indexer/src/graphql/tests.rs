@@ -101,7 +101,7 @@ fn created(
 /// a nested plan of the sponsor's (10: `0`; 11: `1.0` in "research"; 12
 /// under 11: `1.1.0` in "research" / "deeper"; 13 under 12: `1.1.1`), a
 /// stranger's task under 10 (foreign), task 10 disputed, ruled, appealed
-/// and ruled again (split 60/40), task 11 paid, and task 40 taken away by
+/// and ruled again (split 60/40), task 11 approved rated 80, and task 40 taken away by
 /// a reorganisation.
 async fn indexed(store: &IndexStore) {
     let id = U256::from;
@@ -253,7 +253,7 @@ async fn indexed(store: &IndexStore) {
                 settlement: 0,
                 executorAmount: 200_000,
                 funderAmount: 0,
-                rating: 100,
+                rating: 80,
                 at: U40::from(1_031),
             }
             .encode_log_data(),
@@ -349,13 +349,15 @@ async fn every_type_and_filter(store: IndexStore) {
 
     let d = data(
         &schema,
-        r#"{ paid: task(id: "11") { status executorPaid result { uri hash json error } }
-             split: task(id: "10") { status executorPaid disputed result { json hash } history { event valid } }
+        r#"{ paid: task(id: "11") { status executorPaid rating result { uri hash json error } }
+             split: task(id: "10") { status executorPaid disputed rating result { json hash } history { event valid } }
              gone: task(id: "40") { id } }"#,
     )
     .await;
     assert_eq!(d["paid"]["status"], "Paid");
     assert_eq!(d["paid"]["executorPaid"], "200000");
+    assert_eq!(d["paid"]["rating"], 80, "the client's rating in its approval");
+    assert_eq!(d["split"]["rating"], Value::Null, "a ruling carries none");
     assert_eq!(d["paid"]["result"]["uri"], "sha256:ff");
     assert_eq!(d["paid"]["result"]["hash"], keccak256("sha256:ff").to_string());
     assert_eq!(d["paid"]["result"]["json"], Value::Null);
@@ -422,6 +424,8 @@ async fn every_type_and_filter(store: IndexStore) {
     assert_eq!(ids(&schema, "{ createdAtTo: 1002 }").await, ["10"]);
     assert_eq!(ids(&schema, "{ disputed: true }").await, ["10"]);
     assert_eq!(ids(&schema, "{ disputed: false }").await, ["11", "12", "13", "30"]);
+    assert_eq!(ids(&schema, "{ ratingBelow: 100 }").await, ["11"]);
+    assert_eq!(ids(&schema, "{ ratingBelow: 80 }").await, Vec::<String>::new());
     assert_eq!(
         ids(
             &schema,

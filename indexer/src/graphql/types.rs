@@ -215,6 +215,12 @@ impl Task {
     async fn late_decline(&self) -> bool {
         self.0.late_decline
     }
+    /// The client's rating of the work in its approval (0 to 100 percent);
+    /// null unless it settled by approval. Its funder's record counts the
+    /// task `rating/100` completed and the rest failed.
+    async fn rating(&self) -> Option<i32> {
+        self.0.rating.map(i32::from)
+    }
     /// Its checked transitions, in chain order.
     #[graphql(complexity = 10)]
     async fn history(&self, ctx: &Context<'_>) -> Result<Vec<Transition>> {
@@ -307,6 +313,9 @@ pub struct TaskFilter {
     pub created_at_to: Option<u64>,
     /// Ever disputed (or never).
     pub disputed: Option<bool>,
+    /// Approved with a rating below this (percent); an unrated task never
+    /// matches.
+    pub rating_below: Option<u64>,
 }
 
 impl TaskFilter {
@@ -335,6 +344,7 @@ impl TaskFilter {
             created_at_to: count(self.created_at_to),
             changed_since_block: None,
             disputed: self.disputed,
+            rating_below: count(self.rating_below),
             after,
             limit,
         })

@@ -71,6 +71,7 @@ pub(super) static TASK_COLUMNS: Columns<TaskEntry> = Columns {
         ("decline_error", |(f, _)| Ok(Param::OptText(f.row().decline_error.clone()))),
         ("late_decline", |(f, _)| Ok(Param::Int(i64::from(f.row().late_decline)))),
         ("settlement", |(f, _)| Ok(Param::OptText(f.row().settlement.clone()))),
+        ("rating", |(f, _)| Ok(Param::OptInt(f.row().rating.map(i64::from)))),
         ("disputed_at", |(f, _)| opt_int(dispute(f).map(|d| d.disputed_at))),
         ("dispute_reason_uri", |(f, _)| {
             Ok(Param::OptText(dispute(f).map(|d| d.reason_uri.clone())))

@@ -9,8 +9,8 @@ use alloy::primitives::U256;
 use sqlx::Row;
 use tessera_db::DbError;
 pub use tessera_records::evidence::{
-    EVIDENCE_CAP_UNITS, EVIDENCE_FLOOR_UNITS, Evidence, FunderRecord, LINKED_WEIGHT, OWN_WEIGHT,
-    weigh,
+    EVIDENCE_CAP_UNITS, EVIDENCE_FLOOR_UNITS, Evidence, FULL_RATING, FunderRecord, LINKED_WEIGHT,
+    OWN_WEIGHT, rated_failed_units, weigh,
 };
 
 use super::{IndexStore, feedback::FeedbackView, totals::Totals};
@@ -86,6 +86,12 @@ impl IndexStore {
 /// counts that task `max(v, 0)/100` completed and the rest failed, so a
 /// sponsor that paid but was not satisfied says so, and every sponsor's
 /// settlement-backed feedback moves the record, not only the chooser's.
+///
+/// A task its client approved with a rating `r` is already counted `r/100`
+/// completed in `rows` (the totals, [`rated_failed_units`]): both are the
+/// client's word on the same task, so it counts once, the lower of the two.
+/// The feedback moves only what it takes beyond the rating, nothing when
+/// `v ≥ r`.
 pub fn with_feedback(rows: &mut [FunderRecord], feedback: &[FeedbackView]) {
     for f in feedback.iter().filter(|f| f.matched && !f.revoked) {
         // The record of the tasks' funder: the giver itself, or the sponsor
@@ -104,8 +110,10 @@ pub fn with_feedback(rows: &mut [FunderRecord], feedback: &[FeedbackView]) {
                 continue;
             }
             let units = amount.min(EVIDENCE_CAP_UNITS);
-            let moved = ((units as f64) * (1.0 - quality)).round() as i64;
-            let moved = moved.min(row.completed_units);
+            let said = ((units as f64) * (1.0 - quality)).round() as i64;
+            // What the client's rating already moved (none unrated).
+            let rated = f.ratings.get(&t.task_id).map_or(0, |r| rated_failed_units(units, *r));
+            let moved = (said - rated).max(0).min(row.completed_units);
             row.completed_units -= moved;
             row.failed_units += moved;
         }
@@ -166,6 +174,7 @@ mod tests {
             revoked: false,
             funder: None,
             settled: vec![task("1")],
+            ratings: BTreeMap::new(),
         };
         let base = || vec![row("0xA", 2, 2 * USDC, false)];
         // Satisfied at 60: 0.4 of the 0.5 USDC task moves to failed.
@@ -183,6 +192,40 @@ mod tests {
         let operator = FeedbackView { funder: Some("0xa".into()), ..view("0xc", "60", true) };
         let mut rows = base();
         with_feedback(&mut rows, &[operator]);
+        assert_eq!((rows[0].completed_units, rows[0].failed_units), (2 * USDC - 200_000, 200_000));
+
+        // The same task approved at 40: the totals already count 60% of its
+        // 0.5 USDC failed. The client's word counts once, the lower of the
+        // rating and the feedback.
+        let rated = FeedbackView {
+            ratings: BTreeMap::from([("1".to_owned(), 40)]),
+            ..view("0xa", "60", true)
+        };
+        let moved = rated_failed_units(500_000, 40);
+        assert_eq!(moved, 300_000);
+        let rated_base = || {
+            vec![FunderRecord {
+                completed_units: 2 * USDC - moved,
+                failed_units: moved,
+                ..row("0xA", 2, 0, false)
+            }]
+        };
+        // Feedback at 60, above the rating: nothing more moves.
+        let mut rows = rated_base();
+        with_feedback(&mut rows, std::slice::from_ref(&rated));
+        assert_eq!(rows, rated_base());
+        // Feedback at 20, below it: the task counts 20% completed in all.
+        let lower = FeedbackView { value: "20".into(), ..rated };
+        let mut rows = rated_base();
+        with_feedback(&mut rows, &[lower]);
+        assert_eq!((rows[0].completed_units, rows[0].failed_units), (2 * USDC - 400_000, 400_000));
+        // A full rating moved nothing: feedback at 60 moves as if unrated.
+        let full = FeedbackView {
+            ratings: BTreeMap::from([("1".to_owned(), FULL_RATING)]),
+            ..view("0xa", "60", true)
+        };
+        let mut rows = base();
+        with_feedback(&mut rows, &[full]);
         assert_eq!((rows[0].completed_units, rows[0].failed_units), (2 * USDC - 200_000, 200_000));
     }
 }

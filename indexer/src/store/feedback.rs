@@ -122,6 +122,12 @@ pub struct FeedbackView {
     /// which names the tasks only).
     #[serde(skip)]
     pub settled: Vec<SettledTask>,
+    /// The clients' ratings of the approved tasks among [`Self::settled`]
+    /// (task id → percent), as the index has them: what the funder's record
+    /// already counts of the client's word on them, so that
+    /// [`super::evidence::with_feedback`] does not count it twice.
+    #[serde(skip)]
+    pub ratings: BTreeMap<String, u8>,
 }
 
 /// An agent's feedback in brief.
@@ -148,6 +154,8 @@ struct TaskFacts {
     executor_paid: i64,
     amount: i64,
     settled_tx: Option<String>,
+    /// The client's rating in its approval, when it approved.
+    rating: Option<u8>,
 }
 
 impl IndexStore {
@@ -310,12 +318,12 @@ impl IndexStore {
             let hash = e.feedbackHash.to_string();
             let proof = AnyProof::decode(&e.feedbackURI, e.feedbackHash);
             let task_ids: Vec<String> = proof.as_ref().map(AnyProof::task_ids).unwrap_or_default();
-            let (mut why, funder, settled) = match &proof {
+            let (mut why, funder, settled, ratings) = match &proof {
                 Ok(p) => match self.check(agent, &client, e.value, p).await? {
-                    Ok((funder, settled)) => (None, Some(funder), settled),
-                    Err(why) => (Some(why), None, Vec::new()),
+                    Ok((funder, settled, ratings)) => (None, Some(funder), settled, ratings),
+                    Err(why) => (Some(why), None, Vec::new(), BTreeMap::new()),
                 },
-                Err(err) => (Some(err.to_string()), None, Vec::new()),
+                Err(err) => (Some(err.to_string()), None, Vec::new(), BTreeMap::new()),
             };
             if why.is_none() && !seen.insert((client.to_lowercase(), hash.clone())) {
                 why = Some("the same giver gave this proof before".to_owned());
@@ -338,6 +346,7 @@ impl IndexStore {
                 matched: why.is_none(),
                 funder: if why.is_none() { funder } else { None },
                 settled: if why.is_none() { settled } else { Vec::new() },
+                ratings: if why.is_none() { ratings } else { BTreeMap::new() },
                 why,
             });
         }
@@ -346,25 +355,31 @@ impl IndexStore {
     }
 
     /// Whether `proof`, given by `client` with `value` on `agent`, matches
-    /// the settlements: the one funder of the tasks it names and the
-    /// settlements themselves when it does (each as the index has it), why
-    /// not when it does not. A long-form proof must also say of each task
-    /// what the index says (status, amounts, transaction); a compact one
-    /// names the tasks only.
+    /// the settlements: the one funder of the tasks it names, the
+    /// settlements themselves and the ratings of the approved ones when it
+    /// does (each as the index has it), why not when it does not. A
+    /// long-form proof must also say of each task what the index says
+    /// (status, amounts, transaction); a compact one names the tasks only.
     async fn check(
         &self,
         agent: &str,
         client: &str,
         value: i128,
         proof: &AnyProof,
-    ) -> Result<Result<(String, Vec<SettledTask>), String>, DbError> {
+    ) -> Result<Result<(String, Vec<SettledTask>, BTreeMap<String, u8>), String>, DbError> {
         let ids = proof.task_ids();
         let facts = self.task_facts(ids.iter().map(String::as_str)).await?;
         let claimed: Option<&[SettledTask]> = match proof {
             AnyProof::Full(p) => Some(&p.tasks),
             AnyProof::Compact(_) => None,
         };
-        Ok(judge(agent, client, value, &ids, claimed, &facts))
+        Ok(judge(agent, client, value, &ids, claimed, &facts).map(|(funder, settled)| {
+            let ratings = settled
+                .iter()
+                .filter_map(|t| Some((t.task_id.clone(), facts.get(&t.task_id)?.rating?)))
+                .collect();
+            (funder, settled, ratings)
+        }))
     }
 
     /// What the index has of `ids`.
@@ -376,8 +391,8 @@ impl IndexStore {
         for id in ids {
             let Ok(parsed) = id.parse::<U256>() else { continue };
             let row = sqlx::query(
-                "SELECT funder, client, executor, status, executor_paid, amount_units FROM ix_tasks \
-                 WHERE task_id = $1",
+                "SELECT funder, client, executor, status, executor_paid, amount_units, rating \
+                 FROM ix_tasks WHERE task_id = $1",
             )
             .bind(id)
             .fetch_optional(&self.api)
@@ -400,6 +415,9 @@ impl IndexStore {
                     executor_paid: row.try_get("executor_paid")?,
                     amount: row.try_get("amount_units")?,
                     settled_tx: settled.map(|r| tx_of(&r)).transpose()?,
+                    rating: row
+                        .try_get::<Option<i64>, _>("rating")?
+                        .and_then(|r| u8::try_from(r).ok()),
                 },
             );
         }
@@ -539,6 +557,7 @@ mod tests {
                         executor_paid: paid,
                         amount: 500_000,
                         settled_tx: Some(B256::repeat_byte(id.len() as u8).to_string()),
+                        rating: None,
                     },
                 )
             })

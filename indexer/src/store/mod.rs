@@ -187,6 +187,9 @@ pub struct TaskQuery {
     pub changed_since_block: Option<i64>,
     /// Ever disputed (`true`) or never (`false`).
     pub disputed: Option<bool>,
+    /// Approved with a rating below this (percent): the tasks whose client
+    /// rated the work less than this; an unrated task never matches.
+    pub rating_below: Option<i64>,
     /// Continue after this task id (a previous page's cursor).
     pub after: Option<String>,
     /// Page size (the caller bounds it; at least 1 is read).

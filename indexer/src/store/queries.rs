@@ -67,6 +67,7 @@ impl IndexStore {
             ("created_at <=", q.created_at_to),
             ("updated_block >=", q.changed_since_block),
             ("disputed =", q.disputed.map(i64::from)),
+            ("rating <", q.rating_below),
         ] {
             if let Some(v) = v {
                 w.int(cond, v);

@@ -60,6 +60,18 @@ pub(super) fn task_from_row(r: &AnyRow) -> Result<TaskView, DbError> {
         decline_error: r.try_get("decline_error")?,
         late_decline: r.try_get::<i64, _>("late_decline")? == 1,
         settlement: r.try_get("settlement")?,
+        rating: r
+            .try_get::<Option<i64>, _>("rating")?
+            .map(|v| {
+                u8::try_from(v)
+                    .ok()
+                    .filter(|v| *v <= tessera_bindings::task::MAX_RATING)
+                    .ok_or_else(|| DbError::Corrupt {
+                        table: TABLE,
+                        detail: format!("rating = {v}"),
+                    })
+            })
+            .transpose()?,
         dispute: dispute_from_row(r)?,
         envelope: None,
         result: None,

@@ -1,6 +1,8 @@
 //! Each executor's totals, kept as its tasks are folded: per executor,
 //! funder and client, how many tasks, how they ended, what they paid, what
-//! they weigh ([`super::evidence`]), and when the executor was last seen
+//! they weigh ([`super::evidence`]: the units of a task its client approved
+//! at a rating below full are counted part failed, as
+//! [`rated_failed_units`] says), and when the executor was last seen
 //! working. An agent's page, its weight and its feedback's givers add up
 //! these few rows instead of every task it ever executed.
 //!
@@ -23,7 +25,7 @@ use tessera_db::{Backend, DbError, serialize_on};
 use super::{
     INSERT_CHUNK, IndexStore,
     codecs::{Columns, Param, amount_to_column, int, values},
-    evidence::{EVIDENCE_CAP_UNITS, EVIDENCE_FLOOR_UNITS},
+    evidence::{EVIDENCE_CAP_UNITS, EVIDENCE_FLOOR_UNITS, FULL_RATING, rated_failed_units},
 };
 use crate::derive::TaskRow;
 
@@ -33,7 +35,7 @@ pub(super) const TOTALS_LOCK: &str = "ix_agent_totals";
 
 /// The columns of `ix_tasks` a task's part of the totals is read from.
 const FACT_COLUMNS: &str = "task_id, executor, funder, client, status, disputed, late_decline, \
-     amount_units, executor_paid, accepted_at, completed_at, settled_at, created_block";
+     amount_units, executor_paid, accepted_at, completed_at, settled_at, created_block, rating";
 
 /// Whose totals: an executor's tasks for one funder and one client.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,6 +72,8 @@ pub(super) struct Facts {
     completed_at: Option<i64>,
     settled_at: Option<i64>,
     created_block: i64,
+    /// The client's rating in its approval (percent), when it approved.
+    rating: Option<i64>,
 }
 
 impl Facts {
@@ -91,6 +95,7 @@ impl Facts {
             completed_at: at(row.completed_at)?,
             settled_at: at(row.settled_at)?,
             created_block: int(row.created_block)?,
+            rating: row.rating.map(i64::from),
         })
     }
 
@@ -109,6 +114,7 @@ impl Facts {
                 completed_at: r.try_get("completed_at")?,
                 settled_at: r.try_get("settled_at")?,
                 created_block: r.try_get("created_block")?,
+                rating: r.try_get("rating")?,
             },
         ))
     }
@@ -135,6 +141,15 @@ impl Facts {
         } else {
             0
         };
+        // The client's word on work it approved: what its rating leaves
+        // short of full counts failed (none for an unrated task).
+        let rated = match self.rating {
+            Some(r) if done => {
+                let r = r.clamp(0, i64::from(FULL_RATING));
+                rated_failed_units(weighed, u8::try_from(r).unwrap_or(FULL_RATING))
+            }
+            _ => 0,
+        };
         Totals {
             tasks: 1,
             completed: i64::from(done),
@@ -145,8 +160,8 @@ impl Facts {
             settled: i64::from(done || failed || matches!(s, "Cancelled" | "Declined")),
             earnings: self.executor_paid,
             below_floor: i64::from((done || failed) && self.amount_units < EVIDENCE_FLOOR_UNITS),
-            completed_units: if done { weighed } else { 0 },
-            failed_units: if failed { weighed } else { 0 },
+            completed_units: if done { weighed - rated } else { 0 },
+            failed_units: if failed { weighed } else { rated },
             last_active_at: self.last_active(),
             last_created_block: Some(self.created_block),
         }
@@ -182,9 +197,11 @@ pub struct Totals {
     pub earnings: i64,
     /// Completed or failed below the evidence floor.
     pub below_floor: i64,
-    /// Completed, in capped base units at or above the floor.
+    /// Completed, in capped base units at or above the floor, less what
+    /// their clients' ratings count failed ([`rated_failed_units`]).
     pub completed_units: i64,
-    /// Failed (refunded, or expired), likewise.
+    /// Failed (refunded, or expired), likewise, and what the ratings of
+    /// completed tasks count failed.
     pub failed_units: i64,
     /// The latest sign of life of the executor (chain seconds).
     pub last_active_at: Option<i64>,
