@@ -336,7 +336,9 @@ mod tests {
         for m in [FeedbackMode::PerTask, FeedbackMode::PerPlan, FeedbackMode::Approval] {
             assert_eq!(m.to_string().parse::<FeedbackMode>(), Ok(m));
         }
-        assert!("daily".parse::<FeedbackMode>().unwrap_err().contains("approval, per-plan or per-task"));
+        assert!(
+            "daily".parse::<FeedbackMode>().unwrap_err().contains("approval, per-plan or per-task")
+        );
         assert_eq!("off".parse::<FeedbackMode>(), Ok(FeedbackMode::Approval), "the older name");
     }
 

@@ -138,6 +138,41 @@ abstract contract GrantBase is EscrowBase {
         (spent,) = escrow.grantState(_digest(g));
     }
 
+    /// @dev What `g` funded as {grantSpent} counts it: a marked first use that
+    /// spent the whole budget counts as the budget, where {_spent} reads zero.
+    function _spentOf(ITaskEscrow.Grant memory g) internal view returns (uint128 spent) {
+        (spent,) = escrow.grantSpent(g);
+    }
+
+    /// @dev `n` params of tasks under `g` whose first has the grant's digest as
+    /// reference: a first use of `g` with them creates its mark.
+    function _markedParamsN(ITaskEscrow.Grant memory g, uint256 n)
+        internal
+        returns (ITaskEscrow.CreateParams[] memory ps)
+    {
+        ps = _grantParamsN(n);
+        ps[0].ref = _digest(g);
+    }
+
+    /// @dev The id of `g`'s mark: the task of its sponsor referenced by its digest.
+    function _markId(ITaskEscrow.Grant memory g) internal view returns (uint256) {
+        return escrow.taskIdFor(g.sponsor, _digest(g));
+    }
+
+    /// @dev Params of a first use of `g` that creates its mark and spends its
+    /// whole budget: three tasks, the first referenced by the digest, of a third
+    /// of it each (the default grant: three of {AMOUNT}).
+    function _fullMarkedParams(ITaskEscrow.Grant memory g)
+        internal
+        returns (ITaskEscrow.CreateParams[] memory ps)
+    {
+        ps = _markedParamsN(g, 3);
+        for (uint256 i; i < 3; ++i) {
+            ps[i].amount = g.budget / 3;
+        }
+        ps[2].amount = g.budget - 2 * (g.budget / 3);
+    }
+
     function _revoked(ITaskEscrow.Grant memory g) internal view returns (bool revoked) {
         (, revoked) = escrow.grantState(_digest(g));
     }
@@ -157,6 +192,10 @@ abstract contract GrantBase is EscrowBase {
         vm.prank(operator);
         _expectGrantSignature(_digest(g));
         escrow.createWithGrants(bs);
+    }
+
+    function _expectGrantUsed(bytes32 digest) internal {
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantUsed.selector, digest));
     }
 
     function _expectGrantRevoked(bytes32 digest) internal {

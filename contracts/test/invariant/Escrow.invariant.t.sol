@@ -250,17 +250,24 @@ contract Escrow_Invariant_Test is Base {
     }
 
     /// @dev 9a. The sum funded under a grant never exceeds its budget: for every
-    /// grant signed, what the escrow counts as spent is at most the budget and
-    /// equals the ghost sum of the amounts of the tasks it was seen to fund; its
-    /// revocation is the ghost's.
+    /// grant signed, the ghost sum of the amounts of the tasks it funded (by any
+    /// call that succeeded, replays included) is at most the budget; what the
+    /// escrow counts as spent (`grantSpent`, which counts a marked first use that
+    /// spent the whole budget as the budget) equals that sum; the grant's slot
+    /// (`grantState`) holds it too, but for such a use, which leaves it at zero;
+    /// its revocation is the ghost's.
     function invariant_grantsWithinBudget() external view {
         uint256 n = grantStore.count();
         for (uint256 i; i < n; ++i) {
             GrantStore.Ghost memory x = grantStore.ghost(i);
-            (uint128 spent, bool revoked) = escrow.grantState(x.digest);
+            assertLe(x.funded, x.grant.budget, "the escrow never funded more than the budget");
+            (uint128 spent, bool revoked) = escrow.grantSpent(x.grant);
             assertLe(spent, x.grant.budget, "spent <= budget");
             assertEq(spent, x.funded, "spent == ghost sum of funded amounts");
             assertEq(revoked, x.revoked, "revoked as the ghost");
+            (uint128 slot, bool slotRevoked) = escrow.grantState(x.digest);
+            assertEq(slot, x.markedFull ? 0 : x.funded, "slot: the sum, zero after a marked full first use");
+            assertEq(slotRevoked, x.revoked, "slot revoked as the ghost");
         }
     }
 

@@ -27,9 +27,11 @@ contract OneDigestWallet is IERC1271 {
 
 /// @notice Symbolic checks of createWithGrants, run by halmos (`make audit`):
 /// for every caller, every amount, every time and a grant either fresh or
-/// already part spent, a creation that succeeds was made by the grant's
-/// operator, before its validUntil, for its plan, and leaves the grant's spent
-/// within its budget, grown by exactly what the sponsor paid.
+/// already part spent (by a first use that created its mark or not), a creation
+/// that succeeds was made by the grant's operator, before its validUntil, for
+/// its plan, and leaves the grant's spent (`grantSpent`) within its budget,
+/// grown by exactly what the sponsor paid; a grant that a first use creating its
+/// mark spent in full (no slot written) funds nothing more.
 contract EscrowSymbolicGrants is Test {
     uint128 internal constant BUDGET = 5_000_000;
     uint128 internal constant FIRST = 2_000_000;
@@ -101,23 +103,28 @@ contract EscrowSymbolicGrants is Test {
     /// succeeds for a caller other than the operator, after validUntil, or for
     /// another plan; what it adds to spent is what the sponsor paid.
     function check_grantSpendWithinBudgetByOperatorOnly() public {
-        // The grant fresh, or already part spent by a first creation.
-        if (svm.createUint256("used") % 2 == 1) {
+        // The grant fresh, or already part spent by a first creation, which
+        // created its mark (its task referenced by the digest) or not.
+        uint256 used = svm.createUint256("used") % 3;
+        if (used != 0) {
             vm.prank(OPERATOR);
-            escrow.createWithGrants(_batch("first", PLAN, FIRST));
+            escrow.createWithGrants(_batch(used == 1 ? bytes32("first") : digest, PLAN, FIRST));
         }
-        (uint128 spentBefore,) = escrow.grantState(digest);
+        (uint128 spentBefore,) = escrow.grantSpent(grant);
         uint256 paidBefore = usdc.balanceOf(address(sponsor));
 
         address caller = svm.createAddress("caller");
         uint128 amount = uint128(svm.createUint256("amount"));
         bytes32 plan = bytes32(svm.createUint256("plan"));
+        // A fresh reference, or the digest: on a fresh grant, a first use that
+        // creates the mark (and, with the whole budget, writes no slot).
+        bytes32 ref = svm.createUint256("ref") % 2 == 0 ? bytes32("second") : digest;
         vm.warp(block.timestamp + svm.createUint256("elapsed") % (30 days));
-        ITaskEscrow.GrantedBatch[] memory bs = _batch("second", plan, amount);
+        ITaskEscrow.GrantedBatch[] memory bs = _batch(ref, plan, amount);
         vm.prank(caller);
         (bool ok,) = address(escrow).call(abi.encodeCall(ITaskEscrow.createWithGrants, (bs)));
 
-        (uint128 spent,) = escrow.grantState(digest);
+        (uint128 spent,) = escrow.grantSpent(grant);
         assert(spent <= BUDGET);
         if (ok) {
             assert(caller == OPERATOR);
@@ -128,6 +135,32 @@ contract EscrowSymbolicGrants is Test {
         } else {
             assert(spent == spentBefore);
         }
+    }
+
+    /// @dev Once a first use that created the grant's mark spent its whole budget
+    /// (writing no slot), no creation under the grant succeeds, whoever calls,
+    /// whenever, with whatever amount, plan and reference (a fresh one, or the
+    /// digest again); the sponsor pays nothing more and grantSpent stays the budget.
+    function check_markedFullUseCannotBeReplayed() public {
+        vm.prank(OPERATOR);
+        escrow.createWithGrants(_batch(digest, PLAN, BUDGET));
+        (uint128 slot,) = escrow.grantState(digest);
+        assert(slot == 0);
+        uint256 paidBefore = usdc.balanceOf(address(sponsor));
+
+        address caller = svm.createAddress("caller");
+        uint128 amount = uint128(svm.createUint256("amount"));
+        bytes32 plan = bytes32(svm.createUint256("plan"));
+        bytes32 ref = svm.createUint256("ref") % 2 == 0 ? bytes32("second") : digest;
+        vm.warp(block.timestamp + svm.createUint256("elapsed") % (30 days));
+        ITaskEscrow.GrantedBatch[] memory bs = _batch(ref, plan, amount);
+        vm.prank(caller);
+        (bool ok,) = address(escrow).call(abi.encodeCall(ITaskEscrow.createWithGrants, (bs)));
+
+        assert(!ok);
+        assert(usdc.balanceOf(address(sponsor)) == paidBefore);
+        (uint128 spent,) = escrow.grantSpent(grant);
+        assert(spent == BUDGET);
     }
 
     /// @dev Once the sponsor revoked the grant, no creation under it succeeds,

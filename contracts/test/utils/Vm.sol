@@ -29,6 +29,7 @@ interface Vm {
     function recordLogs() external;
     function record() external;
     function accesses(address target) external returns (bytes32[] memory reads, bytes32[] memory writes);
+    function load(address target, bytes32 slot) external view returns (bytes32 data);
     function getRecordedLogs() external returns (Log[] memory logs);
     function lastCallGas() external view returns (Gas memory gas);
     function snapshotValue(string calldata name, uint256 value) external;

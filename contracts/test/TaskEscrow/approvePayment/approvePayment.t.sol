@@ -45,6 +45,47 @@ contract ApprovePaymentTest is EscrowBase {
         }
     }
 
+    function test_RevertWhen_RatingAboveMax() public {
+        // it should revert with TaskEscrowInvalidRating, paying nobody
+        assertEq(escrow.MAX_RATING(), 100, "MAX_RATING");
+        (uint256 id, ITaskEscrow.Task memory t) = _completed();
+        uint256 held = usdc.balanceOf(address(escrow));
+        uint8[3] memory bad = [101, 200, type(uint8).max];
+        for (uint256 i; i < bad.length; ++i) {
+            vm.prank(client);
+            vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidRating.selector, bad[i]));
+            escrow.approvePayment(id, t, bad[i]);
+        }
+        _assertStored(id, t);
+        assertEq(usdc.balanceOf(address(escrow)), held, "nobody paid");
+        assertEq(usdc.balanceOf(executor), 0, "the executor unpaid");
+        // The task is still Completed: an approval within range goes through.
+        vm.prank(client);
+        escrow.approvePayment(id, t, 100);
+        _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
+    }
+
+    function test_approvePayment_carriesTheRating() public {
+        // it should carry the client's rating, any from 0 to MAX_RATING, in {TaskSettled}
+        uint8[4] memory ratings = [0, 1, 55, 100];
+        for (uint256 i; i < ratings.length; ++i) {
+            (uint256 id, ITaskEscrow.Task memory t) = _completed();
+            vm.expectEmit(address(escrow));
+            emit ITaskEscrow.TaskSettled(
+                id,
+                ITaskEscrow.Status.Paid,
+                ITaskEscrow.Settlement.Approved,
+                AMOUNT,
+                0,
+                ratings[i],
+                uint40(block.timestamp)
+            );
+            vm.prank(client);
+            escrow.approvePayment(id, t, ratings[i]);
+            _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
+        }
+    }
+
     function test_approvePayment() public {
         // it should set the status to Paid, updatedAt to now and executorShareBps to 10,000
         // it should pay the whole amount to the executor and nothing to the funder

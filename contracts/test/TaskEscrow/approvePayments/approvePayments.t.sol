@@ -29,6 +29,23 @@ contract ApprovePaymentsTest is EscrowBase {
         escrow.approvePayments(ids, one, _ratings(ids.length));
     }
 
+    function test_RevertWhen_RatingsLengthDiffers() public {
+        // it should revert with TaskEscrowLengthMismatch (the ids' length, the ratings')
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(2);
+        uint256[3] memory lengths = [uint256(0), 1, 3];
+        for (uint256 i; i < lengths.length; ++i) {
+            vm.prank(client);
+            vm.expectRevert(
+                abi.encodeWithSelector(ITaskEscrow.TaskEscrowLengthMismatch.selector, 2, lengths[i])
+            );
+            escrow.approvePayments(ids, ts, _ratings(lengths[i]));
+        }
+        // One per id: the batch goes through.
+        vm.prank(client);
+        escrow.approvePayments(ids, ts, _ratings(2));
+        _assertStored(ids[1], _settled(ts[1], ITaskEscrow.Status.Paid, BPS));
+    }
+
     function test_RevertWhen_BatchEmptyOrTooLong() public {
         // it should revert with TaskEscrowBatchSize
         vm.prank(client);
@@ -60,6 +77,27 @@ contract ApprovePaymentsTest is EscrowBase {
         _expectRevertStatus(ids[1], ITaskEscrow.Status.Created);
         escrow.approvePayments(ids, ts, _ratings(ids.length));
         assertEq(usdc.balanceOf(address(escrow)), held, "nobody paid");
+    }
+
+    function test_RevertWhen_AnItemsRatingAboveMax() public {
+        // it should revert with TaskEscrowInvalidRating, paying nobody
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(3);
+        uint256 held = usdc.balanceOf(address(escrow));
+        uint8[] memory rs = _ratings(3);
+        rs[1] = 101;
+        vm.prank(client);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidRating.selector, 101));
+        escrow.approvePayments(ids, ts, rs);
+        // The last item too, after the first two were recorded and the first paid.
+        rs[1] = RATING;
+        rs[2] = type(uint8).max;
+        vm.prank(client);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowInvalidRating.selector, type(uint8).max));
+        escrow.approvePayments(ids, ts, rs);
+        assertEq(usdc.balanceOf(address(escrow)), held, "nobody paid");
+        for (uint256 i; i < ids.length; ++i) {
+            _assertStored(ids[i], ts[i]);
+        }
     }
 
     function test_RevertWhen_AnItemIsForged() public {
@@ -101,6 +139,27 @@ contract ApprovePaymentsTest is EscrowBase {
         assertEq(usdc.balanceOf(executor) - e1, 2 * AMOUNT, "executor paid for its two");
         assertEq(usdc.balanceOf(executor2) - e2, 2 * AMOUNT, "executor2 paid for its two");
         assertEq(held - usdc.balanceOf(address(escrow)), 4 * AMOUNT, "the escrow paid out exactly");
+    }
+
+    function test_approvePayments_carriesEachRating() public {
+        // it should carry each item's own rating in its {TaskSettled}
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _delivered(4);
+        uint8[] memory rs = new uint8[](4);
+        (rs[0], rs[1], rs[2], rs[3]) = (0, 55, 100, 55);
+        for (uint256 i; i < ids.length; ++i) {
+            vm.expectEmit(address(escrow));
+            emit ITaskEscrow.TaskSettled(
+                ids[i],
+                ITaskEscrow.Status.Paid,
+                ITaskEscrow.Settlement.Approved,
+                AMOUNT,
+                0,
+                rs[i],
+                uint40(block.timestamp)
+            );
+        }
+        vm.prank(client);
+        escrow.approvePayments(ids, ts, rs);
     }
 
     function test_WhenConsecutiveItemsHaveOneExecutor() public {

@@ -5,6 +5,7 @@ import {IERC20Errors} from "@openzeppelin/contracts/interfaces/draft-IERC6093.so
 import {Pausable} from "@openzeppelin/contracts/utils/Pausable.sol";
 
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
+import {Vm} from "../../utils/Vm.sol";
 import {MockERC1271Wallet} from "../../mocks/MockERC1271Wallet.sol";
 import {GrantBase} from "../GrantBase.sol";
 
@@ -256,6 +257,221 @@ contract CreateWithGrantsTest is GrantBase {
         _expectGrantBudget(_digest(g), BUDGET, 4 * uint256(AMOUNT));
         escrow.createWithGrants(two);
         assertEq(_spent(g), 2 * AMOUNT, "spent");
+    }
+
+    function test_WhenMarkedFirstUseSpendsTheBudget() public {
+        // it should create the mark, the task with id taskIdFor(sponsor, digest), funded by the sponsor
+        // it should write no slot: grantState reads zero spent, grantSpent the budget
+        ITaskEscrow.Grant memory g = _grant();
+        uint256 before = usdc.balanceOf(sponsor);
+        ITaskEscrow.CreateParams[] memory ps = _fullMarkedParams(g);
+        vm.record();
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _createUnder(g, ps);
+        (, bytes32[] memory writes) = vm.accesses(address(escrow));
+        assertEq(ids[0], _markId(g), "the first task is the mark");
+        assertEq(ts[0].funder, sponsor, "the mark is funded by the sponsor");
+        assertEq(escrow.taskHash(_markId(g)), escrow.hashTask(ts[0]), "the mark is stored");
+        assertEq(before - usdc.balanceOf(sponsor), BUDGET, "the sponsor paid the whole budget");
+        // The only slots written hold the three tasks: none is the grant's.
+        assertEq(writes.length, ps.length, "one write per task");
+        for (uint256 i; i < writes.length; ++i) {
+            bytes32 stored = vm.load(address(escrow), writes[i]);
+            assertTrue(
+                stored == escrow.hashTask(ts[0]) || stored == escrow.hashTask(ts[1])
+                    || stored == escrow.hashTask(ts[2]),
+                "each write is a task's hash"
+            );
+        }
+        (uint128 spent, bool revoked) = escrow.grantState(_digest(g));
+        assertEq(spent, 0, "grantState: no slot");
+        assertFalse(revoked, "grantState: not revoked");
+        (spent, revoked) = escrow.grantSpent(g);
+        assertEq(spent, BUDGET, "grantSpent: the budget");
+        assertFalse(revoked, "grantSpent: not revoked");
+    }
+
+    function test_WhenMarkedFirstUseSpendsTheBudget_Events() public {
+        // it should emit one {TaskCreated} per task and no {GrantSpent}
+        ITaskEscrow.Grant memory g = _grant();
+        ITaskEscrow.CreateParams[] memory ps = _fullMarkedParams(g);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        vm.recordLogs();
+        vm.prank(operator);
+        escrow.createWithGrants(bs);
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        uint256 created;
+        for (uint256 i; i < logs.length; ++i) {
+            if (logs[i].emitter != address(escrow)) continue;
+            assertNotEq(logs[i].topics[0], ITaskEscrow.GrantSpent.selector, "no GrantSpent");
+            if (logs[i].topics[0] == ITaskEscrow.TaskCreated.selector) {
+                assertEq(logs[i].topics[1], bytes32(escrow.taskIdFor(sponsor, ps[created].ref)), "in order");
+                ++created;
+            }
+        }
+        assertEq(created, ps.length, "one TaskCreated per task");
+    }
+
+    function test_RevertWhen_MarkedFullUseReplayed() public {
+        // it should revert with TaskEscrowGrantUsed, funding nothing
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        ITaskEscrow.CreateParams[] memory ps = _fullMarkedParams(g);
+        _createUnder(g, ps);
+        uint256 before = usdc.balanceOf(sponsor);
+        ITaskEscrow.GrantedBatch[][4] memory replays = [
+            // The same batch, signature and all.
+            _one(g, _sign(g), ps),
+            // Other params, without the digest as reference: what the budget would still allow if
+            // the slot were read alone.
+            _one(g, _sign(g), _grantParamsN(1)),
+            // Other params with the digest as reference (a used one).
+            _one(g, _sign(g), _markedParamsN(g, 1)),
+            // No signature at all.
+            _one(g, "", _grantParamsN(2))
+        ];
+        for (uint256 i; i < replays.length; ++i) {
+            vm.prank(operator);
+            _expectGrantUsed(d);
+            escrow.createWithGrants(replays[i]);
+        }
+        assertEq(usdc.balanceOf(sponsor), before, "nothing funded");
+        assertEq(_spentOf(g), BUDGET, "still the budget");
+        assertEq(_spent(g), 0, "still no slot");
+    }
+
+    function test_RevertWhen_MarkedFullUseRepeatedInTheSameCall() public {
+        // it should revert with TaskEscrowGrantUsed, the whole call with it
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        ITaskEscrow.GrantedBatch[] memory two = new ITaskEscrow.GrantedBatch[](2);
+        two[0] = ITaskEscrow.GrantedBatch({grant: g, signature: _sign(g), params: _fullMarkedParams(g)});
+        two[1] = ITaskEscrow.GrantedBatch({grant: g, signature: _sign(g), params: _grantParamsN(1)});
+        uint256 before = usdc.balanceOf(sponsor);
+        vm.prank(operator);
+        _expectGrantUsed(d);
+        escrow.createWithGrants(two);
+        assertEq(usdc.balanceOf(sponsor), before, "nothing funded");
+        assertEq(escrow.taskHash(_markId(g)), bytes32(0), "no mark");
+        assertEq(_spentOf(g), 0, "nothing spent");
+    }
+
+    function test_RevertWhen_RevokedAfterMarkedFullUse() public {
+        // it should revert with TaskEscrowGrantRevoked
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        _createUnder(g, _fullMarkedParams(g));
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.GrantRevoked(d, sponsor, PLAN);
+        vm.prank(sponsor);
+        escrow.revokeGrant(g);
+        assertTrue(_revoked(g), "revoked");
+        (uint128 spent, bool revoked) = escrow.grantSpent(g);
+        assertEq(spent, BUDGET, "grantSpent: still the budget");
+        assertTrue(revoked, "grantSpent: revoked");
+        ITaskEscrow.CreateParams[][2] memory uses = [_grantParamsN(1), _markedParamsN(g, 1)];
+        for (uint256 i; i < uses.length; ++i) {
+            ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), uses[i]);
+            vm.prank(operator);
+            _expectGrantRevoked(d);
+            escrow.createWithGrants(bs);
+        }
+    }
+
+    function test_WhenMarkedFirstUseSpendsPart() public {
+        // it should write the slot and emit {GrantSpent} with what it spent
+        // it should let later uses spend the rest, up to exactly the budget
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.GrantSpent(d, sponsor, PLAN, AMOUNT);
+        (uint256[] memory ids,) = _createUnder(g, _markedParamsN(g, 1));
+        assertEq(ids[0], _markId(g), "the mark");
+        assertEq(_spent(g), AMOUNT, "grantState: the slot");
+        assertEq(_spentOf(g), AMOUNT, "grantSpent: the slot");
+        // Later uses go on from the slot, without the signature.
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", _grantParamsN(2));
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.GrantSpent(d, sponsor, PLAN, BUDGET);
+        vm.prank(operator);
+        escrow.createWithGrants(bs);
+        assertEq(_spent(g), BUDGET, "grantState: the budget");
+        assertEq(_spentOf(g), BUDGET, "grantSpent: the budget");
+        bs = _one(g, "", _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantBudget(d, BUDGET, BUDGET + uint256(AMOUNT));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_WhenDigestIsALaterTaskOfTheFirstUse() public {
+        // it should write the slot and emit {GrantSpent}, as an unmarked use
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(3);
+        ps[2].ref = d;
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.GrantSpent(d, sponsor, PLAN, BUDGET);
+        _createUnder(g, ps);
+        assertEq(_spent(g), BUDGET, "grantState: the slot holds the budget");
+        assertEq(_spentOf(g), BUDGET, "grantSpent: the budget");
+        // Recorded as spent in full: a further use is over budget, not a replay.
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantBudget(d, BUDGET, BUDGET + uint256(AMOUNT));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_WhenMarkCreatedByALaterUse() public {
+        // it should write the slot, the mark harmless: uses still count up to the budget
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        _createUnder(g, _grantParamsN(1));
+        // The later use creates the mark and spends the rest of the budget: the slot is written.
+        ITaskEscrow.CreateParams[] memory ps = _markedParamsN(g, 2);
+        vm.expectEmit(address(escrow));
+        emit ITaskEscrow.GrantSpent(d, sponsor, PLAN, BUDGET);
+        (uint256[] memory ids,) = _createUnder(g, ps);
+        assertEq(ids[0], _markId(g), "the mark, created late");
+        assertEq(_spent(g), BUDGET, "grantState: the budget");
+        assertEq(_spentOf(g), BUDGET, "grantSpent: the budget");
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantBudget(d, BUDGET, BUDGET + uint256(AMOUNT));
+        escrow.createWithGrants(bs);
+    }
+
+    function test_RevertWhen_SponsorCreatedTheMark() public {
+        // it should revert with TaskEscrowGrantUsed
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        vm.prank(sponsor);
+        escrow.createTask(_params(d));
+        ITaskEscrow.CreateParams[][2] memory uses = [_grantParamsN(1), _markedParamsN(g, 1)];
+        for (uint256 i; i < uses.length; ++i) {
+            ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), uses[i]);
+            vm.prank(operator);
+            _expectGrantUsed(d);
+            escrow.createWithGrants(bs);
+        }
+        assertEq(_spent(g), 0, "the grant funded nothing");
+    }
+
+    function test_RevertWhen_AnotherGrantCreatedTheMark() public {
+        // it should revert with TaskEscrowGrantUsed
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        // Another grant of the same sponsor, to another operator, funds a task referenced by g's digest.
+        ITaskEscrow.Grant memory h = _grant();
+        h.operator = stranger;
+        h.nonce = 2;
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(1);
+        ps[0].ref = d;
+        _createUnder(h, ps);
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
+        vm.prank(operator);
+        _expectGrantUsed(d);
+        escrow.createWithGrants(bs);
+        assertEq(_spent(g), 0, "g funded nothing");
+        assertEq(_spent(h), AMOUNT, "h funded the task");
     }
 
     function test_RevertWhen_AllowanceShort() public {

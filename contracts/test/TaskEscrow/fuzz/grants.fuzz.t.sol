@@ -60,6 +60,47 @@ contract GrantsFuzzTest is GrantBase {
         assertEq(_spent(g), sum > budget ? 0 : sum, "all or nothing");
     }
 
+    /// @dev A first use that creates the grant's mark, of any amount within any
+    /// budget, then any second use: the mark spares the slot only when the first
+    /// use spent the whole budget, and then every later use reverts with
+    /// TaskEscrowGrantUsed; grantSpent is always what the sponsor paid.
+    function testFuzz_MarkedFirstUse(uint128 budget, uint128 first, uint128 next, bool markAgain) public {
+        budget = uint128(bound(budget, 1, 1e11));
+        first = uint128(bound(first, 1, budget));
+        // One time in two the whole budget, else anything within it.
+        if (next % 2 == 0) first = budget;
+        next = uint128(bound(next, 1, 2 * uint256(budget)));
+        ITaskEscrow.Grant memory g = _grant();
+        g.budget = budget;
+        bytes32 d = _digest(g);
+        uint256 sponsorBefore = usdc.balanceOf(sponsor);
+        ITaskEscrow.CreateParams[] memory ps = _markedParamsN(g, 1);
+        ps[0].amount = first;
+        _createUnder(g, ps);
+        assertEq(_spentOf(g), first, "grantSpent: the first use");
+        assertEq(_spent(g), first == budget ? 0 : first, "grantState: no slot iff the mark spent it all");
+
+        // The second use, with or without the digest as reference (used already).
+        ps = markAgain ? _markedParamsN(g, 1) : _grantParamsN(1);
+        ps[0].amount = next;
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
+        uint256 funded = first;
+        vm.prank(operator);
+        if (first == budget) {
+            _expectGrantUsed(d);
+        } else if (markAgain) {
+            vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchDuplicate.selector, 0, d));
+        } else if (first + uint256(next) > budget) {
+            _expectGrantBudget(d, budget, first + uint256(next));
+        } else {
+            funded += next;
+        }
+        escrow.createWithGrants(bs);
+        assertEq(_spentOf(g), funded, "grantSpent: what was funded");
+        assertLe(_spentOf(g), budget, "within the budget");
+        assertEq(sponsorBefore - usdc.balanceOf(sponsor), funded, "the sponsor paid exactly what was funded");
+    }
+
     /// @dev A grant funds a task at any time up to its validUntil, none after.
     function testFuzz_ValidUntil(uint40 validFor, uint40 elapsed) public {
         validFor = uint40(bound(validFor, 0, 400 days));

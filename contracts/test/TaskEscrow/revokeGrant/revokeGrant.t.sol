@@ -56,6 +56,22 @@ contract RevokeGrantTest is GrantBase {
         assertEq(_spent(g), 2 * AMOUNT, "spent kept");
     }
 
+    function test_RevokeMarkedFullUse() public {
+        // it should revoke a grant used in full by a marked first use, grantSpent still the budget
+        ITaskEscrow.Grant memory g = _grant();
+        _createUnder(g, _fullMarkedParams(g));
+        vm.prank(sponsor);
+        escrow.revokeGrant(g);
+        (uint128 spent, bool revoked) = escrow.grantSpent(g);
+        assertTrue(revoked, "revoked");
+        assertEq(spent, BUDGET, "grantSpent: the budget");
+        assertEq(_spent(g), 0, "grantState: no spending recorded");
+        // Revoked once: a second revocation reverts as for any grant.
+        vm.prank(sponsor);
+        _expectGrantRevoked(_digest(g));
+        escrow.revokeGrant(g);
+    }
+
     function test_EmitsGrantRevoked() public {
         // it should emit {GrantRevoked}
         ITaskEscrow.Grant memory g = _grant();

@@ -56,6 +56,10 @@ contract GrantRoleMatrixTest is GrantBase {
             (uint128 spent, bool revoked) = escrow.grantState(_digest(g));
             assertEq(spent, AMOUNT, "spent");
             assertFalse(revoked, "revoked");
+            vm.prank(roles[i]);
+            (spent, revoked) = escrow.grantSpent(g);
+            assertEq(spent, AMOUNT, "grantSpent");
+            assertFalse(revoked, "grantSpent revoked");
         }
     }
 }

@@ -122,6 +122,23 @@ contract RoleMatrixTest is EscrowBase {
         _assertStored(id, _settled(t, ITaskEscrow.Status.Paid, BPS));
     }
 
+    function test_approvePayments_onlyClient() public {
+        uint256[] memory ids = new uint256[](2);
+        ITaskEscrow.Task[] memory ts = new ITaskEscrow.Task[](2);
+        (ids[0], ts[0]) = _completed();
+        (ids[1], ts[1]) = _completed();
+        for (uint256 i; i < ROLES; ++i) {
+            if (_is(roles[i], client)) continue;
+            vm.prank(roles[i]);
+            _expectUnauthorized(roles[i]);
+            escrow.approvePayments(ids, ts, _ratings(2));
+        }
+        vm.prank(client);
+        escrow.approvePayments(ids, ts, _ratings(2));
+        _assertStored(ids[0], _settled(ts[0], ITaskEscrow.Status.Paid, BPS));
+        _assertStored(ids[1], _settled(ts[1], ITaskEscrow.Status.Paid, BPS));
+    }
+
     function test_disputeTask_onlyClient() public {
         (uint256 id, ITaskEscrow.Task memory t) = _completed();
         for (uint256 i; i < ROLES; ++i) {

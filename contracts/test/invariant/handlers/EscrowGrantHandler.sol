@@ -14,9 +14,12 @@ import {EscrowBaseHandler} from "./EscrowBaseHandler.sol";
 
 /// @notice Plays sponsors who sign grants (the funders' keys) and one operator
 /// who spends them with createWithGrants; the sponsors revoke, grants expire,
-/// and strangers try to spend them or move them to another plan. Every created
-/// task joins the escrow store, so the lifecycle handler settles it like any
-/// other; every grant's terms and funded sum are in the grant store.
+/// and strangers try to spend them or move them to another plan. Some uses
+/// create the grant's mark (their first task referenced by the digest), some
+/// first uses spend the whole budget at once, and grants a marked first use
+/// spent in full are replayed. Every created task joins the escrow store, so the
+/// lifecycle handler settles it like any other; every grant's terms and funded
+/// sum are in the grant store.
 contract EscrowGrantHandler is EscrowBaseHandler {
     /// @dev Live grants at a time; a revoked or expired one is replaced by a fresh one.
     uint256 internal constant LIVE = 4;
@@ -62,6 +65,8 @@ contract EscrowGrantHandler is EscrowBaseHandler {
             return abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantExpired.selector, x.grant.validUntil);
         }
         if (x.revoked) return abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantRevoked.selector, x.digest);
+        // Used in full by a first use that created its mark: no slot, the mark exists.
+        if (x.markedFull) return abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantUsed.selector, x.digest);
         if (x.funded + sum > x.grant.budget) {
             return abi.encodeWithSelector(
                 ITaskEscrow.TaskEscrowGrantBudget.selector, x.digest, x.grant.budget, x.funded + sum
@@ -71,7 +76,11 @@ contract EscrowGrantHandler is EscrowBaseHandler {
     }
 
     /// @notice The operator creates 1..=4 tasks under a live grant, their
-    /// amounts drawn up to the whole budget so that some calls overspend.
+    /// amounts drawn up to the whole budget so that some calls overspend. Two
+    /// calls in five spend exactly what is left (a first use: the whole budget);
+    /// one call in three gives its first task the grant's digest as reference (on
+    /// a first use it creates the grant's mark, on a later one a mark that changes
+    /// nothing).
     function createWithGrant(uint256 grantSeed, uint256 seed, uint8 count)
         external
         instrument("createWithGrant")
@@ -79,14 +88,7 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         uint256 slot = grantSeed % LIVE;
         uint256 index = _live[slot];
         GrantStore.Ghost memory x = grants.ghost(index);
-        uint256 n = bound(count, 1, 4);
-        ITaskEscrow.CreateParams[] memory ps = new ITaskEscrow.CreateParams[](n);
-        uint256 sum;
-        for (uint256 i; i < n; ++i) {
-            uint256 s = uint256(keccak256(abi.encode(seed, i)));
-            ps[i] = _params(x, s);
-            sum += ps[i].amount;
-        }
+        (ITaskEscrow.CreateParams[] memory ps, uint256 sum, bool marks) = _batch(x, seed, count);
         ITaskEscrow.GrantedBatch[] memory bs = new ITaskEscrow.GrantedBatch[](1);
         // Once a grant has funded a task, its signature is no longer needed.
         bytes memory sig = x.funded != 0 && seed % 3 == 0 ? bytes("") : _sign(x);
@@ -97,12 +99,15 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         vm.prank(operator);
         try escrow.createWithGrants(bs) returns (uint256[] memory ids) {
             Vm.Log[] memory logs = vm.getRecordedLogs();
+            // Whatever was expected, the grant funded the sum: the budget invariant sees it.
+            grants.addFunded(index, sum, ps.length);
             if (expected.length != 0) {
                 store.recordUnexpectedSuccess();
                 return;
             }
             _record(x, ps, ids, logs, sum);
-            grants.addFunded(index, sum, n);
+            // Nothing funded before: the grant's slot was zero, this was its first use.
+            if (x.funded == 0 && marks) grants.recordMarkedFirstUse(index, sum == x.grant.budget);
         } catch (bytes memory err) {
             vm.getRecordedLogs();
             if (expected.length != 0 && keccak256(err) == keccak256(expected)) store.recordExpectedRevert();
@@ -114,6 +119,39 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         }
         // An expired grant is done with: the sponsor signs a new one.
         if (block.timestamp > x.grant.validUntil) _live[slot] = _newGrant(slot, seed);
+    }
+
+    /// @dev The 1..=4 tasks of a call under `x`, their sum, and whether the first
+    /// is referenced by the digest. Two calls in five spend exactly what is left
+    /// of the budget (on a first use, the whole budget).
+    function _batch(GrantStore.Ghost memory x, uint256 seed, uint8 count)
+        internal
+        view
+        returns (ITaskEscrow.CreateParams[] memory ps, uint256 sum, bool marks)
+    {
+        uint256 n = bound(count, 1, 4);
+        uint256 left = x.funded < x.grant.budget ? x.grant.budget - x.funded : 0;
+        bool rest = left != 0 && (seed >> 64) % 5 < 2;
+        if (rest && n > left) n = left;
+        ps = new ITaskEscrow.CreateParams[](n);
+        for (uint256 i; i < n; ++i) {
+            ps[i] = _params(x, uint256(keccak256(abi.encode(seed, i))));
+            if (rest) ps[i].amount = _share(left, n, i);
+            sum += ps[i].amount;
+        }
+        marks = (seed >> 128) % 3 == 0 && !_markExists(x);
+        if (marks) ps[0].ref = x.digest;
+    }
+
+    /// @dev Task `i` of `n` sharing `total` exactly: equal parts, the last one the rest.
+    function _share(uint256 total, uint256 n, uint256 i) internal pure returns (uint128) {
+        uint256 part = total / n;
+        return uint128(i + 1 < n ? part : total - (n - 1) * part);
+    }
+
+    /// @dev Whether `x`'s mark exists: its sponsor's task referenced by its digest.
+    function _markExists(GrantStore.Ghost memory x) internal view returns (bool) {
+        return escrow.taskHash(escrow.taskIdFor(x.grant.sponsor, x.digest)) != 0;
     }
 
     /// @notice The sponsor revokes a live grant (then signs a new one); a
@@ -135,17 +173,21 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         }
         ITaskEscrow.CreateParams[] memory ps = new ITaskEscrow.CreateParams[](1);
         ps[0] = _params(x, seed);
-        _attempt(operator, x, ps, _expected(x, ps[0].amount));
+        _attempt(operator, index, x, ps, _expected(x, ps[0].amount));
         _live[slot] = _newGrant(slot, seed);
     }
 
     /// @notice Anyone but the operator tries to spend a live grant; then the
-    /// operator tries to move it to another plan.
+    /// operator tries to move it to another plan; then the operator replays a
+    /// grant that a marked first use spent in full (live or not): with fresh
+    /// params of the least amount, then with its first task's reference, the
+    /// digest, again.
     function attemptMisuse(uint256 grantSeed, uint256 callerSeed, uint256 seed)
         external
         instrument("attemptGrantMisuse")
     {
-        GrantStore.Ghost memory x = grants.ghost(_live[grantSeed % LIVE]);
+        uint256 index = _live[grantSeed % LIVE];
+        GrantStore.Ghost memory x = grants.ghost(index);
         ITaskEscrow.CreateParams[] memory ps = new ITaskEscrow.CreateParams[](1);
         ps[0] = _params(x, seed);
         address[] storage pool = callerSeed % 3 == 0 ? _funders : callerSeed % 3 == 1 ? _clients : _executors;
@@ -153,14 +195,26 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         bytes memory expected = escrow.paused()
             ? abi.encodeWithSelector(Pausable.EnforcedPause.selector)
             : abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantOperator.selector, caller);
-        _attempt(caller, x, ps, expected);
+        _attempt(caller, index, x, ps, expected);
 
         ps[0].planId = keccak256(abi.encode("another plan", seed));
         expected = _expected(x, 0);
         if (expected.length == 0) {
             expected = abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantPlan.selector, 0, ps[0].planId);
         }
-        _attempt(operator, x, ps, expected);
+        _attempt(operator, index, x, ps, expected);
+
+        (bool found, uint256 used) = grants.pickMarkedFull(seed);
+        if (!found) return;
+        GrantStore.Ghost memory y = grants.ghost(used);
+        ps[0] = _params(y, seed >> 1);
+        // Within the budget, were the grant's zero slot all the escrow read.
+        ps[0].amount = 1;
+        expected = _expected(y, 1);
+        _attempt(operator, used, y, ps, expected);
+        ps[0].ref = y.digest;
+        _attempt(operator, used, y, ps, expected);
+        grants.recordReplay();
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -193,8 +247,11 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         });
     }
 
+    /// @dev A creation under grant `index` that must revert with `expected`; one
+    /// that succeeds is recorded, and what it funded counts against the grant.
     function _attempt(
         address caller,
+        uint256 index,
         GrantStore.Ghost memory x,
         ITaskEscrow.CreateParams[] memory ps,
         bytes memory expected
@@ -204,6 +261,11 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         vm.prank(caller);
         try escrow.createWithGrants(bs) {
             store.recordUnexpectedSuccess();
+            uint256 sum;
+            for (uint256 i; i < ps.length; ++i) {
+                sum += ps[i].amount;
+            }
+            grants.addFunded(index, sum, ps.length);
         } catch (bytes memory err) {
             _check(err, expected);
         }

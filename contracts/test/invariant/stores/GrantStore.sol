@@ -4,18 +4,27 @@ pragma solidity ^0.8.28;
 import {ITaskEscrow} from "../../../src/interfaces/ITaskEscrow.sol";
 
 /// @notice Ghost state of the grants the grant handler signed: each grant's
-/// terms, the sum of the amounts of the tasks it was seen to fund, and whether
-/// its sponsor revoked it.
+/// terms, the sum of the amounts of the tasks it was seen to fund, whether its
+/// first use created its mark and spent the whole budget (which writes no slot),
+/// and whether its sponsor revoked it.
 contract GrantStore {
     struct Ghost {
         ITaskEscrow.Grant grant;
         bytes32 digest;
-        uint256 funded; // sum of the amounts of the tasks created under it
+        uint256 funded; // sum of the amounts of the tasks created under it, by any call that succeeded
         uint256 tasks;
+        bool markedFull; // its first use created its mark (first task's ref = digest) and spent the budget
         bool revoked;
     }
 
     Ghost[] internal _grants;
+    uint256[] internal _markedFull;
+
+    /// @notice Marked first uses that spent the whole budget, and replays of
+    /// such grants attempted since (each must revert).
+    uint256 public markedFullUses;
+    uint256 public markedPartialUses;
+    uint256 public replaysAttempted;
 
     function add(ITaskEscrow.Grant calldata g, bytes32 digest) external returns (uint256 index) {
         index = _grants.length;
@@ -29,6 +38,22 @@ contract GrantStore {
         _grants[index].tasks += tasks;
     }
 
+    /// @notice The first use of grant `index` created its mark: `full` if it
+    /// spent the whole budget.
+    function recordMarkedFirstUse(uint256 index, bool full) external {
+        if (full) {
+            _grants[index].markedFull = true;
+            _markedFull.push(index);
+            ++markedFullUses;
+        } else {
+            ++markedPartialUses;
+        }
+    }
+
+    function recordReplay() external {
+        ++replaysAttempted;
+    }
+
     function setRevoked(uint256 index) external {
         _grants[index].revoked = true;
     }
@@ -39,5 +64,12 @@ contract GrantStore {
 
     function ghost(uint256 index) external view returns (Ghost memory) {
         return _grants[index];
+    }
+
+    /// @notice One of the grants a marked first use spent in full, picked by
+    /// `seed`; `found` false while there is none.
+    function pickMarkedFull(uint256 seed) external view returns (bool found, uint256 index) {
+        if (_markedFull.length == 0) return (false, 0);
+        return (true, _markedFull[seed % _markedFull.length]);
     }
 }
