@@ -101,6 +101,17 @@ pub fn digest(chain_id: u64, escrow: Address, terms: &GrantTerms) -> B256 {
     terms.to_sol().eip712_signing_hash(&domain(chain_id, escrow))
 }
 
+/// The task id of the mark of `sponsor`'s grant `digest` (the escrow's
+/// `grantMarkId`): `keccak256(abi.encode(sponsor, digest, 1))`, three words
+/// where every other task id hashes two, so only the grant's first use,
+/// creating first a task referenced by the digest, makes it.
+pub fn mark_id(sponsor: Address, digest: B256) -> U256 {
+    use alloy::sol_types::SolValue;
+    U256::from_be_bytes(
+        alloy::primitives::keccak256((sponsor, digest, U256::from(1)).abi_encode()).0,
+    )
+}
+
 /// Signs `terms` with a local key (the CLI's sponsor key; never sent anywhere).
 pub fn sign(
     signer: &PrivateKeySigner,

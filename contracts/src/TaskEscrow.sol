@@ -24,10 +24,11 @@ import {ITaskEscrow} from "./interfaces/ITaskEscrow.sol";
 /// check of the id is the idempotency check of the reference, at no extra slot.
 /// A sponsor's grant takes one slot, `_grants[digest]`: what it funded so far in
 /// the low 128 bits, its revocation in the top bit. A slot at zero is a grant whose
-/// signature is checked on its use, unless its mark exists: the task with id
-/// `taskIdFor(sponsor, digest)`, which a first use may create as its first task.
-/// A first use that creates the mark and spends the whole budget writes no slot
-/// (a replay would have to create the mark again); any other use writes it.
+/// signature is checked on its use, unless its mark exists: the task of the grant
+/// referenced by its digest, whose id is `grantMarkId(grant)` (a 96-byte preimage:
+/// no `(funder, ref)` hashes to it, and no other grant can create it). A first use
+/// that creates the mark and spends the whole budget writes no slot (a replay would
+/// have to create the mark again); any other use writes it.
 /// The pause flag shares its slot with the windows every creation reads.
 contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP712 {
     using SafeERC20 for IERC20;
@@ -68,6 +69,8 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
     );
     /// @dev The top bit of a grant's slot: revoked.
     uint256 private constant _REVOKED = 1 << 255;
+    /// @dev The third word of a grant mark's id preimage ({grantMarkId}).
+    uint256 private constant _MARK = 1;
     /// @notice The highest rating a client gives in an approval (percent).
     uint8 public constant MAX_RATING = 100;
 
@@ -133,7 +136,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
         whenNotPaused
         returns (uint256 taskId)
     {
-        taskId = _create(p, _NOT_IN_BATCH, msg.sender);
+        taskId = _create(p, _NOT_IN_BATCH, msg.sender, _taskIdFor(msg.sender, p.ref));
         _pull(p.amount);
     }
 
@@ -146,7 +149,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
         bytes32 s
     ) external override nonReentrant whenNotPaused returns (uint256 taskId) {
         _permit(p.amount, permitDeadline, v, r, s);
-        taskId = _create(p, _NOT_IN_BATCH, msg.sender);
+        taskId = _create(p, _NOT_IN_BATCH, msg.sender, _taskIdFor(msg.sender, p.ref));
         _pull(p.amount);
     }
 
@@ -200,7 +203,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
         }
         taskIds = new uint256[](ps.length);
         for (uint256 i; i < ps.length; ++i) {
-            taskIds[i] = _create(ps[i], i, msg.sender);
+            taskIds[i] = _create(ps[i], i, msg.sender, _taskIdFor(msg.sender, ps[i].ref));
             total += ps[i].amount;
         }
     }
@@ -209,11 +212,12 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
     /// {TaskEscrowDuplicateReference} rather than a batch index.
     uint256 private constant _NOT_IN_BATCH = type(uint256).max;
 
-    /// @dev Creates one task funded by `funder` (the caller, or a grant's sponsor);
-    /// the caller moves the money afterwards.
-    function _create(CreateParams calldata p, uint256 index, address funder)
+    /// @dev Creates one task funded by `funder` (the caller, or a grant's sponsor),
+    /// with id `taskId` (`taskIdFor(funder, p.ref)`, or a grant's mark); the caller
+    /// moves the money afterwards.
+    function _create(CreateParams calldata p, uint256 index, address funder, uint256 taskId)
         private
-        returns (uint256 taskId)
+        returns (uint256)
     {
         // Checks
         if (p.amount == 0) revert TaskEscrowZeroAmount();
@@ -227,7 +231,6 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
         }
         _checkOffer(p.executor, p.capability, p.amount);
 
-        taskId = _taskIdFor(funder, p.ref);
         if (_taskHashes[taskId] != 0) {
             if (index == _NOT_IN_BATCH) revert TaskEscrowDuplicateReference(funder, p.ref);
             revert TaskEscrowBatchDuplicate(index, p.ref);
@@ -252,6 +255,7 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
         });
         _store(taskId, t);
         emit TaskCreated(taskId, p.planId, p.parentId, p.ref, p.capability, t, p.specURI);
+        return taskId;
     }
 
     /// @dev Interactions: pulls `amount` from the caller and insists the exact amount arrived.
@@ -321,27 +325,34 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
         bytes32 digest = _grantDigest(g);
         uint256 state = _grants[digest];
         if (state & _REVOKED != 0) revert TaskEscrowGrantRevoked(digest);
-        // Whether this first use creates the grant's mark (its first task's reference
-        // is the digest), which lets a use that spends the whole budget skip the slot.
-        bool marks = false;
+        // The grant's mark: its task referenced by the digest, under this grant only.
+        uint256 mark = _markIdFor(g.sponsor, digest);
         if (state == 0) {
             // A grant whose mark exists was used in full: its slot stayed zero.
-            if (_taskHashes[_taskIdFor(g.sponsor, digest)] != 0) revert TaskEscrowGrantUsed(digest);
+            if (_taskHashes[mark] != 0) revert TaskEscrowGrantUsed(digest);
             if (!_signedBy(g.sponsor, digest, gb.signature)) revert TaskEscrowGrantSignature(digest);
-            marks = gb.params[0].ref == digest;
         }
+        // Whether this call creates the mark: a first use that does, and spends the
+        // whole budget, leaves the slot at zero.
+        bool marks = false;
         uint256 total = 0;
         for (uint256 i; i < gb.params.length; ++i) {
             CreateParams calldata p = gb.params[i];
             if (p.planId != g.planId) revert TaskEscrowGrantPlan(k, p.planId);
-            taskIds[k] = _create(p, k, g.sponsor);
+            uint256 id;
+            if (p.ref == digest) {
+                (id, marks) = (mark, true);
+            } else {
+                id = _taskIdFor(g.sponsor, p.ref);
+            }
+            taskIds[k] = _create(p, k, g.sponsor, id);
             total += p.amount;
             ++k;
         }
         uint256 spent = state + total;
         if (spent > g.budget) revert TaskEscrowGrantBudget(digest, g.budget, spent);
         // Effects
-        if (!marks || spent != g.budget) {
+        if (state != 0 || !marks || spent != g.budget) {
             _grants[digest] = spent;
             emit GrantSpent(digest, g.sponsor, g.planId, uint128(spent));
         }
@@ -439,7 +450,9 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
             revert TaskEscrowBatchSize(taskIds.length);
         }
         if (taskIds.length != tasks.length) revert TaskEscrowLengthMismatch(taskIds.length, tasks.length);
-        if (taskIds.length != ratings.length) revert TaskEscrowLengthMismatch(taskIds.length, ratings.length);
+        if (taskIds.length != ratings.length) {
+            revert TaskEscrowLengthMismatch(taskIds.length, ratings.length);
+        }
         // Consecutive items of one executor are paid in one transfer: each
         // task's state is written and its {TaskSettled} emitted before the
         // transfer that carries its amount.
@@ -734,13 +747,19 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
 
     /// @inheritdoc ITaskEscrow
     function grantSpent(Grant calldata grant) external view override returns (uint128 spent, bool revoked) {
-        uint256 state = _grants[_grantDigest(grant)];
+        bytes32 digest = _grantDigest(grant);
+        uint256 state = _grants[digest];
         spent = uint128(state);
         revoked = state & _REVOKED != 0;
         // A first use that created the mark and spent the whole budget wrote no slot.
-        if (spent == 0 && _taskHashes[_taskIdFor(grant.sponsor, _grantDigest(grant))] != 0) {
+        if (spent == 0 && _taskHashes[_markIdFor(grant.sponsor, digest)] != 0) {
             spent = grant.budget;
         }
+    }
+
+    /// @inheritdoc ITaskEscrow
+    function grantMarkId(Grant calldata grant) external view override returns (uint256) {
+        return _markIdFor(grant.sponsor, _grantDigest(grant));
     }
 
     /// @inheritdoc ITaskEscrow
@@ -772,6 +791,13 @@ contract TaskEscrow is ITaskEscrow, Ownable2Step, ReentrancyGuardTransient, EIP7
 
     function _taskIdFor(address funder, bytes32 ref) private pure returns (uint256) {
         return uint256(keccak256(abi.encode(funder, ref)));
+    }
+
+    /// @dev The id of the mark of `sponsor`'s grant `digest`: three words hashed,
+    /// where every other task id hashes two, so no creation but the grant's own
+    /// first use can make it.
+    function _markIdFor(address sponsor, bytes32 digest) private pure returns (uint256) {
+        return uint256(keccak256(abi.encode(sponsor, digest, _MARK)));
     }
 
     function _store(uint256 taskId, Task memory t) private {

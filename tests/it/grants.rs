@@ -270,7 +270,10 @@ async fn a_grant_spent_whole_through_its_mark_keeps_no_slot_and_cannot_be_replay
     let replay = batch(&terms, &signature, vec![first.clone()]);
     let sponsor0 = env.balance(s).await;
     let mut recs = d.create_with_grants(operator, replay.clone()).await.unwrap();
-    assert_eq!(recs[0].id, escrow.taskIdFor(s, digest).call().await.unwrap(), "the mark");
+    let mark = escrow.grantMarkId(terms.to_sol()).call().await.unwrap();
+    assert_eq!(recs[0].id, mark, "the mark");
+    assert_eq!(mark, grant::mark_id(s, digest));
+    assert_ne!(mark, escrow.taskIdFor(s, digest).call().await.unwrap(), "no ordinary task id");
     assert_eq!(sponsor0 - env.balance(s).await, U256::from(AMOUNT));
     let slot = escrow.grantState(digest).call().await.unwrap();
     assert_eq!((slot.spent, slot.revoked), (0, false), "no slot written for the grant");

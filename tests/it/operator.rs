@@ -200,6 +200,7 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
 
     let mark = |g: &SignedGrant| grant::digest(d.chain_id, d.task_escrow, &g.terms);
     let (mark_a, mark_b) = (mark(&grant_a), mark(&grant_b));
+    let (terms_a, terms_b) = (grant_a.terms.to_sol(), grant_b.terms.to_sol());
     approve(&stack, &run_a, grant_a, Some(permit_a)).await;
     approve(&stack, &run_b, grant_b.clone(), None).await;
 
@@ -224,13 +225,15 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
 
     // The tasks are the sponsors': funded by them, with the operator as
     // client; sub-task 0's first attempt is the grant's mark (referenced by
-    // its digest), the others keep the plan's references.
-    for (view, sponsor, plan_id, mark) in
-        [(&view_a, a.address(), plan_id_a, mark_a), (&view_b, b.address(), plan_id_b, mark_b)]
+    // its digest, its id the escrow's grantMarkId), the others keep the
+    // plan's references.
+    for (view, sponsor, terms, mark) in
+        [(&view_a, a.address(), &terms_a, mark_a), (&view_b, b.address(), &terms_b, mark_b)]
     {
-        let id = stack.orch.chain().task_id(sponsor, mark);
+        let id = grant::mark_id(sponsor, mark);
         assert_eq!(view["subtasks"][0]["task_id"], id.to_string(), "{view:#}");
-        assert_eq!(escrow.taskIdFor(sponsor, mark).call().await.unwrap(), id);
+        assert_eq!(escrow.grantMarkId(terms.clone()).call().await.unwrap(), id);
+        assert_ne!(id, stack.orch.chain().task_id(sponsor, mark), "not an ordinary task id");
     }
     let second =
         stack.orch.chain().task_id(a.address(), Chain::reference(PlanId::new(plan_id_a), 1, 0));
@@ -260,7 +263,8 @@ async fn two_sponsors_that_only_sign_fund_their_own_runs_through_one_operator() 
     let view_c = stack.wait_phase(&run_c, 0, "created", 60).await;
     assert_eq!(env.balance(a.address()).await, a0 - U256::from(1_450_000), "A funded it");
     // One step spends the grant whole through its mark: no slot for it.
-    let id_c = escrow.taskIdFor(a.address(), mark_c).call().await.unwrap();
+    let id_c = escrow.grantMarkId(terms_c.clone()).call().await.unwrap();
+    assert_eq!(id_c, grant::mark_id(a.address(), mark_c));
     assert_eq!(view_c["subtasks"][0]["task_id"], id_c.to_string(), "{view_c:#}");
     let slot = escrow.grantState(mark_c).call().await.unwrap();
     assert_eq!((slot.spent, slot.revoked), (0, false), "no slot for a grant spent whole");

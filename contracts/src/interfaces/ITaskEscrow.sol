@@ -479,16 +479,18 @@ interface ITaskEscrow {
     /// plan ({TaskEscrowGrantPlan}); if the grant would fund more than its budget in
     /// all ({TaskEscrowGrantBudget}); if the executor is the caller, the client or the
     /// sponsor ({TaskEscrowSelfDealing}); and for every check of {createTasks}.
-    /// A grant's first use may give its first task the grant's digest as reference:
-    /// that task (id `taskIdFor(sponsor, digest)`) is the grant's mark. A first use
-    /// that creates the mark and spends the whole budget writes no state for the grant
-    /// (it is used up: a replay would have to create the mark again); once the mark
-    /// exists, a grant with no recorded spending reverts with {TaskEscrowGrantUsed}.
+    /// A task of a grant whose reference is the grant's digest is the grant's mark,
+    /// with id {grantMarkId} (not `taskIdFor`), which no other creation can make. A
+    /// first use that creates the mark and spends the whole budget writes no state
+    /// for the grant (it is used up: a replay would have to create the mark again);
+    /// once the mark exists, a grant with no recorded spending reverts with
+    /// {TaskEscrowGrantUsed}.
     /// Emits {TaskCreated} per task, then {GrantSpent} per batch unless that batch
     /// was such a first use.
     /// @param batches The grants, their signatures and their tasks (at most
     /// {MAX_BATCH} tasks in all).
-    /// @return taskIds `taskIdFor(grant.sponsor, ref)` of every task, in order.
+    /// @return taskIds `taskIdFor(grant.sponsor, ref)` of every task, in order (a
+    /// mark's: {grantMarkId}).
     function createWithGrants(GrantedBatch[] calldata batches) external returns (uint256[] memory taskIds);
 
     /// @notice Revokes a grant: it funds no task from now on. Tasks it already funded
@@ -811,4 +813,11 @@ interface ITaskEscrow {
     /// @return spent The sum of the amounts it funded.
     /// @return revoked Whether its sponsor revoked it.
     function grantSpent(Grant calldata grant) external view returns (uint128 spent, bool revoked);
+
+    /// @notice The id of `grant`'s mark: its task referenced by the grant's digest.
+    /// @dev `uint256(keccak256(abi.encode(grant.sponsor, grantDigest(grant), 1)))`:
+    /// three words where a task id hashes two, so no other creation makes it.
+    /// @param grant The grant.
+    /// @return The mark's task id.
+    function grantMarkId(Grant calldata grant) external view returns (uint256);
 }

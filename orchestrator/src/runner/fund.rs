@@ -207,7 +207,7 @@ impl Orchestrator {
     ) -> Result<(u32, U256, CreateParams), RunError> {
         let task = plan.subtask(row.idx).ok_or(PlanError::UnknownIndex(row.idx))?;
         let reference = self.reference_of(plan.id, row.idx, row.attempt);
-        let id = self.chain.task_id(self.chain.funder_of(plan.id), reference);
+        let id = self.task_of(plan.id, row.idx, row.attempt);
         let parent_id = inputs
             .first()
             .and_then(|i: &Input| i.task_id.as_deref())

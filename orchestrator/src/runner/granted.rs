@@ -170,16 +170,23 @@ impl Orchestrator {
     /// The task id of sub-task `index`, attempt `attempt`, of `plan`, under
     /// its funder (the grant's sponsor, or the key).
     pub(super) fn task_of(&self, plan: PlanId, index: u32, attempt: u32) -> U256 {
-        self.chain.task_id(self.chain.funder_of(plan), self.reference_of(plan, index, attempt))
+        if (index, attempt) == (0, 0)
+            && let Some(mark) = self.chain.grant_mark_id(plan)
+        {
+            return mark;
+        }
+        self.chain.task_id(self.chain.funder_of(plan), Chain::reference(plan, index, attempt))
     }
 
     /// The escrow reference of sub-task `index`, attempt `attempt`, of
     /// `plan`: [`Chain::reference`], except that under a grant sub-task 0's
-    /// first attempt takes the grant's mark ([`Chain::grant_mark`]). Sub-task
-    /// 0 has no upstream, so the run's first creation carries it first: a
-    /// grant spent whole by it (a one-step plan, or one funded upfront) then
-    /// costs no storage of its own. A run's grant never changes, so neither
-    /// does any of its references.
+    /// first attempt takes the grant's digest ([`Chain::grant_mark`]): it is
+    /// the grant's mark, whose task id is [`Chain::grant_mark_id`]
+    /// ([`Orchestrator::task_of`]) whenever it is created. When the run's
+    /// first creation carries it (sub-task 0 has no upstream, so it goes out
+    /// in the first wave) and spends the whole budget (a one-step plan, or
+    /// one funded upfront), the grant costs no storage of its own. A run's
+    /// grant never changes, so neither does any of its references.
     pub(super) fn reference_of(&self, plan: PlanId, index: u32, attempt: u32) -> B256 {
         match (index, attempt, self.chain.grant_mark(plan)) {
             (0, 0, Some(mark)) => mark,

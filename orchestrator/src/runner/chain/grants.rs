@@ -117,13 +117,27 @@ impl Chain {
     /// that spends the whole budget (a plan funded upfront, or of one step)
     /// write no state for the grant: a replay would have to create it again.
     pub fn grant_mark(&self, plan: PlanId) -> Option<B256> {
+        self.grant_mark_of(plan).map(|(_, digest)| digest)
+    }
+
+    /// The sponsor and digest of the grant funding plan `plan` (see
+    /// [`Chain::grant_mark`]).
+    fn grant_mark_of(&self, plan: PlanId) -> Option<(Address, B256)> {
         let funding = self.funding(plan)?;
         let deployment = &self.deployment;
-        Some(tessera_bindings::grant::digest(
+        let digest = tessera_bindings::grant::digest(
             deployment.chain_id,
             deployment.task_escrow,
             funding.terms(),
-        ))
+        );
+        Some((funding.sponsor(), digest))
+    }
+
+    /// The task id of the mark of the grant funding plan `plan`
+    /// ([`tessera_bindings::grant::mark_id`]): sub-task 0's first attempt.
+    pub fn grant_mark_id(&self, plan: PlanId) -> Option<U256> {
+        let (sponsor, digest) = self.grant_mark_of(plan)?;
+        Some(tessera_bindings::grant::mark_id(sponsor, digest))
     }
 
     /// Who funds plan `plan`'s tasks: its grant's sponsor, else the key.
