@@ -806,9 +806,10 @@ interface ITaskEscrow {
     /// @return revoked Whether its sponsor revoked it.
     function grantState(bytes32 digest) external view returns (uint128 spent, bool revoked);
 
-    /// @notice What `grant` has funded so far and whether it is revoked, counting a
-    /// first use that created its mark and spent the whole budget (which writes no
-    /// state: {grantState} reads zero for it) as its budget spent.
+    /// @notice What `grant` has funded so far and whether it is revoked.
+    /// @dev As {grantState} of its digest, except for a grant whose first use created
+    /// its mark ({grantMarkId}) and spent the whole budget: that use writes no state
+    /// ({grantState} reads zero), and this reads its budget spent.
     /// @param grant The grant.
     /// @return spent The sum of the amounts it funded.
     /// @return revoked Whether its sponsor revoked it.

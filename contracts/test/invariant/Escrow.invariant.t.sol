@@ -202,27 +202,60 @@ contract Escrow_Invariant_Test is Base {
         }
     }
 
-    /// @dev 7. Task ids are distinct and derive from (funder, ref); re-creating
-    /// with a used (funder, ref) always reverted.
+    /// @dev 7. Task ids are distinct and derive from (funder, ref), but for a
+    /// grant's mark (the grant's task referenced by its digest), whose id is
+    /// `grantMarkId`, the hash of (sponsor, digest, 1); every mark is its grant's,
+    /// and no grant has a mark it did not create. Re-creating with a used
+    /// (funder, ref) always reverted.
     function invariant_referencesUnique() external view {
         assertEq(store.duplicateIds(), 0, "a creation returned an existing id");
         assertEq(store.duplicateRefsAccepted(), 0, "a used reference was accepted");
         (uint256[] memory ids,, EscrowStore.Record[] memory records) = store.all();
+        uint256 marks;
         for (uint256 i; i < ids.length; ++i) {
-            assertEq(
-                uint256(keccak256(abi.encode(records[i].funder, records[i].ref))),
-                ids[i],
-                "id == H(funder, ref)"
-            );
+            if (records[i].mark) {
+                assertEq(
+                    uint256(keccak256(abi.encode(records[i].funder, records[i].ref, uint256(1)))),
+                    ids[i],
+                    "a mark's id == H(sponsor, digest, 1)"
+                );
+                ++marks;
+            } else {
+                assertEq(
+                    uint256(keccak256(abi.encode(records[i].funder, records[i].ref))),
+                    ids[i],
+                    "id == H(funder, ref)"
+                );
+            }
             for (uint256 j = i + 1; j < ids.length; ++j) {
                 assertNotEq(ids[i], ids[j], "ids distinct");
             }
         }
-        if (ids.length != 0) {
+        if (ids.length != 0 && !records[0].mark) {
             assertEq(
                 escrow.taskIdFor(records[0].funder, records[0].ref), ids[0], "taskIdFor(funder, ref) == id"
             );
         }
+        uint256 n = grantStore.count();
+        uint256 marked;
+        for (uint256 i; i < n; ++i) {
+            GrantStore.Ghost memory x = grantStore.ghost(i);
+            uint256 markId = escrow.grantMarkId(x.grant);
+            if (!x.marked) {
+                assertEq(escrow.taskHash(markId), bytes32(0), "no mark the grant did not create");
+                continue;
+            }
+            ++marked;
+            assertEq(x.markId, markId, "the mark's id == grantMarkId(grant)");
+            EscrowStore.Record memory r = store.record(markId);
+            assertTrue(r.mark, "the mark recorded as one");
+            assertEq(r.funder, x.grant.sponsor, "the mark funded by the sponsor");
+            assertEq(r.ref, x.digest, "the mark referenced by the digest");
+            assertNotEq(
+                markId, escrow.taskIdFor(x.grant.sponsor, x.digest), "a mark is no (sponsor, digest) task"
+            );
+        }
+        assertEq(marks, marked, "every mark is a grant's");
     }
 
     /// @dev 8. The stored hash of every task is the hash of its ghost Task.

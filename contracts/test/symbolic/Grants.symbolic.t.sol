@@ -116,17 +116,23 @@ contract EscrowSymbolicGrants is Test {
         address caller = svm.createAddress("caller");
         uint128 amount = uint128(svm.createUint256("amount"));
         bytes32 plan = bytes32(svm.createUint256("plan"));
-        // A fresh reference, or the digest: on a fresh grant, a first use that
-        // creates the mark (and, with the whole budget, writes no slot).
+        // A fresh reference, or the digest: the grant's mark, id grantMarkId (on a
+        // fresh grant, a first use that, with the whole budget, writes no slot; on
+        // a grant part spent, the mark created late, or a duplicate of it).
         bytes32 ref = svm.createUint256("ref") % 2 == 0 ? bytes32("second") : digest;
         vm.warp(block.timestamp + svm.createUint256("elapsed") % (30 days));
         ITaskEscrow.GrantedBatch[] memory bs = _batch(ref, plan, amount);
         vm.prank(caller);
-        (bool ok,) = address(escrow).call(abi.encodeCall(ITaskEscrow.createWithGrants, (bs)));
+        (bool ok, bytes memory ret) = address(escrow).call(abi.encodeCall(ITaskEscrow.createWithGrants, (bs)));
 
         (uint128 spent,) = escrow.grantSpent(grant);
         assert(spent <= BUDGET);
         if (ok) {
+            // The task referenced by the digest is the mark, the others' ids are (sponsor, ref)'s.
+            uint256 id = abi.decode(ret, (uint256[]))[0];
+            assert(
+                id == (ref == digest ? escrow.grantMarkId(grant) : escrow.taskIdFor(address(sponsor), ref))
+            );
             assert(caller == OPERATOR);
             assert(block.timestamp <= grant.validUntil);
             assert(plan == PLAN);
@@ -146,6 +152,7 @@ contract EscrowSymbolicGrants is Test {
         escrow.createWithGrants(_batch(digest, PLAN, BUDGET));
         (uint128 slot,) = escrow.grantState(digest);
         assert(slot == 0);
+        assert(escrow.taskHash(escrow.grantMarkId(grant)) != 0);
         uint256 paidBefore = usdc.balanceOf(address(sponsor));
 
         address caller = svm.createAddress("caller");

@@ -260,7 +260,7 @@ contract CreateWithGrantsTest is GrantBase {
     }
 
     function test_WhenMarkedFirstUseSpendsTheBudget() public {
-        // it should create the mark, the task with id taskIdFor(sponsor, digest), funded by the sponsor
+        // it should create the mark, the task with id grantMarkId(grant), funded by the sponsor
         // it should write no slot: grantState reads zero spent, grantSpent the budget
         ITaskEscrow.Grant memory g = _grant();
         uint256 before = usdc.balanceOf(sponsor);
@@ -304,7 +304,8 @@ contract CreateWithGrantsTest is GrantBase {
             if (logs[i].emitter != address(escrow)) continue;
             assertNotEq(logs[i].topics[0], ITaskEscrow.GrantSpent.selector, "no GrantSpent");
             if (logs[i].topics[0] == ITaskEscrow.TaskCreated.selector) {
-                assertEq(logs[i].topics[1], bytes32(escrow.taskIdFor(sponsor, ps[created].ref)), "in order");
+                uint256 id = created == 0 ? _markId(g) : escrow.taskIdFor(sponsor, ps[created].ref);
+                assertEq(logs[i].topics[1], bytes32(id), "in order, the mark first");
                 ++created;
             }
         }
@@ -403,34 +404,43 @@ contract CreateWithGrantsTest is GrantBase {
     }
 
     function test_WhenDigestIsALaterTaskOfTheFirstUse() public {
-        // it should write the slot and emit {GrantSpent}, as an unmarked use
+        // it should create the mark there: a use that spends the whole budget writes no slot all the same
         ITaskEscrow.Grant memory g = _grant();
         bytes32 d = _digest(g);
         ITaskEscrow.CreateParams[] memory ps = _grantParamsN(3);
         ps[2].ref = d;
-        vm.expectEmit(address(escrow));
-        emit ITaskEscrow.GrantSpent(d, sponsor, PLAN, BUDGET);
-        _createUnder(g, ps);
-        assertEq(_spent(g), BUDGET, "grantState: the slot holds the budget");
+        vm.recordLogs();
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _createUnder(g, ps);
+        Vm.Log[] memory logs = vm.getRecordedLogs();
+        for (uint256 i; i < logs.length; ++i) {
+            if (logs[i].emitter != address(escrow)) continue;
+            assertNotEq(logs[i].topics[0], ITaskEscrow.GrantSpent.selector, "no GrantSpent");
+        }
+        assertEq(ids[2], _markId(g), "the third task is the mark");
+        assertEq(escrow.taskHash(_markId(g)), escrow.hashTask(ts[2]), "the mark is stored");
+        assertEq(ids[0], escrow.taskIdFor(sponsor, ps[0].ref), "the others: ids from (sponsor, ref)");
+        assertEq(_spent(g), 0, "grantState: no slot");
         assertEq(_spentOf(g), BUDGET, "grantSpent: the budget");
-        // Recorded as spent in full: a further use is over budget, not a replay.
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", _grantParamsN(1));
+        // Used in full: a replay is refused as such.
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
         vm.prank(operator);
-        _expectGrantBudget(d, BUDGET, BUDGET + uint256(AMOUNT));
+        _expectGrantUsed(d);
         escrow.createWithGrants(bs);
     }
 
-    function test_WhenMarkCreatedByALaterUse() public {
-        // it should write the slot, the mark harmless: uses still count up to the budget
+    function test_WhenALaterUseCreatesTheMark() public {
+        // it should create the mark and write the slot: uses still count up to the budget
         ITaskEscrow.Grant memory g = _grant();
         bytes32 d = _digest(g);
         _createUnder(g, _grantParamsN(1));
-        // The later use creates the mark and spends the rest of the budget: the slot is written.
-        ITaskEscrow.CreateParams[] memory ps = _markedParamsN(g, 2);
+        // The later use creates the mark (as its second task) and spends the rest of the budget: the
+        // slot is written.
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(2);
+        ps[1].ref = d;
         vm.expectEmit(address(escrow));
         emit ITaskEscrow.GrantSpent(d, sponsor, PLAN, BUDGET);
         (uint256[] memory ids,) = _createUnder(g, ps);
-        assertEq(ids[0], _markId(g), "the mark, created late");
+        assertEq(ids[1], _markId(g), "the mark, created late");
         assertEq(_spent(g), BUDGET, "grantState: the budget");
         assertEq(_spentOf(g), BUDGET, "grantSpent: the budget");
         ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", _grantParamsN(1));
@@ -439,24 +449,45 @@ contract CreateWithGrantsTest is GrantBase {
         escrow.createWithGrants(bs);
     }
 
-    function test_RevertWhen_SponsorCreatedTheMark() public {
-        // it should revert with TaskEscrowGrantUsed
+    function test_RevertWhen_DigestReferencedAgain() public {
+        // it should revert with TaskEscrowBatchDuplicate
+        ITaskEscrow.Grant memory g = _grant();
+        bytes32 d = _digest(g);
+        _createUnder(g, _markedParamsN(g, 1));
+        // A later use, the digest on its second task: the mark's id is taken.
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(2);
+        ps[1].ref = d;
+        ITaskEscrow.GrantedBatch[] memory bs = _one(g, "", ps);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchDuplicate.selector, 1, d));
+        escrow.createWithGrants(bs);
+        // Twice in one first use of another grant: the second is a duplicate of the first.
+        ITaskEscrow.Grant memory h = _grant();
+        h.nonce = 2;
+        ps = _markedParamsN(h, 2);
+        ps[1].ref = ps[0].ref;
+        bs = _one(h, _signDigest(sponsorKey, _digest(h)), ps);
+        vm.prank(operator);
+        vm.expectRevert(abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchDuplicate.selector, 1, _digest(h)));
+        escrow.createWithGrants(bs);
+        assertEq(_spent(g), AMOUNT, "g: its first use only");
+        assertEq(_spentOf(h), 0, "h funded nothing");
+    }
+
+    function test_WhenTheSponsorReferencedATaskByTheDigest() public {
+        // it should leave the grant usable: that task is not the mark
         ITaskEscrow.Grant memory g = _grant();
         bytes32 d = _digest(g);
         vm.prank(sponsor);
-        escrow.createTask(_params(d));
-        ITaskEscrow.CreateParams[][2] memory uses = [_grantParamsN(1), _markedParamsN(g, 1)];
-        for (uint256 i; i < uses.length; ++i) {
-            ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), uses[i]);
-            vm.prank(operator);
-            _expectGrantUsed(d);
-            escrow.createWithGrants(bs);
-        }
-        assertEq(_spent(g), 0, "the grant funded nothing");
+        uint256 own = escrow.createTask(_params(d));
+        assertTrue(own != _markId(g), "a task id hashes two words, a mark three");
+        (uint256[] memory ids,) = _createUnder(g, _markedParamsN(g, 1));
+        assertEq(ids[0], _markId(g), "the grant's first use made its mark");
+        assertEq(_spent(g), AMOUNT, "the grant funded its task");
     }
 
-    function test_RevertWhen_AnotherGrantCreatedTheMark() public {
-        // it should revert with TaskEscrowGrantUsed
+    function test_WhenAnotherGrantReferencedATaskByTheDigest() public {
+        // it should leave the grant usable: that task is not the mark
         ITaskEscrow.Grant memory g = _grant();
         bytes32 d = _digest(g);
         // Another grant of the same sponsor, to another operator, funds a task referenced by g's digest.
@@ -465,12 +496,11 @@ contract CreateWithGrantsTest is GrantBase {
         h.nonce = 2;
         ITaskEscrow.CreateParams[] memory ps = _grantParamsN(1);
         ps[0].ref = d;
-        _createUnder(h, ps);
-        ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), _grantParamsN(1));
-        vm.prank(operator);
-        _expectGrantUsed(d);
-        escrow.createWithGrants(bs);
-        assertEq(_spent(g), 0, "g funded nothing");
+        (uint256[] memory other,) = _createUnder(h, ps);
+        assertEq(other[0], escrow.taskIdFor(sponsor, d), "an ordinary task of h");
+        (uint256[] memory ids,) = _createUnder(g, _markedParamsN(g, 1));
+        assertEq(ids[0], _markId(g), "g's first use made its mark");
+        assertEq(_spent(g), AMOUNT, "g funded its task");
         assertEq(_spent(h), AMOUNT, "h funded the task");
     }
 

@@ -60,11 +60,15 @@ contract GrantsFuzzTest is GrantBase {
         assertEq(_spent(g), sum > budget ? 0 : sum, "all or nothing");
     }
 
-    /// @dev A first use that creates the grant's mark, of any amount within any
-    /// budget, then any second use: the mark spares the slot only when the first
-    /// use spent the whole budget, and then every later use reverts with
-    /// TaskEscrowGrantUsed; grantSpent is always what the sponsor paid.
-    function testFuzz_MarkedFirstUse(uint128 budget, uint128 first, uint128 next, bool markAgain) public {
+    /// @dev A first use of 1..=3 tasks that creates the grant's mark (any one of
+    /// them referenced by the digest: id grantMarkId, never taskIdFor), of any
+    /// amount within any budget, then any second use: the mark spares the slot
+    /// only when the first use spent the whole budget, and then every later use
+    /// reverts with TaskEscrowGrantUsed; else the digest again is a duplicate of
+    /// the mark. grantSpent is always what the sponsor paid.
+    function testFuzz_MarkedFirstUse(uint128 budget, uint128 first, uint128 next, bool markAgain, uint8 shape)
+        public
+    {
         budget = uint128(bound(budget, 1, 1e11));
         first = uint128(bound(first, 1, budget));
         // One time in two the whole budget, else anything within it.
@@ -74,14 +78,12 @@ contract GrantsFuzzTest is GrantBase {
         g.budget = budget;
         bytes32 d = _digest(g);
         uint256 sponsorBefore = usdc.balanceOf(sponsor);
-        ITaskEscrow.CreateParams[] memory ps = _markedParamsN(g, 1);
-        ps[0].amount = first;
-        _createUnder(g, ps);
+        bytes32 markHash = _markedFirstUse(g, first, shape);
         assertEq(_spentOf(g), first, "grantSpent: the first use");
         assertEq(_spent(g), first == budget ? 0 : first, "grantState: no slot iff the mark spent it all");
 
-        // The second use, with or without the digest as reference (used already).
-        ps = markAgain ? _markedParamsN(g, 1) : _grantParamsN(1);
+        // The second use, with or without the digest as reference (the mark's already).
+        ITaskEscrow.CreateParams[] memory ps = markAgain ? _markedParamsN(g, 1) : _grantParamsN(1);
         ps[0].amount = next;
         ITaskEscrow.GrantedBatch[] memory bs = _one(g, _sign(g), ps);
         uint256 funded = first;
@@ -96,9 +98,30 @@ contract GrantsFuzzTest is GrantBase {
             funded += next;
         }
         escrow.createWithGrants(bs);
+        assertEq(escrow.taskHash(_markId(g)), markHash, "the mark untouched");
         assertEq(_spentOf(g), funded, "grantSpent: what was funded");
         assertLe(_spentOf(g), budget, "within the budget");
         assertEq(sponsorBefore - usdc.balanceOf(sponsor), funded, "the sponsor paid exactly what was funded");
+    }
+
+    /// @dev A first use of `g` of 1..=3 tasks (as `shape` says) sharing `first`,
+    /// one of them referenced by the digest: that one is the mark. Returns its hash.
+    function _markedFirstUse(ITaskEscrow.Grant memory g, uint128 first, uint8 shape)
+        internal
+        returns (bytes32)
+    {
+        // `n` tasks (each of at least one unit), the mark at position `m`.
+        uint256 n = bound(shape, 1, 3);
+        if (n > first) n = first;
+        uint256 m = (shape >> 2) % n;
+        ITaskEscrow.CreateParams[] memory ps = _grantParamsN(n);
+        for (uint256 i; i < n; ++i) {
+            ps[i].amount = uint128(i + 1 < n ? first / n : first - (n - 1) * (first / n));
+        }
+        ps[m].ref = _digest(g);
+        (uint256[] memory ids, ITaskEscrow.Task[] memory ts) = _createUnder(g, ps);
+        assertEq(ids[m], escrow.grantMarkId(g), "the task referenced by the digest is the mark");
+        return escrow.hashTask(ts[m]);
     }
 
     /// @dev A grant funds a task at any time up to its validUntil, none after.

@@ -114,12 +114,12 @@ contract GrantSpentTest is GrantBase {
         assertEq(_spentOf(g), BUDGET, "g untouched");
     }
 
-    function test_MarkWithoutUse() public {
-        // it should return the budget spent, though the grant funded nothing
+    function test_WhenATaskIsReferencedByTheDigestOutsideTheGrant() public {
+        // it should return zero: only the grant itself makes its mark
         ITaskEscrow.Grant memory g = _grant();
         vm.prank(sponsor);
         escrow.createTask(_params(_digest(g)));
-        assertEq(_spentOf(g), BUDGET, "the mark alone reads as the budget");
+        assertEq(_spentOf(g), 0, "no mark, nothing funded");
         assertEq(_spent(g), 0, "grantState: nothing funded");
     }
 }

@@ -224,29 +224,37 @@ abstract contract EscrowBaseHandler is BaseHandler {
         }
     }
 
+    /// @dev The task the escrow stores when `funder` creates `p` now.
+    function _createdTask(address funder, ITaskEscrow.CreateParams memory p)
+        internal
+        view
+        returns (ITaskEscrow.Task memory)
+    {
+        return ITaskEscrow.Task({
+            funder: funder,
+            client: p.client,
+            executor: p.executor,
+            amount: p.amount,
+            deadline: p.deadline,
+            updatedAt: uint40(block.timestamp),
+            reviewWindow: p.reviewWindow,
+            disputeWindow: escrow.disputeWindow(),
+            appealWindow: escrow.appealWindow(),
+            appealRulingWindow: escrow.appealRulingWindow(),
+            executorShareBps: 0,
+            status: ITaskEscrow.Status.Created,
+            specHash: keccak256(bytes(p.specURI)),
+            resultHash: bytes32(0)
+        });
+    }
+
     /// @dev Records tasks just created for `funder` from `ps` (ids `ids`) in the
     /// escrow store, as the escrow must have stored them.
     function _recordCreated(address funder, ITaskEscrow.CreateParams[] memory ps, uint256[] memory ids)
         internal
     {
         for (uint256 i; i < ps.length; ++i) {
-            ITaskEscrow.Task memory t = ITaskEscrow.Task({
-                funder: funder,
-                client: ps[i].client,
-                executor: ps[i].executor,
-                amount: ps[i].amount,
-                deadline: ps[i].deadline,
-                updatedAt: uint40(block.timestamp),
-                reviewWindow: ps[i].reviewWindow,
-                disputeWindow: escrow.disputeWindow(),
-                appealWindow: escrow.appealWindow(),
-                appealRulingWindow: escrow.appealRulingWindow(),
-                executorShareBps: 0,
-                status: ITaskEscrow.Status.Created,
-                specHash: keccak256(bytes(ps[i].specURI)),
-                resultHash: bytes32(0)
-            });
-            store.addTask(ids[i], ps[i].ref, t);
+            store.addTask(ids[i], ps[i].ref, _createdTask(funder, ps[i]));
             store.recordInflow(ids[i], ps[i].amount);
             store.recordTransition(uint8(ITaskEscrow.Status.None), uint8(ITaskEscrow.Status.Created));
         }

@@ -144,6 +144,9 @@ contract EscrowCreateHandler is EscrowBaseHandler {
     }
 
     /// @notice Re-creating with a (funder, ref) already used must always revert.
+    /// A grant's mark (id grantMarkId) does not use its (sponsor, digest): the
+    /// sponsor's first task referenced by the digest is created, with id
+    /// taskIdFor(sponsor, digest), beside the mark; a second one must revert.
     function attemptDuplicateRef(
         uint256 taskSeed,
         uint256 clientSeed,
@@ -158,12 +161,38 @@ contract EscrowCreateHandler is EscrowBaseHandler {
         ITaskEscrow.CreateParams memory p =
             _params(rec.funder, clientSeed, executorSeed, amountSeed, deadlineSeed);
         p.ref = rec.ref;
+        uint256 refId = escrow.taskIdFor(rec.funder, rec.ref);
+        if (rec.mark && escrow.taskHash(refId) == 0 && !escrow.paused()) {
+            _createBesideMark(rec.funder, p, id, refId);
+            return;
+        }
         bytes memory expected = escrow.paused()
             ? abi.encodeWithSelector(Pausable.EnforcedPause.selector)
             : abi.encodeWithSelector(ITaskEscrow.TaskEscrowDuplicateReference.selector, rec.funder, rec.ref);
         uint256 unexpectedBefore = store.unexpectedSuccesses();
         _expectRejected(rec.funder, abi.encodeCall(ITaskEscrow.createTask, (p)), expected, id);
         if (store.unexpectedSuccesses() != unexpectedBefore) store.recordDuplicateRefAccepted();
+    }
+
+    /// @dev The sponsor of the grant whose mark is task `mark` creates its own
+    /// task referenced by the grant's digest: an ordinary task, id `refId`
+    /// (taskIdFor(sponsor, digest)), recorded like any other; the mark is left as
+    /// it was (the stored-hash invariant checks it).
+    function _createBesideMark(address funder, ITaskEscrow.CreateParams memory p, uint256 mark, uint256 refId)
+        internal
+    {
+        ITaskEscrow.Task memory t = _createdTask(funder, p);
+        _observeStart();
+        vm.prank(funder);
+        uint256 id = escrow.createTask(p);
+        if (id != refId || id == mark) {
+            store.recordWrongRevert(
+                abi.encode("a task beside a mark got another id than taskIdFor", id, refId)
+            );
+        }
+        store.addTask(id, p.ref, t);
+        _observeEnd(id, ITaskEscrow.Status.None);
+        store.countCall("createBesideMark");
     }
 
     /*//////////////////////////////////////////////////////////////

@@ -15,14 +15,17 @@ import {EscrowBaseHandler} from "./EscrowBaseHandler.sol";
 /// @notice Plays sponsors who sign grants (the funders' keys) and one operator
 /// who spends them with createWithGrants; the sponsors revoke, grants expire,
 /// and strangers try to spend them or move them to another plan. Some uses
-/// create the grant's mark (their first task referenced by the digest), some
-/// first uses spend the whole budget at once, and grants a marked first use
-/// spent in full are replayed. Every created task joins the escrow store, so the
-/// lifecycle handler settles it like any other; every grant's terms and funded
-/// sum are in the grant store.
+/// create the grant's mark (one of their tasks referenced by the digest: id
+/// grantMarkId), on a first use or late, some first uses spend the whole budget
+/// at once, grants a marked first use spent in full are replayed, and the
+/// digest is given again once the mark exists. Every created task joins the
+/// escrow store (a mark flagged as one), so the lifecycle handler settles it like
+/// any other; every grant's terms, funded sum and mark are in the grant store.
 contract EscrowGrantHandler is EscrowBaseHandler {
     /// @dev Live grants at a time; a revoked or expired one is replaced by a fresh one.
     uint256 internal constant LIVE = 4;
+    /// @dev A call none of whose tasks is referenced by the grant's digest.
+    uint256 internal constant NO_MARK = type(uint256).max;
 
     GrantStore public immutable grants;
     address public immutable operator;
@@ -78,9 +81,10 @@ contract EscrowGrantHandler is EscrowBaseHandler {
     /// @notice The operator creates 1..=4 tasks under a live grant, their
     /// amounts drawn up to the whole budget so that some calls overspend. Two
     /// calls in five spend exactly what is left (a first use: the whole budget);
-    /// one call in three gives its first task the grant's digest as reference (on
-    /// a first use it creates the grant's mark, on a later one a mark that changes
-    /// nothing).
+    /// one call in three, while the grant has no mark, gives one of its tasks the
+    /// grant's digest as reference: that task is the grant's mark, id grantMarkId
+    /// (on a first use that spends the whole budget, no slot is written; on a
+    /// later use, the slot is written as ever).
     function createWithGrant(uint256 grantSeed, uint256 seed, uint8 count)
         external
         instrument("createWithGrant")
@@ -88,7 +92,7 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         uint256 slot = grantSeed % LIVE;
         uint256 index = _live[slot];
         GrantStore.Ghost memory x = grants.ghost(index);
-        (ITaskEscrow.CreateParams[] memory ps, uint256 sum, bool marks) = _batch(x, seed, count);
+        (ITaskEscrow.CreateParams[] memory ps, uint256 sum, uint256 markAt) = _batch(x, seed, count);
         ITaskEscrow.GrantedBatch[] memory bs = new ITaskEscrow.GrantedBatch[](1);
         // Once a grant has funded a task, its signature is no longer needed.
         bytes memory sig = x.funded != 0 && seed % 3 == 0 ? bytes("") : _sign(x);
@@ -106,8 +110,14 @@ contract EscrowGrantHandler is EscrowBaseHandler {
                 return;
             }
             _record(x, ps, ids, logs, sum);
-            // Nothing funded before: the grant's slot was zero, this was its first use.
-            if (x.funded == 0 && marks) grants.recordMarkedFirstUse(index, sum == x.grant.budget);
+            // The task referenced by the digest is the grant's mark, whatever id it
+            // got (the invariants check it). Nothing funded before: the slot was
+            // zero, this was the first use, and spending the whole budget it wrote
+            // no slot.
+            if (markAt != NO_MARK) {
+                store.setMark(ids[markAt]);
+                grants.recordMark(index, x.funded == 0 && sum == x.grant.budget, ids[markAt]);
+            }
         } catch (bytes memory err) {
             vm.getRecordedLogs();
             if (expected.length != 0 && keccak256(err) == keccak256(expected)) store.recordExpectedRevert();
@@ -121,13 +131,13 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         if (block.timestamp > x.grant.validUntil) _live[slot] = _newGrant(slot, seed);
     }
 
-    /// @dev The 1..=4 tasks of a call under `x`, their sum, and whether the first
-    /// is referenced by the digest. Two calls in five spend exactly what is left
-    /// of the budget (on a first use, the whole budget).
+    /// @dev The 1..=4 tasks of a call under `x`, their sum, and which one is
+    /// referenced by the digest ({NO_MARK}: none). Two calls in five spend exactly
+    /// what is left of the budget (on a first use, the whole budget).
     function _batch(GrantStore.Ghost memory x, uint256 seed, uint8 count)
         internal
         view
-        returns (ITaskEscrow.CreateParams[] memory ps, uint256 sum, bool marks)
+        returns (ITaskEscrow.CreateParams[] memory ps, uint256 sum, uint256 markAt)
     {
         uint256 n = bound(count, 1, 4);
         uint256 left = x.funded < x.grant.budget ? x.grant.budget - x.funded : 0;
@@ -139,8 +149,11 @@ contract EscrowGrantHandler is EscrowBaseHandler {
             if (rest) ps[i].amount = _share(left, n, i);
             sum += ps[i].amount;
         }
-        marks = (seed >> 128) % 3 == 0 && !_markExists(x);
-        if (marks) ps[0].ref = x.digest;
+        markAt = NO_MARK;
+        if ((seed >> 128) % 3 == 0 && !_markExists(x)) {
+            markAt = (seed >> 160) % n;
+            ps[markAt].ref = x.digest;
+        }
     }
 
     /// @dev Task `i` of `n` sharing `total` exactly: equal parts, the last one the rest.
@@ -149,9 +162,9 @@ contract EscrowGrantHandler is EscrowBaseHandler {
         return uint128(i + 1 < n ? part : total - (n - 1) * part);
     }
 
-    /// @dev Whether `x`'s mark exists: its sponsor's task referenced by its digest.
+    /// @dev Whether `x`'s mark exists: its task referenced by its digest, id grantMarkId.
     function _markExists(GrantStore.Ghost memory x) internal view returns (bool) {
-        return escrow.taskHash(escrow.taskIdFor(x.grant.sponsor, x.digest)) != 0;
+        return escrow.taskHash(escrow.grantMarkId(x.grant)) != 0;
     }
 
     /// @notice The sponsor revokes a live grant (then signs a new one); a
@@ -178,10 +191,11 @@ contract EscrowGrantHandler is EscrowBaseHandler {
     }
 
     /// @notice Anyone but the operator tries to spend a live grant; then the
-    /// operator tries to move it to another plan; then the operator replays a
-    /// grant that a marked first use spent in full (live or not): with fresh
-    /// params of the least amount, then with its first task's reference, the
-    /// digest, again.
+    /// operator tries to move it to another plan; then, if it has a mark, to
+    /// create another task referenced by its digest (the mark's id is taken); then
+    /// the operator replays a grant that a marked first use spent in full (live or
+    /// not): with fresh params of the least amount, then with the digest as
+    /// reference again.
     function attemptMisuse(uint256 grantSeed, uint256 callerSeed, uint256 seed)
         external
         instrument("attemptGrantMisuse")
@@ -203,6 +217,17 @@ contract EscrowGrantHandler is EscrowBaseHandler {
             expected = abi.encodeWithSelector(ITaskEscrow.TaskEscrowGrantPlan.selector, 0, ps[0].planId);
         }
         _attempt(operator, index, x, ps, expected);
+
+        if (x.marked) {
+            ps[0] = _params(x, seed >> 2);
+            ps[0].ref = x.digest;
+            // Checked before the task: paused, expired, revoked, or spent in full by its marked first use.
+            expected = _expected(x, 0);
+            if (expected.length == 0) {
+                expected = abi.encodeWithSelector(ITaskEscrow.TaskEscrowBatchDuplicate.selector, 0, x.digest);
+            }
+            _attempt(operator, index, x, ps, expected);
+        }
 
         (bool found, uint256 used) = grants.pickMarkedFull(seed);
         if (!found) return;

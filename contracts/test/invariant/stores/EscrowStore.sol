@@ -20,6 +20,7 @@ contract EscrowStore {
         uint128 settledExecutorAmount; // as carried by {TaskSettled}
         uint128 settledFunderAmount; // as carried by {TaskSettled}
         uint8 settledStatus; // as carried by {TaskSettled}
+        bool mark; // a grant's mark (its task referenced by its digest): id grantMarkId, not H(funder, ref)
     }
 
     /// @dev One token transfer out of the escrow, attributed to the task the call was about.
@@ -79,6 +80,12 @@ contract EscrowStore {
         _tasks[taskId] = t;
         _records[taskId].funder = t.funder;
         _records[taskId].ref = ref;
+    }
+
+    /// @notice Task `taskId` was created as a grant's mark: the grant's task
+    /// referenced by its digest.
+    function setMark(uint256 taskId) external {
+        _records[taskId].mark = true;
     }
 
     function setTask(uint256 taskId, ITaskEscrow.Task calldata t) external {
