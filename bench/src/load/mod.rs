@@ -47,6 +47,7 @@ use tessera_orchestrator::{plan::Plan, state::RunState};
 use tessera_stack::spawn_worker;
 
 mod api;
+mod contention;
 mod report;
 
 pub(crate) use api::{TOKEN, post, wait_ready, wait_up};
@@ -312,6 +313,20 @@ async fn round(
     for api in &apis {
         wait_ready(&http, api).await?;
     }
+    // What the replicas contend over from here: lease takeovers, and the
+    // run store's sessions waiting on a lock (PostgreSQL).
+    let takeovers = async |apis: &[String]| -> Result<u64> {
+        let mut n = 0;
+        for api in apis {
+            n += contention::takeovers(&http, api).await?;
+        }
+        Ok(n)
+    };
+    let takeovers0 = takeovers(&apis).await?;
+    let sampler = match postgres {
+        Some(_) => Some(contention::LockSampler::start(&db).await?),
+        None => None,
+    };
     let api = apis[0].clone();
 
     let agents = Agents {
@@ -382,6 +397,11 @@ async fn round(
     let seconds =
         ((last - started_ms) as f64 / 1e3).max(started.elapsed().as_secs_f64().min(0.001));
     let cpu = cpu() - cpu0;
+    let lease_handovers = takeovers(&apis).await?.saturating_sub(takeovers0);
+    let locks = match sampler {
+        Some(s) => Some(s.finish().await?),
+        None => None,
+    };
     let rss = procs.iter().map(|p| peak_rss_mib(p.pid())).fold(0.0, f64::max);
     let counted = proxy.counts().since(&counts0);
     let requests = counted.total();
@@ -411,6 +431,10 @@ async fn round(
         rpc_per_subtask: requests as f64 / subtasks as f64,
         rpc_per_block: requests as f64 / blocks as f64,
         blocks,
+        lease_handovers,
+        lock_wait_share: locks.map(|l| l.share()),
+        lock_waiting: locks.map(|l| l.waiting),
+        lock_samples: locks.map(|l| l.samples),
         rpc_per_block_by_method: counted
             .by_method
             .iter()

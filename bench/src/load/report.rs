@@ -40,6 +40,16 @@ pub struct LoadRow {
     pub rpc_per_block: f64,
     /// Blocks the round spanned.
     pub blocks: u64,
+    /// Lane leases that changed hands during the round, over every replica
+    /// (`tessera_lease_takeovers_total`).
+    pub lease_handovers: u64,
+    /// PostgreSQL: the share of lock samples (one every 50 ms, of
+    /// `pg_stat_activity`) in which a session of the run store waited on a lock.
+    pub lock_wait_share: Option<f64>,
+    /// PostgreSQL: sessions waiting on a lock, summed over the samples.
+    pub lock_waiting: Option<u64>,
+    /// PostgreSQL: lock samples taken.
+    pub lock_samples: Option<u64>,
     /// JSON-RPC requests per block, by method.
     pub rpc_per_block_by_method: std::collections::BTreeMap<String, f64>,
     /// `eth_call`s per block, by the contract function called.
@@ -142,6 +152,29 @@ impl LoadBenchReport {
                 full.plans
             );
         }
+        // What the replicas contended over, per PostgreSQL row.
+        let pg: Vec<&LoadRow> = self.rows.iter().filter(|r| r.store == "postgres").collect();
+        if !pg.is_empty() {
+            out += "
+Contention (PostgreSQL rounds): lease hand-overs, and lock waits sampled every 50 ms:
+";
+        }
+        for r in pg {
+            out += &format!(
+                "  {} {} plans, {} replica(s): lease hand-overs {}; lock waits in {:.1}% of {} samples ({} waiting sessions in all)
+",
+                r.mode,
+                r.plans,
+                r.replicas,
+                r.lease_handovers,
+                100.0 * r.lock_wait_share.unwrap_or(0.0),
+                r.lock_samples.unwrap_or(0),
+                r.lock_waiting.unwrap_or(0),
+            );
+        }
+        out += "
+Goals, replicas:
+";
         // Scale-out: each number of replicas against one, per chain mode
         // (goals: throughput at least one replica's, p99 within 1.5x of it).
         for mode in ["automine".to_owned()]
