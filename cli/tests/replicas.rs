@@ -1,6 +1,7 @@
 //! `tessera serve --replica`: two replicas with one sponsor key on one
 //! PostgreSQL database, the lane holder killed with SIGKILL mid-plan, the
-//! standby taking the lane over; and SQLite's one process per file.
+//! standby taking the lane over; two replicas with a key each driving their
+//! lanes at once; and SQLite's one process per file.
 // Every test binary links all of the package's dependencies.
 #![allow(unused_crate_dependencies)]
 
@@ -11,14 +12,15 @@ use std::{
 };
 
 use alloy::{
-    primitives::{Address, B256, U256},
+    primitives::{Address, B256, U256, keccak256},
     providers::Provider,
     rpc::types::Filter,
+    signers::local::PrivateKeySigner,
     sol_types::SolEvent,
 };
 use serde_json::Value;
 use tessera_anvil::deploy::DeployConfig;
-use tessera_bindings::TaskEscrow;
+use tessera_bindings::{MockUSDC, TaskEscrow};
 use tessera_e2e::{TEST_TOKEN, TestEnv};
 use tessera_orchestrator::{
     plan::{Plan, PlanId},
@@ -42,9 +44,20 @@ fn serve_command(
     database_url: &str,
     extra: &[&str],
 ) -> Command {
+    serve_command_as(env, &env.actors.sponsor, dir, database_url, extra)
+}
+
+/// [`serve_command`] with `sponsor`'s key.
+fn serve_command_as(
+    env: &TestEnv,
+    sponsor: &PrivateKeySigner,
+    dir: &std::path::Path,
+    database_url: &str,
+    extra: &[&str],
+) -> Command {
     let deployment = dir.join("deployment.json");
     env.deployment.save(&deployment).unwrap();
-    let sponsor_key = format!("0x{}", alloy::hex::encode(env.actors.sponsor.to_bytes()));
+    let sponsor_key = format!("0x{}", alloy::hex::encode(sponsor.to_bytes()));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tessera"));
     cmd.args(["serve", "--listen", ANY_PORT, "--no-index"])
         .arg("--deployment")
@@ -65,9 +78,19 @@ fn serve_command(
 
 /// A replica on `database_url`; returns it and its base URL.
 fn replica(env: &TestEnv, dir: &std::path::Path, database_url: &str) -> (Service, String) {
+    replica_as(env, &env.actors.sponsor, dir, database_url)
+}
+
+/// A replica with `sponsor`'s key (its lane) on `database_url`.
+fn replica_as(
+    env: &TestEnv,
+    sponsor: &PrivateKeySigner,
+    dir: &std::path::Path,
+    database_url: &str,
+) -> (Service, String) {
     let (ttl, beat) = (TTL_MS.to_string(), HEARTBEAT_MS.to_string());
     let extra = ["--replica", "--lease-ttl-ms", &ttl, "--lease-heartbeat-ms", &beat];
-    listening(&mut serve_command(env, dir, database_url, &extra))
+    listening(&mut serve_command_as(env, sponsor, dir, database_url, &extra))
 }
 
 /// A scratch PostgreSQL database (see
@@ -324,6 +347,160 @@ async fn the_standby_takes_the_lane_over_when_the_holder_is_killed_and_every_pla
     }
     assert_eq!(lease(&db, &lane).await, Some((None, 2)), "released on a graceful stop");
     drop(b);
+    drop(db);
+    for w in workers {
+        w.abort();
+    }
+    tessera_db::drop_scratch_database(&admin, &db_url).await.unwrap();
+}
+
+/// Two replicas with a sponsor key each, on one PostgreSQL run store: each
+/// holds its own lane and drives its own sponsor's plans while the other
+/// drives the other's, in the same blocks. Every sub-task is funded and
+/// settled once, by its own sponsor; each sponsor pays exactly its plans,
+/// and the executors receive exactly what both paid.
+#[tokio::test]
+async fn two_replicas_with_a_key_each_drive_their_lanes_at_once_and_balances_are_exact() {
+    let test = "two_replicas_with_a_key_each_drive_their_lanes_at_once";
+    let Some((admin, db_url)) = scratch_database(test).await else { return };
+    let db = Store::connect(&db_url).await.unwrap();
+    let (env, dir, workers) = chain_with_workers().await;
+    // The second sponsor: ether for gas, tokens to fund its plans.
+    let second = PrivateKeySigner::from_bytes(&keccak256("replicas: the second sponsor")).unwrap();
+    env.provider
+        .raw_request::<_, Value>(
+            "anvil_setBalance".into(),
+            (second.address(), U256::from(10u128.pow(20))),
+        )
+        .await
+        .unwrap();
+    let usdc = MockUSDC::new(env.deployment.token, env.provider.clone());
+    let minted = usdc
+        .mint(second.address(), U256::from(100_000_000u64))
+        .from(env.actors.deployer.address())
+        .send()
+        .await
+        .unwrap();
+    assert!(minted.get_receipt().await.unwrap().status());
+    let sponsors = [env.actors.sponsor.clone(), second];
+    let (a0, a1, a3) = (env.actors.agent(0), env.actors.agent(1), env.actors.agent(3));
+    let executors = [a0, a1, a3];
+    let mut before = BTreeMap::<Address, U256>::new();
+    for who in sponsors.iter().map(PrivateKeySigner::address).chain(executors) {
+        before.insert(who, env.balance(who).await);
+    }
+    let http = reqwest::Client::new();
+
+    // One replica per key: each holds its own lane's lease.
+    let mut replicas = Vec::new();
+    for sponsor in &sponsors {
+        let (service, api) = replica_as(&env, sponsor, dir.path(), &db_url);
+        wait_up(&http, &api).await;
+        replicas.push((service, api));
+    }
+    for (sponsor, (_, api)) in sponsors.iter().zip(&replicas) {
+        let lane = sponsor.address().to_string().to_lowercase();
+        let end = Instant::now() + Duration::from_secs(20);
+        loop {
+            let h = health(&http, api).await;
+            if h["lane"]["holds"] == true {
+                assert_eq!(h["lane"]["lane"], lane.as_str(), "{h}");
+                break;
+            }
+            assert!(Instant::now() < end, "{api} never held its lane: {h}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(lease(&db, &lane).await.map(|l| l.1), Some(1), "one holder, never changed");
+    }
+
+    // Two plans through each replica, all approved before any settles.
+    let steps = [
+        ("summarize", a1, 400_000),
+        ("extract-entities", a0, 300_000),
+        ("sentiment-classify", a3, 200_000),
+    ];
+    let per_plan = U256::from(900_000u64);
+    let mut plans: Vec<(usize, PlanId, String)> = Vec::new();
+    for k in 0..4 {
+        let r = k % 2;
+        let plan_id = Plan::id_from_label(&format!("two lanes {k}"));
+        let plan = chain_plan(
+            plan_id,
+            "Tessera settles each sub-task through an escrow. Workers accept and deliver.",
+            &steps,
+        );
+        let api = &replicas[r].1;
+        let resp = http.post(format!("{api}/api/plans")).bearer_auth(TEST_TOKEN).json(&plan);
+        assert_eq!(resp.send().await.unwrap().status().as_u16(), 201);
+        plans.push((r, plan_id, plan["id"].as_str().unwrap().to_owned()));
+    }
+    for (r, _, id) in &plans {
+        let api = &replicas[*r].1;
+        let resp = http.post(format!("{api}/api/runs/{id}/approve")).bearer_auth(TEST_TOKEN);
+        assert_eq!(resp.send().await.unwrap().status().as_u16(), 200);
+    }
+    // Every plan completes, each sub-task paid on its first attempt; read
+    // through the other replica (the run store is shared).
+    for (r, _, id) in &plans {
+        let v = support::wait_completed(&http, &replicas[1 - r].1, id).await;
+        for s in v["subtasks"].as_array().unwrap() {
+            assert_eq!((s["attempt"].as_u64(), s["phase"].as_str()), (Some(0), Some("paid")), "{s}");
+        }
+    }
+
+    // Each plan's tasks were funded by its replica's key, each once, and
+    // the two lanes' creations interleave: they ran at once.
+    let mut spans = [(u64::MAX, 0u64); 2];
+    let filter = Filter::new()
+        .address(env.deployment.task_escrow)
+        .event_signature(TaskEscrow::TaskCreated::SIGNATURE_HASH)
+        .from_block(env.deployment.deploy_block);
+    let logs = env.provider.get_logs(&filter).await.unwrap();
+    assert_eq!(logs.len(), plans.len() * steps.len(), "one task per sub-task");
+    for log in &logs {
+        let ev = TaskEscrow::TaskCreated::decode_log(&log.inner).unwrap();
+        let (r, _, _) = plans.iter().find(|(_, p, _)| p.into_inner() == ev.planId).unwrap();
+        assert_eq!(ev.task.funder, sponsors[*r].address(), "funded by its lane's sponsor");
+        let block = log.block_number.unwrap();
+        spans[*r] = (spans[*r].0.min(block), spans[*r].1.max(block));
+    }
+    assert!(
+        spans[0].0 <= spans[1].1 && spans[1].0 <= spans[0].1,
+        "the lanes' creations overlap in blocks: {spans:?}"
+    );
+    let created = per_task(&env, TaskEscrow::TaskCreated::SIGNATURE_HASH).await;
+    let settled = per_task(&env, TaskEscrow::TaskSettled::SIGNATURE_HASH).await;
+    assert!(created.values().all(|&n| n == 1), "each funded once: {created:?}");
+    assert!(settled.values().all(|&n| n == 1), "each settled once: {settled:?}");
+    assert_eq!(
+        created.keys().collect::<BTreeSet<_>>(),
+        settled.keys().collect::<BTreeSet<_>>(),
+        "every task settled"
+    );
+
+    // Balances to the unit: each sponsor paid its two plans, the executors
+    // received what both paid.
+    let mut debit = U256::ZERO;
+    for sponsor in &sponsors {
+        let paid = before[&sponsor.address()] - env.balance(sponsor.address()).await;
+        assert_eq!(paid, per_plan * U256::from(2u64), "{}", sponsor.address());
+        debit += paid;
+    }
+    let mut credit = U256::ZERO;
+    for who in executors {
+        credit += env.balance(who).await - before[&who];
+    }
+    assert_eq!(credit, debit, "the sponsors' debit = the executors' credit");
+    // Nobody took a lane from anybody.
+    for sponsor in &sponsors {
+        let lane = sponsor.address().to_string().to_lowercase();
+        assert_eq!(lease(&db, &lane).await.map(|l| l.1), Some(1), "{lane}");
+    }
+
+    for (mut service, _) in replicas {
+        service.0.kill().unwrap();
+        service.0.wait().unwrap();
+    }
     drop(db);
     for w in workers {
         w.abort();
