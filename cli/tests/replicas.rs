@@ -444,7 +444,11 @@ async fn two_replicas_with_a_key_each_drive_their_lanes_at_once_and_balances_are
     for (r, _, id) in &plans {
         let v = support::wait_completed(&http, &replicas[1 - r].1, id).await;
         for s in v["subtasks"].as_array().unwrap() {
-            assert_eq!((s["attempt"].as_u64(), s["phase"].as_str()), (Some(0), Some("paid")), "{s}");
+            assert_eq!(
+                (s["attempt"].as_u64(), s["phase"].as_str()),
+                (Some(0), Some("paid")),
+                "{s}"
+            );
         }
     }
 
