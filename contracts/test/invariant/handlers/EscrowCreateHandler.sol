@@ -64,22 +64,7 @@ contract EscrowCreateHandler is EscrowBaseHandler {
             return;
         }
 
-        ITaskEscrow.Task memory t = ITaskEscrow.Task({
-            funder: funder,
-            client: p.client,
-            executor: p.executor,
-            amount: p.amount,
-            deadline: p.deadline,
-            updatedAt: uint40(block.timestamp),
-            reviewWindow: p.reviewWindow,
-            disputeWindow: escrow.disputeWindow(),
-            appealWindow: escrow.appealWindow(),
-            appealRulingWindow: escrow.appealRulingWindow(),
-            executorShareBps: 0,
-            status: ITaskEscrow.Status.Created,
-            specHash: keccak256(bytes(p.specURI)),
-            resultHash: bytes32(0)
-        });
+        ITaskEscrow.Task memory t = _createdTask(funder, p);
 
         uint256 id;
         permitMode %= 3;
