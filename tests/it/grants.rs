@@ -37,6 +37,20 @@ fn revert_of(err: tessera_anvil::Error) -> ContractRevert {
     inner.revert().cloned().unwrap_or_else(|| panic!("no typed revert in {err}"))
 }
 
+/// A fresh sponsor key (from `label`) holding `amount` tokens and no ether.
+async fn sponsor_with_tokens(env: &TestEnv, label: &str, amount: u128) -> PrivateKeySigner {
+    let sponsor = PrivateKeySigner::from_bytes(&keccak256(label)).unwrap();
+    let usdc = MockUSDC::new(env.deployment.token, env.provider.clone());
+    let minted = usdc
+        .mint(sponsor.address(), U256::from(amount))
+        .from(env.actors.deployer.address())
+        .send()
+        .await
+        .unwrap();
+    assert!(minted.get_receipt().await.unwrap().status());
+    sponsor
+}
+
 fn batch(
     terms: &GrantTerms,
     signature: &alloy::primitives::Bytes,
@@ -61,17 +75,8 @@ async fn a_sponsor_that_only_signs_funds_a_plan_a_stolen_operator_key_cannot_ove
     let stranger = env.actors.agents[4].address();
 
     // A sponsor with tokens and no ether: it signs, it sends nothing.
-    let sponsor = PrivateKeySigner::from_bytes(&keccak256("e2e grant sponsor")).unwrap();
+    let sponsor = sponsor_with_tokens(&env, "e2e grant sponsor", 10 * BUDGET).await;
     let s = sponsor.address();
-    let owner = env.actors.deployer.address();
-    usdc.mint(s, U256::from(10 * BUDGET))
-        .from(owner)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
     assert_eq!(
         env.provider.get_balance(s).await.unwrap(),
         U256::ZERO,
@@ -237,17 +242,8 @@ async fn a_grant_spent_whole_through_its_mark_keeps_no_slot_and_cannot_be_replay
     let usdc = MockUSDC::new(env.deployment.token, env.provider.clone());
     let operator = env.actors.client.address();
     let executor = env.actors.agent(0);
-    let sponsor = PrivateKeySigner::from_bytes(&keccak256("e2e grant mark sponsor")).unwrap();
+    let sponsor = sponsor_with_tokens(&env, "e2e grant mark sponsor", 10 * AMOUNT).await;
     let s = sponsor.address();
-    let owner = env.actors.deployer.address();
-    usdc.mint(s, U256::from(10 * AMOUNT))
-        .from(owner)
-        .send()
-        .await
-        .unwrap()
-        .get_receipt()
-        .await
-        .unwrap();
     let now = d.now().await.unwrap();
     let nonce = usdc.nonces(s).call().await.unwrap();
     let p = sign_permit(&sponsor, &d.domain, escrow_at, U256::MAX, nonce, U256::from(now + 3600))
