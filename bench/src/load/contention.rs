@@ -48,10 +48,17 @@ impl LockWaits {
 }
 
 /// Samples `database`'s sessions waiting on a lock every
-/// [`LOCK_SAMPLE_EVERY`] until stopped.
+/// [`LOCK_SAMPLE_EVERY`] until stopped; its task ends with it (a round
+/// that fails before [`LockSampler::finish`] leaves nothing sampling).
 pub(crate) struct LockSampler {
-    stop: oneshot::Sender<()>,
+    stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<LockWaits>>,
+}
+
+impl Drop for LockSampler {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl LockSampler {
@@ -84,13 +91,15 @@ impl LockSampler {
             pool.close().await;
             Ok(seen)
         });
-        Ok(Self { stop, task })
+        Ok(Self { stop: Some(stop), task })
     }
 
     /// Stops sampling; what it saw.
-    pub(crate) async fn finish(self) -> Result<LockWaits> {
-        let _ = self.stop.send(());
-        self.task.await?
+    pub(crate) async fn finish(mut self) -> Result<LockWaits> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.task).await?
     }
 }
 
